@@ -1,0 +1,81 @@
+// The D1 schema, as code. drizzle-kit generates the SQL in db/migrations from this file
+// (`npm run db:generate`); wrangler and the tests apply those migrations.
+// Every tenant-owned table carries tenant_id, and every query in db/queries.ts filters on it.
+import { sql } from "drizzle-orm";
+import { index, integer, primaryKey, sqliteTable, text, uniqueIndex } from "drizzle-orm/sqlite-core";
+
+export const tenants = sqliteTable("tenants", {
+  id: text("id").primaryKey(),
+  slug: text("slug").notNull().unique(),
+  name: text("name").notNull(),
+  disabled: integer("disabled", { mode: "boolean" }).notNull().default(false),
+  /** JSON object: permissionDeadlineMs, relayAlwaysAsMade, limits… (see db/settings.ts). */
+  settings: text("settings").notNull().default("{}"),
+  createdAt: integer("created_at").notNull().default(sql`(unixepoch() * 1000)`),
+});
+
+export const apiKeys = sqliteTable(
+  "api_keys",
+  {
+    id: text("id").primaryKey(),
+    tenantId: text("tenant_id")
+      .notNull()
+      .references(() => tenants.id),
+    kind: text("kind", { enum: ["client", "agent", "admin"] }).notNull(),
+    /** Who is behind the key; the actor recorded on decisions. */
+    label: text("label"),
+    /** For agent keys: the one agent name this key may dial in as (null: any agent of the tenant). */
+    agent: text("agent"),
+    /** The first characters of the key, shown to identify it. */
+    prefix: text("prefix").notNull(),
+    /** Hex SHA-256 of the whole key. The key itself is never stored. */
+    hash: text("hash").notNull(),
+    createdAt: integer("created_at").notNull().default(sql`(unixepoch() * 1000)`),
+    lastUsedAt: integer("last_used_at"),
+    expiresAt: integer("expires_at"),
+    revokedAt: integer("revoked_at"),
+  },
+  (t) => [uniqueIndex("api_keys_hash").on(t.hash), index("api_keys_tenant").on(t.tenantId, t.createdAt)],
+);
+
+export const agents = sqliteTable(
+  "agents",
+  {
+    tenantId: text("tenant_id")
+      .notNull()
+      .references(() => tenants.id),
+    name: text("name").notNull(),
+    description: text("description"),
+    mode: text("mode", { enum: ["dial_in", "dial_out"] }).notNull().default("dial_in"),
+    url: text("url"),
+    /** JSON object of header name → value, sent when dialling out. Write-only in the API. */
+    headers: text("headers"),
+    isDefault: integer("is_default", { mode: "boolean" }).notNull().default(false),
+    createdAt: integer("created_at").notNull().default(sql`(unixepoch() * 1000)`),
+    updatedAt: integer("updated_at").notNull().default(sql`(unixepoch() * 1000)`),
+  },
+  (t) => [primaryKey({ columns: [t.tenantId, t.name] })],
+);
+
+/** The tenant's sessions index: answers session/list and GET /v1/sessions without waking objects. */
+export const sessions = sqliteTable(
+  "sessions",
+  {
+    tenantId: text("tenant_id")
+      .notNull()
+      .references(() => tenants.id),
+    sessionId: text("session_id").notNull(),
+    agent: text("agent").notNull(),
+    cwd: text("cwd").notNull(),
+    title: text("title"),
+    createdBy: text("created_by"),
+    createdAt: integer("created_at").notNull().default(sql`(unixepoch() * 1000)`),
+    updatedAt: integer("updated_at").notNull().default(sql`(unixepoch() * 1000)`),
+  },
+  (t) => [primaryKey({ columns: [t.tenantId, t.sessionId] }), index("sessions_tenant_updated").on(t.tenantId, t.updatedAt)],
+);
+
+export type Tenant = typeof tenants.$inferSelect;
+export type ApiKey = typeof apiKeys.$inferSelect;
+export type AgentRow = typeof agents.$inferSelect;
+export type SessionRow = typeof sessions.$inferSelect;

@@ -1,0 +1,10 @@
+import type { D1Migration } from "cloudflare:test";
+import type { Env as GatewayEnv } from "../../worker/env";
+
+declare global {
+  namespace Cloudflare {
+    interface Env extends GatewayEnv {
+      TEST_MIGRATIONS: D1Migration[];
+    }
+  }
+}

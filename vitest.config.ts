@@ -1,0 +1,47 @@
+import { cloudflareTest, readD1Migrations } from "@cloudflare/vitest-plugin";
+import { defineConfig } from "vitest/config";
+
+// Three projects, one command:
+// - unit:    pure protocol/ logic in Node, milliseconds each.
+// - workerd: the real Worker, Durable Objects (SQLite) and local D1 with the real migrations,
+//            inside workerd through the Cloudflare vitest plugin.
+// - e2e:     the gateway started as `npm start` starts it (wrangler dev on loopback), driven by
+//            real ACP peers from @agentclientprotocol/sdk and by the acp-gateway CLI.
+export default defineConfig({
+  test: {
+    projects: [
+      {
+        test: { name: "unit", include: ["test/unit/**/*.test.ts"], environment: "node" },
+      },
+      {
+        plugins: [
+          cloudflareTest(async () => ({
+            wrangler: { configPath: "./wrangler.toml" },
+            miniflare: {
+              bindings: {
+                TEST_MIGRATIONS: await readD1Migrations("./db/migrations"),
+                GATEWAY_ADMIN_TOKEN: "test-operator-token",
+              },
+            },
+          })),
+        ],
+        test: {
+          name: "workerd",
+          include: ["test/workerd/**/*.test.ts"],
+          setupFiles: ["./test/workerd/apply-migrations.ts"],
+        },
+      },
+      {
+        test: {
+          name: "e2e",
+          include: ["test/e2e/**/*.test.ts"],
+          environment: "node",
+          globalSetup: ["./test/e2e/global-setup.ts"],
+          testTimeout: 60_000,
+          hookTimeout: 120_000,
+          fileParallelism: false,
+        },
+      },
+    ],
+  },
+});

@@ -1,0 +1,13 @@
+import type { AgentObject } from "../durable-objects/agent/agent-object";
+import type { SessionObject } from "../durable-objects/session/session-object";
+
+/** The bindings of the Worker and its Durable Objects (wrangler.toml, .dev.vars, secrets). */
+export interface Env {
+  DB: D1Database;
+  SESSIONS: DurableObjectNamespace<SessionObject>;
+  AGENTS: DurableObjectNamespace<AgentObject>;
+  /** The operator's bootstrap secret (wrangler secret put GATEWAY_ADMIN_TOKEN). */
+  GATEWAY_ADMIN_TOKEN?: string;
+  /** Default deadline of a pending permission request, in ms, when the tenant sets none. */
+  PERMISSION_DEADLINE_MS?: string;
+}
