@@ -1,9 +1,22 @@
+// The edge Worker: authenticates, terminates client WebSockets, hands agents to their AgentObject,
+// and serves the REST API. Durable Object classes are exported from here for wrangler.
+
 import { Hono } from "hono";
-import type { Env } from "./env";
+import { errorBody, onError } from "./http-error";
+import { acpRoutes } from "./routes/acp";
+import { agentConnectRoutes } from "./routes/agents-connect";
+import { sessionRoutes } from "./routes/sessions";
+import type { AppEnv } from "./types";
 
 export { AgentObject } from "../durable-objects/agent/agent-object";
 export { SessionObject } from "../durable-objects/session/session-object";
 
-const app = new Hono<{ Bindings: Env }>();
+const app = new Hono<AppEnv>();
 app.get("/health", (c) => c.json({ ok: true }));
+app.route("/", acpRoutes);
+app.route("/", agentConnectRoutes);
+app.route("/", sessionRoutes);
+app.notFound((c) => c.json(errorBody("not_found", `No route for ${c.req.method} ${new URL(c.req.url).pathname}`), 404));
+app.onError(onError);
+
 export default app;

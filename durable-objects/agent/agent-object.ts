@@ -1,4 +1,342 @@
-import { DurableObject } from "cloudflare:workers";
-import type { Env } from "../../worker/env";
+// AgentObject: one per tenant + agent name. It holds the agent's single connection (the agent dials
+// in over a hibernatable WebSocket), acts as the agent's ACP client (initialize), creates and loads
+// sessions, and routes: agent → SessionObject by sessionId, SessionObject → agent with id rewriting.
+// Request ids towards the agent are the object's own; the maps live in SQLite (store.ts).
 
-export class AgentObject extends DurableObject<Env> {}
+import { DurableObject } from "cloudflare:workers";
+import {
+  type JsonRpcId,
+  RpcError,
+  errorResponse,
+  isObject,
+  isRequest,
+  isResponse,
+  parseFrame,
+  sessionIdOf,
+  type ResponseMessage,
+} from "../../protocol/jsonrpc";
+import { AGENT_METHODS, CANCEL_REQUEST, PROTOCOL_VERSION } from "../../protocol/methods";
+import type { Env } from "../../worker/env";
+import type { SessionRef, ToAgent } from "../session/agent-link";
+import type { SessionObject } from "../session/session-object";
+import { type AgentInfo, AgentStore } from "./store";
+
+/** The header the Worker uses to say who dialled in. */
+export const AGENT_PRINCIPAL_HEADER = "X-Acp-Gateway-Agent";
+
+/** How long session/new or session/load may take before the client is told the agent did not answer. */
+const OPEN_TIMEOUT_MS = 60_000;
+/** How long a client's initialize waits for a freshly connected agent to finish its own initialize. */
+const INIT_WAIT_MS = 10_000;
+
+export interface OpenSessionArgs {
+  tenantId: string;
+  agent: string;
+  method: typeof AGENT_METHODS.sessionNew | typeof AGENT_METHODS.sessionLoad;
+  params: unknown;
+  createdBy: string | null;
+  deadlineMs: number;
+}
+
+export type AgentStatus = { connected: boolean; info: AgentInfo | null };
+
+export class AgentObject extends DurableObject<Env> {
+  private readonly store: AgentStore;
+  /** Requests awaited in memory (initialize, session/new, session/load): only while an RPC is in flight. */
+  private readonly waiters = new Map<number, (response: ResponseMessage) => void>();
+  private readonly initWaiters = new Set<() => void>();
+  private readonly sessionStubs = new Map<string, DurableObjectStub<SessionObject>>();
+
+  constructor(ctx: DurableObjectState, env: Env) {
+    super(ctx, env);
+    this.store = new AgentStore(ctx.storage.sql);
+  }
+
+  // ── the agent dials in ────────────────────────────────────────────────────────────────────────
+  override async fetch(request: Request): Promise<Response> {
+    if (request.headers.get("Upgrade") !== "websocket") return new Response("expected a WebSocket", { status: 426 });
+    const who = JSON.parse(request.headers.get(AGENT_PRINCIPAL_HEADER) ?? "null") as
+      | { tenantId: string; agent: string; keyId: string }
+      | null;
+    if (!who) return new Response("missing principal", { status: 400 });
+    this.store.meta = { tenantId: who.tenantId, name: who.agent };
+    // The newest connection takes over; the old one's sessions stay readable in their objects.
+    const previous = this.ctx.getWebSockets();
+    const epoch = this.store.epoch + 1;
+    this.store.epoch = epoch;
+    for (const old of previous) {
+      try {
+        old.close(4000, "replaced by a newer connection of the same agent");
+      } catch {
+        // already closing
+      }
+    }
+    if (previous.length > 0) this.agentGone(epoch - 1, "replaced by a newer connection");
+    const pair = new WebSocketPair();
+    this.ctx.acceptWebSocket(pair[1], [`key:${who.keyId}`]);
+    pair[1].serializeAttachment({ epoch, keyId: who.keyId });
+    const id = this.store.nextId();
+    this.store.addOutbound({ agentId: id, epoch, kind: "initialize", sessionId: null, gwId: null });
+    pair[1].send(
+      JSON.stringify({
+        jsonrpc: "2.0",
+        id,
+        method: AGENT_METHODS.initialize,
+        params: {
+          protocolVersion: PROTOCOL_VERSION,
+          // No fs or terminal: clients come and go, so the gateway cannot promise to serve them.
+          clientCapabilities: { fs: { readTextFile: false, writeTextFile: false }, terminal: false },
+          clientInfo: { name: "acp-gateway", title: "ACP Gateway", version: "0.1.0" },
+        },
+      }),
+    );
+    return new Response(null, { status: 101, webSocket: pair[0] });
+  }
+
+  override webSocketMessage(ws: WebSocket, data: string | ArrayBuffer): void {
+    const attachment = ws.deserializeAttachment() as { epoch: number } | undefined;
+    if (!attachment || attachment.epoch !== this.store.epoch || typeof data !== "string") return;
+    const epoch = attachment.epoch;
+    const parsed = parseFrame(data);
+    if (!parsed.ok) {
+      if (parsed.reply) ws.send(JSON.stringify(parsed.reply));
+      return;
+    }
+    const message = parsed.message;
+    if (isResponse(message)) return this.onAgentResponse(message, data);
+    const sessionId = message.method === CANCEL_REQUEST ? this.cancelTarget(message.params, epoch) : sessionIdOf(message);
+    if (sessionId === undefined || !this.store.ownsSession(sessionId)) {
+      if (isRequest(message)) {
+        const error =
+          sessionId === undefined
+            ? new RpcError(-32601, `The gateway routes agent requests by params.sessionId; ${message.method} has none`)
+            : RpcError.sessionNotFound(sessionId);
+        ws.send(JSON.stringify(errorResponse(message.id, error)));
+      }
+      return;
+    }
+    if (isRequest(message)) this.store.addInbound(message.id, epoch, sessionId);
+    this.store.markActive(sessionId, epoch);
+    const ref = this.ref(sessionId);
+    if (!ref) return;
+    this.deliver(this.session(sessionId).fromAgent(ref, epoch, data));
+  }
+
+  override webSocketClose(ws: WebSocket, code: number, reason: string): void {
+    const attachment = ws.deserializeAttachment() as { epoch: number } | undefined;
+    try {
+      ws.close(code === 1005 ? 1000 : code, "closed");
+    } catch {
+      // already closed
+    }
+    if (attachment && attachment.epoch === this.store.epoch) this.agentGone(attachment.epoch, reason || `closed with code ${code}`);
+  }
+
+  override webSocketError(ws: WebSocket): void {
+    const attachment = ws.deserializeAttachment() as { epoch: number } | undefined;
+    if (attachment && attachment.epoch === this.store.epoch) this.agentGone(attachment.epoch, "connection error");
+  }
+
+  private onAgentResponse(message: ResponseMessage, text: string): void {
+    if (typeof message.id !== "number") return;
+    const outbound = this.store.takeOutbound(message.id);
+    if (!outbound) return;
+    if (outbound.kind === "initialize") {
+      const result = isObject(message.result) ? message.result : {};
+      this.store.info = {
+        protocolVersion: typeof result.protocolVersion === "number" ? result.protocolVersion : PROTOCOL_VERSION,
+        agentCapabilities: isObject(result.agentCapabilities) ? result.agentCapabilities : {},
+        agentInfo: result.agentInfo,
+        authMethods: Array.isArray(result.authMethods) ? result.authMethods : [],
+        initializedAt: Date.now(),
+      };
+      for (const wake of this.initWaiters) wake();
+      this.initWaiters.clear();
+      return;
+    }
+    if (outbound.kind === "open") {
+      this.waiters.get(outbound.agentId)?.(message);
+      this.waiters.delete(outbound.agentId);
+      return;
+    }
+    if (outbound.sessionId !== null && outbound.gwId !== null) {
+      const ref = this.ref(outbound.sessionId);
+      if (ref) this.deliver(this.session(outbound.sessionId).fromAgentResponse(ref, outbound.gwId, text));
+    }
+  }
+
+  /** `$/cancel_request` from the agent names one of its own requests: find the session it went to. */
+  private cancelTarget(params: unknown, epoch: number): string | undefined {
+    const requestId = isObject(params) ? params.requestId : undefined;
+    if (typeof requestId !== "string" && typeof requestId !== "number") return undefined;
+    return this.store.inboundSession(requestId, epoch);
+  }
+
+  /** Every session that heard from or spoke to this connection learns it is gone. */
+  private agentGone(epoch: number, reason: string): void {
+    if (epoch <= 0) return;
+    const lost = this.store.takeOutboundOfEpoch(epoch);
+    for (const [id, wake] of this.waiters) {
+      wake(errorResponse(id, RpcError.internal(`The agent disconnected (${reason}) before answering`)));
+    }
+    this.waiters.clear();
+    const sessions = new Set(this.store.activeSessions(epoch));
+    for (const o of lost) if (o.sessionId) sessions.add(o.sessionId);
+    for (const sessionId of sessions) {
+      const ref = this.ref(sessionId);
+      if (!ref) continue;
+      const gwIds = lost.filter((o) => o.sessionId === sessionId && o.gwId !== null).map((o) => o.gwId as number);
+      this.deliver(this.session(sessionId).agentGone(ref, { epoch, reason, gwIds }));
+    }
+    this.store.clearInbound(epoch);
+  }
+
+  // ── RPC from SessionObjects: deliver to the agent ────────────────────────────────────────────
+  toAgent(agent: string, ref: SessionRef, frame: ToAgent): void {
+    const meta = this.store.meta;
+    if (!meta || meta.tenantId !== ref.tenantId || meta.name !== agent || !this.store.ownsSession(ref.sessionId)) return;
+    const ws = this.socket();
+    const epoch = this.store.epoch;
+    switch (frame.type) {
+      case "request": {
+        if (!ws) {
+          const error = new RpcError(-32603, `The agent "${agent}" is not connected to the gateway`, { reason: "agent_not_connected" });
+          this.deliver(this.session(ref.sessionId).fromAgentResponse(ref, frame.gwId, JSON.stringify(errorResponse(frame.gwId, error))));
+          return;
+        }
+        const agentId = this.store.nextId();
+        this.store.addOutbound({ agentId, epoch, kind: "forward", sessionId: ref.sessionId, gwId: frame.gwId });
+        this.store.markActive(ref.sessionId, epoch);
+        ws.send(JSON.stringify(withParams({ jsonrpc: "2.0", id: agentId, method: frame.method }, frame.params)));
+        return;
+      }
+      case "notification":
+        ws?.send(JSON.stringify(withParams({ jsonrpc: "2.0", method: frame.method }, frame.params)));
+        return;
+      case "response": {
+        if (!ws || frame.epoch !== epoch) return;
+        this.store.removeInbound(frame.id, epoch);
+        const body: Record<string, unknown> = { jsonrpc: "2.0", id: frame.id };
+        if (frame.error !== undefined) body.error = frame.error;
+        else body.result = frame.result ?? null;
+        ws.send(JSON.stringify(body));
+        return;
+      }
+      case "cancel_request": {
+        const outbound = this.store.outboundFor(ref.sessionId, frame.gwId);
+        if (ws && outbound && outbound.epoch === epoch) {
+          ws.send(JSON.stringify({ jsonrpc: "2.0", method: CANCEL_REQUEST, params: { requestId: outbound.agentId } }));
+        }
+        return;
+      }
+    }
+  }
+
+  // ── RPC from the Worker ──────────────────────────────────────────────────────────────────────
+  async status(): Promise<AgentStatus> {
+    const ws = this.socket();
+    if (ws && !this.store.info) await this.waitForInitialize();
+    return { connected: this.socket() !== undefined, info: this.store.info ?? null };
+  }
+
+  /** session/new or session/load through the agent; on success the SessionObject is set up and indexed. */
+  async openSession(args: OpenSessionArgs): Promise<ResponseMessage> {
+    const ws = this.socket();
+    if (!ws) {
+      return errorResponse(0, new RpcError(-32603, `The agent "${args.agent}" is not connected to the gateway; start it or try again later`, { reason: "agent_not_connected" }));
+    }
+    if (!this.store.info) await this.waitForInitialize();
+    const agentId = this.store.nextId();
+    const epoch = this.store.epoch;
+    this.store.addOutbound({ agentId, epoch, kind: "open", sessionId: null, gwId: null });
+    const loadId = args.method === AGENT_METHODS.sessionLoad ? sessionIdOfParams(args.params) : undefined;
+    // A loaded session must exist before the agent replays its history into it.
+    if (loadId) await this.setUpSession(args, loadId, epoch, undefined);
+    const response = new Promise<ResponseMessage>((resolve) => {
+      this.waiters.set(agentId, resolve);
+      setTimeout(() => {
+        if (this.waiters.delete(agentId)) {
+          this.store.takeOutbound(agentId);
+          resolve(errorResponse(agentId, RpcError.internal(`The agent "${args.agent}" did not answer ${args.method} within ${OPEN_TIMEOUT_MS / 1000} s`)));
+        }
+      }, OPEN_TIMEOUT_MS);
+    });
+    ws.send(JSON.stringify(withParams({ jsonrpc: "2.0", id: agentId, method: args.method }, args.params)));
+    const answer = await response;
+    if (answer.error !== undefined || !isObject(answer.result)) return answer;
+    const sessionId = loadId ?? answer.result.sessionId;
+    if (typeof sessionId !== "string" || sessionId === "") {
+      return errorResponse(agentId, RpcError.internal(`The agent answered ${args.method} without a sessionId`));
+    }
+    await this.setUpSession(args, sessionId, epoch, answer.result);
+    return answer;
+  }
+
+  private async setUpSession(args: OpenSessionArgs, sessionId: string, epoch: number, result: Record<string, unknown> | undefined) {
+    this.store.addSession(sessionId, epoch);
+    const ref = { tenantId: args.tenantId, sessionId };
+    const cwd = isObject(args.params) && typeof args.params.cwd === "string" ? args.params.cwd : "";
+    await this.session(sessionId).init(ref, {
+      agent: args.agent,
+      cwd,
+      createdBy: args.createdBy,
+      deadlineMs: args.deadlineMs,
+      ...(result ? { result } : {}),
+    });
+    await this.env.DB.prepare(
+      "INSERT INTO sessions (tenant_id, session_id, agent, cwd, created_by) VALUES (?, ?, ?, ?, ?) ON CONFLICT (tenant_id, session_id) DO UPDATE SET updated_at = unixepoch() * 1000",
+    )
+      .bind(args.tenantId, sessionId, args.agent, cwd, args.createdBy)
+      .run();
+  }
+
+  // ── helpers ───────────────────────────────────────────────────────────────────────────────────
+  private socket(): WebSocket | undefined {
+    return this.ctx.getWebSockets().find((ws) => (ws.deserializeAttachment() as { epoch: number } | undefined)?.epoch === this.store.epoch);
+  }
+
+  private waitForInitialize(): Promise<void> {
+    return new Promise((resolve) => {
+      const done = () => {
+        clearTimeout(timer);
+        resolve();
+      };
+      const timer = setTimeout(() => {
+        this.initWaiters.delete(done);
+        resolve();
+      }, INIT_WAIT_MS);
+      this.initWaiters.add(done);
+    });
+  }
+
+  private ref(sessionId: string): SessionRef | undefined {
+    const meta = this.store.meta;
+    return meta ? { tenantId: meta.tenantId, sessionId } : undefined;
+  }
+
+  private session(sessionId: string): DurableObjectStub<SessionObject> {
+    let stub = this.sessionStubs.get(sessionId);
+    if (!stub) {
+      const meta = this.store.meta;
+      stub = this.env.SESSIONS.get(this.env.SESSIONS.idFromName(`${meta?.tenantId}/${sessionId}`));
+      this.sessionStubs.set(sessionId, stub);
+    }
+    return stub;
+  }
+
+  /** Fire and forget, in order per session: calls on one stub are delivered in the order they are made. */
+  private deliver(call: Promise<unknown>): void {
+    this.ctx.waitUntil(call.catch((e: unknown) => console.error("agent: session delivery failed", e)));
+  }
+}
+
+function withParams(message: Record<string, unknown>, params: unknown): Record<string, unknown> {
+  if (params !== undefined) message.params = params;
+  return message;
+}
+
+function sessionIdOfParams(params: unknown): string | undefined {
+  return isObject(params) && typeof params.sessionId === "string" ? params.sessionId : undefined;
+}
+
+export type { JsonRpcId };

@@ -1,4 +1,570 @@
-import { DurableObject } from "cloudflare:workers";
-import type { Env } from "../../worker/env";
+// SessionObject: the authority for one ACP session (one object per tenant + sessionId).
+// It owns the tool-call table, the event log, the pending permission requests with their deadlines,
+// the turn state and the attached clients. All of it is in SQLite (store.ts), and every socket is
+// hibernatable, so an evicted object comes back whole on the next event.
+//
+// Traffic:  client ⇄ edge Worker ⇄ (WebSocket per connection) ⇄ SessionObject ⇄ (RPC) ⇄ AgentObject ⇄ agent
 
-export class SessionObject extends DurableObject<Env> {}
+import { DurableObject } from "cloudflare:workers";
+import {
+  type JsonRpcId,
+  type Message,
+  RpcError,
+  errorResponse,
+  isObject,
+  isRequest,
+  isResponse,
+  parseFrame,
+  resultResponse,
+} from "../../protocol/jsonrpc";
+import { AGENT_METHODS, CANCEL_REQUEST, CLIENT_METHODS, GATEWAY_NOTIFICATIONS } from "../../protocol/methods";
+import { CANCELLED_RESULT, judgeAnswer, offeredOptions } from "../../protocol/permissions";
+import { isToolCallUpdate } from "../../protocol/tool-calls";
+import type { Env } from "../../worker/env";
+import type { SessionRef, ToAgent } from "./agent-link";
+import { ATTACH_HEADER, AttachedClients, type AttachRequest, attachmentOf, connTag, send, sendRewritable } from "./clients";
+import { type PendingRow, SessionStore, type SessionMeta } from "./store";
+
+/** How many times a client that answered a permission request wrongly is asked again. */
+const MAX_RESENDS = 3;
+
+/** Who or what resolved a permission request; sent to clients and kept in the log. */
+export type DecidedBy =
+  | { type: "person"; connectionId: string; user: string | null; keyId: string }
+  | { type: "cancel"; connectionId?: string; user?: string | null }
+  | { type: "deadline" }
+  | { type: "turn_end" }
+  | { type: "agent_disconnected"; reason: string }
+  | { type: "agent_withdrew" };
+
+export interface SessionSnapshot {
+  sessionId: string;
+  agent: string;
+  cwd: string;
+  title: string | null;
+  createdAt: number;
+  turn: { state: string; startedAt?: number; user?: string | null };
+  toolCalls: unknown[];
+  pendingPermissions: { requestId: number; toolCallId: string | null; toolCall: unknown; options: unknown; createdAt: number; deadlineAt: number }[];
+  clients: { connectionId: string; user: string | null; attachedAt: number }[];
+  lastSeq: number;
+}
+
+export class SessionObject extends DurableObject<Env> {
+  private readonly store: SessionStore;
+  private readonly clients: AttachedClients;
+
+  constructor(ctx: DurableObjectState, env: Env) {
+    super(ctx, env);
+    this.store = new SessionStore(ctx.storage.sql);
+    this.clients = new AttachedClients(ctx);
+  }
+
+  // ── set-up (called by the AgentObject when the agent created or loaded the session) ──────────
+  init(ref: SessionRef, meta: Omit<SessionMeta, "tenantId" | "sessionId" | "createdAt">): void {
+    const existing = this.store.meta;
+    this.store.meta = {
+      ...existing,
+      ...meta,
+      tenantId: ref.tenantId,
+      sessionId: ref.sessionId,
+      createdAt: existing?.createdAt ?? Date.now(),
+    };
+  }
+
+  exists(): boolean {
+    return this.store.meta !== undefined;
+  }
+
+  // ── a client attaches: history, then (for session/load) the answer, then pending requests, then live ──
+  override async fetch(request: Request): Promise<Response> {
+    if (request.headers.get("Upgrade") !== "websocket") return new Response("expected a WebSocket", { status: 426 });
+    const attach = JSON.parse(request.headers.get(ATTACH_HEADER) ?? "null") as AttachRequest | null;
+    const meta = this.store.meta;
+    if (!attach || !meta || meta.tenantId !== attach.tenantId || meta.sessionId !== attach.sessionId) {
+      return new Response("session not found", { status: 404 });
+    }
+    const pair = new WebSocketPair();
+    const [edge, server] = [pair[0], pair[1]];
+    // Everything below is synchronous: no other event can run between reading the log and joining
+    // the live fan-out, so the client sees no gap and no duplicate.
+    this.ctx.acceptWebSocket(server, [connTag(attach.client.connId)]);
+    server.serializeAttachment(attach.client);
+    if (attach.mode !== "live") {
+      for (const entry of this.store.replayable()) send(server, entry.body);
+    }
+    if (attach.mode === "load" && attach.loadRequestId !== undefined) {
+      send(server, JSON.stringify(resultResponse(attach.loadRequestId, this.loadResult(meta))));
+    }
+    for (const pending of this.store.pending()) this.sendCopy(server, attach.client.connId, pending);
+    return new Response(null, { status: 101, webSocket: edge });
+  }
+
+  // ── messages from a client (through the edge Worker, which already checked the frame) ────────
+  override webSocketMessage(ws: WebSocket, data: string | ArrayBuffer): void {
+    const client = attachmentOf(ws);
+    if (!client || typeof data !== "string") return;
+    const parsed = parseFrame(data);
+    if (!parsed.ok) {
+      if (parsed.reply) send(ws, JSON.stringify(parsed.reply));
+      return;
+    }
+    const message = parsed.message;
+    try {
+      if (isResponse(message)) return this.onClientResponse(ws, message);
+      if (isRequest(message)) return this.onClientRequest(ws, message.id, message.method, message.params);
+      return this.onClientNotification(ws, message.method, "params" in message ? message.params : undefined);
+    } catch (error) {
+      if (isRequest(message)) send(ws, JSON.stringify(errorResponse(message.id, toRpcError(error))));
+      else console.error("session: client message failed", error);
+    }
+  }
+
+  override webSocketClose(ws: WebSocket, code: number): void {
+    const client = attachmentOf(ws);
+    if (client) this.detach(client.connId);
+    try {
+      ws.close(code === 1005 ? 1000 : code, "closed");
+    } catch {
+      // already closed
+    }
+  }
+
+  override webSocketError(ws: WebSocket): void {
+    const client = attachmentOf(ws);
+    if (client) this.detach(client.connId);
+  }
+
+  /** A client that leaves loses nothing: its copies go, the requests stay pending for the others. */
+  private detach(connId: string): void {
+    this.store.removeCopiesOfConnection(connId);
+    // Agent requests that only this client could serve are answered with an error: nobody else has them.
+    for (const r of this.store.agentRequests({ connId })) {
+      this.store.takeAgentRequest(r.outId);
+      this.toAgent({
+        type: "response",
+        epoch: r.agentEpoch,
+        id: r.agentReqId,
+        error: { code: -32603, message: `The client serving ${r.method} disconnected` },
+      });
+    }
+  }
+
+  private onClientRequest(ws: WebSocket, id: JsonRpcId, method: string, params: unknown): void {
+    const client = attachmentOf(ws);
+    const meta = this.store.meta;
+    if (!client || !meta) return;
+    if (method === AGENT_METHODS.sessionPrompt) {
+      const turn = this.store.turn;
+      if (turn.state !== "idle") {
+        throw new RpcError(
+          -32600,
+          `A turn is already running in session ${meta.sessionId}${turn.user ? ` (started by ${turn.user})` : ""}; wait for it to end or send session/cancel. Prompts are not queued.`,
+          { reason: "turn_in_progress" },
+        );
+      }
+      const gwId = this.store.nextId();
+      this.store.turn = { state: "running", gwId, connId: client.connId, user: client.user, startedAt: Date.now() };
+      this.store.addInflight({ gwId, connId: client.connId, clientId: id, method, createdAt: Date.now() });
+      this.recordPrompt(client.connId, client.user, params);
+      this.toAgent({ type: "request", gwId, method, params });
+      return;
+    }
+    const gwId = this.store.nextId();
+    this.store.addInflight({ gwId, connId: client.connId, clientId: id, method, createdAt: Date.now() });
+    this.toAgent({ type: "request", gwId, method, params });
+  }
+
+  private onClientNotification(ws: WebSocket, method: string, params: unknown): void {
+    const client = attachmentOf(ws);
+    if (!client) return;
+    if (method === AGENT_METHODS.sessionCancel) {
+      this.cancelTurn({ type: "cancel", connectionId: client.connId, user: client.user });
+      this.toAgent({ type: "notification", method, params });
+      return;
+    }
+    if (method === CANCEL_REQUEST) {
+      const requestId = isObject(params) ? params.requestId : undefined;
+      if (typeof requestId !== "string" && typeof requestId !== "number") return;
+      const inflight = this.store.inflightByClient(client.connId, requestId);
+      if (inflight) this.toAgent({ type: "cancel_request", gwId: inflight.gwId });
+      return;
+    }
+    this.toAgent({ type: "notification", method, params });
+  }
+
+  private onClientResponse(ws: WebSocket, message: Message & { id: JsonRpcId | null }): void {
+    const client = attachmentOf(ws);
+    if (!client || typeof message.id !== "number") return;
+    const copy = this.store.copy(message.id);
+    if (copy) return this.onPermissionAnswer(ws, copy.outId, copy.permId, copy.resends, message);
+    const forwarded = this.store.takeAgentRequest(message.id);
+    if (forwarded) {
+      const response = message as { result?: unknown; error?: unknown };
+      this.toAgent({ type: "response", epoch: forwarded.agentEpoch, id: forwarded.agentReqId, result: response.result, error: response.error });
+    }
+  }
+
+  // ── permission requests ───────────────────────────────────────────────────────────────────────
+  private onPermissionAnswer(ws: WebSocket, outId: number, permId: number, resends: number, message: Message): void {
+    const client = attachmentOf(ws);
+    const pending = this.store.pendingById(permId);
+    if (!client || !pending) return;
+    const response = message as { result?: unknown; error?: unknown };
+    if (response.error !== undefined) {
+      // The client declined to answer (closed its dialog, or cancelled its copy): others still may.
+      this.store.removeCopy(outId);
+      return;
+    }
+    const judged = judgeAnswer(response.result, offeredOptions(JSON.parse(pending.params)));
+    if (!judged.ok) {
+      // Never approval (TC-10, TC-17): tell this client, keep the request pending, and ask it again.
+      this.store.removeCopy(outId);
+      sendRewritable(
+        ws,
+        JSON.stringify(
+          errorResponse(
+            null,
+            RpcError.invalidParams(
+              `Your answer to permission request ${outId} was refused: ${judged.reason}. The request is still pending.`,
+              { requestId: outId, sessionId: this.store.meta?.sessionId, toolCallId: pending.toolCallId },
+            ),
+          ),
+        ),
+      );
+      if (resends < MAX_RESENDS) this.sendCopy(ws, client.connId, pending, resends + 1);
+      return;
+    }
+    this.resolvePermission(pending, response.result, { type: "person", connectionId: client.connId, user: client.user, keyId: client.keyId });
+  }
+
+  /** Sends this client its own copy of a pending request, under a fresh id of the session's. */
+  private sendCopy(ws: WebSocket, connId: string, pending: PendingRow, resends = 0): void {
+    const outId = this.store.nextId();
+    this.store.addCopy(outId, pending.permId, connId, resends);
+    sendRewritable(ws, `{"jsonrpc":"2.0","id":${outId},"method":"${CLIENT_METHODS.sessionRequestPermission}","params":${pending.params}}`);
+  }
+
+  /** The first valid answer wins: it goes to the agent, every other copy is withdrawn. */
+  private resolvePermission(pending: PendingRow, result: unknown, by: DecidedBy): void {
+    const meta = this.store.meta;
+    this.toAgent({ type: "response", epoch: pending.agentEpoch, id: pending.agentReqId, result });
+    const copies = this.store.removePending(pending.permId);
+    this.withdrawCopies(copies);
+    const outcome = isObject(result) ? result.outcome : undefined;
+    const notice = {
+      jsonrpc: "2.0",
+      method: GATEWAY_NOTIFICATIONS.permissionResolved,
+      params: { sessionId: meta?.sessionId, toolCallId: pending.toolCallId, outcome, decidedBy: by },
+    };
+    const text = JSON.stringify(notice);
+    this.store.append("resolution", text);
+    this.clients.broadcast(text);
+    this.scheduleDeadline();
+  }
+
+  private withdrawCopies(copies: { outId: number; connId: string }[]): void {
+    for (const copy of copies) {
+      const ws = this.clients.byConnection(copy.connId);
+      if (ws) sendRewritable(ws, JSON.stringify({ jsonrpc: "2.0", method: CANCEL_REQUEST, params: { requestId: copy.outId } }));
+    }
+  }
+
+  /** Answers every pending request `cancelled` (TC-12) and ends the turn's waiting. */
+  private cancelTurn(by: DecidedBy): void {
+    for (const pending of this.store.pending()) this.resolvePermission(pending, CANCELLED_RESULT, by);
+    const turn = this.store.turn;
+    if (turn.state === "running") this.store.turn = { ...turn, state: "cancelling" };
+  }
+
+  // ── messages from the agent (through the AgentObject) ───────────────────────────────────────────
+  fromAgent(ref: SessionRef, epoch: number, text: string): void {
+    const meta = this.store.meta;
+    if (!meta || meta.tenantId !== ref.tenantId) return;
+    const parsed = parseFrame(text);
+    if (!parsed.ok) return;
+    const message = parsed.message;
+    if (isResponse(message)) return;
+    const params = "params" in message ? message.params : undefined;
+    if (!isRequest(message)) {
+      if (message.method === CLIENT_METHODS.sessionUpdate) return this.onSessionUpdate(text, params);
+      if (message.method === CANCEL_REQUEST) return this.onAgentCancelRequest(epoch, params);
+      const seq = this.store.append("ext", text);
+      void seq;
+      this.clients.broadcast(text);
+      return;
+    }
+    if (message.method === CLIENT_METHODS.sessionRequestPermission) {
+      return this.onPermissionRequest(epoch, message.id, text, params);
+    }
+    this.routeAgentRequest(epoch, message.id, message.method, params);
+  }
+
+  private onSessionUpdate(text: string, params: unknown): void {
+    const update = isObject(params) ? params.update : undefined;
+    const seq = this.store.append("update", text);
+    if (isToolCallUpdate(update)) this.store.applyToolCall(update, seq);
+    else if (isObject(update) && update.sessionUpdate === "session_info_update" && typeof update.title === "string") {
+      this.setTitle(update.title);
+    }
+    this.clients.broadcast(text);
+  }
+
+  private onPermissionRequest(epoch: number, agentReqId: JsonRpcId, text: string, params: unknown): void {
+    const meta = this.store.meta;
+    if (!meta) return;
+    const seq = this.store.append("permission", text);
+    const toolCall = isObject(params) ? params.toolCall : undefined;
+    this.store.applyToolCall(toolCall, seq);
+    const now = Date.now();
+    const permId = this.store.addPending({
+      agentReqId,
+      agentEpoch: epoch,
+      toolCallId: isObject(toolCall) && typeof toolCall.toolCallId === "string" ? toolCall.toolCallId : null,
+      params: JSON.stringify(params),
+      createdAt: now,
+      deadlineAt: now + meta.deadlineMs,
+    });
+    const pending = this.store.pendingById(permId);
+    if (!pending) return;
+    for (const ws of this.clients.all()) {
+      const client = attachmentOf(ws);
+      if (client) this.sendCopy(ws, client.connId, pending);
+    }
+    this.scheduleDeadline();
+  }
+
+  /** The agent withdrew one of its requests: withdraw the clients' copies and confirm with -32800. */
+  private onAgentCancelRequest(epoch: number, params: unknown): void {
+    const requestId = isObject(params) ? params.requestId : undefined;
+    if (typeof requestId !== "string" && typeof requestId !== "number") return;
+    const pending = this.store.pendingByAgentId(requestId, epoch);
+    if (pending) {
+      this.withdrawCopies(this.store.removePending(pending.permId));
+      this.toAgent({ type: "response", epoch, id: requestId, error: { code: -32800, message: "Request cancelled" } });
+      this.store.append("resolution", JSON.stringify({ permId: pending.permId, decidedBy: { type: "agent_withdrew" } }));
+      this.scheduleDeadline();
+      return;
+    }
+    for (const r of this.store.agentRequests({ agentReqId: requestId, epoch })) {
+      const ws = this.clients.byConnection(r.connId);
+      if (ws) sendRewritable(ws, JSON.stringify({ jsonrpc: "2.0", method: CANCEL_REQUEST, params: { requestId: r.outId } }));
+    }
+  }
+
+  /**
+   * fs/*, terminal/* and extension requests go to one client that can serve them: the one that
+   * prompted when it can, else any attached client that advertised the capability.
+   */
+  private routeAgentRequest(epoch: number, agentReqId: JsonRpcId, method: string, params: unknown): void {
+    const turn = this.store.turn;
+    const candidates = this.clients.all().filter((ws) => canServe(attachmentOf(ws)?.caps, method));
+    const preferred =
+      turn.state !== "idle" ? candidates.find((ws) => attachmentOf(ws)?.connId === turn.connId) : undefined;
+    const ws = preferred ?? candidates[0];
+    const client = ws ? attachmentOf(ws) : undefined;
+    if (!ws || !client) {
+      this.toAgent({
+        type: "response",
+        epoch,
+        id: agentReqId,
+        error: { code: -32601, message: `No attached client can serve ${method}`, data: { method } },
+      });
+      return;
+    }
+    const outId = this.store.nextId();
+    this.store.addAgentRequest({ outId, agentReqId, agentEpoch: epoch, connId: client.connId, method });
+    sendRewritable(ws, JSON.stringify({ jsonrpc: "2.0", id: outId, method, params }));
+  }
+
+  /** The agent answered a client request that the session forwarded under gwId. */
+  fromAgentResponse(ref: SessionRef, gwId: number, text: string): void {
+    const meta = this.store.meta;
+    if (!meta || meta.tenantId !== ref.tenantId) return;
+    const inflight = this.store.takeInflight(gwId);
+    if (!inflight) return;
+    const response = JSON.parse(text) as Record<string, unknown>;
+    if (inflight.method === AGENT_METHODS.sessionPrompt) this.endTurn(gwId, response.result);
+    const ws = this.clients.byConnection(inflight.connId);
+    if (ws) send(ws, JSON.stringify({ ...response, id: inflight.clientId }));
+  }
+
+  private endTurn(gwId: number, result: unknown): void {
+    const turn = this.store.turn;
+    if (turn.state === "idle" || turn.gwId !== gwId) return;
+    // Requests still open when the turn ends can no longer be acted on: answer them cancelled (TC-12).
+    for (const pending of this.store.pending()) this.resolvePermission(pending, CANCELLED_RESULT, { type: "turn_end" });
+    this.store.turn = { state: "idle" };
+    this.store.append("turn_end", JSON.stringify({ result }));
+    this.touchIndex();
+  }
+
+  /** The agent's connection is gone: nothing it asked can be answered, nothing it was asked will be. */
+  agentGone(ref: SessionRef, info: { epoch: number; reason: string; gwIds: number[] }): void {
+    const meta = this.store.meta;
+    if (!meta || meta.tenantId !== ref.tenantId) return;
+    for (const pending of this.store.pending().filter((p) => p.agentEpoch <= info.epoch)) {
+      this.withdrawCopies(this.store.removePending(pending.permId));
+      this.store.append(
+        "resolution",
+        JSON.stringify({ permId: pending.permId, decidedBy: { type: "agent_disconnected", reason: info.reason } }),
+      );
+    }
+    for (const r of this.store.agentRequests().filter((r) => r.agentEpoch <= info.epoch)) {
+      this.store.takeAgentRequest(r.outId);
+      const ws = this.clients.byConnection(r.connId);
+      if (ws) sendRewritable(ws, JSON.stringify({ jsonrpc: "2.0", method: CANCEL_REQUEST, params: { requestId: r.outId } }));
+    }
+    const message = `The agent "${meta.agent}" disconnected (${info.reason}) before answering`;
+    for (const gwId of info.gwIds) {
+      const inflight = this.store.takeInflight(gwId);
+      if (!inflight) continue;
+      const ws = this.clients.byConnection(inflight.connId);
+      const error = new RpcError(-32603, `${message} ${inflight.method}`, { reason: "agent_disconnected" });
+      if (ws) send(ws, JSON.stringify(errorResponse(inflight.clientId, error)));
+    }
+    const turn = this.store.turn;
+    if (turn.state !== "idle" && info.gwIds.includes(turn.gwId)) {
+      this.store.turn = { state: "idle" };
+      this.notifyTurnEnded("agent_disconnected", message);
+    }
+    this.scheduleDeadline();
+  }
+
+  // ── deadlines ─────────────────────────────────────────────────────────────────────────────────
+  private scheduleDeadline(): void {
+    const next = this.store.nextDeadline();
+    if (next === undefined) void this.ctx.storage.deleteAlarm();
+    else void this.ctx.storage.setAlarm(next);
+  }
+
+  override alarm(): void {
+    const now = Date.now();
+    const overdue = this.store.pending().some((p) => p.deadlineAt <= now);
+    if (overdue) {
+      const meta = this.store.meta;
+      // Exactly what a client's session/cancel does, and the clients are told why.
+      this.cancelTurn({ type: "deadline" });
+      if (meta) this.toAgent({ type: "notification", method: AGENT_METHODS.sessionCancel, params: { sessionId: meta.sessionId } });
+      this.notifyTurnEnded(
+        "permission_deadline",
+        `A permission request waited ${Math.round((meta?.deadlineMs ?? 0) / 1000)} s without an answer; the gateway cancelled the turn.`,
+      );
+    }
+    this.scheduleDeadline();
+  }
+
+  private notifyTurnEnded(reason: string, message: string): void {
+    const text = JSON.stringify({
+      jsonrpc: "2.0",
+      method: GATEWAY_NOTIFICATIONS.turnEnded,
+      params: { sessionId: this.store.meta?.sessionId, reason, message },
+    });
+    this.store.append("notice", text);
+    this.clients.broadcast(text);
+  }
+
+  // ── reads ─────────────────────────────────────────────────────────────────────────────────────
+  snapshot(ref: SessionRef): SessionSnapshot | null {
+    const meta = this.store.meta;
+    if (!meta || meta.tenantId !== ref.tenantId || meta.sessionId !== ref.sessionId) return null;
+    const turn = this.store.turn;
+    return {
+      sessionId: meta.sessionId,
+      agent: meta.agent,
+      cwd: meta.cwd,
+      title: meta.title ?? null,
+      createdAt: meta.createdAt,
+      turn: turn.state === "idle" ? { state: "idle" } : { state: turn.state, startedAt: turn.startedAt, user: turn.user },
+      toolCalls: this.store.toolCalls(),
+      pendingPermissions: this.store.pending().map((p) => {
+        const params = JSON.parse(p.params) as Record<string, unknown>;
+        return {
+          requestId: p.permId,
+          toolCallId: p.toolCallId,
+          toolCall: params.toolCall,
+          options: params.options,
+          createdAt: p.createdAt,
+          deadlineAt: p.deadlineAt,
+        };
+      }),
+      clients: this.clients.list().map((c) => ({ connectionId: c.connId, user: c.user, attachedAt: c.attachedAt })),
+      lastSeq: this.store.lastSeq(),
+    };
+  }
+
+  // ── helpers ───────────────────────────────────────────────────────────────────────────────────
+  private loadResult(meta: SessionMeta): Record<string, unknown> {
+    const { sessionId: _omit, ...rest } = meta.result ?? {};
+    return rest;
+  }
+
+  /** Other clients see what was asked: the prompt is logged and fanned out as user_message_chunk updates. */
+  private recordPrompt(connId: string, user: string | null, params: unknown): void {
+    const meta = this.store.meta;
+    const blocks = isObject(params) && Array.isArray(params.prompt) ? params.prompt : [];
+    for (const content of blocks) {
+      const text = JSON.stringify({
+        jsonrpc: "2.0",
+        method: CLIENT_METHODS.sessionUpdate,
+        params: {
+          sessionId: meta?.sessionId,
+          update: { sessionUpdate: "user_message_chunk", content },
+          _meta: { acpGateway: { synthesized: true, connectionId: connId, user } },
+        },
+      });
+      this.store.append("update", text);
+      this.clients.broadcast(text, connId);
+    }
+  }
+
+  private setTitle(title: string): void {
+    const meta = this.store.meta;
+    if (!meta || meta.title === title) return;
+    this.store.meta = { ...meta, title };
+    this.ctx.waitUntil(
+      this.env.DB.prepare("UPDATE sessions SET title = ?, updated_at = ? WHERE tenant_id = ? AND session_id = ?")
+        .bind(title, Date.now(), meta.tenantId, meta.sessionId)
+        .run()
+        .catch((e: unknown) => console.error("session: index title update failed", e)),
+    );
+  }
+
+  private touchIndex(): void {
+    const meta = this.store.meta;
+    if (!meta) return;
+    this.ctx.waitUntil(
+      this.env.DB.prepare("UPDATE sessions SET updated_at = ? WHERE tenant_id = ? AND session_id = ?")
+        .bind(Date.now(), meta.tenantId, meta.sessionId)
+        .run()
+        .catch((e: unknown) => console.error("session: index update failed", e)),
+    );
+  }
+
+  private agentStub?: DurableObjectStub<import("../agent/agent-object").AgentObject>;
+
+  /** Fire and forget, in order: calls on one stub are delivered in the order they are made. */
+  private toAgent(frame: ToAgent): void {
+    const meta = this.store.meta;
+    if (!meta) return;
+    this.agentStub ??= this.env.AGENTS.get(this.env.AGENTS.idFromName(`${meta.tenantId}/${meta.agent}`));
+    const ref = { tenantId: meta.tenantId, sessionId: meta.sessionId };
+    this.ctx.waitUntil(
+      this.agentStub.toAgent(meta.agent, ref, frame).catch((e: unknown) => console.error("session: agent delivery failed", e)),
+    );
+  }
+}
+
+function canServe(caps: { readTextFile: boolean; writeTextFile: boolean; terminal: boolean } | undefined, method: string): boolean {
+  if (!caps) return false;
+  if (method === CLIENT_METHODS.fsReadTextFile) return caps.readTextFile;
+  if (method === CLIENT_METHODS.fsWriteTextFile) return caps.writeTextFile;
+  if (method.startsWith("terminal/")) return caps.terminal;
+  return method.startsWith("_");
+}
+
+function toRpcError(error: unknown): RpcError {
+  if (error instanceof RpcError) return error;
+  console.error("session: unexpected failure", error);
+  return RpcError.internal("Internal error in the session");
+}

@@ -1,0 +1,140 @@
+// The AgentObject's durable state: who it is, the agent's capabilities, the connection epoch, the
+// sessions this agent owns, and the id maps of requests in flight in either direction.
+
+import type { JsonRpcId } from "../../protocol/jsonrpc";
+
+const SCHEMA = `
+CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
+CREATE TABLE IF NOT EXISTS sessions (session_id TEXT PRIMARY KEY, active_epoch INTEGER NOT NULL DEFAULT 0);
+CREATE TABLE IF NOT EXISTS outbound (agent_id INTEGER PRIMARY KEY, epoch INTEGER NOT NULL, kind TEXT NOT NULL, session_id TEXT, gw_id INTEGER);
+CREATE INDEX IF NOT EXISTS outbound_session ON outbound (session_id, gw_id);
+CREATE TABLE IF NOT EXISTS inbound (agent_req_id TEXT NOT NULL, epoch INTEGER NOT NULL, session_id TEXT NOT NULL, PRIMARY KEY (agent_req_id, epoch));
+`;
+
+export interface AgentMeta {
+  tenantId: string;
+  name: string;
+}
+
+/** What the agent answered to initialize; the gateway answers clients' initialize from it. */
+export interface AgentInfo {
+  protocolVersion: number;
+  agentCapabilities: Record<string, unknown>;
+  agentInfo?: unknown;
+  authMethods?: unknown[];
+  initializedAt: number;
+}
+
+export interface Outbound {
+  agentId: number;
+  epoch: number;
+  /** initialize: the gateway's own; open: session/new or session/load awaited in memory; forward: a session's request. */
+  kind: "initialize" | "open" | "forward";
+  sessionId: string | null;
+  gwId: number | null;
+}
+
+export class AgentStore {
+  constructor(private readonly sql: SqlStorage) {
+    sql.exec(SCHEMA);
+  }
+
+  private get<T>(key: string): T | undefined {
+    const row = this.sql.exec<{ value: string }>("SELECT value FROM meta WHERE key = ?", key).toArray()[0];
+    return row ? (JSON.parse(row.value) as T) : undefined;
+  }
+  private set(key: string, value: unknown): void {
+    this.sql.exec("INSERT OR REPLACE INTO meta (key, value) VALUES (?, ?)", key, JSON.stringify(value));
+  }
+
+  get meta(): AgentMeta | undefined {
+    return this.get("agent");
+  }
+  set meta(value: AgentMeta) {
+    this.set("agent", value);
+  }
+  get info(): AgentInfo | undefined {
+    return this.get("info");
+  }
+  set info(value: AgentInfo) {
+    this.set("info", value);
+  }
+  /** Each dial-in is a new epoch; answers meant for an older connection are dropped. */
+  get epoch(): number {
+    return this.get<number>("epoch") ?? 0;
+  }
+  set epoch(value: number) {
+    this.set("epoch", value);
+  }
+  nextId(): number {
+    const next = (this.get<number>("next_id") ?? 0) + 1;
+    this.set("next_id", next);
+    return next;
+  }
+
+  addSession(sessionId: string, epoch: number): void {
+    this.sql.exec("INSERT OR REPLACE INTO sessions (session_id, active_epoch) VALUES (?, ?)", sessionId, epoch);
+  }
+  ownsSession(sessionId: string): boolean {
+    return this.sql.exec("SELECT 1 FROM sessions WHERE session_id = ?", sessionId).toArray().length > 0;
+  }
+  markActive(sessionId: string, epoch: number): void {
+    this.sql.exec("UPDATE sessions SET active_epoch = ? WHERE session_id = ? AND active_epoch != ?", epoch, sessionId, epoch);
+  }
+  activeSessions(epoch: number): string[] {
+    return this.sql
+      .exec<{ session_id: string }>("SELECT session_id FROM sessions WHERE active_epoch = ?", epoch)
+      .toArray()
+      .map((r) => r.session_id);
+  }
+
+  addOutbound(o: Outbound): void {
+    this.sql.exec(
+      "INSERT INTO outbound (agent_id, epoch, kind, session_id, gw_id) VALUES (?, ?, ?, ?, ?)",
+      o.agentId,
+      o.epoch,
+      o.kind,
+      o.sessionId,
+      o.gwId,
+    );
+  }
+  takeOutbound(agentId: number): Outbound | undefined {
+    const row = this.sql.exec<OutboundSql>("DELETE FROM outbound WHERE agent_id = ? RETURNING *", agentId).toArray()[0];
+    return row ? outboundFromSql(row) : undefined;
+  }
+  outboundFor(sessionId: string, gwId: number): Outbound | undefined {
+    const row = this.sql
+      .exec<OutboundSql>("SELECT * FROM outbound WHERE session_id = ? AND gw_id = ?", sessionId, gwId)
+      .toArray()[0];
+    return row ? outboundFromSql(row) : undefined;
+  }
+  /** Removes and returns every request still waiting on a connection that is gone. */
+  takeOutboundOfEpoch(epoch: number): Outbound[] {
+    return this.sql.exec<OutboundSql>("DELETE FROM outbound WHERE epoch <= ? RETURNING *", epoch).toArray().map(outboundFromSql);
+  }
+
+  addInbound(agentReqId: JsonRpcId, epoch: number, sessionId: string): void {
+    this.sql.exec(
+      "INSERT OR REPLACE INTO inbound (agent_req_id, epoch, session_id) VALUES (?, ?, ?)",
+      JSON.stringify(agentReqId),
+      epoch,
+      sessionId,
+    );
+  }
+  inboundSession(agentReqId: JsonRpcId, epoch: number): string | undefined {
+    return this.sql
+      .exec<{ session_id: string }>("SELECT session_id FROM inbound WHERE agent_req_id = ? AND epoch = ?", JSON.stringify(agentReqId), epoch)
+      .toArray()[0]?.session_id;
+  }
+  removeInbound(agentReqId: JsonRpcId, epoch: number): void {
+    this.sql.exec("DELETE FROM inbound WHERE agent_req_id = ? AND epoch = ?", JSON.stringify(agentReqId), epoch);
+  }
+  clearInbound(epoch: number): void {
+    this.sql.exec("DELETE FROM inbound WHERE epoch <= ?", epoch);
+  }
+}
+
+type OutboundSql = { agent_id: number; epoch: number; kind: Outbound["kind"]; session_id: string | null; gw_id: number | null };
+function outboundFromSql(r: OutboundSql): Outbound {
+  return { agentId: r.agent_id, epoch: r.epoch, kind: r.kind, sessionId: r.session_id, gwId: r.gw_id };
+}

@@ -1,0 +1,20 @@
+// What a session sends towards its agent. The agent's single connection is held by the AgentObject
+// (one per tenant + agent name); the session asks it to deliver, without waiting, so that neither
+// object is pinned in memory while an agent thinks or a person decides.
+
+import type { JsonRpcId } from "../../protocol/jsonrpc";
+
+export type ToAgent =
+  /** A client request, under the session's own id (gwId); the AgentObject gives it an agent-side id. */
+  | { type: "request"; gwId: number; method: string; params: unknown }
+  /** A notification to relay as is (session/cancel, extensions). */
+  | { type: "notification"; method: string; params: unknown }
+  /** The answer to one of the agent's requests, under the agent's own id, on the connection it came from. */
+  | { type: "response"; epoch: number; id: JsonRpcId; result?: unknown; error?: unknown }
+  /** Withdraw a client request that was forwarded under gwId. */
+  | { type: "cancel_request"; gwId: number };
+
+export interface SessionRef {
+  tenantId: string;
+  sessionId: string;
+}

@@ -1,0 +1,314 @@
+// The session's durable state, in the Durable Object's own SQLite database.
+// Everything the object needs to answer a message lives here, so an evicted or hibernated object
+// comes back whole: nothing is kept in memory that cannot be rebuilt from these tables.
+// Every statement is synchronous (ctx.storage.sql), so a handler that only touches the store runs
+// atomically with respect to other events delivered to the object.
+
+import type { JsonRpcId } from "../../protocol/jsonrpc";
+import { reduceToolCall, type ToolCallRow } from "../../protocol/tool-calls";
+
+const SCHEMA = `
+CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
+CREATE TABLE IF NOT EXISTS tool_calls (id TEXT PRIMARY KEY, row TEXT NOT NULL, updated_seq INTEGER NOT NULL);
+CREATE TABLE IF NOT EXISTS log (seq INTEGER PRIMARY KEY AUTOINCREMENT, kind TEXT NOT NULL, body TEXT NOT NULL, at INTEGER NOT NULL);
+CREATE TABLE IF NOT EXISTS pending (
+  perm_id INTEGER PRIMARY KEY, agent_req_id TEXT NOT NULL, agent_epoch INTEGER NOT NULL,
+  tool_call_id TEXT, params TEXT NOT NULL, created_at INTEGER NOT NULL, deadline_at INTEGER NOT NULL);
+CREATE INDEX IF NOT EXISTS pending_deadline ON pending (deadline_at);
+CREATE TABLE IF NOT EXISTS copies (out_id INTEGER PRIMARY KEY, perm_id INTEGER NOT NULL, conn_id TEXT NOT NULL, resends INTEGER NOT NULL DEFAULT 0);
+CREATE INDEX IF NOT EXISTS copies_perm ON copies (perm_id);
+CREATE INDEX IF NOT EXISTS copies_conn ON copies (conn_id);
+CREATE TABLE IF NOT EXISTS agent_requests (out_id INTEGER PRIMARY KEY, agent_req_id TEXT NOT NULL, agent_epoch INTEGER NOT NULL, conn_id TEXT NOT NULL, method TEXT NOT NULL);
+CREATE TABLE IF NOT EXISTS inflight (gw_id INTEGER PRIMARY KEY, conn_id TEXT NOT NULL, client_id TEXT NOT NULL, method TEXT NOT NULL, created_at INTEGER NOT NULL);
+CREATE INDEX IF NOT EXISTS inflight_client ON inflight (conn_id, client_id);
+`;
+
+/** Log kinds. `update` and `ext` entries are replayed to attaching clients; the rest is audit trail. */
+export type LogKind = "update" | "ext" | "permission" | "resolution" | "prompt" | "turn_end" | "notice";
+export const REPLAYED_KINDS: readonly LogKind[] = ["update", "ext"];
+
+export interface SessionMeta {
+  tenantId: string;
+  sessionId: string;
+  agent: string;
+  cwd: string;
+  title?: string | null;
+  createdBy?: string | null;
+  deadlineMs: number;
+  /** The agent's session/new or session/load result, answered again on attach (modes, models…). */
+  result?: Record<string, unknown>;
+  createdAt: number;
+}
+
+export type TurnState =
+  | { state: "idle" }
+  | { state: "running" | "cancelling"; gwId: number; connId: string; user?: string | null; startedAt: number };
+
+export interface PendingRow {
+  permId: number;
+  agentReqId: JsonRpcId;
+  agentEpoch: number;
+  toolCallId: string | null;
+  params: string;
+  createdAt: number;
+  deadlineAt: number;
+}
+export interface CopyRow {
+  outId: number;
+  permId: number;
+  connId: string;
+  resends: number;
+}
+export interface AgentRequestRow {
+  outId: number;
+  agentReqId: JsonRpcId;
+  agentEpoch: number;
+  connId: string;
+  method: string;
+}
+export interface InflightRow {
+  gwId: number;
+  connId: string;
+  clientId: JsonRpcId;
+  method: string;
+  createdAt: number;
+}
+
+export class SessionStore {
+  constructor(private readonly sql: SqlStorage) {
+    sql.exec(SCHEMA);
+  }
+
+  // ── meta ──────────────────────────────────────────────────────────────────
+  private getMeta<T>(key: string): T | undefined {
+    const row = this.sql.exec<{ value: string }>("SELECT value FROM meta WHERE key = ?", key).toArray()[0];
+    return row ? (JSON.parse(row.value) as T) : undefined;
+  }
+  private setMeta(key: string, value: unknown): void {
+    this.sql.exec("INSERT OR REPLACE INTO meta (key, value) VALUES (?, ?)", key, JSON.stringify(value));
+  }
+
+  get meta(): SessionMeta | undefined {
+    return this.getMeta<SessionMeta>("session");
+  }
+  set meta(value: SessionMeta) {
+    this.setMeta("session", value);
+  }
+
+  get turn(): TurnState {
+    return this.getMeta<TurnState>("turn") ?? { state: "idle" };
+  }
+  set turn(value: TurnState) {
+    this.setMeta("turn", value);
+  }
+
+  /** A fresh id for a message the session sends: to a client (requests) or to the agent (gwId). */
+  nextId(): number {
+    const next = (this.getMeta<number>("next_id") ?? 0) + 1;
+    this.setMeta("next_id", next);
+    return next;
+  }
+
+  // ── tool calls ────────────────────────────────────────────────────────────
+  applyToolCall(patch: unknown, seq: number): ToolCallRow | undefined {
+    const id = (patch as { toolCallId?: unknown } | null)?.toolCallId;
+    if (typeof id !== "string") return undefined;
+    const prev = this.sql.exec<{ row: string }>("SELECT row FROM tool_calls WHERE id = ?", id).toArray()[0];
+    const row = reduceToolCall(prev ? (JSON.parse(prev.row) as ToolCallRow) : undefined, patch);
+    if (!row) return undefined;
+    this.sql.exec("INSERT OR REPLACE INTO tool_calls (id, row, updated_seq) VALUES (?, ?, ?)", id, JSON.stringify(row), seq);
+    return row;
+  }
+  toolCall(id: string): ToolCallRow | undefined {
+    const row = this.sql.exec<{ row: string }>("SELECT row FROM tool_calls WHERE id = ?", id).toArray()[0];
+    return row ? (JSON.parse(row.row) as ToolCallRow) : undefined;
+  }
+  toolCalls(): ToolCallRow[] {
+    return this.sql
+      .exec<{ row: string }>("SELECT row FROM tool_calls ORDER BY updated_seq")
+      .toArray()
+      .map((r) => JSON.parse(r.row) as ToolCallRow);
+  }
+
+  // ── event log ─────────────────────────────────────────────────────────────
+  append(kind: LogKind, body: string, at = Date.now()): number {
+    const row = this.sql
+      .exec<{ seq: number }>("INSERT INTO log (kind, body, at) VALUES (?, ?, ?) RETURNING seq", kind, body, at)
+      .one();
+    return row.seq;
+  }
+  /** The replayable entries in order, as a lazy cursor: replay never holds the whole log in memory. */
+  replayable(): Iterable<{ seq: number; body: string }> {
+    return this.sql.exec<{ seq: number; body: string }>(
+      "SELECT seq, body FROM log WHERE kind IN ('update', 'ext') ORDER BY seq",
+    );
+  }
+  lastSeq(): number {
+    return this.sql.exec<{ seq: number | null }>("SELECT max(seq) AS seq FROM log").one().seq ?? 0;
+  }
+  logEntries(afterSeq: number, limit: number): { seq: number; kind: string; body: string; at: number }[] {
+    return this.sql
+      .exec<{ seq: number; kind: string; body: string; at: number }>(
+        "SELECT seq, kind, body, at FROM log WHERE seq > ? ORDER BY seq LIMIT ?",
+        afterSeq,
+        limit,
+      )
+      .toArray();
+  }
+
+  // ── pending permission requests and their copies ─────────────────────────
+  addPending(p: Omit<PendingRow, "permId">): number {
+    return this.sql
+      .exec<{ perm_id: number }>(
+        "INSERT INTO pending (agent_req_id, agent_epoch, tool_call_id, params, created_at, deadline_at) VALUES (?, ?, ?, ?, ?, ?) RETURNING perm_id",
+        JSON.stringify(p.agentReqId),
+        p.agentEpoch,
+        p.toolCallId,
+        p.params,
+        p.createdAt,
+        p.deadlineAt,
+      )
+      .one().perm_id;
+  }
+  pending(): PendingRow[] {
+    return this.sql.exec<PendingSql>("SELECT * FROM pending ORDER BY perm_id").toArray().map(pendingFromSql);
+  }
+  pendingById(permId: number): PendingRow | undefined {
+    const row = this.sql.exec<PendingSql>("SELECT * FROM pending WHERE perm_id = ?", permId).toArray()[0];
+    return row ? pendingFromSql(row) : undefined;
+  }
+  pendingByAgentId(agentReqId: JsonRpcId, epoch: number): PendingRow | undefined {
+    const row = this.sql
+      .exec<PendingSql>("SELECT * FROM pending WHERE agent_req_id = ? AND agent_epoch = ?", JSON.stringify(agentReqId), epoch)
+      .toArray()[0];
+    return row ? pendingFromSql(row) : undefined;
+  }
+  nextDeadline(): number | undefined {
+    return this.sql.exec<{ d: number | null }>("SELECT min(deadline_at) AS d FROM pending").one().d ?? undefined;
+  }
+  /** Removes a pending request and returns the copies that clients still hold. */
+  removePending(permId: number): CopyRow[] {
+    const copies = this.copiesOf(permId);
+    this.sql.exec("DELETE FROM copies WHERE perm_id = ?", permId);
+    this.sql.exec("DELETE FROM pending WHERE perm_id = ?", permId);
+    return copies;
+  }
+
+  addCopy(outId: number, permId: number, connId: string, resends = 0): void {
+    this.sql.exec("INSERT INTO copies (out_id, perm_id, conn_id, resends) VALUES (?, ?, ?, ?)", outId, permId, connId, resends);
+  }
+  copy(outId: number): CopyRow | undefined {
+    return this.sql
+      .exec<{ out_id: number; perm_id: number; conn_id: string; resends: number }>("SELECT * FROM copies WHERE out_id = ?", outId)
+      .toArray()
+      .map((r) => ({ outId: r.out_id, permId: r.perm_id, connId: r.conn_id, resends: r.resends }))[0];
+  }
+  copiesOf(permId: number): CopyRow[] {
+    return this.sql
+      .exec<{ out_id: number; perm_id: number; conn_id: string; resends: number }>("SELECT * FROM copies WHERE perm_id = ?", permId)
+      .toArray()
+      .map((r) => ({ outId: r.out_id, permId: r.perm_id, connId: r.conn_id, resends: r.resends }));
+  }
+  removeCopy(outId: number): void {
+    this.sql.exec("DELETE FROM copies WHERE out_id = ?", outId);
+  }
+  removeCopiesOfConnection(connId: string): void {
+    this.sql.exec("DELETE FROM copies WHERE conn_id = ?", connId);
+  }
+
+  // ── agent requests routed to one client (fs/*, terminal/*, extensions) ────
+  addAgentRequest(r: AgentRequestRow): void {
+    this.sql.exec(
+      "INSERT INTO agent_requests (out_id, agent_req_id, agent_epoch, conn_id, method) VALUES (?, ?, ?, ?, ?)",
+      r.outId,
+      JSON.stringify(r.agentReqId),
+      r.agentEpoch,
+      r.connId,
+      r.method,
+    );
+  }
+  takeAgentRequest(outId: number): AgentRequestRow | undefined {
+    const row = this.sql
+      .exec<AgentRequestSql>("DELETE FROM agent_requests WHERE out_id = ? RETURNING *", outId)
+      .toArray()[0];
+    return row ? agentRequestFromSql(row) : undefined;
+  }
+  agentRequests(where: { connId?: string; agentReqId?: JsonRpcId; epoch?: number } = {}): AgentRequestRow[] {
+    return this.sql
+      .exec<AgentRequestSql>("SELECT * FROM agent_requests")
+      .toArray()
+      .map(agentRequestFromSql)
+      .filter(
+        (r) =>
+          (where.connId === undefined || r.connId === where.connId) &&
+          (where.agentReqId === undefined || r.agentReqId === where.agentReqId) &&
+          (where.epoch === undefined || r.agentEpoch === where.epoch),
+      );
+  }
+
+  // ── client requests in flight to the agent ────────────────────────────────
+  addInflight(r: InflightRow): void {
+    this.sql.exec(
+      "INSERT INTO inflight (gw_id, conn_id, client_id, method, created_at) VALUES (?, ?, ?, ?, ?)",
+      r.gwId,
+      r.connId,
+      JSON.stringify(r.clientId),
+      r.method,
+      r.createdAt,
+    );
+  }
+  takeInflight(gwId: number): InflightRow | undefined {
+    const row = this.sql.exec<InflightSql>("DELETE FROM inflight WHERE gw_id = ? RETURNING *", gwId).toArray()[0];
+    return row ? inflightFromSql(row) : undefined;
+  }
+  inflightByClient(connId: string, clientId: JsonRpcId): InflightRow | undefined {
+    const row = this.sql
+      .exec<InflightSql>("SELECT * FROM inflight WHERE conn_id = ? AND client_id = ?", connId, JSON.stringify(clientId))
+      .toArray()[0];
+    return row ? inflightFromSql(row) : undefined;
+  }
+  inflight(): InflightRow[] {
+    return this.sql.exec<InflightSql>("SELECT * FROM inflight ORDER BY gw_id").toArray().map(inflightFromSql);
+  }
+}
+
+type PendingSql = {
+  perm_id: number;
+  agent_req_id: string;
+  agent_epoch: number;
+  tool_call_id: string | null;
+  params: string;
+  created_at: number;
+  deadline_at: number;
+};
+function pendingFromSql(r: PendingSql): PendingRow {
+  return {
+    permId: r.perm_id,
+    agentReqId: JSON.parse(r.agent_req_id) as JsonRpcId,
+    agentEpoch: r.agent_epoch,
+    toolCallId: r.tool_call_id,
+    params: r.params,
+    createdAt: r.created_at,
+    deadlineAt: r.deadline_at,
+  };
+}
+type AgentRequestSql = { out_id: number; agent_req_id: string; agent_epoch: number; conn_id: string; method: string };
+function agentRequestFromSql(r: AgentRequestSql): AgentRequestRow {
+  return {
+    outId: r.out_id,
+    agentReqId: JSON.parse(r.agent_req_id) as JsonRpcId,
+    agentEpoch: r.agent_epoch,
+    connId: r.conn_id,
+    method: r.method,
+  };
+}
+type InflightSql = { gw_id: number; conn_id: string; client_id: string; method: string; created_at: number };
+function inflightFromSql(r: InflightSql): InflightRow {
+  return {
+    gwId: r.gw_id,
+    connId: r.conn_id,
+    clientId: JSON.parse(r.client_id) as JsonRpcId,
+    method: r.method,
+    createdAt: r.created_at,
+  };
+}

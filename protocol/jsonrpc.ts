@@ -1,0 +1,163 @@
+// JSON-RPC 2.0 as ACP uses it: one message per frame, no batches.
+// The gateway relays messages as parsed objects and re-serialises them with JSON.stringify, which keeps
+// every field (unknown ones and `_meta` included); it only ever changes `id` and `requestId`.
+
+export type JsonRpcId = string | number;
+
+export type JsonObject = { [key: string]: unknown };
+
+export interface RequestMessage {
+  jsonrpc: "2.0";
+  id: JsonRpcId;
+  method: string;
+  params?: unknown;
+}
+export interface NotificationMessage {
+  jsonrpc: "2.0";
+  method: string;
+  params?: unknown;
+}
+export interface ResponseMessage {
+  jsonrpc: "2.0";
+  id: JsonRpcId | null;
+  result?: unknown;
+  error?: { code: number; message: string; data?: unknown };
+}
+export type Message = RequestMessage | NotificationMessage | ResponseMessage;
+
+export const ErrorCode = {
+  parseError: -32700,
+  invalidRequest: -32600,
+  methodNotFound: -32601,
+  invalidParams: -32602,
+  internalError: -32603,
+  requestCancelled: -32800,
+  authRequired: -32000,
+  resourceNotFound: -32002,
+} as const;
+
+/** The one JSON-RPC error type: thrown anywhere, turned into a response by `errorResponse`. */
+export class RpcError extends Error {
+  constructor(
+    readonly code: number,
+    message: string,
+    readonly data?: unknown,
+  ) {
+    super(message);
+  }
+  static invalidParams(message: string, data?: unknown) {
+    return new RpcError(ErrorCode.invalidParams, message, data);
+  }
+  static methodNotFound(method: string) {
+    return new RpcError(ErrorCode.methodNotFound, `Method not found: ${method}`, { method });
+  }
+  static sessionNotFound(sessionId: unknown) {
+    return new RpcError(ErrorCode.resourceNotFound, `Session not found: ${String(sessionId)}`, { sessionId });
+  }
+  static internal(message: string, data?: unknown) {
+    return new RpcError(ErrorCode.internalError, message, data);
+  }
+}
+
+export function errorResponse(id: JsonRpcId | null, error: RpcError): ResponseMessage {
+  const body: ResponseMessage["error"] = { code: error.code, message: error.message };
+  if (error.data !== undefined) body.data = error.data;
+  return { jsonrpc: "2.0", id, error: body };
+}
+
+export function resultResponse(id: JsonRpcId, result: unknown): ResponseMessage {
+  return { jsonrpc: "2.0", id, result };
+}
+
+export function isId(value: unknown): value is JsonRpcId {
+  return typeof value === "string" || (typeof value === "number" && Number.isFinite(value));
+}
+
+export function isRequest(m: Message): m is RequestMessage {
+  return "method" in m && "id" in m && isId((m as RequestMessage).id);
+}
+export function isNotification(m: Message): m is NotificationMessage {
+  return "method" in m && !("id" in m);
+}
+export function isResponse(m: Message): m is ResponseMessage {
+  return !("method" in m) && "id" in m;
+}
+
+export function isObject(value: unknown): value is JsonObject {
+  return typeof value === "object" && value !== null && !Array.isArray(value);
+}
+
+/** `params.sessionId` when it is a string, the routing key of every session-scoped message. */
+export function sessionIdOf(m: Message): string | undefined {
+  if (!("params" in m) || !isObject(m.params)) return undefined;
+  const id = m.params.sessionId;
+  return typeof id === "string" ? id : undefined;
+}
+
+/** Default bound on one frame. Cloudflare accepts larger WebSocket messages; we refuse them early. */
+export const MAX_FRAME_BYTES = 4 * 1024 * 1024;
+
+export type ParsedFrame = { ok: true; message: Message } | { ok: false; reply: ResponseMessage | null };
+
+/**
+ * Parses one text frame into a message, or says what to answer instead.
+ * `reply` is null when the frame was a malformed *response*, which must not be answered.
+ */
+export function parseFrame(text: string, maxBytes = MAX_FRAME_BYTES): ParsedFrame {
+  let value: unknown;
+  try {
+    value = JSON.parse(text);
+  } catch {
+    return {
+      ok: false,
+      reply: errorResponse(null, new RpcError(ErrorCode.parseError, "Parse error: the frame is not valid JSON")),
+    };
+  }
+  const id = isObject(value) && isId(value.id) ? value.id : null;
+  if (text.length > maxBytes) {
+    return {
+      ok: false,
+      reply: errorResponse(
+        id,
+        new RpcError(
+          ErrorCode.invalidRequest,
+          `Frame too large: ${text.length} bytes, the limit is ${maxBytes} bytes`,
+          { limit: maxBytes, size: text.length },
+        ),
+      ),
+    };
+  }
+  if (Array.isArray(value)) {
+    return {
+      ok: false,
+      reply: errorResponse(
+        null,
+        new RpcError(ErrorCode.invalidRequest, "Invalid request: JSON-RPC batches are not supported by ACP; send one message per frame"),
+      ),
+    };
+  }
+  if (!isObject(value) || value.jsonrpc !== "2.0") {
+    return {
+      ok: false,
+      reply: errorResponse(id, new RpcError(ErrorCode.invalidRequest, 'Invalid request: expected a JSON-RPC 2.0 object with "jsonrpc": "2.0"')),
+    };
+  }
+  if ("method" in value) {
+    if (typeof value.method !== "string") {
+      return { ok: false, reply: errorResponse(id, new RpcError(ErrorCode.invalidRequest, "Invalid request: method must be a string")) };
+    }
+    if ("id" in value && !isId(value.id)) {
+      return { ok: false, reply: errorResponse(null, new RpcError(ErrorCode.invalidRequest, "Invalid request: id must be a string or a number")) };
+    }
+    if ("params" in value && value.params !== undefined && typeof value.params !== "object") {
+      return { ok: false, reply: errorResponse(id, RpcError.invalidParams("Invalid params: params must be an object or an array")) };
+    }
+    // SAFETY: shape checked above: jsonrpc, a string method, an optional valid id.
+    return { ok: true, message: value as unknown as Message };
+  }
+  if ("id" in value && ("result" in value || "error" in value)) {
+    // SAFETY: a response: an id with a result or an error.
+    return { ok: true, message: value as unknown as ResponseMessage };
+  }
+  return { ok: false, reply: errorResponse(id, new RpcError(ErrorCode.invalidRequest, "Invalid request: neither a request, a notification nor a response")) };
+}

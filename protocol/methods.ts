@@ -1,0 +1,46 @@
+// ACP v1 method names, as `as const` maps, and the gateway's own extension names.
+
+export const AGENT_METHODS = {
+  initialize: "initialize",
+  authenticate: "authenticate",
+  sessionNew: "session/new",
+  sessionLoad: "session/load",
+  sessionResume: "session/resume",
+  sessionList: "session/list",
+  sessionClose: "session/close",
+  sessionSetMode: "session/set_mode",
+  sessionSetConfigOption: "session/set_config_option",
+  sessionPrompt: "session/prompt",
+  sessionCancel: "session/cancel",
+} as const;
+
+export const CLIENT_METHODS = {
+  sessionUpdate: "session/update",
+  sessionRequestPermission: "session/request_permission",
+  fsReadTextFile: "fs/read_text_file",
+  fsWriteTextFile: "fs/write_text_file",
+  terminalCreate: "terminal/create",
+  terminalOutput: "terminal/output",
+  terminalWaitForExit: "terminal/wait_for_exit",
+  terminalKill: "terminal/kill",
+  terminalRelease: "terminal/release",
+} as const;
+
+export const CANCEL_REQUEST = "$/cancel_request";
+
+export const PROTOCOL_VERSION = 1;
+
+/**
+ * Notifications the gateway itself sends to clients. ACP reserves names starting with `_` for
+ * extensions; clients that do not know them ignore them.
+ */
+export const GATEWAY_NOTIFICATIONS = {
+  /** A permission request was resolved: by whom, with which outcome. Sent beside `$/cancel_request`. */
+  permissionResolved: "_acp_gateway/permission_resolved",
+  /** The gateway ended a turn (deadline, agent gone): why. */
+  turnEnded: "_acp_gateway/turn_ended",
+} as const;
+
+export function isExtension(method: string): boolean {
+  return method.startsWith("_");
+}

@@ -1,0 +1,108 @@
+// Who is calling: an API key (Authorization: Bearer, or for browsers a WebSocket subprotocol)
+// resolved to its tenant. Keys are stored as SHA-256 hashes; the looked-up hash is compared again
+// in constant time so that no timing difference depends on the secret.
+
+import { sha256Hex } from "../protocol/ids";
+import type { Env } from "./env";
+
+export type KeyKind = "client" | "agent" | "admin";
+
+export interface TenantSettings {
+  /** Deadline of a pending permission request, in ms. */
+  permissionDeadlineMs?: number;
+}
+
+export interface Principal {
+  tenantId: string;
+  tenantSlug: string;
+  keyId: string;
+  kind: KeyKind;
+  /** Who is behind the key: the actor recorded on decisions. */
+  label: string | null;
+  /** For agent keys: the one agent name the key may dial in as, or null for any. */
+  agent: string | null;
+  settings: TenantSettings;
+}
+
+/** The subprotocol browsers use to carry the key: `acp.bearer.<KEY>`, offered beside `acp.v1`. */
+export const BEARER_SUBPROTOCOL_PREFIX = "acp.bearer.";
+export const ACP_SUBPROTOCOL = "acp.v1";
+
+/** The key a request carries, from the Authorization header or the WebSocket subprotocol list. */
+export function presentedKey(request: Request): string | undefined {
+  const header = request.headers.get("Authorization");
+  if (header) {
+    const match = /^Bearer\s+(\S+)\s*$/i.exec(header);
+    return match?.[1];
+  }
+  const protocols = request.headers.get("Sec-WebSocket-Protocol");
+  if (protocols) {
+    for (const p of protocols.split(",")) {
+      const name = p.trim();
+      if (name.startsWith(BEARER_SUBPROTOCOL_PREFIX)) return name.slice(BEARER_SUBPROTOCOL_PREFIX.length);
+    }
+  }
+  return undefined;
+}
+
+/** The principal behind a key, or null for a key that is unknown, revoked, expired or of a disabled tenant. */
+export async function authenticate(env: Env, key: string | undefined, now = Date.now()): Promise<Principal | null> {
+  if (!key || key.length > 512) return null;
+  const hash = await sha256Hex(key);
+  const row = await env.DB.prepare(
+    `SELECT k.id, k.tenant_id, k.kind, k.label, k.agent, k.hash, k.expires_at, k.revoked_at, t.slug, t.disabled, t.settings
+       FROM api_keys k JOIN tenants t ON t.id = k.tenant_id WHERE k.hash = ?`,
+  )
+    .bind(hash)
+    .first<KeyRow>();
+  if (!row || !constantTimeEqual(row.hash, hash)) return null;
+  if (row.revoked_at !== null || (row.expires_at !== null && row.expires_at <= now) || row.disabled) return null;
+  return {
+    tenantId: row.tenant_id,
+    tenantSlug: row.slug,
+    keyId: row.id,
+    kind: row.kind,
+    label: row.label,
+    agent: row.agent,
+    settings: parseSettings(row.settings),
+  };
+}
+
+type KeyRow = {
+  id: string;
+  tenant_id: string;
+  kind: KeyKind;
+  label: string | null;
+  agent: string | null;
+  hash: string;
+  expires_at: number | null;
+  revoked_at: number | null;
+  slug: string;
+  disabled: number;
+  settings: string;
+};
+
+export function constantTimeEqual(a: string, b: string): boolean {
+  const x = new TextEncoder().encode(a);
+  const y = new TextEncoder().encode(b);
+  if (x.byteLength !== y.byteLength) return false;
+  let diff = 0;
+  for (let i = 0; i < x.byteLength; i++) diff |= (x[i] ?? 0) ^ (y[i] ?? 0);
+  return diff === 0;
+}
+
+function parseSettings(text: string): TenantSettings {
+  try {
+    const value = JSON.parse(text) as unknown;
+    return typeof value === "object" && value !== null ? (value as TenantSettings) : {};
+  } catch {
+    return {};
+  }
+}
+
+export function permissionDeadlineMs(env: Env, principal: Principal): number {
+  const fromTenant = principal.settings.permissionDeadlineMs;
+  if (typeof fromTenant === "number" && fromTenant > 0) return fromTenant;
+  const fromEnv = Number(env.PERMISSION_DEADLINE_MS);
+  return Number.isFinite(fromEnv) && fromEnv > 0 ? fromEnv : 600_000;
+}

@@ -1,0 +1,406 @@
+// One client's WebSocket, terminated by the edge Worker. It answers initialize, session/new,
+// session/load and session/list itself (with the AgentObject and D1), and relays every other
+// message to the SessionObject of its sessionId over one WebSocket per attached session.
+// It rewrites ids in one place only: requests the sessions send to this client get ids of this
+// connection, so two sessions on one connection never collide; answers get the session's id back.
+
+import { ATTACH_HEADER, type AttachRequest, type ClientAttachment, REWRITE_MARK } from "../durable-objects/session/clients";
+import {
+  ErrorCode,
+  type JsonRpcId,
+  type Message,
+  RpcError,
+  errorResponse,
+  isObject,
+  isRequest,
+  isResponse,
+  parseFrame,
+  resultResponse,
+  sessionIdOf,
+} from "../protocol/jsonrpc";
+import type { AgentStatus, OpenSessionArgs } from "../durable-objects/agent/agent-object";
+import type { ResponseMessage } from "../protocol/jsonrpc";
+import { AGENT_METHODS, CANCEL_REQUEST, PROTOCOL_VERSION } from "../protocol/methods";
+import { type Principal, permissionDeadlineMs } from "./auth";
+import type { Env } from "./env";
+
+/** Ids of answered requests kept so that an error notice about one can still be rewritten. */
+const ANSWERED_MEMORY = 64;
+
+interface Outstanding {
+  sessionId: string;
+  sessionRequestId: JsonRpcId;
+}
+
+export class ClientConnection {
+  /** Attached sessions; a promise while attaching, so later messages wait their turn in order. */
+  private readonly sessions = new Map<string, Promise<WebSocket>>();
+  /** This connection's ids for requests the sessions sent to the client. */
+  private readonly outstanding = new Map<number, Outstanding>();
+  private readonly byRequestKey = new Map<string, number>();
+  private readonly answered = new Map<string, number>();
+  private nextId = 0;
+  private caps: ClientAttachment["caps"] = { readTextFile: false, writeTextFile: false, terminal: false };
+  private closed = false;
+
+  constructor(
+    private readonly env: Env,
+    private readonly principal: Principal,
+    private readonly agent: string,
+    readonly connectionId: string,
+    private readonly socket: WebSocket,
+  ) {
+    socket.addEventListener("message", (event) => {
+      if (typeof event.data !== "string") {
+        this.reply(errorResponse(null, new RpcError(ErrorCode.invalidRequest, "Binary frames are not supported; send JSON-RPC as text frames")));
+        return;
+      }
+      void this.onClientFrame(event.data).catch((error: unknown) => console.error("edge: client frame failed", error));
+    });
+    socket.addEventListener("close", () => this.close());
+    socket.addEventListener("error", () => this.close());
+  }
+
+  // ── from the client ───────────────────────────────────────────────────────────────────────────
+  private async onClientFrame(text: string): Promise<void> {
+    const parsed = parseFrame(text);
+    if (!parsed.ok) {
+      if (parsed.reply) this.reply(parsed.reply);
+      return;
+    }
+    const message = parsed.message;
+    if (isResponse(message)) return this.onClientResponse(message, text);
+    try {
+      if (isRequest(message)) await this.onClientRequest(message.id, message.method, message, text);
+      else await this.onClientNotification(message.method, message, text);
+    } catch (error) {
+      if (isRequest(message)) this.reply(errorResponse(message.id, toRpcError(error)));
+    }
+  }
+
+  private async onClientRequest(id: JsonRpcId, method: string, message: Message, text: string): Promise<void> {
+    const params = "params" in message ? message.params : undefined;
+    switch (method) {
+      case AGENT_METHODS.initialize:
+        return this.reply(resultResponse(id, await this.initialize(params)));
+      case AGENT_METHODS.authenticate:
+        // The gateway authenticated this connection by its API key already.
+        return this.reply(resultResponse(id, {}));
+      case AGENT_METHODS.sessionNew:
+        return this.openSession(id, AGENT_METHODS.sessionNew, params);
+      case AGENT_METHODS.sessionLoad:
+        return this.loadSession(id, params);
+      case AGENT_METHODS.sessionResume:
+        return this.resumeSession(id, params);
+      case AGENT_METHODS.sessionList:
+        return this.reply(resultResponse(id, await this.listSessions(params)));
+    }
+    const sessionId = sessionIdOf(message);
+    if (sessionId === undefined) {
+      if (isObject(params) && "sessionId" in params) throw RpcError.invalidParams("params.sessionId must be a string");
+      throw new RpcError(
+        ErrorCode.methodNotFound,
+        `Method not found: ${method}. The gateway routes requests by params.sessionId, and answers initialize, authenticate, session/new, session/load, session/resume and session/list itself.`,
+        { method },
+      );
+    }
+    const session = await this.session(sessionId);
+    session.send(text);
+  }
+
+  private async onClientNotification(method: string, message: Message, text: string): Promise<void> {
+    if (method === CANCEL_REQUEST) {
+      // Only the session that holds the request acts on it; the others find nothing to cancel.
+      for (const pending of this.sessions.values()) (await pending).send(text);
+      return;
+    }
+    const sessionId = sessionIdOf(message);
+    if (sessionId === undefined) return; // A notification has no answer; one we cannot route is dropped.
+    try {
+      (await this.session(sessionId)).send(text);
+    } catch {
+      // Unknown session: notifications get no error response.
+    }
+  }
+
+  private onClientResponse(message: Message & { id: JsonRpcId | null }, text: string): void {
+    if (typeof message.id !== "number") return;
+    const target = this.outstanding.get(message.id);
+    if (!target) return; // Answer to a request that was withdrawn: nothing to do.
+    this.outstanding.delete(message.id);
+    const key = requestKey(target.sessionId, target.sessionRequestId);
+    this.byRequestKey.delete(key);
+    this.remember(key, message.id);
+    const session = this.sessions.get(target.sessionId);
+    if (!session) return;
+    const rewritten = JSON.stringify({ ...(JSON.parse(text) as object), id: target.sessionRequestId });
+    void session.then((ws) => ws.send(rewritten)).catch(() => undefined);
+  }
+
+  // ── answered by the gateway ───────────────────────────────────────────────────────────────────
+  private async initialize(params: unknown): Promise<Record<string, unknown>> {
+    const fs = isObject(params) && isObject(params.clientCapabilities) ? params.clientCapabilities : {};
+    const fsCaps = isObject(fs.fs) ? fs.fs : {};
+    this.caps = {
+      readTextFile: fsCaps.readTextFile === true,
+      writeTextFile: fsCaps.writeTextFile === true,
+      terminal: fs.terminal === true,
+    };
+    const status = await this.agentStatus();
+    const info = status.info;
+    return {
+      protocolVersion: PROTOCOL_VERSION,
+      // The gateway keeps every session's history, so it can always load: it replays them itself.
+      agentCapabilities: { ...(info?.agentCapabilities ?? {}), loadSession: true },
+      authMethods: [],
+      agentInfo: info?.agentInfo ?? { name: this.agent },
+      _meta: { acpGateway: { connectionId: this.connectionId, agent: this.agent, agentConnected: status.connected } },
+    };
+  }
+
+  private async openSession(id: JsonRpcId, method: typeof AGENT_METHODS.sessionNew, params: unknown): Promise<void> {
+    const answer = await this.openThroughAgent({
+      tenantId: this.principal.tenantId,
+      agent: this.agent,
+      method,
+      params,
+      createdBy: this.principal.label,
+      deadlineMs: permissionDeadlineMs(this.env, this.principal),
+    });
+    if (answer.error !== undefined || !isObject(answer.result) || typeof answer.result.sessionId !== "string") {
+      return this.reply({ ...answer, id });
+    }
+    const sessionId = answer.result.sessionId;
+    // Register the attach before answering, so a prompt sent right after the answer waits for it.
+    const attached = this.attach(sessionId, "replay");
+    this.reply({ ...answer, id });
+    await attached.catch(() => undefined);
+  }
+
+  private async loadSession(id: JsonRpcId, params: unknown): Promise<void> {
+    const sessionId = isObject(params) ? params.sessionId : undefined;
+    if (typeof sessionId !== "string") throw RpcError.invalidParams("session/load needs params.sessionId (a string)");
+    if (!(await this.sessionIndexed(sessionId))) {
+      const status = await this.agentStatus();
+      if (status.info?.agentCapabilities.loadSession !== true) throw RpcError.sessionNotFound(sessionId);
+      const answer = await this.openThroughAgent({
+        tenantId: this.principal.tenantId,
+        agent: this.agent,
+        method: AGENT_METHODS.sessionLoad,
+        params,
+        createdBy: this.principal.label,
+        deadlineMs: permissionDeadlineMs(this.env, this.principal),
+      });
+      if (answer.error !== undefined) return this.reply({ ...answer, id });
+    }
+    this.detachSession(sessionId);
+    await this.attach(sessionId, "load", id);
+  }
+
+  private async resumeSession(id: JsonRpcId, params: unknown): Promise<void> {
+    const sessionId = isObject(params) ? params.sessionId : undefined;
+    if (typeof sessionId !== "string") throw RpcError.invalidParams("session/resume needs params.sessionId (a string)");
+    if (!(await this.sessionIndexed(sessionId))) throw RpcError.sessionNotFound(sessionId);
+    if (!this.sessions.has(sessionId)) await this.attach(sessionId, "live");
+    this.reply(resultResponse(id, {}));
+  }
+
+  private async listSessions(params: unknown): Promise<Record<string, unknown>> {
+    const cwd = isObject(params) && typeof params.cwd === "string" ? params.cwd : null;
+    const cursor = isObject(params) && typeof params.cursor === "string" ? Number(params.cursor) : Number.MAX_SAFE_INTEGER;
+    const limit = 100;
+    const rows = await this.env.DB.prepare(
+      `SELECT session_id, cwd, title, updated_at FROM sessions
+        WHERE tenant_id = ? AND agent = ? AND (? IS NULL OR cwd = ?) AND updated_at < ?
+        ORDER BY updated_at DESC LIMIT ?`,
+    )
+      .bind(this.principal.tenantId, this.agent, cwd, cwd, Number.isFinite(cursor) ? cursor : Number.MAX_SAFE_INTEGER, limit + 1)
+      .all<{ session_id: string; cwd: string; title: string | null; updated_at: number }>();
+    const page = rows.results.slice(0, limit);
+    const last = page.at(-1);
+    return {
+      sessions: page.map((r) => ({
+        sessionId: r.session_id,
+        cwd: r.cwd,
+        ...(r.title ? { title: r.title } : {}),
+        updatedAt: new Date(r.updated_at).toISOString(),
+      })),
+      ...(rows.results.length > limit && last ? { nextCursor: String(last.updated_at) } : {}),
+    };
+  }
+
+  // ── sessions ─────────────────────────────────────────────────────────────────────────────────
+  /** The attached session socket, attaching live on first use if the session exists for this tenant. */
+  private session(sessionId: string): Promise<WebSocket> {
+    const existing = this.sessions.get(sessionId);
+    if (existing) return existing;
+    const attaching = this.sessionIndexed(sessionId).then((found) => {
+      if (!found) {
+        this.sessions.delete(sessionId);
+        throw RpcError.sessionNotFound(sessionId);
+      }
+      return this.connectSession(sessionId, "live");
+    });
+    this.sessions.set(sessionId, attaching);
+    attaching.catch(() => undefined);
+    return attaching;
+  }
+
+  private attach(sessionId: string, mode: AttachRequest["mode"], loadRequestId?: JsonRpcId): Promise<WebSocket> {
+    const attaching = this.connectSession(sessionId, mode, loadRequestId);
+    this.sessions.set(sessionId, attaching);
+    attaching.catch(() => this.sessions.delete(sessionId));
+    return attaching;
+  }
+
+  private async connectSession(sessionId: string, mode: AttachRequest["mode"], loadRequestId?: JsonRpcId): Promise<WebSocket> {
+    const attach: AttachRequest = {
+      tenantId: this.principal.tenantId,
+      sessionId,
+      mode,
+      ...(loadRequestId !== undefined ? { loadRequestId } : {}),
+      client: {
+        connId: this.connectionId,
+        keyId: this.principal.keyId,
+        user: this.principal.label,
+        caps: this.caps,
+        attachedAt: Date.now(),
+      },
+    };
+    const stub = this.env.SESSIONS.get(this.env.SESSIONS.idFromName(`${this.principal.tenantId}/${sessionId}`));
+    const response = await stub.fetch("https://session.internal/attach", {
+      headers: { Upgrade: "websocket", [ATTACH_HEADER]: JSON.stringify(attach) },
+    });
+    const ws = response.webSocket;
+    if (response.status !== 101 || !ws) throw RpcError.sessionNotFound(sessionId);
+    ws.accept();
+    ws.addEventListener("message", (event) => {
+      if (typeof event.data === "string") this.onSessionFrame(sessionId, event.data);
+    });
+    ws.addEventListener("close", () => this.onSessionLost(sessionId, ws));
+    ws.addEventListener("error", () => this.onSessionLost(sessionId, ws));
+    if (this.closed) ws.close(1000, "client gone");
+    return ws;
+  }
+
+  private detachSession(sessionId: string): void {
+    const existing = this.sessions.get(sessionId);
+    if (!existing) return;
+    this.sessions.delete(sessionId);
+    void existing.then((ws) => ws.close(1000, "re-attached")).catch(() => undefined);
+  }
+
+  /** A session socket that drops under a live client loses messages: the client must reconnect and load. */
+  private onSessionLost(sessionId: string, ws: WebSocket): void {
+    if (this.closed) return;
+    void this.sessions.get(sessionId)?.then((current) => {
+      if (current !== ws) return; // a socket we replaced on purpose
+      try {
+        this.socket.close(1012, `session ${sessionId} was interrupted; reconnect and session/load to resume`);
+      } catch {
+        // already closed
+      }
+      this.close();
+    });
+  }
+
+  // ── from the sessions ────────────────────────────────────────────────────────────────────────
+  private onSessionFrame(sessionId: string, text: string): void {
+    if (!text.startsWith(REWRITE_MARK)) {
+      this.send(text);
+      return;
+    }
+    const message = JSON.parse(text.slice(REWRITE_MARK.length)) as Record<string, unknown>;
+    if (typeof message.method === "string" && message.id !== undefined) {
+      const id = ++this.nextId;
+      const sessionRequestId = message.id as JsonRpcId;
+      this.outstanding.set(id, { sessionId, sessionRequestId });
+      this.byRequestKey.set(requestKey(sessionId, sessionRequestId), id);
+      this.send(JSON.stringify({ ...message, id }));
+      return;
+    }
+    if (message.method === CANCEL_REQUEST && isObject(message.params)) {
+      const key = requestKey(sessionId, message.params.requestId as JsonRpcId);
+      const id = this.byRequestKey.get(key);
+      if (id === undefined) return; // already answered by this client: nothing to withdraw
+      this.byRequestKey.delete(key);
+      this.outstanding.delete(id);
+      this.send(JSON.stringify({ ...message, params: { ...message.params, requestId: id } }));
+      return;
+    }
+    if (isObject(message.error) && isObject(message.error.data) && message.error.data.requestId !== undefined) {
+      const key = requestKey(sessionId, message.error.data.requestId as JsonRpcId);
+      const id = this.answered.get(key) ?? this.byRequestKey.get(key);
+      this.send(JSON.stringify({ ...message, error: { ...message.error, data: { ...message.error.data, requestId: id ?? null } } }));
+      return;
+    }
+    this.send(JSON.stringify(message));
+  }
+
+  // ── plumbing ─────────────────────────────────────────────────────────────────────────────────
+  private remember(key: string, id: number): void {
+    this.answered.set(key, id);
+    if (this.answered.size > ANSWERED_MEMORY) {
+      const oldest = this.answered.keys().next().value;
+      if (oldest !== undefined) this.answered.delete(oldest);
+    }
+  }
+
+  private async sessionIndexed(sessionId: string): Promise<boolean> {
+    const row = await this.env.DB.prepare("SELECT 1 AS found FROM sessions WHERE tenant_id = ? AND session_id = ?")
+      .bind(this.principal.tenantId, sessionId)
+      .first();
+    return row !== null;
+  }
+
+  private agentStub() {
+    return this.env.AGENTS.get(this.env.AGENTS.idFromName(`${this.principal.tenantId}/${this.agent}`));
+  }
+
+  private async agentStatus(): Promise<AgentStatus> {
+    // SAFETY: RPC types turn `unknown` fields into `never`; the value is the AgentStatus the object returned.
+    return (await this.agentStub().status()) as unknown as AgentStatus;
+  }
+
+  private async openThroughAgent(args: OpenSessionArgs): Promise<ResponseMessage> {
+    // SAFETY: as above; openSession returns a JSON-RPC response object.
+    return (await this.agentStub().openSession(args)) as unknown as ResponseMessage;
+  }
+
+  private reply(message: object): void {
+    this.send(JSON.stringify(message));
+  }
+
+  private send(text: string): void {
+    if (this.closed) return;
+    try {
+      this.socket.send(text);
+    } catch {
+      this.close();
+    }
+  }
+
+  close(): void {
+    if (this.closed) return;
+    this.closed = true;
+    for (const pending of this.sessions.values()) {
+      void pending.then((ws) => ws.close(1000, "client gone")).catch(() => undefined);
+    }
+    this.sessions.clear();
+    try {
+      this.socket.close(1000, "closed");
+    } catch {
+      // already closed
+    }
+  }
+}
+
+function requestKey(sessionId: string, id: JsonRpcId | undefined): string {
+  return `${sessionId}\u0000${JSON.stringify(id)}`;
+}
+
+function toRpcError(error: unknown): RpcError {
+  if (error instanceof RpcError) return error;
+  console.error("edge: unexpected failure", error);
+  return RpcError.internal("Internal error in the gateway; the session is unharmed, try again");
+}

@@ -1,0 +1,20 @@
+// Middleware factory: resolves the request's API key to a principal and checks the key's kind.
+// A missing or bad key is 401; a valid key of the wrong kind is 403.
+
+import { createMiddleware } from "hono/factory";
+import { type KeyKind, authenticate, presentedKey } from "../auth";
+import { ApiError } from "../http-error";
+import type { AppEnv } from "../types";
+
+export function requireKey(...kinds: KeyKind[]) {
+  if (kinds.length === 0) throw new Error("requireKey needs at least one key kind");
+  return createMiddleware<AppEnv>(async function requireKeyMiddleware(c, next) {
+    const principal = await authenticate(c.env, presentedKey(c.req.raw));
+    if (!principal) throw ApiError.unauthorized();
+    if (!kinds.includes(principal.kind)) {
+      throw ApiError.forbidden(`This endpoint needs a ${kinds.join(" or ")} key; this one is a ${principal.kind} key`);
+    }
+    c.set("principal", principal);
+    await next();
+  });
+}

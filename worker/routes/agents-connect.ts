@@ -1,0 +1,31 @@
+// GET /agents/NAME/connect — a cloud agent dials in over WebSocket with an agent key. The
+// AgentObject of (tenant, NAME) takes the socket; the gateway is the agent's client from then on.
+
+import { Hono } from "hono";
+import { AGENT_PRINCIPAL_HEADER } from "../../durable-objects/agent/agent-object";
+import { isAgentName } from "../../protocol/names";
+import { ApiError } from "../http-error";
+import { requireKey } from "../middleware/require-key";
+import type { AppEnv } from "../types";
+
+export const agentConnectRoutes = new Hono<AppEnv>();
+
+agentConnectRoutes.get("/agents/:name/connect", requireKey("agent"), async (c) => {
+  const name = c.req.param("name");
+  if (c.req.header("Upgrade")?.toLowerCase() !== "websocket") {
+    throw new ApiError(426, "upgrade_required", "GET /agents/NAME/connect is a WebSocket endpoint: connect with Upgrade: websocket");
+  }
+  if (!isAgentName(name)) throw ApiError.badRequest(`Invalid agent name: ${JSON.stringify(name)}`);
+  const principal = c.get("principal");
+  if (principal.agent !== null && principal.agent !== name) {
+    throw ApiError.forbidden(`This agent key may dial in only as "${principal.agent}"`);
+  }
+  // An agent that dials in under a name the tenant has not registered registers it.
+  await c.env.DB.prepare("INSERT INTO agents (tenant_id, name, mode) VALUES (?, ?, 'dial_in') ON CONFLICT DO NOTHING")
+    .bind(principal.tenantId, name)
+    .run();
+  const stub = c.env.AGENTS.get(c.env.AGENTS.idFromName(`${principal.tenantId}/${name}`));
+  const headers = new Headers(c.req.raw.headers);
+  headers.set(AGENT_PRINCIPAL_HEADER, JSON.stringify({ tenantId: principal.tenantId, agent: name, keyId: principal.keyId }));
+  return stub.fetch(new Request(c.req.raw.url, { headers }));
+});

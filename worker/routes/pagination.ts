@@ -1,0 +1,15 @@
+// `?cursor=&limit=` for every list: `{ items, nextCursor }`.
+
+import { ApiError } from "../http-error";
+
+export const DEFAULT_LIMIT = 50;
+export const MAX_LIMIT = 200;
+
+export function pageParams(cursor: string | undefined, limit: string | undefined): { cursor: string | null; limit: number } {
+  let n = DEFAULT_LIMIT;
+  if (limit !== undefined) {
+    n = Number(limit);
+    if (!Number.isInteger(n) || n < 1 || n > MAX_LIMIT) throw ApiError.badRequest(`limit must be an integer from 1 to ${MAX_LIMIT}`);
+  }
+  return { cursor: cursor && cursor.length > 0 ? cursor : null, limit: n };
+}
