@@ -23,6 +23,7 @@ import type { ResponseMessage } from "../protocol/jsonrpc";
 import { AGENT_METHODS, CANCEL_REQUEST, PROTOCOL_VERSION } from "../protocol/methods";
 import { type Principal, permissionDeadlineMs } from "./auth";
 import type { Env } from "./env";
+import { CLOSE_CREDENTIALS_REVOKED, DEFAULT_KEY_RECHECK_MS, keyStillValid } from "./revocation";
 
 /** Ids of answered requests kept so that an error notice about one can still be rewritten. */
 const ANSWERED_MEMORY = 64;
@@ -59,6 +60,23 @@ export class ClientConnection {
     });
     socket.addEventListener("close", () => this.close());
     socket.addEventListener("error", () => this.close());
+    const every = Number(env.KEY_RECHECK_MS ?? DEFAULT_KEY_RECHECK_MS);
+    this.recheck = setInterval(() => void this.recheckKey(), every > 0 ? every : DEFAULT_KEY_RECHECK_MS);
+  }
+
+  private readonly recheck: ReturnType<typeof setInterval>;
+
+  /** A revoked or expired key, or a disabled tenant, ends the connection within one interval. */
+  private async recheckKey(): Promise<void> {
+    if (this.closed) return;
+    const valid = await keyStillValid(this.env, this.principal.keyId).catch(() => true);
+    if (valid || this.closed) return;
+    try {
+      this.socket.close(CLOSE_CREDENTIALS_REVOKED, "the API key was revoked or expired, or the tenant was disabled");
+    } catch {
+      // already closed
+    }
+    this.close();
   }
 
   // ── from the client ───────────────────────────────────────────────────────────────────────────
@@ -383,6 +401,7 @@ export class ClientConnection {
   close(): void {
     if (this.closed) return;
     this.closed = true;
+    clearInterval(this.recheck);
     for (const pending of this.sessions.values()) {
       void pending.then((ws) => ws.close(1000, "client gone")).catch(() => undefined);
     }

@@ -10,4 +10,6 @@ export interface Env {
   GATEWAY_ADMIN_TOKEN?: string;
   /** Default deadline of a pending permission request, in ms, when the tenant sets none. */
   PERMISSION_DEADLINE_MS?: string;
+  /** How often a client connection re-checks that its key is still valid, in ms (default 2000). */
+  KEY_RECHECK_MS?: string;
 }

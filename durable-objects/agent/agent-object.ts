@@ -233,6 +233,21 @@ export class AgentObject extends DurableObject<Env> {
   }
 
   // ── RPC from the Worker ──────────────────────────────────────────────────────────────────────
+  /** A revoked key, or a disabled tenant (keyId null): its agent connection closes now. */
+  closeConnections(keyId: string | null, reason: string): number {
+    const sockets = keyId === null ? this.ctx.getWebSockets() : this.ctx.getWebSockets(`key:${keyId}`);
+    for (const ws of sockets) {
+      const attachment = ws.deserializeAttachment() as { epoch: number } | undefined;
+      try {
+        ws.close(4401, reason);
+      } catch {
+        // already closing
+      }
+      if (attachment && attachment.epoch === this.store.epoch) this.agentGone(attachment.epoch, reason);
+    }
+    return sockets.length;
+  }
+
   async status(): Promise<AgentStatus> {
     const ws = this.socket();
     if (ws && !this.store.info) await this.waitForInitialize();

@@ -1,0 +1,29 @@
+// Closing live connections when their credentials stop being valid.
+// Agent connections live in AgentObjects: the API tells every agent object of the tenant at once.
+// Client connections live in edge Worker invocations, which nothing can address: each one re-checks
+// its own key every KEY_RECHECK_MS (client-connection.ts) and closes itself with 4401.
+
+import type { Env } from "./env";
+
+/** Close code for a connection whose key was revoked or expired, or whose tenant was disabled. */
+export const CLOSE_CREDENTIALS_REVOKED = 4401;
+
+export const DEFAULT_KEY_RECHECK_MS = 2000;
+
+/** Closes the agent connections that use this key (keyId null: every agent connection of the tenant). */
+export async function closeAgentConnections(env: Env, tenantId: string, keyId: string | null, reason: string): Promise<void> {
+  const agents = await env.DB.prepare("SELECT name FROM agents WHERE tenant_id = ?").bind(tenantId).all<{ name: string }>();
+  await Promise.all(
+    agents.results.map((a) => env.AGENTS.get(env.AGENTS.idFromName(`${tenantId}/${a.name}`)).closeConnections(keyId, reason)),
+  );
+}
+
+/** Whether a key is still good: not revoked, not expired, its tenant not disabled. */
+export async function keyStillValid(env: Env, keyId: string, now = Date.now()): Promise<boolean> {
+  const row = await env.DB.prepare(
+    "SELECT k.revoked_at, k.expires_at, t.disabled FROM api_keys k JOIN tenants t ON t.id = k.tenant_id WHERE k.id = ?",
+  )
+    .bind(keyId)
+    .first<{ revoked_at: number | null; expires_at: number | null; disabled: number }>();
+  return row !== null && row.revoked_at === null && (row.expires_at === null || row.expires_at > now) && !row.disabled;
+}
