@@ -197,3 +197,14 @@ export async function attachClient(t: SeededTenant, agent: ScriptedAgent, sessio
   if (loaded.error) throw new Error(JSON.stringify(loaded.error));
   return client;
 }
+
+/**
+ * Proves absence without sleeping: a marker notification sent by the client after the message under
+ * test travels the same ordered path (edge → session → agent object → agent); once the agent has the
+ * marker, anything the earlier message caused has arrived already.
+ */
+export async function barrier(client: Peer, agent: ScriptedAgent, sessionId: string): Promise<void> {
+  const marker = crypto.randomUUID();
+  client.notify("_test/barrier", { sessionId, marker });
+  await agent.peer.next((m) => m.method === "_test/barrier" && m.params?.marker === marker);
+}
