@@ -268,13 +268,17 @@ export class AgentObject extends DurableObject<Env> {
     // A loaded session must exist before the agent replays its history into it.
     if (loadId) await this.setUpSession(args, loadId, epoch, undefined);
     const response = new Promise<ResponseMessage>((resolve) => {
-      this.waiters.set(agentId, resolve);
-      setTimeout(() => {
+      // The timer is cleared on the answer: a pending timer would keep the object from hibernating.
+      const timer = setTimeout(() => {
         if (this.waiters.delete(agentId)) {
           this.store.takeOutbound(agentId);
           resolve(errorResponse(agentId, RpcError.internal(`The agent "${args.agent}" did not answer ${args.method} within ${OPEN_TIMEOUT_MS / 1000} s`)));
         }
       }, OPEN_TIMEOUT_MS);
+      this.waiters.set(agentId, (answer) => {
+        clearTimeout(timer);
+        resolve(answer);
+      });
     });
     ws.send(JSON.stringify(withParams({ jsonrpc: "2.0", id: agentId, method: args.method }, args.params)));
     const answer = await response;
