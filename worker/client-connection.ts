@@ -172,7 +172,14 @@ export class ClientConnection {
       agentCapabilities: { ...(info?.agentCapabilities ?? {}), loadSession: true },
       authMethods: [],
       agentInfo: info?.agentInfo ?? { name: this.agent },
-      _meta: { acpGateway: { connectionId: this.connectionId, agent: this.agent, agentConnected: status.connected } },
+      _meta: {
+        acpGateway: {
+          connectionId: this.connectionId,
+          agent: this.agent,
+          agentConnected: status.connected,
+          ...(status.unreachable ? { agentUnreachable: status.unreachable } : {}),
+        },
+      },
     };
   }
 
@@ -377,7 +384,7 @@ export class ClientConnection {
 
   private async agentStatus(): Promise<AgentStatus> {
     // SAFETY: RPC types turn `unknown` fields into `never`; the value is the AgentStatus the object returned.
-    return (await this.agentStub().status()) as unknown as AgentStatus;
+    return (await this.agentStub().status(this.principal.tenantId, this.agent)) as unknown as AgentStatus;
   }
 
   private async openThroughAgent(args: OpenSessionArgs): Promise<ResponseMessage> {

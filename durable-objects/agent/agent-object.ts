@@ -19,6 +19,7 @@ import { AGENT_METHODS, CANCEL_REQUEST, PROTOCOL_VERSION } from "../../protocol/
 import type { Env } from "../../worker/env";
 import type { SessionRef, ToAgent } from "../session/agent-link";
 import type { SessionObject } from "../session/session-object";
+import { Dialer } from "./dialer";
 import { type AgentInfo, AgentStore } from "./store";
 
 /** The header the Worker uses to say who dialled in. */
@@ -38,7 +39,7 @@ export interface OpenSessionArgs {
   deadlineMs: number;
 }
 
-export type AgentStatus = { connected: boolean; info: AgentInfo | null };
+export type AgentStatus = { connected: boolean; info: AgentInfo | null; unreachable?: string };
 
 export class AgentObject extends DurableObject<Env> {
   private readonly store: AgentStore;
@@ -46,6 +47,12 @@ export class AgentObject extends DurableObject<Env> {
   private readonly waiters = new Map<number, (response: ResponseMessage) => void>();
   private readonly initWaiters = new Set<() => void>();
   private readonly sessionStubs = new Map<string, DurableObjectStub<SessionObject>>();
+  /** The outbound connection of a dial_out agent (not hibernatable: it lives while the object does). */
+  private dialOut?: { ws: WebSocket; epoch: number };
+  private connecting?: Promise<WebSocket | undefined>;
+  private readonly dialer = new Dialer();
+  /** Whether the current connection answered initialize (in memory: a woken object asks storage). */
+  private initialized = false;
 
   constructor(ctx: DurableObjectState, env: Env) {
     super(ctx, env);
@@ -75,9 +82,15 @@ export class AgentObject extends DurableObject<Env> {
     const pair = new WebSocketPair();
     this.ctx.acceptWebSocket(pair[1], [`key:${who.keyId}`]);
     pair[1].serializeAttachment({ epoch, keyId: who.keyId });
+    this.sendInitialize(pair[1], epoch);
+    return new Response(null, { status: 101, webSocket: pair[0] });
+  }
+
+  private sendInitialize(ws: WebSocket, epoch: number): void {
+    this.initialized = false;
     const id = this.store.nextId();
     this.store.addOutbound({ agentId: id, epoch, kind: "initialize", sessionId: null, gwId: null });
-    pair[1].send(
+    ws.send(
       JSON.stringify({
         jsonrpc: "2.0",
         id,
@@ -90,13 +103,16 @@ export class AgentObject extends DurableObject<Env> {
         },
       }),
     );
-    return new Response(null, { status: 101, webSocket: pair[0] });
   }
 
   override webSocketMessage(ws: WebSocket, data: string | ArrayBuffer): void {
     const attachment = ws.deserializeAttachment() as { epoch: number } | undefined;
-    if (!attachment || attachment.epoch !== this.store.epoch || typeof data !== "string") return;
-    const epoch = attachment.epoch;
+    if (attachment) this.onAgentFrame(ws, attachment.epoch, data);
+  }
+
+  /** One frame from the agent, on a dial-in or a dial-out connection. */
+  private onAgentFrame(ws: WebSocket, epoch: number, data: string | ArrayBuffer): void {
+    if (epoch !== this.store.epoch || typeof data !== "string") return;
     const parsed = parseFrame(data);
     if (!parsed.ok) {
       if (parsed.reply) ws.send(JSON.stringify(parsed.reply));
@@ -150,6 +166,7 @@ export class AgentObject extends DurableObject<Env> {
         authMethods: Array.isArray(result.authMethods) ? result.authMethods : [],
         initializedAt: Date.now(),
       };
+      this.initialized = true;
       for (const wake of this.initWaiters) wake();
       this.initWaiters.clear();
       return;
@@ -192,15 +209,16 @@ export class AgentObject extends DurableObject<Env> {
   }
 
   // ── RPC from SessionObjects: deliver to the agent ────────────────────────────────────────────
-  toAgent(agent: string, ref: SessionRef, frame: ToAgent): void {
+  async toAgent(agent: string, ref: SessionRef, frame: ToAgent): Promise<void> {
     const meta = this.store.meta;
     if (!meta || meta.tenantId !== ref.tenantId || meta.name !== agent || !this.store.ownsSession(ref.sessionId)) return;
-    const ws = this.socket();
+    // A dial-in socket is found synchronously, so frames keep their order; a dial_out agent may be dialled now.
+    const ws = this.socket() ?? (frame.type === "request" ? await this.ensureSocket() : undefined);
     const epoch = this.store.epoch;
     switch (frame.type) {
       case "request": {
         if (!ws) {
-          const error = new RpcError(-32603, `The agent "${agent}" is not connected to the gateway`, { reason: "agent_not_connected" });
+          const error = this.notConnected(agent);
           this.deliver(this.session(ref.sessionId).fromAgentResponse(ref, frame.gwId, JSON.stringify(errorResponse(frame.gwId, error))));
           return;
         }
@@ -248,18 +266,19 @@ export class AgentObject extends DurableObject<Env> {
     return sockets.length;
   }
 
-  async status(): Promise<AgentStatus> {
-    const ws = this.socket();
+  async status(tenantId: string, agent: string): Promise<AgentStatus> {
+    this.store.meta ??= { tenantId, name: agent };
+    const ws = await this.ensureSocket();
     if (ws && !this.store.info) await this.waitForInitialize();
-    return { connected: this.socket() !== undefined, info: this.store.info ?? null };
+    const unreachable = ws ? undefined : this.dialer.lastError;
+    return { connected: ws !== undefined, info: this.store.info ?? null, ...(unreachable ? { unreachable } : {}) };
   }
 
   /** session/new or session/load through the agent; on success the SessionObject is set up and indexed. */
   async openSession(args: OpenSessionArgs): Promise<ResponseMessage> {
-    const ws = this.socket();
-    if (!ws) {
-      return errorResponse(0, new RpcError(-32603, `The agent "${args.agent}" is not connected to the gateway; start it or try again later`, { reason: "agent_not_connected" }));
-    }
+    this.store.meta ??= { tenantId: args.tenantId, name: args.agent };
+    const ws = await this.ensureSocket();
+    if (!ws) return errorResponse(0, this.notConnected(args.agent));
     if (!this.store.info) await this.waitForInitialize();
     const agentId = this.store.nextId();
     const epoch = this.store.epoch;
@@ -311,10 +330,53 @@ export class AgentObject extends DurableObject<Env> {
 
   // ── helpers ───────────────────────────────────────────────────────────────────────────────────
   private socket(): WebSocket | undefined {
-    return this.ctx.getWebSockets().find((ws) => (ws.deserializeAttachment() as { epoch: number } | undefined)?.epoch === this.store.epoch);
+    const epoch = this.store.epoch;
+    if (this.dialOut?.epoch === epoch) return this.dialOut.ws;
+    return this.ctx.getWebSockets().find((ws) => (ws.deserializeAttachment() as { epoch: number } | undefined)?.epoch === epoch);
+  }
+
+  /** The agent's connection: the dial-in socket, or for a dial_out agent one opened now. */
+  private async ensureSocket(): Promise<WebSocket | undefined> {
+    const ws = this.socket();
+    if (ws) return ws;
+    const meta = this.store.meta;
+    if (!meta) return undefined;
+    this.connecting ??= this.dialer
+      .connect(this.env, meta, {
+        onOpen: (socket) => this.onDialedOut(socket),
+      })
+      .finally(() => {
+        this.connecting = undefined;
+      });
+    return this.connecting;
+  }
+
+  /** A dial-out connection is up: it becomes the current epoch, and the gateway initializes the agent. */
+  private async onDialedOut(ws: WebSocket): Promise<void> {
+    const epoch = this.store.epoch + 1;
+    this.store.epoch = epoch;
+    this.dialOut = { ws, epoch };
+    ws.addEventListener("message", (event) => this.onAgentFrame(ws, epoch, event.data as string | ArrayBuffer));
+    const lost = (reason: string) => {
+      if (this.dialOut?.ws !== ws) return;
+      this.dialOut = undefined;
+      this.agentGone(epoch, reason);
+    };
+    ws.addEventListener("close", (event) => lost(event.reason || `closed with code ${event.code}`));
+    ws.addEventListener("error", () => lost("connection error"));
+    this.sendInitialize(ws, epoch);
+    await this.waitForInitialize();
+  }
+
+  private notConnected(agent: string): RpcError {
+    const unreachable = this.dialer.lastError;
+    return unreachable
+      ? new RpcError(-32603, `The agent "${agent}" is unreachable: ${unreachable}`, { reason: "agent_unreachable" })
+      : new RpcError(-32603, `The agent "${agent}" is not connected to the gateway; start it or try again later`, { reason: "agent_not_connected" });
   }
 
   private waitForInitialize(): Promise<void> {
+    if (this.initialized) return Promise.resolve();
     return new Promise((resolve) => {
       const done = () => {
         clearTimeout(timer);

@@ -44,8 +44,8 @@ export interface SessionSnapshot {
   title: string | null;
   createdAt: number;
   turn: { state: string; startedAt?: number; user?: string | null };
-  toolCalls: unknown[];
-  pendingPermissions: { requestId: number; toolCallId: string | null; toolCall: unknown; options: unknown; createdAt: number; deadlineAt: number }[];
+  toolCalls: object[];
+  pendingPermissions: { requestId: number; toolCallId: string | null; toolCall: object | null; options: object | null; createdAt: number; deadlineAt: number }[];
   clients: { connectionId: string; user: string | null; attachedAt: number }[];
   lastSeq: number;
 }
@@ -478,12 +478,12 @@ export class SessionObject extends DurableObject<Env> {
       turn: turn.state === "idle" ? { state: "idle" } : { state: turn.state, startedAt: turn.startedAt, user: turn.user },
       toolCalls: this.store.toolCalls(),
       pendingPermissions: this.store.pending().map((p) => {
-        const params = JSON.parse(p.params) as Record<string, unknown>;
+        const params = JSON.parse(p.params) as { toolCall?: object; options?: object };
         return {
           requestId: p.permId,
           toolCallId: p.toolCallId,
-          toolCall: params.toolCall,
-          options: params.options,
+          toolCall: params.toolCall ?? null,
+          options: params.options ?? null,
           createdAt: p.createdAt,
           deadlineAt: p.deadlineAt,
         };
