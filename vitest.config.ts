@@ -9,6 +9,8 @@ import { defineConfig } from "vitest/config";
 //            real ACP peers from @agentclientprotocol/sdk and by the acp-gateway CLI.
 export default defineConfig({
   test: {
+    // The JSON report is what .ci/run counts for its closing "N passed, N failed" line.
+    reporters: ["default", ["json", { outputFile: ".ci/test-results.json" }]],
     projects: [
       {
         test: { name: "unit", include: ["test/unit/**/*.test.ts"], environment: "node" },
