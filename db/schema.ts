@@ -79,3 +79,66 @@ export type Tenant = typeof tenants.$inferSelect;
 export type ApiKey = typeof apiKeys.$inferSelect;
 export type AgentRow = typeof agents.$inferSelect;
 export type SessionRow = typeof sessions.$inferSelect;
+
+/** Remembered decisions: "always allow" / "always reject", per tenant, with an explicit scope. */
+export const decisionRules = sqliteTable(
+  "decision_rules",
+  {
+    id: text("id").primaryKey(),
+    tenantId: text("tenant_id")
+      .notNull()
+      .references(() => tenants.id),
+    decision: text("decision", { enum: ["allow", "reject"] }).notNull(),
+    /** Scope: each set field narrows the rule; none set means the whole tenant. */
+    scopeProject: text("scope_project"),
+    scopeUser: text("scope_user"),
+    scopeAgent: text("scope_agent"),
+    /** JSON of the matcher: { type: "tool" | "command" | "paths" | "exact", ... } (protocol/decisions). */
+    matcher: text("matcher").notNull(),
+    /** The matcher as searchable text, for `GET /v1/rules?q=`. */
+    matcherText: text("matcher_text").notNull(),
+    description: text("description").notNull(),
+    expiresAt: integer("expires_at"),
+    createdByKey: text("created_by_key"),
+    createdByUser: text("created_by_user"),
+    createdFromSession: text("created_from_session"),
+    createdFromToolCall: text("created_from_tool_call"),
+    createdAt: integer("created_at").notNull().default(sql`(unixepoch() * 1000)`),
+    revokedAt: integer("revoked_at"),
+    hits: integer("hits").notNull().default(0),
+    lastHitAt: integer("last_hit_at"),
+  },
+  (t) => [index("decision_rules_tenant").on(t.tenantId, t.createdAt)],
+);
+
+/** How every permission request was resolved: by a person, a rule, a cancel, a deadline, a disconnect. */
+export const decisionAudit = sqliteTable(
+  "decision_audit",
+  {
+    id: text("id").primaryKey(),
+    tenantId: text("tenant_id")
+      .notNull()
+      .references(() => tenants.id),
+    sessionId: text("session_id").notNull(),
+    agent: text("agent").notNull(),
+    toolCallId: text("tool_call_id"),
+    kind: text("kind"),
+    name: text("name"),
+    /** The operation in full: the command, or the paths. */
+    operation: text("operation"),
+    outcome: text("outcome", { enum: ["selected", "cancelled", "withdrawn"] }).notNull(),
+    optionId: text("option_id"),
+    optionKind: text("option_kind"),
+    decidedBy: text("decided_by", {
+      enum: ["person", "rule", "cancel", "deadline", "turn_end", "agent_disconnected", "agent_withdrew"],
+    }).notNull(),
+    decidedByKey: text("decided_by_key"),
+    decidedByUser: text("decided_by_user"),
+    ruleId: text("rule_id"),
+    at: integer("at").notNull().default(sql`(unixepoch() * 1000)`),
+  },
+  (t) => [index("decision_audit_tenant").on(t.tenantId, t.at)],
+);
+
+export type DecisionRuleRow = typeof decisionRules.$inferSelect;
+export type DecisionAuditRow = typeof decisionAudit.$inferSelect;
