@@ -306,6 +306,8 @@ export class SessionObject extends DurableObject<Env> {
     if (isToolCallUpdate(update)) this.store.applyToolCall(update, seq);
     else if (isObject(update) && update.sessionUpdate === "session_info_update" && typeof update.title === "string") {
       this.setTitle(update.title);
+    } else if (isObject(update) && update.sessionUpdate === "current_mode_update" && typeof update.currentModeId === "string") {
+      this.setCurrentMode(update.currentModeId);
     }
     this.clients.broadcast(text);
   }
@@ -528,6 +530,14 @@ export class SessionObject extends DurableObject<Env> {
         .run()
         .catch((e: unknown) => console.error("session: index title update failed", e)),
     );
+  }
+
+  /** session/load answers with the modes of session/new; keep the current one up to date. */
+  private setCurrentMode(modeId: string): void {
+    const meta = this.store.meta;
+    const modes = meta?.result?.modes;
+    if (!meta || !isObject(modes)) return;
+    this.store.meta = { ...meta, result: { ...meta.result, modes: { ...modes, currentModeId: modeId } } };
   }
 
   private touchIndex(): void {

@@ -102,3 +102,36 @@ describe("attaching to a live session with session/load", () => {
     expect(init.result.agentInfo).toEqual({ name: "scripted-agent", version: "1.0.0" });
   });
 });
+
+describe("one connection, several sessions", () => {
+  it("routes each session's traffic and rewrites colliding request ids from two sessions on one connection", async () => {
+    const t = await seedTenant();
+    const agent = await dialInAgent(t);
+    const { client, sessionId: first } = await clientWithSession(t, agent);
+    client.send({ jsonrpc: "2.0", id: "second", method: "session/new", params: { cwd: "/projects/other", mcpServers: [] } });
+    const second = await agent.acceptNewSession();
+    expect((await client.next(isResponseTo("second"))).result.sessionId).toBe(second);
+
+    const askFirst = agent.askPermission(first, { toolCallId: "a", kind: "read" });
+    const askSecond = agent.askPermission(second, { toolCallId: "b", kind: "read" });
+    const copies = [await client.next(isMethod("session/request_permission")), await client.next(isMethod("session/request_permission"))];
+    expect(copies[0]?.id).not.toBe(copies[1]?.id);
+    const bySession = Object.fromEntries(copies.map((c) => [c.params.sessionId, c]));
+    client.respond(bySession[second]?.id, { outcome: { outcome: "selected", optionId: "reject" } });
+    client.respond(bySession[first]?.id, { outcome: { outcome: "selected", optionId: "allow" } });
+    expect((await agent.peer.next(isResponseTo(askSecond))).result.outcome.optionId).toBe("reject");
+    expect((await agent.peer.next(isResponseTo(askFirst))).result.outcome.optionId).toBe("allow");
+  });
+
+  it("answers session/load with the current mode after a mode change", async () => {
+    const t = await seedTenant();
+    const agent = await dialInAgent(t);
+    const { client, sessionId } = await clientWithSession(t, agent);
+    agent.update(sessionId, { sessionUpdate: "current_mode_update", currentModeId: "plan" });
+    await client.next(isMethod("session/update")); // the session applied it before fanning it out
+    const late = await connect(`/acp?agent=${agent.name}`, t.clientKey2);
+    await late.request("initialize", { protocolVersion: 1 });
+    const loaded = await late.request("session/load", { sessionId, cwd: "/projects/demo", mcpServers: [] });
+    expect(loaded.result.modes.currentModeId).toBe("plan");
+  });
+});
