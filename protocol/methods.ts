@@ -37,6 +37,8 @@ export const PROTOCOL_VERSION = 1;
 export const GATEWAY_NOTIFICATIONS = {
   /** A permission request was resolved: by whom, with which outcome. Sent beside `$/cancel_request`. */
   permissionResolved: "_acp_gateway/permission_resolved",
+  /** A person's allow_always / reject_always became a tenant rule: its description, so people see the scope. */
+  ruleCreated: "_acp_gateway/rule_created",
   /** The gateway ended a turn (deadline, agent gone): why. */
   turnEnded: "_acp_gateway/turn_ended",
 } as const;

@@ -10,6 +10,8 @@ export type KeyKind = "client" | "agent" | "admin";
 export interface TenantSettings {
   /** Deadline of a pending permission request, in ms. */
   permissionDeadlineMs?: number;
+  /** Relay a person's allow_always / reject_always to the agent as made (default: as the *_once). */
+  relayAlwaysAsMade?: boolean;
 }
 
 export interface Principal {

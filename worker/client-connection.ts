@@ -191,6 +191,7 @@ export class ClientConnection {
       params,
       createdBy: this.principal.label,
       deadlineMs: permissionDeadlineMs(this.env, this.principal),
+      relayAlwaysAsMade: this.principal.settings.relayAlwaysAsMade === true,
     });
     if (answer.error !== undefined || !isObject(answer.result) || typeof answer.result.sessionId !== "string") {
       return this.reply({ ...answer, id });
@@ -215,6 +216,7 @@ export class ClientConnection {
         params,
         createdBy: this.principal.label,
         deadlineMs: permissionDeadlineMs(this.env, this.principal),
+        relayAlwaysAsMade: this.principal.settings.relayAlwaysAsMade === true,
       });
       if (answer.error !== undefined) return this.reply({ ...answer, id });
     }

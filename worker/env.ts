@@ -1,4 +1,5 @@
 import type { AgentObject } from "../durable-objects/agent/agent-object";
+import type { RulesObject } from "../durable-objects/rules/rules-object";
 import type { SessionObject } from "../durable-objects/session/session-object";
 
 /** The bindings of the Worker and its Durable Objects (wrangler.toml, .dev.vars, secrets). */
@@ -6,6 +7,8 @@ export interface Env {
   DB: D1Database;
   SESSIONS: DurableObjectNamespace<SessionObject>;
   AGENTS: DurableObjectNamespace<AgentObject>;
+  /** One per tenant: the tenant's remembered decisions, cached and compiled. */
+  RULES: DurableObjectNamespace<RulesObject>;
   /** The operator's bootstrap secret (wrangler secret put GATEWAY_ADMIN_TOKEN). */
   GATEWAY_ADMIN_TOKEN?: string;
   /** Default deadline of a pending permission request, in ms, when the tenant sets none. */

@@ -9,6 +9,7 @@ import { sessionRoutes } from "./routes/sessions";
 import type { AppEnv } from "./types";
 
 export { AgentObject } from "../durable-objects/agent/agent-object";
+export { RulesObject } from "../durable-objects/rules/rules-object";
 export { SessionObject } from "../durable-objects/session/session-object";
 
 const app = new Hono<AppEnv>();

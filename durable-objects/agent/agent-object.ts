@@ -37,6 +37,7 @@ export interface OpenSessionArgs {
   params: unknown;
   createdBy: string | null;
   deadlineMs: number;
+  relayAlwaysAsMade: boolean;
 }
 
 export type AgentStatus = { connected: boolean; info: AgentInfo | null; unreachable?: string };
@@ -319,6 +320,7 @@ export class AgentObject extends DurableObject<Env> {
       cwd,
       createdBy: args.createdBy,
       deadlineMs: args.deadlineMs,
+      relayAlwaysAsMade: args.relayAlwaysAsMade,
       ...(result ? { result } : {}),
     });
     await this.env.DB.prepare(

@@ -18,12 +18,16 @@ import {
   resultResponse,
 } from "../../protocol/jsonrpc";
 import { AGENT_METHODS, CANCEL_REQUEST, CLIENT_METHODS, GATEWAY_NOTIFICATIONS } from "../../protocol/methods";
-import { CANCELLED_RESULT, judgeAnswer, offeredOptions } from "../../protocol/permissions";
+import { CANCELLED_RESULT, type PermissionOption, judgeAnswer, offeredOptions } from "../../protocol/permissions";
+import { randomId } from "../../protocol/ids";
+import type { RulesObject } from "../rules/rules-object";
+import type { DecideRequest, DecideResult } from "../rules/types";
 import { isToolCallUpdate } from "../../protocol/tool-calls";
 import type { Env } from "../../worker/env";
 import type { SessionRef, ToAgent } from "./agent-link";
-import { ATTACH_HEADER, AttachedClients, type AttachRequest, attachmentOf, connTag, send, sendRewritable } from "./clients";
+import { ATTACH_HEADER, AttachedClients, type AttachRequest, type ClientAttachment, attachmentOf, connTag, send, sendRewritable } from "./clients";
 import { type PendingRow, SessionStore, type SessionMeta } from "./store";
+import type { ToolCallRow } from "../../protocol/tool-calls";
 
 /** How many times a client that answered a permission request wrongly is asked again. */
 const MAX_RESENDS = 3;
@@ -31,6 +35,7 @@ const MAX_RESENDS = 3;
 /** Who or what resolved a permission request; sent to clients and kept in the log. */
 export type DecidedBy =
   | { type: "person"; connectionId: string; user: string | null; keyId: string }
+  | { type: "rule"; ruleId: string; description: string }
   | { type: "cancel"; connectionId?: string; user?: string | null }
   | { type: "deadline" }
   | { type: "turn_end" }
@@ -96,7 +101,9 @@ export class SessionObject extends DurableObject<Env> {
     if (attach.mode === "load" && attach.loadRequestId !== undefined) {
       send(server, JSON.stringify(resultResponse(attach.loadRequestId, this.loadResult(meta))));
     }
-    for (const pending of this.store.pending()) this.sendCopy(server, attach.client.connId, pending);
+    for (const pending of this.store.pending()) {
+      if (pending.asking) this.sendCopy(server, attach.client.connId, pending);
+    }
     return new Response(null, { status: 101, webSocket: edge });
   }
 
@@ -235,7 +242,45 @@ export class SessionObject extends DurableObject<Env> {
       if (resends < MAX_RESENDS) this.sendCopy(ws, client.connId, pending, resends + 1);
       return;
     }
-    this.resolvePermission(pending, response.result, { type: "person", connectionId: client.connId, user: client.user, keyId: client.keyId });
+    const by: DecidedBy = { type: "person", connectionId: client.connId, user: client.user, keyId: client.keyId };
+    const outcome = judged.outcome;
+    if (outcome.outcome === "selected" && (outcome.option.kind === "allow_always" || outcome.option.kind === "reject_always")) {
+      // The gateway is the single authority for what the tenant remembers: it stores the rule and,
+      // unless the tenant says otherwise, tells the agent only "once", so a revoked rule really stops.
+      this.remember(pending, outcome.option, client);
+      const forwarded = this.store.meta?.relayAlwaysAsMade ? undefined : onceOf(outcome.option.kind, offeredOptions(JSON.parse(pending.params)));
+      if (forwarded) {
+        const result = { ...(response.result as object), outcome: { outcome: "selected", optionId: forwarded.optionId } };
+        this.resolvePermission(pending, result, by, outcome.option);
+        return;
+      }
+    }
+    this.resolvePermission(pending, response.result, by);
+  }
+
+  private remember(pending: PendingRow, chosen: PermissionOption, client: ClientAttachment): void {
+    const request = this.decideRequest(pending.permId);
+    if (!request) return;
+    const remembered = this.rules()
+      .remember(request.tenantId, {
+        ...request.request,
+        user: client.user,
+        chosen: { optionId: chosen.optionId, name: chosen.name, kind: chosen.kind },
+        keyId: client.keyId,
+        toolCallId: pending.toolCallId,
+      })
+      .then((rule) => {
+        if (!rule) return;
+        const text = JSON.stringify({
+          jsonrpc: "2.0",
+          method: GATEWAY_NOTIFICATIONS.ruleCreated,
+          params: { sessionId: request.request.sessionId, toolCallId: pending.toolCallId, rule, createdBy: client.user },
+        });
+        this.store.append("notice", text);
+        this.clients.broadcast(text);
+      })
+      .catch((error: unknown) => console.error("session: remembering the decision failed", error));
+    this.ctx.waitUntil(remembered);
   }
 
   /** Sends this client its own copy of a pending request, under a fresh id of the session's. */
@@ -246,7 +291,7 @@ export class SessionObject extends DurableObject<Env> {
   }
 
   /** The first valid answer wins: it goes to the agent, every other copy is withdrawn. */
-  private resolvePermission(pending: PendingRow, result: unknown, by: DecidedBy): void {
+  private resolvePermission(pending: PendingRow, result: unknown, by: DecidedBy, chosen?: PermissionOption): void {
     const meta = this.store.meta;
     this.toAgent({ type: "response", epoch: pending.agentEpoch, id: pending.agentReqId, result });
     const copies = this.store.removePending(pending.permId);
@@ -255,12 +300,40 @@ export class SessionObject extends DurableObject<Env> {
     const notice = {
       jsonrpc: "2.0",
       method: GATEWAY_NOTIFICATIONS.permissionResolved,
-      params: { sessionId: meta?.sessionId, toolCallId: pending.toolCallId, outcome, decidedBy: by },
+      params: {
+        sessionId: meta?.sessionId,
+        toolCallId: pending.toolCallId,
+        outcome,
+        ...(chosen ? { chosenOptionId: chosen.optionId } : {}),
+        decidedBy: by,
+      },
     };
     const text = JSON.stringify(notice);
     this.store.append("resolution", text);
     this.clients.broadcast(text);
+    this.audit(pending, outcome, by, chosen);
+    if (pending.asking && !this.store.hasAsking()) this.watchRules(false);
     this.scheduleDeadline();
+  }
+
+  /** Every resolution is written to the tenant's decision audit in D1, off the hot path. */
+  private audit(pending: PendingRow, outcome: unknown, by: DecidedBy, chosen?: PermissionOption): void {
+    const meta = this.store.meta;
+    if (!meta) return;
+    const row = pending.toolCallId ? this.store.toolCall(pending.toolCallId) : undefined;
+    const options = offeredOptions(JSON.parse(pending.params));
+    const selected = isObject(outcome) && outcome.outcome === "selected" ? String(outcome.optionId) : null;
+    const option = chosen ?? options.find((o) => o.optionId === selected);
+    const entry = auditEntry(meta, pending, row, outcome, option, by);
+    this.ctx.waitUntil(
+      this.env.DB.prepare(
+        `INSERT INTO decision_audit (id, tenant_id, session_id, agent, tool_call_id, kind, name, operation, outcome, option_id, option_kind,
+           decided_by, decided_by_key, decided_by_user, rule_id, at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+      )
+        .bind(...entry)
+        .run()
+        .catch((e: unknown) => console.error("session: audit write failed", e)),
+    );
   }
 
   private withdrawCopies(copies: { outId: number; connId: string }[]): void {
@@ -327,13 +400,92 @@ export class SessionObject extends DurableObject<Env> {
       createdAt: now,
       deadlineAt: now + meta.deadlineMs,
     });
+    this.scheduleDeadline();
+    this.ctx.waitUntil(this.consultRulesThenAsk(permId));
+  }
+
+  /**
+   * The tenant's remembered decisions answer first; only if none applies are people asked. Until
+   * then the request is pending but not shown, so an attaching client never sees a request that a
+   * rule is about to answer. A failure to consult the rules means asking people, never approval.
+   */
+  private async consultRulesThenAsk(permId: number): Promise<void> {
+    const decided = await this.consultRules(permId).catch((error: unknown) => {
+      console.error("session: consulting the rules failed; asking people", error);
+      return null;
+    });
     const pending = this.store.pendingById(permId);
-    if (!pending) return;
+    if (!pending) return; // cancelled or withdrawn meanwhile
+    if (decided?.decision && decided.optionId && decided.ruleId) {
+      const result = { outcome: { outcome: "selected", optionId: decided.optionId } };
+      this.resolvePermission(pending, result, { type: "rule", ruleId: decided.ruleId, description: decided.description ?? "" });
+      return;
+    }
+    if (pending.asking) return;
+    this.store.markAsking(permId);
     for (const ws of this.clients.all()) {
       const client = attachmentOf(ws);
       if (client) this.sendCopy(ws, client.connId, pending);
     }
-    this.scheduleDeadline();
+    this.watchRules(true);
+  }
+
+  private async consultRules(permId: number): Promise<DecideResult | null> {
+    const request = this.decideRequest(permId);
+    if (!request) return null;
+    return this.rules().decide(request.tenantId, request.request);
+  }
+
+  private decideRequest(permId: number): { tenantId: string; request: DecideRequest } | undefined {
+    const meta = this.store.meta;
+    const pending = this.store.pendingById(permId);
+    if (!meta || !pending) return undefined;
+    const params = JSON.parse(pending.params) as Record<string, unknown>;
+    const row = pending.toolCallId ? this.store.toolCall(pending.toolCallId) : undefined;
+    const toolCall = (row ?? (isObject(params.toolCall) ? params.toolCall : {})) as DecideRequest["toolCall"];
+    const turn = this.store.turn;
+    return {
+      tenantId: meta.tenantId,
+      request: {
+        sessionId: meta.sessionId,
+        agent: meta.agent,
+        cwd: meta.cwd,
+        user: turn.state !== "idle" ? (turn.user ?? null) : (meta.createdBy ?? null),
+        toolCall,
+        options: offeredOptions(params).map((o) => ({ optionId: o.optionId, name: o.name, kind: o.kind })),
+      },
+    };
+  }
+
+  /** Called by the tenant's RulesObject when a rule was created: waiting requests it matches resolve now. */
+  async reconsider(ref: SessionRef): Promise<void> {
+    const meta = this.store.meta;
+    if (!meta || meta.tenantId !== ref.tenantId) return;
+    for (const pending of this.store.pending()) {
+      if (!pending.asking) continue;
+      const decided = await this.consultRules(pending.permId).catch(() => null);
+      const still = this.store.pendingById(pending.permId);
+      if (still && decided?.decision && decided.optionId && decided.ruleId) {
+        const result = { outcome: { outcome: "selected", optionId: decided.optionId } };
+        this.resolvePermission(still, result, { type: "rule", ruleId: decided.ruleId, description: decided.description ?? "" });
+      }
+    }
+  }
+
+  /** Sessions with requests waiting on people are registered with the tenant's rules object. */
+  private watchRules(waiting: boolean): void {
+    const meta = this.store.meta;
+    if (!meta) return;
+    const rules = this.rules();
+    const call = waiting ? rules.watch(meta.tenantId, meta.sessionId) : rules.unwatch(meta.tenantId, meta.sessionId);
+    this.ctx.waitUntil(Promise.resolve(call).catch((e: unknown) => console.error("session: rules watch failed", e)));
+  }
+
+  private rulesStub?: DurableObjectStub<RulesObject>;
+  private rules(): DurableObjectStub<RulesObject> {
+    const meta = this.store.meta;
+    this.rulesStub ??= this.env.RULES.get(this.env.RULES.idFromName(meta?.tenantId ?? ""));
+    return this.rulesStub;
   }
 
   /** The agent withdrew one of its requests: withdraw the clients' copies and confirm with -32800. */
@@ -343,6 +495,7 @@ export class SessionObject extends DurableObject<Env> {
     const pending = this.store.pendingByAgentId(requestId, epoch);
     if (pending) {
       this.withdrawCopies(this.store.removePending(pending.permId));
+      this.audit(pending, { outcome: "withdrawn" }, { type: "agent_withdrew" });
       this.toAgent({ type: "response", epoch, id: requestId, error: { code: -32800, message: "Request cancelled" } });
       this.store.append("resolution", JSON.stringify({ permId: pending.permId, decidedBy: { type: "agent_withdrew" } }));
       this.scheduleDeadline();
@@ -407,6 +560,7 @@ export class SessionObject extends DurableObject<Env> {
     if (!meta || meta.tenantId !== ref.tenantId) return;
     for (const pending of this.store.pending().filter((p) => p.agentEpoch <= info.epoch)) {
       this.withdrawCopies(this.store.removePending(pending.permId));
+      this.audit(pending, { outcome: "withdrawn" }, { type: "agent_disconnected", reason: info.reason });
       this.store.append(
         "resolution",
         JSON.stringify({ permId: pending.permId, decidedBy: { type: "agent_disconnected", reason: info.reason } }),
@@ -577,4 +731,55 @@ function toRpcError(error: unknown): RpcError {
   if (error instanceof RpcError) return error;
   console.error("session: unexpected failure", error);
   return RpcError.internal("Internal error in the session");
+}
+
+/** The *_once option of the same decision as an *_always one, if the request offered it. */
+function onceOf(kind: string, options: PermissionOption[]): PermissionOption | undefined {
+  const once = kind === "allow_always" ? "allow_once" : "reject_once";
+  return options.find((o) => o.kind === once);
+}
+
+/** The operation in full, as the audit shows it: the command, else the paths. */
+function operationOf(row: ToolCallRow | undefined): string | null {
+  if (!row) return null;
+  const input = row.rawInput;
+  if (isObject(input)) {
+    const command = input.command ?? input.cmd;
+    if (typeof command === "string") return command;
+    if (Array.isArray(command)) return command.map(String).join(" ");
+  }
+  if (Array.isArray(row.locations)) {
+    const paths = row.locations.map((l) => (isObject(l) ? l.path : undefined)).filter((p) => typeof p === "string");
+    if (paths.length > 0) return paths.join(", ");
+  }
+  return null;
+}
+
+function auditEntry(
+  meta: SessionMeta,
+  pending: PendingRow,
+  row: ToolCallRow | undefined,
+  outcome: unknown,
+  option: PermissionOption | undefined,
+  by: DecidedBy,
+): (string | number | null)[] {
+  const kindOfOutcome = isObject(outcome) && typeof outcome.outcome === "string" ? outcome.outcome : "withdrawn";
+  return [
+    randomId("aud"),
+    meta.tenantId,
+    meta.sessionId,
+    meta.agent,
+    pending.toolCallId,
+    typeof row?.kind === "string" ? row.kind : null,
+    typeof row?.name === "string" ? row.name : null,
+    operationOf(row),
+    kindOfOutcome === "selected" || kindOfOutcome === "cancelled" ? kindOfOutcome : "withdrawn",
+    option?.optionId ?? null,
+    option?.kind ?? null,
+    by.type,
+    by.type === "person" ? by.keyId : null,
+    by.type === "person" ? by.user : null,
+    by.type === "rule" ? by.ruleId : null,
+    Date.now(),
+  ];
 }

@@ -13,7 +13,8 @@ CREATE TABLE IF NOT EXISTS tool_calls (id TEXT PRIMARY KEY, row TEXT NOT NULL, u
 CREATE TABLE IF NOT EXISTS log (seq INTEGER PRIMARY KEY AUTOINCREMENT, kind TEXT NOT NULL, body TEXT NOT NULL, at INTEGER NOT NULL);
 CREATE TABLE IF NOT EXISTS pending (
   perm_id INTEGER PRIMARY KEY, agent_req_id TEXT NOT NULL, agent_epoch INTEGER NOT NULL,
-  tool_call_id TEXT, params TEXT NOT NULL, created_at INTEGER NOT NULL, deadline_at INTEGER NOT NULL);
+  tool_call_id TEXT, params TEXT NOT NULL, created_at INTEGER NOT NULL, deadline_at INTEGER NOT NULL,
+  asking INTEGER NOT NULL DEFAULT 0);
 CREATE INDEX IF NOT EXISTS pending_deadline ON pending (deadline_at);
 CREATE TABLE IF NOT EXISTS copies (out_id INTEGER PRIMARY KEY, perm_id INTEGER NOT NULL, conn_id TEXT NOT NULL, resends INTEGER NOT NULL DEFAULT 0);
 CREATE INDEX IF NOT EXISTS copies_perm ON copies (perm_id);
@@ -35,6 +36,8 @@ export interface SessionMeta {
   title?: string | null;
   createdBy?: string | null;
   deadlineMs: number;
+  /** Tenant setting: relay a person's *_always choice to the agent as made, instead of as *_once. */
+  relayAlwaysAsMade?: boolean;
   /** The agent's session/new or session/load result, answered again on attach (modes, models…). */
   result?: Record<string, unknown>;
   createdAt: number;
@@ -52,6 +55,8 @@ export interface PendingRow {
   params: string;
   createdAt: number;
   deadlineAt: number;
+  /** 0 while the tenant's rules are consulted, 1 once people are asked (copies sent). */
+  asking: number;
 }
 export interface CopyRow {
   outId: number;
@@ -157,7 +162,13 @@ export class SessionStore {
   }
 
   // ── pending permission requests and their copies ─────────────────────────
-  addPending(p: Omit<PendingRow, "permId">): number {
+  markAsking(permId: number): void {
+    this.sql.exec("UPDATE pending SET asking = 1 WHERE perm_id = ?", permId);
+  }
+  hasAsking(): boolean {
+    return this.sql.exec("SELECT 1 FROM pending WHERE asking = 1 LIMIT 1").toArray().length > 0;
+  }
+  addPending(p: Omit<PendingRow, "permId" | "asking">): number {
     return this.sql
       .exec<{ perm_id: number }>(
         "INSERT INTO pending (agent_req_id, agent_epoch, tool_call_id, params, created_at, deadline_at) VALUES (?, ?, ?, ?, ?, ?) RETURNING perm_id",
@@ -280,6 +291,7 @@ type PendingSql = {
   params: string;
   created_at: number;
   deadline_at: number;
+  asking: number;
 };
 function pendingFromSql(r: PendingSql): PendingRow {
   return {
@@ -290,6 +302,7 @@ function pendingFromSql(r: PendingSql): PendingRow {
     params: r.params,
     createdAt: r.created_at,
     deadlineAt: r.deadline_at,
+    asking: r.asking,
   };
 }
 type AgentRequestSql = { out_id: number; agent_req_id: string; agent_epoch: number; conn_id: string; method: string };
