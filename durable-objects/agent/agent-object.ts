@@ -52,8 +52,6 @@ export class AgentObject extends DurableObject<Env> {
   private dialOut?: { ws: WebSocket; epoch: number };
   private connecting?: Promise<WebSocket | undefined>;
   private readonly dialer = new Dialer();
-  /** Whether the current connection answered initialize (in memory: a woken object asks storage). */
-  private initialized = false;
 
   constructor(ctx: DurableObjectState, env: Env) {
     super(ctx, env);
@@ -88,7 +86,6 @@ export class AgentObject extends DurableObject<Env> {
   }
 
   private sendInitialize(ws: WebSocket, epoch: number): void {
-    this.initialized = false;
     const id = this.store.nextId();
     this.store.addOutbound({ agentId: id, epoch, kind: "initialize", sessionId: null, gwId: null });
     ws.send(
@@ -166,8 +163,8 @@ export class AgentObject extends DurableObject<Env> {
         agentInfo: result.agentInfo,
         authMethods: Array.isArray(result.authMethods) ? result.authMethods : [],
         initializedAt: Date.now(),
+        epoch: outbound.epoch,
       };
-      this.initialized = true;
       for (const wake of this.initWaiters) wake();
       this.initWaiters.clear();
       return;
@@ -214,7 +211,12 @@ export class AgentObject extends DurableObject<Env> {
     const meta = this.store.meta;
     if (!meta || meta.tenantId !== ref.tenantId || meta.name !== agent || !this.store.ownsSession(ref.sessionId)) return;
     // A dial-in socket is found synchronously, so frames keep their order; a dial_out agent may be dialled now.
-    const ws = this.socket() ?? (frame.type === "request" ? await this.ensureSocket() : undefined);
+    let ws = this.socket() ?? (frame.type === "request" ? await this.ensureSocket() : undefined);
+    // An agent accepts nothing before it has answered initialize; waiters wake in arrival order.
+    if (ws && this.store.info?.epoch !== this.store.epoch) {
+      await this.waitForInitialize();
+      ws = this.socket();
+    }
     const epoch = this.store.epoch;
     switch (frame.type) {
       case "request": {
@@ -270,7 +272,7 @@ export class AgentObject extends DurableObject<Env> {
   async status(tenantId: string, agent: string): Promise<AgentStatus> {
     this.store.meta ??= { tenantId, name: agent };
     const ws = await this.ensureSocket();
-    if (ws && !this.store.info) await this.waitForInitialize();
+    if (ws) await this.waitForInitialize();
     const unreachable = ws ? undefined : this.dialer.lastError;
     return { connected: ws !== undefined, info: this.store.info ?? null, ...(unreachable ? { unreachable } : {}) };
   }
@@ -280,7 +282,7 @@ export class AgentObject extends DurableObject<Env> {
     this.store.meta ??= { tenantId: args.tenantId, name: args.agent };
     const ws = await this.ensureSocket();
     if (!ws) return errorResponse(0, this.notConnected(args.agent));
-    if (!this.store.info) await this.waitForInitialize();
+    await this.waitForInitialize();
     const agentId = this.store.nextId();
     const epoch = this.store.epoch;
     this.store.addOutbound({ agentId, epoch, kind: "open", sessionId: null, gwId: null });
@@ -377,8 +379,9 @@ export class AgentObject extends DurableObject<Env> {
       : new RpcError(-32603, `The agent "${agent}" is not connected to the gateway; start it or try again later`, { reason: "agent_not_connected" });
   }
 
+  /** Resolves once the current connection has answered initialize (or after INIT_WAIT_MS). */
   private waitForInitialize(): Promise<void> {
-    if (this.initialized) return Promise.resolve();
+    if (this.store.info?.epoch === this.store.epoch) return Promise.resolve();
     return new Promise((resolve) => {
       const done = () => {
         clearTimeout(timer);

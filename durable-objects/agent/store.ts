@@ -23,6 +23,8 @@ export interface AgentInfo {
   agentInfo?: unknown;
   authMethods?: unknown[];
   initializedAt: number;
+  /** The connection epoch that answered: a new connection must answer again before it gets requests. */
+  epoch: number;
 }
 
 export interface Outbound {
