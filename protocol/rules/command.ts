@@ -38,7 +38,7 @@ export function commandText(rawInput: unknown): string | null {
 }
 
 /** True when every simple command starts with the prefix, token by token (not character by character). */
-export function everyCommandHasPrefix(commands: SimpleCommand[] | null, prefix: string[]): boolean {
+export function everyCommandHasPrefix(commands: SimpleCommand[] | null, prefix: readonly string[]): boolean {
   if (!commands || commands.length === 0 || prefix.length === 0) return false;
   return commands.every((c) => prefix.every((token, i) => c.argv[i] === token));
 }

@@ -11,9 +11,9 @@ export type Matcher =
   /** A tool by kind, and name when given (an MCP tool such as `mcp__server__tool`). */
   | { type: "tool"; kind: string; name?: string }
   /** `execute` calls whose every simple command starts with these tokens. */
-  | { type: "command"; prefix: string[] }
+  | { type: "command"; prefix: readonly string[] }
   /** Calls of these kinds whose every resolved path matches the glob. */
-  | { type: "path"; glob: string; kinds?: string[] }
+  | { type: "path"; glob: string; kinds?: readonly string[] }
   /** Exactly this operation: SHA-256 of the canonical JSON of { kind, name, rawInput }. */
   | { type: "exact"; hash: string };
 
