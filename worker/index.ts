@@ -1,7 +1,11 @@
 // The edge Worker: authenticates, terminates client WebSockets, hands agents to their AgentObject,
 // and serves the REST API. Durable Object classes are exported from here for wrangler.
 
+import { OpenAPIHono } from "@hono/zod-openapi";
 import { Hono } from "hono";
+import { auditApi } from "./api/audit";
+import { validationHook } from "./api/openapi";
+import { rulesApi } from "./api/rules";
 import { errorBody, onError } from "./http-error";
 import { acpRoutes } from "./routes/acp";
 import { agentConnectRoutes } from "./routes/agents-connect";
@@ -17,6 +21,14 @@ app.get("/health", (c) => c.json({ ok: true }));
 app.route("/", acpRoutes);
 app.route("/", agentConnectRoutes);
 app.route("/", sessionRoutes);
+
+// The REST API whose OpenAPI document is generated from its schemas.
+const api = new OpenAPIHono<AppEnv>({ defaultHook: validationHook });
+api.route("/", rulesApi);
+api.route("/", auditApi);
+api.doc("/v1/openapi.json", { openapi: "3.0.0", info: { title: "ACP Gateway API", version: "0.1.0" } });
+app.route("/", api);
+
 app.notFound((c) => c.json(errorBody("not_found", `No route for ${c.req.method} ${new URL(c.req.url).pathname}`), 404));
 app.onError(onError);
 

@@ -36,7 +36,7 @@ export class RulesObject extends DurableObject<Env> {
   }
 
   /** The same decision as a dry run (POST /v1/rules/test): no hit is counted. */
-  async test(tenantId: string, request: DecideRequest): Promise<DecideResult> {
+  async dryRun(tenantId: string, request: DecideRequest): Promise<DecideResult> {
     return decideWith(await this.rules(tenantId), request, Date.now());
   }
 
