@@ -1,0 +1,158 @@
+// The gateway on this machine, as `npm start`, the end-to-end tests and the benchmark run it:
+// .dev.vars from the example, local D1 migrated, the dev tenant seeded with its keys, then
+// `wrangler dev` on loopback, ready when GET /health answers.
+
+import { type ChildProcess, spawn } from "node:child_process";
+import { createHash } from "node:crypto";
+import { copyFileSync, existsSync } from "node:fs";
+import { dirname, join } from "node:path";
+import { fileURLToPath } from "node:url";
+
+export const ROOT = join(dirname(fileURLToPath(import.meta.url)), "..");
+const WRANGLER = join(ROOT, "node_modules", ".bin", "wrangler");
+
+export interface DevKeys {
+  client: string;
+  agent: string;
+  admin: string;
+}
+
+export interface LocalGatewayOptions {
+  port?: number;
+  /** Where local D1 and Durable Object state live (default: wrangler's .wrangler/state). */
+  persistTo?: string;
+  keys?: Partial<DevKeys>;
+  /** Extra `--var NAME:VALUE` bindings, e.g. { KEY_RECHECK_MS: "500" }. */
+  vars?: Record<string, string>;
+  /** Print wrangler's output (npm start) or keep it for error messages only (tests). */
+  quiet?: boolean;
+}
+
+export interface LocalGateway {
+  url: string;
+  port: number;
+  keys: DevKeys;
+  stop(): Promise<void>;
+}
+
+export function devKeys(overrides: Partial<DevKeys> = {}): DevKeys {
+  return {
+    client: overrides.client ?? process.env.ACP_GATEWAY_DEV_CLIENT_KEY ?? "dev-client-key",
+    agent: overrides.agent ?? process.env.ACP_GATEWAY_DEV_AGENT_KEY ?? "dev-agent-key",
+    admin: overrides.admin ?? process.env.ACP_GATEWAY_DEV_ADMIN_KEY ?? "dev-admin-key",
+  };
+}
+
+export async function startLocalGateway(options: LocalGatewayOptions = {}): Promise<LocalGateway> {
+  const port = options.port ?? Number(process.env.PORT ?? 8787);
+  const keys = devKeys(options.keys);
+  const persist = options.persistTo ? ["--persist-to", options.persistTo] : [];
+  ensureDevVars();
+  await run([WRANGLER, "d1", "migrations", "apply", "DB", "--local", ...persist], "applying the D1 migrations");
+  await run([WRANGLER, "d1", "execute", "DB", "--local", ...persist, "--command", seedSql(keys)], "seeding the dev tenant");
+  const vars = Object.entries(options.vars ?? {}).flatMap(([k, v]) => ["--var", `${k}:${v}`]);
+  const child = spawn(WRANGLER, ["dev", "--ip", "127.0.0.1", "--port", String(port), "--show-interactive-dev-session=false", ...persist, ...vars], {
+    cwd: ROOT,
+    env: wranglerEnv(),
+    stdio: ["ignore", "pipe", "pipe"],
+    detached: true, // its own process group, so stop() ends workerd too
+  });
+  const output: string[] = [];
+  const keep = (chunk: Buffer) => {
+    const text = chunk.toString();
+    output.push(text);
+    if (output.length > 200) output.shift();
+    if (!options.quiet) process.stderr.write(text);
+  };
+  child.stdout?.on("data", keep);
+  child.stderr?.on("data", keep);
+  const url = `http://127.0.0.1:${port}`;
+  const stop = () => stopProcessGroup(child);
+  try {
+    await waitForHealth(url, child, 60_000);
+  } catch (error) {
+    await stop();
+    const tail = output.join("").split("\n").slice(-30).join("\n");
+    throw new Error(`${(error as Error).message}\n--- wrangler's last output ---\n${tail}`);
+  }
+  return { url, port, keys, stop };
+}
+
+/** SQL that creates or refreshes the dev tenant and its three keys (hashes only, never the keys). */
+export function seedSql(keys: DevKeys): string {
+  const hash = (key: string) => createHash("sha256").update(key).digest("hex");
+  const q = (s: string) => `'${s.replace(/'/g, "''")}'`;
+  const key = (id: string, kind: string, label: string, secret: string) =>
+    `INSERT INTO api_keys (id, tenant_id, kind, label, prefix, hash) VALUES (${q(id)}, 't_dev', ${q(kind)}, ${q(label)}, ${q(secret.slice(0, 8))}, ${q(hash(secret))})
+     ON CONFLICT (id) DO UPDATE SET prefix = excluded.prefix, hash = excluded.hash, revoked_at = NULL, expires_at = NULL;`;
+  return [
+    `INSERT INTO tenants (id, slug, name) VALUES ('t_dev', 'dev', 'Development') ON CONFLICT (id) DO UPDATE SET disabled = 0;`,
+    key("key_dev_client", "client", "dev", keys.client),
+    key("key_dev_agent", "agent", "dev-agent", keys.agent),
+    key("key_dev_admin", "admin", "dev-admin", keys.admin),
+  ].join("\n");
+}
+
+export function ensureDevVars(): void {
+  const vars = join(ROOT, ".dev.vars");
+  if (!existsSync(vars)) copyFileSync(join(ROOT, ".dev.vars.example"), vars);
+}
+
+function wranglerEnv(): NodeJS.ProcessEnv {
+  // Node 22 from node_modules/.bin first: wrangler 4 needs it, whatever node the caller has.
+  const bin = join(ROOT, "node_modules", ".bin");
+  return { ...process.env, PATH: `${bin}:${process.env.PATH ?? ""}`, WRANGLER_SEND_METRICS: "false", CI: process.env.CI ?? "true" };
+}
+
+function run(argv: string[], what: string): Promise<void> {
+  return new Promise((resolve, reject) => {
+    const [command, ...args] = argv as [string, ...string[]];
+    const child = spawn(command, args, { cwd: ROOT, env: wranglerEnv(), stdio: ["ignore", "pipe", "pipe"] });
+    let output = "";
+    child.stdout.on("data", (d: Buffer) => (output += d.toString()));
+    child.stderr.on("data", (d: Buffer) => (output += d.toString()));
+    child.on("error", reject);
+    child.on("exit", (code) => (code === 0 ? resolve() : reject(new Error(`${what} failed (exit ${code}):\n${output.slice(-3000)}`))));
+  });
+}
+
+async function waitForHealth(url: string, child: ChildProcess, timeoutMs: number): Promise<void> {
+  const deadline = Date.now() + timeoutMs;
+  let exited: number | null = null;
+  child.once("exit", (code) => (exited = code ?? -1));
+  while (Date.now() < deadline) {
+    if (exited !== null) throw new Error(`wrangler dev exited with code ${exited} before the gateway answered`);
+    try {
+      const response = await fetch(`${url}/health`);
+      if (response.ok) return;
+    } catch {
+      // not listening yet
+    }
+    await new Promise((r) => setTimeout(r, 200));
+  }
+  throw new Error(`the gateway did not answer ${url}/health within ${timeoutMs / 1000} s`);
+}
+
+function stopProcessGroup(child: ChildProcess): Promise<void> {
+  if (child.exitCode !== null || child.pid === undefined) return Promise.resolve();
+  return new Promise((resolve) => {
+    const timer = setTimeout(() => {
+      try {
+        process.kill(-(child.pid as number), "SIGKILL");
+      } catch {
+        // gone
+      }
+      resolve();
+    }, 5000);
+    child.once("exit", () => {
+      clearTimeout(timer);
+      resolve();
+    });
+    try {
+      process.kill(-(child.pid as number), "SIGTERM");
+    } catch {
+      clearTimeout(timer);
+      resolve();
+    }
+  });
+}

@@ -1,0 +1,152 @@
+// The gateway as `npm start` runs it, driven by real SDK peers over WebSocket on loopback.
+import { describe, expect, inject, it } from "vitest";
+import { connectClient, dialInAgent, rawClient, waitForAgent } from "./peers";
+
+const url = inject("gatewayUrl");
+const keys = inject("keys");
+
+describe("end to end with SDK peers", () => {
+  it("relays a prompt turn: streamed text and a tool call pending → in_progress → completed with content and locations", async () => {
+    const name = `e2e-turn-${Date.now()}`;
+    const agent = await dialInAgent({
+      url,
+      key: keys.agent,
+      name,
+      script: async (turn) => {
+        await turn.say("Hello ");
+        await turn.say("world");
+        await turn.update({ sessionUpdate: "tool_call", toolCallId: "t1", title: "Read a.ts", kind: "read", status: "pending", locations: [{ path: "/w/a.ts", line: 3 }] });
+        await turn.update({ sessionUpdate: "tool_call_update", toolCallId: "t1", status: "in_progress" });
+        await turn.update({ sessionUpdate: "tool_call_update", toolCallId: "t1", status: "completed", content: [{ type: "content", content: { type: "text", text: "contents" } }] });
+        return "end_turn";
+      },
+    });
+    await waitForAgent(url, keys.client, name);
+    const client = await connectClient({ url, key: keys.client, agent: name });
+    const { sessionId } = await client.request<{ sessionId: string }>("session/new", { cwd: "/w", mcpServers: [] });
+    const result = await client.request("session/prompt", { sessionId, prompt: [{ type: "text", text: "read a.ts" }] });
+    expect(result).toEqual({ stopReason: "end_turn" });
+    const kinds = client.updates.items.map((u) => u.update.sessionUpdate);
+    expect(kinds).toEqual(["agent_message_chunk", "agent_message_chunk", "tool_call", "tool_call_update", "tool_call_update"]);
+    expect(client.updates.items.map((u) => u.update.status).filter(Boolean)).toEqual(["pending", "in_progress", "completed"]);
+    expect(client.updates.items[2]?.update.locations).toEqual([{ path: "/w/a.ts", line: 3 }]);
+    expect(client.updates.items[4]?.update.content).toEqual([{ type: "content", content: { type: "text", text: "contents" } }]);
+    const snapshot = (await (await fetch(`${url}/v1/sessions/${sessionId}`, { headers: { Authorization: `Bearer ${keys.client}` } })).json()) as Record<string, any>;
+    expect(snapshot.toolCalls).toEqual([
+      { toolCallId: "t1", title: "Read a.ts", kind: "read", status: "completed", locations: [{ path: "/w/a.ts", line: 3 }], content: [{ type: "content", content: { type: "text", text: "contents" } }] },
+    ]);
+    client.close();
+    agent.close();
+  });
+
+  it("sends a permission request to both clients; one answers, the other's copy is withdrawn", async () => {
+    const name = `e2e-perm-${Date.now()}`;
+    const agent = await dialInAgent({
+      url,
+      key: keys.agent,
+      name,
+      script: async (turn) => {
+        const answer = await turn.askPermission({ toolCallId: "e1", title: "Edit", kind: "edit", status: "pending", locations: [{ path: "/w/b.ts" }] });
+        await turn.say(`answer: ${answer.outcome.optionId}`);
+        return "end_turn";
+      },
+    });
+    await waitForAgent(url, keys.client, name);
+    const alice = await connectClient({ url, key: keys.client, agent: name });
+    const { sessionId } = await alice.request<{ sessionId: string }>("session/new", { cwd: "/w", mcpServers: [] });
+    const bob = await connectClient({ url, key: keys.client, agent: name });
+    await bob.request("session/load", { sessionId, cwd: "/w", mcpServers: [] });
+    const prompt = alice.request("session/prompt", { sessionId, prompt: [{ type: "text", text: "edit" }] });
+    const [a, b] = await Promise.all([alice.permissions.waitFor(() => true), bob.permissions.waitFor(() => true)]);
+    expect(a.params).toEqual(b.params);
+    b.answer({ outcome: { outcome: "selected", optionId: "reject-once" } });
+    await expect(a.answered).rejects.toBeDefined(); // withdrawn with $/cancel_request
+    expect(await prompt).toEqual({ stopReason: "end_turn" });
+    await alice.updates.waitFor((u) => u.update.content?.text === "answer: reject-once");
+    // Bob saw alice's prompt too, as a user message.
+    await bob.updates.waitFor((u) => u.update.sessionUpdate === "user_message_chunk" && u.update.content.text === "edit");
+    alice.close();
+    bob.close();
+    agent.close();
+  });
+
+  it("cancels during a pending permission: the agent gets cancelled and ends the turn cancelled", async () => {
+    const name = `e2e-cancel-${Date.now()}`;
+    let outcome: unknown;
+    const agent = await dialInAgent({
+      url,
+      key: keys.agent,
+      name,
+      script: async (turn) => {
+        const answer = await turn.askPermission({ toolCallId: "x1", title: "Run", kind: "execute", rawInput: { command: "make" } });
+        outcome = answer.outcome;
+        return turn.signal.aborted || answer.outcome.outcome === "cancelled" ? "cancelled" : "end_turn";
+      },
+    });
+    await waitForAgent(url, keys.client, name);
+    const client = await connectClient({ url, key: keys.client, agent: name });
+    const { sessionId } = await client.request<{ sessionId: string }>("session/new", { cwd: "/w", mcpServers: [] });
+    const prompt = client.request("session/prompt", { sessionId, prompt: [{ type: "text", text: "go" }] });
+    const copy = await client.permissions.waitFor(() => true);
+    await client.notify("session/cancel", { sessionId });
+    expect(await prompt).toEqual({ stopReason: "cancelled" });
+    expect(outcome).toEqual({ outcome: "cancelled" });
+    await expect(copy.answered).rejects.toBeDefined();
+    client.close();
+    agent.close();
+  });
+
+  it("a second client attaching mid-turn gets the history, then the pending request, and can answer it", async () => {
+    const name = `e2e-attach-${Date.now()}`;
+    const agent = await dialInAgent({
+      url,
+      key: keys.agent,
+      name,
+      script: async (turn) => {
+        await turn.say("before the question");
+        const answer = await turn.askPermission({ toolCallId: "m1", title: "Delete", kind: "delete", locations: [{ path: "/w/old" }] });
+        await turn.say(`after: ${answer.outcome.optionId}`);
+        return "end_turn";
+      },
+    });
+    await waitForAgent(url, keys.client, name);
+    const alice = await connectClient({ url, key: keys.client, agent: name });
+    const { sessionId } = await alice.request<{ sessionId: string }>("session/new", { cwd: "/w", mcpServers: [] });
+    const prompt = alice.request("session/prompt", { sessionId, prompt: [{ type: "text", text: "clean up" }] });
+    await alice.permissions.waitFor(() => true);
+    const late = await connectClient({ url, key: keys.client, agent: name });
+    await late.request("session/load", { sessionId, cwd: "/w", mcpServers: [] });
+    expect(late.updates.items.map((u) => u.update.sessionUpdate)).toEqual(["user_message_chunk", "agent_message_chunk"]);
+    const copy = await late.permissions.waitFor(() => true);
+    expect(copy.params.toolCall.toolCallId).toBe("m1");
+    copy.answer({ outcome: { outcome: "selected", optionId: "allow-once" } });
+    expect(await prompt).toEqual({ stopReason: "end_turn" });
+    await late.updates.waitFor((u) => u.update.content?.text === "after: allow-once");
+    alice.close();
+    late.close();
+    agent.close();
+  });
+
+  it("relays unknown update kinds, _meta and extension fields deep-equal to what the agent sent", async () => {
+    const name = `e2e-raw-${Date.now()}`;
+    const sent = { sessionUpdate: "brand_new_kind", payload: { nested: [1, "two", { three: null }] }, _meta: { vendor: { trace: "t-1" } } };
+    const agent = await dialInAgent({
+      url,
+      key: keys.agent,
+      name,
+      script: async (turn) => {
+        await turn.update(sent);
+        return "end_turn";
+      },
+    });
+    await waitForAgent(url, keys.client, name);
+    const client = await rawClient({ url, key: keys.client, agent: name });
+    await client.request("initialize", { protocolVersion: 1 });
+    const { sessionId } = await client.request("session/new", { cwd: "/w", mcpServers: [] });
+    await client.request("session/prompt", { sessionId, prompt: [{ type: "text", text: "x" }] });
+    const got = await client.received.waitFor((m) => m.params?.update?.sessionUpdate === "brand_new_kind");
+    expect(got).toEqual({ jsonrpc: "2.0", method: "session/update", params: { sessionId, update: sent } });
+    client.close();
+    agent.close();
+  });
+});
