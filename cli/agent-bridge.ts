@@ -1,0 +1,143 @@
+// acp-gateway agent: a stdio ACP agent process on one side, the gateway's /agents/NAME/connect
+// WebSocket on the other. Both are kept alive:
+// - the process is restarted with backoff when it exits, and the socket reopened, so the gateway
+//   initializes the new process (the old one's sessions are gone with it);
+// - the socket is reconnected with backoff when it drops; the process keeps its sessions, and the
+//   gateway's new initialize is answered from the process's first answer (an agent may refuse a
+//   second initialize).
+
+import { type ChildProcess, spawn } from "node:child_process";
+import type { WebSocket } from "ws";
+import { webSocketUrl } from "./args.ts";
+import { openSocket } from "./connect.ts";
+import { backoff, log, readLines } from "./ndjson.ts";
+
+type Json = Record<string, any>;
+
+const MAX_FIRST_ATTEMPTS = 5;
+
+export async function runAgent(opts: { url: URL; key: string; name: string; argv: string[] }): Promise<number> {
+  const target = webSocketUrl(opts.url, `/agents/${encodeURIComponent(opts.name)}/connect`);
+  let child: ChildProcess | undefined;
+  let socket: WebSocket | undefined;
+  let generation = 0;
+  let everConnected = false;
+  let stopping = false;
+  /** The process's answer to its first initialize, replayed for the gateway's later ones. */
+  let initializeResult: unknown;
+  let initializeId: unknown;
+  let childAttempts = 0;
+  let finished: (code: number) => void = () => undefined;
+  const done = new Promise<number>((resolve) => (finished = resolve));
+  const stop = (code: number) => {
+    stopping = true;
+    socket?.close(1000, "bridge stopped");
+    child?.kill("SIGTERM");
+    finished(code);
+  };
+  process.once("SIGINT", () => stop(0));
+  process.once("SIGTERM", () => stop(0));
+
+  function startChild(): void {
+    const [command, ...args] = opts.argv as [string, ...string[]];
+    const started = Date.now();
+    const proc = spawn(command, args, { stdio: ["pipe", "pipe", "inherit"] });
+    child = proc;
+    for (const text of waiting.splice(0)) proc.stdin?.write(`${text}\n`);
+    proc.on("error", (error) => log(`cannot start ${command}: ${error.message}`));
+    readLines(proc.stdout as NonNullable<ChildProcess["stdout"]>, (line) => onAgentLine(line));
+    proc.on("exit", (code, signal) => {
+      if (child !== proc || stopping) return;
+      child = undefined;
+      initializeResult = undefined; // the next process answers its own initialize
+      if (Date.now() - started > 30_000) childAttempts = 0;
+      const wait = backoff(childAttempts++);
+      log(`the agent process exited (${signal ?? code}); restarting it in ${wait} ms`);
+      // The gateway must initialize the new process: reopen the socket after the restart.
+      socket?.close(1012, "agent process restarting");
+      setTimeout(() => {
+        if (stopping) return;
+        startChild();
+      }, wait);
+    });
+  }
+
+  function onAgentLine(line: string): void {
+    let message: Json | undefined;
+    try {
+      message = JSON.parse(line) as Json;
+    } catch {
+      message = undefined;
+    }
+    if (message && initializeResult === undefined && message.id !== undefined && message.id === initializeId && "result" in message) {
+      initializeResult = message.result;
+    }
+    if (socket && socket.readyState === socket.OPEN) socket.send(line);
+  }
+
+  function onGatewayFrame(text: string): void {
+    let message: Json | undefined;
+    try {
+      message = JSON.parse(text) as Json;
+    } catch {
+      message = undefined;
+    }
+    if (message?.method === "initialize") {
+      if (initializeResult !== undefined) {
+        socket?.send(JSON.stringify({ jsonrpc: "2.0", id: message.id, result: initializeResult }));
+        return;
+      }
+      initializeId = message.id;
+    }
+    if (child?.stdin) child.stdin.write(`${text}\n`);
+    else waiting.push(text); // the process is restarting: it gets these when it is back
+  }
+  const waiting: string[] = [];
+
+  async function connect(): Promise<void> {
+    for (let attempt = 0; !stopping; attempt++) {
+      const result = await openSocket(target, opts.key);
+      if (result.ok) {
+        const gen = ++generation;
+        socket = result.socket;
+        log(`agent "${opts.name}" connected to ${target}`);
+        everConnected = true;
+        socket.on("message", (data) => onGatewayFrame(String(data)));
+        socket.on("close", (code, reason) => {
+          if (gen !== generation || stopping) return;
+          socket = undefined;
+          if (code === 4401) {
+            log(`the gateway closed the connection: ${reason.toString() || "the key was revoked"}`);
+            stop(2);
+            return;
+          }
+          if (code === 4000) {
+            log(`another connection took over the agent name "${opts.name}"; stopping`);
+            stop(1);
+            return;
+          }
+          log(`the connection to the gateway dropped (${code}); reconnecting`);
+          void connect();
+        });
+        return;
+      }
+      if (result.refused) {
+        log(result.message);
+        stop(2);
+        return;
+      }
+      if (!everConnected && attempt + 1 >= MAX_FIRST_ATTEMPTS) {
+        log(`cannot reach the gateway at ${target}: ${result.message}`);
+        stop(1);
+        return;
+      }
+      const wait = backoff(attempt);
+      log(`cannot reach the gateway (${result.message}); retrying in ${wait} ms`);
+      await new Promise((r) => setTimeout(r, wait));
+    }
+  }
+
+  startChild();
+  await connect();
+  return done;
+}

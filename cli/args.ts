@@ -1,0 +1,108 @@
+// Command-line arguments of acp-gateway, with the environment as a fallback for what should not
+// appear in `ps` (the key).
+
+export interface CommonOptions {
+  url: URL;
+  key: string;
+}
+export interface ClientOptions extends CommonOptions {
+  command: "client";
+  agent: string | undefined;
+}
+export interface AgentOptions extends CommonOptions {
+  command: "agent";
+  name: string;
+  argv: string[];
+}
+export type Parsed = ClientOptions | AgentOptions | { command: "help"; topic?: "client" | "agent" };
+
+export class UsageError extends Error {}
+
+export function parseArgs(argv: string[], env: Record<string, string | undefined>): Parsed {
+  const [command, ...rest] = argv;
+  if (command === undefined || command === "--help" || command === "-h" || command === "help") return { command: "help" };
+  if (command !== "client" && command !== "agent") throw new UsageError(`unknown command "${command}"; use "client" or "agent"`);
+  const dashdash = rest.indexOf("--");
+  const flags = dashdash >= 0 ? rest.slice(0, dashdash) : rest;
+  const tail = dashdash >= 0 ? rest.slice(dashdash + 1) : [];
+  const values: Record<string, string> = {};
+  for (let i = 0; i < flags.length; i++) {
+    const flag = flags[i] as string;
+    if (flag === "--help" || flag === "-h") return { command: "help", topic: command };
+    const match = /^--(url|key|agent|name)(?:=(.*))?$/.exec(flag);
+    if (!match) throw new UsageError(`unknown option "${flag}"`);
+    const value = match[2] ?? flags[++i];
+    if (value === undefined) throw new UsageError(`--${match[1]} needs a value`);
+    values[match[1] as string] = value;
+  }
+  const url = gatewayUrl(values.url ?? env.ACP_GATEWAY_URL);
+  const key = values.key ?? env.ACP_GATEWAY_KEY;
+  if (!key) throw new UsageError("no key: pass --key KEY or set ACP_GATEWAY_KEY (the variable keeps it out of `ps`)");
+  if (command === "client") return { command, url, key, agent: values.agent ?? env.ACP_GATEWAY_AGENT };
+  const name = values.name ?? env.ACP_GATEWAY_AGENT;
+  if (!name) throw new UsageError("no agent name: pass --name NAME (or set ACP_GATEWAY_AGENT)");
+  if (tail.length === 0) throw new UsageError('no agent command: put it after "--", e.g. acp-gateway agent --name demo -- node agent.js');
+  return { command, url, key, name, argv: tail };
+}
+
+/** The gateway's base URL as `npm start` prints it: http(s), or ws(s) taken as the same host. */
+export function gatewayUrl(raw: string | undefined): URL {
+  if (!raw) throw new UsageError("no gateway URL: pass --url URL (e.g. http://127.0.0.1:8787) or set ACP_GATEWAY_URL");
+  let url: URL;
+  try {
+    url = new URL(raw);
+  } catch {
+    throw new UsageError(`"${raw}" is not a URL; expected something like http://127.0.0.1:8787 or https://gateway.example.com`);
+  }
+  if (!["http:", "https:", "ws:", "wss:"].includes(url.protocol)) throw new UsageError(`unsupported scheme "${url.protocol}" in ${raw}; use http(s)`);
+  return url;
+}
+
+/** The WebSocket URL of a path on the gateway: http → ws, https → wss, the base path kept. */
+export function webSocketUrl(base: URL, path: string, query: Record<string, string | undefined> = {}): string {
+  const url = new URL(base.toString());
+  url.protocol = url.protocol === "https:" || url.protocol === "wss:" ? "wss:" : "ws:";
+  url.pathname = `${url.pathname.replace(/\/+$/, "")}${path}`;
+  url.search = "";
+  for (const [k, v] of Object.entries(query)) if (v !== undefined) url.searchParams.set(k, v);
+  return url.toString();
+}
+
+export const HELP = {
+  main: `acp-gateway — connect ACP editors and agents to a hosted ACP gateway
+
+Usage:
+  acp-gateway client --url URL [--agent NAME]           be a stdio ACP agent for an editor (Zed, any ACP client)
+  acp-gateway agent  --url URL --name NAME -- CMD ARGS  connect a stdio ACP agent to the gateway as a cloud agent
+
+The key comes from ACP_GATEWAY_KEY (or --key KEY, which shows in \`ps\`); the URL from --url or
+ACP_GATEWAY_URL: the gateway's base URL as \`npm start\` prints it (http://127.0.0.1:8787) or https://….
+Logs go to stderr; stdout carries only ACP. Exit codes: 0 done, 1 unreachable or failed, 2 refused
+key or bad arguments.
+
+Run \`acp-gateway client --help\` or \`acp-gateway agent --help\` for details.`,
+  client: `acp-gateway client — a stdio ACP agent process, as far as the editor can tell
+
+Usage: ACP_GATEWAY_KEY=KEY acp-gateway client --url URL [--agent NAME]
+
+Relays newline-delimited JSON-RPC between stdin/stdout and the gateway's /acp WebSocket
+(wss:// for https URLs). --agent (or ACP_GATEWAY_AGENT) names the gateway agent; without it the
+tenant's default agent is used. A client key is needed.
+
+When the connection drops it reconnects with backoff (up to 10 s between attempts), initializes
+again, and re-attaches every session with session/load: the gateway replays the session, the
+bridge skips what the editor already has and passes on what it missed and any permission request
+still waiting. Requests in flight when the connection dropped are answered with an error (-32603),
+and permission dialogs of the old connection are withdrawn with $/cancel_request.
+A refused key (HTTP 401/403, or close code 4401) ends the bridge with exit code 2.`,
+  agent: `acp-gateway agent — connect any stdio ACP agent to the gateway as a dial-in cloud agent
+
+Usage: ACP_GATEWAY_KEY=KEY acp-gateway agent --url URL --name NAME -- CMD ARGS...
+
+Starts CMD ARGS, relays its stdin/stdout (newline-delimited JSON-RPC) to the gateway's
+/agents/NAME/connect WebSocket, and keeps both alive: the agent process is restarted with backoff
+if it exits (the socket is reopened so the gateway initializes the new process), and the socket is
+reconnected with backoff when it drops (the agent process keeps its sessions; the gateway's new
+initialize is answered from the process's first answer). An agent key is needed.
+Another connection under the same name takes over (close code 4000): the bridge then exits 1.`,
+};

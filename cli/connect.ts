@@ -1,0 +1,38 @@
+// Opening a WebSocket to the gateway, telling a refused key (which retrying cannot fix) from an
+// unreachable gateway (which it can).
+
+import { WebSocket } from "ws";
+
+export type OpenResult =
+  | { ok: true; socket: WebSocket; connectionId: string | null }
+  | { ok: false; refused: true; status: number; message: string }
+  | { ok: false; refused: false; message: string };
+
+export function openSocket(url: string, key: string): Promise<OpenResult> {
+  return new Promise((resolve) => {
+    const socket = new WebSocket(url, { headers: { Authorization: `Bearer ${key}` }, maxPayload: 64 * 1024 * 1024 });
+    let connectionId: string | null = null;
+    socket.once("upgrade", (response) => {
+      const header = response.headers["acp-connection-id"];
+      connectionId = typeof header === "string" ? header : null;
+    });
+    socket.once("open", () => resolve({ ok: true, socket, connectionId }));
+    socket.once("unexpected-response", (_request, response) => {
+      let body = "";
+      response.on("data", (d: Buffer) => (body += d.toString()));
+      response.on("end", () => {
+        const status = response.statusCode ?? 0;
+        let message = body;
+        try {
+          message = (JSON.parse(body) as { error?: { message?: string } }).error?.message ?? body;
+        } catch {
+          // not JSON
+        }
+        const refused = status === 401 || status === 403;
+        resolve(refused ? { ok: false, refused, status, message: `the gateway refused the key (HTTP ${status}): ${message}` } : { ok: false, refused: false, message: `HTTP ${status}: ${message}` });
+      });
+      socket.terminate();
+    });
+    socket.once("error", (error) => resolve({ ok: false, refused: false, message: error.message }));
+  });
+}

@@ -1,0 +1,29 @@
+// Newline-delimited JSON-RPC on a byte stream: one message per line.
+
+import type { Readable } from "node:stream";
+
+/** Calls `onLine` with every complete, non-empty line; a partial line waits for its end. */
+export function readLines(stream: Readable, onLine: (line: string) => void): void {
+  let buffer = "";
+  stream.setEncoding("utf8");
+  stream.on("data", (chunk: string) => {
+    buffer += chunk;
+    let newline = buffer.indexOf("\n");
+    while (newline >= 0) {
+      const line = buffer.slice(0, newline).replace(/\r$/, "");
+      buffer = buffer.slice(newline + 1);
+      if (line.trim() !== "") onLine(line);
+      newline = buffer.indexOf("\n");
+    }
+  });
+}
+
+export function log(message: string): void {
+  process.stderr.write(`[acp-gateway] ${message}\n`);
+}
+
+/** Exponential backoff with jitter: 250 ms doubling, capped. */
+export function backoff(attempt: number, capMs = 10_000): number {
+  const base = Math.min(capMs, 250 * 2 ** attempt);
+  return Math.round(base / 2 + Math.random() * (base / 2));
+}
