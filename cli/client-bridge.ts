@@ -82,7 +82,9 @@ export async function runClient(opts: { url: URL; key: string; agent: string | u
     }
     send(line);
   });
-  process.stdin.on("end", () => finished(0));
+  // The editor closed its side: done, once the first connection attempt has had its say (a refused key is still exit 2).
+  process.stdin.on("end", () => void firstAttempt.then(() => finished(0)));
+  let firstAttempt: Promise<void> = Promise.resolve();
 
   function track(sessionId: string, params: Json): void {
     if (!sessions.has(sessionId)) {
@@ -217,7 +219,8 @@ export async function runClient(opts: { url: URL; key: string; agent: string | u
     }
   }
 
-  await connect();
+  firstAttempt = connect();
+  await firstAttempt;
   const code = await done;
   socket?.close(1000, "bridge stopped");
   return code;

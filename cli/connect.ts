@@ -16,8 +16,10 @@ export function openSocket(url: string, key: string): Promise<OpenResult> {
       const header = response.headers["acp-connection-id"];
       connectionId = typeof header === "string" ? header : null;
     });
+    let answered = false; // an HTTP answer instead of an upgrade: its status says what went wrong
     socket.once("open", () => resolve({ ok: true, socket, connectionId }));
     socket.once("unexpected-response", (_request, response) => {
+      answered = true;
       let body = "";
       response.on("data", (d: Buffer) => (body += d.toString()));
       response.on("end", () => {
@@ -30,9 +32,11 @@ export function openSocket(url: string, key: string): Promise<OpenResult> {
         }
         const refused = status === 401 || status === 403;
         resolve(refused ? { ok: false, refused, status, message: `the gateway refused the key (HTTP ${status}): ${message}` } : { ok: false, refused: false, message: `HTTP ${status}: ${message}` });
+        socket.terminate();
       });
-      socket.terminate();
     });
-    socket.once("error", (error) => resolve({ ok: false, refused: false, message: error.message }));
+    socket.on("error", (error) => {
+      if (!answered) resolve({ ok: false, refused: false, message: error.message });
+    });
   });
 }

@@ -22,6 +22,7 @@ export async function setup(project: TestProject): Promise<void> {
     quiet: true,
   });
   project.provide("gatewayUrl", gateway.url);
+  project.provide("stateDir", stateDir);
   project.provide("keys", gateway.keys);
 }
 
@@ -46,5 +47,7 @@ declare module "vitest" {
   export interface ProvidedContext {
     gatewayUrl: string;
     keys: { client: string; agent: string; admin: string };
+    /** The gateway's --persist-to directory, for tests that seed D1 with wrangler. */
+    stateDir: string;
   }
 }

@@ -1,0 +1,144 @@
+// The acp-gateway command with real programs: the SDK 1.9.0 example agent (stdio) through
+// `acp-gateway agent`, and an SDK client driving `acp-gateway client` as its agent subprocess,
+// as an editor such as Zed would.
+import { type Server, type Socket, createServer } from "node:net";
+import { client } from "@agentclientprotocol/sdk";
+import { afterAll, describe, expect, inject, it } from "vitest";
+import { Recorder, dialInAgent, waitForAgent } from "./peers";
+import { EXAMPLE_AGENT, NODE, exitOf, killAll, startCli, stdioStream } from "./processes";
+
+const url = inject("gatewayUrl");
+const keys = inject("keys");
+afterAll(killAll);
+
+type Json = Record<string, any>;
+
+/** An SDK client over the stdio of `acp-gateway client`; permission requests are answered by `answer`. */
+function editorThrough(args: string[], answer: (params: Json) => Json | Promise<Json>, env: Record<string, string> = {}) {
+  const bridge = startCli(["client", ...args], { ACP_GATEWAY_KEY: keys.client, ...env });
+  const updates = new Recorder<Json>();
+  const permissions = new Recorder<{ params: Json; signal: AbortSignal }>();
+  const connection = client({ name: "e2e-editor" })
+    .onNotification("session/update", ({ params }) => updates.push(params as Json))
+    .onRequest("session/request_permission", async ({ params, signal }) => {
+      permissions.push({ params: params as Json, signal });
+      return (await answer(params as Json)) as never;
+    })
+    .connect(stdioStream(bridge));
+  return { bridge, updates, permissions, ctx: connection.agent, close: () => connection.close() };
+}
+
+describe("acp-gateway agent and acp-gateway client", () => {
+  it("runs a full turn of the SDK 1.9.0 example agent through both bridges, permission answered", async () => {
+    const name = `example-${Date.now()}`;
+    const agentBridge = startCli(["agent", "--url", url, "--name", name, "--", NODE, EXAMPLE_AGENT], { ACP_GATEWAY_KEY: keys.agent });
+    await waitForAgent(url, keys.client, name, 20_000);
+    const editor = editorThrough(["--url", url, "--agent", name], (params) => ({ outcome: { outcome: "selected", optionId: params.options[0].optionId } }));
+    await editor.ctx.request("initialize", { protocolVersion: 1, clientCapabilities: {} });
+    const { sessionId } = (await editor.ctx.request("session/new", { cwd: "/projects/demo", mcpServers: [] })) as { sessionId: string };
+    const result = await editor.ctx.request("session/prompt", { sessionId, prompt: [{ type: "text", text: "Hello, agent!" }] });
+    expect(result).toEqual({ stopReason: "end_turn" });
+    expect(editor.permissions.items).toHaveLength(1);
+    const kinds = editor.updates.items.map((u) => u.update.sessionUpdate);
+    expect(kinds).toContain("tool_call");
+    expect(kinds).toContain("tool_call_update");
+    expect(editor.updates.items.some((u) => u.update.sessionUpdate === "tool_call_update" && u.update.status === "completed")).toBe(true);
+    editor.close();
+    editor.bridge.kill();
+    agentBridge.kill();
+  }, 60_000);
+
+  it("reconnects after the socket drops mid-turn: the rest of the turn and the pending request arrive, nothing twice", async () => {
+    const name = `reconnect-${Date.now()}`;
+    const agent = await dialInAgent({
+      url,
+      key: keys.agent,
+      name,
+      script: async (turn) => {
+        await turn.say("one");
+        const answer = await turn.askPermission({ toolCallId: "r1", title: "Write", kind: "edit", locations: [{ path: "/w/x" }] });
+        await turn.say(`three: ${answer.outcome.optionId}`);
+        return "end_turn";
+      },
+    });
+    await waitForAgent(url, keys.client, name);
+    const proxy = await tcpProxy(Number(new URL(url).port));
+    let answers = 0;
+    const editor = editorThrough(["--url", `http://127.0.0.1:${proxy.port}`, "--agent", name], async () => {
+      answers += 1;
+      if (answers === 1) return new Promise<Json>(() => undefined); // the first copy is never answered: the socket drops
+      return { outcome: { outcome: "selected", optionId: "allow-once" } };
+    });
+    await editor.ctx.request("initialize", { protocolVersion: 1, clientCapabilities: {} });
+    const { sessionId } = (await editor.ctx.request("session/new", { cwd: "/w", mcpServers: [] })) as { sessionId: string };
+    const prompt = editor.ctx.request("session/prompt", { sessionId, prompt: [{ type: "text", text: "go" }] });
+    prompt.catch(() => undefined);
+    const first = await editor.permissions.waitFor(() => true);
+    await editor.updates.waitFor((u) => u.update.content?.text === "one");
+
+    proxy.cut();
+    // The request in flight fails, never silence; the old dialog is withdrawn.
+    await expect(prompt).rejects.toMatchObject({ code: -32603 });
+    await new Promise<void>((resolve) => (first.signal.aborted ? resolve() : first.signal.addEventListener("abort", () => resolve())));
+    // After reconnecting, the pending request comes again and the rest of the turn follows.
+    await editor.permissions.waitFor((_, i = editor.permissions.items.length) => i >= 2, 20_000, "the re-sent permission request");
+    await editor.updates.waitFor((u) => u.update.content?.text === "three: allow-once", 20_000);
+    const texts = editor.updates.items.map((u) => u.update.content?.text).filter(Boolean);
+    expect(texts.filter((t) => t === "one")).toHaveLength(1);
+    expect(editor.bridge.log.join("")).toMatch(/connected to .* again/);
+    editor.close();
+    editor.bridge.kill();
+    agent.close();
+    proxy.close();
+  }, 60_000);
+
+  it("exits 2 with a clear message for a refused key, and 1 for an unreachable gateway", async () => {
+    const refused = startCli(["client", "--url", url, "--agent", "x"], { ACP_GATEWAY_KEY: "wrong-key" });
+    expect(await exitOf(refused)).toBe(2);
+    expect(refused.log.join("")).toMatch(/refused the key \(HTTP 401\)/);
+    const unreachable = startCli(["client", "--url", "http://127.0.0.1:1", "--agent", "x"], { ACP_GATEWAY_KEY: keys.client });
+    expect(await exitOf(unreachable, 30_000)).toBe(1);
+    expect(unreachable.log.join("")).toMatch(/cannot reach the gateway/);
+    const badUrl = startCli(["agent", "--url", "not a url", "--name", "x", "--", "true"], { ACP_GATEWAY_KEY: keys.agent });
+    expect(await exitOf(badUrl)).toBe(2);
+    expect(badUrl.log.join("")).toMatch(/is not a URL/);
+  }, 60_000);
+});
+
+/** A loopback TCP proxy whose live connections the test can cut; new connections still go through. */
+function tcpProxy(targetPort: number): Promise<{ port: number; cut(): void; close(): void }> {
+  const sockets = new Set<Socket>();
+  const server: Server = createServer((inbound) => {
+    const outbound = createConnectionTo(targetPort);
+    sockets.add(inbound);
+    sockets.add(outbound);
+    inbound.pipe(outbound).pipe(inbound);
+    const drop = () => {
+      inbound.destroy();
+      outbound.destroy();
+      sockets.delete(inbound);
+      sockets.delete(outbound);
+    };
+    inbound.on("error", drop).on("close", drop);
+    outbound.on("error", drop).on("close", drop);
+  });
+  return new Promise((resolve) => {
+    server.listen(0, "127.0.0.1", () => {
+      const address = server.address();
+      const port = typeof address === "object" && address ? address.port : 0;
+      resolve({
+        port,
+        cut: () => {
+          for (const s of sockets) s.destroy();
+          sockets.clear();
+        },
+        close: () => server.close(),
+      });
+    });
+  });
+}
+
+import { connect as createConnection } from "node:net";
+function createConnectionTo(port: number): Socket {
+  return createConnection({ host: "127.0.0.1", port });
+}
