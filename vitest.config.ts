@@ -23,6 +23,7 @@ export default defineConfig({
               bindings: {
                 TEST_MIGRATIONS: await readD1Migrations("./db/migrations"),
                 GATEWAY_ADMIN_TOKEN: "test-operator-token",
+                KEY_RECHECK_MS: "300",
               },
             },
           })),

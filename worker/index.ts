@@ -3,9 +3,11 @@
 
 import { OpenAPIHono } from "@hono/zod-openapi";
 import { Hono } from "hono";
+import { bodyLimit } from "hono/body-limit";
 import { auditApi } from "./api/audit";
 import { validationHook } from "./api/openapi";
 import { rulesApi } from "./api/rules";
+import { tenancyApi } from "./api/tenancy";
 import { errorBody, onError } from "./http-error";
 import { acpRoutes } from "./routes/acp";
 import { agentConnectRoutes } from "./routes/agents-connect";
@@ -18,12 +20,17 @@ export { SessionObject } from "../durable-objects/session/session-object";
 
 const app = new Hono<AppEnv>();
 app.get("/health", (c) => c.json({ ok: true }));
+app.use(
+  "/v1/*",
+  bodyLimit({ maxSize: 64 * 1024, onError: (c) => c.json(errorBody("too_large", "The request body is over the 64 KiB limit"), 413) }),
+);
 app.route("/", acpRoutes);
 app.route("/", agentConnectRoutes);
 app.route("/", sessionRoutes);
 
 // The REST API whose OpenAPI document is generated from its schemas.
 const api = new OpenAPIHono<AppEnv>({ defaultHook: validationHook });
+api.route("/", tenancyApi);
 api.route("/", rulesApi);
 api.route("/", auditApi);
 api.doc("/v1/openapi.json", { openapi: "3.0.0", info: { title: "ACP Gateway API", version: "0.1.0" } });
