@@ -150,3 +150,38 @@ describe("end to end with SDK peers", () => {
     agent.close();
   });
 });
+
+describe("remembered decisions end to end", () => {
+  it("after a person's always-allow, the second identical request never reaches a client", async () => {
+    const name = `e2e-always-${Date.now()}`;
+    const answers: unknown[] = [];
+    const agent = await dialInAgent({
+      url,
+      key: keys.agent,
+      name,
+      script: async (turn) => {
+        for (const id of ["first", "second"]) {
+          const answer = await turn.askPermission({ toolCallId: id, title: "Run the tests", kind: "execute", rawInput: { command: "npm test" } });
+          answers.push(answer.outcome);
+        }
+        return "end_turn";
+      },
+    });
+    await waitForAgent(url, keys.client, name);
+    const client = await connectClient({ url, key: keys.client, agent: name });
+    const { sessionId } = await client.request<{ sessionId: string }>("session/new", { cwd: "/projects/e2e", mcpServers: [] });
+    const prompt = client.request("session/prompt", { sessionId, prompt: [{ type: "text", text: "test twice" }] });
+    const first = await client.permissions.waitFor(() => true);
+    first.answer({ outcome: { outcome: "selected", optionId: "allow-always" } });
+    expect(await prompt).toEqual({ stopReason: "end_turn" });
+    expect(client.permissions.items).toHaveLength(1);
+    expect(answers).toEqual([
+      { outcome: "selected", optionId: "allow-once" },
+      { outcome: "selected", optionId: "allow-once" },
+    ]);
+    const rules = (await (await fetch(`${url}/v1/rules?q=npm`, { headers: { Authorization: `Bearer ${keys.client}` } })).json()) as { items: { description: string; hits: number }[] };
+    expect(rules.items[0]?.description).toMatch(/npm test/);
+    client.close();
+    agent.close();
+  });
+});
