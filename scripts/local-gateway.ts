@@ -32,6 +32,8 @@ export interface LocalGateway {
   url: string;
   port: number;
   keys: DevKeys;
+  /** wrangler's process id (workerd runs under it). */
+  pid: number;
   stop(): Promise<void>;
 }
 
@@ -75,7 +77,7 @@ export async function startLocalGateway(options: LocalGatewayOptions = {}): Prom
     const tail = output.join("").split("\n").slice(-30).join("\n");
     throw new Error(`${(error as Error).message}\n--- wrangler's last output ---\n${tail}`);
   }
-  return { url, port, keys, stop };
+  return { url, port, keys, pid: child.pid ?? 0, stop };
 }
 
 /** SQL that creates or refreshes the dev tenant and its three keys (hashes only, never the keys). */

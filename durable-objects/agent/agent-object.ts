@@ -130,7 +130,7 @@ export class AgentObject extends DurableObject<Env> {
       return;
     }
     if (isRequest(message)) this.store.addInbound(message.id, epoch, sessionId);
-    this.store.markActive(sessionId, epoch);
+    this.markActive(sessionId, epoch);
     const ref = this.ref(sessionId);
     if (!ref) return;
     this.deliver(this.session(sessionId).fromAgent(ref, epoch, data));
@@ -227,7 +227,7 @@ export class AgentObject extends DurableObject<Env> {
         }
         const agentId = this.store.nextId();
         this.store.addOutbound({ agentId, epoch, kind: "forward", sessionId: ref.sessionId, gwId: frame.gwId });
-        this.store.markActive(ref.sessionId, epoch);
+        this.markActive(ref.sessionId, epoch);
         ws.send(JSON.stringify(withParams({ jsonrpc: "2.0", id: agentId, method: frame.method }, frame.params)));
         return;
       }
@@ -333,6 +333,16 @@ export class AgentObject extends DurableObject<Env> {
   }
 
   // ── helpers ───────────────────────────────────────────────────────────────────────────────────
+  /** Sessions already marked active in this epoch: a write per relayed frame would hold every send
+   *  behind a storage commit (the output gate), so each session is written once per connection. */
+  private readonly markedActive = new Set<string>();
+  private markActive(sessionId: string, epoch: number): void {
+    const key = `${epoch}:${sessionId}`;
+    if (this.markedActive.has(key)) return;
+    this.store.markActive(sessionId, epoch);
+    this.markedActive.add(key);
+  }
+
   private socket(): WebSocket | undefined {
     const epoch = this.store.epoch;
     if (this.dialOut?.epoch === epoch) return this.dialOut.ws;

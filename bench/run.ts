@@ -1,0 +1,384 @@
+// npm run bench: the gateway's cost over the raw platform, measured in one run on this machine.
+// Starts the gateway as `npm start` does and, beside it, the baselines in bench/baseline (an echo
+// Durable Object; a relay client → Worker → Durable Object → Worker → client with no ACP logic).
+// Every gateway figure is also given as a ratio to the matching baseline of the same run.
+// BENCH_QUICK=1 runs a small version (under a minute) to check that the harness works.
+
+import { spawn } from "node:child_process";
+import { mkdtempSync, readFileSync, readdirSync, rmSync, writeFileSync } from "node:fs";
+import { cpus, tmpdir, totalmem } from "node:os";
+import { join } from "node:path";
+import { ROOT, startLocalGateway } from "../scripts/local-gateway.ts";
+import { type Json, Peer, benchAgent, benchClient, loadSession, newSession } from "./peer.ts";
+import { writeReport } from "./report.ts";
+import { now, ratio, round, summarize } from "./stats.ts";
+
+const QUICK = process.env.BENCH_QUICK === "1";
+const n = (full: number, quick: number) => Number(process.env.BENCH_SCALE ?? 1) * (QUICK ? quick : full);
+const SMALL = "x".repeat(60); // a ~100-byte update frame with its envelope
+const LARGE = "y".repeat(64 * 1024);
+const started = Date.now();
+const results: Json = { quick: QUICK, machine: machine(), scenarios: {} };
+const log = (s: string) => process.stdout.write(`${s}\n`);
+
+const stateDir = mkdtempSync(join(tmpdir(), "acp-gateway-bench-"));
+const gateway = await startLocalGateway({ port: 8890, persistTo: join(stateDir, "gateway"), quiet: true });
+const baseline = await startBaseline(8891, join(stateDir, "baseline"));
+const ws = gateway.url.replace(/^http/, "ws");
+const bws = baseline.url.replace(/^http/, "ws");
+const { client: clientKey, agent: agentKey } = gateway.keys;
+log(`gateway ${gateway.url}, baseline ${baseline.url}${QUICK ? " (quick)" : ""}`);
+
+try {
+  // ── baselines ─────────────────────────────────────────────────────────────────────────────
+  const echo = await Peer.open(`${bws}/echo`);
+  const echoRtt = await sequential(n(2000, 300), async (i) => {
+    echo.send({ i, d: SMALL });
+    await echo.next((m) => m.i === i);
+  });
+  const relayA = await Peer.open(`${bws}/relay?room=r1&role=a`);
+  const relayB = await Peer.open(`${bws}/relay?room=r1&role=b`);
+  relayB.onMessage = (m) => relayB.send(m); // B answers at once: the round trip of a permission
+  const relayRtt = await sequential(n(2000, 300), async (i) => {
+    relayA.send({ i, d: SMALL });
+    await relayA.next((m) => m.i === i);
+  });
+  relayB.onMessage = () => undefined;
+  const relayOneWay = await oneWay(relayA, relayB, SMALL, n(2000, 300));
+  const relayOneWayLarge = await oneWay(relayA, relayB, LARGE, n(200, 40));
+  const relayThroughput = await throughput(relayA, relayB, SMALL, n(3000, 1000));
+  const relayThroughputLarge = await throughput(relayA, relayB, LARGE, n(300, 50));
+  results.baseline = { echoRtt, relayRtt, relayOneWay, relayOneWayLarge, relayThroughput, relayThroughputLarge };
+  log(`baseline: echo rtt ${echoRtt.median} ms, relay rtt ${relayRtt.median} ms, relay ${relayThroughput} msg/s`);
+
+  // ── 1. relay agent → one client ───────────────────────────────────────────────────────────
+  {
+    const agent = await benchAgent(ws, agentKey, "relay");
+    const client = await benchClient(ws, clientKey, "relay");
+    const sessionId = await newSession(client);
+    const send = (d: string, i: number) => agent.send({ jsonrpc: "2.0", method: "session/update", params: { sessionId, update: { sessionUpdate: "agent_message_chunk", content: { type: "text", text: d }, i } } });
+    const latency = await sequential(n(2000, 300), async (i) => {
+      send(SMALL, i);
+      await client.next((m) => m.params?.update?.i === i);
+    });
+    const latencyLarge = await sequential(n(200, 40), async (i) => {
+      send(LARGE, i);
+      await client.next((m) => m.params?.update?.i === i);
+    });
+    const rate = await pipelined(n(3000, 1000), (i) => send(SMALL, i), client, (m) => m.params?.update?.i);
+    const rateLarge = await pipelined(n(300, 50), (i) => send(LARGE, i), client, (m) => m.params?.update?.i);
+    results.scenarios.relay = {
+      small: { latency, throughput: rate, latencyRatio: ratio(latency.median, relayOneWay.median), throughputRatio: ratio(rate, relayThroughput) },
+      large: { latency: latencyLarge, throughput: rateLarge, latencyRatio: ratio(latencyLarge.median, relayOneWayLarge.median), throughputRatio: ratio(rateLarge, relayThroughputLarge) },
+    };
+    log(`1. relay: small ${latency.median} ms (${ratio(latency.median, relayOneWay.median)}x), ${rate} msg/s (${ratio(rate, relayThroughput)}x); large ${latencyLarge.median} ms, ${rateLarge} msg/s`);
+    agent.close();
+    client.close();
+  }
+
+  // ── 2. fan-out to 1, 10, 100 clients ──────────────────────────────────────────────────────
+  {
+    const agent = await benchAgent(ws, agentKey, "fanout");
+    const owner = await benchClient(ws, clientKey, "fanout");
+    const sessionId = await newSession(owner);
+    const clients: Peer[] = [owner];
+    const rows: Json[] = [];
+    for (const count of QUICK ? [1, 10, 50] : [1, 10, 100]) {
+      while (clients.length < count) {
+        const c = await benchClient(ws, clientKey, "fanout");
+        await loadSession(c, sessionId);
+        clients.push(c);
+      }
+      let seq = 0;
+      const total = await sequential(n(200, 40), async () => {
+        const i = seq++;
+        const all = clients.map((c) => c.next((m) => m.params?.update?.f === `${count}-${i}`));
+        agent.send({ jsonrpc: "2.0", method: "session/update", params: { sessionId, update: { sessionUpdate: "agent_message_chunk", content: { type: "text", text: SMALL }, f: `${count}-${i}` } } });
+        await Promise.all(all);
+      });
+      rows.push({ clients: count, total, perClient: round(total.median / count) });
+      log(`2. fan-out to ${count}: ${total.median} ms for all (${round(total.median / count)} ms per client)`);
+    }
+    const first = rows[0]?.perClient ?? 0;
+    const last = rows.at(-1);
+    results.scenarios.fanout = { rows, perClientGrowth: ratio(last?.perClient ?? 0, first) };
+    for (const c of clients) c.close();
+    agent.close();
+  }
+
+  // ── 3. permission round trip: a person, and a remembered rule with 10 / 1k / 10k rules ───
+  {
+    const agent = await benchAgent(ws, agentKey, "perm");
+    const client = await benchClient(ws, clientKey, "perm");
+    const sessionId = await newSession(client, "/bench/perm");
+    client.onMessage = (m) => {
+      if (m.method === "session/request_permission") client.send({ jsonrpc: "2.0", id: m.id, result: { outcome: { outcome: "selected", optionId: "ok" } } });
+    };
+    const options = [
+      { optionId: "ok", name: "Allow", kind: "allow_once" },
+      { optionId: "no", name: "Reject", kind: "reject_once" },
+    ];
+    const ask = async (i: number, command: string) => {
+      const id = `p${i}-${command.length}`;
+      agent.send({ jsonrpc: "2.0", id, method: "session/request_permission", params: { sessionId, toolCall: { toolCallId: id, kind: "execute", rawInput: { command } }, options } });
+      await agent.next((m) => m.id === id);
+    };
+    const person = await sequential(n(1000, 300), (i) => ask(i, `make target${i}`));
+    const auto: Json[] = [];
+    for (const count of QUICK ? [10, 1000] : [10, 1000, 10_000]) {
+      await seedRules(count);
+      const rule = await sequential(n(1000, 300), (i) => ask(i, "npm test"));
+      auto.push({ rules: count, latency: rule, ratioToRelayRtt: ratio(rule.median, relayRtt.median), ratioToPerson: ratio(rule.median, person.median) });
+      log(`3. permission auto-answered with ${count} rules: ${rule.median} ms (${ratio(rule.median, relayRtt.median)}x relay rtt)`);
+    }
+    results.scenarios.permission = { person: { latency: person, ratioToRelayRtt: ratio(person.median, relayRtt.median), ratioToEchoRtt: ratio(person.median, echoRtt.median) }, auto };
+    log(`3. permission answered by a client: ${person.median} ms (${ratio(person.median, relayRtt.median)}x relay rtt)`);
+    agent.close();
+    client.close();
+  }
+
+  // ── 4. concurrency: 1, 10, 100 sessions running turns at once ─────────────────────────────
+  {
+    const rows: Json[] = [];
+    for (const count of QUICK ? [1, 10] : [1, 10, 100]) {
+      const agent = await benchAgent(ws, agentKey, `conc${count}`);
+      const prompts = new Map<string, Json>();
+      agent.onMessage = (m) => {
+        if (m.method === "initialize") agent.send({ jsonrpc: "2.0", id: m.id, result: { protocolVersion: 1, agentCapabilities: {} } });
+        else if (m.method === "session/new") agent.send({ jsonrpc: "2.0", id: m.id, result: { sessionId: `c${count}-${prompts.size}-${Math.random()}` } });
+        else if (m.method === "session/prompt") {
+          for (let k = 0; k < 10; k++) agent.send({ jsonrpc: "2.0", method: "session/update", params: { sessionId: m.params.sessionId, update: { sessionUpdate: "agent_message_chunk", content: { type: "text", text: SMALL } } } });
+          agent.send({ jsonrpc: "2.0", id: m.id, result: { stopReason: "end_turn" } });
+        }
+      };
+      const clients = await Promise.all(Array.from({ length: count }, () => benchClient(ws, clientKey, `conc${count}`)));
+      const sessions = await Promise.all(clients.map((c) => newSession(c)));
+      const turns = n(5, 2);
+      const t0 = now();
+      await Promise.all(
+        clients.map(async (c, k) => {
+          for (let t = 0; t < turns; t++) {
+            const id = `t${t}`;
+            c.send({ jsonrpc: "2.0", id, method: "session/prompt", params: { sessionId: sessions[k], prompt: [{ type: "text", text: "go" }] } });
+            await c.next((m) => m.id === id);
+          }
+        }),
+      );
+      const seconds = (now() - t0) / 1000;
+      rows.push({ sessions: count, turnsPerSecond: round((count * turns) / seconds, 1), seconds: round(seconds, 2) });
+      log(`4. ${count} sessions: ${round((count * turns) / seconds, 1)} turns/s`);
+      for (const c of clients) c.close();
+      agent.close();
+    }
+    results.scenarios.concurrency = { rows };
+  }
+
+  // ── 5. attach/replay of 1k, 10k, 100k logged events; memory of workerd ────────────────────
+  {
+    const rows: Json[] = [];
+    // 100k events take minutes to log at the current relay rate; BENCH_REPLAY_100K=1 includes them.
+    const sizes = QUICK ? [1000, 10_000] : process.env.BENCH_REPLAY_100K === "1" ? [1000, 10_000, 100_000] : [1000, 10_000, 30_000];
+    for (const events of sizes) {
+      const agent = await benchAgent(ws, agentKey, `replay${events}`);
+      const owner = await benchClient(ws, clientKey, `replay${events}`);
+      const sessionId = await newSession(owner);
+      await pipelined(events, (i) => agent.send({ jsonrpc: "2.0", method: "session/update", params: { sessionId, update: { sessionUpdate: "agent_message_chunk", content: { type: "text", text: SMALL }, i } } }), owner, (m) => m.params?.update?.i);
+      const rssBefore = workerdRss(gateway.pid);
+      const late = await benchClient(ws, clientKey, `replay${events}`);
+      let replayed = 0;
+      late.onMessage = (m) => {
+        if (m.method === "session/update") replayed++;
+      };
+      const t0 = now();
+      await loadSession(late, sessionId);
+      const ms = round(now() - t0, 1);
+      const rssAfter = workerdRss(gateway.pid);
+      rows.push({ events, replayed, ms, rssBeforeMiB: rssBefore, rssAfterMiB: rssAfter });
+      log(`5. replay of ${events} events: ${ms} ms (${replayed} updates), workerd RSS ${rssBefore} → ${rssAfter} MiB`);
+      late.close();
+      owner.close();
+      agent.close();
+    }
+    results.scenarios.replay = { rows };
+  }
+
+  // ── 6. tool-call reduction as the table grows ─────────────────────────────────────────────
+  {
+    const agent = await benchAgent(ws, agentKey, "toolcalls");
+    const client = await benchClient(ws, clientKey, "toolcalls");
+    const sessionId = await newSession(client);
+    const rows: Json[] = [];
+    let size = 0;
+    const batch = 200;
+    for (const target of QUICK ? [100, 2000] : [100, 1000, 10_000]) {
+      // Grow the table to the target size with new tool calls...
+      const grow = target - size;
+      if (grow > 0) {
+        const from = size;
+        await pipelined(grow, (i) => agent.send({ jsonrpc: "2.0", method: "session/update", params: { sessionId, update: { sessionUpdate: "tool_call", toolCallId: `tc${from + i}`, title: "t", kind: "read", g: from + i } } }), client, (m) => m.params?.update?.g - from);
+        size = target;
+      }
+      // ...then time updates to existing rows, spread over the table.
+      const t0 = now();
+      await pipelined(batch, (i) => agent.send({ jsonrpc: "2.0", method: "session/update", params: { sessionId, update: { sessionUpdate: "tool_call_update", toolCallId: `tc${(i * 7919) % size}`, status: "in_progress", u: i } } }), client, (m) => m.params?.update?.u);
+      const perUpdate = round((now() - t0) / batch, 4);
+      rows.push({ tableSize: size, msPerUpdate: perUpdate });
+      log(`6. tool_call_update with ${size} tool calls: ${perUpdate} ms per update`);
+    }
+    results.scenarios.toolCalls = { rows, growth: ratio(rows.at(-1)?.msPerUpdate ?? 0, rows[0]?.msPerUpdate ?? 0) };
+    agent.close();
+    client.close();
+  }
+} finally {
+  await gateway.stop();
+  await baseline.stop();
+  rmSync(stateDir, { recursive: true, force: true });
+}
+
+results.seconds = round((Date.now() - started) / 1000, 1);
+results.targets = targets(results);
+writeFileSync(join(ROOT, "bench", "results", QUICK ? "quick.json" : "latest.json"), `${JSON.stringify(results, null, 2)}\n`);
+if (!QUICK) writeReport(results);
+log(`\nTargets:`);
+for (const t of results.targets as Json[]) log(`  ${t.pass ? "PASS" : "MISS"}  ${t.name}: ${t.value} (target ${t.target})`);
+log(`done in ${results.seconds} s`);
+process.exit(0);
+
+// ── helpers ─────────────────────────────────────────────────────────────────────────────────────
+async function sequential(count: number, step: (i: number) => Promise<void>) {
+  const warmup = Math.min(20, Math.floor(count / 10));
+  for (let i = 0; i < warmup; i++) await step(-1 - i);
+  const samples: number[] = [];
+  for (let i = 0; i < count; i++) {
+    const t0 = now();
+    await step(i);
+    samples.push(now() - t0);
+  }
+  return summarize(samples);
+}
+
+/** Sends `count` messages without waiting and returns messages per second until the last arrives. */
+async function pipelined(count: number, send: (i: number) => void, receiver: Peer, indexOf: (m: Json) => unknown): Promise<number> {
+  const last = receiver.next((m) => indexOf(m) === count - 1, 300_000);
+  const t0 = now();
+  for (let i = 0; i < count; i++) send(i);
+  await last;
+  return round(count / ((now() - t0) / 1000), 0);
+}
+
+async function oneWay(a: Peer, b: Peer, d: string, count: number) {
+  return sequential(count, async (i) => {
+    const arrived = b.next((m) => m.w === i);
+    a.send({ w: i, d });
+    await arrived;
+  });
+}
+
+async function throughput(a: Peer, b: Peer, d: string, count: number) {
+  return pipelined(count, (i) => a.send({ t: i, d }), b, (m) => m.t);
+}
+
+/** Filler rules that never match, and one that does; then the rules object reloads. */
+async function seedRules(total: number) {
+  const values: string[] = [];
+  for (let i = 0; i < total - 1; i++) {
+    values.push(`('rule_bench_${String(i).padStart(6, "0")}', 't_dev', 'allow', '{"type":"command","prefix":["tool${i}","run"]}', 'command tool${i} run', 'filler', ${Date.now()})`);
+  }
+  const sql = ["DELETE FROM decision_rules WHERE tenant_id = 't_dev';"];
+  for (let i = 0; i < values.length; i += 500) {
+    sql.push(`INSERT INTO decision_rules (id, tenant_id, decision, matcher, matcher_text, description, created_at) VALUES ${values.slice(i, i + 500).join(",")};`);
+  }
+  const file = join(stateDir, "rules.sql");
+  writeFileSync(file, sql.join("\n"));
+  await run(["d1", "execute", "DB", "--local", "--persist-to", join(stateDir, "gateway"), "--file", file]);
+  const response = await fetch(`${gateway.url}/v1/rules`, {
+    method: "POST",
+    headers: { Authorization: `Bearer ${gateway.keys.admin}`, "Content-Type": "application/json" },
+    body: JSON.stringify({ decision: "allow", matcher: { type: "command", prefix: ["npm", "test"] } }),
+  });
+  if (response.status !== 201) throw new Error(`creating the bench rule failed: ${response.status}`);
+}
+
+function run(args: string[]): Promise<void> {
+  return new Promise((resolve, reject) => {
+    const child = spawn(join(ROOT, "node_modules", ".bin", "wrangler"), args, { cwd: ROOT, env: { ...process.env, WRANGLER_SEND_METRICS: "false" }, stdio: "ignore" });
+    child.on("exit", (code) => (code === 0 ? resolve() : reject(new Error(`wrangler ${args.join(" ")} exited ${code}`))));
+  });
+}
+
+async function startBaseline(port: number, persistTo: string) {
+  const child = spawn(join(ROOT, "node_modules", ".bin", "wrangler"), ["dev", "--config", join(ROOT, "bench", "baseline", "wrangler.toml"), "--ip", "127.0.0.1", "--port", String(port), "--persist-to", persistTo], {
+    cwd: ROOT,
+    env: { ...process.env, WRANGLER_SEND_METRICS: "false", CI: "true" },
+    stdio: "ignore",
+    detached: true,
+  });
+  const url = `http://127.0.0.1:${port}`;
+  for (let i = 0; i < 300; i++) {
+    try {
+      if ((await fetch(`${url}/health`)).ok) break;
+    } catch {
+      // starting
+    }
+    await new Promise((r) => setTimeout(r, 200));
+  }
+  return {
+    url,
+    stop: async () => {
+      try {
+        process.kill(-(child.pid as number), "SIGTERM");
+      } catch {
+        // gone
+      }
+    },
+  };
+}
+
+/** Resident memory (MiB) of the workerd processes under the gateway's wrangler. */
+function workerdRss(rootPid: number): number {
+  let kib = 0;
+  const children = (pid: number): number[] => {
+    try {
+      return readFileSync(`/proc/${pid}/task/${pid}/children`, "utf8").trim().split(/\s+/).filter(Boolean).map(Number);
+    } catch {
+      return [];
+    }
+  };
+  const stack = [rootPid];
+  while (stack.length > 0) {
+    const pid = stack.pop() as number;
+    stack.push(...children(pid));
+    try {
+      const status = readFileSync(`/proc/${pid}/status`, "utf8");
+      if (/^Name:\s+workerd/m.test(status)) kib += Number(/^VmRSS:\s+(\d+)/m.exec(status)?.[1] ?? 0);
+    } catch {
+      // exited
+    }
+  }
+  return round(kib / 1024, 1);
+}
+
+function machine(): Json {
+  const cpu = cpus()[0]?.model ?? "unknown";
+  let workerd = "unknown";
+  try {
+    const dir = readdirSync(join(ROOT, "node_modules", "@cloudflare")).find((d) => d.startsWith("workerd-"));
+    workerd = dir ? (JSON.parse(readFileSync(join(ROOT, "node_modules", "@cloudflare", dir, "package.json"), "utf8")) as Json).version : workerd;
+  } catch {
+    // unknown
+  }
+  return { cpu, cores: cpus().length, memoryGiB: round(totalmem() / 1024 ** 3, 1), node: process.version, workerd, date: new Date().toISOString() };
+}
+
+function targets(r: Json): Json[] {
+  const relay = r.scenarios.relay ?? {};
+  const fanout = r.scenarios.fanout ?? {};
+  const replay10k = (r.scenarios.replay?.rows ?? []).find((x: Json) => x.events === 10_000);
+  return [
+    { name: "relay latency median vs baseline relay", value: `${relay.small?.latencyRatio}x`, target: "≤ 1.5x", pass: (relay.small?.latencyRatio ?? 99) <= 1.5 },
+    { name: "relay throughput vs baseline relay", value: `${relay.small?.throughputRatio}x`, target: "≥ 0.7x", pass: (relay.small?.throughputRatio ?? 0) >= 0.7 },
+    { name: "fan-out per-client cost, largest vs 1 client", value: `${fanout.perClientGrowth}x`, target: "≤ 1.5x (flat)", pass: (fanout.perClientGrowth ?? 99) <= 1.5 },
+    { name: "replay of 10k events", value: `${replay10k?.ms} ms`, target: "< 500 ms", pass: (replay10k?.ms ?? 1e9) < 500 },
+    { name: "tool_call_update cost, largest table vs smallest", value: `${r.scenarios.toolCalls?.growth}x`, target: "≤ 1.5x (flat)", pass: (r.scenarios.toolCalls?.growth ?? 99) <= 1.5 },
+  ];
+}
