@@ -56,7 +56,8 @@ export async function benchAgent(base: string, key: string, name: string): Promi
   const peer = await Peer.open(`${base}/agents/${name}/connect`, key);
   let n = 0;
   const auto = (m: Json) => {
-    if (m.method === "initialize") peer.send({ jsonrpc: "2.0", id: m.id, result: { protocolVersion: 1, agentCapabilities: { loadSession: false } } });
+    if (m.method === "initialize")
+      peer.send({ jsonrpc: "2.0", id: m.id, result: { protocolVersion: 1, agentCapabilities: { loadSession: false } } });
     else if (m.method === "session/new") peer.send({ jsonrpc: "2.0", id: m.id, result: { sessionId: `${name}-s${n++}` } });
   };
   peer.onMessage = auto;

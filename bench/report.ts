@@ -89,8 +89,16 @@ ${rows(s.toolCalls.rows, (x) => `| ${x.tableSize} | ${x.msPerUpdate} |`)}
 function chart(r: Json): string {
   const series = [
     { name: "fan-out: ms per client", color: "#2563eb", points: r.scenarios.fanout.rows.map((x: Json) => [x.clients, x.perClient]) },
-    { name: "replay: ms per 1k events", color: "#16a34a", points: r.scenarios.replay.rows.map((x: Json) => [x.events, (x.ms / x.events) * 1000]) },
-    { name: "tool_call_update: ms each", color: "#dc2626", points: r.scenarios.toolCalls.rows.map((x: Json) => [x.tableSize, x.msPerUpdate]) },
+    {
+      name: "replay: ms per 1k events",
+      color: "#16a34a",
+      points: r.scenarios.replay.rows.map((x: Json) => [x.events, (x.ms / x.events) * 1000]),
+    },
+    {
+      name: "tool_call_update: ms each",
+      color: "#dc2626",
+      points: r.scenarios.toolCalls.rows.map((x: Json) => [x.tableSize, x.msPerUpdate]),
+    },
   ];
   const W = 640;
   const H = 360;
@@ -106,7 +114,9 @@ function chart(r: Json): string {
 <text x="${pad + 10}" y="${20 + i * 16}" fill="${s.color}" font-size="12">${s.name}</text>`;
     })
     .join("\n");
-  const ticks = [1, 10, 100, 1000, 10_000, 100_000].map((v) => `<text x="${x(v)}" y="${H - pad + 16}" font-size="10" text-anchor="middle">${v}</text>`).join("");
+  const ticks = [1, 10, 100, 1000, 10_000, 100_000]
+    .map((v) => `<text x="${x(v)}" y="${H - pad + 16}" font-size="10" text-anchor="middle">${v}</text>`)
+    .join("");
   return `<svg xmlns="http://www.w3.org/2000/svg" width="${W}" height="${H}" font-family="sans-serif">
 <rect width="100%" height="100%" fill="white"/>
 <line x1="${pad}" y1="${H - pad}" x2="${W - pad}" y2="${H - pad}" stroke="#888"/>

@@ -56,7 +56,12 @@ try {
     const agent = await benchAgent(ws, agentKey, "relay");
     const client = await benchClient(ws, clientKey, "relay");
     const sessionId = await newSession(client);
-    const send = (d: string, i: number) => agent.send({ jsonrpc: "2.0", method: "session/update", params: { sessionId, update: { sessionUpdate: "agent_message_chunk", content: { type: "text", text: d }, i } } });
+    const send = (d: string, i: number) =>
+      agent.send({
+        jsonrpc: "2.0",
+        method: "session/update",
+        params: { sessionId, update: { sessionUpdate: "agent_message_chunk", content: { type: "text", text: d }, i } },
+      });
     const latency = await sequential(n(2000, 300), async (i) => {
       send(SMALL, i);
       await client.next((m) => m.params?.update?.i === i);
@@ -65,13 +70,35 @@ try {
       send(LARGE, i);
       await client.next((m) => m.params?.update?.i === i);
     });
-    const rate = await pipelined(n(3000, 1000), (i) => send(SMALL, i), client, (m) => m.params?.update?.i);
-    const rateLarge = await pipelined(n(300, 50), (i) => send(LARGE, i), client, (m) => m.params?.update?.i);
+    const rate = await pipelined(
+      n(3000, 1000),
+      (i) => send(SMALL, i),
+      client,
+      (m) => m.params?.update?.i,
+    );
+    const rateLarge = await pipelined(
+      n(300, 50),
+      (i) => send(LARGE, i),
+      client,
+      (m) => m.params?.update?.i,
+    );
     results.scenarios.relay = {
-      small: { latency, throughput: rate, latencyRatio: ratio(latency.median, relayOneWay.median), throughputRatio: ratio(rate, relayThroughput) },
-      large: { latency: latencyLarge, throughput: rateLarge, latencyRatio: ratio(latencyLarge.median, relayOneWayLarge.median), throughputRatio: ratio(rateLarge, relayThroughputLarge) },
+      small: {
+        latency,
+        throughput: rate,
+        latencyRatio: ratio(latency.median, relayOneWay.median),
+        throughputRatio: ratio(rate, relayThroughput),
+      },
+      large: {
+        latency: latencyLarge,
+        throughput: rateLarge,
+        latencyRatio: ratio(latencyLarge.median, relayOneWayLarge.median),
+        throughputRatio: ratio(rateLarge, relayThroughputLarge),
+      },
     };
-    log(`1. relay: small ${latency.median} ms (${ratio(latency.median, relayOneWay.median)}x), ${rate} msg/s (${ratio(rate, relayThroughput)}x); large ${latencyLarge.median} ms, ${rateLarge} msg/s`);
+    log(
+      `1. relay: small ${latency.median} ms (${ratio(latency.median, relayOneWay.median)}x), ${rate} msg/s (${ratio(rate, relayThroughput)}x); large ${latencyLarge.median} ms, ${rateLarge} msg/s`,
+    );
     agent.close();
     client.close();
   }
@@ -93,7 +120,14 @@ try {
       const total = await sequential(n(200, 40), async () => {
         const i = seq++;
         const all = clients.map((c) => c.next((m) => m.params?.update?.f === `${count}-${i}`));
-        agent.send({ jsonrpc: "2.0", method: "session/update", params: { sessionId, update: { sessionUpdate: "agent_message_chunk", content: { type: "text", text: SMALL }, f: `${count}-${i}` } } });
+        agent.send({
+          jsonrpc: "2.0",
+          method: "session/update",
+          params: {
+            sessionId,
+            update: { sessionUpdate: "agent_message_chunk", content: { type: "text", text: SMALL }, f: `${count}-${i}` },
+          },
+        });
         await Promise.all(all);
       });
       rows.push({ clients: count, total, perClient: round(total.median / count) });
@@ -112,7 +146,8 @@ try {
     const client = await benchClient(ws, clientKey, "perm");
     const sessionId = await newSession(client, "/bench/perm");
     client.onMessage = (m) => {
-      if (m.method === "session/request_permission") client.send({ jsonrpc: "2.0", id: m.id, result: { outcome: { outcome: "selected", optionId: "ok" } } });
+      if (m.method === "session/request_permission")
+        client.send({ jsonrpc: "2.0", id: m.id, result: { outcome: { outcome: "selected", optionId: "ok" } } });
     };
     const options = [
       { optionId: "ok", name: "Allow", kind: "allow_once" },
@@ -120,7 +155,12 @@ try {
     ];
     const ask = async (i: number, command: string) => {
       const id = `p${i}-${command.length}`;
-      agent.send({ jsonrpc: "2.0", id, method: "session/request_permission", params: { sessionId, toolCall: { toolCallId: id, kind: "execute", rawInput: { command } }, options } });
+      agent.send({
+        jsonrpc: "2.0",
+        id,
+        method: "session/request_permission",
+        params: { sessionId, toolCall: { toolCallId: id, kind: "execute", rawInput: { command } }, options },
+      });
       await agent.next((m) => m.id === id);
     };
     const person = await sequential(n(1000, 300), (i) => ask(i, `make target${i}`));
@@ -128,10 +168,22 @@ try {
     for (const count of QUICK ? [10, 1000] : [10, 1000, 10_000]) {
       await seedRules(count);
       const rule = await sequential(n(1000, 300), (i) => ask(i, "npm test"));
-      auto.push({ rules: count, latency: rule, ratioToRelayRtt: ratio(rule.median, relayRtt.median), ratioToPerson: ratio(rule.median, person.median) });
+      auto.push({
+        rules: count,
+        latency: rule,
+        ratioToRelayRtt: ratio(rule.median, relayRtt.median),
+        ratioToPerson: ratio(rule.median, person.median),
+      });
       log(`3. permission auto-answered with ${count} rules: ${rule.median} ms (${ratio(rule.median, relayRtt.median)}x relay rtt)`);
     }
-    results.scenarios.permission = { person: { latency: person, ratioToRelayRtt: ratio(person.median, relayRtt.median), ratioToEchoRtt: ratio(person.median, echoRtt.median) }, auto };
+    results.scenarios.permission = {
+      person: {
+        latency: person,
+        ratioToRelayRtt: ratio(person.median, relayRtt.median),
+        ratioToEchoRtt: ratio(person.median, echoRtt.median),
+      },
+      auto,
+    };
     log(`3. permission answered by a client: ${person.median} ms (${ratio(person.median, relayRtt.median)}x relay rtt)`);
     agent.close();
     client.close();
@@ -145,9 +197,18 @@ try {
       const prompts = new Map<string, Json>();
       agent.onMessage = (m) => {
         if (m.method === "initialize") agent.send({ jsonrpc: "2.0", id: m.id, result: { protocolVersion: 1, agentCapabilities: {} } });
-        else if (m.method === "session/new") agent.send({ jsonrpc: "2.0", id: m.id, result: { sessionId: `c${count}-${prompts.size}-${Math.random()}` } });
+        else if (m.method === "session/new")
+          agent.send({ jsonrpc: "2.0", id: m.id, result: { sessionId: `c${count}-${prompts.size}-${Math.random()}` } });
         else if (m.method === "session/prompt") {
-          for (let k = 0; k < 10; k++) agent.send({ jsonrpc: "2.0", method: "session/update", params: { sessionId: m.params.sessionId, update: { sessionUpdate: "agent_message_chunk", content: { type: "text", text: SMALL } } } });
+          for (let k = 0; k < 10; k++)
+            agent.send({
+              jsonrpc: "2.0",
+              method: "session/update",
+              params: {
+                sessionId: m.params.sessionId,
+                update: { sessionUpdate: "agent_message_chunk", content: { type: "text", text: SMALL } },
+              },
+            });
           agent.send({ jsonrpc: "2.0", id: m.id, result: { stopReason: "end_turn" } });
         }
       };
@@ -159,7 +220,12 @@ try {
         clients.map(async (c, k) => {
           for (let t = 0; t < turns; t++) {
             const id = `t${t}`;
-            c.send({ jsonrpc: "2.0", id, method: "session/prompt", params: { sessionId: sessions[k], prompt: [{ type: "text", text: "go" }] } });
+            c.send({
+              jsonrpc: "2.0",
+              id,
+              method: "session/prompt",
+              params: { sessionId: sessions[k], prompt: [{ type: "text", text: "go" }] },
+            });
             await c.next((m) => m.id === id);
           }
         }),
@@ -182,7 +248,17 @@ try {
       const agent = await benchAgent(ws, agentKey, `replay${events}`);
       const owner = await benchClient(ws, clientKey, `replay${events}`);
       const sessionId = await newSession(owner);
-      await pipelined(events, (i) => agent.send({ jsonrpc: "2.0", method: "session/update", params: { sessionId, update: { sessionUpdate: "agent_message_chunk", content: { type: "text", text: SMALL }, i } } }), owner, (m) => m.params?.update?.i);
+      await pipelined(
+        events,
+        (i) =>
+          agent.send({
+            jsonrpc: "2.0",
+            method: "session/update",
+            params: { sessionId, update: { sessionUpdate: "agent_message_chunk", content: { type: "text", text: SMALL }, i } },
+          }),
+        owner,
+        (m) => m.params?.update?.i,
+      );
       const rssBefore = workerdRss(gateway.pid);
       const late = await benchClient(ws, clientKey, `replay${events}`);
       let replayed = 0;
@@ -215,12 +291,38 @@ try {
       const grow = target - size;
       if (grow > 0) {
         const from = size;
-        await pipelined(grow, (i) => agent.send({ jsonrpc: "2.0", method: "session/update", params: { sessionId, update: { sessionUpdate: "tool_call", toolCallId: `tc${from + i}`, title: "t", kind: "read", g: from + i } } }), client, (m) => m.params?.update?.g - from);
+        await pipelined(
+          grow,
+          (i) =>
+            agent.send({
+              jsonrpc: "2.0",
+              method: "session/update",
+              params: {
+                sessionId,
+                update: { sessionUpdate: "tool_call", toolCallId: `tc${from + i}`, title: "t", kind: "read", g: from + i },
+              },
+            }),
+          client,
+          (m) => m.params?.update?.g - from,
+        );
         size = target;
       }
       // ...then time updates to existing rows, spread over the table.
       const t0 = now();
-      await pipelined(batch, (i) => agent.send({ jsonrpc: "2.0", method: "session/update", params: { sessionId, update: { sessionUpdate: "tool_call_update", toolCallId: `tc${(i * 7919) % size}`, status: "in_progress", u: i } } }), client, (m) => m.params?.update?.u);
+      await pipelined(
+        batch,
+        (i) =>
+          agent.send({
+            jsonrpc: "2.0",
+            method: "session/update",
+            params: {
+              sessionId,
+              update: { sessionUpdate: "tool_call_update", toolCallId: `tc${(i * 7919) % size}`, status: "in_progress", u: i },
+            },
+          }),
+        client,
+        (m) => m.params?.update?.u,
+      );
       const perUpdate = round((now() - t0) / batch, 4);
       rows.push({ tableSize: size, msPerUpdate: perUpdate });
       log(`6. tool_call_update with ${size} tool calls: ${perUpdate} ms per update`);
@@ -275,18 +377,27 @@ async function oneWay(a: Peer, b: Peer, d: string, count: number) {
 }
 
 async function throughput(a: Peer, b: Peer, d: string, count: number) {
-  return pipelined(count, (i) => a.send({ t: i, d }), b, (m) => m.t);
+  return pipelined(
+    count,
+    (i) => a.send({ t: i, d }),
+    b,
+    (m) => m.t,
+  );
 }
 
 /** Filler rules that never match, and one that does; then the rules object reloads. */
 async function seedRules(total: number) {
   const values: string[] = [];
   for (let i = 0; i < total - 1; i++) {
-    values.push(`('rule_bench_${String(i).padStart(6, "0")}', 't_dev', 'allow', '{"type":"command","prefix":["tool${i}","run"]}', 'command tool${i} run', 'filler', ${Date.now()})`);
+    values.push(
+      `('rule_bench_${String(i).padStart(6, "0")}', 't_dev', 'allow', '{"type":"command","prefix":["tool${i}","run"]}', 'command tool${i} run', 'filler', ${Date.now()})`,
+    );
   }
   const sql = ["DELETE FROM decision_rules WHERE tenant_id = 't_dev';"];
   for (let i = 0; i < values.length; i += 500) {
-    sql.push(`INSERT INTO decision_rules (id, tenant_id, decision, matcher, matcher_text, description, created_at) VALUES ${values.slice(i, i + 500).join(",")};`);
+    sql.push(
+      `INSERT INTO decision_rules (id, tenant_id, decision, matcher, matcher_text, description, created_at) VALUES ${values.slice(i, i + 500).join(",")};`,
+    );
   }
   const file = join(stateDir, "rules.sql");
   writeFileSync(file, sql.join("\n"));
@@ -301,18 +412,36 @@ async function seedRules(total: number) {
 
 function run(args: string[]): Promise<void> {
   return new Promise((resolve, reject) => {
-    const child = spawn(join(ROOT, "node_modules", ".bin", "wrangler"), args, { cwd: ROOT, env: { ...process.env, WRANGLER_SEND_METRICS: "false" }, stdio: "ignore" });
+    const child = spawn(join(ROOT, "node_modules", ".bin", "wrangler"), args, {
+      cwd: ROOT,
+      env: { ...process.env, WRANGLER_SEND_METRICS: "false" },
+      stdio: "ignore",
+    });
     child.on("exit", (code) => (code === 0 ? resolve() : reject(new Error(`wrangler ${args.join(" ")} exited ${code}`))));
   });
 }
 
 async function startBaseline(port: number, persistTo: string) {
-  const child = spawn(join(ROOT, "node_modules", ".bin", "wrangler"), ["dev", "--config", join(ROOT, "bench", "baseline", "wrangler.toml"), "--ip", "127.0.0.1", "--port", String(port), "--persist-to", persistTo], {
-    cwd: ROOT,
-    env: { ...process.env, WRANGLER_SEND_METRICS: "false", CI: "true" },
-    stdio: "ignore",
-    detached: true,
-  });
+  const child = spawn(
+    join(ROOT, "node_modules", ".bin", "wrangler"),
+    [
+      "dev",
+      "--config",
+      join(ROOT, "bench", "baseline", "wrangler.toml"),
+      "--ip",
+      "127.0.0.1",
+      "--port",
+      String(port),
+      "--persist-to",
+      persistTo,
+    ],
+    {
+      cwd: ROOT,
+      env: { ...process.env, WRANGLER_SEND_METRICS: "false", CI: "true" },
+      stdio: "ignore",
+      detached: true,
+    },
+  );
   const url = `http://127.0.0.1:${port}`;
   for (let i = 0; i < 300; i++) {
     try {
@@ -363,11 +492,20 @@ function machine(): Json {
   let workerd = "unknown";
   try {
     const dir = readdirSync(join(ROOT, "node_modules", "@cloudflare")).find((d) => d.startsWith("workerd-"));
-    workerd = dir ? (JSON.parse(readFileSync(join(ROOT, "node_modules", "@cloudflare", dir, "package.json"), "utf8")) as Json).version : workerd;
+    workerd = dir
+      ? (JSON.parse(readFileSync(join(ROOT, "node_modules", "@cloudflare", dir, "package.json"), "utf8")) as Json).version
+      : workerd;
   } catch {
     // unknown
   }
-  return { cpu, cores: cpus().length, memoryGiB: round(totalmem() / 1024 ** 3, 1), node: process.version, workerd, date: new Date().toISOString() };
+  return {
+    cpu,
+    cores: cpus().length,
+    memoryGiB: round(totalmem() / 1024 ** 3, 1),
+    node: process.version,
+    workerd,
+    date: new Date().toISOString(),
+  };
 }
 
 function targets(r: Json): Json[] {
@@ -375,10 +513,30 @@ function targets(r: Json): Json[] {
   const fanout = r.scenarios.fanout ?? {};
   const replay10k = (r.scenarios.replay?.rows ?? []).find((x: Json) => x.events === 10_000);
   return [
-    { name: "relay latency median vs baseline relay", value: `${relay.small?.latencyRatio}x`, target: "≤ 1.5x", pass: (relay.small?.latencyRatio ?? 99) <= 1.5 },
-    { name: "relay throughput vs baseline relay", value: `${relay.small?.throughputRatio}x`, target: "≥ 0.7x", pass: (relay.small?.throughputRatio ?? 0) >= 0.7 },
-    { name: "fan-out per-client cost, largest vs 1 client", value: `${fanout.perClientGrowth}x`, target: "≤ 1.5x (flat)", pass: (fanout.perClientGrowth ?? 99) <= 1.5 },
+    {
+      name: "relay latency median vs baseline relay",
+      value: `${relay.small?.latencyRatio}x`,
+      target: "≤ 1.5x",
+      pass: (relay.small?.latencyRatio ?? 99) <= 1.5,
+    },
+    {
+      name: "relay throughput vs baseline relay",
+      value: `${relay.small?.throughputRatio}x`,
+      target: "≥ 0.7x",
+      pass: (relay.small?.throughputRatio ?? 0) >= 0.7,
+    },
+    {
+      name: "fan-out per-client cost, largest vs 1 client",
+      value: `${fanout.perClientGrowth}x`,
+      target: "≤ 1.5x (flat)",
+      pass: (fanout.perClientGrowth ?? 99) <= 1.5,
+    },
     { name: "replay of 10k events", value: `${replay10k?.ms} ms`, target: "< 500 ms", pass: (replay10k?.ms ?? 1e9) < 500 },
-    { name: "tool_call_update cost, largest table vs smallest", value: `${r.scenarios.toolCalls?.growth}x`, target: "≤ 1.5x (flat)", pass: (r.scenarios.toolCalls?.growth ?? 99) <= 1.5 },
+    {
+      name: "tool_call_update cost, largest table vs smallest",
+      value: `${r.scenarios.toolCalls?.growth}x`,
+      target: "≤ 1.5x (flat)",
+      pass: (r.scenarios.toolCalls?.growth ?? 99) <= 1.5,
+    },
   ];
 }

@@ -54,7 +54,8 @@ export function gatewayUrl(raw: string | undefined): URL {
   } catch {
     throw new UsageError(`"${raw}" is not a URL; expected something like http://127.0.0.1:8787 or https://gateway.example.com`);
   }
-  if (!["http:", "https:", "ws:", "wss:"].includes(url.protocol)) throw new UsageError(`unsupported scheme "${url.protocol}" in ${raw}; use http(s)`);
+  if (!["http:", "https:", "ws:", "wss:"].includes(url.protocol))
+    throw new UsageError(`unsupported scheme "${url.protocol}" in ${raw}; use http(s)`);
   return url;
 }
 

@@ -67,7 +67,8 @@ export async function runClient(opts: { url: URL; key: string; agent: string | u
     if (message.method !== undefined && message.id !== undefined) {
       inflight.set(JSON.stringify(message.id), { id: message.id, method: message.method, params: message.params ?? {} });
       if (message.method === "initialize") initParams = message.params;
-      if (message.method === "session/load" && typeof message.params?.sessionId === "string") track(message.params.sessionId, message.params);
+      if (message.method === "session/load" && typeof message.params?.sessionId === "string")
+        track(message.params.sessionId, message.params);
     } else if (message.method === undefined && message.id !== undefined) {
       // The editor answers one of the gateway's requests: give it back the gateway's id.
       const mine = typeof message.id === "number" ? toEditorRequests.get(message.id) : undefined;
@@ -88,7 +89,12 @@ export async function runClient(opts: { url: URL; key: string; agent: string | u
 
   function track(sessionId: string, params: Json): void {
     if (!sessions.has(sessionId)) {
-      sessions.set(sessionId, { cwd: typeof params.cwd === "string" ? params.cwd : "/", mcpServers: Array.isArray(params.mcpServers) ? params.mcpServers : [], delivered: 0, skipping: 0 });
+      sessions.set(sessionId, {
+        cwd: typeof params.cwd === "string" ? params.cwd : "/",
+        mcpServers: Array.isArray(params.mcpServers) ? params.mcpServers : [],
+        delivered: 0,
+        skipping: 0,
+      });
     }
   }
 
@@ -103,7 +109,8 @@ export async function runClient(opts: { url: URL; key: string; agent: string | u
       const key = JSON.stringify(message.id);
       const request = inflight.get(key);
       inflight.delete(key);
-      if (request?.method === "session/new" && typeof message.result?.sessionId === "string") track(message.result.sessionId, request.params);
+      if (request?.method === "session/new" && typeof message.result?.sessionId === "string")
+        track(message.result.sessionId, request.params);
       toEditor(message);
       return;
     }
@@ -136,7 +143,10 @@ export async function runClient(opts: { url: URL; key: string; agent: string | u
   }
 
   function isReplayable(message: Json): boolean {
-    return typeof message.method === "string" && (message.method === "session/update" || (message.method.startsWith("_") && !message.method.startsWith("_acp_gateway/")));
+    return (
+      typeof message.method === "string" &&
+      (message.method === "session/update" || (message.method.startsWith("_") && !message.method.startsWith("_acp_gateway/")))
+    );
   }
 
   function isOwnEcho(message: Json): boolean {
@@ -197,7 +207,14 @@ export async function runClient(opts: { url: URL; key: string; agent: string | u
     log(`the connection to the gateway dropped (${code}${reason ? ` ${reason}` : ""}); reconnecting`);
     // Nothing waits forever: requests in flight fail, dialogs of the old connection close.
     for (const request of inflight.values()) {
-      toEditor({ jsonrpc: "2.0", id: request.id, error: { code: -32603, message: `The connection to the gateway dropped while ${request.method} was in flight; the bridge is reconnecting` } });
+      toEditor({
+        jsonrpc: "2.0",
+        id: request.id,
+        error: {
+          code: -32603,
+          message: `The connection to the gateway dropped while ${request.method} was in flight; the bridge is reconnecting`,
+        },
+      });
     }
     inflight.clear();
     for (const [editorId, r] of toEditorRequests) {
@@ -214,7 +231,12 @@ export async function runClient(opts: { url: URL; key: string; agent: string | u
     for (const [sessionId, session] of sessions) {
       session.skipping = session.delivered;
       socket?.send(
-        JSON.stringify({ jsonrpc: "2.0", id: `${INTERNAL}load:${sessionId}`, method: "session/load", params: { sessionId, cwd: session.cwd, mcpServers: session.mcpServers } }),
+        JSON.stringify({
+          jsonrpc: "2.0",
+          id: `${INTERNAL}load:${sessionId}`,
+          method: "session/load",
+          params: { sessionId, cwd: session.cwd, mcpServers: session.mcpServers },
+        }),
       );
     }
   }

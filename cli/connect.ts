@@ -31,7 +31,11 @@ export function openSocket(url: string, key: string): Promise<OpenResult> {
           // not JSON
         }
         const refused = status === 401 || status === 403;
-        resolve(refused ? { ok: false, refused, status, message: `the gateway refused the key (HTTP ${status}): ${message}` } : { ok: false, refused: false, message: `HTTP ${status}: ${message}` });
+        resolve(
+          refused
+            ? { ok: false, refused, status, message: `the gateway refused the key (HTTP ${status}): ${message}` }
+            : { ok: false, refused: false, message: `HTTP ${status}: ${message}` },
+        );
         socket.terminate();
       });
     });

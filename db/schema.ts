@@ -11,7 +11,9 @@ export const tenants = sqliteTable("tenants", {
   disabled: integer("disabled", { mode: "boolean" }).notNull().default(false),
   /** JSON object: permissionDeadlineMs, relayAlwaysAsMade, limits… (see db/settings.ts). */
   settings: text("settings").notNull().default("{}"),
-  createdAt: integer("created_at").notNull().default(sql`(unixepoch() * 1000)`),
+  createdAt: integer("created_at")
+    .notNull()
+    .default(sql`(unixepoch() * 1000)`),
 });
 
 export const apiKeys = sqliteTable(
@@ -30,7 +32,9 @@ export const apiKeys = sqliteTable(
     prefix: text("prefix").notNull(),
     /** Hex SHA-256 of the whole key. The key itself is never stored. */
     hash: text("hash").notNull(),
-    createdAt: integer("created_at").notNull().default(sql`(unixepoch() * 1000)`),
+    createdAt: integer("created_at")
+      .notNull()
+      .default(sql`(unixepoch() * 1000)`),
     lastUsedAt: integer("last_used_at"),
     expiresAt: integer("expires_at"),
     revokedAt: integer("revoked_at"),
@@ -46,13 +50,19 @@ export const agents = sqliteTable(
       .references(() => tenants.id),
     name: text("name").notNull(),
     description: text("description"),
-    mode: text("mode", { enum: ["dial_in", "dial_out"] }).notNull().default("dial_in"),
+    mode: text("mode", { enum: ["dial_in", "dial_out"] })
+      .notNull()
+      .default("dial_in"),
     url: text("url"),
     /** JSON object of header name → value, sent when dialling out. Write-only in the API. */
     headers: text("headers"),
     isDefault: integer("is_default", { mode: "boolean" }).notNull().default(false),
-    createdAt: integer("created_at").notNull().default(sql`(unixepoch() * 1000)`),
-    updatedAt: integer("updated_at").notNull().default(sql`(unixepoch() * 1000)`),
+    createdAt: integer("created_at")
+      .notNull()
+      .default(sql`(unixepoch() * 1000)`),
+    updatedAt: integer("updated_at")
+      .notNull()
+      .default(sql`(unixepoch() * 1000)`),
   },
   (t) => [primaryKey({ columns: [t.tenantId, t.name] })],
 );
@@ -69,8 +79,12 @@ export const sessions = sqliteTable(
     cwd: text("cwd").notNull(),
     title: text("title"),
     createdBy: text("created_by"),
-    createdAt: integer("created_at").notNull().default(sql`(unixepoch() * 1000)`),
-    updatedAt: integer("updated_at").notNull().default(sql`(unixepoch() * 1000)`),
+    createdAt: integer("created_at")
+      .notNull()
+      .default(sql`(unixepoch() * 1000)`),
+    updatedAt: integer("updated_at")
+      .notNull()
+      .default(sql`(unixepoch() * 1000)`),
   },
   (t) => [primaryKey({ columns: [t.tenantId, t.sessionId] }), index("sessions_tenant_updated").on(t.tenantId, t.updatedAt)],
 );
@@ -103,7 +117,9 @@ export const decisionRules = sqliteTable(
     createdByUser: text("created_by_user"),
     createdFromSession: text("created_from_session"),
     createdFromToolCall: text("created_from_tool_call"),
-    createdAt: integer("created_at").notNull().default(sql`(unixepoch() * 1000)`),
+    createdAt: integer("created_at")
+      .notNull()
+      .default(sql`(unixepoch() * 1000)`),
     revokedAt: integer("revoked_at"),
     hits: integer("hits").notNull().default(0),
     lastHitAt: integer("last_hit_at"),
@@ -135,7 +151,9 @@ export const decisionAudit = sqliteTable(
     decidedByKey: text("decided_by_key"),
     decidedByUser: text("decided_by_user"),
     ruleId: text("rule_id"),
-    at: integer("at").notNull().default(sql`(unixepoch() * 1000)`),
+    at: integer("at")
+      .notNull()
+      .default(sql`(unixepoch() * 1000)`),
   },
   (t) => [index("decision_audit_tenant").on(t.tenantId, t.at)],
 );

@@ -37,7 +37,9 @@ const app = agent({ name: "acp-gateway-demo" })
     }
   });
 
-app.connect(ndJsonStream(Writable.toWeb(process.stdout) as WritableStream<Uint8Array>, Readable.toWeb(process.stdin) as ReadableStream<Uint8Array>));
+app.connect(
+  ndJsonStream(Writable.toWeb(process.stdout) as WritableStream<Uint8Array>, Readable.toWeb(process.stdin) as ReadableStream<Uint8Array>),
+);
 
 function promptText(prompt: unknown): string {
   if (!Array.isArray(prompt)) return "";
@@ -52,14 +54,40 @@ async function turn(sessionId: string, text: string, signal: AbortSignal, notify
   for (const word of `You asked: "${text || "nothing"}". Let me look at the project first.`.split(/(?<= )/)) await say(word);
 
   const read = id();
-  await update({ sessionUpdate: "tool_call", toolCallId: read, title: "Read README.md", kind: "read", status: "pending", locations: [{ path: "/projects/demo/README.md" }], rawInput: { path: "/projects/demo/README.md" } });
+  await update({
+    sessionUpdate: "tool_call",
+    toolCallId: read,
+    title: "Read README.md",
+    kind: "read",
+    status: "pending",
+    locations: [{ path: "/projects/demo/README.md" }],
+    rawInput: { path: "/projects/demo/README.md" },
+  });
   await update({ sessionUpdate: "tool_call_update", toolCallId: read, status: "in_progress" });
-  await update({ sessionUpdate: "tool_call_update", toolCallId: read, status: "completed", content: [{ type: "content", content: { type: "text", text: "# Demo\nA demo project." } }] });
+  await update({
+    sessionUpdate: "tool_call_update",
+    toolCallId: read,
+    status: "completed",
+    content: [{ type: "content", content: { type: "text", text: "# Demo\nA demo project." } }],
+  });
   if (signal.aborted) return "cancelled";
 
   const edit = id();
-  const diff = { type: "diff", path: "/projects/demo/README.md", oldText: "# Demo\nA demo project.", newText: "# Demo\nA demo project, edited through the gateway." };
-  const editCall = { toolCallId: edit, title: "Edit README.md", kind: "edit", status: "pending", locations: [{ path: "/projects/demo/README.md", line: 2 }], content: [diff], rawInput: { path: "/projects/demo/README.md" } };
+  const diff = {
+    type: "diff",
+    path: "/projects/demo/README.md",
+    oldText: "# Demo\nA demo project.",
+    newText: "# Demo\nA demo project, edited through the gateway.",
+  };
+  const editCall = {
+    toolCallId: edit,
+    title: "Edit README.md",
+    kind: "edit",
+    status: "pending",
+    locations: [{ path: "/projects/demo/README.md", line: 2 }],
+    content: [diff],
+    rawInput: { path: "/projects/demo/README.md" },
+  };
   await update({ sessionUpdate: "tool_call", ...editCall });
   const editAnswer = await askPermission(ask, sessionId, editCall, "this file");
   if (signal.aborted || editAnswer === "cancelled") return "cancelled";
@@ -72,7 +100,13 @@ async function turn(sessionId: string, text: string, signal: AbortSignal, notify
   if (signal.aborted || runAnswer === "cancelled") return "cancelled";
   if (runAnswer === "allowed") {
     await update({ sessionUpdate: "tool_call_update", toolCallId: run, status: "in_progress" });
-    await update({ sessionUpdate: "tool_call_update", toolCallId: run, status: "completed", rawOutput: { exitCode: 0, stdout: "1 passed" }, content: [{ type: "content", content: { type: "text", text: "1 passed" } }] });
+    await update({
+      sessionUpdate: "tool_call_update",
+      toolCallId: run,
+      status: "completed",
+      rawOutput: { exitCode: 0, stdout: "1 passed" },
+      content: [{ type: "content", content: { type: "text", text: "1 passed" } }],
+    });
   } else {
     await update({ sessionUpdate: "tool_call_update", toolCallId: run, status: "failed" });
   }
@@ -80,7 +114,12 @@ async function turn(sessionId: string, text: string, signal: AbortSignal, notify
   return "end_turn";
 }
 
-async function askPermission(ask: Ask, sessionId: string, toolCall: Record<string, unknown>, what: string): Promise<"allowed" | "rejected" | "cancelled"> {
+async function askPermission(
+  ask: Ask,
+  sessionId: string,
+  toolCall: Record<string, unknown>,
+  what: string,
+): Promise<"allowed" | "rejected" | "cancelled"> {
   const answer = (await ask("session/request_permission", {
     sessionId,
     toolCall,

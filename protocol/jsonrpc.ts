@@ -119,11 +119,10 @@ export function parseFrame(text: string, maxBytes = MAX_FRAME_BYTES): ParsedFram
       ok: false,
       reply: errorResponse(
         id,
-        new RpcError(
-          ErrorCode.invalidRequest,
-          `Frame too large: ${text.length} bytes, the limit is ${maxBytes} bytes`,
-          { limit: maxBytes, size: text.length },
-        ),
+        new RpcError(ErrorCode.invalidRequest, `Frame too large: ${text.length} bytes, the limit is ${maxBytes} bytes`, {
+          limit: maxBytes,
+          size: text.length,
+        }),
       ),
     };
   }
@@ -139,7 +138,10 @@ export function parseFrame(text: string, maxBytes = MAX_FRAME_BYTES): ParsedFram
   if (!isObject(value) || value.jsonrpc !== "2.0") {
     return {
       ok: false,
-      reply: errorResponse(id, new RpcError(ErrorCode.invalidRequest, 'Invalid request: expected a JSON-RPC 2.0 object with "jsonrpc": "2.0"')),
+      reply: errorResponse(
+        id,
+        new RpcError(ErrorCode.invalidRequest, 'Invalid request: expected a JSON-RPC 2.0 object with "jsonrpc": "2.0"'),
+      ),
     };
   }
   if ("method" in value) {
@@ -147,7 +149,10 @@ export function parseFrame(text: string, maxBytes = MAX_FRAME_BYTES): ParsedFram
       return { ok: false, reply: errorResponse(id, new RpcError(ErrorCode.invalidRequest, "Invalid request: method must be a string")) };
     }
     if ("id" in value && !isId(value.id)) {
-      return { ok: false, reply: errorResponse(null, new RpcError(ErrorCode.invalidRequest, "Invalid request: id must be a string or a number")) };
+      return {
+        ok: false,
+        reply: errorResponse(null, new RpcError(ErrorCode.invalidRequest, "Invalid request: id must be a string or a number")),
+      };
     }
     if ("params" in value && value.params !== undefined && typeof value.params !== "object") {
       return { ok: false, reply: errorResponse(id, RpcError.invalidParams("Invalid params: params must be an object or an array")) };
@@ -159,5 +164,8 @@ export function parseFrame(text: string, maxBytes = MAX_FRAME_BYTES): ParsedFram
     // SAFETY: a response: an id with a result or an error.
     return { ok: true, message: value as unknown as ResponseMessage };
   }
-  return { ok: false, reply: errorResponse(id, new RpcError(ErrorCode.invalidRequest, "Invalid request: neither a request, a notification nor a response")) };
+  return {
+    ok: false,
+    reply: errorResponse(id, new RpcError(ErrorCode.invalidRequest, "Invalid request: neither a request, a notification nor a response")),
+  };
 }

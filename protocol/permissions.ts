@@ -19,9 +19,7 @@ export type JudgedAnswer = { ok: true; outcome: Outcome } | { ok: false; reason:
 
 export function offeredOptions(params: unknown): PermissionOption[] {
   if (!isObject(params) || !Array.isArray(params.options)) return [];
-  return params.options.filter(
-    (o): o is PermissionOption => isObject(o) && typeof o.optionId === "string" && typeof o.kind === "string",
-  );
+  return params.options.filter((o): o is PermissionOption => isObject(o) && typeof o.optionId === "string" && typeof o.kind === "string");
 }
 
 /** Judges the `result` of a client's response against the options the request offered. */

@@ -53,12 +53,16 @@ export async function startLocalGateway(options: LocalGatewayOptions = {}): Prom
   await run([WRANGLER, "d1", "migrations", "apply", "DB", "--local", ...persist], "applying the D1 migrations");
   await run([WRANGLER, "d1", "execute", "DB", "--local", ...persist, "--command", seedSql(keys)], "seeding the dev tenant");
   const vars = Object.entries(options.vars ?? {}).flatMap(([k, v]) => ["--var", `${k}:${v}`]);
-  const child = spawn(WRANGLER, ["dev", "--ip", "127.0.0.1", "--port", String(port), "--show-interactive-dev-session=false", ...persist, ...vars], {
-    cwd: ROOT,
-    env: wranglerEnv(),
-    stdio: ["ignore", "pipe", "pipe"],
-    detached: true, // its own process group, so stop() ends workerd too
-  });
+  const child = spawn(
+    WRANGLER,
+    ["dev", "--ip", "127.0.0.1", "--port", String(port), "--show-interactive-dev-session=false", ...persist, ...vars],
+    {
+      cwd: ROOT,
+      env: wranglerEnv(),
+      stdio: ["ignore", "pipe", "pipe"],
+      detached: true, // its own process group, so stop() ends workerd too
+    },
+  );
   const output: string[] = [];
   const keep = (chunk: Buffer) => {
     const text = chunk.toString();

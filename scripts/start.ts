@@ -14,10 +14,14 @@ const gateway = await startLocalGateway({ quiet: process.env.ACP_GATEWAY_VERBOSE
 });
 const { url, keys } = gateway;
 
-const demo = spawn(node, [join(ROOT, "cli", "acp-gateway.ts"), "agent", "--url", url, "--name", DEMO_AGENT, "--", node, join(ROOT, "demo", "agent.ts")], {
-  env: { ...process.env, ACP_GATEWAY_KEY: keys.agent },
-  stdio: ["ignore", "inherit", "inherit"],
-});
+const demo = spawn(
+  node,
+  [join(ROOT, "cli", "acp-gateway.ts"), "agent", "--url", url, "--name", DEMO_AGENT, "--", node, join(ROOT, "demo", "agent.ts")],
+  {
+    env: { ...process.env, ACP_GATEWAY_KEY: keys.agent },
+    stdio: ["ignore", "inherit", "inherit"],
+  },
+);
 
 const ws = url.replace(/^http/, "ws");
 const cli = join(ROOT, "cli", "acp-gateway.ts");

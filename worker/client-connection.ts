@@ -53,7 +53,9 @@ export class ClientConnection {
   ) {
     socket.addEventListener("message", (event) => {
       if (typeof event.data !== "string") {
-        this.reply(errorResponse(null, new RpcError(ErrorCode.invalidRequest, "Binary frames are not supported; send JSON-RPC as text frames")));
+        this.reply(
+          errorResponse(null, new RpcError(ErrorCode.invalidRequest, "Binary frames are not supported; send JSON-RPC as text frames")),
+        );
         return;
       }
       void this.onClientFrame(event.data).catch((error: unknown) => console.error("edge: client frame failed", error));

@@ -61,9 +61,11 @@ export class AgentObject extends DurableObject<Env> {
   // ── the agent dials in ────────────────────────────────────────────────────────────────────────
   override async fetch(request: Request): Promise<Response> {
     if (request.headers.get("Upgrade") !== "websocket") return new Response("expected a WebSocket", { status: 426 });
-    const who = JSON.parse(request.headers.get(AGENT_PRINCIPAL_HEADER) ?? "null") as
-      | { tenantId: string; agent: string; keyId: string }
-      | null;
+    const who = JSON.parse(request.headers.get(AGENT_PRINCIPAL_HEADER) ?? "null") as {
+      tenantId: string;
+      agent: string;
+      keyId: string;
+    } | null;
     if (!who) return new Response("missing principal", { status: 400 });
     this.store.meta = { tenantId: who.tenantId, name: who.agent };
     // The newest connection takes over; the old one's sessions stay readable in their objects.
@@ -294,7 +296,12 @@ export class AgentObject extends DurableObject<Env> {
       const timer = setTimeout(() => {
         if (this.waiters.delete(agentId)) {
           this.store.takeOutbound(agentId);
-          resolve(errorResponse(agentId, RpcError.internal(`The agent "${args.agent}" did not answer ${args.method} within ${OPEN_TIMEOUT_MS / 1000} s`)));
+          resolve(
+            errorResponse(
+              agentId,
+              RpcError.internal(`The agent "${args.agent}" did not answer ${args.method} within ${OPEN_TIMEOUT_MS / 1000} s`),
+            ),
+          );
         }
       }, OPEN_TIMEOUT_MS);
       this.waiters.set(agentId, (answer) => {
@@ -386,7 +393,9 @@ export class AgentObject extends DurableObject<Env> {
     const unreachable = this.dialer.lastError;
     return unreachable
       ? new RpcError(-32603, `The agent "${agent}" is unreachable: ${unreachable}`, { reason: "agent_unreachable" })
-      : new RpcError(-32603, `The agent "${agent}" is not connected to the gateway; start it or try again later`, { reason: "agent_not_connected" });
+      : new RpcError(-32603, `The agent "${agent}" is not connected to the gateway; start it or try again later`, {
+          reason: "agent_not_connected",
+        });
   }
 
   /** Resolves once the current connection has answered initialize (or after INIT_WAIT_MS). */

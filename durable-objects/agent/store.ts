@@ -105,9 +105,7 @@ export class AgentStore {
     return row ? outboundFromSql(row) : undefined;
   }
   outboundFor(sessionId: string, gwId: number): Outbound | undefined {
-    const row = this.sql
-      .exec<OutboundSql>("SELECT * FROM outbound WHERE session_id = ? AND gw_id = ?", sessionId, gwId)
-      .toArray()[0];
+    const row = this.sql.exec<OutboundSql>("SELECT * FROM outbound WHERE session_id = ? AND gw_id = ?", sessionId, gwId).toArray()[0];
     return row ? outboundFromSql(row) : undefined;
   }
   /** Removes and returns every request still waiting on a connection that is gone. */
@@ -125,7 +123,11 @@ export class AgentStore {
   }
   inboundSession(agentReqId: JsonRpcId, epoch: number): string | undefined {
     return this.sql
-      .exec<{ session_id: string }>("SELECT session_id FROM inbound WHERE agent_req_id = ? AND epoch = ?", JSON.stringify(agentReqId), epoch)
+      .exec<{ session_id: string }>(
+        "SELECT session_id FROM inbound WHERE agent_req_id = ? AND epoch = ?",
+        JSON.stringify(agentReqId),
+        epoch,
+      )
       .toArray()[0]?.session_id;
   }
   removeInbound(agentReqId: JsonRpcId, epoch: number): void {

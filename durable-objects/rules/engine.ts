@@ -3,7 +3,16 @@
 
 import type { NewDecisionRule } from "../../db/queries/decision-rules";
 import type { DecisionRuleRow } from "../../db/schema";
-import { type CompiledRules, type Rule, compileRules, decide, deriveRule, exactHash, matcherText, parseMatcher } from "../../protocol/rules";
+import {
+  type CompiledRules,
+  type Rule,
+  compileRules,
+  decide,
+  deriveRule,
+  exactHash,
+  matcherText,
+  parseMatcher,
+} from "../../protocol/rules";
 import { randomId } from "../../protocol/ids";
 import type { DecideRequest, DecideResult, RememberRequest } from "./types";
 
@@ -61,7 +70,11 @@ export async function deriveFromChoice(request: RememberRequest) {
   });
 }
 
-export function toRuleRow(tenantId: string, derived: NonNullable<Awaited<ReturnType<typeof deriveFromChoice>>>, request: RememberRequest): NewDecisionRule {
+export function toRuleRow(
+  tenantId: string,
+  derived: NonNullable<Awaited<ReturnType<typeof deriveFromChoice>>>,
+  request: RememberRequest,
+): NewDecisionRule {
   return {
     id: newRuleId(),
     tenantId,

@@ -25,7 +25,16 @@ import type { DecideRequest, DecideResult } from "../rules/types";
 import { isToolCallUpdate } from "../../protocol/tool-calls";
 import type { Env } from "../../worker/env";
 import type { SessionRef, ToAgent } from "./agent-link";
-import { ATTACH_HEADER, AttachedClients, type AttachRequest, type ClientAttachment, attachmentOf, connTag, send, sendRewritable } from "./clients";
+import {
+  ATTACH_HEADER,
+  AttachedClients,
+  type AttachRequest,
+  type ClientAttachment,
+  attachmentOf,
+  connTag,
+  send,
+  sendRewritable,
+} from "./clients";
 import { type PendingRow, SessionStore, type SessionMeta } from "./store";
 import type { ToolCallRow } from "../../protocol/tool-calls";
 
@@ -50,7 +59,14 @@ export interface SessionSnapshot {
   createdAt: number;
   turn: { state: string; startedAt?: number; user?: string | null };
   toolCalls: object[];
-  pendingPermissions: { requestId: number; toolCallId: string | null; toolCall: object | null; options: object | null; createdAt: number; deadlineAt: number }[];
+  pendingPermissions: {
+    requestId: number;
+    toolCallId: string | null;
+    toolCall: object | null;
+    options: object | null;
+    createdAt: number;
+    deadlineAt: number;
+  }[];
   clients: { connectionId: string; user: string | null; attachedAt: number }[];
   lastSeq: number;
 }
@@ -208,7 +224,13 @@ export class SessionObject extends DurableObject<Env> {
     const forwarded = this.store.takeAgentRequest(message.id);
     if (forwarded) {
       const response = message as { result?: unknown; error?: unknown };
-      this.toAgent({ type: "response", epoch: forwarded.agentEpoch, id: forwarded.agentReqId, result: response.result, error: response.error });
+      this.toAgent({
+        type: "response",
+        epoch: forwarded.agentEpoch,
+        id: forwarded.agentReqId,
+        result: response.result,
+        error: response.error,
+      });
     }
   }
 
@@ -248,7 +270,9 @@ export class SessionObject extends DurableObject<Env> {
       // The gateway is the single authority for what the tenant remembers: it stores the rule and,
       // unless the tenant says otherwise, tells the agent only "once", so a revoked rule really stops.
       this.remember(pending, outcome.option, client);
-      const forwarded = this.store.meta?.relayAlwaysAsMade ? undefined : onceOf(outcome.option.kind, offeredOptions(JSON.parse(pending.params)));
+      const forwarded = this.store.meta?.relayAlwaysAsMade
+        ? undefined
+        : onceOf(outcome.option.kind, offeredOptions(JSON.parse(pending.params)));
       if (forwarded) {
         const result = { ...(response.result as object), outcome: { outcome: "selected", optionId: forwarded.optionId } };
         this.resolvePermission(pending, result, by, outcome.option);
@@ -514,8 +538,7 @@ export class SessionObject extends DurableObject<Env> {
   private routeAgentRequest(epoch: number, agentReqId: JsonRpcId, method: string, params: unknown): void {
     const turn = this.store.turn;
     const candidates = this.clients.all().filter((ws) => canServe(attachmentOf(ws)?.caps, method));
-    const preferred =
-      turn.state !== "idle" ? candidates.find((ws) => attachmentOf(ws)?.connId === turn.connId) : undefined;
+    const preferred = turn.state !== "idle" ? candidates.find((ws) => attachmentOf(ws)?.connId === turn.connId) : undefined;
     const ws = preferred ?? candidates[0];
     const client = ws ? attachmentOf(ws) : undefined;
     if (!ws || !client) {

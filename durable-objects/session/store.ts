@@ -44,8 +44,7 @@ export interface SessionMeta {
 }
 
 export type TurnState =
-  | { state: "idle" }
-  | { state: "running" | "cancelling"; gwId: number; connId: string; user?: string | null; startedAt: number };
+  { state: "idle" } | { state: "running" | "cancelling"; gwId: number; connId: string; user?: string | null; startedAt: number };
 
 export interface PendingRow {
   permId: number;
@@ -137,16 +136,12 @@ export class SessionStore {
 
   // ── event log ─────────────────────────────────────────────────────────────
   append(kind: LogKind, body: string, at = Date.now()): number {
-    const row = this.sql
-      .exec<{ seq: number }>("INSERT INTO log (kind, body, at) VALUES (?, ?, ?) RETURNING seq", kind, body, at)
-      .one();
+    const row = this.sql.exec<{ seq: number }>("INSERT INTO log (kind, body, at) VALUES (?, ?, ?) RETURNING seq", kind, body, at).one();
     return row.seq;
   }
   /** The replayable entries in order, as a lazy cursor: replay never holds the whole log in memory. */
   replayable(): Iterable<{ seq: number; body: string }> {
-    return this.sql.exec<{ seq: number; body: string }>(
-      "SELECT seq, body FROM log WHERE kind IN ('update', 'ext') ORDER BY seq",
-    );
+    return this.sql.exec<{ seq: number; body: string }>("SELECT seq, body FROM log WHERE kind IN ('update', 'ext') ORDER BY seq");
   }
   lastSeq(): number {
     return this.sql.exec<{ seq: number | null }>("SELECT max(seq) AS seq FROM log").one().seq ?? 0;
@@ -239,9 +234,7 @@ export class SessionStore {
     );
   }
   takeAgentRequest(outId: number): AgentRequestRow | undefined {
-    const row = this.sql
-      .exec<AgentRequestSql>("DELETE FROM agent_requests WHERE out_id = ? RETURNING *", outId)
-      .toArray()[0];
+    const row = this.sql.exec<AgentRequestSql>("DELETE FROM agent_requests WHERE out_id = ? RETURNING *", outId).toArray()[0];
     return row ? agentRequestFromSql(row) : undefined;
   }
   agentRequests(where: { connId?: string; agentReqId?: JsonRpcId; epoch?: number } = {}): AgentRequestRow[] {

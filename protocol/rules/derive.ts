@@ -64,11 +64,21 @@ export function deriveRule(input: DeriveInput): DerivedRule | null {
       const dirs = new Set(paths.map(parentOf));
       if (dirs.size !== 1) return exact(`this ${kind} of ${paths.join(", ")}`);
       const dir = [...dirs][0] as string;
-      return { decision, scope, matcher: { type: "path", kinds: [kind], glob: `${escapeGlob(dir)}/**` }, description: `${verb} ${kind} of any file under ${dir}${where}` };
+      return {
+        decision,
+        scope,
+        matcher: { type: "path", kinds: [kind], glob: `${escapeGlob(dir)}/**` },
+        description: `${verb} ${kind} of any file under ${dir}${where}`,
+      };
     }
     if (paths.length !== 1) return exact(`this ${kind} of ${paths.join(", ")}`);
     const file = paths[0] as string;
-    return { decision, scope, matcher: { type: "path", kinds: [kind], glob: escapeGlob(file) }, description: `${verb} ${kind} of ${file}${where}` };
+    return {
+      decision,
+      scope,
+      matcher: { type: "path", kinds: [kind], glob: escapeGlob(file) },
+      description: `${verb} ${kind} of ${file}${where}`,
+    };
   }
 
   const name = typeof input.toolCall.name === "string" ? input.toolCall.name : undefined;

@@ -65,7 +65,14 @@ export interface CompiledRules {
 }
 
 export function compileRules(rules: Rule[]): CompiledRules {
-  const c: CompiledRules = { byCommandHead: new Map(), byToolKind: new Map(), byExactHash: new Map(), pathRules: [], hasExact: false, size: rules.length };
+  const c: CompiledRules = {
+    byCommandHead: new Map(),
+    byToolKind: new Map(),
+    byExactHash: new Map(),
+    pathRules: [],
+    hasExact: false,
+    size: rules.length,
+  };
   const add = (map: Map<string, Rule[]>, key: string, rule: Rule) => {
     const list = map.get(key);
     if (list) list.push(rule);

@@ -33,7 +33,9 @@ describe("acp-gateway agent and acp-gateway client", () => {
     const name = `example-${Date.now()}`;
     const agentBridge = startCli(["agent", "--url", url, "--name", name, "--", NODE, EXAMPLE_AGENT], { ACP_GATEWAY_KEY: keys.agent });
     await waitForAgent(url, keys.client, name, 20_000);
-    const editor = editorThrough(["--url", url, "--agent", name], (params) => ({ outcome: { outcome: "selected", optionId: params.options[0].optionId } }));
+    const editor = editorThrough(["--url", url, "--agent", name], (params) => ({
+      outcome: { outcome: "selected", optionId: params.options[0].optionId },
+    }));
     await editor.ctx.request("initialize", { protocolVersion: 1, clientCapabilities: {} });
     const { sessionId } = (await editor.ctx.request("session/new", { cwd: "/projects/demo", mcpServers: [] })) as { sessionId: string };
     const result = await editor.ctx.request("session/prompt", { sessionId, prompt: [{ type: "text", text: "Hello, agent!" }] });

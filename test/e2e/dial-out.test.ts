@@ -14,10 +14,18 @@ const keys = inject("keys");
 function remoteAgent() {
   let n = 0;
   return agent({ name: "remote-agent" })
-    .onRequest("initialize", () => ({ protocolVersion: PROTOCOL_VERSION, agentCapabilities: { loadSession: false }, agentInfo: { name: "remote-agent", version: "1.0.0" }, authMethods: [] }))
+    .onRequest("initialize", () => ({
+      protocolVersion: PROTOCOL_VERSION,
+      agentCapabilities: { loadSession: false },
+      agentInfo: { name: "remote-agent", version: "1.0.0" },
+      authMethods: [],
+    }))
     .onRequest("session/new", () => ({ sessionId: `remote-${n++}` }))
     .onRequest("session/prompt", async ({ params, client }) => {
-      await client.notify("session/update", { sessionId: params.sessionId, update: { sessionUpdate: "agent_message_chunk", content: { type: "text", text: "from afar" } } });
+      await client.notify("session/update", {
+        sessionId: params.sessionId,
+        update: { sessionUpdate: "agent_message_chunk", content: { type: "text", text: "from afar" } },
+      });
       const answer = (await client.request("session/request_permission", {
         sessionId: params.sessionId,
         toolCall: { toolCallId: "far-1", title: "Fetch", kind: "fetch", rawInput: { url: "https://example.com" } },
@@ -26,7 +34,10 @@ function remoteAgent() {
           { optionId: "no", name: "Reject", kind: "reject_once" },
         ],
       })) as { outcome: { optionId?: string } };
-      await client.notify("session/update", { sessionId: params.sessionId, update: { sessionUpdate: "agent_message_chunk", content: { type: "text", text: `answer ${answer.outcome.optionId}` } } });
+      await client.notify("session/update", {
+        sessionId: params.sessionId,
+        update: { sessionUpdate: "agent_message_chunk", content: { type: "text", text: `answer ${answer.outcome.optionId}` } },
+      });
       return { stopReason: "end_turn" };
     });
 }
@@ -43,11 +54,22 @@ async function hostAgent() {
   await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
   const address = server.address();
   const port = typeof address === "object" && address ? address.port : 0;
-  return { port, seen, close: async () => { await acp.close(); server.close(); } };
+  return {
+    port,
+    seen,
+    close: async () => {
+      await acp.close();
+      server.close();
+    },
+  };
 }
 
 const api = (path: string, body: unknown) =>
-  fetch(`${url}${path}`, { method: "POST", headers: { Authorization: `Bearer ${keys.admin}`, "Content-Type": "application/json" }, body: JSON.stringify(body) });
+  fetch(`${url}${path}`, {
+    method: "POST",
+    headers: { Authorization: `Bearer ${keys.admin}`, "Content-Type": "application/json" },
+    body: JSON.stringify(body),
+  });
 
 const closers: (() => Promise<void>)[] = [];
 afterAll(async () => {
@@ -59,7 +81,12 @@ describe("dial-out agents", () => {
     const host = await hostAgent();
     closers.push(host.close);
     const name = `remote-${Date.now()}`;
-    const registered = await api("/v1/agents", { name, mode: "dial_out", url: `ws://127.0.0.1:${host.port}/acp`, headers: { "X-Agent-Token": "t0ken" } });
+    const registered = await api("/v1/agents", {
+      name,
+      mode: "dial_out",
+      url: `ws://127.0.0.1:${host.port}/acp`,
+      headers: { "X-Agent-Token": "t0ken" },
+    });
     expect(registered.status).toBe(201);
 
     const client = await connectClient({ url, key: keys.client, agent: name });
@@ -83,7 +110,9 @@ describe("dial-out agents", () => {
     const init = (await client.request("initialize", { protocolVersion: 1 })) as Record<string, any>;
     expect(init._meta.acpGateway.agentConnected).toBe(false);
     expect(init._meta.acpGateway.agentUnreachable).toMatch(/dialling ws:\/\/127\.0\.0\.1:1\/acp failed/);
-    await expect(client.request("session/new", { cwd: "/w", mcpServers: [] })).rejects.toMatchObject({ message: expect.stringMatching(/unreachable/) });
+    await expect(client.request("session/new", { cwd: "/w", mcpServers: [] })).rejects.toMatchObject({
+      message: expect.stringMatching(/unreachable/),
+    });
     client.close();
   });
 });

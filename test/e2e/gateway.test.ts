@@ -15,9 +15,21 @@ describe("end to end with SDK peers", () => {
       script: async (turn) => {
         await turn.say("Hello ");
         await turn.say("world");
-        await turn.update({ sessionUpdate: "tool_call", toolCallId: "t1", title: "Read a.ts", kind: "read", status: "pending", locations: [{ path: "/w/a.ts", line: 3 }] });
+        await turn.update({
+          sessionUpdate: "tool_call",
+          toolCallId: "t1",
+          title: "Read a.ts",
+          kind: "read",
+          status: "pending",
+          locations: [{ path: "/w/a.ts", line: 3 }],
+        });
         await turn.update({ sessionUpdate: "tool_call_update", toolCallId: "t1", status: "in_progress" });
-        await turn.update({ sessionUpdate: "tool_call_update", toolCallId: "t1", status: "completed", content: [{ type: "content", content: { type: "text", text: "contents" } }] });
+        await turn.update({
+          sessionUpdate: "tool_call_update",
+          toolCallId: "t1",
+          status: "completed",
+          content: [{ type: "content", content: { type: "text", text: "contents" } }],
+        });
         return "end_turn";
       },
     });
@@ -31,9 +43,18 @@ describe("end to end with SDK peers", () => {
     expect(client.updates.items.map((u) => u.update.status).filter(Boolean)).toEqual(["pending", "in_progress", "completed"]);
     expect(client.updates.items[2]?.update.locations).toEqual([{ path: "/w/a.ts", line: 3 }]);
     expect(client.updates.items[4]?.update.content).toEqual([{ type: "content", content: { type: "text", text: "contents" } }]);
-    const snapshot = (await (await fetch(`${url}/v1/sessions/${sessionId}`, { headers: { Authorization: `Bearer ${keys.client}` } })).json()) as Record<string, any>;
+    const snapshot = (await (
+      await fetch(`${url}/v1/sessions/${sessionId}`, { headers: { Authorization: `Bearer ${keys.client}` } })
+    ).json()) as Record<string, any>;
     expect(snapshot.toolCalls).toEqual([
-      { toolCallId: "t1", title: "Read a.ts", kind: "read", status: "completed", locations: [{ path: "/w/a.ts", line: 3 }], content: [{ type: "content", content: { type: "text", text: "contents" } }] },
+      {
+        toolCallId: "t1",
+        title: "Read a.ts",
+        kind: "read",
+        status: "completed",
+        locations: [{ path: "/w/a.ts", line: 3 }],
+        content: [{ type: "content", content: { type: "text", text: "contents" } }],
+      },
     ]);
     client.close();
     agent.close();
@@ -46,7 +67,13 @@ describe("end to end with SDK peers", () => {
       key: keys.agent,
       name,
       script: async (turn) => {
-        const answer = await turn.askPermission({ toolCallId: "e1", title: "Edit", kind: "edit", status: "pending", locations: [{ path: "/w/b.ts" }] });
+        const answer = await turn.askPermission({
+          toolCallId: "e1",
+          title: "Edit",
+          kind: "edit",
+          status: "pending",
+          locations: [{ path: "/w/b.ts" }],
+        });
         await turn.say(`answer: ${answer.outcome.optionId}`);
         return "end_turn";
       },
@@ -161,7 +188,12 @@ describe("remembered decisions end to end", () => {
       name,
       script: async (turn) => {
         for (const id of ["first", "second"]) {
-          const answer = await turn.askPermission({ toolCallId: id, title: "Run the tests", kind: "execute", rawInput: { command: "npm test" } });
+          const answer = await turn.askPermission({
+            toolCallId: id,
+            title: "Run the tests",
+            kind: "execute",
+            rawInput: { command: "npm test" },
+          });
           answers.push(answer.outcome);
         }
         return "end_turn";
@@ -179,7 +211,9 @@ describe("remembered decisions end to end", () => {
       { outcome: "selected", optionId: "allow-once" },
       { outcome: "selected", optionId: "allow-once" },
     ]);
-    const rules = (await (await fetch(`${url}/v1/rules?q=npm`, { headers: { Authorization: `Bearer ${keys.client}` } })).json()) as { items: { description: string; hits: number }[] };
+    const rules = (await (await fetch(`${url}/v1/rules?q=npm`, { headers: { Authorization: `Bearer ${keys.client}` } })).json()) as {
+      items: { description: string; hits: number }[];
+    };
     expect(rules.items[0]?.description).toMatch(/npm test/);
     client.close();
     agent.close();

@@ -117,12 +117,22 @@ export const PERMISSION_OPTIONS = [
 ];
 
 /** An SDK agent that dials in to /agents/NAME/connect; each prompt runs the script the test gives. */
-export async function dialInAgent(opts: { url: string; key: string; name: string; script: TurnScript }): Promise<{ connection: AgentConnection; prompts: Recorder<Json>; close(): void }> {
+export async function dialInAgent(opts: {
+  url: string;
+  key: string;
+  name: string;
+  script: TurnScript;
+}): Promise<{ connection: AgentConnection; prompts: Recorder<Json>; close(): void }> {
   const prompts = new Recorder<Json>();
   const turns = new Map<string, AbortController>();
   let n = 0;
   const app = agent({ name: "e2e-agent" })
-    .onRequest("initialize", () => ({ protocolVersion: 1, agentCapabilities: { loadSession: false }, agentInfo: { name: "e2e-agent", version: "1.0.0" }, authMethods: [] }))
+    .onRequest("initialize", () => ({
+      protocolVersion: 1,
+      agentCapabilities: { loadSession: false },
+      agentInfo: { name: "e2e-agent", version: "1.0.0" },
+      authMethods: [],
+    }))
     .onRequest("session/new", () => ({ sessionId: `e2e-${Date.now()}-${n++}` }))
     .onNotification("session/cancel", ({ params }) => turns.get(params.sessionId)?.abort())
     .onRequest("session/prompt", async ({ params, client: cx }) => {
@@ -132,7 +142,11 @@ export async function dialInAgent(opts: { url: string; key: string; name: string
       const turn: Turn = {
         sessionId: params.sessionId,
         signal: controller.signal,
-        say: (text) => cx.notify("session/update", { sessionId: params.sessionId, update: { sessionUpdate: "agent_message_chunk", content: { type: "text", text } } }),
+        say: (text) =>
+          cx.notify("session/update", {
+            sessionId: params.sessionId,
+            update: { sessionUpdate: "agent_message_chunk", content: { type: "text", text } },
+          }),
         update: (update) => cx.notify("session/update", { sessionId: params.sessionId, update } as never),
         askPermission: (toolCall, options = PERMISSION_OPTIONS) =>
           cx.request("session/request_permission", { sessionId: params.sessionId, toolCall, options } as never) as Promise<Json>,
@@ -169,7 +183,9 @@ export async function waitForAgent(url: string, key: string, name: string, timeo
  * validates session/update params against the schema and drops kinds it does not know.
  */
 export async function rawClient(opts: { url: string; key: string; agent: string }) {
-  const socket = new WebSocket(wsUrl(opts.url, `/acp?agent=${encodeURIComponent(opts.agent)}`), { headers: { Authorization: `Bearer ${opts.key}` } });
+  const socket = new WebSocket(wsUrl(opts.url, `/acp?agent=${encodeURIComponent(opts.agent)}`), {
+    headers: { Authorization: `Bearer ${opts.key}` },
+  });
   const received = new Recorder<Json>();
   socket.on("message", (data) => received.push(JSON.parse(String(data)) as Json));
   await new Promise<void>((resolve, reject) => {

@@ -24,7 +24,10 @@ export function startCli(args: string[], env: Record<string, string>): ChildProc
 
 /** An ACP stream over a child's stdio: what an editor does with the agent process it launched. */
 export function stdioStream(child: ChildProcessWithoutNullStreams) {
-  return ndJsonStream(Writable.toWeb(child.stdin) as WritableStream<Uint8Array>, Readable.toWeb(child.stdout) as ReadableStream<Uint8Array>);
+  return ndJsonStream(
+    Writable.toWeb(child.stdin) as WritableStream<Uint8Array>,
+    Readable.toWeb(child.stdout) as ReadableStream<Uint8Array>,
+  );
 }
 
 export function exitOf(child: ChildProcessWithoutNullStreams, timeoutMs = 15_000): Promise<number | null> {

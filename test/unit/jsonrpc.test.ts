@@ -43,7 +43,9 @@ describe("judging a permission answer", () => {
     expect(judgeAnswer(null, options).ok).toBe(false);
   });
   it("TC-13: the option kind, not its name, is what the answer carries", () => {
-    const judged = judgeAnswer({ outcome: { outcome: "selected", optionId: "r" } }, [{ optionId: "r", name: "Allow (really)", kind: "reject_once" }]);
+    const judged = judgeAnswer({ outcome: { outcome: "selected", optionId: "r" } }, [
+      { optionId: "r", name: "Allow (really)", kind: "reject_once" },
+    ]);
     expect(judged.ok && judged.outcome.outcome === "selected" && judged.outcome.option.kind).toBe("reject_once");
   });
 });

@@ -13,7 +13,10 @@ describe("cancellation", () => {
     const prompt = await agent.peer.next(isMethod("session/prompt"));
     const first = agent.askPermission(sessionId, call("a"));
     const second = agent.askPermission(sessionId, call("b"));
-    const aliceCopies = [await alice.next(isMethod("session/request_permission")), await alice.next(isMethod("session/request_permission"))];
+    const aliceCopies = [
+      await alice.next(isMethod("session/request_permission")),
+      await alice.next(isMethod("session/request_permission")),
+    ];
     await bob.next(isMethod("session/request_permission"));
     await bob.next(isMethod("session/request_permission"));
 

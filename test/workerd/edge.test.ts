@@ -87,7 +87,12 @@ describe("the edge: bad input gets a clear JSON-RPC error and harms nothing", ()
     const { client, sessionId } = await clientWithSession(t, agent);
     agent.peer.send("not json");
     expect((await agent.peer.next((m) => m.error?.code === -32700)).id).toBeNull();
-    agent.peer.send({ jsonrpc: "2.0", id: 99, method: "session/request_permission", params: { sessionId: "other", toolCall: { toolCallId: "x" }, options: [] } });
+    agent.peer.send({
+      jsonrpc: "2.0",
+      id: 99,
+      method: "session/request_permission",
+      params: { sessionId: "other", toolCall: { toolCallId: "x" }, options: [] },
+    });
     expect((await agent.peer.next(isResponseTo(99))).error.code).toBe(-32002);
     agent.update(sessionId, { sessionUpdate: "agent_message_chunk", content: { type: "text", text: "still here" } });
     expect((await client.next(isMethod("session/update"))).params.update.content.text).toBe("still here");

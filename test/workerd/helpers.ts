@@ -165,7 +165,12 @@ export class ScriptedAgent {
   }
 
   /** Sends session/request_permission under the agent's id and returns that id. */
-  askPermission(sessionId: string, toolCall: Json, options: Json[] = DEFAULT_OPTIONS, id: number | string = `perm-${crypto.randomUUID()}`): number | string {
+  askPermission(
+    sessionId: string,
+    toolCall: Json,
+    options: Json[] = DEFAULT_OPTIONS,
+    id: number | string = `perm-${crypto.randomUUID()}`,
+  ): number | string {
     this.peer.send({ jsonrpc: "2.0", id, method: "session/request_permission", params: { sessionId, toolCall, options } });
     return id;
   }

@@ -2,7 +2,13 @@ import { env } from "cloudflare:test";
 import { describe, expect, it } from "vitest";
 import { attachClient, barrier, clientWithSession, dialInAgent, isMethod, isResponseTo, seedTenant } from "./helpers";
 
-const editCall = { toolCallId: "call-1", title: "Edit a.ts", kind: "edit", status: "pending", locations: [{ path: "/projects/demo/a.ts" }] };
+const editCall = {
+  toolCallId: "call-1",
+  title: "Edit a.ts",
+  kind: "edit",
+  status: "pending",
+  locations: [{ path: "/projects/demo/a.ts" }],
+};
 
 async function twoClientsWithPrompt() {
   const t = await seedTenant();
@@ -18,10 +24,16 @@ describe("permission requests", () => {
   it("TC-9: applies the request's toolCall to the table and sends the request to every attached client", async () => {
     const { t, agent, alice, bob, sessionId } = await twoClientsWithPrompt();
     agent.askPermission(sessionId, editCall);
-    const [a, b] = await Promise.all([alice.next(isMethod("session/request_permission")), bob.next(isMethod("session/request_permission"))]);
+    const [a, b] = await Promise.all([
+      alice.next(isMethod("session/request_permission")),
+      bob.next(isMethod("session/request_permission")),
+    ]);
     expect(a.params).toEqual(b.params);
     expect(a.params.toolCall).toEqual(editCall);
-    const snapshot = await env.SESSIONS.get(env.SESSIONS.idFromName(`${t.tenantId}/${sessionId}`)).snapshot({ tenantId: t.tenantId, sessionId });
+    const snapshot = await env.SESSIONS.get(env.SESSIONS.idFromName(`${t.tenantId}/${sessionId}`)).snapshot({
+      tenantId: t.tenantId,
+      sessionId,
+    });
     expect(snapshot?.toolCalls).toEqual([editCall]);
     expect(snapshot?.pendingPermissions).toHaveLength(1);
   });
@@ -29,7 +41,10 @@ describe("permission requests", () => {
   it("first answer wins: the agent gets it under its own id and the other client's copy is withdrawn", async () => {
     const { agent, alice, bob, sessionId } = await twoClientsWithPrompt();
     const agentReqId = agent.askPermission(sessionId, editCall);
-    const [a, b] = await Promise.all([alice.next(isMethod("session/request_permission")), bob.next(isMethod("session/request_permission"))]);
+    const [a, b] = await Promise.all([
+      alice.next(isMethod("session/request_permission")),
+      bob.next(isMethod("session/request_permission")),
+    ]);
     bob.respond(b.id, { outcome: { outcome: "selected", optionId: "allow" }, _meta: { ui: "bob" } });
     const answer = await agent.peer.next(isResponseTo(agentReqId));
     expect(answer.result).toEqual({ outcome: { outcome: "selected", optionId: "allow" }, _meta: { ui: "bob" } });

@@ -69,7 +69,11 @@ describe("remembered decisions in a live session", () => {
     // "curl evil.example" has no subcommand: remembered exactly.
     expect((await agent.peer.next(isResponseTo(first))).result.outcome.optionId).toBe("no");
     await client.next(isMethod("_acp_gateway/rule_created"));
-    const again = agent.askPermission(sessionId, run("r2", "curl evil.example"), OPTIONS.filter((o) => o.kind !== "reject_once"));
+    const again = agent.askPermission(
+      sessionId,
+      run("r2", "curl evil.example"),
+      OPTIONS.filter((o) => o.kind !== "reject_once"),
+    );
     expect((await agent.peer.next(isResponseTo(again))).result.outcome).toEqual({ outcome: "selected", optionId: "never" });
   });
 
@@ -112,7 +116,9 @@ describe("remembered decisions in a live session", () => {
     const { client, sessionId } = await clientWithSession(t, agent);
     await startTurn(client, agent, sessionId);
     const first = agent.askPermission(sessionId, run("m1", "cargo build"), OPTIONS);
-    client.respond((await client.next(isMethod("session/request_permission"))).id, { outcome: { outcome: "selected", optionId: "always" } });
+    client.respond((await client.next(isMethod("session/request_permission"))).id, {
+      outcome: { outcome: "selected", optionId: "always" },
+    });
     expect((await agent.peer.next(isResponseTo(first))).result.outcome.optionId).toBe("always");
   });
 
@@ -123,7 +129,9 @@ describe("remembered decisions in a live session", () => {
     const observer = await attachClient(t, agent, sessionId);
     await startTurn(client, agent, sessionId);
     const p1 = agent.askPermission(sessionId, run("a1", "git diff"), OPTIONS);
-    client.respond((await client.next(isMethod("session/request_permission"))).id, { outcome: { outcome: "selected", optionId: "always" } });
+    client.respond((await client.next(isMethod("session/request_permission"))).id, {
+      outcome: { outcome: "selected", optionId: "always" },
+    });
     await agent.peer.next(isResponseTo(p1));
     const p2 = agent.askPermission(sessionId, run("a2", "git diff HEAD"), OPTIONS);
     await agent.peer.next(isResponseTo(p2));
@@ -144,7 +152,9 @@ describe("remembered decisions in a live session", () => {
 /** Audit rows are written off the hot path; poll D1 (bounded) until they are all there. */
 async function waitForAudit(tenantId: string, count: number) {
   for (let i = 0; i < 100; i++) {
-    const { results } = await env.DB.prepare("SELECT * FROM decision_audit WHERE tenant_id = ? ORDER BY at, tool_call_id").bind(tenantId).all<Record<string, unknown>>();
+    const { results } = await env.DB.prepare("SELECT * FROM decision_audit WHERE tenant_id = ? ORDER BY at, tool_call_id")
+      .bind(tenantId)
+      .all<Record<string, unknown>>();
     if (results.length >= count) return results;
     await scheduler.wait(20);
   }

@@ -5,7 +5,10 @@ import { clientWithSession, dialInAgent, isMethod, isResponseTo, seedTenant } fr
 const api = (path: string, key: string | undefined, init: { method?: string; body?: unknown } = {}) =>
   SELF.fetch(`http://gateway.test${path}`, {
     method: init.method ?? "GET",
-    headers: { ...(key ? { Authorization: `Bearer ${key}` } : {}), ...(init.body !== undefined ? { "Content-Type": "application/json" } : {}) },
+    headers: {
+      ...(key ? { Authorization: `Bearer ${key}` } : {}),
+      ...(init.body !== undefined ? { "Content-Type": "application/json" } : {}),
+    },
     ...(init.body !== undefined ? { body: JSON.stringify(init.body) } : {}),
   });
 
@@ -17,25 +20,45 @@ describe("the rules API", () => {
     const created = await api("/v1/rules", t.adminKey, { method: "POST", body: gitStatus });
     expect(created.status).toBe(201);
     const { rule } = (await created.json()) as { rule: Record<string, any> };
-    expect(rule).toMatchObject({ decision: "allow", scope: { project: "/projects/demo" }, matcher: gitStatus.matcher, revokedAt: null, hits: 0, createdBy: { user: "admin" } });
+    expect(rule).toMatchObject({
+      decision: "allow",
+      scope: { project: "/projects/demo" },
+      matcher: gitStatus.matcher,
+      revokedAt: null,
+      hits: 0,
+      createdBy: { user: "admin" },
+    });
 
     const list = (await (await api("/v1/rules?q=git", t.clientKey)).json()) as { items: { id: string }[]; nextCursor: string | null };
     expect(list.items.map((r) => r.id)).toEqual([rule.id]);
     expect(((await (await api("/v1/rules?decision=reject", t.clientKey)).json()) as { items: unknown[] }).items).toEqual([]);
 
     const dry = (await (
-      await api("/v1/rules/test", t.clientKey, { method: "POST", body: { toolCall: { toolCallId: "x", kind: "execute", rawInput: { command: "git status -s" } }, cwd: "/projects/demo", agent: "any" } })
+      await api("/v1/rules/test", t.clientKey, {
+        method: "POST",
+        body: {
+          toolCall: { toolCallId: "x", kind: "execute", rawInput: { command: "git status -s" } },
+          cwd: "/projects/demo",
+          agent: "any",
+        },
+      })
     ).json()) as Record<string, any>;
     expect(dry).toMatchObject({ decision: "allow", rule: { id: rule.id }, option: { kind: "allow_once" } });
     const outside = (await (
-      await api("/v1/rules/test", t.clientKey, { method: "POST", body: { toolCall: { kind: "execute", rawInput: { command: "git status" } }, cwd: "/elsewhere", agent: "any" } })
+      await api("/v1/rules/test", t.clientKey, {
+        method: "POST",
+        body: { toolCall: { kind: "execute", rawInput: { command: "git status" } }, cwd: "/elsewhere", agent: "any" },
+      })
     ).json()) as Record<string, any>;
     expect(outside).toEqual({ decision: null, rule: null, option: null });
 
     const patched = await api(`/v1/rules/${rule.id}`, t.adminKey, { method: "PATCH", body: { expiresAt: 1 } });
     expect(((await patched.json()) as { rule: { expiresAt: number } }).rule.expiresAt).toBe(1);
     const expired = (await (
-      await api("/v1/rules/test", t.clientKey, { method: "POST", body: { toolCall: { kind: "execute", rawInput: { command: "git status" } }, cwd: "/projects/demo", agent: "a" } })
+      await api("/v1/rules/test", t.clientKey, {
+        method: "POST",
+        body: { toolCall: { kind: "execute", rawInput: { command: "git status" } }, cwd: "/projects/demo", agent: "a" },
+      })
     ).json()) as Record<string, any>;
     expect(expired.decision).toBeNull();
 
@@ -47,7 +70,10 @@ describe("the rules API", () => {
   it("refuses bad input with 400, wrong key kinds with 403, and another tenant's rule with 404", async () => {
     const a = await seedTenant();
     const b = await seedTenant();
-    const bad = await api("/v1/rules", a.adminKey, { method: "POST", body: { decision: "allow", matcher: { type: "command", prefix: [] } } });
+    const bad = await api("/v1/rules", a.adminKey, {
+      method: "POST",
+      body: { decision: "allow", matcher: { type: "command", prefix: [] } },
+    });
     expect(bad.status).toBe(400);
     expect(await bad.json()).toMatchObject({ error: { code: "invalid_request" } });
     expect((await api("/v1/rules", a.clientKey, { method: "POST", body: gitStatus })).status).toBe(403);
@@ -69,7 +95,10 @@ describe("the rules API", () => {
     const { rule } = (await (await api("/v1/rules", t.adminKey, { method: "POST", body: gitStatus })).json()) as { rule: { id: string } };
     client.send({ jsonrpc: "2.0", id: "p", method: "session/prompt", params: { sessionId, prompt: [] } });
     await agent.peer.next(isMethod("session/prompt"));
-    const options = [{ optionId: "ok", name: "Allow", kind: "allow_once" }, { optionId: "no", name: "Reject", kind: "reject_once" }];
+    const options = [
+      { optionId: "ok", name: "Allow", kind: "allow_once" },
+      { optionId: "no", name: "Reject", kind: "reject_once" },
+    ];
     const first = agent.askPermission(sessionId, { toolCallId: "g1", kind: "execute", rawInput: { command: "git status" } }, options);
     expect((await agent.peer.next(isResponseTo(first))).result.outcome.optionId).toBe("ok");
     expect((await api(`/v1/rules/${rule.id}`, t.adminKey, { method: "DELETE" })).status).toBe(204);
@@ -92,10 +121,15 @@ describe("the audit API", () => {
     await agent.peer.next(isMethod("session/prompt"));
     for (const id of ["q1", "q2", "q3"]) {
       const req = agent.askPermission(sessionId, { toolCallId: id, kind: "read", locations: [{ path: `/p/${id}` }] });
-      client.respond((await client.next(isMethod("session/request_permission"))).id, { outcome: { outcome: "selected", optionId: "allow" } });
+      client.respond((await client.next(isMethod("session/request_permission"))).id, {
+        outcome: { outcome: "selected", optionId: "allow" },
+      });
       await agent.peer.next(isResponseTo(req));
     }
-    let page: { items: { toolCallId: string; decidedBy: { type: string; user: string } }[]; nextCursor: string | null } = { items: [], nextCursor: null };
+    let page: { items: { toolCallId: string; decidedBy: { type: string; user: string } }[]; nextCursor: string | null } = {
+      items: [],
+      nextCursor: null,
+    };
     for (let i = 0; i < 100 && page.items.length < 2; i++) {
       page = (await (await api("/v1/audit?limit=2&decidedBy=person", t.adminKey)).json()) as typeof page;
       if (page.items.length < 2) await scheduler.wait(20);

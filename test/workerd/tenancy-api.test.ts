@@ -32,13 +32,19 @@ describe("operator and tenant admin API", () => {
     expect(JSON.stringify(listed.body)).not.toMatch(/hash/);
     expect(listed.body.items.map((k: Json) => k.label).sort()).toEqual(["admin", "carol"]);
 
-    const agent = await call("/v1/agents", admin, { method: "POST", body: { name: "remote", mode: "dial_out", url: "https://agent.example/acp", headers: { "X-Token": "s3cret" }, isDefault: true } });
+    const agent = await call("/v1/agents", admin, {
+      method: "POST",
+      body: { name: "remote", mode: "dial_out", url: "https://agent.example/acp", headers: { "X-Token": "s3cret" }, isDefault: true },
+    });
     expect(agent.status).toBe(201);
     expect(agent.body.agent).toMatchObject({ name: "remote", mode: "dial_out", headerNames: ["X-Token"], isDefault: true });
-    for (const r of [agent, await call("/v1/agents", admin), await call("/v1/agents/remote", admin)]) expect(JSON.stringify(r.body)).not.toContain("s3cret");
+    for (const r of [agent, await call("/v1/agents", admin), await call("/v1/agents/remote", admin)])
+      expect(JSON.stringify(r.body)).not.toContain("s3cret");
     expect((await call("/v1/agents", admin, { method: "POST", body: { name: "remote" } })).status).toBe(409);
     expect((await call("/v1/agents", admin, { method: "POST", body: { name: "x", mode: "dial_out" } })).status).toBe(400);
-    expect((await call("/v1/agents/remote", admin, { method: "PATCH", body: { description: "Remote agent" } })).body.agent.description).toBe("Remote agent");
+    expect(
+      (await call("/v1/agents/remote", admin, { method: "PATCH", body: { description: "Remote agent" } })).body.agent.description,
+    ).toBe("Remote agent");
     expect((await call("/v1/agents/remote", admin, { method: "DELETE" })).status).toBe(204);
     expect((await call("/v1/agents/remote", admin)).status).toBe(404);
   });
@@ -89,7 +95,9 @@ describe("isolation between tenants", () => {
     const agentA = await dialInAgent(a, "shared-name");
     const { client: clientA, sessionId } = await clientWithSession(a, agentA);
     const keyA = (await call("/v1/keys", a.adminKey, { method: "POST", body: { kind: "client", label: "a-user" } })).body.id as string;
-    const ruleA = (await call("/v1/rules", a.adminKey, { method: "POST", body: { decision: "allow", matcher: { type: "command", prefix: ["ls"] } } })).body.rule.id as string;
+    const ruleA = (
+      await call("/v1/rules", a.adminKey, { method: "POST", body: { decision: "allow", matcher: { type: "command", prefix: ["ls"] } } })
+    ).body.rule.id as string;
     const before = (await call(`/v1/sessions/${sessionId}`, a.clientKey)).body;
 
     // REST: every endpoint that takes an id.
@@ -168,15 +176,20 @@ describe("revocation and expiry", () => {
 
   it("an expired key is refused, and a disabled tenant's connections close", async () => {
     const t = await seedTenant();
-    const expiring = (await call("/v1/keys", t.adminKey, { method: "POST", body: { kind: "client", expiresAt: Date.now() + 60_000 } })).body;
+    const expiring = (await call("/v1/keys", t.adminKey, { method: "POST", body: { kind: "client", expiresAt: Date.now() + 60_000 } }))
+      .body;
     const live = await connect("/acp?agent=x", expiring.key);
-    await env.DB.prepare("UPDATE api_keys SET expires_at = ? WHERE id = ?").bind(Date.now() - 1, expiring.id).run();
+    await env.DB.prepare("UPDATE api_keys SET expires_at = ? WHERE id = ?")
+      .bind(Date.now() - 1, expiring.id)
+      .run();
     expect((await live.closed).code).toBe(4401);
     expect((await call("/v1/sessions", expiring.key)).status).toBe(401);
 
     const agent = await connect("/agents/a1/connect", t.agentKey);
     const other = await connect("/acp?agent=a1", t.clientKey);
-    expect((await call(`/v1/tenants/${t.tenantId}`, OPERATOR, { method: "PATCH", body: { disabled: true } })).body.tenant.disabled).toBe(true);
+    expect((await call(`/v1/tenants/${t.tenantId}`, OPERATOR, { method: "PATCH", body: { disabled: true } })).body.tenant.disabled).toBe(
+      true,
+    );
     expect((await agent.closed).code).toBe(4401);
     expect((await other.closed).code).toBe(4401);
     expect((await upgrade("/acp?agent=a1", t.clientKey)).status).toBe(401);

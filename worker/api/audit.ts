@@ -67,7 +67,10 @@ auditApi.openapi(
       }),
     },
     responses: {
-      200: { description: "A page of entries", content: { "application/json": { schema: z.object({ items: z.array(AuditEntrySchema), nextCursor: z.string().nullable() }) } } },
+      200: {
+        description: "A page of entries",
+        content: { "application/json": { schema: z.object({ items: z.array(AuditEntrySchema), nextCursor: z.string().nullable() }) } },
+      },
       400: { description: "Invalid request", content: { "application/json": { schema: ErrorSchema } } },
       401: { description: "Missing or bad credentials", content: { "application/json": { schema: ErrorSchema } } },
       403: { description: "A key of the wrong kind", content: { "application/json": { schema: ErrorSchema } } },
@@ -86,7 +89,17 @@ auditApi.openapi(
          AND (?7 IS NULL OR at < ?7 OR (at = ?7 AND id < ?8))
        ORDER BY at DESC, id DESC LIMIT ?9`,
     )
-      .bind(tenantId, q.sessionId ?? null, q.agent ?? null, q.decidedBy ?? null, q.ruleId ?? null, q.user ?? null, cursorAt, cursorId, limit + 1)
+      .bind(
+        tenantId,
+        q.sessionId ?? null,
+        q.agent ?? null,
+        q.decidedBy ?? null,
+        q.ruleId ?? null,
+        q.user ?? null,
+        cursorAt,
+        cursorId,
+        limit + 1,
+      )
       .all<AuditRow>();
     const page = results.slice(0, limit);
     const last = page.at(-1);

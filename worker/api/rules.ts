@@ -17,7 +17,14 @@ const MatcherSchema = z
   .union([
     z.object({ type: z.literal("tool"), kind: z.string().min(1), name: z.string().min(1).optional() }),
     z.object({ type: z.literal("command"), prefix: z.array(z.string().min(1)).min(1).max(32) }),
-    z.object({ type: z.literal("path"), glob: z.string().min(1).max(1024), kinds: z.array(z.enum(["read", "edit", "delete", "move"])).min(1).optional() }),
+    z.object({
+      type: z.literal("path"),
+      glob: z.string().min(1).max(1024),
+      kinds: z
+        .array(z.enum(["read", "edit", "delete", "move"]))
+        .min(1)
+        .optional(),
+    }),
     z.object({ type: z.literal("exact"), hash: z.string().regex(/^[0-9a-f]{64}$/) }),
   ])
   .openapi("Matcher");
@@ -114,7 +121,10 @@ rulesApi.openapi(
       }),
     },
     responses: {
-      200: { description: "A page of rules", content: { "application/json": { schema: z.object({ items: z.array(RuleSchema), nextCursor: z.string().nullable() }) } } },
+      200: {
+        description: "A page of rules",
+        content: { "application/json": { schema: z.object({ items: z.array(RuleSchema), nextCursor: z.string().nullable() }) } },
+      },
       ...errors,
     },
   }),
@@ -172,7 +182,10 @@ rulesApi.openapi(
     middleware: [requireKey("admin")] as const,
     request: {
       params: z.object({ id: z.string() }),
-      body: { content: { "application/json": { schema: z.object({ expiresAt: z.number().int().positive().nullable() }) } }, required: true },
+      body: {
+        content: { "application/json": { schema: z.object({ expiresAt: z.number().int().positive().nullable() }) } },
+        required: true,
+      },
     },
     responses: { 200: { description: "The rule", content: { "application/json": { schema: z.object({ rule: RuleSchema }) } } }, ...errors },
   }),
@@ -222,7 +235,11 @@ rulesApi.openapi(
         description: "The decision",
         content: {
           "application/json": {
-            schema: z.object({ decision: z.enum(["allow", "reject"]).nullable(), rule: RuleSchema.nullable(), option: PermissionOptionSchema.nullable() }),
+            schema: z.object({
+              decision: z.enum(["allow", "reject"]).nullable(),
+              rule: RuleSchema.nullable(),
+              option: PermissionOptionSchema.nullable(),
+            }),
           },
         },
       },
@@ -239,10 +256,21 @@ rulesApi.openapi(
     const stub = c.env.RULES.get(c.env.RULES.idFromName(tenantId));
     // SAFETY: the tool call is JSON from the validated body.
     const toolCall = body.toolCall as Record<string, string | number | boolean | null | object>;
-    const result = await stub.dryRun(tenantId, { sessionId: "", agent: body.agent, cwd: body.cwd, user: body.user ?? null, toolCall, options });
+    const result = await stub.dryRun(tenantId, {
+      sessionId: "",
+      agent: body.agent,
+      cwd: body.cwd,
+      user: body.user ?? null,
+      toolCall,
+      options,
+    });
     const rule = result.ruleId ? await ruleById(c.env.DB, tenantId, result.ruleId) : undefined;
     return c.json(
-      { decision: result.decision, rule: rule ? ruleJson(rule) : null, option: options.find((o) => o.optionId === result.optionId) ?? null },
+      {
+        decision: result.decision,
+        rule: rule ? ruleJson(rule) : null,
+        option: options.find((o) => o.optionId === result.optionId) ?? null,
+      },
       200,
     );
   },

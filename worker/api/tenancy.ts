@@ -27,7 +27,12 @@ const page = <T extends z.ZodType>(item: T) => z.object({ items: z.array(item), 
 // ── schemas ─────────────────────────────────────────────────────────────────────────────────────
 const SettingsSchema = z
   .object({
-    permissionDeadlineMs: z.number().int().min(1000).max(7 * 24 * 3600 * 1000).optional(),
+    permissionDeadlineMs: z
+      .number()
+      .int()
+      .min(1000)
+      .max(7 * 24 * 3600 * 1000)
+      .optional(),
     relayAlwaysAsMade: z.boolean().optional(),
   })
   .strict()
@@ -63,7 +68,10 @@ const AgentSchema = z
   })
   .openapi("Agent");
 const AgentName = z.string().regex(AGENT_NAME, "letters, digits, '.', '-', '_'; 1–64 characters");
-const AgentUrl = z.string().url().refine((u) => /^(https?|wss?):\/\//.test(u), "an http(s) or ws(s) URL");
+const AgentUrl = z
+  .string()
+  .url()
+  .refine((u) => /^(https?|wss?):\/\//.test(u), "an http(s) or ws(s) URL");
 const Headers = z.record(z.string().regex(/^[A-Za-z0-9-]{1,64}$/), z.string().max(4096));
 
 // ── operator: tenants ───────────────────────────────────────────────────────────────────────────
@@ -77,7 +85,14 @@ const requireOperator = createMiddleware<AppEnv>(async function requireOperator(
 });
 
 type TenantRow = { id: string; slug: string; name: string; disabled: number; settings: string; created_at: number };
-const tenantJson = (r: TenantRow) => ({ id: r.id, slug: r.slug, name: r.name, disabled: r.disabled === 1, settings: JSON.parse(r.settings) as z.infer<typeof SettingsSchema>, createdAt: r.created_at });
+const tenantJson = (r: TenantRow) => ({
+  id: r.id,
+  slug: r.slug,
+  name: r.name,
+  disabled: r.disabled === 1,
+  settings: JSON.parse(r.settings) as z.infer<typeof SettingsSchema>,
+  createdAt: r.created_at,
+});
 
 export const tenancyApi = new OpenAPIHono<AppEnv>({ defaultHook: validationHook });
 
@@ -90,12 +105,22 @@ tenancyApi.openapi(
     middleware: [requireOperator] as const,
     request: {
       body: {
-        content: { "application/json": { schema: z.object({ slug: z.string().regex(/^[a-z0-9][a-z0-9-]{1,62}$/), name: z.string().min(1).max(200) }) } },
+        content: {
+          "application/json": {
+            schema: z.object({ slug: z.string().regex(/^[a-z0-9][a-z0-9-]{1,62}$/), name: z.string().min(1).max(200) }),
+          },
+        },
         required: true,
       },
     },
     responses: {
-      201: json(z.object({ tenant: TenantSchema, adminKey: z.object({ id: z.string(), prefix: z.string(), kind: z.literal("admin"), key: z.string() }) }), "The tenant"),
+      201: json(
+        z.object({
+          tenant: TenantSchema,
+          adminKey: z.object({ id: z.string(), prefix: z.string(), kind: z.literal("admin"), key: z.string() }),
+        }),
+        "The tenant",
+      ),
       ...errors,
     },
   }),
@@ -124,7 +149,9 @@ tenancyApi.openapi(
   }),
   async (c) => {
     const { cursor, limit } = pageParams(c.req.valid("query").cursor, c.req.valid("query").limit);
-    const { results } = await c.env.DB.prepare("SELECT * FROM tenants WHERE (?1 IS NULL OR id > ?1) ORDER BY id LIMIT ?2").bind(cursor, limit + 1).all<TenantRow>();
+    const { results } = await c.env.DB.prepare("SELECT * FROM tenants WHERE (?1 IS NULL OR id > ?1) ORDER BY id LIMIT ?2")
+      .bind(cursor, limit + 1)
+      .all<TenantRow>();
     const items = results.slice(0, limit);
     return c.json({ items: items.map(tenantJson), nextCursor: results.length > limit ? (items.at(-1)?.id ?? null) : null }, 200);
   },
@@ -139,7 +166,18 @@ tenancyApi.openapi(
     middleware: [requireOperator] as const,
     request: {
       params: z.object({ id: z.string() }),
-      body: { content: { "application/json": { schema: z.object({ name: z.string().min(1).max(200).optional(), disabled: z.boolean().optional(), settings: SettingsSchema.optional() }) } }, required: true },
+      body: {
+        content: {
+          "application/json": {
+            schema: z.object({
+              name: z.string().min(1).max(200).optional(),
+              disabled: z.boolean().optional(),
+              settings: SettingsSchema.optional(),
+            }),
+          },
+        },
+        required: true,
+      },
     },
     responses: { 200: json(z.object({ tenant: TenantSchema }), "The tenant"), ...errors },
   }),
@@ -160,7 +198,17 @@ tenancyApi.openapi(
 );
 
 // ── tenant admin: keys ─────────────────────────────────────────────────────────────────────────
-type KeyRow = { id: string; prefix: string; kind: "client" | "agent" | "admin"; label: string | null; agent: string | null; expires_at: number | null; created_at: number; last_used_at: number | null; revoked_at: number | null };
+type KeyRow = {
+  id: string;
+  prefix: string;
+  kind: "client" | "agent" | "admin";
+  label: string | null;
+  agent: string | null;
+  expires_at: number | null;
+  created_at: number;
+  last_used_at: number | null;
+  revoked_at: number | null;
+};
 const keyJson = (r: KeyRow) => ({
   id: r.id,
   prefix: r.prefix,
@@ -173,7 +221,11 @@ const keyJson = (r: KeyRow) => ({
   revokedAt: r.revoked_at,
 });
 
-async function createKey(db: D1Database, tenantId: string, k: { kind: "client" | "agent" | "admin"; label?: string | null; agent?: string | null; expiresAt?: number | null }) {
+async function createKey(
+  db: D1Database,
+  tenantId: string,
+  k: { kind: "client" | "agent" | "admin"; label?: string | null; agent?: string | null; expiresAt?: number | null },
+) {
   const key = randomId(`acp_${k.kind}`, 40);
   const id = randomId("key");
   const prefix = key.slice(0, 16);
@@ -195,13 +247,24 @@ tenancyApi.openapi(
       body: {
         content: {
           "application/json": {
-            schema: z.object({ kind: KeyKind, label: z.string().min(1).max(200).optional(), agent: AgentName.optional(), expiresAt: z.number().int().positive().optional() }),
+            schema: z.object({
+              kind: KeyKind,
+              label: z.string().min(1).max(200).optional(),
+              agent: AgentName.optional(),
+              expiresAt: z.number().int().positive().optional(),
+            }),
           },
         },
         required: true,
       },
     },
-    responses: { 201: json(KeySchema.omit({ createdAt: true, lastUsedAt: true, revokedAt: true }).extend({ key: z.string() }), "The key, with its secret"), ...errors },
+    responses: {
+      201: json(
+        KeySchema.omit({ createdAt: true, lastUsedAt: true, revokedAt: true }).extend({ key: z.string() }),
+        "The key, with its secret",
+      ),
+      ...errors,
+    },
   }),
   async (c) => {
     const { tenantId } = c.get("principal");
@@ -209,7 +272,15 @@ tenancyApi.openapi(
     if (body.agent !== undefined && body.kind !== "agent") throw ApiError.badRequest("agent is only for agent keys");
     const created = await createKey(c.env.DB, tenantId, body);
     return c.json(
-      { id: created.id, prefix: created.prefix, kind: body.kind, label: body.label ?? null, agent: body.agent ?? null, expiresAt: body.expiresAt ?? null, key: created.key },
+      {
+        id: created.id,
+        prefix: created.prefix,
+        kind: body.kind,
+        label: body.label ?? null,
+        agent: body.agent ?? null,
+        expiresAt: body.expiresAt ?? null,
+        key: created.key,
+      },
       201,
     );
   },
@@ -251,7 +322,9 @@ tenancyApi.openapi(
   async (c) => {
     const { tenantId } = c.get("principal");
     const id = c.req.valid("param").id;
-    const result = await c.env.DB.prepare("UPDATE api_keys SET revoked_at = coalesce(revoked_at, ?) WHERE tenant_id = ? AND id = ?").bind(Date.now(), tenantId, id).run();
+    const result = await c.env.DB.prepare("UPDATE api_keys SET revoked_at = coalesce(revoked_at, ?) WHERE tenant_id = ? AND id = ?")
+      .bind(Date.now(), tenantId, id)
+      .run();
     if (result.meta.changes === 0) throw ApiError.notFound("Key");
     await closeAgentConnections(c.env, tenantId, id, "the agent key was revoked");
     return c.body(null, 204);
@@ -259,7 +332,16 @@ tenancyApi.openapi(
 );
 
 // ── tenant admin: agents ───────────────────────────────────────────────────────────────────────
-type AgentRow = { name: string; description: string | null; mode: "dial_in" | "dial_out"; url: string | null; headers: string | null; is_default: number; created_at: number; updated_at: number };
+type AgentRow = {
+  name: string;
+  description: string | null;
+  mode: "dial_in" | "dial_out";
+  url: string | null;
+  headers: string | null;
+  is_default: number;
+  created_at: number;
+  updated_at: number;
+};
 const agentJson = (r: AgentRow) => ({
   name: r.name,
   description: r.description,
@@ -270,7 +352,13 @@ const agentJson = (r: AgentRow) => ({
   createdAt: r.created_at,
   updatedAt: r.updated_at,
 });
-const agentFields = { description: z.string().max(1000).optional(), mode: z.enum(["dial_in", "dial_out"]).optional(), url: AgentUrl.optional(), headers: Headers.optional(), isDefault: z.boolean().optional() };
+const agentFields = {
+  description: z.string().max(1000).optional(),
+  mode: z.enum(["dial_in", "dial_out"]).optional(),
+  url: AgentUrl.optional(),
+  headers: Headers.optional(),
+  isDefault: z.boolean().optional(),
+};
 
 async function findAgent(db: D1Database, tenantId: string, name: string): Promise<AgentRow> {
   const row = await db.prepare("SELECT * FROM agents WHERE tenant_id = ? AND name = ?").bind(tenantId, name).first<AgentRow>();
@@ -278,17 +366,26 @@ async function findAgent(db: D1Database, tenantId: string, name: string): Promis
   return row;
 }
 
-async function saveAgent(db: D1Database, principal: Principal, name: string, next: Omit<AgentRow, "created_at" | "updated_at" | "name">, insert: boolean) {
+async function saveAgent(
+  db: D1Database,
+  principal: Principal,
+  name: string,
+  next: Omit<AgentRow, "created_at" | "updated_at" | "name">,
+  insert: boolean,
+) {
   if (next.mode === "dial_out" && !next.url) throw ApiError.badRequest("a dial_out agent needs the url of its ACP WebSocket endpoint");
   const statements = [];
-  if (next.is_default) statements.push(db.prepare("UPDATE agents SET is_default = 0 WHERE tenant_id = ? AND name != ?").bind(principal.tenantId, name));
+  if (next.is_default)
+    statements.push(db.prepare("UPDATE agents SET is_default = 0 WHERE tenant_id = ? AND name != ?").bind(principal.tenantId, name));
   statements.push(
     insert
       ? db
           .prepare("INSERT INTO agents (tenant_id, name, description, mode, url, headers, is_default) VALUES (?, ?, ?, ?, ?, ?, ?)")
           .bind(principal.tenantId, name, next.description, next.mode, next.url, next.headers, next.is_default)
       : db
-          .prepare("UPDATE agents SET description = ?, mode = ?, url = ?, headers = ?, is_default = ?, updated_at = ? WHERE tenant_id = ? AND name = ?")
+          .prepare(
+            "UPDATE agents SET description = ?, mode = ?, url = ?, headers = ?, is_default = ?, updated_at = ? WHERE tenant_id = ? AND name = ?",
+          )
           .bind(next.description, next.mode, next.url, next.headers, next.is_default, Date.now(), principal.tenantId, name),
   );
   await db.batch(statements);
@@ -308,13 +405,21 @@ tenancyApi.openapi(
   async (c) => {
     const principal = c.get("principal");
     const body = c.req.valid("json");
-    const exists = await c.env.DB.prepare("SELECT 1 FROM agents WHERE tenant_id = ? AND name = ?").bind(principal.tenantId, body.name).first();
+    const exists = await c.env.DB.prepare("SELECT 1 FROM agents WHERE tenant_id = ? AND name = ?")
+      .bind(principal.tenantId, body.name)
+      .first();
     if (exists) throw new ApiError(409, "conflict", `An agent named "${body.name}" exists`);
     const row = await saveAgent(
       c.env.DB,
       principal,
       body.name,
-      { description: body.description ?? null, mode: body.mode ?? "dial_in", url: body.url ?? null, headers: body.headers ? JSON.stringify(body.headers) : null, is_default: body.isDefault ? 1 : 0 },
+      {
+        description: body.description ?? null,
+        mode: body.mode ?? "dial_in",
+        url: body.url ?? null,
+        headers: body.headers ? JSON.stringify(body.headers) : null,
+        is_default: body.isDefault ? 1 : 0,
+      },
       true,
     );
     return c.json({ agent: agentJson(row) }, 201);
@@ -334,7 +439,11 @@ tenancyApi.openapi(
   async (c) => {
     const { tenantId } = c.get("principal");
     const { cursor, limit } = pageParams(c.req.valid("query").cursor, c.req.valid("query").limit);
-    const { results } = await c.env.DB.prepare("SELECT * FROM agents WHERE tenant_id = ?1 AND (?2 IS NULL OR name > ?2) ORDER BY name LIMIT ?3").bind(tenantId, cursor, limit + 1).all<AgentRow>();
+    const { results } = await c.env.DB.prepare(
+      "SELECT * FROM agents WHERE tenant_id = ?1 AND (?2 IS NULL OR name > ?2) ORDER BY name LIMIT ?3",
+    )
+      .bind(tenantId, cursor, limit + 1)
+      .all<AgentRow>();
     const items = results.slice(0, limit);
     return c.json({ items: items.map(agentJson), nextCursor: results.length > limit ? (items.at(-1)?.name ?? null) : null }, 200);
   },
@@ -360,7 +469,10 @@ tenancyApi.openapi(
     tags: ["agents"],
     summary: "Change an agent",
     middleware: [requireKey("admin")] as const,
-    request: { params: z.object({ name: z.string() }), body: { content: { "application/json": { schema: z.object(agentFields) } }, required: true } },
+    request: {
+      params: z.object({ name: z.string() }),
+      body: { content: { "application/json": { schema: z.object(agentFields) } }, required: true },
+    },
     responses: { 200: json(z.object({ agent: AgentSchema }), "The agent"), ...errors },
   }),
   async (c) => {

@@ -17,7 +17,15 @@ sessionRoutes.get("/v1/sessions", requireKey("client", "admin"), async (c) => {
       WHERE tenant_id = ? AND (? IS NULL OR session_id > ?) ORDER BY session_id LIMIT ?`,
   )
     .bind(tenantId, cursor, cursor, limit + 1)
-    .all<{ session_id: string; agent: string; cwd: string; title: string | null; created_by: string | null; created_at: number; updated_at: number }>();
+    .all<{
+      session_id: string;
+      agent: string;
+      cwd: string;
+      title: string | null;
+      created_by: string | null;
+      created_at: number;
+      updated_at: number;
+    }>();
   const page = rows.results.slice(0, limit);
   return c.json({
     items: page.map((r) => ({

@@ -1,5 +1,14 @@
 import { describe, expect, it } from "vitest";
-import { type DecisionContext, type Rule, canonicalJson, compileRules, decide, deriveRule, exactHash, parseCommands } from "../../../protocol/rules";
+import {
+  type DecisionContext,
+  type Rule,
+  canonicalJson,
+  compileRules,
+  decide,
+  deriveRule,
+  exactHash,
+  parseCommands,
+} from "../../../protocol/rules";
 
 const ALL_OPTIONS = [
   { optionId: "ao", name: "Allow once", kind: "allow_once" },
@@ -38,7 +47,13 @@ describe("remembered decisions: matching", () => {
 
   it("handles the argv and object shapes real agents send", () => {
     const rules = [rule({ matcher: { type: "command", prefix: ["git", "status"] } })];
-    for (const rawInput of ["git status", ["git", "status"], { cmd: "git status" }, { command: "git", args: ["status"] }, { argv: ["bash", "-c", "git status"] }]) {
+    for (const rawInput of [
+      "git status",
+      ["git", "status"],
+      { cmd: "git status" },
+      { command: "git", args: ["status"] },
+      { argv: ["bash", "-c", "git status"] },
+    ]) {
       expect(decideWith(rules, ctx({ toolCallId: "t", kind: "execute", rawInput })).decision).toBe("allow");
     }
     for (const rawInput of [null, 42, { command: 1 }, { command: "git", args: "status" }, ["bash", "-c", "git status", "extra"]]) {
@@ -48,7 +63,17 @@ describe("remembered decisions: matching", () => {
 
   it("does not let env prefixes, redirections or wrappers smuggle another command", () => {
     const rules = [rule({ matcher: { type: "command", prefix: ["git", "status"] } })];
-    for (const command of ["FOO=1 rm -rf /", "git status >> ~/.profile", "git status < /etc/shadow", "bash -c 'git status' && rm x", "git status <<EOF\nx\nEOF", "(git status; rm -rf /)", "{ git status; rm -rf /; }", "git status | tee out", "git status <(rm -rf ~)"]) {
+    for (const command of [
+      "FOO=1 rm -rf /",
+      "git status >> ~/.profile",
+      "git status < /etc/shadow",
+      "bash -c 'git status' && rm x",
+      "git status <<EOF\nx\nEOF",
+      "(git status; rm -rf /)",
+      "{ git status; rm -rf /; }",
+      "git status | tee out",
+      "git status <(rm -rf ~)",
+    ]) {
       expect(decideWith(rules, ctx(exec(command))).decision, command).toBeNull();
     }
     expect(decideWith(rules, ctx(exec("(git status)"))).decision).toBe("allow");
@@ -73,7 +98,12 @@ describe("remembered decisions: matching", () => {
 
   it("judges diff paths as well as locations", () => {
     const rules = [rule({ matcher: { type: "path", kinds: ["edit"], glob: "/projects/demo/src/**" } })];
-    const call = { toolCallId: "t", kind: "edit", locations: [{ path: "/projects/demo/src/a.ts" }], content: [{ type: "diff", path: "/projects/demo/.env", oldText: null, newText: "x" }] };
+    const call = {
+      toolCallId: "t",
+      kind: "edit",
+      locations: [{ path: "/projects/demo/src/a.ts" }],
+      content: [{ type: "diff", path: "/projects/demo/.env", oldText: null, newText: "x" }],
+    };
     expect(decideWith(rules, ctx(call)).decision).toBeNull();
   });
 
@@ -132,7 +162,9 @@ describe("remembered decisions: precedence, lifetime, scope, options", () => {
     expect(decideWith(rules, ctx(exec("ls"), { options: noAllow })).decision).toBeNull();
     const rejects = [rule({ decision: "reject", matcher: { type: "command", prefix: ["ls"] } })];
     expect(decideWith(rejects, ctx(exec("ls"))).option?.kind).toBe("reject_once");
-    expect(decideWith(rejects, ctx(exec("ls"), { options: ALL_OPTIONS.filter((o) => o.kind !== "reject_once") })).option?.kind).toBe("reject_always");
+    expect(decideWith(rejects, ctx(exec("ls"), { options: ALL_OPTIONS.filter((o) => o.kind !== "reject_once") })).option?.kind).toBe(
+      "reject_always",
+    );
   });
 
   it("decides among 10,000 rules by looking at few of them", () => {
@@ -149,24 +181,44 @@ describe("deriving a rule from a person's *_always answer", () => {
   const base = { cwd: "/projects/demo", agent: "demo", exactHash: "a".repeat(64) };
   it("TC-19: a command becomes its program and subcommand, scoped to the project and agent, and says so", () => {
     const r = deriveRule({ ...base, toolCall: exec("git status --short"), optionKind: "allow_always", optionName: "Always allow" });
-    expect(r).toMatchObject({ decision: "allow", matcher: { type: "command", prefix: ["git", "status"] }, scope: { project: "/projects/demo", agent: "demo" } });
+    expect(r).toMatchObject({
+      decision: "allow",
+      matcher: { type: "command", prefix: ["git", "status"] },
+      scope: { project: "/projects/demo", agent: "demo" },
+    });
     expect(r?.description).toMatch(/git status/);
     expect(r?.description).toMatch(/\/projects\/demo/);
-    expect(deriveRule({ ...base, toolCall: exec("npm run build"), optionKind: "allow_always", optionName: "" })?.matcher).toEqual({ type: "command", prefix: ["npm", "run", "build"] });
+    expect(deriveRule({ ...base, toolCall: exec("npm run build"), optionKind: "allow_always", optionName: "" })?.matcher).toEqual({
+      type: "command",
+      prefix: ["npm", "run", "build"],
+    });
   });
   it("remembers compound commands and commands without a subcommand exactly", () => {
     for (const command of ["git status && rm -rf /", "rm -rf build", "FOO=1 make"]) {
-      expect(deriveRule({ ...base, toolCall: exec(command), optionKind: "allow_always", optionName: "" })?.matcher.type, command).toBe("exact");
+      expect(deriveRule({ ...base, toolCall: exec(command), optionKind: "allow_always", optionName: "" })?.matcher.type, command).toBe(
+        "exact",
+      );
     }
   });
   it("an edit becomes the file, or its directory when the option's name says so", () => {
     const edit = { toolCallId: "t", kind: "edit", locations: [{ path: "/projects/demo/src/a.ts" }] };
-    expect(deriveRule({ ...base, toolCall: edit, optionKind: "allow_always", optionName: "Always allow" })?.matcher).toEqual({ type: "path", kinds: ["edit"], glob: "/projects/demo/src/a.ts" });
-    expect(deriveRule({ ...base, toolCall: edit, optionKind: "reject_always", optionName: "Always allow edits in this directory" })).toMatchObject({ decision: "reject", matcher: { type: "path", glob: "/projects/demo/src/**" } });
+    expect(deriveRule({ ...base, toolCall: edit, optionKind: "allow_always", optionName: "Always allow" })?.matcher).toEqual({
+      type: "path",
+      kinds: ["edit"],
+      glob: "/projects/demo/src/a.ts",
+    });
+    expect(
+      deriveRule({ ...base, toolCall: edit, optionKind: "reject_always", optionName: "Always allow edits in this directory" }),
+    ).toMatchObject({ decision: "reject", matcher: { type: "path", glob: "/projects/demo/src/**" } });
   });
   it("an MCP tool becomes its kind and name; a once answer or an allowed switch_mode derives nothing", () => {
-    expect(deriveRule({ ...base, toolCall: { toolCallId: "t", kind: "other", name: "mcp__x__y" }, optionKind: "allow_always", optionName: "" })?.matcher).toEqual({ type: "tool", kind: "other", name: "mcp__x__y" });
+    expect(
+      deriveRule({ ...base, toolCall: { toolCallId: "t", kind: "other", name: "mcp__x__y" }, optionKind: "allow_always", optionName: "" })
+        ?.matcher,
+    ).toEqual({ type: "tool", kind: "other", name: "mcp__x__y" });
     expect(deriveRule({ ...base, toolCall: exec("git status"), optionKind: "allow_once", optionName: "" })).toBeNull();
-    expect(deriveRule({ ...base, toolCall: { toolCallId: "t", kind: "switch_mode" }, optionKind: "allow_always", optionName: "" })).toBeNull();
+    expect(
+      deriveRule({ ...base, toolCall: { toolCallId: "t", kind: "switch_mode" }, optionKind: "allow_always", optionName: "" }),
+    ).toBeNull();
   });
 });

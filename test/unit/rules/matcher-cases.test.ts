@@ -12,7 +12,8 @@ const OPTIONS = [
 type Case = { command?: unknown; kind?: string; paths?: string[]; rawInput?: unknown; expect: string; why?: string };
 
 function toolCallOf(c: Case): Record<string, unknown> {
-  if (c.command !== undefined) return { toolCallId: "t", kind: "execute", title: "Run something harmless", rawInput: { command: c.command } };
+  if (c.command !== undefined)
+    return { toolCallId: "t", kind: "execute", title: "Run something harmless", rawInput: { command: c.command } };
   if (c.paths !== undefined) return { toolCallId: "t", kind: c.kind, title: "Edit a file", locations: c.paths.map((path) => ({ path })) };
   return { toolCallId: "t", kind: c.kind, rawInput: c.rawInput };
 }
