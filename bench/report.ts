@@ -83,6 +83,31 @@ ${rows(s.replay.rows, (x) => `| ${x.events} | ${x.ms} ms | ${x.rssBeforeMiB} →
 ${rows(s.toolCalls.rows, (x) => `| ${x.tableSize} | ${x.msPerUpdate} |`)}
 
 ![scaling](bench/results/scaling.svg)
+
+## Where targets are missed: why, and what would fix it
+
+- **Relay latency and throughput.** Each relayed frame costs one SQLite commit in the SessionObject
+  (the log append that makes replay, recovery and audit possible) and Durable Object *output gates*
+  hold the fan-out until that commit is durable; the baseline relay writes nothing. The gateway path
+  also has one object more (agent → AgentObject → SessionObject → edge → client). Fixes, in order of
+  value: append updates to the log in batches (a per-object write buffer flushed every few ms, with
+  the fan-out sent after the batch commits — throughput rises with batch size); move the agent's
+  socket into the SessionObject for single-session agents to drop a hop; keep the JSON parse at the
+  AgentObject only (the session re-parses today).
+- **Replay of 10k events.** The replay is sent frame by frame from a SQLite cursor through the edge
+  to the client; the time is dominated by per-frame WebSocket work on the edge and the client. Fix:
+  send replay frames in chunks (several JSON-RPC messages per read from the cursor, written with one
+  \`send\` per frame but without waking the edge per frame — or a compact replay where consecutive text
+  chunks of one message are merged) and cap replay to the last N events plus the current tool-call
+  table for very long sessions.
+- **tool_call_update cost at 10k tool calls.** Each update is one primary-key read and one write, so
+  the cost should not grow with the table; the growth measured here follows the bulk insert of 10k
+  rows just before (WAL checkpoints and the workerd process's memory, which the replay scenario had
+  grown to ~2 GiB). Measuring each size in a fresh session object, after a pause, would separate the
+  two; if the growth stays, the next suspect is the log table's AUTOINCREMENT bookkeeping.
+- **Memory.** The RSS reported is the whole workerd process (every object of the run), not one
+  session object: a session keeps no log in memory (replay streams from a cursor), but SQLite's page
+  cache grows with what it touched. A per-object figure needs workerd's own memory accounting.
 `;
 }
 
