@@ -24,6 +24,8 @@ export interface Principal {
   /** For agent keys: the one agent name the key may dial in as, or null for any. */
   agent: string | null;
   settings: TenantSettings;
+  /** When the key was last used (ms), to refresh api_keys.last_used_at at most once a minute. */
+  lastUsedAt: number | null;
 }
 
 /** The subprotocol browsers use to carry the key: `acp.bearer.<KEY>`, offered beside `acp.v1`. */
@@ -52,7 +54,7 @@ export async function authenticate(env: Env, key: string | undefined, now = Date
   if (!key || key.length > 512) return null;
   const hash = await sha256Hex(key);
   const row = await env.DB.prepare(
-    `SELECT k.id, k.tenant_id, k.kind, k.label, k.agent, k.hash, k.expires_at, k.revoked_at, t.slug, t.disabled, t.settings
+    `SELECT k.id, k.tenant_id, k.kind, k.label, k.agent, k.hash, k.expires_at, k.revoked_at, k.last_used_at, t.slug, t.disabled, t.settings
        FROM api_keys k JOIN tenants t ON t.id = k.tenant_id WHERE k.hash = ?`,
   )
     .bind(hash)
@@ -67,6 +69,7 @@ export async function authenticate(env: Env, key: string | undefined, now = Date
     label: row.label,
     agent: row.agent,
     settings: parseSettings(row.settings),
+    lastUsedAt: row.last_used_at,
   };
 }
 
@@ -79,6 +82,7 @@ type KeyRow = {
   hash: string;
   expires_at: number | null;
   revoked_at: number | null;
+  last_used_at: number | null;
   slug: string;
   disabled: number;
   settings: string;
@@ -107,4 +111,13 @@ export function permissionDeadlineMs(env: Env, principal: Principal): number {
   if (typeof fromTenant === "number" && fromTenant > 0) return fromTenant;
   const fromEnv = Number(env.PERMISSION_DEADLINE_MS);
   return Number.isFinite(fromEnv) && fromEnv > 0 ? fromEnv : 600_000;
+}
+
+/** Records that a key was used, at most once a minute per key, off the request's path. */
+export function touchKey(env: Env, principal: Principal, now = Date.now()): Promise<unknown> | undefined {
+  if (principal.lastUsedAt !== null && now - principal.lastUsedAt < 60_000) return undefined;
+  return env.DB.prepare("UPDATE api_keys SET last_used_at = ? WHERE id = ?")
+    .bind(now, principal.keyId)
+    .run()
+    .catch((e: unknown) => console.error("auth: last_used_at update failed", e));
 }

@@ -81,6 +81,17 @@ describe("operator and tenant admin API", () => {
     expect(agents.body.items.map((a: Json) => a.name).sort()).toEqual(["only-this", "self-registered"]);
   });
 
+  it("records when a key was last used", async () => {
+    const t = await seedTenant();
+    await call("/v1/sessions", t.clientKey);
+    let client: Json | undefined;
+    for (let i = 0; i < 100 && !client?.lastUsedAt; i++) {
+      client = (await call("/v1/keys", t.adminKey)).body.items.find((k: Json) => k.label === "alice");
+      if (!client?.lastUsedAt) await scheduler.wait(20);
+    }
+    expect(client?.lastUsedAt).toBeGreaterThan(0);
+  });
+
   it("compares key hashes in constant time", () => {
     expect(constantTimeEqual("abc", "abc")).toBe(true);
     expect(constantTimeEqual("abc", "abd")).toBe(false);

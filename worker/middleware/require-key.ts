@@ -2,7 +2,7 @@
 // A missing or bad key is 401; a valid key of the wrong kind is 403.
 
 import { createMiddleware } from "hono/factory";
-import { type KeyKind, authenticate, presentedKey } from "../auth";
+import { type KeyKind, authenticate, presentedKey, touchKey } from "../auth";
 import { ApiError } from "../http-error";
 import type { AppEnv } from "../types";
 
@@ -15,6 +15,8 @@ export function requireKey(...kinds: KeyKind[]) {
       throw ApiError.forbidden(`This endpoint needs a ${kinds.join(" or ")} key; this one is a ${principal.kind} key`);
     }
     c.set("principal", principal);
+    const touched = touchKey(c.env, principal);
+    if (touched) c.executionCtx.waitUntil(touched);
     await next();
   });
 }
