@@ -9,6 +9,8 @@ export interface Env {
   AGENTS: DurableObjectNamespace<AgentObject>;
   /** One per tenant: the tenant's remembered decisions, cached and compiled. */
   RULES: DurableObjectNamespace<RulesObject>;
+  /** Per-key request limit of the REST API (wrangler.toml [[ratelimits]]). */
+  API_RATE_LIMIT?: RateLimit;
   /** The operator's bootstrap secret (wrangler secret put GATEWAY_ADMIN_TOKEN). */
   GATEWAY_ADMIN_TOKEN?: string;
   /** Default deadline of a pending permission request, in ms, when the tenant sets none. */

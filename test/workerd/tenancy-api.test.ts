@@ -81,6 +81,17 @@ describe("operator and tenant admin API", () => {
     expect(agents.body.items.map((a: Json) => a.name).sort()).toEqual(["only-this", "self-registered"]);
   });
 
+  it("answers 429 when one key makes too many REST calls, and other keys go on", async () => {
+    const t = await seedTenant();
+    let status = 200;
+    for (let i = 0; i < 700 && status !== 429; i++)
+      status = (await SELF.fetch("http://gateway.test/v1/sessions", { headers: { Authorization: `Bearer ${t.clientKey}` } })).status;
+    expect(status).toBe(429);
+    const limited = await call("/v1/sessions", t.clientKey);
+    expect(limited).toMatchObject({ status: 429, body: { error: { code: "rate_limited" } } });
+    expect((await call("/v1/sessions", t.clientKey2)).status).toBe(200);
+  }, 30_000);
+
   it("records when a key was last used", async () => {
     const t = await seedTenant();
     await call("/v1/sessions", t.clientKey);

@@ -14,6 +14,11 @@ export function requireKey(...kinds: KeyKind[]) {
     if (!kinds.includes(principal.kind)) {
       throw ApiError.forbidden(`This endpoint needs a ${kinds.join(" or ")} key; this one is a ${principal.kind} key`);
     }
+    // REST calls are limited per key; WebSocket upgrades are one call per connection.
+    if (c.env.API_RATE_LIMIT && c.req.path.startsWith("/v1/")) {
+      const { success } = await c.env.API_RATE_LIMIT.limit({ key: principal.keyId });
+      if (!success) throw new ApiError(429, "rate_limited", "Too many requests for this key; slow down and retry in a minute");
+    }
     c.set("principal", principal);
     const touched = touchKey(c.env, principal);
     if (touched) c.executionCtx.waitUntil(touched);
