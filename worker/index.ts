@@ -7,11 +7,11 @@ import { bodyLimit } from "hono/body-limit";
 import { auditApi } from "./api/audit";
 import { validationHook } from "./api/openapi";
 import { rulesApi } from "./api/rules";
+import { sessionsApi } from "./api/sessions";
 import { tenancyApi } from "./api/tenancy";
 import { errorBody, onError } from "./http-error";
 import { acpRoutes } from "./routes/acp";
 import { agentConnectRoutes } from "./routes/agents-connect";
-import { sessionRoutes } from "./routes/sessions";
 import type { AppEnv } from "./types";
 
 export { AgentObject } from "../durable-objects/agent/agent-object";
@@ -26,10 +26,10 @@ app.use(
 );
 app.route("/", acpRoutes);
 app.route("/", agentConnectRoutes);
-app.route("/", sessionRoutes);
 
 // The REST API whose OpenAPI document is generated from its schemas.
 const api = new OpenAPIHono<AppEnv>({ defaultHook: validationHook });
+api.route("/", sessionsApi);
 api.route("/", tenancyApi);
 api.route("/", rulesApi);
 api.route("/", auditApi);

@@ -108,7 +108,22 @@ describe("the rules API", () => {
 
   it("serves the OpenAPI document generated from the schemas", async () => {
     const doc = (await (await api("/v1/openapi.json", undefined)).json()) as { paths: Record<string, unknown> };
-    expect(Object.keys(doc.paths)).toEqual(expect.arrayContaining(["/v1/rules", "/v1/rules/{id}", "/v1/rules/test", "/v1/audit"]));
+    expect(Object.keys(doc.paths)).toEqual(
+      expect.arrayContaining([
+        "/v1/tenants",
+        "/v1/tenants/{id}",
+        "/v1/keys",
+        "/v1/keys/{id}",
+        "/v1/agents",
+        "/v1/agents/{name}",
+        "/v1/sessions",
+        "/v1/sessions/{id}",
+        "/v1/rules",
+        "/v1/rules/{id}",
+        "/v1/rules/test",
+        "/v1/audit",
+      ]),
+    );
   });
 });
 
