@@ -17,7 +17,7 @@ import {
 } from "../../protocol/jsonrpc";
 import { AGENT_METHODS, CANCEL_REQUEST, PROTOCOL_VERSION } from "../../protocol/methods";
 import type { Env } from "../../worker/env";
-import type { SessionRef, ToAgent } from "../session/agent-link";
+import type { FromAgent, SessionRef, ToAgent } from "../session/agent-link";
 import type { SessionObject } from "../session/session-object";
 import { Dialer } from "./dialer";
 import { type AgentInfo, AgentStore } from "./store";
@@ -133,9 +133,7 @@ export class AgentObject extends DurableObject<Env> {
     }
     if (isRequest(message)) this.store.addInbound(message.id, epoch, sessionId);
     this.markActive(sessionId, epoch);
-    const ref = this.ref(sessionId);
-    if (!ref) return;
-    this.deliver(this.session(sessionId).fromAgent(ref, epoch, data));
+    this.enqueue(sessionId, { kind: "frame", epoch, text: data });
   }
 
   override webSocketClose(ws: WebSocket, code: number, reason: string): void {
@@ -177,8 +175,7 @@ export class AgentObject extends DurableObject<Env> {
       return;
     }
     if (outbound.sessionId !== null && outbound.gwId !== null) {
-      const ref = this.ref(outbound.sessionId);
-      if (ref) this.deliver(this.session(outbound.sessionId).fromAgentResponse(ref, outbound.gwId, text));
+      this.enqueue(outbound.sessionId, { kind: "response", gwId: outbound.gwId, text });
     }
   }
 
@@ -203,6 +200,7 @@ export class AgentObject extends DurableObject<Env> {
       const ref = this.ref(sessionId);
       if (!ref) continue;
       const gwIds = lost.filter((o) => o.sessionId === sessionId && o.gwId !== null).map((o) => o.gwId as number);
+      this.flush(); // what the agent said before it went comes first
       this.deliver(this.session(sessionId).agentGone(ref, { epoch, reason, gwIds }));
     }
     this.store.clearInbound(epoch);
@@ -224,7 +222,7 @@ export class AgentObject extends DurableObject<Env> {
       case "request": {
         if (!ws) {
           const error = this.notConnected(agent);
-          this.deliver(this.session(ref.sessionId).fromAgentResponse(ref, frame.gwId, JSON.stringify(errorResponse(frame.gwId, error))));
+          this.enqueue(ref.sessionId, { kind: "response", gwId: frame.gwId, text: JSON.stringify(errorResponse(frame.gwId, error)) });
           return;
         }
         const agentId = this.store.nextId();
@@ -427,6 +425,44 @@ export class AgentObject extends DurableObject<Env> {
       this.sessionStubs.set(sessionId, stub);
     }
     return stub;
+  }
+
+  /**
+   * Frames for a session are delivered in batches under load: while one call to the session is in
+   * flight, what the agent sends for it waits and then goes in one call, which the session handles
+   * as one event with one storage commit (a commit per frame is what limits throughput). A frame
+   * that finds nothing in flight goes at once, so a quiet session pays no added latency. Order is
+   * kept: frames and answers share one queue per session, and calls on one stub arrive in order.
+   */
+  private readonly outbox = new Map<string, FromAgent[]>();
+  private readonly inFlight = new Set<string>();
+
+  private enqueue(sessionId: string, item: FromAgent): void {
+    const queue = this.outbox.get(sessionId);
+    if (queue) queue.push(item);
+    else this.outbox.set(sessionId, [item]);
+    if (!this.inFlight.has(sessionId)) this.sendBatch(sessionId);
+  }
+
+  private sendBatch(sessionId: string): void {
+    const items = this.outbox.get(sessionId);
+    const ref = this.ref(sessionId);
+    if (!items || items.length === 0 || !ref) return;
+    this.outbox.delete(sessionId);
+    this.inFlight.add(sessionId);
+    const call = this.session(sessionId)
+      .fromAgentBatch(ref, items)
+      .catch((e: unknown) => console.error("agent: session delivery failed", e))
+      .finally(() => {
+        this.inFlight.delete(sessionId);
+        this.sendBatch(sessionId);
+      });
+    this.ctx.waitUntil(call);
+  }
+
+  /** Sends everything queued now, in flight or not (calls on one stub keep their order). */
+  private flush(): void {
+    for (const sessionId of [...this.outbox.keys()]) this.sendBatch(sessionId);
   }
 
   /** Fire and forget, in order per session: calls on one stub are delivered in the order they are made. */

@@ -18,3 +18,6 @@ export interface SessionRef {
   tenantId: string;
   sessionId: string;
 }
+
+/** What the AgentObject delivers to a session, in order: the agent's frames and its answers. */
+export type FromAgent = { kind: "frame"; epoch: number; text: string } | { kind: "response"; gwId: number; text: string };

@@ -24,7 +24,7 @@ import type { RulesObject } from "../rules/rules-object";
 import type { DecideRequest, DecideResult } from "../rules/types";
 import { isToolCallUpdate } from "../../protocol/tool-calls";
 import type { Env } from "../../worker/env";
-import type { SessionRef, ToAgent } from "./agent-link";
+import type { FromAgent, SessionRef, ToAgent } from "./agent-link";
 import {
   ATTACH_HEADER,
   AttachedClients,
@@ -375,6 +375,14 @@ export class SessionObject extends DurableObject<Env> {
   }
 
   // ── messages from the agent (through the AgentObject) ───────────────────────────────────────────
+  /** A batch, handled as one event: one storage commit for all of it. */
+  fromAgentBatch(ref: SessionRef, items: FromAgent[]): void {
+    for (const item of items) {
+      if (item.kind === "frame") this.fromAgent(ref, item.epoch, item.text);
+      else this.fromAgentResponse(ref, item.gwId, item.text);
+    }
+  }
+
   fromAgent(ref: SessionRef, epoch: number, text: string): void {
     const meta = this.store.meta;
     if (!meta || meta.tenantId !== ref.tenantId) return;
