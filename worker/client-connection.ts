@@ -4,7 +4,14 @@
 // It rewrites ids in one place only: requests the sessions send to this client get ids of this
 // connection, so two sessions on one connection never collide; answers get the session's id back.
 
-import { ATTACH_HEADER, type AttachRequest, type ClientAttachment, REWRITE_MARK } from "../durable-objects/session/clients";
+import {
+  ATTACH_HEADER,
+  type AttachRequest,
+  type ClientAttachment,
+  PACK_MARK,
+  PACK_SEPARATOR,
+  REWRITE_MARK,
+} from "../durable-objects/session/clients";
 import {
   ErrorCode,
   type JsonRpcId,
@@ -335,6 +342,10 @@ export class ClientConnection {
 
   // ── from the sessions ────────────────────────────────────────────────────────────────────────
   private onSessionFrame(sessionId: string, text: string): void {
+    if (text.startsWith(PACK_MARK)) {
+      for (const message of text.slice(PACK_MARK.length).split(PACK_SEPARATOR)) this.send(message);
+      return;
+    }
     if (!text.startsWith(REWRITE_MARK)) {
       this.send(text);
       return;

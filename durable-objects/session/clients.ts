@@ -79,3 +79,27 @@ export const REWRITE_MARK = "\u0001";
 export function sendRewritable(ws: WebSocket, text: string): boolean {
   return send(ws, REWRITE_MARK + text);
 }
+
+/**
+ * Replay goes to the edge in packs: one frame holding many logged messages, separated by NUL (which
+ * valid JSON text never contains), so a long history costs the edge a few events instead of one per
+ * message. The edge unpacks and sends each message to the client as its own frame.
+ */
+export const PACK_MARK = "\u0002";
+export const PACK_SEPARATOR = "\u0000";
+const PACK_BYTES = 512 * 1024;
+
+export function sendPacked(ws: WebSocket, bodies: Iterable<string>): void {
+  let pack: string[] = [];
+  let size = 0;
+  for (const body of bodies) {
+    pack.push(body);
+    size += body.length;
+    if (size >= PACK_BYTES) {
+      send(ws, PACK_MARK + pack.join(PACK_SEPARATOR));
+      pack = [];
+      size = 0;
+    }
+  }
+  if (pack.length > 0) send(ws, PACK_MARK + pack.join(PACK_SEPARATOR));
+}

@@ -33,6 +33,7 @@ import {
   attachmentOf,
   connTag,
   send,
+  sendPacked,
   sendRewritable,
 } from "./clients";
 import { type PendingRow, SessionStore, type SessionMeta } from "./store";
@@ -112,7 +113,7 @@ export class SessionObject extends DurableObject<Env> {
     this.ctx.acceptWebSocket(server, [connTag(attach.client.connId)]);
     server.serializeAttachment(attach.client);
     if (attach.mode !== "live") {
-      for (const entry of this.store.replayable()) send(server, entry.body);
+      sendPacked(server, replayBodies(this.store.replayable()));
     }
     if (attach.mode === "load" && attach.loadRequestId !== undefined) {
       send(server, JSON.stringify(resultResponse(attach.loadRequestId, this.loadResult(meta))));
@@ -813,4 +814,8 @@ function auditEntry(
     by.type === "rule" ? by.ruleId : null,
     Date.now(),
   ];
+}
+
+function* replayBodies(entries: Iterable<{ body: string }>): Iterable<string> {
+  for (const entry of entries) yield entry.body;
 }
