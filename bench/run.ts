@@ -8,7 +8,7 @@ import { spawn } from "node:child_process";
 import { mkdtempSync, readFileSync, readdirSync, rmSync, writeFileSync } from "node:fs";
 import { cpus, tmpdir, totalmem } from "node:os";
 import { join } from "node:path";
-import { ROOT, startLocalGateway } from "../scripts/local-gateway.ts";
+import { ROOT, WRANGLER, startLocalGateway, stopProcessGroup, waitForHealth, wrangler, wranglerEnv } from "../scripts/local-gateway.ts";
 import { type Json, Peer, benchAgent, benchClient, loadSession, newSession } from "./peer.ts";
 import { writeReport } from "./report.ts";
 import { now, ratio, round, summarize } from "./stats.ts";
@@ -401,7 +401,7 @@ async function seedRules(total: number) {
   }
   const file = join(stateDir, "rules.sql");
   writeFileSync(file, sql.join("\n"));
-  await run(["d1", "execute", "DB", "--local", "--persist-to", join(stateDir, "gateway"), "--file", file]);
+  await wrangler(["d1", "execute", "DB", "--local", "--persist-to", join(stateDir, "gateway"), "--file", file], "seeding the bench rules");
   const response = await fetch(`${gateway.url}/v1/rules`, {
     method: "POST",
     headers: { Authorization: `Bearer ${gateway.keys.admin}`, "Content-Type": "application/json" },
@@ -410,57 +410,13 @@ async function seedRules(total: number) {
   if (response.status !== 201) throw new Error(`creating the bench rule failed: ${response.status}`);
 }
 
-function run(args: string[]): Promise<void> {
-  return new Promise((resolve, reject) => {
-    const child = spawn(join(ROOT, "node_modules", ".bin", "wrangler"), args, {
-      cwd: ROOT,
-      env: { ...process.env, WRANGLER_SEND_METRICS: "false" },
-      stdio: "ignore",
-    });
-    child.on("exit", (code) => (code === 0 ? resolve() : reject(new Error(`wrangler ${args.join(" ")} exited ${code}`))));
-  });
-}
-
 async function startBaseline(port: number, persistTo: string) {
-  const child = spawn(
-    join(ROOT, "node_modules", ".bin", "wrangler"),
-    [
-      "dev",
-      "--config",
-      join(ROOT, "bench", "baseline", "wrangler.toml"),
-      "--ip",
-      "127.0.0.1",
-      "--port",
-      String(port),
-      "--persist-to",
-      persistTo,
-    ],
-    {
-      cwd: ROOT,
-      env: { ...process.env, WRANGLER_SEND_METRICS: "false", CI: "true" },
-      stdio: "ignore",
-      detached: true,
-    },
-  );
+  const config = join(ROOT, "bench", "baseline", "wrangler.toml");
+  const args = ["dev", "--config", config, "--ip", "127.0.0.1", "--port", String(port), "--persist-to", persistTo];
+  const child = spawn(WRANGLER, args, { cwd: ROOT, env: wranglerEnv(), stdio: "ignore", detached: true });
   const url = `http://127.0.0.1:${port}`;
-  for (let i = 0; i < 300; i++) {
-    try {
-      if ((await fetch(`${url}/health`)).ok) break;
-    } catch {
-      // starting
-    }
-    await new Promise((r) => setTimeout(r, 200));
-  }
-  return {
-    url,
-    stop: async () => {
-      try {
-        process.kill(-(child.pid as number), "SIGTERM");
-      } catch {
-        // gone
-      }
-    },
-  };
+  await waitForHealth(url, child, 60_000);
+  return { url, stop: () => stopProcessGroup(child) };
 }
 
 /** Resident memory (MiB) of the workerd processes under the gateway's wrangler. */

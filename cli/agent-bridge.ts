@@ -9,12 +9,10 @@
 import { type ChildProcess, spawn } from "node:child_process";
 import type { WebSocket } from "ws";
 import { webSocketUrl } from "./args.ts";
-import { openSocket } from "./connect.ts";
+import { connectWithRetry } from "./connect.ts";
 import { backoff, log, readLines } from "./ndjson.ts";
 
 type Json = Record<string, any>;
-
-const MAX_FIRST_ATTEMPTS = 5;
 
 export async function runAgent(opts: { url: URL; key: string; name: string; argv: string[] }): Promise<number> {
   const target = webSocketUrl(opts.url, `/agents/${encodeURIComponent(opts.name)}/connect`);
@@ -95,46 +93,32 @@ export async function runAgent(opts: { url: URL; key: string; name: string; argv
   const waiting: string[] = [];
 
   async function connect(): Promise<void> {
-    for (let attempt = 0; !stopping; attempt++) {
-      const result = await openSocket(target, opts.key);
-      if (result.ok) {
-        const gen = ++generation;
-        socket = result.socket;
-        log(`agent "${opts.name}" connected to ${target}`);
-        everConnected = true;
-        socket.on("message", (data) => onGatewayFrame(String(data)));
-        socket.on("close", (code, reason) => {
-          if (gen !== generation || stopping) return;
-          socket = undefined;
-          if (code === 4401) {
-            log(`the gateway closed the connection: ${reason.toString() || "the key was revoked"}`);
-            stop(2);
-            return;
-          }
-          if (code === 4000) {
-            log(`another connection took over the agent name "${opts.name}"; stopping`);
-            stop(1);
-            return;
-          }
-          log(`the connection to the gateway dropped (${code}); reconnecting`);
-          void connect();
-        });
-        return;
-      }
-      if (result.refused) {
-        log(result.message);
+    const result = await connectWithRetry(target, opts.key, { everConnected, keepTrying: () => !stopping });
+    if (!result.ok) {
+      stop(result.exitCode);
+      return;
+    }
+    const gen = ++generation;
+    socket = result.socket;
+    log(`agent "${opts.name}" connected to ${target}`);
+    everConnected = true;
+    socket.on("message", (data) => onGatewayFrame(String(data)));
+    socket.on("close", (code, reason) => {
+      if (gen !== generation || stopping) return;
+      socket = undefined;
+      if (code === 4401) {
+        log(`the gateway closed the connection: ${reason.toString() || "the key was revoked"}`);
         stop(2);
         return;
       }
-      if (!everConnected && attempt + 1 >= MAX_FIRST_ATTEMPTS) {
-        log(`cannot reach the gateway at ${target}: ${result.message}`);
+      if (code === 4000) {
+        log(`another connection took over the agent name "${opts.name}"; stopping`);
         stop(1);
         return;
       }
-      const wait = backoff(attempt);
-      log(`cannot reach the gateway (${result.message}); retrying in ${wait} ms`);
-      await new Promise((r) => setTimeout(r, wait));
-    }
+      log(`the connection to the gateway dropped (${code}); reconnecting`);
+      void connect();
+    });
   }
 
   startChild();

@@ -10,8 +10,8 @@
 
 import type { WebSocket } from "ws";
 import { webSocketUrl } from "./args.ts";
-import { openSocket } from "./connect.ts";
-import { backoff, log, readLines } from "./ndjson.ts";
+import { connectWithRetry } from "./connect.ts";
+import { log, readLines } from "./ndjson.ts";
 
 type Json = Record<string, any>;
 type Id = string | number;
@@ -27,7 +27,6 @@ interface SessionState {
 }
 
 const INTERNAL = "acp-gateway-cli:";
-const MAX_FIRST_ATTEMPTS = 5;
 
 export async function runClient(opts: { url: URL; key: string; agent: string | undefined }): Promise<number> {
   const target = webSocketUrl(opts.url, "/acp", { agent: opts.agent });
@@ -165,35 +164,21 @@ export async function runClient(opts: { url: URL; key: string; agent: string | u
 
   // ── the connection ────────────────────────────────────────────────────────────────────────────
   async function connect(): Promise<void> {
-    for (let attempt = 0; ; attempt++) {
-      const result = await openSocket(target, opts.key);
-      if (result.ok) {
-        generation += 1;
-        const gen = generation;
-        socket = result.socket;
-        if (result.connectionId) ownConnections.add(result.connectionId);
-        log(`connected to ${target}${everConnected ? " again" : ""}`);
-        socket.on("message", (data) => onGatewayFrame(String(data), gen));
-        socket.on("close", (code, reason) => onClosed(gen, code, reason.toString()));
-        if (everConnected) reattach();
-        everConnected = true;
-        for (const text of pendingToGateway.splice(0)) socket.send(text);
-        return;
-      }
-      if (result.refused) {
-        log(result.message);
-        finished(2);
-        return;
-      }
-      if (!everConnected && attempt + 1 >= MAX_FIRST_ATTEMPTS) {
-        log(`cannot reach the gateway at ${target}: ${result.message}`);
-        finished(1);
-        return;
-      }
-      const wait = backoff(attempt);
-      log(`cannot reach the gateway (${result.message}); retrying in ${wait} ms`);
-      await new Promise((r) => setTimeout(r, wait));
+    const result = await connectWithRetry(target, opts.key, { everConnected });
+    if (!result.ok) {
+      finished(result.exitCode);
+      return;
     }
+    generation += 1;
+    const gen = generation;
+    socket = result.socket;
+    if (result.connectionId) ownConnections.add(result.connectionId);
+    log(`connected to ${target}${everConnected ? " again" : ""}`);
+    socket.on("message", (data) => onGatewayFrame(String(data), gen));
+    socket.on("close", (code, reason) => onClosed(gen, code, reason.toString()));
+    if (everConnected) reattach();
+    everConnected = true;
+    for (const text of pendingToGateway.splice(0)) socket.send(text);
   }
 
   function onClosed(gen: number, code: number, reason: string): void {

@@ -2,6 +2,7 @@
 // unreachable gateway (which it can).
 
 import { WebSocket } from "ws";
+import { backoff, log } from "./ndjson.ts";
 
 export type OpenResult =
   | { ok: true; socket: WebSocket; connectionId: string | null }
@@ -43,4 +44,35 @@ export function openSocket(url: string, key: string): Promise<OpenResult> {
       if (!answered) resolve({ ok: false, refused: false, message: error.message });
     });
   });
+}
+
+/** Attempts before a bridge that never connected gives up on an unreachable gateway. */
+const MAX_FIRST_ATTEMPTS = 5;
+
+/**
+ * Opens the socket, retrying with backoff while the gateway is unreachable. A refused key is final
+ * (exit 2); a gateway never reached gives up after a few attempts (exit 1); one that was reached
+ * before is retried for as long as `keepTrying` says.
+ */
+export async function connectWithRetry(
+  url: string,
+  key: string,
+  opts: { everConnected: boolean; keepTrying?: () => boolean },
+): Promise<{ ok: true; socket: WebSocket; connectionId: string | null } | { ok: false; exitCode: 1 | 2 }> {
+  for (let attempt = 0; opts.keepTrying?.() ?? true; attempt++) {
+    const result = await openSocket(url, key);
+    if (result.ok) return result;
+    if (result.refused) {
+      log(result.message);
+      return { ok: false, exitCode: 2 };
+    }
+    if (!opts.everConnected && attempt + 1 >= MAX_FIRST_ATTEMPTS) {
+      log(`cannot reach the gateway at ${url}: ${result.message}`);
+      return { ok: false, exitCode: 1 };
+    }
+    const wait = backoff(attempt);
+    log(`cannot reach the gateway (${result.message}); retrying in ${wait} ms`);
+    await new Promise((r) => setTimeout(r, wait));
+  }
+  return { ok: false, exitCode: 1 };
 }

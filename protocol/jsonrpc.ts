@@ -59,6 +59,13 @@ export class RpcError extends Error {
   }
 }
 
+/** Any failure as a JSON-RPC error: an RpcError as thrown, anything else logged and hidden behind `message`. */
+export function toRpcError(error: unknown, where: string, message: string): RpcError {
+  if (error instanceof RpcError) return error;
+  console.error(`${where}: unexpected failure`, error);
+  return RpcError.internal(message);
+}
+
 export function errorResponse(id: JsonRpcId | null, error: RpcError): ResponseMessage {
   const body: ResponseMessage["error"] = { code: error.code, message: error.message };
   if (error.data !== undefined) body.data = error.data;

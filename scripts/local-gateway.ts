@@ -9,7 +9,7 @@ import { dirname, join } from "node:path";
 import { fileURLToPath } from "node:url";
 
 export const ROOT = join(dirname(fileURLToPath(import.meta.url)), "..");
-const WRANGLER = join(ROOT, "node_modules", ".bin", "wrangler");
+export const WRANGLER = join(ROOT, "node_modules", ".bin", "wrangler");
 
 export interface DevKeys {
   client: string;
@@ -50,8 +50,8 @@ export async function startLocalGateway(options: LocalGatewayOptions = {}): Prom
   const keys = devKeys(options.keys);
   const persist = options.persistTo ? ["--persist-to", options.persistTo] : [];
   ensureDevVars();
-  await run([WRANGLER, "d1", "migrations", "apply", "DB", "--local", ...persist], "applying the D1 migrations");
-  await run([WRANGLER, "d1", "execute", "DB", "--local", ...persist, "--command", seedSql(keys)], "seeding the dev tenant");
+  await wrangler(["d1", "migrations", "apply", "DB", "--local", ...persist], "applying the D1 migrations");
+  await wrangler(["d1", "execute", "DB", "--local", ...persist, "--command", seedSql(keys)], "seeding the dev tenant");
   const vars = Object.entries(options.vars ?? {}).flatMap(([k, v]) => ["--var", `${k}:${v}`]);
   const child = spawn(
     WRANGLER,
@@ -104,16 +104,16 @@ export function ensureDevVars(): void {
   if (!existsSync(vars)) copyFileSync(join(ROOT, ".dev.vars.example"), vars);
 }
 
-function wranglerEnv(): NodeJS.ProcessEnv {
+export function wranglerEnv(): NodeJS.ProcessEnv {
   // Node 22 from node_modules/.bin first: wrangler 4 needs it, whatever node the caller has.
   const bin = join(ROOT, "node_modules", ".bin");
   return { ...process.env, PATH: `${bin}:${process.env.PATH ?? ""}`, WRANGLER_SEND_METRICS: "false", CI: process.env.CI ?? "true" };
 }
 
-function run(argv: string[], what: string): Promise<void> {
+/** Runs one wrangler command to completion; its output is kept for the error message. */
+export function wrangler(args: string[], what: string): Promise<void> {
   return new Promise((resolve, reject) => {
-    const [command, ...args] = argv as [string, ...string[]];
-    const child = spawn(command, args, { cwd: ROOT, env: wranglerEnv(), stdio: ["ignore", "pipe", "pipe"] });
+    const child = spawn(WRANGLER, args, { cwd: ROOT, env: wranglerEnv(), stdio: ["ignore", "pipe", "pipe"] });
     let output = "";
     child.stdout.on("data", (d: Buffer) => (output += d.toString()));
     child.stderr.on("data", (d: Buffer) => (output += d.toString()));
@@ -122,7 +122,7 @@ function run(argv: string[], what: string): Promise<void> {
   });
 }
 
-async function waitForHealth(url: string, child: ChildProcess, timeoutMs: number): Promise<void> {
+export async function waitForHealth(url: string, child: ChildProcess, timeoutMs: number): Promise<void> {
   const deadline = Date.now() + timeoutMs;
   let exited: number | null = null;
   child.once("exit", (code) => (exited = code ?? -1));
@@ -139,7 +139,7 @@ async function waitForHealth(url: string, child: ChildProcess, timeoutMs: number
   throw new Error(`the gateway did not answer ${url}/health within ${timeoutMs / 1000} s`);
 }
 
-function stopProcessGroup(child: ChildProcess): Promise<void> {
+export function stopProcessGroup(child: ChildProcess): Promise<void> {
   if (child.exitCode !== null || child.pid === undefined) return Promise.resolve();
   return new Promise((resolve) => {
     const timer = setTimeout(() => {

@@ -23,6 +23,7 @@ import {
   isResponse,
   parseFrame,
   resultResponse,
+  toRpcError,
   sessionIdOf,
 } from "../protocol/jsonrpc";
 import type { AgentStatus, OpenSessionArgs } from "../durable-objects/agent/agent-object";
@@ -101,7 +102,10 @@ export class ClientConnection {
       if (isRequest(message)) await this.onClientRequest(message.id, message.method, message, text);
       else await this.onClientNotification(message.method, message, text);
     } catch (error) {
-      if (isRequest(message)) this.reply(errorResponse(message.id, toRpcError(error)));
+      if (isRequest(message))
+        this.reply(
+          errorResponse(message.id, toRpcError(error, "edge", "Internal error in the gateway; the session is unharmed, try again")),
+        );
     }
   }
 
@@ -438,10 +442,4 @@ export class ClientConnection {
 
 function requestKey(sessionId: string, id: JsonRpcId | undefined): string {
   return `${sessionId}\u0000${JSON.stringify(id)}`;
-}
-
-function toRpcError(error: unknown): RpcError {
-  if (error instanceof RpcError) return error;
-  console.error("edge: unexpected failure", error);
-  return RpcError.internal("Internal error in the gateway; the session is unharmed, try again");
 }

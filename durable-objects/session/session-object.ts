@@ -16,6 +16,7 @@ import {
   isResponse,
   parseFrame,
   resultResponse,
+  toRpcError,
 } from "../../protocol/jsonrpc";
 import { AGENT_METHODS, CANCEL_REQUEST, CLIENT_METHODS, GATEWAY_NOTIFICATIONS } from "../../protocol/methods";
 import { CANCELLED_RESULT, type PermissionOption, judgeAnswer, offeredOptions } from "../../protocol/permissions";
@@ -139,7 +140,8 @@ export class SessionObject extends DurableObject<Env> {
       if (isRequest(message)) return this.onClientRequest(ws, message.id, message.method, message.params);
       return this.onClientNotification(ws, message.method, "params" in message ? message.params : undefined);
     } catch (error) {
-      if (isRequest(message)) send(ws, JSON.stringify(errorResponse(message.id, toRpcError(error))));
+      if (isRequest(message))
+        send(ws, JSON.stringify(errorResponse(message.id, toRpcError(error, "session", "Internal error in the session"))));
       else console.error("session: client message failed", error);
     }
   }
@@ -757,12 +759,6 @@ function canServe(caps: { readTextFile: boolean; writeTextFile: boolean; termina
   if (method === CLIENT_METHODS.fsWriteTextFile) return caps.writeTextFile;
   if (method.startsWith("terminal/")) return caps.terminal;
   return method.startsWith("_");
-}
-
-function toRpcError(error: unknown): RpcError {
-  if (error instanceof RpcError) return error;
-  console.error("session: unexpected failure", error);
-  return RpcError.internal("Internal error in the session");
 }
 
 /** The *_once option of the same decision as an *_always one, if the request offered it. */

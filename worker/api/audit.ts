@@ -2,9 +2,9 @@
 
 import { OpenAPIHono, createRoute, z } from "@hono/zod-openapi";
 import { requireKey } from "../middleware/require-key";
-import { pageParams } from "../routes/pagination";
+import { pageOf, pageParams } from "../routes/pagination";
 import type { AppEnv } from "../types";
-import { ErrorSchema, validationHook } from "./openapi";
+import { errorResponses, validationHook } from "./openapi";
 
 const AuditEntrySchema = z
   .object({
@@ -71,9 +71,9 @@ auditApi.openapi(
         description: "A page of entries",
         content: { "application/json": { schema: z.object({ items: z.array(AuditEntrySchema), nextCursor: z.string().nullable() }) } },
       },
-      400: { description: "Invalid request", content: { "application/json": { schema: ErrorSchema } } },
-      401: { description: "Missing or bad credentials", content: { "application/json": { schema: ErrorSchema } } },
-      403: { description: "A key of the wrong kind", content: { "application/json": { schema: ErrorSchema } } },
+      400: errorResponses[400],
+      401: errorResponses[401],
+      403: errorResponses[403],
     },
   }),
   async (c) => {
@@ -101,11 +101,12 @@ auditApi.openapi(
         limit + 1,
       )
       .all<AuditRow>();
-    const page = results.slice(0, limit);
-    const last = page.at(-1);
     return c.json(
-      {
-        items: page.map((r) => ({
+      pageOf(
+        results,
+        limit,
+        (r) => `${r.at}:${r.id}`,
+        (r) => ({
           id: r.id,
           sessionId: r.session_id,
           agent: r.agent,
@@ -118,9 +119,8 @@ auditApi.openapi(
           optionKind: r.option_kind,
           decidedBy: { type: r.decided_by, key: r.decided_by_key, user: r.decided_by_user, ruleId: r.rule_id },
           at: r.at,
-        })),
-        nextCursor: results.length > limit && last ? `${last.at}:${last.id}` : null,
-      },
+        }),
+      ),
       200,
     );
   },

@@ -18,3 +18,14 @@ export function validationHook(result: HookResult, c: Context) {
     .join("; ");
   return c.json(errorBody("invalid_request", `Invalid request: ${message}`), 400);
 }
+
+const errorOf = (description: string) => ({ description, content: { "application/json": { schema: ErrorSchema } } });
+
+/** The error responses every route documents (409 where a route can conflict). */
+export const errorResponses = {
+  400: errorOf("Invalid request"),
+  401: errorOf("Missing or bad credentials"),
+  403: errorOf("A key of the wrong kind"),
+  404: errorOf("Not found"),
+} as const;
+export const conflictResponse = { 409: errorOf("Conflict") } as const;

@@ -9,9 +9,9 @@ import { newRuleId } from "../../durable-objects/rules/engine";
 import { matcherText, parseMatcher } from "../../protocol/rules";
 import { ApiError } from "../http-error";
 import { requireKey } from "../middleware/require-key";
-import { pageParams } from "../routes/pagination";
+import { pageOf, pageParams } from "../routes/pagination";
 import type { AppEnv } from "../types";
-import { ErrorSchema, validationHook } from "./openapi";
+import { errorResponses, validationHook } from "./openapi";
 
 const MatcherSchema = z
   .union([
@@ -94,12 +94,7 @@ export function ruleJson(row: DecisionRuleRow): z.infer<typeof RuleSchema> {
   };
 }
 
-const errors = {
-  400: { description: "Invalid request", content: { "application/json": { schema: ErrorSchema } } },
-  401: { description: "Missing or bad credentials", content: { "application/json": { schema: ErrorSchema } } },
-  403: { description: "A key of the wrong kind", content: { "application/json": { schema: ErrorSchema } } },
-  404: { description: "Not found", content: { "application/json": { schema: ErrorSchema } } },
-} as const;
+const errors = errorResponses;
 
 export const rulesApi = new OpenAPIHono<AppEnv>({ defaultHook: validationHook });
 
@@ -133,8 +128,10 @@ rulesApi.openapi(
     const q = c.req.valid("query");
     const { cursor, limit } = pageParams(q.cursor, q.limit);
     const rows = await listRules(c.env.DB, tenantId, { ...q, cursor, limit });
-    const page = rows.slice(0, limit);
-    return c.json({ items: page.map(ruleJson), nextCursor: rows.length > limit ? (page.at(-1)?.id ?? null) : null }, 200);
+    return c.json(
+      pageOf(rows, limit, (r) => r.id, ruleJson),
+      200,
+    );
   },
 );
 

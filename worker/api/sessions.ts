@@ -4,9 +4,9 @@
 import { OpenAPIHono, createRoute, z } from "@hono/zod-openapi";
 import { ApiError } from "../http-error";
 import { requireKey } from "../middleware/require-key";
-import { pageParams } from "../routes/pagination";
+import { pageOf, pageParams } from "../routes/pagination";
 import type { AppEnv } from "../types";
-import { ErrorSchema, validationHook } from "./openapi";
+import { errorResponses, validationHook } from "./openapi";
 
 const SessionSchema = z
   .object({
@@ -48,12 +48,7 @@ const SnapshotSchema = z
   })
   .openapi("SessionSnapshot");
 
-const errors = {
-  400: { description: "Invalid request", content: { "application/json": { schema: ErrorSchema } } },
-  401: { description: "Missing or bad credentials", content: { "application/json": { schema: ErrorSchema } } },
-  403: { description: "A key of the wrong kind", content: { "application/json": { schema: ErrorSchema } } },
-  404: { description: "Not found", content: { "application/json": { schema: ErrorSchema } } },
-} as const;
+const errors = errorResponses;
 
 type SessionRow = {
   session_id: string;
@@ -92,10 +87,12 @@ sessionsApi.openapi(
     )
       .bind(tenantId, cursor, limit + 1)
       .all<SessionRow>();
-    const page = results.slice(0, limit);
     return c.json(
-      {
-        items: page.map((r) => ({
+      pageOf(
+        results,
+        limit,
+        (r) => r.session_id,
+        (r) => ({
           id: r.session_id,
           agent: r.agent,
           cwd: r.cwd,
@@ -103,9 +100,8 @@ sessionsApi.openapi(
           createdBy: r.created_by,
           createdAt: r.created_at,
           updatedAt: r.updated_at,
-        })),
-        nextCursor: results.length > limit ? (page.at(-1)?.session_id ?? null) : null,
-      },
+        }),
+      ),
       200,
     );
   },

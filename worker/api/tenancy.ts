@@ -7,19 +7,13 @@ import { constantTimeEqual, type Principal } from "../auth";
 import { ApiError } from "../http-error";
 import { requireKey } from "../middleware/require-key";
 import { closeAgentConnections } from "../revocation";
-import { pageParams } from "../routes/pagination";
+import { pageOf, pageParams } from "../routes/pagination";
 import type { AppEnv } from "../types";
 import { randomId, sha256Hex } from "../../protocol/ids";
 import { AGENT_NAME } from "../../protocol/names";
-import { ErrorSchema, validationHook } from "./openapi";
+import { conflictResponse, errorResponses, validationHook } from "./openapi";
 
-const errors = {
-  400: { description: "Invalid request", content: { "application/json": { schema: ErrorSchema } } },
-  401: { description: "Missing or bad credentials", content: { "application/json": { schema: ErrorSchema } } },
-  403: { description: "A key of the wrong kind", content: { "application/json": { schema: ErrorSchema } } },
-  404: { description: "Not found", content: { "application/json": { schema: ErrorSchema } } },
-  409: { description: "Conflict", content: { "application/json": { schema: ErrorSchema } } },
-} as const;
+const errors = { ...errorResponses, ...conflictResponse };
 
 const json = <T extends z.ZodType>(schema: T, description: string) => ({ description, content: { "application/json": { schema } } });
 const page = <T extends z.ZodType>(item: T) => z.object({ items: z.array(item), nextCursor: z.string().nullable() });
@@ -152,8 +146,10 @@ tenancyApi.openapi(
     const { results } = await c.env.DB.prepare("SELECT * FROM tenants WHERE (?1 IS NULL OR id > ?1) ORDER BY id LIMIT ?2")
       .bind(cursor, limit + 1)
       .all<TenantRow>();
-    const items = results.slice(0, limit);
-    return c.json({ items: items.map(tenantJson), nextCursor: results.length > limit ? (items.at(-1)?.id ?? null) : null }, 200);
+    return c.json(
+      pageOf(results, limit, (r) => r.id, tenantJson),
+      200,
+    );
   },
 );
 
@@ -304,8 +300,10 @@ tenancyApi.openapi(
     )
       .bind(tenantId, cursor, limit + 1)
       .all<KeyRow>();
-    const items = results.slice(0, limit);
-    return c.json({ items: items.map(keyJson), nextCursor: results.length > limit ? (items.at(-1)?.id ?? null) : null }, 200);
+    return c.json(
+      pageOf(results, limit, (r) => r.id, keyJson),
+      200,
+    );
   },
 );
 
@@ -444,8 +442,10 @@ tenancyApi.openapi(
     )
       .bind(tenantId, cursor, limit + 1)
       .all<AgentRow>();
-    const items = results.slice(0, limit);
-    return c.json({ items: items.map(agentJson), nextCursor: results.length > limit ? (items.at(-1)?.name ?? null) : null }, 200);
+    return c.json(
+      pageOf(results, limit, (r) => r.name, agentJson),
+      200,
+    );
   },
 );
 

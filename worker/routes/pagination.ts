@@ -13,3 +13,15 @@ export function pageParams(cursor: string | undefined, limit: string | undefined
   }
   return { cursor: cursor && cursor.length > 0 ? cursor : null, limit: n };
 }
+
+/** A page of `limit` items from `limit + 1` rows, and the cursor of the next page if there is one. */
+export function pageOf<R, T>(
+  rows: R[],
+  limit: number,
+  cursorOf: (row: R) => string,
+  toItem: (row: R) => T,
+): { items: T[]; nextCursor: string | null } {
+  const page = rows.slice(0, limit);
+  const last = page.at(-1);
+  return { items: page.map(toItem), nextCursor: rows.length > limit && last !== undefined ? cursorOf(last) : null };
+}
