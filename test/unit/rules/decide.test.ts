@@ -193,6 +193,17 @@ describe("deriving a rule from a person's *_always answer", () => {
       prefix: ["npm", "run", "build"],
     });
   });
+  it("TC-15: describes the operation from its kind, command and paths, never from the agent's title", () => {
+    const command = { toolCallId: "t", kind: "execute", title: "Tidy up (harmless)", rawInput: { command: "rm -rf build" } };
+    const described = deriveRule({ ...base, toolCall: command, optionKind: "allow_always", optionName: "Always allow" })?.description ?? "";
+    expect(described).toContain("rm -rf build");
+    expect(described).not.toContain("harmless");
+    const edit = { toolCallId: "t", kind: "edit", title: "Fix a typo", locations: [{ path: "/projects/demo/src/../.env" }] };
+    const path = deriveRule({ ...base, toolCall: edit, optionKind: "reject_always", optionName: "Always reject" })?.description ?? "";
+    expect(path).toContain("/projects/demo/.env");
+    expect(path).not.toContain("typo");
+  });
+
   it("remembers compound commands and commands without a subcommand exactly", () => {
     for (const command of ["git status && rm -rf /", "rm -rf build", "FOO=1 make"]) {
       expect(deriveRule({ ...base, toolCall: exec(command), optionKind: "allow_always", optionName: "" })?.matcher.type, command).toBe(
