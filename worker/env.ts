@@ -9,6 +9,8 @@ export interface Env {
   AGENTS: DurableObjectNamespace<AgentObject>;
   /** One per tenant: the tenant's remembered decisions, cached and compiled. */
   RULES: DurableObjectNamespace<RulesObject>;
+  /** The web console's static files (web/). */
+  ASSETS?: Fetcher;
   /** Per-key request limit of the REST API (wrangler.toml [[ratelimits]]). */
   API_RATE_LIMIT?: RateLimit;
   /** The operator's bootstrap secret (wrangler secret put GATEWAY_ADMIN_TOKEN). */

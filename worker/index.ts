@@ -36,7 +36,15 @@ api.route("/", auditApi);
 api.doc("/v1/openapi.json", { openapi: "3.0.0", info: { title: "ACP Gateway API", version: "0.1.0" } });
 app.route("/", api);
 
-app.notFound((c) => c.json(errorBody("not_found", `No route for ${c.req.method} ${new URL(c.req.url).pathname}`), 404));
+app.notFound(async (c) => {
+  const path = new URL(c.req.url).pathname;
+  // What is not the API may be one of the web console's static files.
+  if (c.req.method === "GET" && !path.startsWith("/v1/") && c.env.ASSETS) {
+    const asset = await c.env.ASSETS.fetch(c.req.raw);
+    if (asset.status !== 404) return asset;
+  }
+  return c.json(errorBody("not_found", `No route for ${c.req.method} ${path}`), 404);
+});
 app.onError(onError);
 
 export default app;
