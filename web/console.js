@@ -181,7 +181,7 @@ function showPermission(id, params) {
   box.className = "perm";
   box.dataset.request = String(id);
   box.append(
-    line("Permission: ", `${params.toolCall?.kind ?? "other"} `, operationOf(params.toolCall ?? {})),
+    line("Permission to run ", operationOf(params.toolCall ?? {}), ` (${params.toolCall?.kind ?? "other"})`),
     line("Agent says: ", params.toolCall?.title ?? ""),
   );
   const buttons = document.createElement("div");
@@ -198,10 +198,11 @@ function showPermission(id, params) {
   $("permissions").append(box);
 }
 
+/** A line of text; with three parts, the middle one (a command or paths, shown in full) is code. */
 function line(...parts) {
   const div = document.createElement("div");
-  for (const part of parts) {
-    const span = document.createElement(part === parts[1] && parts.length > 2 ? "code" : "span");
+  for (const [i, part] of parts.entries()) {
+    const span = document.createElement(i === 1 && parts.length > 2 ? "code" : "span");
     span.textContent = part;
     div.append(span);
   }
