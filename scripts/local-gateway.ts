@@ -79,7 +79,7 @@ export async function startLocalGateway(options: LocalGatewayOptions = {}): Prom
   } catch (error) {
     await stop();
     const tail = output.join("").split("\n").slice(-30).join("\n");
-    throw new Error(`${(error as Error).message}\n--- wrangler's last output ---\n${tail}`);
+    throw new Error(`${(error as Error).message}\n--- wrangler's last output ---\n${tail}`, { cause: error });
   }
   return { url, port, keys, pid: child.pid ?? 0, stop };
 }

@@ -49,11 +49,11 @@ async function dialOutRegistration(env: Env, meta: AgentMeta): Promise<DialOutRe
     .bind(meta.tenantId, meta.name)
     .first<{ mode: string; url: string | null; headers: string | null }>();
   if (!row || row.mode !== "dial_out" || !row.url) return undefined;
-  let headers: Record<string, string> = {};
+  let headers: Record<string, string>;
   try {
     headers = row.headers ? (JSON.parse(row.headers) as Record<string, string>) : {};
   } catch {
-    headers = {};
+    headers = {}; // a row the API wrote cannot be unparseable; if it is, dial without headers
   }
   return { url: row.url, headers };
 }
