@@ -71,12 +71,16 @@ export async function authenticate(env: Env, key: string | undefined, now = Date
   };
 }
 
+/** Equal strings, compared so that the time taken does not depend on where they first differ. */
 export function constantTimeEqual(a: string, b: string): boolean {
-  const x = new TextEncoder().encode(a);
-  const y = new TextEncoder().encode(b);
-  if (x.byteLength !== y.byteLength) return false;
+  return bytesEqualInConstantTime(new TextEncoder().encode(a), new TextEncoder().encode(b));
+}
+
+/** Reads every byte of both inputs whatever they hold: no early exit on the first difference. */
+export function bytesEqualInConstantTime(x: ArrayLike<number>, y: ArrayLike<number>): boolean {
+  if (x.length !== y.length) return false;
   let diff = 0;
-  for (let i = 0; i < x.byteLength; i++) diff |= (x[i] ?? 0) ^ (y[i] ?? 0);
+  for (let i = 0; i < x.length; i++) diff |= (x[i] ?? 0) ^ (y[i] ?? 0);
   return diff === 0;
 }
 
