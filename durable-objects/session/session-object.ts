@@ -38,6 +38,7 @@ import {
   sendRewritable,
 } from "./clients";
 import { type PendingRow, SessionStore, type SessionMeta } from "./store";
+import { agentRequestTarget } from "./agent-request-routing";
 import type { ToolCallRow } from "../../protocol/tool-calls";
 
 /** How many times a client that answered a permission request wrongly is asked again. */
@@ -542,27 +543,18 @@ export class SessionObject extends DurableObject<Env> {
     }
   }
 
-  /**
-   * fs/*, terminal/* and extension requests go to one client that can serve them: the one that
-   * prompted when it can, else any attached client that advertised the capability.
-   */
+  /** fs/*, terminal/*, elicitation/* and extension requests: only to the client whose prompt is running. */
   private routeAgentRequest(epoch: number, agentReqId: JsonRpcId, method: string, params: unknown): void {
     const turn = this.store.turn;
-    const candidates = this.clients.all().filter((ws) => canServe(attachmentOf(ws)?.caps, method));
-    const preferred = turn.state !== "idle" ? candidates.find((ws) => attachmentOf(ws)?.connId === turn.connId) : undefined;
-    const ws = preferred ?? candidates[0];
-    const client = ws ? attachmentOf(ws) : undefined;
-    if (!ws || !client) {
-      this.toAgent({
-        type: "response",
-        epoch,
-        id: agentReqId,
-        error: { code: -32601, message: `No attached client can serve ${method}`, data: { method } },
-      });
+    const ws = turn.state !== "idle" ? this.clients.byConnection(turn.connId) : undefined;
+    const target = agentRequestTarget(turn, this.store.meta?.sessionId ?? "", method, params, ws ? attachmentOf(ws) : undefined);
+    if (!ws || !target.ok) {
+      const error = target.ok ? new RpcError(-32603, `The client serving ${method} is gone`) : target.error;
+      this.toAgent({ type: "response", epoch, id: agentReqId, error: errorResponse(agentReqId, error).error });
       return;
     }
     const outId = this.store.nextId();
-    this.store.addAgentRequest({ outId, agentReqId, agentEpoch: epoch, connId: client.connId, method });
+    this.store.addAgentRequest({ outId, agentReqId, agentEpoch: epoch, connId: target.connId, method });
     sendRewritable(ws, JSON.stringify({ jsonrpc: "2.0", id: outId, method, params }));
   }
 
@@ -751,14 +743,6 @@ export class SessionObject extends DurableObject<Env> {
       this.agentStub.toAgent(meta.agent, ref, frame).catch((e: unknown) => console.error("session: agent delivery failed", e)),
     );
   }
-}
-
-function canServe(caps: { readTextFile: boolean; writeTextFile: boolean; terminal: boolean } | undefined, method: string): boolean {
-  if (!caps) return false;
-  if (method === CLIENT_METHODS.fsReadTextFile) return caps.readTextFile;
-  if (method === CLIENT_METHODS.fsWriteTextFile) return caps.writeTextFile;
-  if (method.startsWith("terminal/")) return caps.terminal;
-  return method.startsWith("_");
 }
 
 /** The *_once option of the same decision as an *_always one, if the request offered it. */
