@@ -39,6 +39,7 @@ import {
 } from "./clients";
 import { type PendingRow, SessionStore, type SessionMeta } from "./store";
 import { agentRequestTarget } from "./agent-request-routing";
+import { claimRefusal } from "./ownership";
 import type { ToolCallRow } from "../../protocol/tool-calls";
 
 /** How many times a client that answered a permission request wrongly is asked again. */
@@ -85,8 +86,19 @@ export class SessionObject extends DurableObject<Env> {
   }
 
   // ── set-up (called by the AgentObject when the agent created or loaded the session) ──────────
-  init(ref: SessionRef, meta: Omit<SessionMeta, "tenantId" | "sessionId" | "createdAt">): void {
+  /**
+   * A session belongs to the agent that created it: `claimRefusal` says why an agent's session/new
+   * (never allowed to re-initialise a session) or session/load (only of its own) is refused, and
+   * then nothing here changes.
+   */
+  init(
+    ref: SessionRef,
+    meta: Omit<SessionMeta, "tenantId" | "sessionId" | "createdAt">,
+    opening: "new" | "load" = "load",
+  ): { ok: true } | { ok: false; message: string } {
     const existing = this.store.meta;
+    const refusal = claimRefusal(existing, ref, meta.agent, opening);
+    if (refusal) return { ok: false, message: refusal };
     this.store.meta = {
       ...existing,
       ...meta,
@@ -94,6 +106,7 @@ export class SessionObject extends DurableObject<Env> {
       sessionId: ref.sessionId,
       createdAt: existing?.createdAt ?? Date.now(),
     };
+    return { ok: true };
   }
 
   exists(): boolean {
