@@ -16,6 +16,7 @@ import {
   type ResponseMessage,
 } from "../../protocol/jsonrpc";
 import { AGENT_METHODS, CANCEL_REQUEST, PROTOCOL_VERSION } from "../../protocol/methods";
+import { isGatewayMethod, stripGatewayMarks } from "../../protocol/gateway-namespace";
 import type { Env } from "../../worker/env";
 import type { FromAgent, SessionRef, ToAgent } from "../session/agent-link";
 import type { SessionObject } from "../session/session-object";
@@ -119,6 +120,11 @@ export class AgentObject extends DurableObject<Env> {
       return;
     }
     const message = parsed.message;
+    if (!isResponse(message) && isGatewayMethod(message.method)) {
+      if (isRequest(message)) ws.send(JSON.stringify(errorResponse(message.id, gatewayMethodRefused(message.method))));
+      return;
+    }
+    if (stripGatewayMarks(message)) data = JSON.stringify(message);
     if (isResponse(message)) return this.onAgentResponse(message, data);
     const sessionId = message.method === CANCEL_REQUEST ? this.cancelTarget(message.params, epoch) : sessionIdOf(message);
     if (sessionId === undefined || !this.store.ownsSession(sessionId)) {
@@ -506,6 +512,13 @@ export class AgentObject extends DurableObject<Env> {
 function withParams(message: Record<string, unknown>, params: unknown): Record<string, unknown> {
   if (params !== undefined) message.params = params;
   return message;
+}
+
+function gatewayMethodRefused(method: string): RpcError {
+  return new RpcError(-32601, `${method} is refused: methods named _acp_gateway/* belong to the gateway, and agents may not send them`, {
+    method,
+    reason: "gateway_namespace",
+  });
 }
 
 function sessionIdOfParams(params: unknown): string | undefined {
