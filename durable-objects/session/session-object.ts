@@ -441,16 +441,27 @@ export class SessionObject extends DurableObject<Env> {
     const toolCall = isObject(params) ? params.toolCall : undefined;
     this.store.applyToolCall(toolCall, seq);
     const now = Date.now();
-    const permId = this.store.addPending({
+    const request = {
       agentReqId,
       agentEpoch: epoch,
       toolCallId: isObject(toolCall) && typeof toolCall.toolCallId === "string" ? toolCall.toolCallId : null,
       params: JSON.stringify(params),
       createdAt: now,
       deadlineAt: now + meta.deadlineMs,
-    });
+    };
+    // Nothing may be approved outside a running turn: no rule answers, no client is asked (TC-11).
+    if (this.store.turn.state !== "running") return this.refuseOutsideTurn({ ...request, permId: 0, asking: 0 });
+    const permId = this.store.addPending(request);
     this.scheduleDeadline();
     this.ctx.waitUntil(this.consultRulesThenAsk(permId));
+  }
+
+  /** A permission request while no turn runs, or after the turn was cancelled: `cancelled` at once, audited. */
+  private refuseOutsideTurn(request: PendingRow): void {
+    const by: DecidedBy = this.store.turn.state === "idle" ? { type: "turn_end" } : { type: "cancel" };
+    this.toAgent({ type: "response", epoch: request.agentEpoch, id: request.agentReqId, result: CANCELLED_RESULT });
+    this.store.append("resolution", JSON.stringify({ agentReqId: request.agentReqId, outcome: CANCELLED_RESULT.outcome, decidedBy: by }));
+    this.audit(request, CANCELLED_RESULT.outcome, by);
   }
 
   /**
