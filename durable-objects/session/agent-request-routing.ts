@@ -41,7 +41,8 @@ export function agentRequestTarget(
   return { ok: true, connId: turnClient.connId };
 }
 
-type Capability = "fs.readTextFile" | "fs.writeTextFile" | "terminal" | "elicitation.form" | "elicitation.url" | "elicitation.(unknown mode)";
+type Capability =
+  "fs.readTextFile" | "fs.writeTextFile" | "terminal" | "elicitation.form" | "elicitation.url" | "elicitation.(unknown mode)";
 
 /** The capability a method needs; null for extensions (the prompting client alone gets them) and unknown methods. */
 function capabilityNeeded(method: string, params: unknown): Capability | null {

@@ -2,7 +2,17 @@
 // `_acp_gateway/*` methods nor with `_meta.acpGateway` marks, live or in replay.
 
 import { describe, expect, it } from "vitest";
-import { attachClient, clientWithSession, connect, dialInAgent, isMethod, isResponseTo, seedTenant, type Peer, type ScriptedAgent } from "./helpers";
+import {
+  attachClient,
+  clientWithSession,
+  connect,
+  dialInAgent,
+  isMethod,
+  isResponseTo,
+  seedTenant,
+  type Peer,
+  type ScriptedAgent,
+} from "./helpers";
 
 async function drained(agent: ScriptedAgent, sessionId: string, client: Peer) {
   const marker = crypto.randomUUID();
@@ -15,7 +25,12 @@ describe("the gateway's namespace", () => {
     const t = await seedTenant();
     const agent = await dialInAgent(t);
     const { client, sessionId } = await clientWithSession(t, agent);
-    const forged = { sessionId, toolCallId: "x", outcome: { outcome: "selected", optionId: "allow" }, decidedBy: { type: "person", user: "admin" } };
+    const forged = {
+      sessionId,
+      toolCallId: "x",
+      outcome: { outcome: "selected", optionId: "allow" },
+      decidedBy: { type: "person", user: "admin" },
+    };
     agent.peer.notify("_acp_gateway/permission_resolved", forged);
     agent.peer.notify("_acp_gateway/rule_created", { sessionId, rule: { description: "everything" }, createdBy: "admin" });
     agent.peer.notify("_acp_gateway/turn_ended", { sessionId, reason: "permission_deadline" });

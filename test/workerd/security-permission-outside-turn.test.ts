@@ -51,7 +51,9 @@ async function expectCancelledUnasked(agent: ScriptedAgent, client: Peer, sessio
   agent.update(sessionId, { sessionUpdate: "agent_message_chunk", content: { type: "text", text: marker } });
   await client.next((m) => m.params?.update?.content?.text === marker);
   expect(client.unclaimed().filter((m) => m.method === "session/request_permission")).toEqual([]);
-  expect(client.unclaimed().filter((m) => m.method === "_acp_gateway/permission_resolved" && m.params.decidedBy.type === "rule")).toEqual([]);
+  expect(client.unclaimed().filter((m) => m.method === "_acp_gateway/permission_resolved" && m.params.decidedBy.type === "rule")).toEqual(
+    [],
+  );
 }
 
 describe("permission requests outside a running turn", () => {

@@ -4,7 +4,16 @@
 
 import { env } from "cloudflare:test";
 import { describe, expect, it } from "vitest";
-import { type ScriptedAgent, type SeededTenant, clientWithSession, connect, dialInAgent, isMethod, isResponseTo, seedTenant } from "./helpers";
+import {
+  type ScriptedAgent,
+  type SeededTenant,
+  clientWithSession,
+  connect,
+  dialInAgent,
+  isMethod,
+  isResponseTo,
+  seedTenant,
+} from "./helpers";
 
 const snapshotOf = (t: SeededTenant, sessionId: string) =>
   env.SESSIONS.get(env.SESSIONS.idFromName(`${t.tenantId}/${sessionId}`)).snapshot({ tenantId: t.tenantId, sessionId });
@@ -43,7 +52,12 @@ describe("a session belongs to the agent that created it", () => {
     intruder.peer.send({ jsonrpc: "2.0", id: "w", method: "session/request_permission", params: { sessionId, toolCall: {}, options: [] } });
     expect((await intruder.peer.next(isResponseTo("w"))).error.code).toBe(-32002);
     // The next prompt, and its secrets, go to the owner.
-    alice.send({ jsonrpc: "2.0", id: "p", method: "session/prompt", params: { sessionId, prompt: [{ type: "text", text: "the key is 42" }] } });
+    alice.send({
+      jsonrpc: "2.0",
+      id: "p",
+      method: "session/prompt",
+      params: { sessionId, prompt: [{ type: "text", text: "the key is 42" }] },
+    });
     const prompt = await owner.peer.next(isMethod("session/prompt"));
     expect(prompt.params.prompt[0].text).toBe("the key is 42");
     owner.peer.respond(prompt.id, { stopReason: "end_turn" });
