@@ -14,6 +14,8 @@ export interface TenantSettings {
   permissionDeadlineMs?: number;
   /** Relay a person's allow_always / reject_always to the agent as made (default: as the *_once). */
   relayAlwaysAsMade?: boolean;
+  /** How long a permission request waits with nobody attached before the notification targets are told, in ms. */
+  notifyAfterMs?: number;
 }
 
 export interface Principal {

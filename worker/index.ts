@@ -5,6 +5,7 @@ import { OpenAPIHono } from "@hono/zod-openapi";
 import { Hono } from "hono";
 import { bodyLimit } from "hono/body-limit";
 import { auditApi } from "./api/audit";
+import { notificationsApi } from "./api/notifications";
 import { validationHook } from "./api/openapi";
 import { rulesApi } from "./api/rules";
 import { sessionsApi } from "./api/sessions";
@@ -37,6 +38,7 @@ api.route("/", keysApi);
 api.route("/", agentsApi);
 api.route("/", rulesApi);
 api.route("/", auditApi);
+api.route("/", notificationsApi);
 api.doc("/v1/openapi.json", { openapi: "3.0.0", info: { title: "ACP Gateway API", version: "0.1.0" } });
 app.route("/", api);
 

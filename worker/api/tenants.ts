@@ -24,6 +24,12 @@ export const SettingsSchema = z
       .max(7 * 24 * 3600 * 1000)
       .optional(),
     relayAlwaysAsMade: z.boolean().optional(),
+    notifyAfterMs: z
+      .number()
+      .int()
+      .min(0)
+      .max(24 * 3600 * 1000)
+      .optional(),
   })
   .strict()
   .openapi("TenantSettings");
