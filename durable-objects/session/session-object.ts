@@ -26,6 +26,7 @@ import type { DecideRequest, DecideResult } from "../rules/types";
 import { isToolCallUpdate } from "../../protocol/tool-calls";
 import type { Env } from "../../worker/env";
 import type { FromAgent, SessionRef, ToAgent } from "./agent-link";
+import { AgentDelivery } from "./agent-delivery";
 import {
   ATTACH_HEADER,
   AttachedClients,
@@ -83,7 +84,9 @@ export class SessionObject extends DurableObject<Env> {
     super(ctx, env);
     this.store = new SessionStore(ctx.storage.sql);
     this.clients = new AttachedClients(ctx);
+    this.delivery = new AgentDelivery(ctx.storage.sql);
   }
+  private readonly delivery: AgentDelivery;
 
   // ── set-up (called by the AgentObject when the agent created or loaded the session) ──────────
   /**
@@ -394,9 +397,13 @@ export class SessionObject extends DurableObject<Env> {
   // ── messages from the agent (through the AgentObject) ───────────────────────────────────────────
   /** A batch, handled as one event: one storage commit for all of it. */
   fromAgentBatch(ref: SessionRef, items: FromAgent[]): void {
+    const meta = this.store.meta;
+    if (!meta || meta.tenantId !== ref.tenantId) return;
     for (const item of items) {
+      if (!this.delivery.take(item)) continue; // re-sent after an AgentObject restart: applied already
       if (item.kind === "frame") this.fromAgent(ref, item.epoch, item.text);
-      else this.fromAgentResponse(ref, item.gwId, item.text);
+      else if (item.kind === "response") this.fromAgentResponse(ref, item.gwId, item.text);
+      else this.agentGone(ref, item);
     }
   }
 
