@@ -21,8 +21,9 @@ import {
 import { AGENT_METHODS, CANCEL_REQUEST, CLIENT_METHODS, GATEWAY_NOTIFICATIONS } from "../../protocol/methods";
 import { CANCELLED_RESULT, type PermissionOption, judgeAnswer, offeredOptions } from "../../protocol/permissions";
 import { randomId } from "../../protocol/ids";
+import { operationSummary } from "../../protocol/operation";
 import type { RulesObject } from "../rules/rules-object";
-import type { DecideRequest, DecideResult } from "../rules/types";
+import { type DecideRequest, type DecideResult, RULE_NOT_CREATED } from "../rules/types";
 import { isToolCallUpdate } from "../../protocol/tool-calls";
 import type { Env } from "../../worker/env";
 import type { FromAgent, SessionRef, ToAgent } from "./agent-link";
@@ -315,6 +316,14 @@ export class SessionObject extends DurableObject<Env> {
       })
       .then((rule) => {
         if (!rule) return;
+        if ("reason" in rule) {
+          // Nothing remembered: the person is told why, and will be asked again next time.
+          const notice = { sessionId: request.request.sessionId, toolCallId: pending.toolCallId, reason: rule.reason };
+          const text = JSON.stringify({ jsonrpc: "2.0", method: RULE_NOT_CREATED, params: notice });
+          this.store.append("notice", text);
+          this.clients.broadcast(text);
+          return;
+        }
         const text = JSON.stringify({
           jsonrpc: "2.0",
           method: GATEWAY_NOTIFICATIONS.ruleCreated,
@@ -782,20 +791,9 @@ function onceOf(kind: string, options: PermissionOption[]): PermissionOption | u
   return options.find((o) => o.kind === once);
 }
 
-/** The operation in full, as the audit shows it: the command, else the paths. */
-function operationOf(row: ToolCallRow | undefined): string | null {
-  if (!row) return null;
-  const input = row.rawInput;
-  if (isObject(input)) {
-    const command = input.command ?? input.cmd;
-    if (typeof command === "string") return command;
-    if (Array.isArray(command)) return command.map(String).join(" ");
-  }
-  if (Array.isArray(row.locations)) {
-    const paths = row.locations.map((l) => (isObject(l) ? l.path : undefined)).filter((p) => typeof p === "string");
-    if (paths.length > 0) return paths.join(", ");
-  }
-  return null;
+/** The operation in full, as the audit shows it: the command, else the paths (protocol/operation.ts). */
+function operationOf(row: ToolCallRow | undefined, cwd: string): string | null {
+  return row ? operationSummary(row, cwd) : null;
 }
 
 function auditEntry(
@@ -815,7 +813,7 @@ function auditEntry(
     pending.toolCallId,
     typeof row?.kind === "string" ? row.kind : null,
     typeof row?.name === "string" ? row.name : null,
-    operationOf(row),
+    operationOf(row, meta.cwd),
     kindOfOutcome === "selected" || kindOfOutcome === "cancelled" ? kindOfOutcome : "withdrawn",
     option?.optionId ?? null,
     option?.kind ?? null,
