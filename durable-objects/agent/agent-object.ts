@@ -117,6 +117,9 @@ export class AgentObject extends DurableObject<Env> {
     const parsed = parseFrame(data);
     if (!parsed.ok) {
       if (parsed.reply) ws.send(JSON.stringify(parsed.reply));
+      // An answer refused at the edge (too large, too deep) must not leave the request it answers waiting.
+      const refused = refusedAnswer(parsed.reply);
+      if (refused) this.onAgentResponse(refused, JSON.stringify(refused));
       return;
     }
     const message = parsed.message;
@@ -486,7 +489,10 @@ export class AgentObject extends DurableObject<Env> {
     const items = this.outbox.get(sessionId);
     const ref = this.ref(sessionId);
     if (!items || items.length === 0 || !ref) return;
-    this.outbox.delete(sessionId);
+    // One call stays well under the RPC message limit (32 MiB): what does not fit goes in the next call.
+    const fits = batchPrefix(items, MAX_BATCH_BYTES);
+    if (fits < items.length) this.outbox.set(sessionId, items.splice(fits));
+    else this.outbox.delete(sessionId);
     this.inFlight.add(sessionId);
     const call = this.session(sessionId)
       .fromAgentBatch(ref, items)
@@ -500,7 +506,7 @@ export class AgentObject extends DurableObject<Env> {
 
   /** Sends everything queued now, in flight or not (calls on one stub keep their order). */
   private flush(): void {
-    for (const sessionId of [...this.outbox.keys()]) this.sendBatch(sessionId);
+    for (const sessionId of [...this.outbox.keys()]) while (this.outbox.has(sessionId) && this.ref(sessionId)) this.sendBatch(sessionId);
   }
 
   /** Fire and forget, in order per session: calls on one stub are delivered in the order they are made. */
@@ -512,6 +518,27 @@ export class AgentObject extends DurableObject<Env> {
 function withParams(message: Record<string, unknown>, params: unknown): Record<string, unknown> {
   if (params !== undefined) message.params = params;
   return message;
+}
+
+/** A batch of agent frames for one session is at most this many bytes (of UTF-16 text, 2 per unit). */
+const MAX_BATCH_BYTES = 8 * 1024 * 1024;
+
+/** How many items from the start fit the budget (always at least one). */
+function batchPrefix(items: FromAgent[], budget: number): number {
+  let used = 0;
+  for (let i = 0; i < items.length; i++) {
+    used += (items[i]?.text.length ?? 0) * 2;
+    if (used > budget && i > 0) return i;
+  }
+  return items.length;
+}
+
+/** The answer the gateway stands in for when the agent's own answer (naming `requestId`) was refused. */
+function refusedAnswer(reply: ResponseMessage | null): ResponseMessage | undefined {
+  const data = reply?.error?.data;
+  const requestId = isObject(data) ? data.requestId : undefined;
+  if (reply?.id !== null || typeof requestId !== "number") return undefined;
+  return errorResponse(requestId, RpcError.internal(`The agent's answer was refused by the gateway: ${reply.error?.message ?? "invalid"}`));
 }
 
 function gatewayMethodRefused(method: string): RpcError {

@@ -395,8 +395,13 @@ export class SessionObject extends DurableObject<Env> {
   /** A batch, handled as one event: one storage commit for all of it. */
   fromAgentBatch(ref: SessionRef, items: FromAgent[]): void {
     for (const item of items) {
-      if (item.kind === "frame") this.fromAgent(ref, item.epoch, item.text);
-      else this.fromAgentResponse(ref, item.gwId, item.text);
+      // One frame that fails to apply must not take the rest of the batch with it.
+      try {
+        if (item.kind === "frame") this.fromAgent(ref, item.epoch, item.text);
+        else this.fromAgentResponse(ref, item.gwId, item.text);
+      } catch (error) {
+        console.error("session: an agent frame failed to apply", error);
+      }
     }
   }
 
