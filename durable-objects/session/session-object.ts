@@ -410,9 +410,14 @@ export class SessionObject extends DurableObject<Env> {
     if (!meta || meta.tenantId !== ref.tenantId) return;
     for (const item of items) {
       if (!this.delivery.take(item)) continue; // re-sent after an AgentObject restart: applied already
-      if (item.kind === "frame") this.fromAgent(ref, item.epoch, item.text);
-      else if (item.kind === "response") this.fromAgentResponse(ref, item.gwId, item.text);
-      else this.agentGone(ref, item);
+      // One frame that fails to apply must not take the rest of the batch with it.
+      try {
+        if (item.kind === "frame") this.fromAgent(ref, item.epoch, item.text);
+        else if (item.kind === "response") this.fromAgentResponse(ref, item.gwId, item.text);
+        else this.agentGone(ref, item);
+      } catch (error) {
+        console.error("session: an agent frame failed to apply", error);
+      }
     }
   }
 
