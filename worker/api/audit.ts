@@ -19,7 +19,7 @@ const AuditEntrySchema = z
     optionId: z.string().nullable(),
     optionKind: z.string().nullable(),
     decidedBy: z.object({
-      type: z.enum(["person", "rule", "cancel", "deadline", "turn_end", "agent_disconnected", "agent_withdrew"]),
+      type: z.enum(["person", "link", "rule", "cancel", "deadline", "turn_end", "agent_disconnected", "agent_withdrew"]),
       key: z.string().nullable(),
       user: z.string().nullable(),
       ruleId: z.string().nullable(),
