@@ -42,6 +42,7 @@ import {
 import { type PendingRow, SessionStore, type SessionMeta } from "./store";
 import { agentRequestTarget } from "./agent-request-routing";
 import { claimRefusal } from "./ownership";
+import { type ApprovalView, type LinkDecidedBy, type LinkRefusal, Notifier } from "./notify";
 import type { ToolCallRow } from "../../protocol/tool-calls";
 
 /** How many times a client that answered a permission request wrongly is asked again. */
@@ -55,7 +56,8 @@ export type DecidedBy =
   | { type: "deadline" }
   | { type: "turn_end" }
   | { type: "agent_disconnected"; reason: string }
-  | { type: "agent_withdrew" };
+  | { type: "agent_withdrew" }
+  | LinkDecidedBy;
 
 export interface SessionSnapshot {
   sessionId: string;
@@ -80,12 +82,14 @@ export interface SessionSnapshot {
 export class SessionObject extends DurableObject<Env> {
   private readonly store: SessionStore;
   private readonly clients: AttachedClients;
+  private readonly notifier: Notifier;
 
   constructor(ctx: DurableObjectState, env: Env) {
     super(ctx, env);
     this.store = new SessionStore(ctx.storage.sql);
     this.clients = new AttachedClients(ctx);
     this.delivery = new AgentDelivery(ctx.storage.sql);
+    this.notifier = new Notifier(ctx, env, this.store, () => this.scheduleDeadline());
   }
   private readonly delivery: AgentDelivery;
 
@@ -182,6 +186,7 @@ export class SessionObject extends DurableObject<Env> {
   /** A client that leaves loses nothing: its copies go, the requests stay pending for the others. */
   private detach(connId: string): void {
     this.store.removeCopiesOfConnection(connId);
+    this.notifier.onDetach(this.clients.list().filter((c) => c.connId !== connId).length);
     // Agent requests that only this client could serve are answered with an error: nobody else has them.
     for (const r of this.store.agentRequests({ connId })) {
       this.store.takeAgentRequest(r.outId);
@@ -509,6 +514,7 @@ export class SessionObject extends DurableObject<Env> {
       if (client) this.sendCopy(ws, client.connId, pending);
     }
     this.watchRules(true);
+    this.ctx.waitUntil(this.notifier.track(permId).catch((e: unknown) => console.error("session: tracking for notification failed", e)));
   }
 
   private async consultRules(permId: number): Promise<DecideResult | null> {
@@ -660,7 +666,7 @@ export class SessionObject extends DurableObject<Env> {
 
   // ── deadlines ─────────────────────────────────────────────────────────────────────────────────
   private scheduleDeadline(): void {
-    const next = this.store.nextDeadline();
+    const next = earliest(this.store.nextDeadline(), this.notifier.nextDue());
     if (next === undefined) void this.ctx.storage.deleteAlarm();
     else void this.ctx.storage.setAlarm(next);
   }
@@ -678,7 +684,25 @@ export class SessionObject extends DurableObject<Env> {
         `A permission request waited ${Math.round((meta?.deadlineMs ?? 0) / 1000)} s without an answer; the gateway cancelled the turn.`,
       );
     }
+    this.notifier.onAlarm(now, this.clients.list().length > 0);
     this.scheduleDeadline();
+  }
+
+  // ── approval links (worker/routes/approve.tsx; the link's token was checked at the edge) ──────
+  approvalView(ref: SessionRef, permId: number, linkId: string): ApprovalView {
+    const meta = this.store.meta;
+    if (!meta || meta.tenantId !== ref.tenantId || meta.sessionId !== ref.sessionId) return { state: "unknown" };
+    return this.notifier.view(permId, linkId);
+  }
+
+  /** An answer from an approval link: exactly a client's answer (first wins, copies withdrawn, audited). */
+  answerFromLink(ref: SessionRef, permId: number, linkId: string, optionId: string): LinkRefusal | { state: "answered_by_you" } {
+    const meta = this.store.meta;
+    if (!meta || meta.tenantId !== ref.tenantId || meta.sessionId !== ref.sessionId) return { state: "unknown" };
+    const taken = this.notifier.takeAnswer(permId, linkId, optionId);
+    if (!taken.ok) return taken.view;
+    this.resolvePermission(taken.pending, { outcome: { outcome: "selected", optionId } }, taken.by);
+    return { state: "answered_by_you" };
   }
 
   private notifyTurnEnded(reason: string, message: string): void {
@@ -823,11 +847,15 @@ function auditEntry(
     option?.optionId ?? null,
     option?.kind ?? null,
     by.type,
-    by.type === "person" ? by.keyId : null,
-    by.type === "person" ? by.user : null,
+    by.type === "person" ? by.keyId : by.type === "link" ? by.linkId : null,
+    by.type === "person" ? by.user : by.type === "link" ? `approval link via ${by.target}` : null,
     by.type === "rule" ? by.ruleId : null,
     Date.now(),
   ];
+}
+
+function earliest(a: number | undefined, b: number | undefined): number | undefined {
+  return a === undefined ? b : b === undefined ? a : Math.min(a, b);
 }
 
 function* replayBodies(entries: Iterable<{ body: string }>): Iterable<string> {
