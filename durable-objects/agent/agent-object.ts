@@ -16,6 +16,7 @@ import {
   type ResponseMessage,
 } from "../../protocol/jsonrpc";
 import { AGENT_METHODS, CANCEL_REQUEST, PROTOCOL_VERSION } from "../../protocol/methods";
+import { isGatewayMethod, stripGatewayMarks } from "../../protocol/gateway-namespace";
 import type { Env } from "../../worker/env";
 import type { FromAgent, SessionRef, ToAgent } from "../session/agent-link";
 import type { SessionObject } from "../session/session-object";
@@ -123,6 +124,11 @@ export class AgentObject extends DurableObject<Env> {
       return;
     }
     const message = parsed.message;
+    if (!isResponse(message) && isGatewayMethod(message.method)) {
+      if (isRequest(message)) ws.send(JSON.stringify(errorResponse(message.id, gatewayMethodRefused(message.method))));
+      return;
+    }
+    if (stripGatewayMarks(message)) data = JSON.stringify(message);
     if (isResponse(message)) return this.onAgentResponse(message, data);
     const sessionId = message.method === CANCEL_REQUEST ? this.cancelTarget(message.params, epoch) : sessionIdOf(message);
     if (sessionId === undefined || !this.store.ownsSession(sessionId)) {
@@ -292,7 +298,13 @@ export class AgentObject extends DurableObject<Env> {
     this.store.addOutbound({ agentId, epoch, kind: "open", sessionId: null, gwId: null });
     const loadId = args.method === AGENT_METHODS.sessionLoad ? sessionIdOfParams(args.params) : undefined;
     // A loaded session must exist before the agent replays its history into it.
-    if (loadId) await this.setUpSession(args, loadId, epoch, undefined);
+    if (loadId) {
+      const refused = await this.setUpSession(args, loadId, epoch, undefined);
+      if (refused) {
+        this.store.takeOutbound(agentId);
+        return errorResponse(agentId, refused);
+      }
+    }
     const response = new Promise<ResponseMessage>((resolve) => {
       // The timer is cleared on the answer: a pending timer would keep the object from hibernating.
       const timer = setTimeout(() => {
@@ -318,27 +330,53 @@ export class AgentObject extends DurableObject<Env> {
     if (typeof sessionId !== "string" || sessionId === "") {
       return errorResponse(agentId, RpcError.internal(`The agent answered ${args.method} without a sessionId`));
     }
-    await this.setUpSession(args, sessionId, epoch, answer.result);
-    return answer;
+    const refused = await this.setUpSession(args, sessionId, epoch, answer.result);
+    return refused ? errorResponse(agentId, refused) : answer;
   }
 
-  private async setUpSession(args: OpenSessionArgs, sessionId: string, epoch: number, result: Record<string, unknown> | undefined) {
-    this.store.addSession(sessionId, epoch);
+  /** Sets up and indexes the session, or says why the agent may not claim it (then nothing changed). */
+  private async setUpSession(
+    args: OpenSessionArgs,
+    sessionId: string,
+    epoch: number,
+    result: Record<string, unknown> | undefined,
+  ): Promise<RpcError | undefined> {
     const ref = { tenantId: args.tenantId, sessionId };
     const cwd = isObject(args.params) && typeof args.params.cwd === "string" ? args.params.cwd : "";
-    await this.session(sessionId).init(ref, {
-      agent: args.agent,
-      cwd,
-      createdBy: args.createdBy,
-      deadlineMs: args.deadlineMs,
-      relayAlwaysAsMade: args.relayAlwaysAsMade,
-      ...(result ? { result } : {}),
-    });
+    const opening = args.method === AGENT_METHODS.sessionNew ? "new" : "load";
+    const indexed = await this.env.DB.prepare("SELECT agent FROM sessions WHERE tenant_id = ? AND session_id = ?")
+      .bind(args.tenantId, sessionId)
+      .first<{ agent: string }>();
+    const claimed =
+      indexed && (opening === "new" || indexed.agent !== args.agent)
+        ? { ok: false as const, message: `session ${sessionId} already exists and belongs to agent "${indexed.agent}"` }
+        : await this.session(sessionId).init(
+            ref,
+            {
+              agent: args.agent,
+              cwd,
+              createdBy: args.createdBy,
+              deadlineMs: args.deadlineMs,
+              relayAlwaysAsMade: args.relayAlwaysAsMade,
+              ...(result ? { result } : {}),
+            },
+            opening,
+          );
+    if (!claimed.ok) {
+      return new RpcError(
+        -32603,
+        `The agent "${args.agent}" answered ${args.method} with a session id the gateway refused: ${claimed.message}. That session is unchanged; try again, and if this repeats the agent is misbehaving.`,
+        { reason: "session_id_taken", sessionId },
+      );
+    }
+    this.store.addSession(sessionId, epoch);
+    // The index row of an existing session is only touched for its own agent (never re-assigned).
     await this.env.DB.prepare(
-      "INSERT INTO sessions (tenant_id, session_id, agent, cwd, created_by) VALUES (?, ?, ?, ?, ?) ON CONFLICT (tenant_id, session_id) DO UPDATE SET updated_at = unixepoch() * 1000",
+      "INSERT INTO sessions (tenant_id, session_id, agent, cwd, created_by) VALUES (?, ?, ?, ?, ?) ON CONFLICT (tenant_id, session_id) DO UPDATE SET updated_at = unixepoch() * 1000 WHERE sessions.agent = excluded.agent",
     )
       .bind(args.tenantId, sessionId, args.agent, cwd, args.createdBy)
       .run();
+    return undefined;
   }
 
   // ── helpers ───────────────────────────────────────────────────────────────────────────────────
@@ -495,6 +533,13 @@ export class AgentObject extends DurableObject<Env> {
 function withParams(message: Record<string, unknown>, params: unknown): Record<string, unknown> {
   if (params !== undefined) message.params = params;
   return message;
+}
+
+function gatewayMethodRefused(method: string): RpcError {
+  return new RpcError(-32601, `${method} is refused: methods named _acp_gateway/* belong to the gateway, and agents may not send them`, {
+    method,
+    reason: "gateway_namespace",
+  });
 }
 
 function sessionIdOfParams(params: unknown): string | undefined {
