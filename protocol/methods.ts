@@ -55,3 +55,8 @@ export const GATEWAY_NOTIFICATIONS = {
   /** The gateway ended a turn (deadline, agent gone): why. */
   turnEnded: "_acp_gateway/turn_ended",
 } as const;
+
+/** Names starting with `_` are extensions (ACP reserves them; the gateway relays them). */
+export function isExtension(method: string): boolean {
+  return method.startsWith("_");
+}
