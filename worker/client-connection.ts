@@ -207,6 +207,7 @@ export class ClientConnection {
       createdBy: this.principal.label,
       deadlineMs: permissionDeadlineMs(this.env, this.principal),
       relayAlwaysAsMade: this.principal.settings.relayAlwaysAsMade === true,
+      limits: this.principal.settings.limits,
     });
     if (answer.error !== undefined || !isObject(answer.result) || typeof answer.result.sessionId !== "string") {
       return this.reply({ ...answer, id });
@@ -232,6 +233,7 @@ export class ClientConnection {
         createdBy: this.principal.label,
         deadlineMs: permissionDeadlineMs(this.env, this.principal),
         relayAlwaysAsMade: this.principal.settings.relayAlwaysAsMade === true,
+        limits: this.principal.settings.limits,
       });
       if (answer.error !== undefined) return this.reply({ ...answer, id });
     }
