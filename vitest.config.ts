@@ -24,6 +24,7 @@ export default defineConfig({
                 TEST_MIGRATIONS: await readD1Migrations("./db/migrations"),
                 GATEWAY_ADMIN_TOKEN: "test-operator-token",
                 KEY_RECHECK_MS: "300",
+                KEY_UNVERIFIED_GRACE_MS: "1500",
               },
             },
           })),
