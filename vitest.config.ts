@@ -30,6 +30,7 @@ export default defineConfig({
                 GATEWAY_ADMIN_TOKEN: "test-operator-token",
                 KEY_RECHECK_MS: "300",
                 APPROVAL_LINK_SECRET: "test-approval-link-secret-0123456789abcdef",
+                KEY_UNVERIFIED_GRACE_MS: "1500",
               },
             },
           })),

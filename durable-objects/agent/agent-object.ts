@@ -15,6 +15,7 @@ import {
   sessionIdOf,
   type ResponseMessage,
 } from "../../protocol/jsonrpc";
+import type { Limits } from "../../protocol/tenant-limits";
 import { AGENT_METHODS, CANCEL_REQUEST, PROTOCOL_VERSION } from "../../protocol/methods";
 import { isGatewayMethod, stripGatewayMarks } from "../../protocol/gateway-namespace";
 import type { Env } from "../../worker/env";
@@ -42,6 +43,8 @@ export interface OpenSessionArgs {
   createdBy: string | null;
   deadlineMs: number;
   relayAlwaysAsMade: boolean;
+  /** The tenant's limit overrides (protocol/tenant-limits.ts), kept by the session. */
+  limits?: Partial<Limits> | undefined;
 }
 
 export type AgentStatus = { connected: boolean; info: AgentInfo | null; unreachable?: string };
@@ -361,6 +364,7 @@ export class AgentObject extends DurableObject<Env> {
               createdBy: args.createdBy,
               deadlineMs: args.deadlineMs,
               relayAlwaysAsMade: args.relayAlwaysAsMade,
+              ...(args.limits ? { limits: args.limits } : {}),
               ...(result ? { result } : {}),
             },
             opening,

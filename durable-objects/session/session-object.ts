@@ -28,6 +28,7 @@ import { isToolCallUpdate } from "../../protocol/tool-calls";
 import type { Env } from "../../worker/env";
 import type { FromAgent, SessionRef, ToAgent } from "./agent-link";
 import { AgentDelivery } from "./agent-delivery";
+import { LIMIT_REACHED_NOTICE, type LimitError, limitsOf, pendingLimitError } from "../../protocol/tenant-limits";
 import {
   ATTACH_HEADER,
   AttachedClients,
@@ -187,6 +188,8 @@ export class SessionObject extends DurableObject<Env> {
   private detach(connId: string): void {
     this.store.removeCopiesOfConnection(connId);
     this.notifier.onDetach(this.clients.list().filter((c) => c.connId !== connId).length);
+    // The last client gone and nothing waiting on people: rule changes need not wake this session.
+    if (this.clients.all().every((ws) => attachmentOf(ws)?.connId === connId) && !this.store.hasAsking()) this.watchRules(false);
     // Agent requests that only this client could serve are answered with an error: nobody else has them.
     for (const r of this.store.agentRequests({ connId })) {
       this.store.takeAgentRequest(r.outId);
@@ -477,9 +480,23 @@ export class SessionObject extends DurableObject<Env> {
     };
     // Nothing may be approved outside a running turn: no rule answers, no client is asked (TC-11).
     if (this.store.turn.state !== "running") return this.refuseOutsideTurn({ ...request, permId: 0, asking: 0 });
+    const limit = limitsOf(meta.limits).pendingPermissionsPerSession;
+    if (this.store.pending().length >= limit) return this.refuseOverLimit(epoch, agentReqId, pendingLimitError(meta.sessionId, limit));
     const permId = this.store.addPending(request);
     this.scheduleDeadline();
     this.ctx.waitUntil(this.consultRulesThenAsk(permId));
+  }
+
+  /** A permission request beyond the session's bound: the agent gets an error saying why, the clients a notice. */
+  private refuseOverLimit(epoch: number, agentReqId: JsonRpcId, error: LimitError): void {
+    this.toAgent({ type: "response", epoch, id: agentReqId, error });
+    const text = JSON.stringify({
+      jsonrpc: "2.0",
+      method: LIMIT_REACHED_NOTICE,
+      params: { sessionId: this.store.meta?.sessionId, ...error },
+    });
+    this.store.append("notice", text);
+    this.clients.broadcast(text);
   }
 
   /** A permission request while no turn runs, or after the turn was cancelled: `cancelled` at once, audited. */
@@ -585,6 +602,7 @@ export class SessionObject extends DurableObject<Env> {
       this.audit(pending, { outcome: "withdrawn" }, { type: "agent_withdrew" });
       this.toAgent({ type: "response", epoch, id: requestId, error: { code: -32800, message: "Request cancelled" } });
       this.store.append("resolution", JSON.stringify({ permId: pending.permId, decidedBy: { type: "agent_withdrew" } }));
+      if (pending.asking && !this.store.hasAsking()) this.watchRules(false);
       this.scheduleDeadline();
       return;
     }
@@ -635,6 +653,7 @@ export class SessionObject extends DurableObject<Env> {
   agentGone(ref: SessionRef, info: { epoch: number; reason: string; gwIds: number[] }): void {
     const meta = this.store.meta;
     if (!meta || meta.tenantId !== ref.tenantId) return;
+    const watching = this.store.hasAsking();
     for (const pending of this.store.pending().filter((p) => p.agentEpoch <= info.epoch)) {
       this.withdrawCopies(this.store.removePending(pending.permId));
       this.audit(pending, { outcome: "withdrawn" }, { type: "agent_disconnected", reason: info.reason });
@@ -643,6 +662,7 @@ export class SessionObject extends DurableObject<Env> {
         JSON.stringify({ permId: pending.permId, decidedBy: { type: "agent_disconnected", reason: info.reason } }),
       );
     }
+    if (watching && !this.store.hasAsking()) this.watchRules(false);
     for (const r of this.store.agentRequests().filter((r) => r.agentEpoch <= info.epoch)) {
       this.store.takeAgentRequest(r.outId);
       const ws = this.clients.byConnection(r.connId);
