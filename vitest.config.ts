@@ -24,6 +24,8 @@ export default defineConfig({
                 TEST_MIGRATIONS: await readD1Migrations("./db/migrations"),
                 GATEWAY_ADMIN_TOKEN: "test-operator-token",
                 KEY_RECHECK_MS: "300",
+                // How many generated sequences the model-based fuzz runs (test/workerd/model-fuzz.test.ts).
+                FUZZ_RUNS: process.env.FUZZ_RUNS ?? "",
               },
             },
           })),
