@@ -191,7 +191,9 @@ export async function restart(real: LiveSession, which: "session" | "agent"): Pr
     which === "session"
       ? env.SESSIONS.get(env.SESSIONS.idFromName(`${real.t.tenantId}/${real.sessionId}`))
       : env.AGENTS.get(env.AGENTS.idFromName(`${real.t.tenantId}/${real.agent.name}`));
-  await evictDurableObject(stub);
+  await evictDurableObject(stub).catch((error: unknown) => {
+    if (!String(error).includes("not currently running")) throw error; // not running: as good as restarted
+  });
   countFault(real.counters, `${which}_restart`);
 }
 
