@@ -38,6 +38,7 @@ import {
   sendRewritable,
 } from "./clients";
 import { type PendingRow, SessionStore, type SessionMeta } from "./store";
+import { CompactionTally, appendUpdate, maybeFold } from "./compaction";
 import type { ToolCallRow } from "../../protocol/tool-calls";
 
 /** How many times a client that answered a permission request wrongly is asked again. */
@@ -114,7 +115,9 @@ export class SessionObject extends DurableObject<Env> {
     this.ctx.acceptWebSocket(server, [connTag(attach.client.connId)]);
     server.serializeAttachment(attach.client);
     if (attach.mode !== "live") {
-      sendPacked(server, replayBodies(this.store.replayable()));
+      const tally = new CompactionTally();
+      sendPacked(server, tally.count(replayBodies(this.store.replayable())));
+      if (tally.compacted) send(server, tally.notice(meta.sessionId));
     }
     if (attach.mode === "load" && attach.loadRequestId !== undefined) {
       send(server, JSON.stringify(resultResponse(attach.loadRequestId, this.loadResult(meta))));
@@ -410,7 +413,8 @@ export class SessionObject extends DurableObject<Env> {
 
   private onSessionUpdate(text: string, params: unknown): void {
     const update = isObject(params) ? params.update : undefined;
-    const seq = this.store.append("update", text);
+    const seq = appendUpdate(this.store, text);
+    maybeFold(this.store, seq);
     if (isToolCallUpdate(update)) this.store.applyToolCall(update, seq);
     else if (isObject(update) && update.sessionUpdate === "session_info_update" && typeof update.title === "string") {
       this.setTitle(update.title);
@@ -703,7 +707,7 @@ export class SessionObject extends DurableObject<Env> {
           _meta: { acpGateway: { synthesized: true, connectionId: connId, user } },
         },
       });
-      this.store.append("update", text);
+      appendUpdate(this.store, text);
       this.clients.broadcast(text, connId);
     }
   }
