@@ -158,13 +158,12 @@ describe("folding tool-call updates", () => {
 
   it("folds only after foldAfterEntries entries since the last fold", () => {
     const log = new MemoryLog();
-    let seq = 0;
     for (let i = 0; i < 9; i++) {
-      seq = appendUpdate(log, frame({ sessionUpdate: "tool_call_update", toolCallId: "t1", status: `s${i}` }));
+      const seq = appendUpdate(log, frame({ sessionUpdate: "tool_call_update", toolCallId: "t1", status: `s${i}` }));
       expect(maybeFold(log, seq, 10)).toBe(false);
     }
-    seq = appendUpdate(log, frame({ sessionUpdate: "tool_call_update", toolCallId: "t1", status: "s9" }));
-    seq = appendUpdate(log, chunk("after"));
+    appendUpdate(log, frame({ sessionUpdate: "tool_call_update", toolCallId: "t1", status: "s9" }));
+    const seq = appendUpdate(log, chunk("after"));
     expect(maybeFold(log, seq, 10)).toBe(true);
     expect(log.replayed()).toHaveLength(2);
     expect(log.foldedAt).toBe(seq);
@@ -193,7 +192,7 @@ describe("the attaching client is told", () => {
 
   it("says nothing when nothing was compacted", () => {
     const tally = new CompactionTally();
-    [...tally.count([chunk("a"), frame({ sessionUpdate: "plan", entries: [] })])];
+    expect([...tally.count([chunk("a"), frame({ sessionUpdate: "plan", entries: [] })])]).toHaveLength(2);
     expect(tally.compacted).toBe(false);
   });
 });
@@ -256,14 +255,13 @@ describe("compaction keeps what a client shows", () => {
       fc.property(fc.array(step, { maxLength: 80 }), fc.integer({ min: 1, max: 12 }), (steps, foldAfter) => {
         const full: string[] = [];
         const log = new MemoryLog();
-        let lastSeq = 0;
         for (const s of steps) {
           if (s.type === "turn_end") {
             log.append("turn_end", s.f);
             continue;
           }
           full.push(s.f);
-          lastSeq = appendUpdate(log, s.f);
+          const lastSeq = appendUpdate(log, s.f);
           maybeFold(log, lastSeq, foldAfter);
           // The newest entry is never removed: seq never goes back.
           expect(log.rows.at(-1)?.seq).toBeGreaterThanOrEqual(lastSeq);
