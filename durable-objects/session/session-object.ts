@@ -39,6 +39,7 @@ import {
 } from "./clients";
 import { type PendingRow, SessionStore, type SessionMeta } from "./store";
 import { CompactionTally, appendUpdate, maybeFold } from "./compaction";
+import { NoRulesCache } from "./rules-cache";
 import type { ToolCallRow } from "../../protocol/tool-calls";
 
 /** How many times a client that answered a permission request wrongly is asked again. */
@@ -77,6 +78,7 @@ export interface SessionSnapshot {
 export class SessionObject extends DurableObject<Env> {
   private readonly store: SessionStore;
   private readonly clients: AttachedClients;
+  private readonly noRules = new NoRulesCache();
 
   constructor(ctx: DurableObjectState, env: Env) {
     super(ctx, env);
@@ -471,8 +473,14 @@ export class SessionObject extends DurableObject<Env> {
 
   private async consultRules(permId: number): Promise<DecideResult | null> {
     const request = this.decideRequest(permId);
-    if (!request) return null;
-    return this.rules().decide(request.tenantId, request.request);
+    if (!request || this.noRules.tenantHasNoRules) return null;
+    return this.noRules.learn(await this.rules().decideFor(request.tenantId, request.request.sessionId, request.request));
+  }
+
+  /** The tenant's first rule appeared: ask the rules again from now on (rules-cache.ts). */
+  rulesAppeared(ref: SessionRef, generation: number): void {
+    const meta = this.store.meta;
+    if (meta && meta.tenantId === ref.tenantId) this.noRules.invalidate(generation);
   }
 
   private decideRequest(permId: number): { tenantId: string; request: DecideRequest } | undefined {
