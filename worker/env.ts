@@ -19,4 +19,6 @@ export interface Env {
   PERMISSION_DEADLINE_MS?: string;
   /** How often a client connection re-checks that its key is still valid, in ms (default 2000). */
   KEY_RECHECK_MS?: string;
+  /** HMAC key of approval links (wrangler secret put APPROVAL_LINK_SECRET); without it no link is issued or accepted. */
+  APPROVAL_LINK_SECRET?: string;
 }

@@ -29,6 +29,9 @@ describe("cost: SQLite rows written per relayed update and per permission reques
     const { client, sessionId } = await clientWithSession(t, agent);
     const session = env.SESSIONS.get(env.SESSIONS.idFromName(`${t.tenantId}/${sessionId}`));
     const agentObject = env.AGENTS.get(env.AGENTS.idFromName(`${t.tenantId}/cost`));
+    // Permission requests are asked only during a turn.
+    client.send({ jsonrpc: "2.0", id: "turn", method: "session/prompt", params: { sessionId, prompt: [] } });
+    await agent.peer.next(isMethod("session/prompt"));
     const sessionRows = await countRowsWritten(session);
     const agentRows = await countRowsWritten(agentObject);
 
@@ -36,7 +39,7 @@ describe("cost: SQLite rows written per relayed update and per permission reques
     for (let i = 0; i < updates; i++) {
       agent.update(sessionId, { sessionUpdate: "agent_message_chunk", content: { type: "text", text: `chunk ${i}` } });
     }
-    await client.next((m) => m.params?.update?.content?.text === `chunk ${updates - 1}`);
+    await client.next((m) => m.params?.update?.content?.text === `chunk ${updates - 1}`, 30_000);
     const perUpdate = { session: sessionRows() / updates, agent: agentRows() / updates };
 
     const before = { session: sessionRows(), agent: agentRows() };
@@ -47,12 +50,12 @@ describe("cost: SQLite rows written per relayed update and per permission reques
         { toolCallId: `tc${i}`, kind: "execute", rawInput: { command: `make ${i}` } },
         DEFAULT_OPTIONS,
       );
-      const copy = await client.next(isMethod("session/request_permission"));
+      const copy = await client.next(isMethod("session/request_permission"), 30_000);
       client.respond(copy.id, { outcome: { outcome: "selected", optionId: "allow" } });
-      await agent.peer.next((m) => m.id === id);
+      await agent.peer.next((m) => m.id === id, 30_000);
     }
     const perPermission = { session: (sessionRows() - before.session) / asks, agent: (agentRows() - before.agent) / asks };
     console.log(`COST ${JSON.stringify({ perUpdate, perPermission })}`);
     expect(perUpdate.session + perUpdate.agent).toBeGreaterThan(0);
-  });
+  }, 60_000);
 });

@@ -1,0 +1,40 @@
+// The lint gate (npm run lint): typescript-eslint's recommended rules, plus the ones that catch
+// what weaker codebases ship — promises nobody awaits or catches, `any`, unused code.
+import js from "@eslint/js";
+import tseslint from "typescript-eslint";
+
+export default tseslint.config(
+  { ignores: ["node_modules/", ".wrangler/", "web/dist/", "bench/results/", "db/migrations/", "**/*.gen.ts", "web/**/*.js"] },
+  js.configs.recommended,
+  ...tseslint.configs.recommended,
+  {
+    languageOptions: {
+      parserOptions: {
+        project: ["./tsconfig.json", "./tsconfig.node.json", "./tsconfig.tools.json"],
+        tsconfigRootDir: import.meta.dirname,
+      },
+    },
+    rules: {
+      "@typescript-eslint/no-floating-promises": "error",
+      "@typescript-eslint/no-misused-promises": ["error", { checksVoidReturn: false }],
+      "@typescript-eslint/no-explicit-any": "error",
+      "@typescript-eslint/no-unused-vars": ["error", { argsIgnorePattern: "^_", varsIgnorePattern: "^_", caughtErrors: "none" }],
+      "no-console": ["error", { allow: ["error", "warn"] }],
+    },
+  },
+  {
+    // Command-line programs and scripts talk to people on stdout.
+    files: ["cli/**", "scripts/**", "bench/**", "demo/**", "test/**"],
+    rules: { "no-console": "off" },
+  },
+  {
+    // Tests, the benchmark and the CLI bridges read peers' arbitrary JSON by property; the gateway's
+    // own code (worker/, durable-objects/, protocol/, db/) may not use `any`.
+    files: ["cli/**", "bench/**", "test/**"],
+    rules: { "@typescript-eslint/no-explicit-any": "off" },
+  },
+  {
+    files: ["**/*.js", "**/*.mjs"],
+    ...tseslint.configs.disableTypeChecked,
+  },
+);
