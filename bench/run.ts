@@ -177,6 +177,14 @@ try {
     const agent = await benchAgent(ws, agentKey, "perm");
     const client = await benchClient(ws, clientKey, "perm");
     const sessionId = await newSession(client, "/bench/perm");
+    // Permission requests are asked only during a turn: one prompt, left running for the scenario.
+    client.send({
+      jsonrpc: "2.0",
+      id: "perm-turn",
+      method: "session/prompt",
+      params: { sessionId, prompt: [{ type: "text", text: "go" }] },
+    });
+    await agent.next((m) => m.method === "session/prompt");
     client.onMessage = (m) => {
       if (m.method === "session/request_permission")
         client.send({ jsonrpc: "2.0", id: m.id, result: { outcome: { outcome: "selected", optionId: "ok" } } });
