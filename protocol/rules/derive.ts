@@ -151,7 +151,7 @@ function rejectPrefix(command: SimpleCommand): string[] | null {
 }
 
 /** `/`, `/root`, `/home/x`, `/Users/x` (and `/home`, `/Users` themselves). */
-export function isRootOrHome(dir: string): boolean {
+function isRootOrHome(dir: string): boolean {
   return /^\/(root|home(\/[^/]+)?|Users(\/[^/]+)?)?$/.test(dir);
 }
 
