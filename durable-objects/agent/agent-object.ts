@@ -216,9 +216,10 @@ export class AgentObject extends DurableObject<Env> {
   }
 
   // ── RPC from SessionObjects: deliver to the agent ────────────────────────────────────────────
-  async toAgent(agent: string, ref: SessionRef, frame: ToAgent): Promise<void> {
+  /** Delivers one frame; false when it did not reach the agent (a request was then answered with an error, or must be). */
+  async toAgent(agent: string, ref: SessionRef, frame: ToAgent): Promise<boolean> {
     const meta = this.store.meta;
-    if (!meta || meta.tenantId !== ref.tenantId || meta.name !== agent || !this.store.ownsSession(ref.sessionId)) return;
+    if (!meta || meta.tenantId !== ref.tenantId || meta.name !== agent || !this.store.ownsSession(ref.sessionId)) return false;
     // A dial-in socket is found synchronously, so frames keep their order; a dial_out agent may be dialled now.
     let ws = this.socket() ?? (frame.type === "request" ? await this.ensureSocket() : undefined);
     // An agent accepts nothing before it has answered initialize; waiters wake in arrival order.
@@ -232,32 +233,33 @@ export class AgentObject extends DurableObject<Env> {
         if (!ws) {
           const error = this.notConnected(agent);
           this.enqueue(ref.sessionId, { kind: "response", gwId: frame.gwId, text: JSON.stringify(errorResponse(frame.gwId, error)) });
-          return;
+          return true; // answered, with the error
         }
         const agentId = this.store.nextId();
         this.store.addOutbound({ agentId, epoch, kind: "forward", sessionId: ref.sessionId, gwId: frame.gwId });
         this.markActive(ref.sessionId, epoch);
         ws.send(JSON.stringify(withParams({ jsonrpc: "2.0", id: agentId, method: frame.method }, frame.params)));
-        return;
+        return true;
       }
       case "notification":
         ws?.send(JSON.stringify(withParams({ jsonrpc: "2.0", method: frame.method }, frame.params)));
-        return;
+        return ws !== undefined;
       case "response": {
-        if (!ws || frame.epoch !== epoch) return;
+        if (!ws || frame.epoch !== epoch) return false;
         this.store.removeInbound(frame.id, epoch);
         const body: Record<string, unknown> = { jsonrpc: "2.0", id: frame.id };
         if (frame.error !== undefined) body.error = frame.error;
         else body.result = frame.result ?? null;
         ws.send(JSON.stringify(body));
-        return;
+        return true;
       }
       case "cancel_request": {
         const outbound = this.store.outboundFor(ref.sessionId, frame.gwId);
         if (ws && outbound && outbound.epoch === epoch) {
           ws.send(JSON.stringify({ jsonrpc: "2.0", method: CANCEL_REQUEST, params: { requestId: outbound.agentId } }));
+          return true;
         }
-        return;
+        return false;
       }
     }
   }
