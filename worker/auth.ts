@@ -5,6 +5,7 @@
 import { keyWithTenantByHash, markKeyUsed } from "../db/queries/keys";
 import type { KeyKind } from "../protocol/api-keys";
 import { sha256Hex } from "../protocol/ids";
+import type { Limits } from "../protocol/tenant-limits";
 import type { Env } from "./env";
 
 export type { KeyKind };
@@ -14,6 +15,10 @@ export interface TenantSettings {
   permissionDeadlineMs?: number;
   /** Relay a person's allow_always / reject_always to the agent as made (default: as the *_once). */
   relayAlwaysAsMade?: boolean;
+  /** How long a permission request waits with nobody attached before the notification targets are told, in ms. */
+  notifyAfterMs?: number;
+  /** Overrides of the per-tenant limits (protocol/tenant-limits.ts); each omitted one is the default. */
+  limits?: Partial<Limits>;
 }
 
 export interface Principal {
@@ -71,12 +76,16 @@ export async function authenticate(env: Env, key: string | undefined, now = Date
   };
 }
 
+/** Equal strings, compared so that the time taken does not depend on where they first differ. */
 export function constantTimeEqual(a: string, b: string): boolean {
-  const x = new TextEncoder().encode(a);
-  const y = new TextEncoder().encode(b);
-  if (x.byteLength !== y.byteLength) return false;
+  return bytesEqualInConstantTime(new TextEncoder().encode(a), new TextEncoder().encode(b));
+}
+
+/** Reads every byte of both inputs whatever they hold: no early exit on the first difference. */
+export function bytesEqualInConstantTime(x: ArrayLike<number>, y: ArrayLike<number>): boolean {
+  if (x.length !== y.length) return false;
   let diff = 0;
-  for (let i = 0; i < x.byteLength; i++) diff |= (x[i] ?? 0) ^ (y[i] ?? 0);
+  for (let i = 0; i < x.length; i++) diff |= (x[i] ?? 0) ^ (y[i] ?? 0);
   return diff === 0;
 }
 

@@ -15,12 +15,14 @@ import {
   sessionIdOf,
   type ResponseMessage,
 } from "../../protocol/jsonrpc";
+import type { Limits } from "../../protocol/tenant-limits";
 import { AGENT_METHODS, CANCEL_REQUEST, PROTOCOL_VERSION } from "../../protocol/methods";
 import { isGatewayMethod, stripGatewayMarks } from "../../protocol/gateway-namespace";
 import type { Env } from "../../worker/env";
 import type { FromAgent, SessionRef, ToAgent } from "../session/agent-link";
 import type { SessionObject } from "../session/session-object";
 import { Dialer } from "./dialer";
+import { SessionOutbox } from "./session-outbox";
 import { type AgentInfo, AgentStore } from "./store";
 
 /** The header the Worker uses to say who dialled in. */
@@ -30,6 +32,8 @@ export const AGENT_PRINCIPAL_HEADER = "X-Acp-Gateway-Agent";
 const OPEN_TIMEOUT_MS = 60_000;
 /** How long a client's initialize waits for a freshly connected agent to finish its own initialize. */
 const INIT_WAIT_MS = 10_000;
+/** When the object's alarm re-sends what a session has not taken (after a restart or a failed call). */
+const REDELIVERY_MS = 2_000;
 
 export interface OpenSessionArgs {
   tenantId: string;
@@ -39,6 +43,8 @@ export interface OpenSessionArgs {
   createdBy: string | null;
   deadlineMs: number;
   relayAlwaysAsMade: boolean;
+  /** The tenant's limit overrides (protocol/tenant-limits.ts), kept by the session. */
+  limits?: Partial<Limits> | undefined;
 }
 
 export type AgentStatus = { connected: boolean; info: AgentInfo | null; unreachable?: string };
@@ -57,6 +63,7 @@ export class AgentObject extends DurableObject<Env> {
   constructor(ctx: DurableObjectState, env: Env) {
     super(ctx, env);
     this.store = new AgentStore(ctx.storage.sql);
+    this.outbox = new SessionOutbox(ctx.storage.sql);
   }
 
   // ── the agent dials in ────────────────────────────────────────────────────────────────────────
@@ -209,8 +216,8 @@ export class AgentObject extends DurableObject<Env> {
       const ref = this.ref(sessionId);
       if (!ref) continue;
       const gwIds = lost.filter((o) => o.sessionId === sessionId && o.gwId !== null).map((o) => o.gwId as number);
-      this.flush(); // what the agent said before it went comes first
-      this.deliver(this.session(sessionId).agentGone(ref, { epoch, reason, gwIds }));
+      // Queued behind what the agent said before it went, so that comes first.
+      this.enqueue(sessionId, { kind: "gone", epoch, reason, gwIds });
     }
     this.store.clearInbound(epoch);
   }
@@ -359,6 +366,7 @@ export class AgentObject extends DurableObject<Env> {
               createdBy: args.createdBy,
               deadlineMs: args.deadlineMs,
               relayAlwaysAsMade: args.relayAlwaysAsMade,
+              ...(args.limits ? { limits: args.limits } : {}),
               ...(result ? { result } : {}),
             },
             opening,
@@ -475,45 +483,61 @@ export class AgentObject extends DurableObject<Env> {
    * flight, what the agent sends for it waits and then goes in one call, which the session handles
    * as one event with one storage commit (a commit per frame is what limits throughput). A frame
    * that finds nothing in flight goes at once, so a quiet session pays no added latency. Order is
-   * kept: frames and answers share one queue per session, and calls on one stub arrive in order.
+   * kept: frames, answers and the agent's departure share one queue per session, one call at a time.
+   * The queue is in SQLite (session-outbox.ts): an item leaves it only when the session has taken it,
+   * so a restart re-sends (alarm) rather than loses, and the session skips items it already applied.
    */
-  private readonly outbox = new Map<string, FromAgent[]>();
+  private readonly outbox: SessionOutbox;
   private readonly inFlight = new Set<string>();
+  private redeliveryArmed = false;
 
   private enqueue(sessionId: string, item: FromAgent): void {
-    const queue = this.outbox.get(sessionId);
-    if (queue) queue.push(item);
-    else this.outbox.set(sessionId, [item]);
-    if (!this.inFlight.has(sessionId)) this.sendBatch(sessionId);
+    this.outbox.add(sessionId, item);
+    this.armRedelivery();
+    this.sendBatch(sessionId);
   }
 
   private sendBatch(sessionId: string): void {
-    const items = this.outbox.get(sessionId);
     const ref = this.ref(sessionId);
-    if (!items || items.length === 0 || !ref) return;
+    if (this.inFlight.has(sessionId) || !ref) return;
+    const waiting = this.outbox.pendingFor(sessionId);
     // One call stays well under the RPC message limit (32 MiB): what does not fit goes in the next call.
-    const fits = batchPrefix(items, MAX_BATCH_BYTES);
-    if (fits < items.length) this.outbox.set(sessionId, items.splice(fits));
-    else this.outbox.delete(sessionId);
+    const items = waiting.slice(0, batchPrefix(waiting, MAX_BATCH_BYTES));
+    const last = items.at(-1)?.seq;
+    if (last === undefined) return;
     this.inFlight.add(sessionId);
     const call = this.session(sessionId)
       .fromAgentBatch(ref, items)
-      .catch((e: unknown) => console.error("agent: session delivery failed", e))
-      .finally(() => {
+      .then(
+        () => {
+          this.outbox.delivered(sessionId, last);
+          return true;
+        },
+        (e: unknown) => {
+          console.error("agent: session delivery failed; the alarm retries", e);
+          this.sessionStubs.delete(sessionId); // a stub that threw may be broken for good
+          if (this.outbox.failed(sessionId, last)) console.error(`agent: gave up delivering to session ${sessionId}`);
+          return false;
+        },
+      )
+      .then((ok) => {
         this.inFlight.delete(sessionId);
-        this.sendBatch(sessionId);
+        if (ok) this.sendBatch(sessionId);
       });
     this.ctx.waitUntil(call);
   }
 
-  /** Sends everything queued now, in flight or not (calls on one stub keep their order). */
-  private flush(): void {
-    for (const sessionId of [...this.outbox.keys()]) while (this.outbox.has(sessionId) && this.ref(sessionId)) this.sendBatch(sessionId);
+  private armRedelivery(): void {
+    if (this.redeliveryArmed) return;
+    this.redeliveryArmed = true;
+    void this.ctx.storage.setAlarm(Date.now() + REDELIVERY_MS);
   }
 
-  /** Fire and forget, in order per session: calls on one stub are delivered in the order they are made. */
-  private deliver(call: Promise<unknown>): void {
-    this.ctx.waitUntil(call.catch((e: unknown) => console.error("agent: session delivery failed", e)));
+  /** Re-sends what sessions have not taken: after a restart nothing is in flight, so everything goes. */
+  override alarm(): void {
+    this.redeliveryArmed = false;
+    for (const sessionId of this.outbox.sessions()) this.sendBatch(sessionId);
+    if (!this.outbox.isEmpty()) this.armRedelivery();
   }
 }
 
@@ -529,7 +553,8 @@ const MAX_BATCH_BYTES = 8 * 1024 * 1024;
 function batchPrefix(items: FromAgent[], budget: number): number {
   let used = 0;
   for (let i = 0; i < items.length; i++) {
-    used += (items[i]?.text.length ?? 0) * 2;
+    const item = items[i];
+    used += (item && "text" in item ? item.text.length : 0) * 2;
     if (used > budget && i > 0) return i;
   }
   return items.length;

@@ -5,6 +5,7 @@
 // atomically with respect to other events delivered to the object.
 
 import type { JsonRpcId } from "../../protocol/jsonrpc";
+import type { Limits } from "../../protocol/tenant-limits";
 import { reduceToolCall, type ToolCallRow } from "../../protocol/tool-calls";
 import { MAX_STORED_ROW_BYTES, utf8LongerThan } from "../../protocol/limits";
 
@@ -39,6 +40,8 @@ export interface SessionMeta {
   deadlineMs: number;
   /** Tenant setting: relay a person's *_always choice to the agent as made, instead of as *_once. */
   relayAlwaysAsMade?: boolean;
+  /** The tenant's limit overrides when the session was opened (protocol/tenant-limits.ts). */
+  limits?: Partial<Limits>;
   /** The agent's session/new or session/load result, answered again on attach (modes, models…). */
   result?: Record<string, unknown>;
   createdAt: number;

@@ -2,6 +2,7 @@
 
 import { OpenAPIHono, createRoute, z } from "@hono/zod-openapi";
 import { auditPage } from "../../db/queries/audit";
+import { decisionAudit } from "../../db/schema";
 import { requireKey } from "../middleware/require-key";
 import { pageOf, pageParams } from "./pagination";
 import type { AppEnv } from "../types";
@@ -20,7 +21,7 @@ const AuditEntrySchema = z
     optionId: z.string().nullable(),
     optionKind: z.string().nullable(),
     decidedBy: z.object({
-      type: z.enum(["person", "rule", "cancel", "deadline", "turn_end", "agent_disconnected", "agent_withdrew"]),
+      type: z.enum(decisionAudit.decidedBy.enumValues),
       key: z.string().nullable(),
       user: z.string().nullable(),
       ruleId: z.string().nullable(),
