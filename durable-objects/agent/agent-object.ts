@@ -73,6 +73,7 @@ export class AgentObject extends DurableObject<Env> {
       tenantId: string;
       agent: string;
       keyId: string;
+      expiresAt?: number | null;
     } | null;
     if (!who) return new Response("missing principal", { status: 400 });
     this.store.meta = { tenantId: who.tenantId, name: who.agent };
@@ -90,7 +91,8 @@ export class AgentObject extends DurableObject<Env> {
     if (previous.length > 0) this.agentGone(epoch - 1, "replaced by a newer connection");
     const pair = new WebSocketPair();
     this.ctx.acceptWebSocket(pair[1], [`key:${who.keyId}`]);
-    pair[1].serializeAttachment({ epoch, keyId: who.keyId });
+    pair[1].serializeAttachment({ epoch, keyId: who.keyId, expiresAt: who.expiresAt ?? null });
+    if (typeof who.expiresAt === "number") this.ctx.waitUntil(this.armKeyExpiry(who.expiresAt));
     this.sendInitialize(pair[1], epoch);
     return new Response(null, { status: 101, webSocket: pair[0] });
   }
@@ -271,6 +273,26 @@ export class AgentObject extends DurableObject<Env> {
     }
   }
 
+  // ── agent keys expire: the connection closes then, within seconds, as a client's does ──────────
+  /** The alarm fires at the earliest expiry (sooner if redelivery needs it; alarm() re-arms both). */
+  private async armKeyExpiry(expiresAt: number): Promise<void> {
+    const current = await this.ctx.storage.getAlarm();
+    if (current === null || expiresAt < current) await this.ctx.storage.setAlarm(expiresAt);
+  }
+
+  private closeExpired(): void {
+    const now = Date.now();
+    let next: number | undefined;
+    for (const ws of this.ctx.getWebSockets()) {
+      const attachment = ws.deserializeAttachment() as { keyId?: string; expiresAt?: number | null } | undefined;
+      const expiresAt = attachment?.expiresAt;
+      if (typeof expiresAt !== "number") continue;
+      if (expiresAt <= now && attachment?.keyId) this.closeConnections(attachment.keyId, "the agent key expired");
+      else if (expiresAt > now) next = Math.min(next ?? expiresAt, expiresAt);
+    }
+    if (next !== undefined) this.ctx.waitUntil(this.armKeyExpiry(next));
+  }
+
   // ── RPC from the Worker ──────────────────────────────────────────────────────────────────────
   /** A revoked key, or a disabled tenant (keyId null): its agent connection closes now. */
   closeConnections(keyId: string | null, reason: string): number {
@@ -284,7 +306,18 @@ export class AgentObject extends DurableObject<Env> {
       }
       if (attachment && attachment.epoch === this.store.epoch) this.agentGone(attachment.epoch, reason);
     }
-    return sockets.length;
+    // The tenant disabled, the agent removed or re-registered: a dial-out connection closes too.
+    const dialOut = keyId === null ? this.dialOut : undefined;
+    if (dialOut) {
+      this.dialOut = undefined;
+      try {
+        dialOut.ws.close(1000, reason);
+      } catch {
+        // already closing
+      }
+      this.agentGone(dialOut.epoch, reason);
+    }
+    return sockets.length + (dialOut ? 1 : 0);
   }
 
   async status(tenantId: string, agent: string): Promise<AgentStatus> {
@@ -535,6 +568,7 @@ export class AgentObject extends DurableObject<Env> {
 
   /** Re-sends what sessions have not taken: after a restart nothing is in flight, so everything goes. */
   override alarm(): void {
+    this.closeExpired();
     this.redeliveryArmed = false;
     for (const sessionId of this.outbox.sessions()) this.sendBatch(sessionId);
     if (!this.outbox.isEmpty()) this.armRedelivery();
