@@ -349,5 +349,5 @@ export function commandsOfArgv(argv: string[]): SimpleCommand[] | null {
  * against these ("when in doubt, a reject applies").
  */
 export function looseWords(src: string): string[] {
-  return src.split(/[^A-Za-z0-9_.\/:=@%+,-]+/).filter((w) => w !== "");
+  return src.split(/[^A-Za-z0-9_./:=@%+,-]+/).filter((w) => w !== "");
 }
