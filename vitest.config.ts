@@ -24,6 +24,9 @@ export default defineConfig({
                 TEST_MIGRATIONS: await readD1Migrations("./db/migrations"),
                 GATEWAY_ADMIN_TOKEN: "test-operator-token",
                 KEY_RECHECK_MS: "300",
+                // Streamable HTTP: short keepalive and reconnect window, so tests see both in a second or two.
+                HTTP_KEEPALIVE_MS: "200",
+                HTTP_STREAM_WINDOW_MS: "1500",
               },
             },
           })),

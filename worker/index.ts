@@ -15,6 +15,7 @@ import { agentConnectRoutes } from "./routes/agents-connect";
 import type { AppEnv } from "./types";
 
 export { AgentObject } from "../durable-objects/agent/agent-object";
+export { ConnectionObject } from "../durable-objects/connection/connection-object";
 export { RulesObject } from "../durable-objects/rules/rules-object";
 export { SessionObject } from "../durable-objects/session/session-object";
 
