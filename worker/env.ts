@@ -30,4 +30,6 @@ export interface Env {
   HTTP_STREAM_MAX_MESSAGES?: string;
   /** Streamable HTTP: bytes held for a stream with no reader, or unread by a slow one (default 8 MiB). */
   HTTP_STREAM_MAX_BYTES?: string;
+  /** HMAC key of approval links (wrangler secret put APPROVAL_LINK_SECRET); without it no link is issued or accepted. */
+  APPROVAL_LINK_SECRET?: string;
 }

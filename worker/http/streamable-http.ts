@@ -6,6 +6,7 @@
 import type { Context } from "hono";
 import type { ContentfulStatusCode } from "hono/utils/http-status";
 import { ErrorCode, type JsonRpcId, MAX_FRAME_BYTES, RpcError, errorResponse, isObject } from "../../protocol/jsonrpc";
+import { checkFrameLimits } from "../../protocol/limits";
 import { AGENT_METHODS } from "../../protocol/methods";
 import { PRINCIPAL_HEADER } from "../../durable-objects/connection/connection-object";
 import type { Principal } from "../auth";
@@ -37,9 +38,17 @@ export async function postMessage(c: Context<AppEnv>, agent: () => Promise<strin
   if (contentType !== "application/json")
     throw new ApiError(415, "unsupported_media_type", "POST /acp takes one JSON-RPC message as application/json");
   const declared = Number(c.req.header("Content-Length"));
-  if (Number.isFinite(declared) && declared > MAX_FRAME_BYTES) return tooLarge(null, declared);
+  if (Number.isFinite(declared) && declared > MAX_FRAME_BYTES) {
+    const message = `Message too large: ${declared} bytes, the limit is ${MAX_FRAME_BYTES} bytes; send smaller messages`;
+    return refused(null, new RpcError(ErrorCode.invalidRequest, message, { reason: "frame_too_large", limit: MAX_FRAME_BYTES }), 413);
+  }
   const text = await c.req.text();
-  if (text.length > MAX_FRAME_BYTES) return tooLarge(idOf(text), text.length);
+  // The same limits as a WebSocket frame (protocol/limits.ts), checked before parsing.
+  const limited = checkFrameLimits(text);
+  if (!limited.ok) {
+    const error = new RpcError(ErrorCode.invalidRequest, limited.message, limited.data);
+    return refused(limited.hasMethod ? limited.id : null, error, limited.data.reason === "frame_too_large" ? 413 : 400);
+  }
   const parsed = parseMessage(text);
   if ("reply" in parsed) return c.json(parsed.reply, 400);
   const message = parsed.message;
@@ -155,22 +164,6 @@ function unknownConnection(): { status: 404; message: string } {
   return { status: 404, message: "Unknown or ended Acp-Connection-Id; start a new connection with initialize" };
 }
 
-function idOf(text: string): JsonRpcId | null {
-  // Only the start of an oversized body is looked at: enough for an id sent first, as SDKs do.
-  const match = /"id"\s*:\s*("(?:[^"\\]|\\.){0,256}"|-?\d{1,20})/.exec(text.slice(0, 512));
-  if (!match?.[1]) return null;
-  try {
-    const id: unknown = JSON.parse(match[1]);
-    return typeof id === "string" || typeof id === "number" ? id : null;
-  } catch {
-    return null;
-  }
-}
-
-function tooLarge(id: JsonRpcId | null, size: number): Response {
-  const error = new RpcError(ErrorCode.invalidRequest, `Message too large: ${size} bytes, the limit is ${MAX_FRAME_BYTES} bytes`, {
-    limit: MAX_FRAME_BYTES,
-    size,
-  });
-  return Response.json(errorResponse(id, error), { status: 413 });
+function refused(id: JsonRpcId | null, error: RpcError, status: 400 | 413): Response {
+  return Response.json(errorResponse(id, error), { status });
 }

@@ -5,6 +5,7 @@
 // - POST / GET (SSE) / DELETE — Streamable HTTP (worker/http/streamable-http.ts), key as Authorization: Bearer.
 
 import { type Context, Hono } from "hono";
+import { defaultAgentName } from "../../db/queries/agents";
 import { isAgentName } from "../../protocol/names";
 import { ACP_SUBPROTOCOL } from "../auth";
 import { ClientConnection } from "../client-connection";
@@ -39,16 +40,8 @@ acpRoutes.delete("/acp", requireKey("client", "admin"), (c) => deleteConnection(
 
 /** The agent a new connection talks to: ?agent=NAME, or the tenant's default. */
 async function agentOf(c: Context<AppEnv>): Promise<string> {
-  const agent = c.req.query("agent") ?? (await defaultAgent(c.env.DB, c.get("principal").tenantId));
+  const agent = c.req.query("agent") ?? (await defaultAgentName(c.env.DB, c.get("principal").tenantId));
   if (!agent) throw ApiError.badRequest("Name the agent to talk to: /acp?agent=NAME (the tenant has no default agent)");
   if (!isAgentName(agent)) throw ApiError.badRequest(`Invalid agent name: ${JSON.stringify(agent)}`);
   return agent;
-}
-
-async function defaultAgent(db: D1Database, tenantId: string): Promise<string | undefined> {
-  const row = await db
-    .prepare("SELECT name FROM agents WHERE tenant_id = ? AND is_default = 1 LIMIT 1")
-    .bind(tenantId)
-    .first<{ name: string }>();
-  return row?.name;
 }
