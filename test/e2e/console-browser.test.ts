@@ -180,6 +180,10 @@ describe("the web console in Chromium", () => {
     await dryRun.getByLabel("Agent").fill(AGENT);
     await dryRun.getByRole("button", { name: "Test" }).click();
     await expect.poll(() => dryRun.getByRole("status").textContent()).toContain("Yes: allow by the rule");
+    // Expiry needs an admin key: a client key gets the gateway's 403, in words.
+    await rule.getByLabel("Expires at").fill("2099-01-01T09:00");
+    await rule.getByRole("button", { name: "Set expiry" }).click();
+    await expect.poll(() => rule.getByRole("alert").textContent()).toContain("This key may not do that");
     await rule.getByRole("button", { name: "Revoke" }).click();
     await rule.getByRole("button", { name: "Confirm revoke" }).click();
     await page.getByText("No rules match.").waitFor();

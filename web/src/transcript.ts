@@ -185,6 +185,8 @@ export function whoDecided(by: DecidedBy, myConnectionId: string | null): string
       const name = by.user ?? "someone with a key";
       return by.connectionId && by.connectionId === myConnectionId ? `answered by you (${name})` : `answered by ${name}`;
     }
+    case "link":
+      return by.user ? `answered through an approval link by ${by.user}` : "answered through an approval link";
     case "rule":
       return `auto-answered by the team rule “${by.description ?? "a rule"}”`;
     case "cancel":
