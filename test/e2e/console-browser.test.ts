@@ -108,7 +108,18 @@ describe("the web console in Chromium", () => {
     expect(await page.locator("#prompt-text").count()).toBe(0);
     await signIn(page, "not-a-key");
     await expect.poll(() => page.getByRole("alert").textContent()).toContain("not accepted");
-    await signIn(page, keys.client);
+    // Signed in by keyboard alone, focus visible on the way.
+    await page.getByLabel("Key").fill("");
+    await page.getByLabel("Key").focus();
+    await page.keyboard.press("Shift+Tab");
+    await page.keyboard.press("Tab");
+    expect(await page.evaluate(() => document.activeElement?.getAttribute("name"))).toBe("key");
+    expect(await page.evaluate(() => getComputedStyle(document.activeElement as Element).outlineStyle)).not.toBe("none");
+    await page.keyboard.type(keys.client);
+    await page.keyboard.press("Tab");
+    await page.keyboard.press("ControlOrMeta+A");
+    await page.keyboard.type(AGENT);
+    await page.keyboard.press("Enter");
     await page.getByRole("button", { name: "New session" }).waitFor();
     expect(await page.evaluate(() => ({ local: localStorage.length, session: sessionStorage.length }))).toEqual({ local: 0, session: 2 });
 
@@ -241,9 +252,11 @@ describe("the web console in Chromium", () => {
     await onScreen(page, confirm.getByRole("button", { name: /^Confirm/ }));
     await noHorizontalOverflow(page);
     await confirm.getByRole("button", { name: /^Confirm/ }).click();
+    // Answered by keyboard.
     await openPermission(page)
       .getByRole("button", { name: /^Allow once/ })
-      .click();
+      .focus();
+    await page.keyboard.press("Enter");
     await page.getByText("All done: the tests pass.").waitFor();
 
     // Next turn: the edit is auto-answered; the command waits; the turn is cancelled from the phone.
@@ -289,7 +302,11 @@ describe("the web console in Chromium", () => {
     );
     expect(decided.filter((d) => /^(Cancelled by dev|The turn was cancelled)$/.test(d))).toHaveLength(1);
     await noHorizontalOverflow(page);
-    await page.screenshot({ path: join(SHOTS, "console-phone-audit.png") });
+    // Readable in dark: the page follows prefers-color-scheme.
+    const light = await page.evaluate(() => getComputedStyle(document.body).backgroundColor);
+    await page.emulateMedia({ colorScheme: "dark" });
+    expect(await page.evaluate(() => getComputedStyle(document.body).backgroundColor)).not.toBe(light);
+    await page.screenshot({ path: join(SHOTS, "console-phone-audit-dark.png") });
     expect((page as Page & { external?: string[] }).external).toEqual([]);
     await page.context().close();
   }, 60_000);
