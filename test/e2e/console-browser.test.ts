@@ -312,6 +312,45 @@ describe("the web console in Chromium", () => {
   }, 60_000);
 });
 
+describe("the web console with two people on one session", () => {
+  it("the other person's page follows the turn live, answers first, and the first page's card says who; the turn's end reaches both", async () => {
+    const first = await openConsole({ width: 1280, height: 860 });
+    await signIn(first, keys.client);
+    await newSession(first, "/projects/demo");
+    await prompt(first, "Shared turn");
+    await openPermission(first).waitFor();
+
+    // The second person opens the same session from the list, mid-turn: history, then the waiting request.
+    const second = await openConsole({ width: 390, height: 844 });
+    await signIn(second, keys.client);
+    await second.locator(".entry", { hasText: "approval" }).first().waitFor();
+    expect(await second.locator(".entry").first().textContent()).toContain("1 approval waiting");
+    await second.locator(".entry").first().click();
+    const asked = second.locator(".msg.user", { hasText: "Shared turn" });
+    await asked.waitFor();
+    expect(await asked.locator(".who").textContent()).toBe("dev"); // who prompted, from the gateway
+    await openPermission(second)
+      .getByRole("button", { name: /^Allow once/ })
+      .click();
+
+    await expect
+      .poll(() => first.locator("section.permission.closed").first().textContent())
+      .toContain("Answered by dev — “Allow once” (allow_once)");
+    expect(await first.locator("section.permission.closed").first().textContent()).not.toContain("you");
+    await openPermission(second).locator("pre.command", { hasText: "npm test" }).waitFor();
+    await openPermission(first)
+      .getByRole("button", { name: /^Reject/ })
+      .first()
+      .click();
+    await second.getByText("Understood, I did not run the tests.").waitFor();
+    expect(await second.locator("section.permission.closed").last().textContent()).toContain("Answered by dev — “Reject” (reject_once)");
+    // The turn was the first page's; the second learns it ended and may prompt.
+    await expect.poll(() => second.getByRole("button", { name: "Cancel turn" }).isDisabled(), { timeout: 10_000 }).toBe(true);
+    await first.context().close();
+    await second.context().close();
+  }, 60_000);
+});
+
 /** The id of the newest session of the test's agent (the phone's), from the sessions API. */
 async function sessionIdOf(page: Page): Promise<string | undefined> {
   const response = await page.request.get(`${url}/v1/sessions?limit=200`, { headers: { Authorization: `Bearer ${keys.client}` } });
