@@ -29,6 +29,10 @@ export default defineConfig({
                 TEST_MIGRATIONS: await readD1Migrations("./db/migrations"),
                 GATEWAY_ADMIN_TOKEN: "test-operator-token",
                 KEY_RECHECK_MS: "300",
+                APPROVAL_LINK_SECRET: "test-approval-link-secret-0123456789abcdef",
+                KEY_UNVERIFIED_GRACE_MS: "1500",
+                // How many generated sequences the model-based fuzz runs (test/workerd/model-fuzz.test.ts).
+                FUZZ_RUNS: process.env.FUZZ_RUNS ?? "",
               },
             },
           })),
@@ -37,6 +41,8 @@ export default defineConfig({
           name: "workerd",
           include: ["test/workerd/**/*.test.ts"],
           setupFiles: ["./test/workerd/apply-migrations.ts"],
+          // A webhook receiver on loopback for the approval tests (notifications are real HTTP).
+          globalSetup: ["./test/e2e/approvals-receiver.ts"],
         },
       },
       {

@@ -33,6 +33,7 @@ export interface Snapshot {
 export type Matcher =
   | { type: "tool"; kind: string; name?: string }
   | { type: "command"; prefix: readonly string[] }
+  | { type: "argv"; argv: readonly string[] }
   | { type: "path"; glob: string; kinds?: readonly string[] }
   | { type: "exact"; hash: string };
 

@@ -13,6 +13,8 @@ export function coversText(matcher: Matcher): string {
   switch (matcher.type) {
     case "command":
       return `any command that starts with \`${matcher.prefix.join(" ")}\`, whatever arguments follow (every command of a compound command must start with it)`;
+    case "argv":
+      return `exactly the command \`${matcher.argv.join(" ")}\` with these arguments and no others (every command of a compound command must be it)`;
     case "path": {
       const kinds = matcher.kinds && matcher.kinds.length > 0 ? matcher.kinds.join(" / ") : "any file operation";
       return matcher.glob.endsWith("/**") ? `${kinds} of any file under ${matcher.glob.slice(0, -3)}` : `${kinds} of ${matcher.glob} only`;

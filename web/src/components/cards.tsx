@@ -5,7 +5,7 @@
 
 import type { ComponentChildren } from "preact";
 import { useEffect, useState } from "preact/hooks";
-import { deriveRule, type DerivedRule } from "../../../protocol/rules/derive";
+import { type DeriveResult, type DerivedRule, deriveRule } from "../../../protocol/rules/derive";
 import { exactHash } from "../../../protocol/rules/canonical";
 import { isWithin } from "../../../protocol/rules/paths";
 import { type JsonObject, isObject } from "../acp";
@@ -265,7 +265,9 @@ function AlwaysConfirm({
   onConfirm(): void;
   onBack(): void;
 }) {
-  const [rule, setRule] = useState<DerivedRule | null | undefined>(undefined);
+  const [derived, setRule] = useState<DeriveResult | undefined>(undefined);
+  const rule: DerivedRule | null | undefined = derived && "reason" in derived ? null : derived;
+  const notRemembered = derived && "reason" in derived ? derived.reason : null;
   const [dry, setDry] = useState<DryRun | string | null>(null);
   useEffect(() => {
     const hash = crypto.subtle ? exactHash(p.toolCall) : Promise.resolve("");
@@ -293,7 +295,10 @@ function AlwaysConfirm({
     <div class="confirm" role="group" aria-label="Confirm the rule">
       {rule === undefined && <p class="muted">Working out the rule…</p>}
       {rule === null && (
-        <p class="warn">This answer will not be remembered as a rule (no rule may cover it); it answers this request only.</p>
+        <p class="warn">
+          This answer will not be remembered as a rule{notRemembered ? `: ${notRemembered}` : " (no rule may cover it)"}; it answers this
+          request only.
+        </p>
       )}
       {rule && (
         <>
