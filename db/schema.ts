@@ -1,6 +1,6 @@
 // The D1 schema, as code. drizzle-kit generates the SQL in db/migrations from this file
 // (`npm run db:generate`); wrangler and the tests apply those migrations.
-// Every tenant-owned table carries tenant_id, and every query in db/queries.ts filters on it.
+// Every tenant-owned table carries tenant_id, and every query in db/queries/ filters on it.
 import { sql } from "drizzle-orm";
 import { index, integer, primaryKey, sqliteTable, text, uniqueIndex } from "drizzle-orm/sqlite-core";
 
@@ -9,7 +9,7 @@ export const tenants = sqliteTable("tenants", {
   slug: text("slug").notNull().unique(),
   name: text("name").notNull(),
   disabled: integer("disabled", { mode: "boolean" }).notNull().default(false),
-  /** JSON object: permissionDeadlineMs, relayAlwaysAsMade, limits… (see db/settings.ts). */
+  /** JSON object of tenant settings (worker/auth.ts TenantSettings; validated by the tenants API). */
   settings: text("settings").notNull().default("{}"),
   createdAt: integer("created_at")
     .notNull()
@@ -107,7 +107,7 @@ export const decisionRules = sqliteTable(
     scopeProject: text("scope_project"),
     scopeUser: text("scope_user"),
     scopeAgent: text("scope_agent"),
-    /** JSON of the matcher: { type: "tool" | "command" | "paths" | "exact", ... } (protocol/decisions). */
+    /** JSON of the matcher: { type: "tool" | "command" | "path" | "exact", ... } (protocol/rules/rules.ts). */
     matcher: text("matcher").notNull(),
     /** The matcher as searchable text, for `GET /v1/rules?q=`. */
     matcherText: text("matcher_text").notNull(),

@@ -176,6 +176,8 @@ export class ClientConnection {
       readTextFile: fsCaps.readTextFile === true,
       writeTextFile: fsCaps.writeTextFile === true,
       terminal: fs.terminal === true,
+      elicitationForm: isObject(fs.elicitation) && isObject(fs.elicitation.form),
+      elicitationUrl: isObject(fs.elicitation) && isObject(fs.elicitation.url),
     };
     const status = await this.agentStatus();
     const info = status.info;

@@ -26,6 +26,7 @@ import type { DecideRequest, DecideResult } from "../rules/types";
 import { isToolCallUpdate } from "../../protocol/tool-calls";
 import type { Env } from "../../worker/env";
 import type { FromAgent, SessionRef, ToAgent } from "./agent-link";
+import { AgentDelivery } from "./agent-delivery";
 import {
   ATTACH_HEADER,
   AttachedClients,
@@ -39,6 +40,8 @@ import {
 } from "./clients";
 import { type PendingRow, SessionStore, type SessionMeta } from "./store";
 import { type ApprovalView, type LinkDecidedBy, type LinkRefusal, Notifier } from "./notify";
+import { agentRequestTarget } from "./agent-request-routing";
+import { claimRefusal } from "./ownership";
 import type { ToolCallRow } from "../../protocol/tool-calls";
 
 /** How many times a client that answered a permission request wrongly is asked again. */
@@ -85,11 +88,24 @@ export class SessionObject extends DurableObject<Env> {
     this.store = new SessionStore(ctx.storage.sql);
     this.clients = new AttachedClients(ctx);
     this.notifier = new Notifier(ctx, env, this.store, () => this.scheduleDeadline());
+    this.delivery = new AgentDelivery(ctx.storage.sql);
   }
+  private readonly delivery: AgentDelivery;
 
   // ── set-up (called by the AgentObject when the agent created or loaded the session) ──────────
-  init(ref: SessionRef, meta: Omit<SessionMeta, "tenantId" | "sessionId" | "createdAt">): void {
+  /**
+   * A session belongs to the agent that created it: `claimRefusal` says why an agent's session/new
+   * (never allowed to re-initialise a session) or session/load (only of its own) is refused, and
+   * then nothing here changes.
+   */
+  init(
+    ref: SessionRef,
+    meta: Omit<SessionMeta, "tenantId" | "sessionId" | "createdAt">,
+    opening: "new" | "load" = "load",
+  ): { ok: true } | { ok: false; message: string } {
     const existing = this.store.meta;
+    const refusal = claimRefusal(existing, ref, meta.agent, opening);
+    if (refusal) return { ok: false, message: refusal };
     this.store.meta = {
       ...existing,
       ...meta,
@@ -97,6 +113,7 @@ export class SessionObject extends DurableObject<Env> {
       sessionId: ref.sessionId,
       createdAt: existing?.createdAt ?? Date.now(),
     };
+    return { ok: true };
   }
 
   exists(): boolean {
@@ -385,9 +402,13 @@ export class SessionObject extends DurableObject<Env> {
   // ── messages from the agent (through the AgentObject) ───────────────────────────────────────────
   /** A batch, handled as one event: one storage commit for all of it. */
   fromAgentBatch(ref: SessionRef, items: FromAgent[]): void {
+    const meta = this.store.meta;
+    if (!meta || meta.tenantId !== ref.tenantId) return;
     for (const item of items) {
+      if (!this.delivery.take(item)) continue; // re-sent after an AgentObject restart: applied already
       if (item.kind === "frame") this.fromAgent(ref, item.epoch, item.text);
-      else this.fromAgentResponse(ref, item.gwId, item.text);
+      else if (item.kind === "response") this.fromAgentResponse(ref, item.gwId, item.text);
+      else this.agentGone(ref, item);
     }
   }
 
@@ -432,16 +453,27 @@ export class SessionObject extends DurableObject<Env> {
     const toolCall = isObject(params) ? params.toolCall : undefined;
     this.store.applyToolCall(toolCall, seq);
     const now = Date.now();
-    const permId = this.store.addPending({
+    const request = {
       agentReqId,
       agentEpoch: epoch,
       toolCallId: isObject(toolCall) && typeof toolCall.toolCallId === "string" ? toolCall.toolCallId : null,
       params: JSON.stringify(params),
       createdAt: now,
       deadlineAt: now + meta.deadlineMs,
-    });
+    };
+    // Nothing may be approved outside a running turn: no rule answers, no client is asked (TC-11).
+    if (this.store.turn.state !== "running") return this.refuseOutsideTurn({ ...request, permId: 0, asking: 0 });
+    const permId = this.store.addPending(request);
     this.scheduleDeadline();
     this.ctx.waitUntil(this.consultRulesThenAsk(permId));
+  }
+
+  /** A permission request while no turn runs, or after the turn was cancelled: `cancelled` at once, audited. */
+  private refuseOutsideTurn(request: PendingRow): void {
+    const by: DecidedBy = this.store.turn.state === "idle" ? { type: "turn_end" } : { type: "cancel" };
+    this.toAgent({ type: "response", epoch: request.agentEpoch, id: request.agentReqId, result: CANCELLED_RESULT });
+    this.store.append("resolution", JSON.stringify({ agentReqId: request.agentReqId, outcome: CANCELLED_RESULT.outcome, decidedBy: by }));
+    this.audit(request, CANCELLED_RESULT.outcome, by);
   }
 
   /**
@@ -548,27 +580,18 @@ export class SessionObject extends DurableObject<Env> {
     }
   }
 
-  /**
-   * fs/*, terminal/* and extension requests go to one client that can serve them: the one that
-   * prompted when it can, else any attached client that advertised the capability.
-   */
+  /** fs/*, terminal/*, elicitation/* and extension requests: only to the client whose prompt is running. */
   private routeAgentRequest(epoch: number, agentReqId: JsonRpcId, method: string, params: unknown): void {
     const turn = this.store.turn;
-    const candidates = this.clients.all().filter((ws) => canServe(attachmentOf(ws)?.caps, method));
-    const preferred = turn.state !== "idle" ? candidates.find((ws) => attachmentOf(ws)?.connId === turn.connId) : undefined;
-    const ws = preferred ?? candidates[0];
-    const client = ws ? attachmentOf(ws) : undefined;
-    if (!ws || !client) {
-      this.toAgent({
-        type: "response",
-        epoch,
-        id: agentReqId,
-        error: { code: -32601, message: `No attached client can serve ${method}`, data: { method } },
-      });
+    const ws = turn.state !== "idle" ? this.clients.byConnection(turn.connId) : undefined;
+    const target = agentRequestTarget(turn, this.store.meta?.sessionId ?? "", method, params, ws ? attachmentOf(ws) : undefined);
+    if (!ws || !target.ok) {
+      const error = target.ok ? new RpcError(-32603, `The client serving ${method} is gone`) : target.error;
+      this.toAgent({ type: "response", epoch, id: agentReqId, error: errorResponse(agentReqId, error).error });
       return;
     }
     const outId = this.store.nextId();
-    this.store.addAgentRequest({ outId, agentReqId, agentEpoch: epoch, connId: client.connId, method });
+    this.store.addAgentRequest({ outId, agentReqId, agentEpoch: epoch, connId: target.connId, method });
     sendRewritable(ws, JSON.stringify({ jsonrpc: "2.0", id: outId, method, params }));
   }
 
@@ -775,14 +798,6 @@ export class SessionObject extends DurableObject<Env> {
       this.agentStub.toAgent(meta.agent, ref, frame).catch((e: unknown) => console.error("session: agent delivery failed", e)),
     );
   }
-}
-
-function canServe(caps: { readTextFile: boolean; writeTextFile: boolean; terminal: boolean } | undefined, method: string): boolean {
-  if (!caps) return false;
-  if (method === CLIENT_METHODS.fsReadTextFile) return caps.readTextFile;
-  if (method === CLIENT_METHODS.fsWriteTextFile) return caps.writeTextFile;
-  if (method.startsWith("terminal/")) return caps.terminal;
-  return method.startsWith("_");
 }
 
 /** The *_once option of the same decision as an *_always one, if the request offered it. */

@@ -111,6 +111,10 @@ describe("one connection, several sessions", () => {
     client.send({ jsonrpc: "2.0", id: "second", method: "session/new", params: { cwd: "/projects/other", mcpServers: [] } });
     const second = await agent.acceptNewSession();
     expect((await client.next(isResponseTo("second"))).result.sessionId).toBe(second);
+    for (const sessionId of [first, second]) {
+      client.send({ jsonrpc: "2.0", id: `turn-${sessionId}`, method: "session/prompt", params: { sessionId, prompt: [] } });
+      await agent.peer.next(isMethod("session/prompt"));
+    }
 
     const askFirst = agent.askPermission(first, { toolCallId: "a", kind: "read" });
     const askSecond = agent.askPermission(second, { toolCallId: "b", kind: "read" });

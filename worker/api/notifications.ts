@@ -5,7 +5,7 @@
 import { OpenAPIHono, createRoute, z } from "@hono/zod-openapi";
 import { ApiError } from "../http-error";
 import { requireKey } from "../middleware/require-key";
-import { pageOf, pageParams } from "../routes/pagination";
+import { pageOf, pageParams } from "./pagination";
 import type { AppEnv } from "../types";
 import { randomId } from "../../protocol/ids";
 import { errorResponses, validationHook } from "./openapi";

@@ -9,7 +9,7 @@ import { newRuleId } from "../../durable-objects/rules/engine";
 import { matcherText, parseMatcher } from "../../protocol/rules";
 import { ApiError } from "../http-error";
 import { requireKey } from "../middleware/require-key";
-import { pageOf, pageParams } from "../routes/pagination";
+import { pageOf, pageParams } from "./pagination";
 import type { AppEnv } from "../types";
 import { errorResponses, validationHook } from "./openapi";
 
