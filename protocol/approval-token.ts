@@ -46,7 +46,9 @@ export async function verifyApprovalToken(secret: string | undefined, token: str
   if (parts.length !== 2 || token.length > 2048) return { ok: false, reason: "malformed" };
   const [body = "", mac = ""] = parts;
   const given = fromBase64Url(mac);
-  if (!given) return { ok: false, reason: "malformed" };
+  // Only the canonical encoding: the last character of base64url has spare bits, so two strings can
+  // decode to one MAC; accepting both would make a token malleable.
+  if (!given || toBase64Url(given) !== mac) return { ok: false, reason: "malformed" };
   if (!bytesEqual(given, await hmacSha256(secret, DOMAIN + body))) return { ok: false, reason: "bad_signature" };
   const claims = parseClaims(body);
   if (!claims) return { ok: false, reason: "malformed" };

@@ -56,6 +56,17 @@ describe("approval link tokens", () => {
     );
   });
 
+  it("a MAC in a non-canonical base64url spelling (same bytes, other spare bits) is refused: found by the property above", async () => {
+    const token = await signApprovalToken(SECRET, claims);
+    const alphabet = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_";
+    const last = alphabet.indexOf(token.at(-1) ?? "");
+    // 32 bytes are 43 characters: the last one carries 4 bits of the MAC and 2 spare bits.
+    const sibling = alphabet[(last & ~3) | ((last + 1) & 3)] ?? "";
+    const tampered = token.slice(0, -1) + sibling;
+    expect(tampered).not.toBe(token);
+    expect(await verifyApprovalToken(SECRET, tampered, NOW)).toEqual({ ok: false, reason: "malformed" });
+  });
+
   it("garbage is malformed, never an exception", async () => {
     for (const bad of ["", ".", "a.b.c", "!!!.???", "eyJ0IjoxfQ.", `${"a".repeat(3000)}.b`]) {
       const check = await verifyApprovalToken(SECRET, bad, NOW);
