@@ -46,8 +46,7 @@ export async function verifyApprovalToken(secret: string | undefined, token: str
   if (parts.length !== 2 || token.length > 2048) return { ok: false, reason: "malformed" };
   const [body = "", mac = ""] = parts;
   const given = fromBase64Url(mac);
-  // Only the canonical encoding: the last character of base64url has spare bits, so two strings can
-  // decode to one MAC; accepting both would make a token malleable.
+  // Only the canonical spelling: a last character whose unused bits differ decodes to the same bytes.
   if (!given || toBase64Url(given) !== mac) return { ok: false, reason: "malformed" };
   if (!bytesEqual(given, await hmacSha256(secret, DOMAIN + body))) return { ok: false, reason: "bad_signature" };
   const claims = parseClaims(body);
