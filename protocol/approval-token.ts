@@ -27,7 +27,7 @@ export type TokenCheck =
 
 const DOMAIN = "acp-approval-link.v1.";
 /** Shorter secrets are refused: a guessable key would make every link forgeable. */
-export const MIN_SECRET_LENGTH = 32;
+const MIN_SECRET_LENGTH = 32;
 
 export function usableSecret(secret: string | undefined): secret is string {
   return typeof secret === "string" && secret.length >= MIN_SECRET_LENGTH;
@@ -46,7 +46,8 @@ export async function verifyApprovalToken(secret: string | undefined, token: str
   if (parts.length !== 2 || token.length > 2048) return { ok: false, reason: "malformed" };
   const [body = "", mac = ""] = parts;
   const given = fromBase64Url(mac);
-  if (!given) return { ok: false, reason: "malformed" };
+  // Only the canonical spelling: a last character whose unused bits differ decodes to the same bytes.
+  if (!given || toBase64Url(given) !== mac) return { ok: false, reason: "malformed" };
   if (!bytesEqual(given, await hmacSha256(secret, DOMAIN + body))) return { ok: false, reason: "bad_signature" };
   const claims = parseClaims(body);
   if (!claims) return { ok: false, reason: "malformed" };

@@ -29,7 +29,7 @@ import {
 import type { AgentStatus, OpenSessionArgs } from "../durable-objects/agent/agent-object";
 import type { ResponseMessage } from "../protocol/jsonrpc";
 import { AGENT_METHODS, CANCEL_REQUEST, PROTOCOL_VERSION } from "../protocol/methods";
-import { limitsOf, rateLimitError } from "../protocol/limits";
+import { limitsOf, rateLimitError } from "../protocol/tenant-limits";
 import { CLOSE_RATE_EXCEEDED, MessageRate } from "../protocol/rate-limit";
 import { type Principal, permissionDeadlineMs } from "./auth";
 import type { Env } from "./env";

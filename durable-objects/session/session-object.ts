@@ -21,15 +21,16 @@ import {
 import { AGENT_METHODS, CANCEL_REQUEST, CLIENT_METHODS, GATEWAY_NOTIFICATIONS } from "../../protocol/methods";
 import { CANCELLED_RESULT, type PermissionOption, judgeAnswer, offeredOptions } from "../../protocol/permissions";
 import { randomId } from "../../protocol/ids";
+import { operationSummary } from "../../protocol/operation";
 import type { RulesObject } from "../rules/rules-object";
-import type { DecideRequest, DecideResult } from "../rules/types";
+import { type DecideRequest, type DecideResult, RULE_NOT_CREATED } from "../rules/types";
 import { isToolCallUpdate } from "../../protocol/tool-calls";
 import type { Env } from "../../worker/env";
 import type { FromAgent, SessionRef, ToAgent } from "./agent-link";
 import { AgentDelivery } from "./agent-delivery";
 import { AuditOutbox } from "./audit-outbox";
-import { TurnWatch, earliest } from "./turn-watch";
-import { LIMIT_REACHED_NOTICE, type LimitError, limitsOf, pendingLimitError } from "../../protocol/limits";
+import { TurnWatch } from "./turn-watch";
+import { LIMIT_REACHED_NOTICE, type LimitError, limitsOf, pendingLimitError } from "../../protocol/tenant-limits";
 import {
   ATTACH_HEADER,
   AttachedClients,
@@ -42,8 +43,11 @@ import {
   sendRewritable,
 } from "./clients";
 import { type PendingRow, SessionStore, type SessionMeta } from "./store";
+import { CompactionTally, appendUpdate, maybeFold } from "./compaction";
+import { NoRulesCache } from "./rules-cache";
 import { agentRequestTarget } from "./agent-request-routing";
 import { claimRefusal } from "./ownership";
+import { type ApprovalView, type LinkDecidedBy, type LinkRefusal, Notifier } from "./notify";
 import type { ToolCallRow } from "../../protocol/tool-calls";
 
 /** How many times a client that answered a permission request wrongly is asked again. */
@@ -57,7 +61,8 @@ export type DecidedBy =
   | { type: "deadline" }
   | { type: "turn_end" }
   | { type: "agent_disconnected"; reason: string }
-  | { type: "agent_withdrew" };
+  | { type: "agent_withdrew" }
+  | LinkDecidedBy;
 
 export interface SessionSnapshot {
   sessionId: string;
@@ -82,6 +87,8 @@ export interface SessionSnapshot {
 export class SessionObject extends DurableObject<Env> {
   private readonly store: SessionStore;
   private readonly clients: AttachedClients;
+  private readonly notifier: Notifier;
+  private readonly noRules = new NoRulesCache();
 
   constructor(ctx: DurableObjectState, env: Env) {
     super(ctx, env);
@@ -90,6 +97,7 @@ export class SessionObject extends DurableObject<Env> {
     this.delivery = new AgentDelivery(ctx.storage.sql);
     this.audits = new AuditOutbox(ctx.storage.sql, env.DB);
     this.turnWatch = new TurnWatch(ctx.storage.sql);
+    this.notifier = new Notifier(ctx, env, this.store, () => this.scheduleDeadline());
   }
   private readonly delivery: AgentDelivery;
   private readonly audits: AuditOutbox;
@@ -138,7 +146,9 @@ export class SessionObject extends DurableObject<Env> {
     this.ctx.acceptWebSocket(server, [connTag(attach.client.connId)]);
     server.serializeAttachment(attach.client);
     if (attach.mode !== "live") {
-      sendPacked(server, replayBodies(this.store.replayable()));
+      const tally = new CompactionTally();
+      sendPacked(server, tally.count(replayBodies(this.store.replayable())));
+      if (tally.compacted) send(server, tally.notice(meta.sessionId));
     }
     if (attach.mode === "load" && attach.loadRequestId !== undefined) {
       send(server, JSON.stringify(resultResponse(attach.loadRequestId, this.loadResult(meta))));
@@ -188,6 +198,7 @@ export class SessionObject extends DurableObject<Env> {
   /** A client that leaves loses nothing: its copies go, the requests stay pending for the others. */
   private detach(connId: string): void {
     this.store.removeCopiesOfConnection(connId);
+    this.notifier.onDetach(this.clients.list().filter((c) => c.connId !== connId).length);
     // The last client gone and nothing waiting on people: rule changes need not wake this session.
     if (this.clients.all().every((ws) => attachmentOf(ws)?.connId === connId) && !this.store.hasAsking()) this.watchRules(false);
     // Agent requests that only this client could serve are answered with an error: nobody else has them.
@@ -325,6 +336,14 @@ export class SessionObject extends DurableObject<Env> {
       })
       .then((rule) => {
         if (!rule) return;
+        if ("reason" in rule) {
+          // Nothing remembered: the person is told why, and will be asked again next time.
+          const notice = { sessionId: request.request.sessionId, toolCallId: pending.toolCallId, reason: rule.reason };
+          const text = JSON.stringify({ jsonrpc: "2.0", method: RULE_NOT_CREATED, params: notice });
+          this.store.append("notice", text);
+          this.clients.broadcast(text);
+          return;
+        }
         const text = JSON.stringify({
           jsonrpc: "2.0",
           method: GATEWAY_NOTIFICATIONS.ruleCreated,
@@ -410,9 +429,14 @@ export class SessionObject extends DurableObject<Env> {
     this.turnWatch.touch();
     for (const item of items) {
       if (!this.delivery.take(item)) continue; // re-sent after an AgentObject restart: applied already
-      if (item.kind === "frame") this.fromAgent(ref, item.epoch, item.text);
-      else if (item.kind === "response") this.fromAgentResponse(ref, item.gwId, item.text);
-      else this.agentGone(ref, item);
+      // One frame that fails to apply must not take the rest of the batch with it.
+      try {
+        if (item.kind === "frame") this.fromAgent(ref, item.epoch, item.text);
+        else if (item.kind === "response") this.fromAgentResponse(ref, item.gwId, item.text);
+        else this.agentGone(ref, item);
+      } catch (error) {
+        console.error("session: an agent frame failed to apply", error);
+      }
     }
   }
 
@@ -440,7 +464,8 @@ export class SessionObject extends DurableObject<Env> {
 
   private onSessionUpdate(text: string, params: unknown): void {
     const update = isObject(params) ? params.update : undefined;
-    const seq = this.store.append("update", text);
+    const seq = appendUpdate(this.store, text);
+    maybeFold(this.store, seq);
     if (isToolCallUpdate(update)) this.store.applyToolCall(update, seq);
     else if (isObject(update) && update.sessionUpdate === "session_info_update" && typeof update.title === "string") {
       this.setTitle(update.title);
@@ -518,12 +543,19 @@ export class SessionObject extends DurableObject<Env> {
       if (client) this.sendCopy(ws, client.connId, pending);
     }
     this.watchRules(true);
+    this.ctx.waitUntil(this.notifier.track(permId).catch((e: unknown) => console.error("session: tracking for notification failed", e)));
   }
 
   private async consultRules(permId: number): Promise<DecideResult | null> {
     const request = this.decideRequest(permId);
-    if (!request) return null;
-    return this.rules().decide(request.tenantId, request.request);
+    if (!request || this.noRules.tenantHasNoRules) return null;
+    return this.noRules.learn(await this.rules().decideFor(request.tenantId, request.request.sessionId, request.request));
+  }
+
+  /** The tenant's first rule appeared: ask the rules again from now on (rules-cache.ts). */
+  rulesAppeared(ref: SessionRef, generation: number): void {
+    const meta = this.store.meta;
+    if (meta && meta.tenantId === ref.tenantId) this.noRules.invalidate(generation);
   }
 
   private decideRequest(permId: number): { tenantId: string; request: DecideRequest } | undefined {
@@ -672,7 +704,7 @@ export class SessionObject extends DurableObject<Env> {
 
   // ── deadlines ─────────────────────────────────────────────────────────────────────────────────
   private scheduleDeadline(): void {
-    const next = earliest(this.store.nextDeadline(), this.audits.retryAt(), this.turnIdleAt());
+    const next = earliest(earliest(this.store.nextDeadline(), this.notifier.nextDue()), earliest(this.audits.retryAt(), this.turnIdleAt()));
     if (next === undefined) void this.ctx.storage.deleteAlarm();
     else void this.ctx.storage.setAlarm(next);
   }
@@ -693,6 +725,7 @@ export class SessionObject extends DurableObject<Env> {
         `A permission request waited ${Math.round((meta?.deadlineMs ?? 0) / 1000)} s without an answer; the gateway cancelled the turn.`,
       );
     }
+    this.notifier.onAlarm(now, this.clients.list().length > 0);
     this.scheduleDeadline();
   }
 
@@ -717,6 +750,23 @@ export class SessionObject extends DurableObject<Env> {
     this.store.turn = { state: "idle" };
     this.toAgent({ type: "notification", method: AGENT_METHODS.sessionCancel, params: { sessionId: meta.sessionId } });
     this.notifyTurnEnded("turn_idle", message);
+  }
+
+  // ── approval links (worker/routes/approve.tsx; the link's token was checked at the edge) ──────
+  approvalView(ref: SessionRef, permId: number, linkId: string): ApprovalView {
+    const meta = this.store.meta;
+    if (!meta || meta.tenantId !== ref.tenantId || meta.sessionId !== ref.sessionId) return { state: "unknown" };
+    return this.notifier.view(permId, linkId);
+  }
+
+  /** An answer from an approval link: exactly a client's answer (first wins, copies withdrawn, audited). */
+  answerFromLink(ref: SessionRef, permId: number, linkId: string, optionId: string): LinkRefusal | { state: "answered_by_you" } {
+    const meta = this.store.meta;
+    if (!meta || meta.tenantId !== ref.tenantId || meta.sessionId !== ref.sessionId) return { state: "unknown" };
+    const taken = this.notifier.takeAnswer(permId, linkId, optionId);
+    if (!taken.ok) return taken.view;
+    this.resolvePermission(taken.pending, { outcome: { outcome: "selected", optionId } }, taken.by);
+    return { state: "answered_by_you" };
   }
 
   private notifyTurnEnded(reason: string, message: string): void {
@@ -778,7 +828,7 @@ export class SessionObject extends DurableObject<Env> {
           _meta: { acpGateway: { synthesized: true, connectionId: connId, user } },
         },
       });
-      this.store.append("update", text);
+      appendUpdate(this.store, text);
       this.clients.broadcast(text, connId);
     }
   }
@@ -834,20 +884,9 @@ function onceOf(kind: string, options: PermissionOption[]): PermissionOption | u
   return options.find((o) => o.kind === once);
 }
 
-/** The operation in full, as the audit shows it: the command, else the paths. */
-function operationOf(row: ToolCallRow | undefined): string | null {
-  if (!row) return null;
-  const input = row.rawInput;
-  if (isObject(input)) {
-    const command = input.command ?? input.cmd;
-    if (typeof command === "string") return command;
-    if (Array.isArray(command)) return command.map(String).join(" ");
-  }
-  if (Array.isArray(row.locations)) {
-    const paths = row.locations.map((l) => (isObject(l) ? l.path : undefined)).filter((p) => typeof p === "string");
-    if (paths.length > 0) return paths.join(", ");
-  }
-  return null;
+/** The operation in full, as the audit shows it: the command, else the paths (protocol/operation.ts). */
+function operationOf(row: ToolCallRow | undefined, cwd: string): string | null {
+  return row ? operationSummary(row, cwd) : null;
 }
 
 function auditEntry(
@@ -867,16 +906,20 @@ function auditEntry(
     pending.toolCallId,
     typeof row?.kind === "string" ? row.kind : null,
     typeof row?.name === "string" ? row.name : null,
-    operationOf(row),
+    operationOf(row, meta.cwd),
     kindOfOutcome === "selected" || kindOfOutcome === "cancelled" ? kindOfOutcome : "withdrawn",
     option?.optionId ?? null,
     option?.kind ?? null,
     by.type,
-    by.type === "person" ? by.keyId : null,
-    by.type === "person" ? by.user : null,
+    by.type === "person" ? by.keyId : by.type === "link" ? by.linkId : null,
+    by.type === "person" ? by.user : by.type === "link" ? `approval link via ${by.target}` : null,
     by.type === "rule" ? by.ruleId : null,
     Date.now(),
   ];
+}
+
+function earliest(a: number | undefined, b: number | undefined): number | undefined {
+  return a === undefined ? b : b === undefined ? a : Math.min(a, b);
 }
 
 function* replayBodies(entries: Iterable<{ body: string }>): Iterable<string> {

@@ -15,9 +15,3 @@ export class TurnWatch {
     return this.sql.exec<{ at: number }>("SELECT at FROM turn_watch WHERE id = 1").toArray()[0]?.at;
   }
 }
-
-/** The earliest of the times given (each undefined when that timer is off). */
-export function earliest(...times: (number | undefined)[]): number | undefined {
-  const set = times.filter((t): t is number => t !== undefined);
-  return set.length === 0 ? undefined : Math.min(...set);
-}

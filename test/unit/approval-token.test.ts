@@ -56,6 +56,18 @@ describe("approval link tokens", () => {
     );
   });
 
+  it("refuses a signature spelled non-canonically (a last character that differs only in unused bits)", async () => {
+    // Counterexample the property above found: base64url's last character of a 32-byte MAC carries
+    // 2 unused bits, so 4 spellings decode to the same bytes. Only the canonical one is accepted.
+    const token = await signApprovalToken(SECRET, claims);
+    const last = token.at(-1) ?? "A";
+    const alphabet = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_";
+    const index = alphabet.indexOf(last);
+    const sibling = alphabet[(index & ~3) + ((index + 1) & 3)] ?? "A";
+    const check = await verifyApprovalToken(SECRET, token.slice(0, -1) + sibling, NOW);
+    expect(check.ok).toBe(false);
+  });
+
   it("garbage is malformed, never an exception", async () => {
     for (const bad of ["", ".", "a.b.c", "!!!.???", "eyJ0IjoxfQ.", `${"a".repeat(3000)}.b`]) {
       const check = await verifyApprovalToken(SECRET, bad, NOW);

@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { DEFAULT_LIMITS, limitsOf } from "../../protocol/limits";
+import { DEFAULT_LIMITS, limitsOf } from "../../protocol/tenant-limits";
 
 describe("per-tenant limits", () => {
   it("are the defaults when the tenant sets nothing, or something that is not an object", () => {

@@ -15,7 +15,7 @@ import { PageQuery, json, pageOf, pageParams, pageSchema } from "./pagination";
 
 const errors = { ...errorResponses, ...conflictResponse };
 
-/** Overrides of the per-tenant limits (protocol/limits.ts): each a positive whole number. */
+/** Overrides of the per-tenant limits (protocol/tenant-limits.ts): each a positive whole number. */
 const LimitsSchema = z
   .object({
     messagesPerSecondPerConnection: z.number().int().min(1).max(100_000).optional(),
