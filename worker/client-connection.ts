@@ -29,6 +29,8 @@ import {
 import type { AgentStatus, OpenSessionArgs } from "../durable-objects/agent/agent-object";
 import type { ResponseMessage } from "../protocol/jsonrpc";
 import { AGENT_METHODS, CANCEL_REQUEST, PROTOCOL_VERSION } from "../protocol/methods";
+import { limitsOf, rateLimitError } from "../protocol/tenant-limits";
+import { CLOSE_RATE_EXCEEDED, MessageRate } from "../protocol/rate-limit";
 import { type Principal, permissionDeadlineMs } from "./auth";
 import type { ClientSink } from "./client-sink";
 import type { Env } from "./env";
@@ -74,11 +76,13 @@ export class ClientConnection {
   ) {
     const every = Number(env.KEY_RECHECK_MS ?? DEFAULT_KEY_RECHECK_MS);
     this.recheck = setInterval(() => void this.recheckKey(), every > 0 ? every : DEFAULT_KEY_RECHECK_MS);
+    this.rate = new MessageRate(limitsOf(principal.settings.limits).messagesPerSecondPerConnection, Date.now());
     this.keyCheck = new KeyRecheck(Number(env.KEY_UNVERIFIED_GRACE_MS ?? DEFAULT_KEY_UNVERIFIED_GRACE_MS));
   }
 
   private readonly recheck: ReturnType<typeof setInterval>;
   private readonly keyCheck: KeyRecheck;
+  private readonly rate: MessageRate;
 
   /** One message from the client: a text frame, or an HTTP POST's body. */
   receive(data: string | ArrayBuffer): void {
@@ -137,6 +141,7 @@ export class ClientConnection {
       this.initialized = true;
     }
     if (isResponse(message)) return this.onClientResponse(message, text);
+    if (!this.withinRate(message.method, isRequest(message) ? message.id : null)) return;
     try {
       if (isRequest(message)) await this.onClientRequest(message.id, message.method, message, text);
       else await this.onClientNotification(message.method, message, text);
@@ -451,6 +456,24 @@ export class ClientConnection {
   private async openThroughAgent(args: OpenSessionArgs): Promise<ResponseMessage> {
     // SAFETY: as above; openSession returns a JSON-RPC response object.
     return (await this.agentStub().openSession(args)) as unknown as ResponseMessage;
+  }
+
+  /** Over the connection's message rate: an error for what was refused; a sustained flood closes the connection. */
+  private withinRate(method: string, id: JsonRpcId | null): boolean {
+    const verdict = this.rate.admit(Date.now());
+    if (verdict === "ok") return true;
+    const error = rateLimitError(this.rate.ratePerSecond, method);
+    if (verdict === "refuse") {
+      this.reply({ jsonrpc: "2.0", id, error });
+      return false;
+    }
+    try {
+      this.sink.close(CLOSE_RATE_EXCEEDED, `kept sending over ${this.rate.ratePerSecond} messages a second`);
+    } catch {
+      // already closed
+    }
+    this.close();
+    return false;
   }
 
   private reply(message: object): void {
