@@ -1,6 +1,6 @@
 // The D1 schema, as code. drizzle-kit generates the SQL in db/migrations from this file
 // (`npm run db:generate`); wrangler and the tests apply those migrations.
-// Every tenant-owned table carries tenant_id, and every query in db/queries.ts filters on it.
+// Every tenant-owned table carries tenant_id, and every query in db/queries/ filters on it.
 import { sql } from "drizzle-orm";
 import { index, integer, primaryKey, sqliteTable, text, uniqueIndex } from "drizzle-orm/sqlite-core";
 
@@ -9,7 +9,7 @@ export const tenants = sqliteTable("tenants", {
   slug: text("slug").notNull().unique(),
   name: text("name").notNull(),
   disabled: integer("disabled", { mode: "boolean" }).notNull().default(false),
-  /** JSON object: permissionDeadlineMs, relayAlwaysAsMade, limits… (see db/settings.ts). */
+  /** JSON object of tenant settings (worker/auth.ts TenantSettings; validated by the tenants API). */
   settings: text("settings").notNull().default("{}"),
   createdAt: integer("created_at")
     .notNull()
@@ -107,7 +107,7 @@ export const decisionRules = sqliteTable(
     scopeProject: text("scope_project"),
     scopeUser: text("scope_user"),
     scopeAgent: text("scope_agent"),
-    /** JSON of the matcher: { type: "tool" | "command" | "paths" | "exact", ... } (protocol/decisions). */
+    /** JSON of the matcher: { type: "tool" | "command" | "path" | "exact", ... } (protocol/rules/rules.ts). */
     matcher: text("matcher").notNull(),
     /** The matcher as searchable text, for `GET /v1/rules?q=`. */
     matcherText: text("matcher_text").notNull(),
@@ -146,7 +146,7 @@ export const decisionAudit = sqliteTable(
     optionId: text("option_id"),
     optionKind: text("option_kind"),
     decidedBy: text("decided_by", {
-      enum: ["person", "rule", "cancel", "deadline", "turn_end", "agent_disconnected", "agent_withdrew"],
+      enum: ["person", "link", "rule", "cancel", "deadline", "turn_end", "agent_disconnected", "agent_withdrew"],
     }).notNull(),
     decidedByKey: text("decided_by_key"),
     decidedByUser: text("decided_by_user"),
@@ -160,3 +160,28 @@ export const decisionAudit = sqliteTable(
 
 export type DecisionRuleRow = typeof decisionRules.$inferSelect;
 export type DecisionAuditRow = typeof decisionAudit.$inferSelect;
+
+/** Where a tenant's waiting permission requests are sent when nobody who could answer is attached. */
+export const notificationTargets = sqliteTable(
+  "notification_targets",
+  {
+    id: text("id").primaryKey(),
+    tenantId: text("tenant_id")
+      .notNull()
+      .references(() => tenants.id),
+    /** A label people recognise ("ops pager"); named in decidedBy when its link answers. */
+    name: text("name").notNull(),
+    /** The webhook: https, or http on loopback for local development. */
+    url: text("url").notNull(),
+    /** HMAC-SHA256 key of the X-Acp-Gateway-Signature header. Kept to sign; never returned by the API. */
+    secret: text("secret").notNull(),
+    /** The gateway origin approval links point at (the API's origin when the target was created, unless given). */
+    linkBaseUrl: text("link_base_url").notNull(),
+    createdAt: integer("created_at")
+      .notNull()
+      .default(sql`(unixepoch() * 1000)`),
+  },
+  (t) => [index("notification_targets_tenant").on(t.tenantId, t.id)],
+);
+
+export type NotificationTargetRow = typeof notificationTargets.$inferSelect;

@@ -3,10 +3,11 @@
 // `wrangler dev` on loopback, ready when GET /health answers.
 
 import { type ChildProcess, spawn } from "node:child_process";
-import { createHash } from "node:crypto";
-import { copyFileSync, existsSync } from "node:fs";
+import { randomBytes } from "node:crypto";
+import { copyFileSync, existsSync, readFileSync } from "node:fs";
 import { dirname, join } from "node:path";
 import { fileURLToPath } from "node:url";
+import { keyRecord } from "../protocol/api-keys.ts";
 
 export const ROOT = join(dirname(fileURLToPath(import.meta.url)), "..");
 export const WRANGLER = join(ROOT, "node_modules", ".bin", "wrangler");
@@ -51,8 +52,8 @@ export async function startLocalGateway(options: LocalGatewayOptions = {}): Prom
   const persist = options.persistTo ? ["--persist-to", options.persistTo] : [];
   ensureDevVars();
   await wrangler(["d1", "migrations", "apply", "DB", "--local", ...persist], "applying the D1 migrations");
-  await wrangler(["d1", "execute", "DB", "--local", ...persist, "--command", seedSql(keys)], "seeding the dev tenant");
-  const vars = Object.entries(options.vars ?? {}).flatMap(([k, v]) => ["--var", `${k}:${v}`]);
+  await wrangler(["d1", "execute", "DB", "--local", ...persist, "--command", await seedSql(keys)], "seeding the dev tenant");
+  const vars = Object.entries({ ...approvalLinkSecret(), ...options.vars }).flatMap(([k, v]) => ["--var", `${k}:${v}`]);
   const child = spawn(
     WRANGLER,
     ["dev", "--ip", "127.0.0.1", "--port", String(port), "--show-interactive-dev-session=false", ...persist, ...vars],
@@ -85,23 +86,30 @@ export async function startLocalGateway(options: LocalGatewayOptions = {}): Prom
 }
 
 /** SQL that creates or refreshes the dev tenant and its three keys (hashes only, never the keys). */
-export function seedSql(keys: DevKeys): string {
-  const hash = (key: string) => createHash("sha256").update(key).digest("hex");
+async function seedSql(keys: DevKeys): Promise<string> {
   const q = (s: string) => `'${s.replace(/'/g, "''")}'`;
-  const key = (id: string, kind: string, label: string, secret: string) =>
-    `INSERT INTO api_keys (id, tenant_id, kind, label, prefix, hash) VALUES (${q(id)}, 't_dev', ${q(kind)}, ${q(label)}, ${q(secret.slice(0, 8))}, ${q(hash(secret))})
+  const key = async (id: string, kind: string, label: string, secret: string) => {
+    const stored = await keyRecord(id, secret);
+    return `INSERT INTO api_keys (id, tenant_id, kind, label, prefix, hash) VALUES (${q(id)}, 't_dev', ${q(kind)}, ${q(label)}, ${q(stored.prefix)}, ${q(stored.hash)})
      ON CONFLICT (id) DO UPDATE SET prefix = excluded.prefix, hash = excluded.hash, revoked_at = NULL, expires_at = NULL;`;
+  };
   return [
     `INSERT INTO tenants (id, slug, name) VALUES ('t_dev', 'dev', 'Development') ON CONFLICT (id) DO UPDATE SET disabled = 0;`,
-    key("key_dev_client", "client", "dev", keys.client),
-    key("key_dev_agent", "agent", "dev-agent", keys.agent),
-    key("key_dev_admin", "admin", "dev-admin", keys.admin),
+    await key("key_dev_client", "client", "dev", keys.client),
+    await key("key_dev_agent", "agent", "dev-agent", keys.agent),
+    await key("key_dev_admin", "admin", "dev-admin", keys.admin),
   ].join("\n");
 }
 
 export function ensureDevVars(): void {
   const vars = join(ROOT, ".dev.vars");
   if (!existsSync(vars)) copyFileSync(join(ROOT, ".dev.vars.example"), vars);
+}
+
+/** A .dev.vars written before approval links existed has no secret for them: use one for this run. */
+function approvalLinkSecret(): Record<string, string> {
+  const text = readFileSync(join(ROOT, ".dev.vars"), "utf8");
+  return /^APPROVAL_LINK_SECRET=/m.test(text) ? {} : { APPROVAL_LINK_SECRET: randomBytes(32).toString("hex") };
 }
 
 export function wranglerEnv(): NodeJS.ProcessEnv {

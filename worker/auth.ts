@@ -2,16 +2,23 @@
 // resolved to its tenant. Keys are stored as SHA-256 hashes; the looked-up hash is compared again
 // in constant time so that no timing difference depends on the secret.
 
+import { keyWithTenantByHash, markKeyUsed } from "../db/queries/keys";
+import type { KeyKind } from "../protocol/api-keys";
 import { sha256Hex } from "../protocol/ids";
+import type { Limits } from "../protocol/tenant-limits";
 import type { Env } from "./env";
 
-export type KeyKind = "client" | "agent" | "admin";
+export type { KeyKind };
 
 export interface TenantSettings {
   /** Deadline of a pending permission request, in ms. */
   permissionDeadlineMs?: number;
   /** Relay a person's allow_always / reject_always to the agent as made (default: as the *_once). */
   relayAlwaysAsMade?: boolean;
+  /** How long a permission request waits with nobody attached before the notification targets are told, in ms. */
+  notifyAfterMs?: number;
+  /** Overrides of the per-tenant limits (protocol/tenant-limits.ts); each omitted one is the default. */
+  limits?: Partial<Limits>;
 }
 
 export interface Principal {
@@ -53,47 +60,32 @@ export function presentedKey(request: Request): string | undefined {
 export async function authenticate(env: Env, key: string | undefined, now = Date.now()): Promise<Principal | null> {
   if (!key || key.length > 512) return null;
   const hash = await sha256Hex(key);
-  const row = await env.DB.prepare(
-    `SELECT k.id, k.tenant_id, k.kind, k.label, k.agent, k.hash, k.expires_at, k.revoked_at, k.last_used_at, t.slug, t.disabled, t.settings
-       FROM api_keys k JOIN tenants t ON t.id = k.tenant_id WHERE k.hash = ?`,
-  )
-    .bind(hash)
-    .first<KeyRow>();
-  if (!row || !constantTimeEqual(row.hash, hash)) return null;
-  if (row.revoked_at !== null || (row.expires_at !== null && row.expires_at <= now) || row.disabled) return null;
+  const row = await keyWithTenantByHash(env.DB, hash);
+  if (!row || !constantTimeEqual(row.key.hash, hash)) return null;
+  const { key: stored, tenant } = row;
+  if (stored.revokedAt !== null || (stored.expiresAt !== null && stored.expiresAt <= now) || tenant.disabled) return null;
   return {
-    tenantId: row.tenant_id,
-    tenantSlug: row.slug,
-    keyId: row.id,
-    kind: row.kind,
-    label: row.label,
-    agent: row.agent,
-    settings: parseSettings(row.settings),
-    lastUsedAt: row.last_used_at,
+    tenantId: stored.tenantId,
+    tenantSlug: tenant.slug,
+    keyId: stored.id,
+    kind: stored.kind,
+    label: stored.label,
+    agent: stored.agent,
+    settings: parseSettings(tenant.settings),
+    lastUsedAt: stored.lastUsedAt,
   };
 }
 
-type KeyRow = {
-  id: string;
-  tenant_id: string;
-  kind: KeyKind;
-  label: string | null;
-  agent: string | null;
-  hash: string;
-  expires_at: number | null;
-  revoked_at: number | null;
-  last_used_at: number | null;
-  slug: string;
-  disabled: number;
-  settings: string;
-};
-
+/** Equal strings, compared so that the time taken does not depend on where they first differ. */
 export function constantTimeEqual(a: string, b: string): boolean {
-  const x = new TextEncoder().encode(a);
-  const y = new TextEncoder().encode(b);
-  if (x.byteLength !== y.byteLength) return false;
+  return bytesEqualInConstantTime(new TextEncoder().encode(a), new TextEncoder().encode(b));
+}
+
+/** Reads every byte of both inputs whatever they hold: no early exit on the first difference. */
+export function bytesEqualInConstantTime(x: ArrayLike<number>, y: ArrayLike<number>): boolean {
+  if (x.length !== y.length) return false;
   let diff = 0;
-  for (let i = 0; i < x.byteLength; i++) diff |= (x[i] ?? 0) ^ (y[i] ?? 0);
+  for (let i = 0; i < x.length; i++) diff |= (x[i] ?? 0) ^ (y[i] ?? 0);
   return diff === 0;
 }
 
@@ -116,8 +108,5 @@ export function permissionDeadlineMs(env: Env, principal: Principal): number {
 /** Records that a key was used, at most once a minute per key, off the request's path. */
 export function touchKey(env: Env, principal: Principal, now = Date.now()): Promise<unknown> | undefined {
   if (principal.lastUsedAt !== null && now - principal.lastUsedAt < 60_000) return undefined;
-  return env.DB.prepare("UPDATE api_keys SET last_used_at = ? WHERE id = ?")
-    .bind(now, principal.keyId)
-    .run()
-    .catch((e: unknown) => console.error("auth: last_used_at update failed", e));
+  return markKeyUsed(env.DB, principal.keyId, now).catch((e: unknown) => console.error("auth: last_used_at update failed", e));
 }

@@ -5,13 +5,17 @@ import { OpenAPIHono } from "@hono/zod-openapi";
 import { Hono } from "hono";
 import { bodyLimit } from "hono/body-limit";
 import { auditApi } from "./api/audit";
+import { notificationsApi } from "./api/notifications";
 import { validationHook } from "./api/openapi";
 import { rulesApi } from "./api/rules";
 import { sessionsApi } from "./api/sessions";
-import { tenancyApi } from "./api/tenancy";
+import { agentsApi } from "./api/agents";
+import { keysApi } from "./api/keys";
+import { tenantsApi } from "./api/tenants";
 import { errorBody, onError } from "./http-error";
 import { acpRoutes } from "./routes/acp";
 import { agentConnectRoutes } from "./routes/agents-connect";
+import { approveRoutes } from "./routes/approve";
 import type { AppEnv } from "./types";
 
 export { AgentObject } from "../durable-objects/agent/agent-object";
@@ -26,13 +30,17 @@ app.use(
 );
 app.route("/", acpRoutes);
 app.route("/", agentConnectRoutes);
+app.route("/", approveRoutes);
 
 // The REST API whose OpenAPI document is generated from its schemas.
 const api = new OpenAPIHono<AppEnv>({ defaultHook: validationHook });
 api.route("/", sessionsApi);
-api.route("/", tenancyApi);
+api.route("/", tenantsApi);
+api.route("/", keysApi);
+api.route("/", agentsApi);
 api.route("/", rulesApi);
 api.route("/", auditApi);
+api.route("/", notificationsApi);
 api.doc("/v1/openapi.json", { openapi: "3.0.0", info: { title: "ACP Gateway API", version: "0.1.0" } });
 app.route("/", api);
 

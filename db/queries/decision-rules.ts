@@ -1,14 +1,12 @@
 // D1 access to remembered decisions. Every statement is scoped by tenant id.
 
-import { and, desc, eq, isNull, like, lt, or } from "drizzle-orm";
-import { drizzle } from "drizzle-orm/d1";
+import { and, desc, eq, isNull, like, lt, or, sql } from "drizzle-orm";
+import { dbOf } from "../client";
 import { decisionRules, type DecisionRuleRow } from "../schema";
 
 export type NewDecisionRule = typeof decisionRules.$inferInsert;
 
-export function rulesDb(db: D1Database) {
-  return drizzle(db);
-}
+const rulesDb = dbOf;
 
 /** The rules that can still match: not revoked (expired ones are filtered at decision time). */
 export async function activeRules(db: D1Database, tenantId: string): Promise<DecisionRuleRow[]> {
@@ -77,11 +75,14 @@ export async function listRules(db: D1Database, tenantId: string, f: RuleFilter)
 
 /** Hit counters are written off the hot path, in one statement per flush. */
 export async function recordHits(db: D1Database, tenantId: string, hits: Map<string, { count: number; at: number }>): Promise<void> {
-  if (hits.size === 0) return;
-  const statements = [...hits].map(([id, h]) =>
-    db
-      .prepare("UPDATE decision_rules SET hits = hits + ?, last_hit_at = max(coalesce(last_hit_at, 0), ?) WHERE tenant_id = ? AND id = ?")
-      .bind(h.count, h.at, tenantId, id),
+  const [first, ...rest] = [...hits].map(([id, h]) =>
+    rulesDb(db)
+      .update(decisionRules)
+      .set({
+        hits: sql`${decisionRules.hits} + ${h.count}`,
+        lastHitAt: sql`max(coalesce(${decisionRules.lastHitAt}, 0), ${h.at})`,
+      })
+      .where(and(eq(decisionRules.tenantId, tenantId), eq(decisionRules.id, id))),
   );
-  await db.batch(statements);
+  if (first) await rulesDb(db).batch([first, ...rest]);
 }

@@ -15,11 +15,14 @@ import {
   sessionIdOf,
   type ResponseMessage,
 } from "../../protocol/jsonrpc";
+import type { Limits } from "../../protocol/tenant-limits";
 import { AGENT_METHODS, CANCEL_REQUEST, PROTOCOL_VERSION } from "../../protocol/methods";
+import { isGatewayMethod, stripGatewayMarks } from "../../protocol/gateway-namespace";
 import type { Env } from "../../worker/env";
 import type { FromAgent, SessionRef, ToAgent } from "../session/agent-link";
 import type { SessionObject } from "../session/session-object";
 import { Dialer } from "./dialer";
+import { SessionOutbox } from "./session-outbox";
 import { type AgentInfo, AgentStore } from "./store";
 
 /** The header the Worker uses to say who dialled in. */
@@ -29,6 +32,8 @@ export const AGENT_PRINCIPAL_HEADER = "X-Acp-Gateway-Agent";
 const OPEN_TIMEOUT_MS = 60_000;
 /** How long a client's initialize waits for a freshly connected agent to finish its own initialize. */
 const INIT_WAIT_MS = 10_000;
+/** When the object's alarm re-sends what a session has not taken (after a restart or a failed call). */
+const REDELIVERY_MS = 2_000;
 
 export interface OpenSessionArgs {
   tenantId: string;
@@ -38,6 +43,8 @@ export interface OpenSessionArgs {
   createdBy: string | null;
   deadlineMs: number;
   relayAlwaysAsMade: boolean;
+  /** The tenant's limit overrides (protocol/tenant-limits.ts), kept by the session. */
+  limits?: Partial<Limits> | undefined;
 }
 
 export type AgentStatus = { connected: boolean; info: AgentInfo | null; unreachable?: string };
@@ -56,6 +63,7 @@ export class AgentObject extends DurableObject<Env> {
   constructor(ctx: DurableObjectState, env: Env) {
     super(ctx, env);
     this.store = new AgentStore(ctx.storage.sql);
+    this.outbox = new SessionOutbox(ctx.storage.sql);
   }
 
   // ── the agent dials in ────────────────────────────────────────────────────────────────────────
@@ -116,9 +124,17 @@ export class AgentObject extends DurableObject<Env> {
     const parsed = parseFrame(data);
     if (!parsed.ok) {
       if (parsed.reply) ws.send(JSON.stringify(parsed.reply));
+      // An answer refused at the edge (too large, too deep) must not leave the request it answers waiting.
+      const refused = refusedAnswer(parsed.reply);
+      if (refused) this.onAgentResponse(refused, JSON.stringify(refused));
       return;
     }
     const message = parsed.message;
+    if (!isResponse(message) && isGatewayMethod(message.method)) {
+      if (isRequest(message)) ws.send(JSON.stringify(errorResponse(message.id, gatewayMethodRefused(message.method))));
+      return;
+    }
+    if (stripGatewayMarks(message)) data = JSON.stringify(message);
     if (isResponse(message)) return this.onAgentResponse(message, data);
     const sessionId = message.method === CANCEL_REQUEST ? this.cancelTarget(message.params, epoch) : sessionIdOf(message);
     if (sessionId === undefined || !this.store.ownsSession(sessionId)) {
@@ -200,8 +216,8 @@ export class AgentObject extends DurableObject<Env> {
       const ref = this.ref(sessionId);
       if (!ref) continue;
       const gwIds = lost.filter((o) => o.sessionId === sessionId && o.gwId !== null).map((o) => o.gwId as number);
-      this.flush(); // what the agent said before it went comes first
-      this.deliver(this.session(sessionId).agentGone(ref, { epoch, reason, gwIds }));
+      // Queued behind what the agent said before it went, so that comes first.
+      this.enqueue(sessionId, { kind: "gone", epoch, reason, gwIds });
     }
     this.store.clearInbound(epoch);
   }
@@ -288,7 +304,13 @@ export class AgentObject extends DurableObject<Env> {
     this.store.addOutbound({ agentId, epoch, kind: "open", sessionId: null, gwId: null });
     const loadId = args.method === AGENT_METHODS.sessionLoad ? sessionIdOfParams(args.params) : undefined;
     // A loaded session must exist before the agent replays its history into it.
-    if (loadId) await this.setUpSession(args, loadId, epoch, undefined);
+    if (loadId) {
+      const refused = await this.setUpSession(args, loadId, epoch, undefined);
+      if (refused) {
+        this.store.takeOutbound(agentId);
+        return errorResponse(agentId, refused);
+      }
+    }
     const response = new Promise<ResponseMessage>((resolve) => {
       // The timer is cleared on the answer: a pending timer would keep the object from hibernating.
       const timer = setTimeout(() => {
@@ -314,27 +336,54 @@ export class AgentObject extends DurableObject<Env> {
     if (typeof sessionId !== "string" || sessionId === "") {
       return errorResponse(agentId, RpcError.internal(`The agent answered ${args.method} without a sessionId`));
     }
-    await this.setUpSession(args, sessionId, epoch, answer.result);
-    return answer;
+    const refused = await this.setUpSession(args, sessionId, epoch, answer.result);
+    return refused ? errorResponse(agentId, refused) : answer;
   }
 
-  private async setUpSession(args: OpenSessionArgs, sessionId: string, epoch: number, result: Record<string, unknown> | undefined) {
-    this.store.addSession(sessionId, epoch);
+  /** Sets up and indexes the session, or says why the agent may not claim it (then nothing changed). */
+  private async setUpSession(
+    args: OpenSessionArgs,
+    sessionId: string,
+    epoch: number,
+    result: Record<string, unknown> | undefined,
+  ): Promise<RpcError | undefined> {
     const ref = { tenantId: args.tenantId, sessionId };
     const cwd = isObject(args.params) && typeof args.params.cwd === "string" ? args.params.cwd : "";
-    await this.session(sessionId).init(ref, {
-      agent: args.agent,
-      cwd,
-      createdBy: args.createdBy,
-      deadlineMs: args.deadlineMs,
-      relayAlwaysAsMade: args.relayAlwaysAsMade,
-      ...(result ? { result } : {}),
-    });
+    const opening = args.method === AGENT_METHODS.sessionNew ? "new" : "load";
+    const indexed = await this.env.DB.prepare("SELECT agent FROM sessions WHERE tenant_id = ? AND session_id = ?")
+      .bind(args.tenantId, sessionId)
+      .first<{ agent: string }>();
+    const claimed =
+      indexed && (opening === "new" || indexed.agent !== args.agent)
+        ? { ok: false as const, message: `session ${sessionId} already exists and belongs to agent "${indexed.agent}"` }
+        : await this.session(sessionId).init(
+            ref,
+            {
+              agent: args.agent,
+              cwd,
+              createdBy: args.createdBy,
+              deadlineMs: args.deadlineMs,
+              relayAlwaysAsMade: args.relayAlwaysAsMade,
+              ...(args.limits ? { limits: args.limits } : {}),
+              ...(result ? { result } : {}),
+            },
+            opening,
+          );
+    if (!claimed.ok) {
+      return new RpcError(
+        -32603,
+        `The agent "${args.agent}" answered ${args.method} with a session id the gateway refused: ${claimed.message}. That session is unchanged; try again, and if this repeats the agent is misbehaving.`,
+        { reason: "session_id_taken", sessionId },
+      );
+    }
+    this.store.addSession(sessionId, epoch);
+    // The index row of an existing session is only touched for its own agent (never re-assigned).
     await this.env.DB.prepare(
-      "INSERT INTO sessions (tenant_id, session_id, agent, cwd, created_by) VALUES (?, ?, ?, ?, ?) ON CONFLICT (tenant_id, session_id) DO UPDATE SET updated_at = unixepoch() * 1000",
+      "INSERT INTO sessions (tenant_id, session_id, agent, cwd, created_by) VALUES (?, ?, ?, ?, ?) ON CONFLICT (tenant_id, session_id) DO UPDATE SET updated_at = unixepoch() * 1000 WHERE sessions.agent = excluded.agent",
     )
       .bind(args.tenantId, sessionId, args.agent, cwd, args.createdBy)
       .run();
+    return undefined;
   }
 
   // ── helpers ───────────────────────────────────────────────────────────────────────────────────
@@ -432,48 +481,96 @@ export class AgentObject extends DurableObject<Env> {
    * flight, what the agent sends for it waits and then goes in one call, which the session handles
    * as one event with one storage commit (a commit per frame is what limits throughput). A frame
    * that finds nothing in flight goes at once, so a quiet session pays no added latency. Order is
-   * kept: frames and answers share one queue per session, and calls on one stub arrive in order.
+   * kept: frames, answers and the agent's departure share one queue per session, one call at a time.
+   * The queue is in SQLite (session-outbox.ts): an item leaves it only when the session has taken it,
+   * so a restart re-sends (alarm) rather than loses, and the session skips items it already applied.
    */
-  private readonly outbox = new Map<string, FromAgent[]>();
+  private readonly outbox: SessionOutbox;
   private readonly inFlight = new Set<string>();
+  private redeliveryArmed = false;
 
   private enqueue(sessionId: string, item: FromAgent): void {
-    const queue = this.outbox.get(sessionId);
-    if (queue) queue.push(item);
-    else this.outbox.set(sessionId, [item]);
-    if (!this.inFlight.has(sessionId)) this.sendBatch(sessionId);
+    this.outbox.add(sessionId, item);
+    this.armRedelivery();
+    this.sendBatch(sessionId);
   }
 
   private sendBatch(sessionId: string): void {
-    const items = this.outbox.get(sessionId);
     const ref = this.ref(sessionId);
-    if (!items || items.length === 0 || !ref) return;
-    this.outbox.delete(sessionId);
+    if (this.inFlight.has(sessionId) || !ref) return;
+    const waiting = this.outbox.pendingFor(sessionId);
+    // One call stays well under the RPC message limit (32 MiB): what does not fit goes in the next call.
+    const items = waiting.slice(0, batchPrefix(waiting, MAX_BATCH_BYTES));
+    const last = items.at(-1)?.seq;
+    if (last === undefined) return;
     this.inFlight.add(sessionId);
     const call = this.session(sessionId)
       .fromAgentBatch(ref, items)
-      .catch((e: unknown) => console.error("agent: session delivery failed", e))
-      .finally(() => {
+      .then(
+        () => {
+          this.outbox.delivered(sessionId, last);
+          return true;
+        },
+        (e: unknown) => {
+          console.error("agent: session delivery failed; the alarm retries", e);
+          this.sessionStubs.delete(sessionId); // a stub that threw may be broken for good
+          if (this.outbox.failed(sessionId, last)) console.error(`agent: gave up delivering to session ${sessionId}`);
+          return false;
+        },
+      )
+      .then((ok) => {
         this.inFlight.delete(sessionId);
-        this.sendBatch(sessionId);
+        if (ok) this.sendBatch(sessionId);
       });
     this.ctx.waitUntil(call);
   }
 
-  /** Sends everything queued now, in flight or not (calls on one stub keep their order). */
-  private flush(): void {
-    for (const sessionId of [...this.outbox.keys()]) this.sendBatch(sessionId);
+  private armRedelivery(): void {
+    if (this.redeliveryArmed) return;
+    this.redeliveryArmed = true;
+    void this.ctx.storage.setAlarm(Date.now() + REDELIVERY_MS);
   }
 
-  /** Fire and forget, in order per session: calls on one stub are delivered in the order they are made. */
-  private deliver(call: Promise<unknown>): void {
-    this.ctx.waitUntil(call.catch((e: unknown) => console.error("agent: session delivery failed", e)));
+  /** Re-sends what sessions have not taken: after a restart nothing is in flight, so everything goes. */
+  override alarm(): void {
+    this.redeliveryArmed = false;
+    for (const sessionId of this.outbox.sessions()) this.sendBatch(sessionId);
+    if (!this.outbox.isEmpty()) this.armRedelivery();
   }
 }
 
 function withParams(message: Record<string, unknown>, params: unknown): Record<string, unknown> {
   if (params !== undefined) message.params = params;
   return message;
+}
+
+/** A batch of agent frames for one session is at most this many bytes (of UTF-16 text, 2 per unit). */
+const MAX_BATCH_BYTES = 8 * 1024 * 1024;
+
+/** How many items from the start fit the budget (always at least one). */
+function batchPrefix(items: FromAgent[], budget: number): number {
+  let used = 0;
+  for (let i = 0; i < items.length; i++) {
+    const item = items[i];
+    used += (item && "text" in item ? item.text.length : 0) * 2;
+    if (used > budget && i > 0) return i;
+  }
+  return items.length;
+}
+
+/** The answer the gateway stands in for when the agent's own answer (naming `requestId`) was refused. */
+function refusedAnswer(reply: ResponseMessage | null): ResponseMessage | undefined {
+  const data = reply?.error?.data;
+  const requestId = isObject(data) ? data.requestId : undefined;
+  if (reply?.id !== null || typeof requestId !== "number") return undefined;
+  return errorResponse(requestId, RpcError.internal(`The agent's answer was refused by the gateway: ${reply.error?.message ?? "invalid"}`));
+}
+
+function gatewayMethodRefused(method: string): RpcError {
+  return new RpcError(-32601, `${method} is refused: methods named _acp_gateway/* belong to the gateway, and agents may not send them`, {
+    method,
+    reason: "gateway_namespace",
+  });
 }
 
 function sessionIdOfParams(params: unknown): string | undefined {

@@ -3,6 +3,7 @@
 // when a client asks for the agent; failed attempts back off exponentially (0.5 s doubling, capped
 // at 30 s) and, until the next attempt is due, callers get the last error at once.
 
+import { agentByName } from "../../db/queries/agents";
 import type { Env } from "../../worker/env";
 import type { AgentMeta } from "./store";
 
@@ -45,9 +46,7 @@ export class Dialer {
 }
 
 async function dialOutRegistration(env: Env, meta: AgentMeta): Promise<DialOutRegistration | undefined> {
-  const row = await env.DB.prepare("SELECT mode, url, headers FROM agents WHERE tenant_id = ? AND name = ?")
-    .bind(meta.tenantId, meta.name)
-    .first<{ mode: string; url: string | null; headers: string | null }>();
+  const row = await agentByName(env.DB, meta.tenantId, meta.name);
   if (!row || row.mode !== "dial_out" || !row.url) return undefined;
   let headers: Record<string, string>;
   try {

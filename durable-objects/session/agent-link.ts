@@ -19,5 +19,14 @@ export interface SessionRef {
   sessionId: string;
 }
 
-/** What the AgentObject delivers to a session, in order: the agent's frames and its answers. */
-export type FromAgent = { kind: "frame"; epoch: number; text: string } | { kind: "response"; gwId: number; text: string };
+/**
+ * What the AgentObject delivers to a session, in order: the agent's frames, its answers, and the
+ * news that its connection is gone. `seq` is the AgentObject's own increasing number for each item
+ * (set when the item is stored in its outbox): an item can be delivered twice after a restart, and
+ * the session applies each seq once.
+ */
+export type FromAgent = (
+  | { kind: "frame"; epoch: number; text: string }
+  | { kind: "response"; gwId: number; text: string }
+  | { kind: "gone"; epoch: number; reason: string; gwIds: number[] }
+) & { seq?: number };

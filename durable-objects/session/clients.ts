@@ -8,8 +8,8 @@ export interface ClientAttachment {
   keyId: string;
   /** The key's user label: who is behind this client. */
   user: string | null;
-  /** What the client advertised in initialize: whether it can serve fs and terminal requests. */
-  caps: { readTextFile: boolean; writeTextFile: boolean; terminal: boolean };
+  /** What the client advertised in initialize: whether it can serve fs, terminal and elicitation requests. */
+  caps: { readTextFile: boolean; writeTextFile: boolean; terminal: boolean; elicitationForm?: boolean; elicitationUrl?: boolean };
   attachedAt: number;
 }
 

@@ -87,7 +87,8 @@ describe("end to end with SDK peers", () => {
     const [a, b] = await Promise.all([alice.permissions.waitFor(() => true), bob.permissions.waitFor(() => true)]);
     expect(a.params).toEqual(b.params);
     b.answer({ outcome: { outcome: "selected", optionId: "reject-once" } });
-    await expect(a.answered).rejects.toBeDefined(); // withdrawn with $/cancel_request
+    // Withdrawn with $/cancel_request (the SDK aborts with -32800), not by the connection closing.
+    await expect(a.answered).rejects.toMatchObject({ code: -32800 });
     expect(await prompt).toEqual({ stopReason: "end_turn" });
     await alice.updates.waitFor((u) => u.update.content?.text === "answer: reject-once");
     // Bob saw alice's prompt too, as a user message.
@@ -118,7 +119,7 @@ describe("end to end with SDK peers", () => {
     await client.notify("session/cancel", { sessionId });
     expect(await prompt).toEqual({ stopReason: "cancelled" });
     expect(outcome).toEqual({ outcome: "cancelled" });
-    await expect(copy.answered).rejects.toBeDefined();
+    await expect(copy.answered).rejects.toMatchObject({ code: -32800 });
     client.close();
     agent.close();
   });

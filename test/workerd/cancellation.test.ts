@@ -84,6 +84,8 @@ describe("cancellation", () => {
     const t = await seedTenant();
     const agent = await dialInAgent(t);
     const { client, sessionId } = await clientWithSession(t, agent);
+    client.send({ jsonrpc: "2.0", id: "turn", method: "session/prompt", params: { sessionId, prompt: [] } });
+    await agent.peer.next(isMethod("session/prompt"));
     const agentReqId = agent.askPermission(sessionId, call("x"));
     const copy = await client.next(isMethod("session/request_permission"));
     agent.peer.notify("$/cancel_request", { requestId: agentReqId });

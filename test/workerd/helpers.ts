@@ -3,7 +3,9 @@
 // where a test needs an exact message sequence that no real agent produces on demand.
 
 import { SELF, env } from "cloudflare:test";
-import { randomId, sha256Hex } from "../../protocol/ids";
+import { insertKey } from "../../db/queries/keys";
+import { type KeyKind, mintKey } from "../../protocol/api-keys";
+import { randomId } from "../../protocol/ids";
 
 export interface SeededTenant {
   tenantId: string;
@@ -29,12 +31,10 @@ export async function seedTenant(settings: Record<string, unknown> = {}): Promis
   return { tenantId, slug, ...keys };
 }
 
-export async function addKey(tenantId: string, kind: string, label: string | null, agent: string | null = null): Promise<string> {
-  const key = randomId(`acp_${kind}`, 32);
-  await env.DB.prepare("INSERT INTO api_keys (id, tenant_id, kind, label, agent, prefix, hash) VALUES (?, ?, ?, ?, ?, ?, ?)")
-    .bind(randomId("key"), tenantId, kind, label, agent, key.slice(0, 12), await sha256Hex(key))
-    .run();
-  return key;
+export async function addKey(tenantId: string, kind: KeyKind, label: string | null, agent: string | null = null): Promise<string> {
+  const minted = await mintKey(kind);
+  await insertKey(env.DB, tenantId, minted, { kind, label, agent });
+  return minted.key;
 }
 
 type Json = Record<string, any>;

@@ -91,6 +91,8 @@ describe("permission requests", () => {
     const t = await seedTenant();
     const agent = await dialInAgent(t);
     const { client, sessionId } = await clientWithSession(t, agent);
+    client.send({ jsonrpc: "2.0", id: 0, method: "session/prompt", params: { sessionId, prompt: [] } });
+    await agent.peer.next(isMethod("session/prompt"));
     client.close();
     await client.closed;
     const agentReqId = agent.askPermission(sessionId, editCall);

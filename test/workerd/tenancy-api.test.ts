@@ -1,6 +1,6 @@
 import { SELF, env } from "cloudflare:test";
 import { describe, expect, it } from "vitest";
-import { constantTimeEqual } from "../../worker/auth";
+import { bytesEqualInConstantTime, constantTimeEqual } from "../../worker/auth";
 import { clientWithSession, connect, dialInAgent, isMethod, isResponseTo, seedTenant, upgrade } from "./helpers";
 
 const OPERATOR = "test-operator-token";
@@ -103,7 +103,30 @@ describe("operator and tenant admin API", () => {
     expect(client?.lastUsedAt).toBeGreaterThan(0);
   });
 
-  it("compares key hashes in constant time", () => {
+  it("compares key hashes in constant time: every byte is read whether they differ first or last or not at all", () => {
+    const reads = (bytes: number[]) => {
+      let count = 0;
+      const counted = new Proxy(bytes, {
+        get: (target, key, receiver) => {
+          if (typeof key === "string" && /^\d+$/.test(key)) count++;
+          return Reflect.get(target, key, receiver);
+        },
+      });
+      return { counted, count: () => count };
+    };
+    const hash = [...new TextEncoder().encode("a".repeat(64))];
+    const cases = [hash, [0x62, ...hash.slice(1)], [...hash.slice(0, 63), 0x62]];
+    const counts = cases.map((other) => {
+      const left = reads(hash);
+      const right = reads(other);
+      bytesEqualInConstantTime(left.counted, right.counted);
+      return [left.count(), right.count()];
+    });
+    expect(counts).toEqual([
+      [64, 64],
+      [64, 64],
+      [64, 64],
+    ]);
     expect(constantTimeEqual("abc", "abc")).toBe(true);
     expect(constantTimeEqual("abc", "abd")).toBe(false);
     expect(constantTimeEqual("abc", "abcd")).toBe(false);

@@ -1,8 +1,10 @@
 // GET /v1/audit — how every permission request of the tenant was resolved, newest first.
 
 import { OpenAPIHono, createRoute, z } from "@hono/zod-openapi";
+import { auditPage } from "../../db/queries/audit";
+import { decisionAudit } from "../../db/schema";
 import { requireKey } from "../middleware/require-key";
-import { pageOf, pageParams } from "../routes/pagination";
+import { pageOf, pageParams } from "./pagination";
 import type { AppEnv } from "../types";
 import { errorResponses, validationHook } from "./openapi";
 
@@ -19,7 +21,7 @@ const AuditEntrySchema = z
     optionId: z.string().nullable(),
     optionKind: z.string().nullable(),
     decidedBy: z.object({
-      type: z.enum(["person", "rule", "cancel", "deadline", "turn_end", "agent_disconnected", "agent_withdrew"]),
+      type: z.enum(decisionAudit.decidedBy.enumValues),
       key: z.string().nullable(),
       user: z.string().nullable(),
       ruleId: z.string().nullable(),
@@ -27,24 +29,6 @@ const AuditEntrySchema = z
     at: z.number(),
   })
   .openapi("AuditEntry");
-
-type AuditRow = {
-  id: string;
-  session_id: string;
-  agent: string;
-  tool_call_id: string | null;
-  kind: string | null;
-  name: string | null;
-  operation: string | null;
-  outcome: "selected" | "cancelled" | "withdrawn";
-  option_id: string | null;
-  option_kind: string | null;
-  decided_by: z.infer<typeof AuditEntrySchema>["decidedBy"]["type"];
-  decided_by_key: string | null;
-  decided_by_user: string | null;
-  rule_id: string | null;
-  at: number;
-};
 
 export const auditApi = new OpenAPIHono<AppEnv>({ defaultHook: validationHook });
 
@@ -81,43 +65,33 @@ auditApi.openapi(
     const q = c.req.valid("query");
     const { cursor, limit } = pageParams(q.cursor, q.limit);
     // The cursor is "at:id" of the last entry of the previous page.
-    const [cursorAt, cursorId] = cursor ? [Number(cursor.split(":")[0]), cursor.split(":").slice(1).join(":")] : [null, null];
-    const { results } = await c.env.DB.prepare(
-      `SELECT * FROM decision_audit WHERE tenant_id = ?
-         AND (?2 IS NULL OR session_id = ?2) AND (?3 IS NULL OR agent = ?3) AND (?4 IS NULL OR decided_by = ?4)
-         AND (?5 IS NULL OR rule_id = ?5) AND (?6 IS NULL OR decided_by_user = ?6)
-         AND (?7 IS NULL OR at < ?7 OR (at = ?7 AND id < ?8))
-       ORDER BY at DESC, id DESC LIMIT ?9`,
-    )
-      .bind(
-        tenantId,
-        q.sessionId ?? null,
-        q.agent ?? null,
-        q.decidedBy ?? null,
-        q.ruleId ?? null,
-        q.user ?? null,
-        cursorAt,
-        cursorId,
-        limit + 1,
-      )
-      .all<AuditRow>();
+    const before = cursor ? { at: Number(cursor.split(":")[0]), id: cursor.split(":").slice(1).join(":") } : undefined;
+    const rows = await auditPage(c.env.DB, tenantId, {
+      ...(q.sessionId !== undefined ? { sessionId: q.sessionId } : {}),
+      ...(q.agent !== undefined ? { agent: q.agent } : {}),
+      ...(q.decidedBy !== undefined ? { decidedBy: q.decidedBy } : {}),
+      ...(q.ruleId !== undefined ? { ruleId: q.ruleId } : {}),
+      ...(q.user !== undefined ? { user: q.user } : {}),
+      ...(before && Number.isFinite(before.at) ? { before } : {}),
+      limit,
+    });
     return c.json(
       pageOf(
-        results,
+        rows,
         limit,
         (r) => `${r.at}:${r.id}`,
         (r) => ({
           id: r.id,
-          sessionId: r.session_id,
+          sessionId: r.sessionId,
           agent: r.agent,
-          toolCallId: r.tool_call_id,
+          toolCallId: r.toolCallId,
           kind: r.kind,
           name: r.name,
           operation: r.operation,
           outcome: r.outcome,
-          optionId: r.option_id,
-          optionKind: r.option_kind,
-          decidedBy: { type: r.decided_by, key: r.decided_by_key, user: r.decided_by_user, ruleId: r.rule_id },
+          optionId: r.optionId,
+          optionKind: r.optionKind,
+          decidedBy: { type: r.decidedBy, key: r.decidedByKey, user: r.decidedByUser, ruleId: r.ruleId },
           at: r.at,
         }),
       ),

@@ -3,8 +3,9 @@
 
 import { OpenAPIHono, createRoute, z } from "@hono/zod-openapi";
 import { ApiError } from "../http-error";
+import { sessionIndexed, sessionsPage } from "../../db/queries/sessions";
 import { requireKey } from "../middleware/require-key";
-import { pageOf, pageParams } from "../routes/pagination";
+import { pageOf, pageParams } from "./pagination";
 import type { AppEnv } from "../types";
 import { errorResponses, validationHook } from "./openapi";
 
@@ -50,16 +51,6 @@ const SnapshotSchema = z
 
 const errors = errorResponses;
 
-type SessionRow = {
-  session_id: string;
-  agent: string;
-  cwd: string;
-  title: string | null;
-  created_by: string | null;
-  created_at: number;
-  updated_at: number;
-};
-
 export const sessionsApi = new OpenAPIHono<AppEnv>({ defaultHook: validationHook });
 
 sessionsApi.openapi(
@@ -81,25 +72,20 @@ sessionsApi.openapi(
   async (c) => {
     const { tenantId } = c.get("principal");
     const { cursor, limit } = pageParams(c.req.valid("query").cursor, c.req.valid("query").limit);
-    const { results } = await c.env.DB.prepare(
-      `SELECT session_id, agent, cwd, title, created_by, created_at, updated_at FROM sessions
-        WHERE tenant_id = ?1 AND (?2 IS NULL OR session_id > ?2) ORDER BY session_id LIMIT ?3`,
-    )
-      .bind(tenantId, cursor, limit + 1)
-      .all<SessionRow>();
+    const rows = await sessionsPage(c.env.DB, tenantId, cursor, limit);
     return c.json(
       pageOf(
-        results,
+        rows,
         limit,
-        (r) => r.session_id,
+        (r) => r.sessionId,
         (r) => ({
-          id: r.session_id,
+          id: r.sessionId,
           agent: r.agent,
           cwd: r.cwd,
           title: r.title,
-          createdBy: r.created_by,
-          createdAt: r.created_at,
-          updatedAt: r.updated_at,
+          createdBy: r.createdBy,
+          createdAt: r.createdAt,
+          updatedAt: r.updatedAt,
         }),
       ),
       200,
@@ -120,10 +106,7 @@ sessionsApi.openapi(
   async (c) => {
     const { tenantId } = c.get("principal");
     const sessionId = c.req.valid("param").id;
-    const indexed = await c.env.DB.prepare("SELECT 1 AS found FROM sessions WHERE tenant_id = ? AND session_id = ?")
-      .bind(tenantId, sessionId)
-      .first();
-    if (!indexed) throw ApiError.notFound("Session");
+    if (!(await sessionIndexed(c.env.DB, tenantId, sessionId))) throw ApiError.notFound("Session");
     const stub = c.env.SESSIONS.get(c.env.SESSIONS.idFromName(`${tenantId}/${sessionId}`));
     const snapshot = await stub.snapshot({ tenantId, sessionId });
     if (!snapshot) throw ApiError.notFound("Session");

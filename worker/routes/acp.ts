@@ -3,6 +3,7 @@
 // A bad key is refused with 401 before the upgrade; the 101 carries Acp-Connection-Id.
 
 import { Hono } from "hono";
+import { defaultAgentName } from "../../db/queries/agents";
 import { isAgentName } from "../../protocol/names";
 import { ACP_SUBPROTOCOL } from "../auth";
 import { ClientConnection } from "../client-connection";
@@ -17,7 +18,7 @@ acpRoutes.get("/acp", requireKey("client", "admin"), async (c) => {
     throw new ApiError(426, "upgrade_required", "GET /acp is a WebSocket endpoint: connect with Upgrade: websocket");
   }
   const principal = c.get("principal");
-  const agent = c.req.query("agent") ?? (await defaultAgent(c.env.DB, principal.tenantId));
+  const agent = c.req.query("agent") ?? (await defaultAgentName(c.env.DB, principal.tenantId));
   if (!agent) throw ApiError.badRequest("Name the agent to talk to: /acp?agent=NAME (the tenant has no default agent)");
   if (!isAgentName(agent)) throw ApiError.badRequest(`Invalid agent name: ${JSON.stringify(agent)}`);
   const pair = new WebSocketPair();
@@ -30,11 +31,3 @@ acpRoutes.get("/acp", requireKey("client", "admin"), async (c) => {
   if (offered.includes(ACP_SUBPROTOCOL)) headers.set("Sec-WebSocket-Protocol", ACP_SUBPROTOCOL);
   return new Response(null, { status: 101, webSocket: client, headers });
 });
-
-async function defaultAgent(db: D1Database, tenantId: string): Promise<string | undefined> {
-  const row = await db
-    .prepare("SELECT name FROM agents WHERE tenant_id = ? AND is_default = 1 LIMIT 1")
-    .bind(tenantId)
-    .first<{ name: string }>();
-  return row?.name;
-}

@@ -2,6 +2,7 @@
 // AgentObject of (tenant, NAME) takes the socket; the gateway is the agent's client from then on.
 
 import { Hono } from "hono";
+import { registerDialIn } from "../../db/queries/agents";
 import { AGENT_PRINCIPAL_HEADER } from "../../durable-objects/agent/agent-object";
 import { isAgentName } from "../../protocol/names";
 import { ApiError } from "../http-error";
@@ -21,9 +22,7 @@ agentConnectRoutes.get("/agents/:name/connect", requireKey("agent"), async (c) =
     throw ApiError.forbidden(`This agent key may dial in only as "${principal.agent}"`);
   }
   // An agent that dials in under a name the tenant has not registered registers it.
-  await c.env.DB.prepare("INSERT INTO agents (tenant_id, name, mode) VALUES (?, ?, 'dial_in') ON CONFLICT DO NOTHING")
-    .bind(principal.tenantId, name)
-    .run();
+  await registerDialIn(c.env.DB, principal.tenantId, name);
   const stub = c.env.AGENTS.get(c.env.AGENTS.idFromName(`${principal.tenantId}/${name}`));
   const headers = new Headers(c.req.raw.headers);
   headers.set(AGENT_PRINCIPAL_HEADER, JSON.stringify({ tenantId: principal.tenantId, agent: name, keyId: principal.keyId }));

@@ -1,9 +1,23 @@
-// `?cursor=&limit=` for every list: `{ items, nextCursor }`.
+// What every list route shares: `?cursor=&limit=` in, `{ items, nextCursor }` out, and the
+// schemas that document both.
 
+import { z } from "@hono/zod-openapi";
 import { ApiError } from "../http-error";
 
-export const DEFAULT_LIMIT = 50;
-export const MAX_LIMIT = 200;
+const DEFAULT_LIMIT = 50;
+const MAX_LIMIT = 200;
+
+/** The query of every list route. */
+export const PageQuery = z.object({ cursor: z.string().optional(), limit: z.string().optional() });
+
+/** `{ items, nextCursor }` of a list route, documented. */
+export const pageSchema = <T extends z.ZodType>(item: T) => z.object({ items: z.array(item), nextCursor: z.string().nullable() });
+
+/** A JSON response body, documented. */
+export const json = <T extends z.ZodType>(schema: T, description: string) => ({
+  description,
+  content: { "application/json": { schema } },
+});
 
 export function pageParams(cursor: string | undefined, limit: string | undefined): { cursor: string | null; limit: number } {
   let n = DEFAULT_LIMIT;

@@ -1,0 +1,42 @@
+// The decision audit: how every permission request of a tenant was resolved.
+
+import { and, desc, eq, lt, or } from "drizzle-orm";
+import { dbOf } from "../client";
+import { type DecisionAuditRow, decisionAudit } from "../schema";
+
+export type NewAuditEntry = typeof decisionAudit.$inferInsert;
+
+export async function insertAudit(d1: D1Database, entry: NewAuditEntry): Promise<void> {
+  await dbOf(d1).insert(decisionAudit).values(entry);
+}
+
+export interface AuditFilter {
+  sessionId?: string;
+  agent?: string;
+  decidedBy?: DecisionAuditRow["decidedBy"];
+  ruleId?: string;
+  user?: string;
+  /** The last entry of the previous page: newest first, by (at, id). */
+  before?: { at: number; id: string };
+  limit: number;
+}
+
+export async function auditPage(d1: D1Database, tenantId: string, f: AuditFilter): Promise<DecisionAuditRow[]> {
+  const a = decisionAudit;
+  return dbOf(d1)
+    .select()
+    .from(a)
+    .where(
+      and(
+        eq(a.tenantId, tenantId),
+        f.sessionId !== undefined ? eq(a.sessionId, f.sessionId) : undefined,
+        f.agent !== undefined ? eq(a.agent, f.agent) : undefined,
+        f.decidedBy !== undefined ? eq(a.decidedBy, f.decidedBy) : undefined,
+        f.ruleId !== undefined ? eq(a.ruleId, f.ruleId) : undefined,
+        f.user !== undefined ? eq(a.decidedByUser, f.user) : undefined,
+        f.before ? or(lt(a.at, f.before.at), and(eq(a.at, f.before.at), lt(a.id, f.before.id))) : undefined,
+      ),
+    )
+    .orderBy(desc(a.at), desc(a.id))
+    .limit(f.limit + 1);
+}

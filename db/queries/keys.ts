@@ -1,0 +1,72 @@
+// API keys of a tenant. Secrets are never stored: only their SHA-256 and a short prefix.
+
+import { and, asc, eq, gt, sql } from "drizzle-orm";
+import type { KeyKind, MintedKey } from "../../protocol/api-keys";
+import { dbOf } from "../client";
+import { type ApiKey, apiKeys, tenants } from "../schema";
+
+export type KeyListing = Omit<ApiKey, "tenantId" | "hash">;
+
+export async function insertKey(
+  d1: D1Database,
+  tenantId: string,
+  minted: MintedKey,
+  k: { kind: KeyKind; label?: string | null; agent?: string | null; expiresAt?: number | null },
+): Promise<void> {
+  await dbOf(d1)
+    .insert(apiKeys)
+    .values({
+      id: minted.id,
+      tenantId,
+      kind: k.kind,
+      label: k.label ?? null,
+      agent: k.agent ?? null,
+      prefix: minted.prefix,
+      hash: minted.hash,
+      expiresAt: k.expiresAt ?? null,
+    });
+}
+
+export async function keysPage(d1: D1Database, tenantId: string, cursor: string | null, limit: number): Promise<KeyListing[]> {
+  return dbOf(d1)
+    .select({
+      id: apiKeys.id,
+      prefix: apiKeys.prefix,
+      kind: apiKeys.kind,
+      label: apiKeys.label,
+      agent: apiKeys.agent,
+      expiresAt: apiKeys.expiresAt,
+      createdAt: apiKeys.createdAt,
+      lastUsedAt: apiKeys.lastUsedAt,
+      revokedAt: apiKeys.revokedAt,
+    })
+    .from(apiKeys)
+    .where(and(eq(apiKeys.tenantId, tenantId), cursor ? gt(apiKeys.id, cursor) : undefined))
+    .orderBy(asc(apiKeys.id))
+    .limit(limit + 1);
+}
+
+/** Revokes a key of the tenant (keeping the first revocation time); false if the tenant has no such key. */
+export async function revokeKey(d1: D1Database, tenantId: string, id: string, now: number): Promise<boolean> {
+  const rows = await dbOf(d1)
+    .update(apiKeys)
+    .set({ revokedAt: sql`coalesce(${apiKeys.revokedAt}, ${now})` })
+    .where(and(eq(apiKeys.tenantId, tenantId), eq(apiKeys.id, id)))
+    .returning({ id: apiKeys.id });
+  return rows.length > 0;
+}
+
+/** The key with this hash and its tenant, for authentication. */
+export async function keyWithTenantByHash(d1: D1Database, hash: string) {
+  const [row] = await dbOf(d1)
+    .select({ key: apiKeys, tenant: { slug: tenants.slug, disabled: tenants.disabled, settings: tenants.settings } })
+    .from(apiKeys)
+    .innerJoin(tenants, eq(tenants.id, apiKeys.tenantId))
+    .where(eq(apiKeys.hash, hash))
+    .limit(1);
+  return row;
+}
+
+export async function markKeyUsed(d1: D1Database, keyId: string, now: number): Promise<void> {
+  await dbOf(d1).update(apiKeys).set({ lastUsedAt: now }).where(eq(apiKeys.id, keyId));
+}

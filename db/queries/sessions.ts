@@ -1,0 +1,55 @@
+// The tenant's sessions index: answers session/list and GET /v1/sessions without waking objects.
+
+import { and, asc, desc, eq, gt, lt } from "drizzle-orm";
+import { dbOf } from "../client";
+import { type SessionRow, sessions } from "../schema";
+
+export async function sessionIndexed(d1: D1Database, tenantId: string, sessionId: string): Promise<boolean> {
+  const row = await dbOf(d1).query.sessions.findFirst({
+    columns: { sessionId: true },
+    where: and(eq(sessions.tenantId, tenantId), eq(sessions.sessionId, sessionId)),
+  });
+  return row !== undefined;
+}
+
+/** A page by session id (the REST API). */
+export async function sessionsPage(d1: D1Database, tenantId: string, cursor: string | null, limit: number): Promise<SessionRow[]> {
+  return dbOf(d1)
+    .select()
+    .from(sessions)
+    .where(and(eq(sessions.tenantId, tenantId), cursor ? gt(sessions.sessionId, cursor) : undefined))
+    .orderBy(asc(sessions.sessionId))
+    .limit(limit + 1);
+}
+
+/** An agent's sessions, most recently active first (session/list), optionally in one cwd. */
+export async function recentSessionsOfAgent(
+  d1: D1Database,
+  q: { tenantId: string; agent: string; cwd: string | null; updatedBefore: number; limit: number },
+): Promise<SessionRow[]> {
+  return dbOf(d1)
+    .select()
+    .from(sessions)
+    .where(
+      and(
+        eq(sessions.tenantId, q.tenantId),
+        eq(sessions.agent, q.agent),
+        q.cwd !== null ? eq(sessions.cwd, q.cwd) : undefined,
+        lt(sessions.updatedAt, q.updatedBefore),
+      ),
+    )
+    .orderBy(desc(sessions.updatedAt))
+    .limit(q.limit + 1);
+}
+
+export async function touchSession(
+  d1: D1Database,
+  tenantId: string,
+  sessionId: string,
+  patch: { updatedAt: number; title?: string },
+): Promise<void> {
+  await dbOf(d1)
+    .update(sessions)
+    .set(patch)
+    .where(and(eq(sessions.tenantId, tenantId), eq(sessions.sessionId, sessionId)));
+}

@@ -1,0 +1,120 @@
+// What the AgentObject accepted for a session and had not yet handed on survives a restart of the
+// object: nothing is lost, nothing arrives twice, and the prompt's answer still ends the turn.
+
+import { env, evictDurableObject, runDurableObjectAlarm, runInDurableObject } from "cloudflare:test";
+import { describe, expect, it } from "vitest";
+import type { AgentObject } from "../../durable-objects/agent/agent-object";
+import type { FromAgent } from "../../durable-objects/session/agent-link";
+import { type Peer, type ScriptedAgent, clientWithSession, dialInAgent, isMethod, isResponseTo, seedTenant } from "./helpers";
+
+const sessionStub = (tenantId: string, sessionId: string) => env.SESSIONS.get(env.SESSIONS.idFromName(`${tenantId}/${sessionId}`));
+const agentStub = (tenantId: string, name: string) => env.AGENTS.get(env.AGENTS.idFromName(`${tenantId}/${name}`));
+
+// SAFETY: the test reaches the object's in-memory delivery state to hold a call "in flight"; the
+// field exists on every AgentObject (agent-object.ts), and nothing else is touched.
+const inFlightOf = (instance: AgentObject) => (instance as unknown as { inFlight: Set<string> }).inFlight;
+
+/** Once the agent has the AgentObject's own error answer to this frame, every frame it sent before was accepted. */
+async function acceptedSoFar(agent: ScriptedAgent): Promise<void> {
+  const id = `barrier-${crypto.randomUUID()}`;
+  agent.peer.send({ jsonrpc: "2.0", id, method: "_test/no_session" });
+  await agent.peer.next(isResponseTo(id));
+}
+
+function chunk(sessionId: string, text: string) {
+  return { sessionId, update: { sessionUpdate: "agent_message_chunk", content: { type: "text", text } } };
+}
+
+async function chunksSeen(client: Peer, n: number): Promise<string[]> {
+  const seen: string[] = [];
+  for (let i = 0; i < n; i++) {
+    const m = await client.next((m) => m.params?.update?.sessionUpdate === "agent_message_chunk");
+    seen.push(m.params.update.content.text);
+  }
+  return seen;
+}
+
+describe("reliability: the AgentObject's queue to a session", () => {
+  it("survives a restart with a call in flight: frames and the prompt's answer arrive once, in order, and the turn ends", async () => {
+    const t = await seedTenant();
+    const agent = await dialInAgent(t);
+    const { client, sessionId } = await clientWithSession(t, agent);
+    client.send({ jsonrpc: "2.0", id: "turn", method: "session/prompt", params: { sessionId, prompt: [{ type: "text", text: "go" }] } });
+    const prompt = await agent.peer.next(isMethod("session/prompt"));
+
+    // A call to the session is in flight: what the agent sends now waits in the AgentObject.
+    await runInDurableObject(agentStub(t.tenantId, agent.name), (instance: AgentObject) => inFlightOf(instance).add(sessionId));
+    for (const text of ["one", "two", "three"]) agent.peer.notify("session/update", chunk(sessionId, text));
+    agent.peer.respond(prompt.id, { stopReason: "end_turn" });
+    await acceptedSoFar(agent);
+
+    // The object restarts before the call returns: its memory (the in-flight mark, any queue) is gone.
+    await evictDurableObject(agentStub(t.tenantId, agent.name));
+    expect(await runDurableObjectAlarm(agentStub(t.tenantId, agent.name))).toBe(true);
+
+    expect(await chunksSeen(client, 3)).toEqual(["one", "two", "three"]);
+    expect((await client.next(isResponseTo("turn"))).result.stopReason).toBe("end_turn");
+    const snapshot = await sessionStub(t.tenantId, sessionId).snapshot({ tenantId: t.tenantId, sessionId });
+    expect(snapshot?.turn).toEqual({ state: "idle" });
+
+    // The turn is really over: a new prompt is accepted and reaches the agent.
+    client.send({ jsonrpc: "2.0", id: "again", method: "session/prompt", params: { sessionId, prompt: [] } });
+    const second = await agent.peer.next(isMethod("session/prompt"));
+    agent.update(sessionId, { sessionUpdate: "agent_message_chunk", content: { type: "text", text: "four" } });
+    agent.peer.respond(second.id, { stopReason: "end_turn" });
+    expect(await chunksSeen(client, 1)).toEqual(["four"]);
+    expect((await client.next(isResponseTo("again"))).result.stopReason).toBe("end_turn");
+    expect(client.unclaimed().filter((m) => m.params?.update?.content?.text)).toEqual([]);
+  });
+
+  it("a batch delivered again after a restart (taken, but the restart came before the object saw it taken) is applied once", async () => {
+    const t = await seedTenant();
+    const agent = await dialInAgent(t);
+    const { client, sessionId } = await clientWithSession(t, agent);
+    const ref = { tenantId: t.tenantId, sessionId };
+    const before = (await sessionStub(t.tenantId, sessionId).snapshot(ref))?.lastSeq ?? 0;
+    // Two messages (distinct messageIds), so log compaction keeps two entries and lastSeq counts them.
+    const message = (text: string) => ({ sessionId, update: { ...chunk(sessionId, text).update, messageId: `m-${text}` } });
+    const batch: FromAgent[] = [
+      {
+        kind: "frame",
+        epoch: 1,
+        text: JSON.stringify({ jsonrpc: "2.0", method: "session/update", params: message("a") }),
+        seq: 1_000_001,
+      },
+      {
+        kind: "frame",
+        epoch: 1,
+        text: JSON.stringify({ jsonrpc: "2.0", method: "session/update", params: message("b") }),
+        seq: 1_000_002,
+      },
+    ];
+    await sessionStub(t.tenantId, sessionId).fromAgentBatch(ref, batch);
+    await evictDurableObject(sessionStub(t.tenantId, sessionId));
+    await sessionStub(t.tenantId, sessionId).fromAgentBatch(ref, batch);
+    await sessionStub(t.tenantId, sessionId).fromAgentBatch(ref, [batch[1] as FromAgent]);
+    expect(await chunksSeen(client, 2)).toEqual(["a", "b"]);
+    expect((await sessionStub(t.tenantId, sessionId).snapshot(ref))?.lastSeq).toBe(before + 2);
+  });
+
+  it("the agent's departure is queued behind what it said before it went, and survives a restart too", async () => {
+    const t = await seedTenant();
+    const agent = await dialInAgent(t);
+    const { client, sessionId } = await clientWithSession(t, agent);
+    client.send({ jsonrpc: "2.0", id: "turn", method: "session/prompt", params: { sessionId, prompt: [] } });
+    await agent.peer.next(isMethod("session/prompt"));
+    await runInDurableObject(agentStub(t.tenantId, agent.name), (instance: AgentObject) => inFlightOf(instance).add(sessionId));
+    agent.peer.notify("session/update", chunk(sessionId, "last words"));
+    await acceptedSoFar(agent);
+    agent.peer.close();
+    await agent.peer.closed;
+    // The close reached the object once a new connection of the same agent has been accepted.
+    const next = await dialInAgent(t, agent.name);
+    await evictDurableObject(agentStub(t.tenantId, agent.name));
+    expect(await runDurableObjectAlarm(agentStub(t.tenantId, agent.name))).toBe(true);
+    expect(await chunksSeen(client, 1)).toEqual(["last words"]);
+    const failed = await client.next(isResponseTo("turn"));
+    expect(failed.error.message).toMatch(/disconnected/);
+    next.peer.close();
+  });
+});

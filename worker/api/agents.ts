@@ -1,0 +1,186 @@
+// A tenant's agent registrations, for its admin: dial_in (the agent connects to the gateway) or
+// dial_out (the gateway connects to its url, with headers whose values are never returned).
+
+import { OpenAPIHono, createRoute, z } from "@hono/zod-openapi";
+import { type AgentFields, agentByName, agentsPage, deleteAgent, saveAgent } from "../../db/queries/agents";
+import type { AgentRow } from "../../db/schema";
+import { AGENT_NAME } from "../../protocol/names";
+import { ApiError } from "../http-error";
+import { requireKey } from "../middleware/require-key";
+import type { AppEnv } from "../types";
+import { conflictResponse, errorResponses, validationHook } from "./openapi";
+import { PageQuery, json, pageOf, pageParams, pageSchema } from "./pagination";
+
+const errors = { ...errorResponses, ...conflictResponse };
+
+const AgentSchema = z
+  .object({
+    name: z.string(),
+    description: z.string().nullable(),
+    mode: z.enum(["dial_in", "dial_out"]),
+    url: z.string().nullable(),
+    /** Header names only: values are write-only. */
+    headerNames: z.array(z.string()),
+    isDefault: z.boolean(),
+    createdAt: z.number(),
+    updatedAt: z.number(),
+  })
+  .openapi("Agent");
+const AgentName = z.string().regex(AGENT_NAME, "letters, digits, '.', '-', '_'; 1–64 characters");
+const AgentUrl = z
+  .string()
+  .url()
+  .refine((u) => /^(https?|wss?):\/\//.test(u), "an http(s) or ws(s) URL");
+const Headers = z.record(z.string().regex(/^[A-Za-z0-9-]{1,64}$/), z.string().max(4096));
+const agentFields = {
+  description: z.string().max(1000).optional(),
+  mode: z.enum(["dial_in", "dial_out"]).optional(),
+  url: AgentUrl.optional(),
+  headers: Headers.optional(),
+  isDefault: z.boolean().optional(),
+};
+
+const agentJson = (a: AgentRow) => ({
+  name: a.name,
+  description: a.description,
+  mode: a.mode,
+  url: a.url,
+  headerNames: a.headers ? Object.keys(JSON.parse(a.headers) as object) : [],
+  isDefault: a.isDefault,
+  createdAt: a.createdAt,
+  updatedAt: a.updatedAt,
+});
+
+async function findAgent(d1: D1Database, tenantId: string, name: string): Promise<AgentRow> {
+  const row = await agentByName(d1, tenantId, name);
+  if (!row) throw ApiError.notFound("Agent");
+  return row;
+}
+
+async function save(d1: D1Database, tenantId: string, name: string, fields: AgentFields, insert: boolean): Promise<AgentRow> {
+  if (fields.mode === "dial_out" && !fields.url) throw ApiError.badRequest("a dial_out agent needs the url of its ACP WebSocket endpoint");
+  await saveAgent(d1, tenantId, name, fields, insert);
+  return findAgent(d1, tenantId, name);
+}
+
+export const agentsApi = new OpenAPIHono<AppEnv>({ defaultHook: validationHook });
+
+agentsApi.openapi(
+  createRoute({
+    method: "post",
+    path: "/v1/agents",
+    tags: ["agents"],
+    summary: "Register an agent: dial_in (it connects to the gateway) or dial_out (the gateway connects to its url)",
+    middleware: [requireKey("admin")] as const,
+    request: { body: { content: { "application/json": { schema: z.object({ name: AgentName, ...agentFields }) } }, required: true } },
+    responses: { 201: json(z.object({ agent: AgentSchema }), "The agent"), ...errors },
+  }),
+  async (c) => {
+    const { tenantId } = c.get("principal");
+    const body = c.req.valid("json");
+    if (await agentByName(c.env.DB, tenantId, body.name)) throw new ApiError(409, "conflict", `An agent named "${body.name}" exists`);
+    const row = await save(
+      c.env.DB,
+      tenantId,
+      body.name,
+      {
+        description: body.description ?? null,
+        mode: body.mode ?? "dial_in",
+        url: body.url ?? null,
+        headers: body.headers ? JSON.stringify(body.headers) : null,
+        isDefault: body.isDefault ?? false,
+      },
+      true,
+    );
+    return c.json({ agent: agentJson(row) }, 201);
+  },
+);
+
+agentsApi.openapi(
+  createRoute({
+    method: "get",
+    path: "/v1/agents",
+    tags: ["agents"],
+    summary: "The tenant's agents (header values are never returned)",
+    middleware: [requireKey("admin")] as const,
+    request: { query: PageQuery },
+    responses: { 200: json(pageSchema(AgentSchema), "A page of agents"), ...errors },
+  }),
+  async (c) => {
+    const { tenantId } = c.get("principal");
+    const { cursor, limit } = pageParams(c.req.valid("query").cursor, c.req.valid("query").limit);
+    const rows = await agentsPage(c.env.DB, tenantId, cursor, limit);
+    return c.json(
+      pageOf(rows, limit, (a) => a.name, agentJson),
+      200,
+    );
+  },
+);
+
+agentsApi.openapi(
+  createRoute({
+    method: "get",
+    path: "/v1/agents/{name}",
+    tags: ["agents"],
+    summary: "One agent",
+    middleware: [requireKey("admin")] as const,
+    request: { params: z.object({ name: z.string() }) },
+    responses: { 200: json(z.object({ agent: AgentSchema }), "The agent"), ...errors },
+  }),
+  async (c) => c.json({ agent: agentJson(await findAgent(c.env.DB, c.get("principal").tenantId, c.req.valid("param").name)) }, 200),
+);
+
+agentsApi.openapi(
+  createRoute({
+    method: "patch",
+    path: "/v1/agents/{name}",
+    tags: ["agents"],
+    summary: "Change an agent",
+    middleware: [requireKey("admin")] as const,
+    request: {
+      params: z.object({ name: z.string() }),
+      body: { content: { "application/json": { schema: z.object(agentFields) } }, required: true },
+    },
+    responses: { 200: json(z.object({ agent: AgentSchema }), "The agent"), ...errors },
+  }),
+  async (c) => {
+    const { tenantId } = c.get("principal");
+    const name = c.req.valid("param").name;
+    const body = c.req.valid("json");
+    const row = await findAgent(c.env.DB, tenantId, name);
+    const updated = await save(
+      c.env.DB,
+      tenantId,
+      name,
+      {
+        description: body.description ?? row.description,
+        mode: body.mode ?? row.mode,
+        url: body.url ?? row.url,
+        headers: body.headers ? JSON.stringify(body.headers) : row.headers,
+        isDefault: body.isDefault ?? row.isDefault,
+      },
+      false,
+    );
+    return c.json({ agent: agentJson(updated) }, 200);
+  },
+);
+
+agentsApi.openapi(
+  createRoute({
+    method: "delete",
+    path: "/v1/agents/{name}",
+    tags: ["agents"],
+    summary: "Remove an agent registration (its sessions stay readable)",
+    middleware: [requireKey("admin")] as const,
+    request: { params: z.object({ name: z.string() }) },
+    responses: { 204: { description: "Removed" }, ...errors },
+  }),
+  async (c) => {
+    const { tenantId } = c.get("principal");
+    const name = c.req.valid("param").name;
+    await findAgent(c.env.DB, tenantId, name);
+    await c.env.AGENTS.get(c.env.AGENTS.idFromName(`${tenantId}/${name}`)).closeConnections(null, "the agent was removed");
+    await deleteAgent(c.env.DB, tenantId, name);
+    return c.body(null, 204);
+  },
+);

@@ -1,0 +1,134 @@
+// A tenant's API keys, for its admin: create (the secret is shown once), list, revoke.
+
+import { OpenAPIHono, createRoute, z } from "@hono/zod-openapi";
+import { type KeyListing, insertKey, keysPage, revokeKey } from "../../db/queries/keys";
+import { mintKey } from "../../protocol/api-keys";
+import { AGENT_NAME } from "../../protocol/names";
+import { ApiError } from "../http-error";
+import { requireKey } from "../middleware/require-key";
+import { closeAgentConnections } from "../revocation";
+import type { AppEnv } from "../types";
+import { conflictResponse, errorResponses, validationHook } from "./openapi";
+import { PageQuery, json, pageOf, pageParams, pageSchema } from "./pagination";
+
+const errors = { ...errorResponses, ...conflictResponse };
+
+const KeyKind = z.enum(["client", "agent", "admin"]);
+const KeySchema = z
+  .object({
+    id: z.string(),
+    prefix: z.string(),
+    kind: KeyKind,
+    label: z.string().nullable(),
+    agent: z.string().nullable(),
+    expiresAt: z.number().nullable(),
+    createdAt: z.number(),
+    lastUsedAt: z.number().nullable(),
+    revokedAt: z.number().nullable(),
+  })
+  .openapi("ApiKey");
+
+const keyJson = (k: KeyListing) => ({
+  id: k.id,
+  prefix: k.prefix,
+  kind: k.kind,
+  label: k.label,
+  agent: k.agent,
+  expiresAt: k.expiresAt,
+  createdAt: k.createdAt,
+  lastUsedAt: k.lastUsedAt,
+  revokedAt: k.revokedAt,
+});
+
+export const keysApi = new OpenAPIHono<AppEnv>({ defaultHook: validationHook });
+
+keysApi.openapi(
+  createRoute({
+    method: "post",
+    path: "/v1/keys",
+    tags: ["keys"],
+    summary: "Create a key (the secret is shown once)",
+    middleware: [requireKey("admin")] as const,
+    request: {
+      body: {
+        content: {
+          "application/json": {
+            schema: z.object({
+              kind: KeyKind,
+              label: z.string().min(1).max(200).optional(),
+              agent: z.string().regex(AGENT_NAME, "letters, digits, '.', '-', '_'; 1–64 characters").optional(),
+              expiresAt: z.number().int().positive().optional(),
+            }),
+          },
+        },
+        required: true,
+      },
+    },
+    responses: {
+      201: json(
+        KeySchema.omit({ createdAt: true, lastUsedAt: true, revokedAt: true }).extend({ key: z.string() }),
+        "The key, with its secret",
+      ),
+      ...errors,
+    },
+  }),
+  async (c) => {
+    const { tenantId } = c.get("principal");
+    const body = c.req.valid("json");
+    if (body.agent !== undefined && body.kind !== "agent") throw ApiError.badRequest("agent is only for agent keys");
+    const minted = await mintKey(body.kind);
+    await insertKey(c.env.DB, tenantId, minted, body);
+    return c.json(
+      {
+        id: minted.id,
+        prefix: minted.prefix,
+        kind: body.kind,
+        label: body.label ?? null,
+        agent: body.agent ?? null,
+        expiresAt: body.expiresAt ?? null,
+        key: minted.key,
+      },
+      201,
+    );
+  },
+);
+
+keysApi.openapi(
+  createRoute({
+    method: "get",
+    path: "/v1/keys",
+    tags: ["keys"],
+    summary: "The tenant's keys (never their secrets)",
+    middleware: [requireKey("admin")] as const,
+    request: { query: PageQuery },
+    responses: { 200: json(pageSchema(KeySchema), "A page of keys"), ...errors },
+  }),
+  async (c) => {
+    const { tenantId } = c.get("principal");
+    const { cursor, limit } = pageParams(c.req.valid("query").cursor, c.req.valid("query").limit);
+    const rows = await keysPage(c.env.DB, tenantId, cursor, limit);
+    return c.json(
+      pageOf(rows, limit, (k) => k.id, keyJson),
+      200,
+    );
+  },
+);
+
+keysApi.openapi(
+  createRoute({
+    method: "delete",
+    path: "/v1/keys/{id}",
+    tags: ["keys"],
+    summary: "Revoke a key; its live connections close within seconds",
+    middleware: [requireKey("admin")] as const,
+    request: { params: z.object({ id: z.string() }) },
+    responses: { 204: { description: "Revoked" }, ...errors },
+  }),
+  async (c) => {
+    const { tenantId } = c.get("principal");
+    const id = c.req.valid("param").id;
+    if (!(await revokeKey(c.env.DB, tenantId, id, Date.now()))) throw ApiError.notFound("Key");
+    await closeAgentConnections(c.env, tenantId, id, "the agent key was revoked");
+    return c.body(null, 204);
+  },
+);

@@ -1,0 +1,131 @@
+// Notification targets (tenant admin): webhooks told about permission requests that wait with
+// nobody attached who could answer. The signing secret is generated (or given) at creation, shown
+// once, and never returned again. See worker/notifications/ for what is sent and how it is signed.
+
+import { OpenAPIHono, createRoute, z } from "@hono/zod-openapi";
+import { ApiError } from "../http-error";
+import { requireKey } from "../middleware/require-key";
+import { pageOf, pageParams } from "./pagination";
+import type { AppEnv } from "../types";
+import { randomId } from "../../protocol/ids";
+import { errorResponses, validationHook } from "./openapi";
+
+const json = <T extends z.ZodType>(schema: T, description: string) => ({ description, content: { "application/json": { schema } } });
+
+/** https anywhere; plain http only to this machine, for local development. */
+function isAllowedWebhookUrl(text: string): boolean {
+  let url: URL;
+  try {
+    url = new URL(text);
+  } catch {
+    return false;
+  }
+  if (url.username || url.password) return false;
+  if (url.protocol === "https:") return true;
+  return url.protocol === "http:" && ["127.0.0.1", "localhost", "[::1]"].includes(url.hostname);
+}
+
+const WebhookUrl = z.string().max(2048).refine(isAllowedWebhookUrl, "an https URL (or http://127.0.0.1 / localhost for local development)");
+const BaseUrl = z
+  .string()
+  .max(2048)
+  .refine((u) => /^https?:\/\/[^/]+\/?$/.test(u), "an origin such as https://gateway.example.com");
+
+const TargetSchema = z
+  .object({ id: z.string(), name: z.string(), url: z.string(), linkBaseUrl: z.string(), createdAt: z.number() })
+  .openapi("NotificationTarget");
+
+type TargetRow = { id: string; name: string; url: string; link_base_url: string; created_at: number };
+const targetJson = (r: TargetRow) => ({ id: r.id, name: r.name, url: r.url, linkBaseUrl: r.link_base_url, createdAt: r.created_at });
+
+export const notificationsApi = new OpenAPIHono<AppEnv>({ defaultHook: validationHook });
+
+notificationsApi.openapi(
+  createRoute({
+    method: "post",
+    path: "/v1/notification-targets",
+    tags: ["notifications"],
+    summary: "Register a webhook told about permission requests nobody is there to answer (its signing secret is shown once)",
+    middleware: [requireKey("admin")] as const,
+    request: {
+      body: {
+        content: {
+          "application/json": {
+            schema: z.object({
+              name: z.string().min(1).max(200).optional(),
+              url: WebhookUrl,
+              secret: z.string().min(24).max(256).optional(),
+              linkBaseUrl: BaseUrl.optional(),
+            }),
+          },
+        },
+        required: true,
+      },
+    },
+    responses: { 201: json(TargetSchema.extend({ secret: z.string() }), "The target, with its signing secret"), ...errorResponses },
+  }),
+  async (c) => {
+    const { tenantId } = c.get("principal");
+    const body = c.req.valid("json");
+    const id = randomId("ntf");
+    const secret = body.secret ?? randomId("whsec", 40);
+    const linkBase = (body.linkBaseUrl ?? new URL(c.req.url).origin).replace(/\/$/, "");
+    const name = body.name ?? new URL(body.url).host;
+    await c.env.DB.prepare("INSERT INTO notification_targets (id, tenant_id, name, url, secret, link_base_url) VALUES (?, ?, ?, ?, ?, ?)")
+      .bind(id, tenantId, name, body.url, secret, linkBase)
+      .run();
+    const row = await c.env.DB.prepare("SELECT id, name, url, link_base_url, created_at FROM notification_targets WHERE id = ?")
+      .bind(id)
+      .first<TargetRow>();
+    if (!row) throw new Error("notification target vanished");
+    return c.json({ ...targetJson(row), secret }, 201);
+  },
+);
+
+notificationsApi.openapi(
+  createRoute({
+    method: "get",
+    path: "/v1/notification-targets",
+    tags: ["notifications"],
+    summary: "The tenant's notification targets (never their secrets)",
+    middleware: [requireKey("admin")] as const,
+    request: { query: z.object({ cursor: z.string().optional(), limit: z.string().optional() }) },
+    responses: {
+      200: json(z.object({ items: z.array(TargetSchema), nextCursor: z.string().nullable() }), "A page of targets"),
+      ...errorResponses,
+    },
+  }),
+  async (c) => {
+    const { tenantId } = c.get("principal");
+    const { cursor, limit } = pageParams(c.req.valid("query").cursor, c.req.valid("query").limit);
+    const { results } = await c.env.DB.prepare(
+      "SELECT id, name, url, link_base_url, created_at FROM notification_targets WHERE tenant_id = ?1 AND (?2 IS NULL OR id > ?2) ORDER BY id LIMIT ?3",
+    )
+      .bind(tenantId, cursor, limit + 1)
+      .all<TargetRow>();
+    return c.json(
+      pageOf(results, limit, (r) => r.id, targetJson),
+      200,
+    );
+  },
+);
+
+notificationsApi.openapi(
+  createRoute({
+    method: "delete",
+    path: "/v1/notification-targets/{id}",
+    tags: ["notifications"],
+    summary: "Remove a notification target; links already sent through it stop working",
+    middleware: [requireKey("admin")] as const,
+    request: { params: z.object({ id: z.string() }) },
+    responses: { 204: { description: "Removed" }, ...errorResponses },
+  }),
+  async (c) => {
+    const { tenantId } = c.get("principal");
+    const result = await c.env.DB.prepare("DELETE FROM notification_targets WHERE tenant_id = ? AND id = ?")
+      .bind(tenantId, c.req.valid("param").id)
+      .run();
+    if (result.meta.changes === 0) throw ApiError.notFound("Notification target");
+    return c.body(null, 204);
+  },
+);
