@@ -89,6 +89,7 @@ describe("fixed sequences (shapes the fuzz must always get right)", () => {
 
   fixed("refused answers are asked again at most three times; a declined copy is not asked again", [
     new Attach(false),
+    new Prompt(1),
     new AgentAsks({ toolCallId: "t1" }),
     new Answer(0, 0, "bad_option"),
     new Answer(0, 0, "bad_outcome"),
@@ -110,6 +111,7 @@ describe("fixed sequences (shapes the fuzz must always get right)", () => {
 
   fixed("stray answers: duplicate, late and from a client that never held the id", [
     new Attach(true),
+    new Prompt(0),
     new AgentAsks({ toolCallId: "t1" }),
     new Answer(0, 0, "duplicate"),
     new StrayAnswer(1, 0),
@@ -118,5 +120,7 @@ describe("fixed sequences (shapes the fuzz must always get right)", () => {
     new Detach(0),
     new AgentAsks({ toolCallId: "t2", locations: [{ path: "/p/a.ts" }] }),
     new Attach(false),
+    new AgentEndsTurn("end_turn"),
+    new AgentAsks({ toolCallId: "t3", kind: "execute" }),
   ] as never[]);
 });
