@@ -256,7 +256,7 @@ try {
       };
       const clients = await Promise.all(Array.from({ length: count }, () => benchClient(ws, clientKey, `conc${count}`)));
       const sessions = await Promise.all(clients.map((c) => newSession(c)));
-      const turns = n(5, 2);
+      const turns = Math.max(1, Math.round(n(5, 2)));
       const t0 = now();
       await Promise.all(
         clients.map(async (c, k) => {
@@ -286,7 +286,8 @@ try {
     const rows: Json[] = [];
     // The chunks are what an agent streams: text and nothing else (the index rides in the text), so
     // the log compacts as it would for a real agent; a tool call every 100 chunks breaks the message.
-    const sizes = QUICK ? [1000, 10_000] : [1000, 10_000, 100_000];
+    // BENCH_REPLAY_SIZES=1000,10000 overrides (logging 100k events takes minutes on a loaded machine).
+    const sizes = process.env.BENCH_REPLAY_SIZES?.split(",").map(Number) ?? (QUICK ? [1000, 10_000] : [1000, 10_000, 100_000]);
     for (const events of sizes) {
       const agent = await benchAgent(ws, agentKey, `replay${events}`);
       const owner = await benchClient(ws, clientKey, `replay${events}`);
