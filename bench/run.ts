@@ -572,8 +572,9 @@ async function cost(): Promise<Json> {
     child.stdout.on("data", (d) => (text += String(d)));
     child.on("close", () => resolve(text));
   });
-  const line = out.split("\n").find((l) => l.startsWith("COST "));
-  const rows: Json = line ? JSON.parse(line.slice(5)) : {};
+  // vitest colours its output: the figures are whatever follows "COST " on its line.
+  const line = out.split("\n").find((l) => l.includes("COST {"));
+  const rows: Json = line ? JSON.parse(line.slice(line.indexOf("COST {") + 5)) : {};
   // Platform prices, read 2026-12-03 from developers.cloudflare.com/durable-objects/platform/pricing
   // (Workers Paid): DO requests $0.15/M (RPC call = 1 request, incoming WebSocket messages billed 20:1),
   // duration $12.50/M GB-s, SQLite rows written $1.00/M; Workers requests $0.30/M (one per connection).
