@@ -10,7 +10,7 @@ export default tseslint.config(
   {
     languageOptions: {
       parserOptions: {
-        project: ["./tsconfig.json", "./tsconfig.node.json", "./tsconfig.tools.json"],
+        project: ["./tsconfig.json", "./tsconfig.node.json", "./tsconfig.tools.json", "./web/tsconfig.json"],
         tsconfigRootDir: import.meta.dirname,
       },
     },

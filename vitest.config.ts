@@ -1,5 +1,6 @@
 import { cloudflareTest, readD1Migrations } from "@cloudflare/vitest-plugin";
 import { defineConfig } from "vitest/config";
+import { buildConsole } from "./web/build.ts";
 
 // Three projects, one command:
 // - unit:    pure protocol/ logic in Node, milliseconds each.
@@ -7,6 +8,10 @@ import { defineConfig } from "vitest/config";
 //            inside workerd through the Cloudflare vitest plugin.
 // - e2e:     the gateway started as `npm start` starts it (wrangler dev on loopback), driven by
 //            real ACP peers from @agentclientprotocol/sdk and by the acp-gateway CLI.
+// The workerd and e2e projects serve the web console from web/dist (wrangler.toml [assets]): build it
+// first, on every run, so no one tests a stale or missing console (esbuild: well under a second).
+await buildConsole();
+
 export default defineConfig({
   test: {
     // The JSON report is what .ci/run counts for its closing "N passed, N failed" line.
@@ -24,6 +29,10 @@ export default defineConfig({
                 TEST_MIGRATIONS: await readD1Migrations("./db/migrations"),
                 GATEWAY_ADMIN_TOKEN: "test-operator-token",
                 KEY_RECHECK_MS: "300",
+                APPROVAL_LINK_SECRET: "test-approval-link-secret-0123456789abcdef",
+                KEY_UNVERIFIED_GRACE_MS: "1500",
+                // How many generated sequences the model-based fuzz runs (test/workerd/model-fuzz.test.ts).
+                FUZZ_RUNS: process.env.FUZZ_RUNS ?? "",
               },
             },
           })),
@@ -32,6 +41,8 @@ export default defineConfig({
           name: "workerd",
           include: ["test/workerd/**/*.test.ts"],
           setupFiles: ["./test/workerd/apply-migrations.ts"],
+          // A webhook receiver on loopback for the approval tests (notifications are real HTTP).
+          globalSetup: ["./test/e2e/approvals-receiver.ts"],
         },
       },
       {

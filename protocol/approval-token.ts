@@ -27,7 +27,7 @@ export type TokenCheck =
 
 const DOMAIN = "acp-approval-link.v1.";
 /** Shorter secrets are refused: a guessable key would make every link forgeable. */
-export const MIN_SECRET_LENGTH = 32;
+const MIN_SECRET_LENGTH = 32;
 
 export function usableSecret(secret: string | undefined): secret is string {
   return typeof secret === "string" && secret.length >= MIN_SECRET_LENGTH;

@@ -2,6 +2,8 @@
 // The gateway relays messages as parsed objects and re-serialises them with JSON.stringify, which keeps
 // every field (unknown ones and `_meta` included); it only ever changes `id` and `requestId`.
 
+import { MAX_FRAME_BYTES as MAX_LIMITED_FRAME_BYTES, MAX_JSON_DEPTH, checkFrameLimits } from "./limits";
+
 export type JsonRpcId = string | number;
 
 export type JsonObject = { [key: string]: unknown };
@@ -101,8 +103,8 @@ export function sessionIdOf(m: Message): string | undefined {
   return typeof id === "string" ? id : undefined;
 }
 
-/** Default bound on one frame. Cloudflare accepts larger WebSocket messages; we refuse them early. */
-export const MAX_FRAME_BYTES = 4 * 1024 * 1024;
+/** Default bound on one frame (see limits.ts for why this figure). */
+export const MAX_FRAME_BYTES = MAX_LIMITED_FRAME_BYTES;
 
 export type ParsedFrame = { ok: true; message: Message } | { ok: false; reply: ResponseMessage | null };
 
@@ -111,6 +113,15 @@ export type ParsedFrame = { ok: true; message: Message } | { ok: false; reply: R
  * `reply` is null when the frame was a malformed *response*, which must not be answered.
  */
 export function parseFrame(text: string, maxBytes = MAX_FRAME_BYTES): ParsedFrame {
+  // Size and nesting depth are checked on the text, before JSON.parse ever sees it.
+  const limited = checkFrameLimits(text, { maxBytes, maxDepth: MAX_JSON_DEPTH });
+  if (!limited.ok) {
+    const error = new RpcError(ErrorCode.invalidRequest, limited.message, limited.data);
+    if (limited.hasMethod) return { ok: false, reply: errorResponse(limited.id, error) };
+    // A refused answer: not answered under its own id (that is the other side's request), but named in data.
+    const data = { ...limited.data, requestId: limited.id };
+    return { ok: false, reply: errorResponse(null, new RpcError(ErrorCode.invalidRequest, limited.message, data)) };
+  }
   let value: unknown;
   try {
     value = JSON.parse(text);
@@ -121,18 +132,6 @@ export function parseFrame(text: string, maxBytes = MAX_FRAME_BYTES): ParsedFram
     };
   }
   const id = isObject(value) && isId(value.id) ? value.id : null;
-  if (text.length > maxBytes) {
-    return {
-      ok: false,
-      reply: errorResponse(
-        id,
-        new RpcError(ErrorCode.invalidRequest, `Frame too large: ${text.length} bytes, the limit is ${maxBytes} bytes`, {
-          limit: maxBytes,
-          size: text.length,
-        }),
-      ),
-    };
-  }
   if (Array.isArray(value)) {
     return {
       ok: false,

@@ -6,7 +6,7 @@ import { bytesEqual, hmacSha256, toHex } from "./hmac";
 
 export const SIGNATURE_HEADER = "X-Acp-Gateway-Signature";
 /** How old a signature a receiver should accept by default, in seconds. */
-export const DEFAULT_TOLERANCE_S = 300;
+const DEFAULT_TOLERANCE_S = 300;
 
 export async function signatureHeader(secret: string, body: string, nowMs = Date.now()): Promise<string> {
   const t = Math.floor(nowMs / 1000);

@@ -3,7 +3,8 @@
 // `wrangler dev` on loopback, ready when GET /health answers.
 
 import { type ChildProcess, spawn } from "node:child_process";
-import { copyFileSync, existsSync } from "node:fs";
+import { randomBytes } from "node:crypto";
+import { copyFileSync, existsSync, readFileSync } from "node:fs";
 import { dirname, join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { keyRecord } from "../protocol/api-keys.ts";
@@ -52,7 +53,7 @@ export async function startLocalGateway(options: LocalGatewayOptions = {}): Prom
   ensureDevVars();
   await wrangler(["d1", "migrations", "apply", "DB", "--local", ...persist], "applying the D1 migrations");
   await wrangler(["d1", "execute", "DB", "--local", ...persist, "--command", await seedSql(keys)], "seeding the dev tenant");
-  const vars = Object.entries(options.vars ?? {}).flatMap(([k, v]) => ["--var", `${k}:${v}`]);
+  const vars = Object.entries({ ...approvalLinkSecret(), ...options.vars }).flatMap(([k, v]) => ["--var", `${k}:${v}`]);
   const child = spawn(
     WRANGLER,
     ["dev", "--ip", "127.0.0.1", "--port", String(port), "--show-interactive-dev-session=false", ...persist, ...vars],
@@ -103,6 +104,12 @@ async function seedSql(keys: DevKeys): Promise<string> {
 export function ensureDevVars(): void {
   const vars = join(ROOT, ".dev.vars");
   if (!existsSync(vars)) copyFileSync(join(ROOT, ".dev.vars.example"), vars);
+}
+
+/** A .dev.vars written before approval links existed has no secret for them: use one for this run. */
+function approvalLinkSecret(): Record<string, string> {
+  const text = readFileSync(join(ROOT, ".dev.vars"), "utf8");
+  return /^APPROVAL_LINK_SECRET=/m.test(text) ? {} : { APPROVAL_LINK_SECRET: randomBytes(32).toString("hex") };
 }
 
 export function wranglerEnv(): NodeJS.ProcessEnv {

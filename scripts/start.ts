@@ -3,10 +3,14 @@
 
 import { spawn } from "node:child_process";
 import { join } from "node:path";
+import { buildConsole } from "../web/build.ts";
 import { ROOT, startLocalGateway } from "./local-gateway.ts";
 
 const DEMO_AGENT = "demo";
 const node = process.execPath;
+
+// The web console is served from web/dist: build it first (esbuild, well under a second).
+await buildConsole();
 
 const gateway = await startLocalGateway({ quiet: process.env.ACP_GATEWAY_VERBOSE !== "1" }).catch((error: unknown) => {
   process.stderr.write(`Could not start the gateway: ${error instanceof Error ? error.message : String(error)}\n`);
@@ -27,6 +31,8 @@ const ws = url.replace(/^http/, "ws");
 const cli = join(ROOT, "cli", "acp-gateway.ts");
 process.stdout.write(`
 ACP gateway running at ${url}
+
+  Web console        ${url}/            (sign in with the client key below)
 
   Client WebSocket   ${ws}/acp?agent=${DEMO_AGENT}      (Authorization: Bearer <client key>)
   Agent dial-in      ${ws}/agents/NAME/connect          (Authorization: Bearer <agent key>)

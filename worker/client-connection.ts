@@ -31,7 +31,14 @@ import type { ResponseMessage } from "../protocol/jsonrpc";
 import { AGENT_METHODS, CANCEL_REQUEST, PROTOCOL_VERSION } from "../protocol/methods";
 import { type Principal, permissionDeadlineMs } from "./auth";
 import type { Env } from "./env";
-import { CLOSE_CREDENTIALS_REVOKED, DEFAULT_KEY_RECHECK_MS, keyStillValid } from "./revocation";
+import {
+  CLOSE_CREDENTIALS_REVOKED,
+  CLOSE_KEY_UNVERIFIED,
+  DEFAULT_KEY_RECHECK_MS,
+  DEFAULT_KEY_UNVERIFIED_GRACE_MS,
+  KeyRecheck,
+  keyStillValid,
+} from "./revocation";
 
 /** Ids of answered requests kept so that an error notice about one can still be rewritten. */
 const ANSWERED_MEMORY = 64;
@@ -72,17 +79,25 @@ export class ClientConnection {
     socket.addEventListener("error", () => this.close());
     const every = Number(env.KEY_RECHECK_MS ?? DEFAULT_KEY_RECHECK_MS);
     this.recheck = setInterval(() => void this.recheckKey(), every > 0 ? every : DEFAULT_KEY_RECHECK_MS);
+    this.keyCheck = new KeyRecheck(Number(env.KEY_UNVERIFIED_GRACE_MS ?? DEFAULT_KEY_UNVERIFIED_GRACE_MS));
   }
 
   private readonly recheck: ReturnType<typeof setInterval>;
+  private readonly keyCheck: KeyRecheck;
 
   /** A revoked or expired key, or a disabled tenant, ends the connection within one interval. */
   private async recheckKey(): Promise<void> {
     if (this.closed) return;
-    const valid = await keyStillValid(this.env, this.principal.keyId).catch(() => true);
-    if (valid || this.closed) return;
+    const check = await keyStillValid(this.env, this.principal.keyId).then(
+      (valid) => ({ ok: true as const, valid }),
+      () => ({ ok: false as const }), // D1 unavailable: KeyRecheck bounds how long that is tolerated
+    );
+    const verdict = this.keyCheck.verdict(check, Date.now());
+    if (verdict === "keep" || this.closed) return;
     try {
-      this.socket.close(CLOSE_CREDENTIALS_REVOKED, "the API key was revoked or expired, or the tenant was disabled");
+      if (verdict === "unverified") {
+        this.socket.close(CLOSE_KEY_UNVERIFIED, "the gateway could not verify the API key (its database is unavailable); reconnect later");
+      } else this.socket.close(CLOSE_CREDENTIALS_REVOKED, "the API key was revoked or expired, or the tenant was disabled");
     } catch {
       // already closed
     }
@@ -207,6 +222,7 @@ export class ClientConnection {
       createdBy: this.principal.label,
       deadlineMs: permissionDeadlineMs(this.env, this.principal),
       relayAlwaysAsMade: this.principal.settings.relayAlwaysAsMade === true,
+      limits: this.principal.settings.limits,
     });
     if (answer.error !== undefined || !isObject(answer.result) || typeof answer.result.sessionId !== "string") {
       return this.reply({ ...answer, id });
@@ -232,6 +248,7 @@ export class ClientConnection {
         createdBy: this.principal.label,
         deadlineMs: permissionDeadlineMs(this.env, this.principal),
         relayAlwaysAsMade: this.principal.settings.relayAlwaysAsMade === true,
+        limits: this.principal.settings.limits,
       });
       if (answer.error !== undefined) return this.reply({ ...answer, id });
     }

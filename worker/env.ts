@@ -19,6 +19,8 @@ export interface Env {
   PERMISSION_DEADLINE_MS?: string;
   /** How often a client connection re-checks that its key is still valid, in ms (default 2000). */
   KEY_RECHECK_MS?: string;
+  /** How long a client connection stays open while its key cannot be re-checked (D1 down), in ms (default 60000). */
+  KEY_UNVERIFIED_GRACE_MS?: string;
   /** HMAC key of approval links (wrangler secret put APPROVAL_LINK_SECRET); without it no link is issued or accepted. */
   APPROVAL_LINK_SECRET?: string;
 }

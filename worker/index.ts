@@ -15,6 +15,7 @@ import { tenantsApi } from "./api/tenants";
 import { errorBody, onError } from "./http-error";
 import { acpRoutes } from "./routes/acp";
 import { agentConnectRoutes } from "./routes/agents-connect";
+import { approveRoutes } from "./routes/approve";
 import type { AppEnv } from "./types";
 
 export { AgentObject } from "../durable-objects/agent/agent-object";
@@ -29,6 +30,7 @@ app.use(
 );
 app.route("/", acpRoutes);
 app.route("/", agentConnectRoutes);
+app.route("/", approveRoutes);
 
 // The REST API whose OpenAPI document is generated from its schemas.
 const api = new OpenAPIHono<AppEnv>({ defaultHook: validationHook });

@@ -15,6 +15,7 @@ import {
   sessionIdOf,
   type ResponseMessage,
 } from "../../protocol/jsonrpc";
+import type { Limits } from "../../protocol/tenant-limits";
 import { AGENT_METHODS, CANCEL_REQUEST, PROTOCOL_VERSION } from "../../protocol/methods";
 import { isGatewayMethod, stripGatewayMarks } from "../../protocol/gateway-namespace";
 import type { Env } from "../../worker/env";
@@ -42,6 +43,8 @@ export interface OpenSessionArgs {
   createdBy: string | null;
   deadlineMs: number;
   relayAlwaysAsMade: boolean;
+  /** The tenant's limit overrides (protocol/tenant-limits.ts), kept by the session. */
+  limits?: Partial<Limits> | undefined;
 }
 
 export type AgentStatus = { connected: boolean; info: AgentInfo | null; unreachable?: string };
@@ -121,6 +124,9 @@ export class AgentObject extends DurableObject<Env> {
     const parsed = parseFrame(data);
     if (!parsed.ok) {
       if (parsed.reply) ws.send(JSON.stringify(parsed.reply));
+      // An answer refused at the edge (too large, too deep) must not leave the request it answers waiting.
+      const refused = refusedAnswer(parsed.reply);
+      if (refused) this.onAgentResponse(refused, JSON.stringify(refused));
       return;
     }
     const message = parsed.message;
@@ -358,6 +364,7 @@ export class AgentObject extends DurableObject<Env> {
               createdBy: args.createdBy,
               deadlineMs: args.deadlineMs,
               relayAlwaysAsMade: args.relayAlwaysAsMade,
+              ...(args.limits ? { limits: args.limits } : {}),
               ...(result ? { result } : {}),
             },
             opening,
@@ -491,7 +498,9 @@ export class AgentObject extends DurableObject<Env> {
   private sendBatch(sessionId: string): void {
     const ref = this.ref(sessionId);
     if (this.inFlight.has(sessionId) || !ref) return;
-    const items = this.outbox.pendingFor(sessionId);
+    const waiting = this.outbox.pendingFor(sessionId);
+    // One call stays well under the RPC message limit (32 MiB): what does not fit goes in the next call.
+    const items = waiting.slice(0, batchPrefix(waiting, MAX_BATCH_BYTES));
     const last = items.at(-1)?.seq;
     if (last === undefined) return;
     this.inFlight.add(sessionId);
@@ -533,6 +542,28 @@ export class AgentObject extends DurableObject<Env> {
 function withParams(message: Record<string, unknown>, params: unknown): Record<string, unknown> {
   if (params !== undefined) message.params = params;
   return message;
+}
+
+/** A batch of agent frames for one session is at most this many bytes (of UTF-16 text, 2 per unit). */
+const MAX_BATCH_BYTES = 8 * 1024 * 1024;
+
+/** How many items from the start fit the budget (always at least one). */
+function batchPrefix(items: FromAgent[], budget: number): number {
+  let used = 0;
+  for (let i = 0; i < items.length; i++) {
+    const item = items[i];
+    used += (item && "text" in item ? item.text.length : 0) * 2;
+    if (used > budget && i > 0) return i;
+  }
+  return items.length;
+}
+
+/** The answer the gateway stands in for when the agent's own answer (naming `requestId`) was refused. */
+function refusedAnswer(reply: ResponseMessage | null): ResponseMessage | undefined {
+  const data = reply?.error?.data;
+  const requestId = isObject(data) ? data.requestId : undefined;
+  if (reply?.id !== null || typeof requestId !== "number") return undefined;
+  return errorResponse(requestId, RpcError.internal(`The agent's answer was refused by the gateway: ${reply.error?.message ?? "invalid"}`));
 }
 
 function gatewayMethodRefused(method: string): RpcError {

@@ -5,6 +5,8 @@ import type { NewDecisionRule } from "../../db/queries/decision-rules";
 import type { DecisionRuleRow } from "../../db/schema";
 import {
   type CompiledRules,
+  type DerivedRule,
+  type DeriveResult,
   type Rule,
   compileRules,
   decide,
@@ -59,7 +61,7 @@ export async function decideWith(rules: CompiledTenantRules, request: DecideRequ
   return { decision: d.decision, ruleId: d.rule.id, description: d.rule.description ?? "", optionId: d.option.optionId };
 }
 
-export async function deriveFromChoice(request: RememberRequest) {
+export async function deriveFromChoice(request: RememberRequest): Promise<DeriveResult> {
   return deriveRule({
     toolCall: request.toolCall,
     optionKind: request.chosen.kind,
@@ -70,11 +72,7 @@ export async function deriveFromChoice(request: RememberRequest) {
   });
 }
 
-export function toRuleRow(
-  tenantId: string,
-  derived: NonNullable<Awaited<ReturnType<typeof deriveFromChoice>>>,
-  request: RememberRequest,
-): NewDecisionRule {
+export function toRuleRow(tenantId: string, derived: DerivedRule, request: RememberRequest): NewDecisionRule {
   return {
     id: newRuleId(),
     tenantId,

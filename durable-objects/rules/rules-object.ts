@@ -9,7 +9,7 @@ import { activeRules, insertRule, recordHits } from "../../db/queries/decision-r
 import type { Env } from "../../worker/env";
 import type { SessionObject } from "../session/session-object";
 import { type CompiledTenantRules, compileTenantRules, decideWith, deriveFromChoice, toRuleRow } from "./engine";
-import type { DecideRequest, DecideResult, RememberRequest, RuleCreated } from "./types";
+import type { DecideRequest, DecideResult, RememberRequest, RuleCreated, RuleNotCreated } from "./types";
 import type { DecideForResult } from "../session/rules-cache";
 
 /** Hit counters are flushed to D1 at most this often, never on the decision path. */
@@ -56,9 +56,10 @@ export class RulesObject extends DurableObject<Env> {
   }
 
   /** A person chose allow_always or reject_always: derive the narrowest rule, store it, apply it now. */
-  async remember(tenantId: string, request: RememberRequest): Promise<RuleCreated | null> {
+  async remember(tenantId: string, request: RememberRequest): Promise<RuleCreated | RuleNotCreated | null> {
     const derived = await deriveFromChoice(request);
     if (!derived) return null;
+    if ("reason" in derived) return { reason: derived.reason };
     const row = await insertRule(this.env.DB, toRuleRow(tenantId, derived, request));
     await this.changed(tenantId);
     return { id: row.id, decision: row.decision, description: row.description };

@@ -36,3 +36,11 @@ export interface RuleCreated {
   decision: "allow" | "reject";
   description: string;
 }
+
+/** Why a person's *_always answer was not remembered; the session tells its clients. */
+export interface RuleNotCreated {
+  reason: string;
+}
+
+/** The notice a session sends when an *_always answer could not be remembered. */
+export const RULE_NOT_CREATED = "_acp_gateway/rule_not_created";

@@ -21,12 +21,14 @@ import {
 import { AGENT_METHODS, CANCEL_REQUEST, CLIENT_METHODS, GATEWAY_NOTIFICATIONS } from "../../protocol/methods";
 import { CANCELLED_RESULT, type PermissionOption, judgeAnswer, offeredOptions } from "../../protocol/permissions";
 import { randomId } from "../../protocol/ids";
+import { operationSummary } from "../../protocol/operation";
 import type { RulesObject } from "../rules/rules-object";
-import type { DecideRequest, DecideResult } from "../rules/types";
+import { type DecideRequest, type DecideResult, RULE_NOT_CREATED } from "../rules/types";
 import { isToolCallUpdate } from "../../protocol/tool-calls";
 import type { Env } from "../../worker/env";
 import type { FromAgent, SessionRef, ToAgent } from "./agent-link";
 import { AgentDelivery } from "./agent-delivery";
+import { LIMIT_REACHED_NOTICE, type LimitError, limitsOf, pendingLimitError } from "../../protocol/tenant-limits";
 import {
   ATTACH_HEADER,
   AttachedClients,
@@ -43,6 +45,7 @@ import { CompactionTally, appendUpdate, maybeFold } from "./compaction";
 import { NoRulesCache } from "./rules-cache";
 import { agentRequestTarget } from "./agent-request-routing";
 import { claimRefusal } from "./ownership";
+import { type ApprovalView, type LinkDecidedBy, type LinkRefusal, Notifier } from "./notify";
 import type { ToolCallRow } from "../../protocol/tool-calls";
 
 /** How many times a client that answered a permission request wrongly is asked again. */
@@ -56,7 +59,8 @@ export type DecidedBy =
   | { type: "deadline" }
   | { type: "turn_end" }
   | { type: "agent_disconnected"; reason: string }
-  | { type: "agent_withdrew" };
+  | { type: "agent_withdrew" }
+  | LinkDecidedBy;
 
 export interface SessionSnapshot {
   sessionId: string;
@@ -81,6 +85,7 @@ export interface SessionSnapshot {
 export class SessionObject extends DurableObject<Env> {
   private readonly store: SessionStore;
   private readonly clients: AttachedClients;
+  private readonly notifier: Notifier;
   private readonly noRules = new NoRulesCache();
 
   constructor(ctx: DurableObjectState, env: Env) {
@@ -88,6 +93,7 @@ export class SessionObject extends DurableObject<Env> {
     this.store = new SessionStore(ctx.storage.sql);
     this.clients = new AttachedClients(ctx);
     this.delivery = new AgentDelivery(ctx.storage.sql);
+    this.notifier = new Notifier(ctx, env, this.store, () => this.scheduleDeadline());
   }
   private readonly delivery: AgentDelivery;
 
@@ -186,6 +192,9 @@ export class SessionObject extends DurableObject<Env> {
   /** A client that leaves loses nothing: its copies go, the requests stay pending for the others. */
   private detach(connId: string): void {
     this.store.removeCopiesOfConnection(connId);
+    this.notifier.onDetach(this.clients.list().filter((c) => c.connId !== connId).length);
+    // The last client gone and nothing waiting on people: rule changes need not wake this session.
+    if (this.clients.all().every((ws) => attachmentOf(ws)?.connId === connId) && !this.store.hasAsking()) this.watchRules(false);
     // Agent requests that only this client could serve are answered with an error: nobody else has them.
     for (const r of this.store.agentRequests({ connId })) {
       this.store.takeAgentRequest(r.outId);
@@ -320,6 +329,14 @@ export class SessionObject extends DurableObject<Env> {
       })
       .then((rule) => {
         if (!rule) return;
+        if ("reason" in rule) {
+          // Nothing remembered: the person is told why, and will be asked again next time.
+          const notice = { sessionId: request.request.sessionId, toolCallId: pending.toolCallId, reason: rule.reason };
+          const text = JSON.stringify({ jsonrpc: "2.0", method: RULE_NOT_CREATED, params: notice });
+          this.store.append("notice", text);
+          this.clients.broadcast(text);
+          return;
+        }
         const text = JSON.stringify({
           jsonrpc: "2.0",
           method: GATEWAY_NOTIFICATIONS.ruleCreated,
@@ -406,9 +423,14 @@ export class SessionObject extends DurableObject<Env> {
     if (!meta || meta.tenantId !== ref.tenantId) return;
     for (const item of items) {
       if (!this.delivery.take(item)) continue; // re-sent after an AgentObject restart: applied already
-      if (item.kind === "frame") this.fromAgent(ref, item.epoch, item.text);
-      else if (item.kind === "response") this.fromAgentResponse(ref, item.gwId, item.text);
-      else this.agentGone(ref, item);
+      // One frame that fails to apply must not take the rest of the batch with it.
+      try {
+        if (item.kind === "frame") this.fromAgent(ref, item.epoch, item.text);
+        else if (item.kind === "response") this.fromAgentResponse(ref, item.gwId, item.text);
+        else this.agentGone(ref, item);
+      } catch (error) {
+        console.error("session: an agent frame failed to apply", error);
+      }
     }
   }
 
@@ -464,9 +486,23 @@ export class SessionObject extends DurableObject<Env> {
     };
     // Nothing may be approved outside a running turn: no rule answers, no client is asked (TC-11).
     if (this.store.turn.state !== "running") return this.refuseOutsideTurn({ ...request, permId: 0, asking: 0 });
+    const limit = limitsOf(meta.limits).pendingPermissionsPerSession;
+    if (this.store.pending().length >= limit) return this.refuseOverLimit(epoch, agentReqId, pendingLimitError(meta.sessionId, limit));
     const permId = this.store.addPending(request);
     this.scheduleDeadline();
     this.ctx.waitUntil(this.consultRulesThenAsk(permId));
+  }
+
+  /** A permission request beyond the session's bound: the agent gets an error saying why, the clients a notice. */
+  private refuseOverLimit(epoch: number, agentReqId: JsonRpcId, error: LimitError): void {
+    this.toAgent({ type: "response", epoch, id: agentReqId, error });
+    const text = JSON.stringify({
+      jsonrpc: "2.0",
+      method: LIMIT_REACHED_NOTICE,
+      params: { sessionId: this.store.meta?.sessionId, ...error },
+    });
+    this.store.append("notice", text);
+    this.clients.broadcast(text);
   }
 
   /** A permission request while no turn runs, or after the turn was cancelled: `cancelled` at once, audited. */
@@ -501,6 +537,7 @@ export class SessionObject extends DurableObject<Env> {
       if (client) this.sendCopy(ws, client.connId, pending);
     }
     this.watchRules(true);
+    this.ctx.waitUntil(this.notifier.track(permId).catch((e: unknown) => console.error("session: tracking for notification failed", e)));
   }
 
   private async consultRules(permId: number): Promise<DecideResult | null> {
@@ -577,6 +614,7 @@ export class SessionObject extends DurableObject<Env> {
       this.audit(pending, { outcome: "withdrawn" }, { type: "agent_withdrew" });
       this.toAgent({ type: "response", epoch, id: requestId, error: { code: -32800, message: "Request cancelled" } });
       this.store.append("resolution", JSON.stringify({ permId: pending.permId, decidedBy: { type: "agent_withdrew" } }));
+      if (pending.asking && !this.store.hasAsking()) this.watchRules(false);
       this.scheduleDeadline();
       return;
     }
@@ -627,6 +665,7 @@ export class SessionObject extends DurableObject<Env> {
   agentGone(ref: SessionRef, info: { epoch: number; reason: string; gwIds: number[] }): void {
     const meta = this.store.meta;
     if (!meta || meta.tenantId !== ref.tenantId) return;
+    const watching = this.store.hasAsking();
     for (const pending of this.store.pending().filter((p) => p.agentEpoch <= info.epoch)) {
       this.withdrawCopies(this.store.removePending(pending.permId));
       this.audit(pending, { outcome: "withdrawn" }, { type: "agent_disconnected", reason: info.reason });
@@ -635,6 +674,7 @@ export class SessionObject extends DurableObject<Env> {
         JSON.stringify({ permId: pending.permId, decidedBy: { type: "agent_disconnected", reason: info.reason } }),
       );
     }
+    if (watching && !this.store.hasAsking()) this.watchRules(false);
     for (const r of this.store.agentRequests().filter((r) => r.agentEpoch <= info.epoch)) {
       this.store.takeAgentRequest(r.outId);
       const ws = this.clients.byConnection(r.connId);
@@ -658,7 +698,7 @@ export class SessionObject extends DurableObject<Env> {
 
   // ── deadlines ─────────────────────────────────────────────────────────────────────────────────
   private scheduleDeadline(): void {
-    const next = this.store.nextDeadline();
+    const next = earliest(this.store.nextDeadline(), this.notifier.nextDue());
     if (next === undefined) void this.ctx.storage.deleteAlarm();
     else void this.ctx.storage.setAlarm(next);
   }
@@ -676,7 +716,25 @@ export class SessionObject extends DurableObject<Env> {
         `A permission request waited ${Math.round((meta?.deadlineMs ?? 0) / 1000)} s without an answer; the gateway cancelled the turn.`,
       );
     }
+    this.notifier.onAlarm(now, this.clients.list().length > 0);
     this.scheduleDeadline();
+  }
+
+  // ── approval links (worker/routes/approve.tsx; the link's token was checked at the edge) ──────
+  approvalView(ref: SessionRef, permId: number, linkId: string): ApprovalView {
+    const meta = this.store.meta;
+    if (!meta || meta.tenantId !== ref.tenantId || meta.sessionId !== ref.sessionId) return { state: "unknown" };
+    return this.notifier.view(permId, linkId);
+  }
+
+  /** An answer from an approval link: exactly a client's answer (first wins, copies withdrawn, audited). */
+  answerFromLink(ref: SessionRef, permId: number, linkId: string, optionId: string): LinkRefusal | { state: "answered_by_you" } {
+    const meta = this.store.meta;
+    if (!meta || meta.tenantId !== ref.tenantId || meta.sessionId !== ref.sessionId) return { state: "unknown" };
+    const taken = this.notifier.takeAnswer(permId, linkId, optionId);
+    if (!taken.ok) return taken.view;
+    this.resolvePermission(taken.pending, { outcome: { outcome: "selected", optionId } }, taken.by);
+    return { state: "answered_by_you" };
   }
 
   private notifyTurnEnded(reason: string, message: string): void {
@@ -794,20 +852,9 @@ function onceOf(kind: string, options: PermissionOption[]): PermissionOption | u
   return options.find((o) => o.kind === once);
 }
 
-/** The operation in full, as the audit shows it: the command, else the paths. */
-function operationOf(row: ToolCallRow | undefined): string | null {
-  if (!row) return null;
-  const input = row.rawInput;
-  if (isObject(input)) {
-    const command = input.command ?? input.cmd;
-    if (typeof command === "string") return command;
-    if (Array.isArray(command)) return command.map(String).join(" ");
-  }
-  if (Array.isArray(row.locations)) {
-    const paths = row.locations.map((l) => (isObject(l) ? l.path : undefined)).filter((p) => typeof p === "string");
-    if (paths.length > 0) return paths.join(", ");
-  }
-  return null;
+/** The operation in full, as the audit shows it: the command, else the paths (protocol/operation.ts). */
+function operationOf(row: ToolCallRow | undefined, cwd: string): string | null {
+  return row ? operationSummary(row, cwd) : null;
 }
 
 function auditEntry(
@@ -827,16 +874,20 @@ function auditEntry(
     pending.toolCallId,
     typeof row?.kind === "string" ? row.kind : null,
     typeof row?.name === "string" ? row.name : null,
-    operationOf(row),
+    operationOf(row, meta.cwd),
     kindOfOutcome === "selected" || kindOfOutcome === "cancelled" ? kindOfOutcome : "withdrawn",
     option?.optionId ?? null,
     option?.kind ?? null,
     by.type,
-    by.type === "person" ? by.keyId : null,
-    by.type === "person" ? by.user : null,
+    by.type === "person" ? by.keyId : by.type === "link" ? by.linkId : null,
+    by.type === "person" ? by.user : by.type === "link" ? `approval link via ${by.target}` : null,
     by.type === "rule" ? by.ruleId : null,
     Date.now(),
   ];
+}
+
+function earliest(a: number | undefined, b: number | undefined): number | undefined {
+  return a === undefined ? b : b === undefined ? a : Math.min(a, b);
 }
 
 function* replayBodies(entries: Iterable<{ body: string }>): Iterable<string> {

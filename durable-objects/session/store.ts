@@ -5,7 +5,9 @@
 // atomically with respect to other events delivered to the object.
 
 import type { JsonRpcId } from "../../protocol/jsonrpc";
+import type { Limits } from "../../protocol/tenant-limits";
 import { reduceToolCall, type ToolCallRow } from "../../protocol/tool-calls";
+import { MAX_STORED_ROW_BYTES, utf8LongerThan } from "../../protocol/limits";
 
 const SCHEMA = `
 CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
@@ -38,6 +40,8 @@ export interface SessionMeta {
   deadlineMs: number;
   /** Tenant setting: relay a person's *_always choice to the agent as made, instead of as *_once. */
   relayAlwaysAsMade?: boolean;
+  /** The tenant's limit overrides when the session was opened (protocol/tenant-limits.ts). */
+  limits?: Partial<Limits>;
   /** The agent's session/new or session/load result, answered again on attach (modes, models…). */
   result?: Record<string, unknown>;
   createdAt: number;
@@ -120,7 +124,13 @@ export class SessionStore {
     const prev = this.sql.exec<{ row: string }>("SELECT row FROM tool_calls WHERE id = ?", id).toArray()[0];
     const row = reduceToolCall(prev ? (JSON.parse(prev.row) as ToolCallRow) : undefined, patch);
     if (!row) return undefined;
-    this.sql.exec("INSERT OR REPLACE INTO tool_calls (id, row, updated_seq) VALUES (?, ?, ?)", id, JSON.stringify(row), seq);
+    const text = JSON.stringify(row);
+    // Updates merge into one row: many frames within the limit could together pass SQLite's 2 MB row cap.
+    if (utf8LongerThan(text, MAX_STORED_ROW_BYTES)) {
+      console.error(`session: tool call ${id} would exceed ${MAX_STORED_ROW_BYTES} bytes; the update stays in the log, not in the table`);
+      return undefined;
+    }
+    this.sql.exec("INSERT OR REPLACE INTO tool_calls (id, row, updated_seq) VALUES (?, ?, ?)", id, text, seq);
     return row;
   }
   toolCall(id: string): ToolCallRow | undefined {

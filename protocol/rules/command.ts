@@ -8,7 +8,7 @@
 // Anything else yields null: a shape the matcher does not understand is never approval.
 
 import { isObject } from "../jsonrpc";
-import { type SimpleCommand, commandsOfArgv, parseCommands } from "./shell";
+import { type SimpleCommand, commandsOfArgv, looseWords, parseCommands } from "./shell";
 
 export function commandsOf(rawInput: unknown): SimpleCommand[] | null {
   if (typeof rawInput === "string") return nonEmpty(parseCommands(rawInput));
@@ -37,10 +37,10 @@ export function commandText(rawInput: unknown): string | null {
   return null;
 }
 
-/** True when every simple command starts with the prefix, token by token (not character by character). */
-export function everyCommandHasPrefix(commands: SimpleCommand[] | null, prefix: readonly string[]): boolean {
-  if (!commands || commands.length === 0 || prefix.length === 0) return false;
-  return commands.every((c) => prefix.every((token, i) => c.argv[i] === token));
+/** Every word-like run of the command's text: what a reject is held against when the command cannot be judged. */
+export function looseWordsOf(rawInput: unknown): string[] | null {
+  const text = commandText(rawInput);
+  return text === null ? null : looseWords(text);
 }
 
 function nonEmpty(commands: SimpleCommand[] | null): SimpleCommand[] | null {

@@ -1,16 +1,24 @@
-// From a person's allow_always / reject_always answer, the narrowest sensible rule:
-// - execute: the program plus its subcommand (`git status`, `npm test`; `npm run build` keeps the
-//   script name), scoped to the session's project and agent; a command without a subcommand, a
-//   compound command, or one the parser cannot judge becomes an `exact` rule for that one command;
+// From a person's allow_always / reject_always answer, the narrowest rule that means what they approved:
+// - execute, allow: a prefix (`git status`, `npm test`, `npm run build`) only for programs and
+//   subcommands in the table of known-safe structure (programs.ts), and only when no remaining
+//   argument runs code or writes files; anything else that is one simple command — wrappers, remote
+//   runners, interpreters, every program not in the table — is remembered as its exact argv; a
+//   compound command, or one the parser cannot judge, as the exact operation;
+// - execute, reject: the program and its subcommand however spelled (`git push`), else the argv;
 // - read / edit / delete / move: the file itself, or its directory (`dir/**`) when the option's name
-//   says so ("directory", "folder", "all files in"); several files in different places: `exact`;
+//   says so ("directory", "folder", "all files in"); several files: the exact operation;
 // - any other tool with a name (MCP tools): that tool, by kind and name;
-// - anything else: `exact`.
+// - anything else: the exact operation.
+// A session whose cwd is `/` or a home directory never yields a prefix, directory or tool rule: only
+// exact ones. An operation with nothing to identify it is never remembered: the result says why.
 // switch_mode is never remembered as an allow: no rule may approve it.
 
-import { commandText, commandsOf } from "./command";
-import { pathsOf } from "./paths";
+import { describeOperation } from "../operation";
+import { isUnidentifiable } from "./canonical";
+import { isWithin, resolvePath } from "./paths";
+import { basename, derivablePrefix, subcommandPositions } from "./programs";
 import type { Matcher } from "./rules";
+import type { SimpleCommand } from "./shell";
 
 export interface DerivedRule {
   decision: "allow" | "reject";
@@ -18,6 +26,9 @@ export interface DerivedRule {
   matcher: Matcher;
   description: string;
 }
+
+/** A rule, or why none was made (the person is told); null when the answer was not an *_always one. */
+export type DeriveResult = DerivedRule | { reason: string } | null;
 
 export interface DeriveInput {
   toolCall: Record<string, unknown>;
@@ -29,73 +40,123 @@ export interface DeriveInput {
   exactHash: string;
 }
 
-/** Subcommands that name a script or binary: the next token is part of what runs. */
-const RUNNERS = new Set(["run", "run-script", "exec", "x", "dlx"]);
-
-export function deriveRule(input: DeriveInput): DerivedRule | null {
+export function deriveRule(input: DeriveInput): DeriveResult {
   const decision = input.optionKind === "allow_always" ? "allow" : input.optionKind === "reject_always" ? "reject" : null;
   if (!decision) return null;
-  const kind = typeof input.toolCall.kind === "string" ? input.toolCall.kind : "other";
-  if (kind === "switch_mode" && decision === "allow") return null;
-  const scope = { project: input.cwd.startsWith("/") ? input.cwd : null, agent: input.agent, user: null };
+  const op = describeOperation(input.toolCall, input.cwd);
+  if (op.kind === "switch_mode" && decision === "allow")
+    return { reason: "Leaving a mode is never remembered as an allow: you are asked each time." };
+  if (isUnidentifiable(input.toolCall)) {
+    return {
+      reason:
+        "Not remembered: this request carries nothing that identifies the operation (no input, command or paths), so you are asked each time.",
+    };
+  }
+  const sessionCwd = resolvePath(input.cwd);
+  const project = op.kind === "execute" && op.workdir !== null ? op.workdir : sessionCwd;
+  const scope = { project, agent: input.agent, user: null };
+  // Broad rules (prefix, directory, tool) only for a session in a project, never `/` or a home directory.
+  const broad = sessionCwd !== null && !isRootOrHome(sessionCwd);
   const verb = decision === "allow" ? "Always allow" : "Always reject";
   const where = `${scope.project ? ` in ${scope.project}` : ""} (agent ${input.agent})`;
   const exact = (what: string): DerivedRule => ({
     decision,
     scope,
     matcher: { type: "exact", hash: input.exactHash },
-    description: `${verb} exactly ${what}${where}`,
+    description: `${verb} exactly ${what}, nothing else${where}`,
   });
 
-  if (kind === "execute") {
-    const text = commandText(input.toolCall.rawInput) ?? "this command";
-    const commands = commandsOf(input.toolCall.rawInput);
+  if (op.kind === "execute") {
+    const text = op.command ?? "this command";
+    const commands = op.commands;
     if (!commands || commands.length !== 1) return exact(`\`${text}\``);
-    const prefix = commandPrefix((commands[0] as { argv: string[] }).argv);
-    if (!prefix) return exact(`\`${text}\``);
-    return { decision, scope, matcher: { type: "command", prefix }, description: `${verb} \`${prefix.join(" ")} …\`${where}` };
+    const command = commands[0] as SimpleCommand;
+    if (command.fuzzy.some(Boolean)) return exact(`\`${text}\``);
+    if (decision === "allow") {
+      const prefix = broad ? derivablePrefix(command) : null;
+      if (prefix) {
+        return {
+          decision,
+          scope,
+          matcher: { type: "command", prefix },
+          description: `${verb} \`${prefix.join(" ")}\` with any further arguments except options that run code or write files${where}`,
+        };
+      }
+    } else {
+      const prefix = rejectPrefix(command);
+      if (prefix) {
+        return {
+          decision,
+          scope,
+          matcher: { type: "command", prefix },
+          description: `${verb} \`${prefix.join(" ")}\`, however it is spelled${where}`,
+        };
+      }
+    }
+    const argv = command.argv;
+    return {
+      decision,
+      scope,
+      matcher: { type: "argv", argv },
+      description: `${verb} exactly \`${argv.map(shellQuote).join(" ")}\` (these arguments, nothing more)${where}`,
+    };
   }
 
-  if (kind === "read" || kind === "edit" || kind === "delete" || kind === "move") {
-    const paths = pathsOf(input.toolCall);
-    if (!paths || paths.length === 0) return exact(`this ${kind}`);
+  if (op.kind === "read" || op.kind === "edit" || op.kind === "delete" || op.kind === "move") {
+    const paths = op.paths;
+    if (!paths || paths.length === 0) return exact(`this ${op.kind}`);
     const wantsDirectory = /\b(directory|folder|all files in)\b/i.test(input.optionName);
-    if (wantsDirectory) {
+    if (wantsDirectory && broad) {
       const dirs = new Set(paths.map(parentOf));
-      if (dirs.size !== 1) return exact(`this ${kind} of ${paths.join(", ")}`);
-      const dir = [...dirs][0] as string;
+      const dir = dirs.size === 1 ? ([...dirs][0] as string) : null;
+      if (dir === null || dir === "/" || isRootOrHome(dir) || (sessionCwd !== null && isWithin(sessionCwd, dir) && dir !== sessionCwd)) {
+        return exact(`this ${op.kind} of ${paths.join(", ")}`);
+      }
       return {
         decision,
         scope,
-        matcher: { type: "path", kinds: [kind], glob: `${escapeGlob(dir)}/**` },
-        description: `${verb} ${kind} of any file under ${dir}${where}`,
+        matcher: { type: "path", kinds: [op.kind], glob: `${escapeGlob(dir)}/**` },
+        description: `${verb} ${op.kind} of any file under ${dir}${where}`,
       };
     }
-    if (paths.length !== 1) return exact(`this ${kind} of ${paths.join(", ")}`);
+    if (paths.length !== 1) return exact(`this ${op.kind} of ${paths.join(", ")}`);
     const file = paths[0] as string;
     return {
       decision,
       scope,
-      matcher: { type: "path", kinds: [kind], glob: escapeGlob(file) },
-      description: `${verb} ${kind} of ${file}${where}`,
+      matcher: { type: "path", kinds: [op.kind], glob: escapeGlob(file) },
+      description: `${verb} ${op.kind} of ${file}${where}`,
     };
   }
 
-  const name = typeof input.toolCall.name === "string" ? input.toolCall.name : undefined;
-  if (name) return { decision, scope, matcher: { type: "tool", kind, name }, description: `${verb} the ${kind} tool ${name}${where}` };
-  return exact(`this ${kind} operation`);
+  if (op.name && broad) {
+    return {
+      decision,
+      scope,
+      matcher: { type: "tool", kind: op.kind, name: op.name },
+      description: `${verb} the ${op.kind} tool ${op.name}${where}`,
+    };
+  }
+  return exact(`this ${op.kind} operation${op.name ? ` of ${op.name}` : ""}`);
 }
 
-/**
- * The program and its subcommand (`git status`), with the script for runners (`npm run build`).
- * A command without a subcommand (`rm -rf build`, `cat /etc/passwd`) has no narrow prefix: a prefix
- * of its first word would cover every use of the program, so it is remembered exactly instead (null).
- */
-export function commandPrefix(argv: string[]): string[] | null {
-  const [program, sub, third] = argv;
-  if (program === undefined || sub === undefined || !/^[a-z][a-z0-9:_-]*$/i.test(sub)) return null;
-  if (RUNNERS.has(sub)) return third !== undefined && !third.startsWith("-") ? [program, sub, third] : null;
+/** A reject's program and subcommand, found past global options (`git -C . push` → `git push`). */
+function rejectPrefix(command: SimpleCommand): string[] | null {
+  const program = basename(command.argv[0] ?? "");
+  const at = subcommandPositions(command.argv, command.fuzzy);
+  if (at.length !== 1) return null;
+  const sub = command.argv[at[0] as number];
+  if (sub === undefined || !/^[a-z][a-z0-9:_-]*$/i.test(sub)) return null;
   return [program, sub];
+}
+
+/** `/`, `/root`, `/home/x`, `/Users/x` (and `/home`, `/Users` themselves). */
+export function isRootOrHome(dir: string): boolean {
+  return /^\/(root|home(\/[^/]+)?|Users(\/[^/]+)?)?$/.test(dir);
+}
+
+function shellQuote(word: string): string {
+  return /^[A-Za-z0-9_./:=@%+,-]+$/.test(word) ? word : `'${word.replace(/'/g, "'\\''")}'`;
 }
 
 function parentOf(path: string): string {

@@ -1,8 +1,9 @@
 // The remembered-decision engine: pure functions, no Cloudflare imports.
 export { canonicalJson, exactHash } from "./canonical";
-export { commandText, commandsOf, everyCommandHasPrefix } from "./command";
-export { type DerivedRule, type DeriveInput, commandPrefix, deriveRule } from "./derive";
+export { commandText, commandsOf } from "./command";
+export { type DerivedRule, type DeriveInput, type DeriveResult, deriveRule } from "./derive";
 export { globMatches, isWithin, pathsOf, resolvePath } from "./paths";
+export { DERIVABLE, derivablePrefix, prefixMayCover, runsOtherCode } from "./programs";
 export {
   type CompiledRules,
   type Decision,

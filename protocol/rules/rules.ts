@@ -4,17 +4,25 @@
 // switch_mode is never auto-allowed (TC-20); only an option kind the request offered is chosen.
 
 import { isObject } from "../jsonrpc";
-import { commandsOf, everyCommandHasPrefix } from "./command";
-import { globMatches, isWithin, pathsOf } from "./paths";
+import { type Operation, describeOperation } from "../operation";
+import { globMatches, isWithin } from "./paths";
+import { basename, prefixMayCover, runsOtherCode, subcommandPositions } from "./programs";
+import type { SimpleCommand } from "./shell";
 
 export type Matcher =
   /** A tool by kind, and name when given (an MCP tool such as `mcp__server__tool`). */
   | { type: "tool"; kind: string; name?: string }
-  /** `execute` calls whose every simple command starts with these tokens. */
+  /**
+   * `execute` calls whose every simple command starts with these words, and has no option that runs
+   * code or writes files (programs.ts). As a reject: any spelling of them (global options skipped,
+   * inside wrappers, or anywhere in a command that cannot be parsed).
+   */
   | { type: "command"; prefix: readonly string[] }
+  /** `execute` calls whose every simple command is exactly this argv (a wrapper, a program not in the table). */
+  | { type: "argv"; argv: readonly string[] }
   /** Calls of these kinds whose every resolved path matches the glob. */
   | { type: "path"; glob: string; kinds?: readonly string[] }
-  /** Exactly this operation: SHA-256 of the canonical JSON of { kind, name, rawInput }. */
+  /** Exactly this operation: SHA-256 of its canonical JSON (canonical.ts). */
   | { type: "exact"; hash: string };
 
 export interface Rule {
@@ -40,7 +48,7 @@ export interface DecisionContext {
   agent: string;
   user?: string | null;
   now: number;
-  /** SHA-256 of the canonical { kind, name, rawInput }, when exact rules exist (see canonical.ts). */
+  /** SHA-256 of the canonical operation, when exact rules exist (see canonical.ts). */
   exactHash?: string;
 }
 
@@ -56,7 +64,10 @@ const PATH_KINDS = new Set(["read", "edit", "delete", "move"]);
 
 /** Rules indexed so that one decision looks at the few rules that could apply, not all of them. */
 export interface CompiledRules {
+  /** Allow rules on commands, by program. */
   byCommandHead: Map<string, Rule[]>;
+  /** Reject rules on commands: few, and each is held against every spelling of every command. */
+  commandRejects: Rule[];
   byToolKind: Map<string, Rule[]>;
   byExactHash: Map<string, Rule[]>;
   pathRules: Rule[];
@@ -67,6 +78,7 @@ export interface CompiledRules {
 export function compileRules(rules: Rule[]): CompiledRules {
   const c: CompiledRules = {
     byCommandHead: new Map(),
+    commandRejects: [],
     byToolKind: new Map(),
     byExactHash: new Map(),
     pathRules: [],
@@ -80,8 +92,12 @@ export function compileRules(rules: Rule[]): CompiledRules {
   };
   for (const rule of rules) {
     const m = rule.matcher;
-    if (m.type === "command" && m.prefix.length > 0) add(c.byCommandHead, m.prefix[0] as string, rule);
-    else if (m.type === "tool") add(c.byToolKind, m.kind, rule);
+    if (m.type === "command" || m.type === "argv") {
+      const words = m.type === "command" ? m.prefix : m.argv;
+      if (words.length === 0) continue;
+      if (rule.decision === "reject") c.commandRejects.push(rule);
+      else add(c.byCommandHead, words[0] as string, rule);
+    } else if (m.type === "tool") add(c.byToolKind, m.kind, rule);
     else if (m.type === "exact") {
       add(c.byExactHash, m.hash, rule);
       c.hasExact = true;
@@ -96,30 +112,31 @@ export function decide(compiled: CompiledRules, ctx: DecisionContext): Decision 
   const live = (rule: Rule) => isLive(rule, ctx.now) && inScope(rule, ctx);
   let allow: Rule | undefined;
   let reject: Rule | undefined;
+  const op = describeOperation(ctx.toolCall, ctx.cwd);
   // Rules that judge the whole call: tool, path, exact.
-  let paths: string[] | null | undefined;
   for (const rule of wholeCallCandidates(compiled, ctx, kind)) {
     if (!live(rule)) continue;
     if (rule.matcher.type === "path") {
-      paths ??= pathsOf(ctx.toolCall);
-      if (!pathRuleMatches(rule, rule.matcher, kind, paths)) continue;
+      if (!pathRuleMatches(rule, rule.matcher, kind, op.paths)) continue;
     } else if (!wholeCallMatches(rule.matcher, ctx, kind)) continue;
     if (rule.decision === "reject") reject ??= rule;
     else allow ??= rule;
   }
-  // Command rules judge each simple command: every part must be covered by an allow, and a reject
-  // that covers any part rejects the whole (TC-18: a changed command is judged anew).
-  if (kind === "execute" && compiled.byCommandHead.size > 0) {
-    const commands = commandsOf(ctx.toolCall.rawInput);
-    if (commands) {
+  if (kind === "execute") {
+    // A reject that covers any spelling of any part rejects the whole; when in doubt, it applies.
+    for (const rule of compiled.commandRejects) {
+      if (!reject && live(rule) && rejectApplies(rule.matcher, op)) reject = rule;
+    }
+    // Every part must be covered by an allow (TC-18: a changed command is judged anew), run where the
+    // rule's project is (TC-21).
+    if (op.commands && compiled.byCommandHead.size > 0) {
       let covering: Rule | undefined;
       let allCovered = true;
-      for (const command of commands) {
+      for (const command of op.commands) {
         let covered: Rule | undefined;
         for (const rule of compiled.byCommandHead.get(command.argv[0] ?? "") ?? []) {
-          if (rule.matcher.type !== "command" || !live(rule) || !everyCommandHasPrefix([command], rule.matcher.prefix)) continue;
-          if (rule.decision === "reject") reject ??= rule;
-          else covered ??= rule;
+          if (covered || !live(rule) || !runsWithin(rule, op) || !allowCovers(rule.matcher, command)) continue;
+          covered = rule;
         }
         if (!covered) allCovered = false;
         covering ??= covered;
@@ -127,6 +144,8 @@ export function decide(compiled: CompiledRules, ctx: DecisionContext): Decision 
       if (allCovered && covering) allow ??= covering;
     }
   }
+  // An allow never applies to a command that runs outside the rule's project, whatever matched it.
+  if (allow && kind === "execute" && !runsWithin(allow, op)) allow = undefined;
   const rule = reject ?? (allow && !NEVER_AUTO_ALLOWED.has(kind) ? allow : undefined);
   if (!rule) return { decision: null };
   const option = chooseOption(rule.decision, ctx.options);
@@ -178,6 +197,51 @@ function pathRuleMatches(rule: Rule, m: Extract<Matcher, { type: "path" }>, kind
   return paths.every((p) => globMatches(m.glob, p));
 }
 
+/** An allow command rule covers one simple command: its exact argv, or its prefix with nothing unsafe after it. */
+function allowCovers(m: Matcher, command: SimpleCommand): boolean {
+  if (m.type === "argv") return m.argv.length === command.argv.length && m.argv.every((w, i) => w === command.argv[i] && !command.fuzzy[i]);
+  if (m.type !== "command" || m.prefix.length === 0 || m.prefix.length > command.argv.length) return false;
+  if (!m.prefix.every((w, i) => w === command.argv[i] && !command.fuzzy[i])) return false;
+  return prefixMayCover(command, m.prefix.length);
+}
+
+/** The directory an execute call runs in is inside the rule's project (when it has one). */
+function runsWithin(rule: Rule, op: Operation): boolean {
+  const project = rule.scope?.project;
+  if (!project) return op.workdir !== null;
+  return op.workdir !== null && isWithin(op.workdir, project);
+}
+
+/** A reject command rule applies to any spelling of its words in any part of the command. */
+function rejectApplies(m: Matcher, op: Operation): boolean {
+  const words = m.type === "command" ? m.prefix : m.type === "argv" ? m.argv : null;
+  if (!words || words.length === 0) return false;
+  if (op.commands) return op.commands.some((c) => spelledIn(words, c));
+  if (op.looseWords) return spelledIn(words, { argv: op.looseWords, fuzzy: op.looseWords.map(() => false) }, true);
+  return false;
+}
+
+/**
+ * Whether `words` (program, subcommand…) is what runs in `command`, or — for a wrapper, or when
+ * `anywhere` — at any position in it, or in any script written in one of its arguments.
+ */
+function spelledIn(words: readonly string[], command: SimpleCommand, anywhere = false): boolean {
+  const starts = anywhere || runsOtherCode(command) ? command.argv.map((_, i) => i) : [0];
+  for (const s of starts) if (matchesFrom(words, 0, command.argv.slice(s), command.fuzzy.slice(s))) return true;
+  if (anywhere || !runsOtherCode(command)) return false;
+  // `sudo sh -c 'git push'`, `ssh host "git push"`: the words of every argument.
+  const inner = command.argv.slice(1).flatMap((a) => a.split(/[^A-Za-z0-9_./:=@%+,-]+/).filter((w) => w !== ""));
+  return inner.length > 0 && spelledIn(words, { argv: inner, fuzzy: inner.map(() => false) }, true);
+}
+
+function matchesFrom(words: readonly string[], k: number, argv: string[], fuzzy: boolean[]): boolean {
+  const head = argv[0];
+  if (head === undefined) return false;
+  if (!fuzzy[0] && (k === 0 ? basename(head) : head) !== words[k]) return false;
+  if (k + 1 === words.length) return true;
+  return subcommandPositions(argv, fuzzy).some((p) => matchesFrom(words, k + 1, argv.slice(p), fuzzy.slice(p)));
+}
+
 /** A matcher from untrusted JSON (the REST API, D1), or null when it is not one. */
 export function parseMatcher(value: unknown): Matcher | null {
   if (!isObject(value)) return null;
@@ -198,6 +262,10 @@ export function parseMatcher(value: unknown): Matcher | null {
             ...(Array.isArray(value.kinds) && value.kinds.every((k) => typeof k === "string") ? { kinds: value.kinds as string[] } : {}),
           }
         : null;
+    case "argv":
+      return Array.isArray(value.argv) && value.argv.length > 0 && value.argv.every((t) => typeof t === "string")
+        ? { type: "argv", argv: value.argv as string[] }
+        : null;
     case "exact":
       return typeof value.hash === "string" && /^[0-9a-f]{64}$/.test(value.hash) ? { type: "exact", hash: value.hash } : null;
     default:
@@ -212,6 +280,8 @@ export function matcherText(m: Matcher): string {
       return `tool ${m.kind}${m.name ? ` ${m.name}` : ""}`;
     case "command":
       return `command ${m.prefix.join(" ")}`;
+    case "argv":
+      return `argv ${m.argv.join(" ")}`;
     case "path":
       return `path ${(m.kinds ?? []).join(",")} ${m.glob}`;
     case "exact":

@@ -13,7 +13,7 @@ import { errorResponses, validationHook } from "./openapi";
 const json = <T extends z.ZodType>(schema: T, description: string) => ({ description, content: { "application/json": { schema } } });
 
 /** https anywhere; plain http only to this machine, for local development. */
-export function isAllowedWebhookUrl(text: string): boolean {
+function isAllowedWebhookUrl(text: string): boolean {
   let url: URL;
   try {
     url = new URL(text);

@@ -17,6 +17,7 @@ const MatcherSchema = z
   .union([
     z.object({ type: z.literal("tool"), kind: z.string().min(1), name: z.string().min(1).optional() }),
     z.object({ type: z.literal("command"), prefix: z.array(z.string().min(1)).min(1).max(32) }),
+    z.object({ type: z.literal("argv"), argv: z.array(z.string()).min(1).max(256) }),
     z.object({
       type: z.literal("path"),
       glob: z.string().min(1).max(1024),

@@ -4,8 +4,10 @@ import {
   type Rule,
   canonicalJson,
   compileRules,
+  type DeriveInput,
+  type DerivedRule,
   decide,
-  deriveRule,
+  deriveRule as deriveResult,
   exactHash,
   parseCommands,
 } from "../../../protocol/rules";
@@ -177,6 +179,13 @@ describe("remembered decisions: precedence, lifetime, scope, options", () => {
   });
 });
 
+/** The derived rule, failing the test when none (or only a reason) came back. */
+function deriveRule(input: DeriveInput): DerivedRule | null {
+  const r = deriveResult(input);
+  if (r && "reason" in r) throw new Error(`no rule: ${r.reason}`);
+  return r;
+}
+
 describe("deriving a rule from a person's *_always answer", () => {
   const base = { cwd: "/projects/demo", agent: "demo", exactHash: "a".repeat(64) };
   it("TC-19: a command becomes its program and subcommand, scoped to the project and agent, and says so", () => {
@@ -204,8 +213,8 @@ describe("deriving a rule from a person's *_always answer", () => {
     expect(path).not.toContain("typo");
   });
 
-  it("remembers compound commands and commands without a subcommand exactly", () => {
-    for (const command of ["git status && rm -rf /", "rm -rf build", "FOO=1 make"]) {
+  it("remembers compound commands and commands it cannot judge as the exact operation", () => {
+    for (const command of ["git status && rm -rf /", "FOO=1 make", "echo $(date)"]) {
       expect(deriveRule({ ...base, toolCall: exec(command), optionKind: "allow_always", optionName: "" })?.matcher.type, command).toBe(
         "exact",
       );
@@ -224,12 +233,21 @@ describe("deriving a rule from a person's *_always answer", () => {
   });
   it("an MCP tool becomes its kind and name; a once answer or an allowed switch_mode derives nothing", () => {
     expect(
-      deriveRule({ ...base, toolCall: { toolCallId: "t", kind: "other", name: "mcp__x__y" }, optionKind: "allow_always", optionName: "" })
-        ?.matcher,
+      deriveRule({
+        ...base,
+        toolCall: { toolCallId: "t", kind: "other", name: "mcp__x__y", rawInput: {} },
+        optionKind: "allow_always",
+        optionName: "",
+      })?.matcher,
     ).toEqual({ type: "tool", kind: "other", name: "mcp__x__y" });
     expect(deriveRule({ ...base, toolCall: exec("git status"), optionKind: "allow_once", optionName: "" })).toBeNull();
     expect(
-      deriveRule({ ...base, toolCall: { toolCallId: "t", kind: "switch_mode" }, optionKind: "allow_always", optionName: "" }),
-    ).toBeNull();
+      deriveResult({
+        ...base,
+        toolCall: { toolCallId: "t", kind: "switch_mode", rawInput: {} },
+        optionKind: "allow_always",
+        optionName: "",
+      }),
+    ).toHaveProperty("reason");
   });
 });

@@ -1,0 +1,281 @@
+// Notifications and approval links of one session. A permission request that people are asked
+// (after the tenant's rules) is tracked here when the tenant has notification targets. When it has
+// waited the tenant's notifyAfterMs (default 60 s) with no client attached, each target is sent the
+// operation in full and a link to an approval page for that one request, once (recorded below).
+// A client attached at that moment suppresses it; when the last client leaves, the wait starts again.
+//
+// Links are recorded here too: a token (protocol/approval-token.ts) proves who issued a link and
+// when it expires; this table says whether it was used. The SessionObject answers through a link
+// with its own resolve path, so a link's answer is exactly a client's answer.
+
+import { isObject } from "../../protocol/jsonrpc";
+import { randomId } from "../../protocol/ids";
+import { signApprovalToken, usableSecret } from "../../protocol/approval-token";
+import { type OperationView, describeOperation, linkOptions } from "../../protocol/operation-view";
+import { type PermissionOption, offeredOptions } from "../../protocol/permissions";
+import type { Env } from "../../worker/env";
+import { deliverWebhook } from "../../worker/notifications/deliver";
+import { NOTIFICATION_EVENT, type WaitingRequestPayload, optionsForPayload } from "../../worker/notifications/payload";
+import type { PendingRow, SessionStore } from "./store";
+
+const SCHEMA = `
+CREATE TABLE IF NOT EXISTS notify (perm_id INTEGER PRIMARY KEY, after_ms INTEGER NOT NULL, due_at INTEGER, sent_at INTEGER);
+CREATE TABLE IF NOT EXISTS approval_links (
+  link_id TEXT PRIMARY KEY, perm_id INTEGER NOT NULL, tool_call_id TEXT, target_id TEXT NOT NULL, target_name TEXT NOT NULL,
+  expires_at INTEGER NOT NULL, used_at INTEGER, used_option TEXT, delivered INTEGER, attempts INTEGER NOT NULL DEFAULT 0, last_result TEXT);
+`;
+
+const DEFAULT_NOTIFY_AFTER_MS = 60_000;
+/** A link lives until its request's deadline, and never longer than this. */
+const LINK_MAX_TTL_MS = 3600_000;
+
+/** What the approval page shows for a link. */
+export type ApprovalView =
+  | {
+      state: "pending";
+      session: { id: string; agent: string; cwd: string; title: string | null };
+      request: { id: number; toolCallId: string | null; createdAt: number; deadlineAt: number };
+      operation: OperationView;
+      options: PermissionOption[];
+      /** The options this page may answer with (the *_once kinds). */
+      linkOptions: PermissionOption[];
+      target: string;
+      expiresAt: number;
+    }
+  | { state: "used"; usedAt: number; option: string | null }
+  | { state: "expired" }
+  | { state: "answered"; decidedBy: unknown; outcome: unknown }
+  | { state: "invalid_option"; offered: string[] }
+  | { state: "unknown" };
+
+/** Why a link did not answer. */
+export type LinkRefusal = Exclude<ApprovalView, { state: "pending" }>;
+
+export type LinkDecidedBy = { type: "link"; linkId: string; targetId: string; target: string };
+
+type LinkRow = {
+  link_id: string;
+  perm_id: number;
+  tool_call_id: string | null;
+  target_id: string;
+  target_name: string;
+  expires_at: number;
+  used_at: number | null;
+  used_option: string | null;
+};
+type TargetRow = { id: string; name: string; url: string; secret: string; link_base_url: string };
+
+export class Notifier {
+  private readonly sql: SqlStorage;
+
+  constructor(
+    private readonly ctx: DurableObjectState,
+    private readonly env: Env,
+    private readonly store: SessionStore,
+    /** Sets the object's alarm to the earliest of deadlines and notify times. */
+    private readonly reschedule: () => void,
+  ) {
+    this.sql = ctx.storage.sql;
+    this.sql.exec(SCHEMA);
+  }
+
+  /** People are being asked: if the tenant has targets, the notify time of this request is set. */
+  async track(permId: number): Promise<void> {
+    const meta = this.store.meta;
+    if (!meta) return;
+    const tenant = await this.env.DB.prepare(
+      "SELECT settings, (SELECT count(*) FROM notification_targets WHERE tenant_id = ?1) AS targets FROM tenants WHERE id = ?1",
+    )
+      .bind(meta.tenantId)
+      .first<{ settings: string; targets: number }>();
+    if (!tenant || tenant.targets === 0) return;
+    const pending = this.store.pendingById(permId);
+    if (!pending) return;
+    const after = notifyAfterMs(tenant.settings);
+    this.sql.exec("INSERT OR IGNORE INTO notify (perm_id, after_ms, due_at) VALUES (?, ?, ?)", permId, after, pending.createdAt + after);
+    this.reschedule();
+  }
+
+  /** The earliest notify time of a request still pending and not yet sent. */
+  nextDue(): number | undefined {
+    return (
+      this.sql
+        .exec<{ d: number | null }>(
+          "SELECT min(n.due_at) AS d FROM notify n JOIN pending p ON p.perm_id = n.perm_id WHERE n.sent_at IS NULL AND n.due_at IS NOT NULL",
+        )
+        .one().d ?? undefined
+    );
+  }
+
+  /** Due requests are sent now if nobody is attached; otherwise they wait for the last client to leave. */
+  onAlarm(now: number, someoneAttached: boolean): void {
+    const due = this.sql
+      .exec<{ perm_id: number }>(
+        "SELECT n.perm_id FROM notify n JOIN pending p ON p.perm_id = n.perm_id WHERE n.sent_at IS NULL AND n.due_at <= ?",
+        now,
+      )
+      .toArray()
+      .map((r) => r.perm_id);
+    if (due.length === 0) return;
+    if (someoneAttached) {
+      for (const permId of due) this.sql.exec("UPDATE notify SET due_at = NULL WHERE perm_id = ?", permId);
+      return;
+    }
+    for (const permId of due) this.sql.exec("UPDATE notify SET sent_at = ? WHERE perm_id = ?", now, permId);
+    this.ctx.waitUntil(this.send(due, now).catch((e: unknown) => console.error("session: sending notifications failed", e)));
+  }
+
+  /** A client left; if none is left, unsent requests wait notifyAfterMs from now (at the least). */
+  onDetach(remainingClients: number, now = Date.now()): void {
+    if (remainingClients > 0) return;
+    const changed = this.sql.exec(
+      "UPDATE notify SET due_at = max(coalesce(due_at, 0), ? + after_ms) WHERE sent_at IS NULL",
+      now,
+    ).rowsWritten;
+    if (changed > 0) this.reschedule();
+  }
+
+  private async send(permIds: number[], now: number): Promise<void> {
+    const meta = this.store.meta;
+    if (!meta) return;
+    const { results: targets } = await this.env.DB.prepare(
+      "SELECT id, name, url, secret, link_base_url FROM notification_targets WHERE tenant_id = ? ORDER BY id",
+    )
+      .bind(meta.tenantId)
+      .all<TargetRow>();
+    const secret = this.env.APPROVAL_LINK_SECRET;
+    if (!usableSecret(secret)) console.error("session: APPROVAL_LINK_SECRET is unset or short; notifications carry no approval link");
+    const deliveries: Promise<void>[] = [];
+    for (const permId of permIds) {
+      const pending = this.store.pendingById(permId);
+      if (!pending) continue; // answered while the targets were read
+      for (const target of targets) {
+        const linkId = randomId("lnk");
+        const expiresAt = Math.min(pending.deadlineAt, now + LINK_MAX_TTL_MS);
+        this.sql.exec(
+          "INSERT INTO approval_links (link_id, perm_id, tool_call_id, target_id, target_name, expires_at) VALUES (?, ?, ?, ?, ?, ?)",
+          linkId,
+          permId,
+          pending.toolCallId,
+          target.id,
+          target.name,
+          expiresAt,
+        );
+        const token = usableSecret(secret)
+          ? await signApprovalToken(secret, { t: meta.tenantId, s: meta.sessionId, p: permId, l: linkId, e: expiresAt })
+          : null;
+        const payload = this.payload(
+          pending,
+          target,
+          linkId,
+          token ? { url: `${target.link_base_url}/approve/${token}`, expiresAt } : null,
+        );
+        deliveries.push(this.deliver(target, linkId, JSON.stringify(payload)));
+      }
+    }
+    await Promise.all(deliveries);
+  }
+
+  private async deliver(target: TargetRow, linkId: string, body: string): Promise<void> {
+    const result = await deliverWebhook(target, linkId, body);
+    this.sql.exec(
+      "UPDATE approval_links SET delivered = ?, attempts = ?, last_result = ? WHERE link_id = ?",
+      result.ok ? 1 : 0,
+      result.attempts,
+      result.last,
+      linkId,
+    );
+    if (!result.ok) console.error(`session: notification to "${target.name}" failed after ${result.attempts} attempts: ${result.last}`);
+  }
+
+  private payload(pending: PendingRow, target: TargetRow, deliveryId: string, link: WaitingRequestPayload["link"]): WaitingRequestPayload {
+    const view = this.requestView(pending);
+    return {
+      type: NOTIFICATION_EVENT,
+      deliveryId,
+      sentAt: Date.now(),
+      tenantId: this.store.meta?.tenantId ?? "",
+      session: view.session,
+      request: view.request,
+      operation: view.operation,
+      options: optionsForPayload(view.options, view.linkOptions),
+      link,
+      target: { id: target.id, name: target.name },
+    };
+  }
+
+  private requestView(pending: PendingRow) {
+    const meta = this.store.meta;
+    const params = JSON.parse(pending.params) as unknown;
+    const row = pending.toolCallId ? this.store.toolCall(pending.toolCallId) : undefined;
+    const toolCall = row ?? (isObject(params) ? params.toolCall : undefined);
+    const options = offeredOptions(params);
+    return {
+      session: { id: meta?.sessionId ?? "", agent: meta?.agent ?? "", cwd: meta?.cwd ?? "", title: meta?.title ?? null },
+      request: { id: pending.permId, toolCallId: pending.toolCallId, createdAt: pending.createdAt, deadlineAt: pending.deadlineAt },
+      operation: describeOperation(toolCall, meta?.cwd ?? ""),
+      options,
+      linkOptions: linkOptions(options),
+    };
+  }
+
+  // ── approval links ──────────────────────────────────────────────────────────────────────────
+  /** What a link shows now: the request, or why it can no longer answer. */
+  view(permId: number, linkId: string, now = Date.now()): ApprovalView {
+    const link = this.link(permId, linkId);
+    if (!link) return { state: "unknown" };
+    if (link.used_at !== null) return { state: "used", usedAt: link.used_at, option: link.used_option };
+    const pending = this.store.pendingById(permId);
+    if (!pending) return { state: "answered", ...this.resolutionOf(link) };
+    if (link.expires_at <= now) return { state: "expired" };
+    return { state: "pending", ...this.requestView(pending), target: link.target_name, expiresAt: link.expires_at };
+  }
+
+  /**
+   * Checks an answer through a link and, if it may answer, marks the link used (before the caller
+   * resolves the request, in the same synchronous event: two answers cannot both pass).
+   */
+  takeAnswer(
+    permId: number,
+    linkId: string,
+    optionId: string,
+    now = Date.now(),
+  ): { ok: true; pending: PendingRow; by: LinkDecidedBy } | { ok: false; view: LinkRefusal } {
+    const view = this.view(permId, linkId, now);
+    if (view.state !== "pending") return { ok: false, view };
+    const option = view.linkOptions.find((o) => o.optionId === optionId);
+    if (!option) return { ok: false, view: { state: "invalid_option", offered: view.linkOptions.map((o) => o.optionId) } };
+    const pending = this.store.pendingById(permId);
+    const link = this.link(permId, linkId);
+    if (!pending || !link) return { ok: false, view: { state: "unknown" } };
+    this.sql.exec("UPDATE approval_links SET used_at = ?, used_option = ? WHERE link_id = ?", now, option.name, linkId);
+    return { ok: true, pending, by: { type: "link", linkId, targetId: link.target_id, target: link.target_name } };
+  }
+
+  private link(permId: number, linkId: string): LinkRow | undefined {
+    return this.sql.exec<LinkRow>("SELECT * FROM approval_links WHERE link_id = ? AND perm_id = ?", linkId, permId).toArray()[0];
+  }
+
+  /** Who answered a request that is no longer pending, from the session's log of resolutions. */
+  private resolutionOf(link: LinkRow): { decidedBy: unknown; outcome: unknown } {
+    const rows = this.sql.exec<{ body: string }>("SELECT body FROM log WHERE kind = 'resolution' ORDER BY seq DESC LIMIT 200").toArray();
+    for (const { body } of rows) {
+      const entry = JSON.parse(body) as Record<string, unknown>;
+      const params = isObject(entry.params) ? entry.params : entry;
+      if (entry.permId === link.perm_id || (link.tool_call_id !== null && params.toolCallId === link.tool_call_id)) {
+        return { decidedBy: params.decidedBy ?? null, outcome: params.outcome ?? null };
+      }
+    }
+    return { decidedBy: null, outcome: null };
+  }
+}
+
+function notifyAfterMs(settingsText: string): number {
+  try {
+    const settings = JSON.parse(settingsText) as unknown;
+    const value = isObject(settings) ? settings.notifyAfterMs : undefined;
+    return typeof value === "number" && value >= 0 ? value : DEFAULT_NOTIFY_AFTER_MS;
+  } catch {
+    return DEFAULT_NOTIFY_AFTER_MS;
+  }
+}

@@ -1,0 +1,107 @@
+// The web console's pure parts, in Node: Markdown rendered safely (the agent's text is the only
+// HTML the console inserts), edits shown as line diffs, and a session's transcript never leaving a
+// cancelled turn's tool calls or requests pending, with who answered in words.
+
+import { describe, expect, it } from "vitest";
+import { lineDiff } from "../../web/src/diff";
+import { renderMarkdown } from "../../web/src/markdown";
+import { EMPTY, applyUpdate, permissionRequested, permissionResolved, permissionWithdrawn, turnEnded } from "../../web/src/transcript";
+
+describe("the console's Markdown", () => {
+  it("renders Markdown and shows raw HTML as text, never as elements", () => {
+    const html = renderMarkdown('**bold** <img src=x onerror="alert(1)"> <script>alert(2)</script>\n\n<div onclick="x()">block</div>');
+    expect(html).toContain("<strong>bold</strong>");
+    expect(html).not.toMatch(/<img|<script|<div/i);
+    expect(html).toContain("&#60;img src=x onerror=&#34;alert(1)&#34;&#62;");
+    expect(html).toContain("&#60;script&#62;");
+  });
+
+  it("keeps http(s), mailto and relative links; drops javascript: and data: targets; never loads images", () => {
+    expect(renderMarkdown("[a](https://example.com/x)")).toContain('<a href="https://example.com/x"');
+    expect(renderMarkdown("[rel](docs/x.md)")).toContain('<a href="docs/x.md"');
+    for (const bad of ["javascript:alert(1)", "JavaScript:alert(1)", "data:text/html,<b>x</b>", "vbscript:x"]) {
+      const html = renderMarkdown(`[click](${bad})`);
+      expect(html, bad).not.toContain("<a ");
+      expect(html, bad).toContain("click");
+    }
+    expect(renderMarkdown("![logo](https://example.com/logo.png)")).not.toContain("<img");
+  });
+
+  it("escapes quotes in link targets and titles", () => {
+    const html = renderMarkdown('[x](https://e.com/"onmouseover="alert(1) "t\\"itle")');
+    expect(html).not.toMatch(/"\s*onmouseover=/);
+  });
+});
+
+describe("the console's diff", () => {
+  it("shows removed, added and unchanged lines in order", () => {
+    expect(lineDiff("# Demo\nA demo project.", "# Demo\nA demo project, edited.")).toEqual([
+      { op: " ", text: "# Demo" },
+      { op: "-", text: "A demo project." },
+      { op: "+", text: "A demo project, edited." },
+    ]);
+    expect(lineDiff(null, "new")).toEqual([{ op: "+", text: "new" }]);
+  });
+});
+
+describe("the console's transcript", () => {
+  const call = { toolCallId: "c1", title: "Run the tests", kind: "execute", status: "pending", rawInput: { command: "npm test" } };
+  const options = [
+    { optionId: "allow-once", name: "Allow once", kind: "allow_once" },
+    { optionId: "reject-once", name: "Reject", kind: "reject_once" },
+  ];
+
+  it("a cancelled turn leaves no tool call pending and no request open", () => {
+    let t = applyUpdate(EMPTY, { sessionUpdate: "tool_call", ...call }, undefined);
+    t = applyUpdate(t, { sessionUpdate: "tool_call", toolCallId: "c2", kind: "read", status: "in_progress" }, undefined);
+    t = permissionRequested(t, 7, { toolCall: call, options });
+    t = turnEnded(t, "The turn was cancelled.");
+    expect(Object.values(t.tools).map((c) => c.status)).toEqual(["cancelled", "cancelled"]);
+    expect(t.permissions["tool:c1"]?.state).toBe("resolved");
+    expect(t.items.at(-1)).toEqual({ type: "notice", text: "The turn was cancelled.", tone: "warn" });
+  });
+
+  it("says who answered, by name and option, never by id", () => {
+    let t = permissionRequested(applyUpdate(EMPTY, { sessionUpdate: "tool_call", ...call }, undefined), 7, { toolCall: call, options });
+    t = permissionWithdrawn(t, 7);
+    expect(t.permissions["tool:c1"]?.state).toBe("withdrawn");
+    t = permissionResolved(
+      t,
+      {
+        toolCallId: "c1",
+        outcome: { outcome: "selected", optionId: "allow-once" },
+        decidedBy: { type: "person", user: "ana", connectionId: "x" },
+      },
+      "me",
+    );
+    expect(t.permissions["tool:c1"]?.resolution).toBe("Answered by ana — “Allow once” (allow_once)");
+  });
+
+  it("a resolution with no card on screen (history) becomes a notice naming the operation", () => {
+    const t = permissionResolved(
+      applyUpdate(EMPTY, { sessionUpdate: "tool_call", ...call }, undefined),
+      {
+        toolCallId: "c1",
+        outcome: { outcome: "selected", optionId: "allow-once" },
+        decidedBy: { type: "rule", description: "Always allow `npm test …`" },
+      },
+      null,
+    );
+    expect(t.items.at(-1)).toEqual({
+      type: "notice",
+      text: "Permission to execute `npm test`: Auto-answered by the team rule “Always allow `npm test …`” — “allow-once”",
+      tone: "info",
+    });
+  });
+
+  it("streams agent text into one message and keeps thoughts apart", () => {
+    let t = EMPTY;
+    for (const text of ["Hello ", "there"])
+      t = applyUpdate(t, { sessionUpdate: "agent_message_chunk", content: { type: "text", text } }, undefined);
+    t = applyUpdate(t, { sessionUpdate: "agent_thought_chunk", content: { type: "text", text: "hmm" } }, undefined);
+    expect(t.items).toEqual([
+      { type: "message", role: "agent", text: "Hello there" },
+      { type: "thought", text: "hmm" },
+    ]);
+  });
+});

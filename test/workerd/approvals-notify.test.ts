@@ -1,0 +1,312 @@
+import { SELF, env, runDurableObjectAlarm, runInDurableObject } from "cloudflare:test";
+import { describe, expect, inject, it, vi } from "vitest";
+import type { SessionObject } from "../../durable-objects/session/session-object";
+import { verifySignature } from "../../protocol/webhook-signature";
+import {
+  type ScriptedAgent,
+  type SeededTenant,
+  attachClient,
+  clientWithSession,
+  connect,
+  dialInAgent,
+  isMethod,
+  seedTenant,
+} from "./helpers";
+
+declare module "vitest" {
+  export interface ProvidedContext {
+    /** test/e2e/approvals-receiver.ts, a globalSetup of the workerd project. */
+    webhookReceiverUrl: string;
+  }
+}
+
+type Json = Record<string, any>;
+const NOTIFY_AFTER = 60_000;
+const receiver = inject("webhookReceiverUrl");
+
+const execCall = {
+  toolCallId: "call-rm",
+  title: "Tidy up the build output",
+  kind: "execute",
+  status: "pending",
+  rawInput: { command: "rm", args: ["-rf", "dist"], cwd: "/projects/demo" },
+};
+const editCall = {
+  toolCallId: "call-edit",
+  title: "Edit the README",
+  kind: "edit",
+  status: "pending",
+  locations: [{ path: "/projects/demo/docs/../README.md" }],
+  content: [{ type: "diff", path: "/projects/demo/README.md", oldText: "# Demo\nold line\n", newText: "# Demo\nnew line\n" }],
+};
+
+async function addTarget(t: SeededTenant, channel: string): Promise<{ id: string; secret: string }> {
+  const response = await SELF.fetch("http://gateway.test/v1/notification-targets", {
+    method: "POST",
+    headers: { Authorization: `Bearer ${t.adminKey}`, "Content-Type": "application/json" },
+    body: JSON.stringify({ name: `pager ${channel}`, url: `${receiver}/hook/${channel}` }),
+  });
+  expect(response.status).toBe(201);
+  return (await response.json()) as { id: string; secret: string };
+}
+
+/** The next webhook the loopback receiver got on this channel (long-poll), or null. */
+async function nextDelivery(channel: string, timeoutMs = 5000): Promise<{ headers: Record<string, string>; body: string } | null> {
+  const response = await fetch(`${receiver}/next/${channel}?timeout=${timeoutMs}`);
+  return response.status === 200 ? ((await response.json()) as { headers: Record<string, string>; body: string }) : null;
+}
+async function receivedCount(channel: string): Promise<number> {
+  return ((await (await fetch(`${receiver}/count/${channel}`)).json()) as { received: number }).received;
+}
+
+function sessionStub(t: SeededTenant, sessionId: string) {
+  return env.SESSIONS.get(env.SESSIONS.idFromName(`${t.tenantId}/${sessionId}`));
+}
+
+const notifyRow = (t: SeededTenant, sessionId: string) =>
+  runInDurableObject(sessionStub(t, sessionId), (_: SessionObject, state) => {
+    return state.storage.sql.exec<{ due_at: number | null; sent_at: number | null }>("SELECT due_at, sent_at FROM notify").toArray()[0];
+  });
+const alarmAt = (t: SeededTenant, sessionId: string) =>
+  runInDurableObject(sessionStub(t, sessionId), (_: SessionObject, state) => state.storage.getAlarm());
+/** Time passes for the session: every waiting notify time moves `ms` into the past (the alarm is driven by the test). */
+const advance = (t: SeededTenant, sessionId: string, ms: number) =>
+  runInDurableObject(sessionStub(t, sessionId), (_: SessionObject, state) => {
+    state.storage.sql.exec("UPDATE notify SET due_at = due_at - ? WHERE due_at IS NOT NULL", ms);
+  });
+
+/** A session whose turn asks permission; the client that prompted is still attached unless `leave`. */
+async function waitingRequest(opts: { channel: string; toolCall?: Json; leave?: boolean; settings?: Json }) {
+  const t = await seedTenant({ notifyAfterMs: NOTIFY_AFTER, ...opts.settings });
+  const target = await addTarget(t, opts.channel);
+  const agent = await dialInAgent(t);
+  const { client, sessionId } = await clientWithSession(t, agent);
+  client.send({ jsonrpc: "2.0", id: "p1", method: "session/prompt", params: { sessionId, prompt: [{ type: "text", text: "go" }] } });
+  await agent.peer.next(isMethod("session/prompt"));
+  if (opts.leave !== false) {
+    client.close();
+    await client.closed;
+  }
+  const agentReqId = agent.askPermission(sessionId, opts.toolCall ?? execCall);
+  // Tracking reads the tenant's targets from D1 off the hot path; the alarm moves to the notify time once it has.
+  await vi.waitFor(async () => expect(await notifyRow(t, sessionId)).toBeDefined(), { timeout: 5000, interval: 20 });
+  return { t, target, agent, client, sessionId, agentReqId };
+}
+
+async function notified(channel: string, secret: string): Promise<Json> {
+  const delivery = await nextDelivery(channel);
+  expect(delivery).not.toBeNull();
+  const { headers, body } = delivery as { headers: Record<string, string>; body: string };
+  expect(await verifySignature(secret, body, headers["x-acp-gateway-signature"] ?? null)).toEqual({ ok: true });
+  return JSON.parse(body) as Json;
+}
+
+async function openLink(url: string, init?: RequestInit) {
+  const response = await SELF.fetch(url, init);
+  return { status: response.status, text: await response.text() };
+}
+const answer = (url: string, optionId: string) =>
+  openLink(url, { method: "POST", headers: { "Content-Type": "application/x-www-form-urlencoded" }, body: `optionId=${optionId}` });
+
+async function answeredToAgent(agent: ScriptedAgent, agentReqId: string | number) {
+  return agent.peer.next((m) => m.id === agentReqId && !("method" in m));
+}
+
+describe("notifications of waiting permission requests", () => {
+  it("sets the alarm to the notify time (before the deadline), sends nothing before it, then one signed webhook with the operation in full", async () => {
+    const channel = `c-${crypto.randomUUID()}`;
+    const { t, target, sessionId } = await waitingRequest({ channel });
+    const row = await notifyRow(t, sessionId);
+    const snapshot = await sessionStub(t, sessionId).snapshot({ tenantId: t.tenantId, sessionId });
+    const pending = snapshot?.pendingPermissions[0];
+    expect(row?.due_at).toBe((pending?.createdAt ?? 0) + NOTIFY_AFTER);
+    expect(await alarmAt(t, sessionId)).toBe(row?.due_at);
+    expect(row?.due_at).toBeLessThan(pending?.deadlineAt ?? 0);
+
+    // The alarm running early (before the notify time) sends nothing.
+    await runDurableObjectAlarm(sessionStub(t, sessionId));
+    expect((await notifyRow(t, sessionId))?.sent_at).toBeNull();
+    expect(await alarmAt(t, sessionId)).toBe(row?.due_at);
+
+    await advance(t, sessionId, NOTIFY_AFTER);
+    expect(await runDurableObjectAlarm(sessionStub(t, sessionId))).toBe(true);
+    const payload = await notified(channel, target.secret);
+    expect(payload).toMatchObject({
+      type: "permission.waiting",
+      tenantId: t.tenantId,
+      session: { id: sessionId, agent: "scripted", cwd: "/projects/demo" },
+      request: { toolCallId: "call-rm", deadlineAt: pending?.deadlineAt },
+      operation: {
+        kind: "execute",
+        agentTitle: "Tidy up the build output",
+        command: { text: "rm -rf dist", argv: ["rm", "-rf", "dist"], cwd: "/projects/demo" },
+        rawInput: execCall.rawInput,
+      },
+      options: [
+        { optionId: "allow", kind: "allow_once", onLink: true },
+        { optionId: "allow-always", kind: "allow_always", onLink: false },
+        { optionId: "reject", kind: "reject_once", onLink: true },
+      ],
+      target: { id: target.id },
+    });
+    expect(payload.link.url).toMatch(/^http:\/\/gateway\.test\/approve\/[\w-]+\.[\w-]+$/);
+    expect(payload.link.expiresAt).toBeLessThanOrEqual(pending?.deadlineAt ?? 0);
+    // Once per request: the alarm running again sends nothing more.
+    await runDurableObjectAlarm(sessionStub(t, sessionId));
+    expect(await nextDelivery(channel, 300)).toBeNull();
+  });
+
+  it("sends nothing while a client who could answer is attached; the wait starts again when it leaves", async () => {
+    const channel = `c-${crypto.randomUUID()}`;
+    const { t, target, client, sessionId } = await waitingRequest({ channel, leave: false });
+    await client.next(isMethod("session/request_permission"));
+    await advance(t, sessionId, NOTIFY_AFTER);
+    await runDurableObjectAlarm(sessionStub(t, sessionId));
+    expect(await notifyRow(t, sessionId)).toEqual({ due_at: null, sent_at: null });
+    expect(await receivedCount(channel)).toBe(0);
+
+    const left = Date.now();
+    client.close();
+    await client.closed;
+    await vi.waitFor(async () => expect((await notifyRow(t, sessionId))?.due_at).toBeGreaterThanOrEqual(left + NOTIFY_AFTER), {
+      timeout: 5000,
+      interval: 20,
+    });
+    expect(await alarmAt(t, sessionId)).toBe((await notifyRow(t, sessionId))?.due_at);
+    await advance(t, sessionId, NOTIFY_AFTER);
+    await runDurableObjectAlarm(sessionStub(t, sessionId));
+    expect((await notified(channel, target.secret)).request.toolCallId).toBe("call-rm");
+  });
+
+  it("a tenant without targets tracks nothing and keeps the deadline alarm", async () => {
+    const t = await seedTenant({ notifyAfterMs: NOTIFY_AFTER });
+    const agent = await dialInAgent(t);
+    const { client, sessionId } = await clientWithSession(t, agent);
+    client.send({ jsonrpc: "2.0", id: "p1", method: "session/prompt", params: { sessionId, prompt: [{ type: "text", text: "go" }] } });
+    await agent.peer.next(isMethod("session/prompt"));
+    agent.askPermission(sessionId, execCall);
+    await client.next(isMethod("session/request_permission"));
+    const snapshot = await sessionStub(t, sessionId).snapshot({ tenantId: t.tenantId, sessionId });
+    expect(await alarmAt(t, sessionId)).toBe(snapshot?.pendingPermissions[0]?.deadlineAt);
+    expect(await notifyRow(t, sessionId)).toBeUndefined();
+  });
+
+  it("retries a failed delivery (503) and delivers it", async () => {
+    const channel = `fail-1-${crypto.randomUUID()}`;
+    const { t, target, sessionId } = await waitingRequest({ channel });
+    await advance(t, sessionId, NOTIFY_AFTER);
+    await runDurableObjectAlarm(sessionStub(t, sessionId));
+    const payload = await notified(channel, target.secret);
+    expect(await receivedCount(channel)).toBe(2);
+    await vi.waitFor(
+      async () => {
+        const row = await runInDurableObject(sessionStub(t, sessionId), (_: SessionObject, state) =>
+          state.storage.sql.exec("SELECT delivered, attempts FROM approval_links WHERE link_id = ?", payload.deliveryId).one(),
+        );
+        expect(row).toEqual({ delivered: 1, attempts: 2 });
+      },
+      { timeout: 5000, interval: 20 },
+    );
+  });
+});
+
+describe("the approval page", () => {
+  async function linkFor(opts: { toolCall?: Json } = {}) {
+    const channel = `c-${crypto.randomUUID()}`;
+    const waiting = await waitingRequest({ channel, ...opts });
+    await advance(waiting.t, waiting.sessionId, NOTIFY_AFTER);
+    await runDurableObjectAlarm(sessionStub(waiting.t, waiting.sessionId));
+    const payload = await notified(channel, waiting.target.secret);
+    return { ...waiting, payload, url: payload.link.url as string };
+  }
+
+  it("shows the operation in full and the one-time options; answering is a client's answer, and a second use says it was used", async () => {
+    const { agent, agentReqId, sessionId, url, payload } = await linkFor();
+    const page = await openLink(url);
+    expect(page.status).toBe(200);
+    expect(page.text).toContain("$ rm -rf dist");
+    expect(page.text).toContain("/projects/demo");
+    expect(page.text).toContain("its words, not checked by the gateway");
+    expect(page.text).toContain('value="allow"');
+    expect(page.text).toContain('value="reject"');
+    expect(page.text).not.toContain('value="allow-always"');
+    expect(page.text).toMatch(/Not offered here: .*Always allow.*allow_always/);
+
+    const done = await answer(url, "allow");
+    expect(done.status).toBe(200);
+    expect((await answeredToAgent(agent, agentReqId)).result).toEqual({ outcome: { outcome: "selected", optionId: "allow" } });
+
+    const again = await openLink(url);
+    expect(again.status).toBe(410);
+    expect(again.text).toContain("already used");
+    expect((await answer(url, "reject")).status).toBe(410);
+
+    await vi.waitFor(
+      async () => {
+        const row = await env.DB.prepare(
+          "SELECT decided_by, decided_by_key, decided_by_user, option_id FROM decision_audit WHERE session_id = ?",
+        )
+          .bind(sessionId)
+          .first();
+        expect(row).toEqual({
+          decided_by: "link",
+          decided_by_key: payload.deliveryId,
+          decided_by_user: `approval link via ${payload.target.name}`,
+          option_id: "allow",
+        });
+      },
+      { timeout: 5000, interval: 20 },
+    );
+  });
+
+  it("first answer wins: a link answer withdraws an attached client's copy and tells it decidedBy the link", async () => {
+    const { t, agent, agentReqId, sessionId, url, payload } = await linkFor();
+    const late = await connect(`/acp?agent=${agent.name}`, t.clientKey2);
+    await late.request("initialize", { protocolVersion: 1, clientCapabilities: {} });
+    await late.request("session/load", { sessionId, cwd: "/projects/demo", mcpServers: [] });
+    const copy = await late.next(isMethod("session/request_permission"));
+    expect((await answer(url, "reject")).status).toBe(200);
+    expect((await late.next(isMethod("$/cancel_request"))).params.requestId).toBe(copy.id);
+    const resolved = await late.next(isMethod("_acp_gateway/permission_resolved"));
+    expect(resolved.params.decidedBy).toEqual({
+      type: "link",
+      linkId: payload.deliveryId,
+      targetId: payload.target.id,
+      target: payload.target.name,
+    });
+    expect((await answeredToAgent(agent, agentReqId)).result.outcome.optionId).toBe("reject");
+  });
+
+  it("first answer wins: after an editor answered, the link says so (410 to open, 409 to answer)", async () => {
+    const { t, agent, agentReqId, sessionId, url } = await linkFor();
+    const bob = await attachClient(t, agent, sessionId);
+    const copy = await bob.next(isMethod("session/request_permission"));
+    bob.respond(copy.id, { outcome: { outcome: "selected", optionId: "reject" } });
+    await answeredToAgent(agent, agentReqId);
+    const opened = await openLink(url);
+    expect(opened.status).toBe(410);
+    expect(opened.text).toContain("bob answered it from a client");
+    const late = await answer(url, "allow");
+    expect(late.status).toBe(409);
+    expect(agent.peer.unclaimed().filter((m) => m.id === agentReqId)).toEqual([]);
+  });
+
+  it("shows an edit's diff and resolved paths", async () => {
+    const { url } = await linkFor({ toolCall: editCall });
+    const page = await openLink(url);
+    expect(page.status).toBe(200);
+    expect(page.text).toContain("/projects/demo/README.md");
+    expect(page.text).not.toContain("docs/../README.md</code>");
+    expect(page.text).toContain('<span class="del">- old line</span>');
+    expect(page.text).toContain('<span class="add">+ new line</span>');
+  });
+
+  it("refuses an *_always option and an option not offered; the request stays pending", async () => {
+    const { t, sessionId, url } = await linkFor();
+    expect((await answer(url, "allow-always")).status).toBe(400);
+    expect((await answer(url, "yolo")).status).toBe(400);
+    const snapshot = await sessionStub(t, sessionId).snapshot({ tenantId: t.tenantId, sessionId });
+    expect(snapshot?.pendingPermissions).toHaveLength(1);
+    expect((await openLink(url)).status).toBe(200);
+  });
+});

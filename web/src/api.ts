@@ -1,0 +1,143 @@
+// The gateway's REST API (/v1/…) with the signed-in key. Errors become ApiError with a message a
+// person can act on: a refused key (401) and a key that may not do something (403) say so.
+
+export class ApiError extends Error {
+  constructor(
+    readonly status: number,
+    message: string,
+  ) {
+    super(message);
+  }
+}
+
+export interface Session {
+  id: string;
+  agent: string;
+  cwd: string;
+  title: string | null;
+  createdBy: string | null;
+  createdAt: number;
+  updatedAt: number;
+}
+
+export interface Snapshot {
+  sessionId: string;
+  agent: string;
+  cwd: string;
+  title: string | null;
+  turn: { state: "idle" | "running" | "cancelling"; startedAt?: number; user?: string | null };
+  pendingPermissions: { requestId: number; toolCallId: string | null; createdAt: number; deadlineAt: number }[];
+  clients: { connectionId: string; user: string | null; attachedAt: number }[];
+}
+
+export type Matcher =
+  | { type: "tool"; kind: string; name?: string }
+  | { type: "command"; prefix: readonly string[] }
+  | { type: "argv"; argv: readonly string[] }
+  | { type: "path"; glob: string; kinds?: readonly string[] }
+  | { type: "exact"; hash: string };
+
+export interface Rule {
+  id: string;
+  decision: "allow" | "reject";
+  scope: { project?: string; user?: string; agent?: string };
+  matcher: Matcher;
+  description: string;
+  expiresAt: number | null;
+  createdBy: { key: string | null; user: string | null };
+  createdFrom: { sessionId: string | null; toolCallId: string | null };
+  createdAt: number;
+  revokedAt: number | null;
+  hits: number;
+  lastHitAt: number | null;
+}
+
+export interface DryRun {
+  decision: "allow" | "reject" | null;
+  rule: Rule | null;
+  option: { optionId: string; name: string; kind: string } | null;
+}
+
+export type DecidedByType = "person" | "rule" | "cancel" | "deadline" | "turn_end" | "agent_disconnected" | "agent_withdrew";
+
+export interface AuditEntry {
+  id: string;
+  sessionId: string;
+  agent: string;
+  toolCallId: string | null;
+  kind: string | null;
+  name: string | null;
+  operation: string | null;
+  outcome: "selected" | "cancelled" | "withdrawn";
+  optionId: string | null;
+  optionKind: string | null;
+  decidedBy: { type: DecidedByType; key: string | null; user: string | null; ruleId: string | null };
+  at: number;
+}
+
+export interface Page<T> {
+  items: T[];
+  nextCursor: string | null;
+}
+
+export class Api {
+  constructor(private readonly key: string) {}
+
+  get<T>(path: string): Promise<T> {
+    return this.call<T>("GET", path);
+  }
+
+  post<T>(path: string, body: unknown): Promise<T> {
+    return this.call<T>("POST", path, body);
+  }
+
+  patch<T>(path: string, body: unknown): Promise<T> {
+    return this.call<T>("PATCH", path, body);
+  }
+
+  delete(path: string): Promise<void> {
+    return this.call<void>("DELETE", path);
+  }
+
+  private async call<T>(method: string, path: string, body?: unknown): Promise<T> {
+    const headers: Record<string, string> = { Authorization: `Bearer ${this.key}` };
+    if (body !== undefined) headers["Content-Type"] = "application/json";
+    let response: Response;
+    try {
+      response = await fetch(path, { method, headers, ...(body !== undefined ? { body: JSON.stringify(body) } : {}) });
+    } catch {
+      throw new ApiError(0, "The gateway could not be reached. Check your connection and try again.");
+    }
+    if (response.status === 204) return undefined as T;
+    const text = await response.text();
+    let json: unknown = null;
+    try {
+      json = text ? JSON.parse(text) : null;
+    } catch {
+      // not JSON: the status says enough
+    }
+    if (!response.ok) throw new ApiError(response.status, explain(response.status, errorMessage(json) ?? response.statusText));
+    // SAFETY: the gateway's OpenAPI schemas describe these responses; the types above mirror them.
+    return json as T;
+  }
+}
+
+function errorMessage(json: unknown): string | undefined {
+  if (typeof json !== "object" || json === null || !("error" in json)) return undefined;
+  const error = (json as { error: unknown }).error;
+  return typeof error === "object" && error !== null && "message" in error ? String((error as { message: unknown }).message) : undefined;
+}
+
+function explain(status: number, message: string): string {
+  if (status === 401) return `The gateway did not accept this key: ${message}`;
+  if (status === 403) return `This key may not do that: ${message}. Ask someone with an admin key.`;
+  if (status === 429) return `Too many requests with this key: ${message}. Wait a minute and try again.`;
+  return message;
+}
+
+export function query(params: Record<string, string | undefined>): string {
+  const q = new URLSearchParams();
+  for (const [k, v] of Object.entries(params)) if (v !== undefined && v !== "") q.set(k, v);
+  const s = q.toString();
+  return s ? `?${s}` : "";
+}

@@ -1,0 +1,176 @@
+// The decision audit: who or what resolved each permission request, newest first, filterable, and
+// exportable as NDJSON (one JSON entry a line, every page of the current filter).
+
+import { useCallback, useEffect, useState } from "preact/hooks";
+import { type Api, type AuditEntry, type Page, type Rule, query } from "../api";
+import { dateTime, errorText } from "../format";
+
+interface Filter {
+  decidedBy?: string;
+  agent?: string;
+  user?: string;
+  sessionId?: string;
+}
+
+const EXPORT_PAGES = 50;
+
+export function AuditPage({ api }: { api: Api }) {
+  const [filter, setFilter] = useState<Filter>({});
+  const [entries, setEntries] = useState<AuditEntry[] | null>(null);
+  const [next, setNext] = useState<string | null>(null);
+  const [rules, setRules] = useState<Map<string, Rule>>(new Map());
+  const [error, setError] = useState<string | null>(null);
+  const [exporting, setExporting] = useState(false);
+
+  const load = useCallback(
+    async (cursor?: string) => {
+      try {
+        const page = await api.get<Page<AuditEntry>>(`/v1/audit${query({ ...filter, cursor, limit: "100" })}`);
+        setEntries((prev) => (cursor ? [...(prev ?? []), ...page.items] : page.items));
+        setNext(page.nextCursor);
+        setError(null);
+      } catch (e) {
+        setError(`Could not read the audit: ${errorText(e)}`);
+      }
+    },
+    [api, filter],
+  );
+  useEffect(() => void load(), [load]);
+  useEffect(() => {
+    // Rule descriptions, so an entry decided by a rule says which one in words.
+    api
+      .get<Page<Rule>>("/v1/rules?limit=200")
+      .then((page) => setRules(new Map(page.items.map((r) => [r.id, r]))))
+      .catch(() => undefined);
+  }, [api]);
+
+  const exportNdjson = async () => {
+    setExporting(true);
+    try {
+      const lines: string[] = [];
+      let cursor: string | undefined;
+      for (let i = 0; i < EXPORT_PAGES; i++) {
+        const page = await api.get<Page<AuditEntry>>(`/v1/audit${query({ ...filter, cursor, limit: "200" })}`);
+        for (const item of page.items) lines.push(JSON.stringify(item));
+        if (!page.nextCursor) break;
+        cursor = page.nextCursor;
+      }
+      const blob = new Blob(
+        lines.map((l) => `${l}\n`),
+        { type: "application/x-ndjson" },
+      );
+      const a = document.createElement("a");
+      a.href = URL.createObjectURL(blob);
+      a.download = `acp-gateway-audit-${new Date().toISOString().slice(0, 19).replace(/:/g, "")}.ndjson`;
+      a.click();
+      setTimeout(() => URL.revokeObjectURL(a.href), 10_000);
+    } catch (e) {
+      setError(`Could not export the audit: ${errorText(e)}`);
+    } finally {
+      setExporting(false);
+    }
+  };
+
+  return (
+    <div class="page audit-page">
+      <h2>Audit</h2>
+      <p class="muted">How every permission request was resolved: by a person, by a team rule, or by the turn ending.</p>
+      <form
+        class="card filters"
+        aria-label="Filter the audit"
+        onSubmit={(e) => {
+          e.preventDefault();
+          const f = new FormData(e.currentTarget as HTMLFormElement);
+          setFilter({
+            decidedBy: String(f.get("decidedBy") ?? ""),
+            agent: String(f.get("agent") ?? ""),
+            user: String(f.get("user") ?? ""),
+            sessionId: String(f.get("sessionId") ?? ""),
+          });
+        }}
+      >
+        <label>
+          Decided by
+          <select name="decidedBy">
+            <option value="">anyone or anything</option>
+            <option value="person">a person</option>
+            <option value="rule">a rule</option>
+            <option value="cancel">a cancel</option>
+            <option value="deadline">the deadline</option>
+            <option value="turn_end">the turn ending</option>
+            <option value="agent_disconnected">the agent disconnecting</option>
+            <option value="agent_withdrew">the agent withdrawing</option>
+          </select>
+        </label>
+        <label>
+          Person
+          <input name="user" autocomplete="off" />
+        </label>
+        <label>
+          Agent
+          <input name="agent" autocomplete="off" />
+        </label>
+        <label>
+          Session
+          <input name="sessionId" autocomplete="off" />
+        </label>
+        <button class="primary">Filter</button>
+        <button type="button" onClick={() => void exportNdjson()} disabled={exporting}>
+          {exporting ? "Exporting…" : "Export NDJSON"}
+        </button>
+      </form>
+      {error && (
+        <p class="error" role="alert">
+          {error}
+        </p>
+      )}
+      {entries?.length === 0 && <p class="muted">No decisions match.</p>}
+      <ul class="audit-list">
+        {entries?.map((e) => (
+          <li key={e.id} class="card audit-entry" data-audit={e.id}>
+            <div class="card-head">
+              <span class="badge kind">{e.kind ?? "other"}</span>
+              <span class={`badge outcome-${e.outcome}`}>{outcomeText(e)}</span>
+              <span class="muted">{dateTime(e.at)}</span>
+            </div>
+            <pre class="code command">{e.operation ?? e.name ?? "(no operation recorded)"}</pre>
+            <p class="decided-by">{decidedByText(e, rules)}</p>
+            <p class="muted small">
+              agent {e.agent} · session <code>{e.sessionId}</code>
+            </p>
+          </li>
+        ))}
+      </ul>
+      {next && <button onClick={() => void load(next)}>Load more</button>}
+    </div>
+  );
+}
+
+function outcomeText(e: AuditEntry): string {
+  if (e.outcome === "selected") return e.optionKind ?? e.optionId ?? "selected";
+  return e.outcome;
+}
+
+function decidedByText(e: AuditEntry, rules: Map<string, Rule>): string {
+  const by = e.decidedBy;
+  switch (by.type) {
+    case "person":
+      return `Answered by ${by.user ?? "someone with a key"}`;
+    case "rule": {
+      const rule = by.ruleId ? rules.get(by.ruleId) : undefined;
+      return rule
+        ? `Auto-answered by the team rule “${rule.description}”`
+        : `Auto-answered by a team rule${by.ruleId ? ` (${by.ruleId})` : ""}`;
+    }
+    case "cancel":
+      return by.user ? `Cancelled by ${by.user}` : "The turn was cancelled";
+    case "deadline":
+      return "Nobody answered before the deadline";
+    case "turn_end":
+      return "The turn ended first";
+    case "agent_disconnected":
+      return "The agent disconnected";
+    case "agent_withdrew":
+      return "The agent withdrew the request";
+  }
+}

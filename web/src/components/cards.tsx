@@ -1,0 +1,343 @@
+// Tool-call and permission cards. What a call does is shown from its kind, command, working
+// directory, resolved paths and diff; the agent's title is shown apart, quoted and attributed, as
+// the agent's own words. A permission card lists every option with its kind; an "always" option
+// first shows the rule that would be stored and what it covers, then asks to confirm.
+
+import type { ComponentChildren } from "preact";
+import { useEffect, useState } from "preact/hooks";
+import { type DeriveResult, type DerivedRule, deriveRule } from "../../../protocol/rules/derive";
+import { exactHash } from "../../../protocol/rules/canonical";
+import { isWithin } from "../../../protocol/rules/paths";
+import { type JsonObject, isObject } from "../acp";
+import type { Api, DryRun, Session } from "../api";
+import { lineDiff } from "../diff";
+import { errorText } from "../format";
+import { renderMarkdown } from "../markdown";
+import { commandOf, diffsOf, kindOf, locationsOf, pathsOfCall, workdirOf } from "../operation";
+import { coversText, scopeText } from "../rule-text";
+import type { Permission, PermissionOption, PlanEntry } from "../transcript";
+
+export function Markdown({ text }: { text: string }) {
+  // renderMarkdown escapes any HTML in the text: this is the only HTML the console inserts.
+  return <div class="md" dangerouslySetInnerHTML={{ __html: renderMarkdown(text) }} />;
+}
+
+export function PlanView({ entries }: { entries: PlanEntry[] }) {
+  return (
+    <section class="card plan" aria-label="The agent's plan">
+      <h3>Plan</h3>
+      <ol>
+        {entries.map((e, i) => (
+          <li key={i} class={`plan-${e.status}`}>
+            <span class="badge">{e.status.replace("_", " ")}</span> {e.content}
+          </li>
+        ))}
+      </ol>
+    </section>
+  );
+}
+
+const STATUS_LABEL: Record<string, string> = {
+  pending: "pending",
+  in_progress: "running",
+  completed: "completed",
+  failed: "failed",
+  cancelled: "cancelled (the turn ended)",
+};
+
+/** A tool call; with a permission request for it, the request (showing the operation) inside. */
+export function ToolCard({ call, children }: { call: JsonObject; children?: ComponentChildren }) {
+  const status = typeof call.status === "string" ? call.status : "pending";
+  return (
+    <section class={`card tool status-${status}`} aria-label={`Tool call: ${kindOf(call)}`} data-tool-call={String(call.toolCallId)}>
+      <div class="card-head">
+        <span class="badge kind">{kindOf(call)}</span>
+        <span class={`badge status status-${status}`}>{STATUS_LABEL[status] ?? status}</span>
+      </div>
+      {children ?? (
+        <>
+          <AgentWords call={call} />
+          <Operation call={call} />
+        </>
+      )}
+      <ToolOutput call={call} />
+    </section>
+  );
+}
+
+function AgentWords({ call }: { call: JsonObject }) {
+  if (typeof call.title !== "string" || !call.title) return null;
+  return (
+    <p class="agent-words">
+      <span class="muted">The agent says:</span> <span class="agent-title">“{call.title}”</span>
+    </p>
+  );
+}
+
+/** The operation in full: command with its arguments and working directory, paths, diffs. */
+function Operation({ call, cwd }: { call: JsonObject; cwd?: string }) {
+  const command = commandOf(call);
+  const workdir = workdirOf(call) ?? (command ? cwd : undefined);
+  const paths = pathsOfCall(call);
+  const locations = locationsOf(call);
+  const diffs = diffsOf(call);
+  return (
+    <div class="operation">
+      {command && (
+        <div class="field">
+          <span class="label">Command</span>
+          <pre class="code command">{command}</pre>
+          {workdir && (
+            <span class="muted">
+              in <code class="path">{workdir}</code>
+            </span>
+          )}
+        </div>
+      )}
+      {paths.length > 0 && (
+        <div class="field">
+          <span class="label">{paths.length > 1 ? "Paths" : "Path"}</span>
+          <ul class="paths">
+            {paths.map((p) => (
+              <li key={p}>
+                <code class="path">{p}</code>
+                {locations
+                  .filter((l) => l.path === p && l.line !== undefined)
+                  .map((l) => (
+                    <span key={l.line} class="muted">
+                      {" "}
+                      line {l.line}
+                    </span>
+                  ))}
+              </li>
+            ))}
+          </ul>
+        </div>
+      )}
+      {!command && paths.length === 0 && typeof call.name === "string" && (
+        <div class="field">
+          <span class="label">Tool</span> <code>{call.name}</code>
+        </div>
+      )}
+      {!command && paths.length === 0 && call.rawInput !== undefined && (
+        <details class="field">
+          <summary>Input</summary>
+          <pre class="code">{JSON.stringify(call.rawInput, null, 2)}</pre>
+        </details>
+      )}
+      {diffs.map((d) => (
+        <DiffView key={d.path} path={d.path} oldText={d.oldText} newText={d.newText} />
+      ))}
+    </div>
+  );
+}
+
+export function DiffView({ path, oldText, newText }: { path: string; oldText: string | null; newText: string }) {
+  const lines = lineDiff(oldText, newText);
+  return (
+    <figure class="diff" aria-label={`Diff of ${path}`}>
+      <figcaption>
+        {oldText === null ? "New file " : "Changes to "}
+        <code class="path">{path}</code>
+      </figcaption>
+      <pre class="code">
+        {lines.map((l, i) => (
+          <span key={i} class={`line ${l.op === "+" ? "add" : l.op === "-" ? "del" : "same"}`}>
+            <span class="op" aria-label={l.op === "+" ? "added" : l.op === "-" ? "removed" : undefined}>
+              {l.op}
+            </span>
+            {l.text}
+            {"\n"}
+          </span>
+        ))}
+      </pre>
+    </figure>
+  );
+}
+
+function ToolOutput({ call }: { call: JsonObject }) {
+  const content = Array.isArray(call.content) ? call.content.filter(isObject) : [];
+  const texts = content.filter((c) => c.type === "content" && isObject(c.content));
+  const terminals = content.filter((c) => c.type === "terminal");
+  const output = isObject(call.rawOutput) ? call.rawOutput : null;
+  if (texts.length === 0 && terminals.length === 0 && !output) return null;
+  return (
+    <div class="output">
+      {texts.map((c, i) => {
+        const block = c.content as JsonObject;
+        return (
+          <pre key={i} class="code">
+            {block.type === "text" ? String(block.text) : `[${String(block.type)}]`}
+          </pre>
+        );
+      })}
+      {terminals.map((c, i) => (
+        <p key={`t${i}`} class="muted">
+          Terminal <code>{String(c.terminalId)}</code> (its output stays with the client that ran it)
+        </p>
+      ))}
+      {output && (typeof output.stdout === "string" || typeof output.stderr === "string") && (
+        <div class="terminal" aria-label="Terminal output">
+          {typeof output.exitCode === "number" && <span class="muted">exit code {output.exitCode}</span>}
+          {typeof output.stdout === "string" && output.stdout && <pre class="code term">{output.stdout}</pre>}
+          {typeof output.stderr === "string" && output.stderr && <pre class="code term stderr">{output.stderr}</pre>}
+        </div>
+      )}
+    </div>
+  );
+}
+
+interface PermissionProps {
+  api: Api;
+  permission: Permission;
+  session: Session;
+  onAnswer(optionId: string): void;
+}
+
+export function PermissionCard({ api, permission: p, session, onAnswer }: PermissionProps) {
+  const [confirming, setConfirming] = useState<PermissionOption | null>(null);
+  const open = p.state === "open";
+  return (
+    <section
+      class={`card permission ${open ? "open" : "closed"}`}
+      id={open ? "permission-waiting" : undefined}
+      aria-label={`Permission request: ${kindOf(p.toolCall)}`}
+    >
+      <div class="card-head">
+        <strong>{open ? "Permission requested" : "Permission request"}</strong>
+        <span class="badge kind">{kindOf(p.toolCall)}</span>
+      </div>
+      <AgentWords call={p.toolCall} />
+      <Operation call={p.toolCall} cwd={session.cwd} />
+      {p.state === "resolved" && <p class="resolution">{p.resolution}</p>}
+      {p.state === "sent" && <p class="muted">Answer sent…</p>}
+      {p.state === "withdrawn" && <p class="muted">Answered elsewhere…</p>}
+      {open && !confirming && (
+        <div class="options" role="group" aria-label="Options">
+          {p.options.map((o) => (
+            <button
+              key={o.optionId}
+              class={`option ${o.kind.startsWith("allow") ? "allow" : "reject"}`}
+              onClick={() => (o.kind.endsWith("_always") ? setConfirming(o) : onAnswer(o.optionId))}
+            >
+              {o.name} <span class="option-kind">{o.kind}</span>
+            </button>
+          ))}
+        </div>
+      )}
+      {open && confirming && (
+        <AlwaysConfirm
+          api={api}
+          permission={p}
+          option={confirming}
+          session={session}
+          onConfirm={() => onAnswer(confirming.optionId)}
+          onBack={() => setConfirming(null)}
+        />
+      )}
+    </section>
+  );
+}
+
+/** A path rule scoped to a project never covers paths outside it (the rules engine's TC-21). */
+function outsideProject(rule: DerivedRule, call: JsonObject): boolean {
+  const project = rule.scope.project;
+  return rule.matcher.type === "path" && project !== null && pathsOfCall(call).some((path) => !isWithin(path, project));
+}
+
+/**
+ * The rule an "always" answer will store, derived with the gateway's own deriveRule (the code the
+ * RulesObject runs when the answer arrives), and the API's dry run of this request against the
+ * team's current rules.
+ */
+function AlwaysConfirm({
+  api,
+  permission: p,
+  option,
+  session,
+  onConfirm,
+  onBack,
+}: {
+  api: Api;
+  permission: Permission;
+  option: PermissionOption;
+  session: Session;
+  onConfirm(): void;
+  onBack(): void;
+}) {
+  const [derived, setRule] = useState<DeriveResult | undefined>(undefined);
+  const rule: DerivedRule | null | undefined = derived && "reason" in derived ? null : derived;
+  const notRemembered = derived && "reason" in derived ? derived.reason : null;
+  const [dry, setDry] = useState<DryRun | string | null>(null);
+  useEffect(() => {
+    const hash = crypto.subtle ? exactHash(p.toolCall) : Promise.resolve("");
+    hash
+      .then((exact) =>
+        setRule(
+          deriveRule({
+            toolCall: p.toolCall,
+            optionKind: option.kind,
+            optionName: option.name,
+            cwd: session.cwd,
+            agent: session.agent,
+            exactHash: exact,
+          }),
+        ),
+      )
+      .catch(() => setRule(null));
+    api
+      .post<DryRun>("/v1/rules/test", { toolCall: p.toolCall, options: p.options, cwd: session.cwd, agent: session.agent })
+      .then(setDry)
+      .catch((e: unknown) => setDry(`The dry run failed: ${errorText(e)}`));
+  }, [p.key, option.optionId]);
+  const allow = option.kind === "allow_always";
+  return (
+    <div class="confirm" role="group" aria-label="Confirm the rule">
+      {rule === undefined && <p class="muted">Working out the rule…</p>}
+      {rule === null && (
+        <p class="warn">
+          This answer will not be remembered as a rule{notRemembered ? `: ${notRemembered}` : " (no rule may cover it)"}; it answers this
+          request only.
+        </p>
+      )}
+      {rule && (
+        <>
+          <p>
+            <strong>{allow ? "This will store a team rule:" : "This will store a team rule:"}</strong>
+          </p>
+          <p class="rule-description">{rule.description}</p>
+          {outsideProject(rule, p.toolCall) && (
+            <p class="warn">
+              {`${pathsOfCall(p.toolCall).join(", ")} is outside the project ${rule.scope.project ?? ""}: a rule scoped to the project never covers it, so this request is answered but the next one like it is asked again.`}
+            </p>
+          )}
+          <dl class="rule-scope">
+            <dt>Decision</dt>
+            <dd>
+              <span class={`badge decision-${rule.decision}`}>{rule.decision}</span> without asking anyone
+            </dd>
+            <dt>Covers</dt>
+            <dd>{coversText(rule.matcher)}</dd>
+            <dt>Where</dt>
+            <dd>{scopeText(rule.scope)}</dd>
+          </dl>
+        </>
+      )}
+      <p class="muted dry-run">
+        {dry === null
+          ? "Checking the team's current rules…"
+          : typeof dry === "string"
+            ? dry
+            : dry.rule
+              ? `Already decided by an existing rule: “${dry.rule.description}” (${dry.decision}).`
+              : "Dry run: no current rule answers this request; people are asked today."}
+      </p>
+      <div class="options">
+        <button class={`option ${allow ? "allow" : "reject"}`} onClick={onConfirm}>
+          {rule ? `Confirm: ${option.name}` : `Answer: ${option.name}`}
+        </button>
+        <button onClick={onBack}>Back</button>
+      </div>
+    </div>
+  );
+}

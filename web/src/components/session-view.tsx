@@ -1,0 +1,245 @@
+// One session, live: the transcript (history replayed by session/load, then live updates), the
+// permission requests waiting for an answer, and the prompt bar with cancel.
+
+import { useEffect, useRef, useState } from "preact/hooks";
+import { type Incoming, isObject } from "../acp";
+import type { Api, Session, Snapshot } from "../api";
+import { errorText } from "../format";
+import type { SessionLink } from "../link";
+import {
+  EMPTY,
+  type Transcript,
+  applyUpdate,
+  notice,
+  pendingCount,
+  permissionAnswered,
+  permissionRequested,
+  permissionResolved,
+  permissionWithdrawn,
+  ruleCreated,
+  turnEnded,
+  userMessage,
+} from "../transcript";
+import { Markdown, PermissionCard, PlanView, ToolCard } from "./cards";
+
+interface Props {
+  api: Api;
+  link: SessionLink;
+  session: Session;
+  isNew: boolean;
+  onBack(): void;
+}
+
+export function SessionView({ api, link, session, isNew, onBack }: Props) {
+  const [t, setT] = useState<Transcript>(EMPTY);
+  const [turn, setTurn] = useState<Snapshot["turn"]["state"]>("idle");
+  const [title, setTitle] = useState(session.title);
+  const [connection, setConnection] = useState<string | null>(null);
+  const [text, setText] = useState("");
+  const update = (f: (t: Transcript) => Transcript) => setT((prev) => f(prev));
+  const myTurn = useRef(false);
+
+  useEffect(() => {
+    const onMessage = (m: Incoming) => {
+      if (m.params.sessionId !== undefined && m.params.sessionId !== session.id) return;
+      switch (m.method) {
+        case "session/update":
+          if (isObject(m.params.update)) {
+            const u = m.params.update;
+            if (u.sessionUpdate === "session_info_update" && typeof u.title === "string") setTitle(u.title);
+            if (u.sessionUpdate === "user_message_chunk" && !myTurn.current) setTurn("running");
+            update((t) => applyUpdate(t, u, isObject(m.params._meta) ? m.params._meta : undefined));
+          }
+          return;
+        case "session/request_permission":
+          if (m.id !== undefined) {
+            const id = m.id;
+            update((t) => permissionRequested(t, id, m.params));
+          }
+          return;
+        case "$/cancel_request":
+          update((t) => permissionWithdrawn(t, m.params.requestId));
+          return;
+        case "_acp_gateway/permission_resolved":
+          update((t) => permissionResolved(t, m.params, link.connectionId));
+          return;
+        case "_acp_gateway/rule_created":
+          update((t) => ruleCreated(t, m.params));
+          return;
+        case "_acp_gateway/turn_ended":
+          setTurn("idle");
+          update((t) => turnEnded(t, typeof m.params.message === "string" ? m.params.message : "The gateway ended the turn."));
+          return;
+        default:
+          // A request this console does not serve (file system, terminals) gets a clear error.
+          if (m.id !== undefined)
+            link.client.respondError(m.id, { code: -32601, message: `${m.method} is not supported by the web console` });
+      }
+    };
+    const onClose = (code: number, reason: string) =>
+      setConnection(`Disconnected from the gateway (${code}${reason ? `: ${reason}` : ""}). Open the session again to reconnect.`);
+    link.listen(onMessage, onClose);
+    if (!isNew) {
+      link.client
+        .request("session/load", { sessionId: session.id, cwd: session.cwd, mcpServers: [] })
+        .then(() => api.get<Snapshot>(`/v1/sessions/${encodeURIComponent(session.id)}`))
+        .then((snapshot) => {
+          setTurn(snapshot.turn.state);
+          if (snapshot.title) setTitle(snapshot.title);
+          // Replayed tool calls still pending when no turn is running will never finish.
+          if (snapshot.turn.state === "idle") update((t) => turnEnded(t, null));
+        })
+        .catch((e: unknown) => update((t) => notice(t, `Could not load the session: ${errorText(e)}`, "warn")));
+    }
+    return () => link.close();
+  }, [link, session.id]);
+
+  const bottom = useRef<HTMLDivElement>(null);
+  useEffect(() => {
+    const box = bottom.current?.parentElement;
+    if (box && box.scrollHeight - box.scrollTop - box.clientHeight < 160) bottom.current?.scrollIntoView({ block: "end" });
+  }, [t]);
+
+  const send = (event: Event) => {
+    event.preventDefault();
+    const prompt = text.trim();
+    if (!prompt || turn !== "idle") return;
+    setText("");
+    setTurn("running");
+    myTurn.current = true;
+    update((t) => userMessage(t, prompt, null));
+    link.client
+      .request<{ stopReason?: string }>("session/prompt", { sessionId: session.id, prompt: [{ type: "text", text: prompt }] })
+      .then((r) => {
+        if (r.stopReason === "cancelled") update((t) => turnEnded(t, "The turn was cancelled."));
+        else if (r.stopReason && r.stopReason !== "end_turn") update((t) => notice(t, `The turn ended: ${r.stopReason}.`, "warn"));
+      })
+      .catch((e: unknown) => update((t) => turnEnded(t, `The prompt failed: ${errorText(e)}`)))
+      .finally(() => {
+        myTurn.current = false;
+        setTurn("idle");
+      });
+  };
+
+  const cancel = () => {
+    setTurn("cancelling");
+    link.client.notify("session/cancel", { sessionId: session.id });
+  };
+
+  const waiting = pendingCount(t);
+  const answer = (key: string, requestId: number | string, optionId: string) => {
+    link.client.respond(requestId, { outcome: { outcome: "selected", optionId } });
+    update((t) => permissionAnswered(t, key));
+  };
+
+  return (
+    <article class="session" aria-labelledby="session-title">
+      <header class="session-head">
+        <button class="quiet back" onClick={onBack} aria-label="Back to the sessions">
+          ← Sessions
+        </button>
+        <div class="session-id">
+          <h2 id="session-title">{title ?? "Untitled session"}</h2>
+          <p class="muted">
+            <span class="badge">{session.agent}</span> <code class="path">{session.cwd}</code>{" "}
+            <span class={`badge turn-${turn}`}>{turn === "idle" ? "idle" : turn === "running" ? "● running" : "cancelling"}</span>
+          </p>
+        </div>
+      </header>
+      {!link.agentConnected && <p class="warn">Agent “{link.agent}” is offline: prompts will fail until it connects.</p>}
+      {connection && (
+        <p class="error" role="alert">
+          {connection}
+        </p>
+      )}
+      {waiting > 0 && (
+        <p class="attention-bar" role="status">
+          <a href="#permission-waiting">
+            {waiting} permission request{waiting > 1 ? "s" : ""} waiting for an answer ↓
+          </a>
+        </p>
+      )}
+      <div class="transcript" aria-live="polite">
+        {t.plan && t.plan.length > 0 && <PlanView entries={t.plan} />}
+        {t.items.map((item, i) => {
+          switch (item.type) {
+            case "message":
+              return (
+                <div key={i} class={`msg ${item.role}`}>
+                  <span class="who">{item.role === "agent" ? "Agent" : item.by ? `${item.by}` : "You"}</span>
+                  {item.role === "agent" ? <Markdown text={item.text} /> : <p class="plain">{item.text}</p>}
+                </div>
+              );
+            case "thought":
+              return (
+                <details key={i} class="thought">
+                  <summary>Agent's thoughts</summary>
+                  <Markdown text={item.text} />
+                </details>
+              );
+            case "tool": {
+              const call = t.tools[item.toolCallId];
+              const p = t.permissions[`tool:${item.toolCallId}`];
+              return call ? (
+                <ToolCard key={item.toolCallId} call={call}>
+                  {p ? (
+                    <PermissionCard
+                      api={api}
+                      permission={p}
+                      session={session}
+                      onAnswer={(optionId) => answer(p.key, p.requestId, optionId)}
+                    />
+                  ) : null}
+                </ToolCard>
+              ) : null;
+            }
+            case "permission": {
+              // A request for a tool call already on screen is shown inside its card.
+              const p = t.permissions[item.key];
+              const inCard = p && p.key.startsWith("tool:") && t.tools[p.key.slice(5)] !== undefined;
+              return p && !inCard ? (
+                <PermissionCard
+                  key={item.key}
+                  api={api}
+                  permission={p}
+                  session={session}
+                  onAnswer={(optionId) => answer(p.key, p.requestId, optionId)}
+                />
+              ) : null;
+            }
+            case "notice":
+              return (
+                <p key={i} class={`notice ${item.tone}`}>
+                  {item.text}
+                </p>
+              );
+          }
+        })}
+        <div ref={bottom} />
+      </div>
+      <form class="prompt-bar" onSubmit={send}>
+        <label class="sr-only" for="prompt-text">
+          Prompt
+        </label>
+        <textarea
+          id="prompt-text"
+          rows={2}
+          placeholder={turn === "idle" ? "Ask the agent…" : "The agent is working…"}
+          value={text}
+          onInput={(e) => setText((e.currentTarget as HTMLTextAreaElement).value)}
+          onKeyDown={(e) => {
+            if (e.key === "Enter" && !e.shiftKey) send(e);
+          }}
+        />
+        <div class="prompt-actions">
+          <button class="primary" disabled={turn !== "idle" || !text.trim()}>
+            Send
+          </button>
+          <button type="button" class="danger" onClick={cancel} disabled={turn !== "running"}>
+            Cancel turn
+          </button>
+        </div>
+      </form>
+    </article>
+  );
+}

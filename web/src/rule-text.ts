@@ -1,0 +1,36 @@
+// What a rule covers, in words, from its matcher and scope: shown before an "always" answer is
+// stored and beside every rule in the Rules view.
+
+import type { Matcher } from "./api";
+
+export interface Scope {
+  project?: string | null;
+  agent?: string | null;
+  user?: string | null;
+}
+
+export function coversText(matcher: Matcher): string {
+  switch (matcher.type) {
+    case "command":
+      return `any command that starts with \`${matcher.prefix.join(" ")}\`, whatever arguments follow (every command of a compound command must start with it)`;
+    case "argv":
+      return `exactly the command \`${matcher.argv.join(" ")}\` with these arguments and no others (every command of a compound command must be it)`;
+    case "path": {
+      const kinds = matcher.kinds && matcher.kinds.length > 0 ? matcher.kinds.join(" / ") : "any file operation";
+      return matcher.glob.endsWith("/**") ? `${kinds} of any file under ${matcher.glob.slice(0, -3)}` : `${kinds} of ${matcher.glob} only`;
+    }
+    case "tool":
+      return matcher.name ? `the ${matcher.kind} tool ${matcher.name}, with any input` : `any ${matcher.kind} tool call`;
+    case "exact":
+      return "only this exact operation: the same kind, command or paths and content; anything different is asked again";
+  }
+}
+
+export function scopeText(scope: Scope): string {
+  const parts = [
+    scope.project ? `in ${scope.project} and below` : "in every project",
+    scope.agent ? `for agent ${scope.agent}` : "for every agent",
+    scope.user ? `when ${scope.user} is asking` : "for everyone on the team",
+  ];
+  return parts.join(", ");
+}

@@ -1,0 +1,228 @@
+// One session as the console shows it, built from what the gateway sends: messages, thoughts, the
+// plan, tool calls (merged by id), permission requests and notices. Pure functions returning new
+// objects, so the view re-renders; no DOM here.
+
+import { type JsonObject, isObject } from "./acp";
+import { operationLine } from "./operation";
+
+export type Item =
+  | { type: "message"; role: "user" | "agent"; text: string; by?: string | null }
+  | { type: "thought"; text: string }
+  | { type: "tool"; toolCallId: string }
+  | { type: "permission"; key: string }
+  | { type: "notice"; text: string; tone: "info" | "warn" };
+
+export interface PermissionOption {
+  optionId: string;
+  name: string;
+  kind: string;
+}
+
+export interface Permission {
+  key: string;
+  /** The gateway's id of this copy of the request: what the answer carries. */
+  requestId: number | string;
+  toolCall: JsonObject;
+  options: PermissionOption[];
+  state: "open" | "sent" | "withdrawn" | "resolved";
+  /** Set once resolved: who or what answered, in words. */
+  resolution?: string;
+}
+
+export interface PlanEntry {
+  content: string;
+  status: string;
+  priority: string;
+}
+
+export interface Transcript {
+  items: Item[];
+  tools: Record<string, JsonObject>;
+  permissions: Record<string, Permission>;
+  plan: PlanEntry[] | null;
+}
+
+export const EMPTY: Transcript = { items: [], tools: {}, permissions: {}, plan: null };
+
+/** Who resolved a permission request, as the gateway's `decidedBy` says it. */
+export interface DecidedBy {
+  type: string;
+  user?: string | null;
+  connectionId?: string;
+  description?: string;
+  reason?: string;
+}
+
+export function userMessage(t: Transcript, text: string, by: string | null): Transcript {
+  return { ...t, items: [...t.items, { type: "message", role: "user", text, by }] };
+}
+
+export function notice(t: Transcript, text: string, tone: "info" | "warn" = "info"): Transcript {
+  return { ...t, items: [...t.items, { type: "notice", text, tone }] };
+}
+
+export function applyUpdate(t: Transcript, update: JsonObject, meta: JsonObject | undefined): Transcript {
+  switch (update.sessionUpdate) {
+    case "user_message_chunk":
+    case "agent_message_chunk": {
+      const role = update.sessionUpdate === "user_message_chunk" ? "user" : "agent";
+      const by = role === "user" ? userOfMeta(meta) : undefined;
+      return appendText(t, role, textOf(update.content), by);
+    }
+    case "agent_thought_chunk":
+      return appendThought(t, textOf(update.content));
+    case "plan":
+      return { ...t, plan: Array.isArray(update.entries) ? update.entries.filter(isObject).map(planEntry) : [] };
+    case "tool_call":
+    case "tool_call_update":
+      return typeof update.toolCallId === "string" ? mergeTool(t, update.toolCallId, update) : t;
+    default:
+      return t;
+  }
+}
+
+function appendText(t: Transcript, role: "user" | "agent", text: string, by: string | null | undefined): Transcript {
+  const last = t.items.at(-1);
+  if (last?.type === "message" && last.role === role) {
+    return { ...t, items: [...t.items.slice(0, -1), { ...last, text: last.text + text }] };
+  }
+  return { ...t, items: [...t.items, { type: "message", role, text, ...(by !== undefined ? { by } : {}) }] };
+}
+
+function appendThought(t: Transcript, text: string): Transcript {
+  const last = t.items.at(-1);
+  if (last?.type === "thought") return { ...t, items: [...t.items.slice(0, -1), { ...last, text: last.text + text }] };
+  return { ...t, items: [...t.items, { type: "thought", text }] };
+}
+
+function mergeTool(t: Transcript, id: string, patch: JsonObject): Transcript {
+  const previous = t.tools[id];
+  const merged: JsonObject = { ...(previous ?? { toolCallId: id, status: "pending" }) };
+  for (const [key, value] of Object.entries(patch))
+    if (key !== "sessionUpdate" && value !== null && value !== undefined) merged[key] = value;
+  const items = previous ? t.items : [...t.items, { type: "tool" as const, toolCallId: id }];
+  return { ...t, items, tools: { ...t.tools, [id]: merged } };
+}
+
+export function permissionRequested(t: Transcript, requestId: number | string, params: JsonObject): Transcript {
+  const toolCall = isObject(params.toolCall) ? params.toolCall : {};
+  const id = typeof toolCall.toolCallId === "string" ? toolCall.toolCallId : null;
+  // The card shows the call as the tool-call stream knows it, completed by what the request says.
+  const known = id ? t.tools[id] : undefined;
+  const key = id ? `tool:${id}` : `request:${requestId}`;
+  const options = Array.isArray(params.options)
+    ? params.options
+        .filter(isObject)
+        .map((o) => ({ optionId: String(o.optionId), name: String(o.name ?? o.optionId), kind: String(o.kind ?? "") }))
+    : [];
+  const permission: Permission = { key, requestId, toolCall: { ...(known ?? {}), ...toolCall }, options, state: "open" };
+  const items = t.permissions[key] ? t.items : [...t.items, { type: "permission" as const, key }];
+  return { ...t, items, permissions: { ...t.permissions, [key]: permission } };
+}
+
+export function permissionAnswered(t: Transcript, key: string): Transcript {
+  const p = t.permissions[key];
+  return p ? { ...t, permissions: { ...t.permissions, [key]: { ...p, state: "sent" } } } : t;
+}
+
+/** `$/cancel_request`: this copy of the request no longer wants an answer; the resolution follows. */
+export function permissionWithdrawn(t: Transcript, requestId: unknown): Transcript {
+  const p = Object.values(t.permissions).find((x) => x.requestId === requestId && x.state !== "resolved");
+  return p ? { ...t, permissions: { ...t.permissions, [p.key]: { ...p, state: "withdrawn" } } } : t;
+}
+
+/** `_acp_gateway/permission_resolved`: the card says who answered and how; with no card, a notice. */
+export function permissionResolved(t: Transcript, params: JsonObject, myConnectionId: string | null): Transcript {
+  const toolCallId = typeof params.toolCallId === "string" ? params.toolCallId : null;
+  const key = toolCallId ? `tool:${toolCallId}` : null;
+  const card = key ? t.permissions[key] : undefined;
+  const call = card?.toolCall ?? (toolCallId ? t.tools[toolCallId] : undefined) ?? {};
+  const options = card?.options ?? [];
+  const outcome = isObject(params.outcome) ? params.outcome : {};
+  const optionId =
+    typeof params.chosenOptionId === "string" ? params.chosenOptionId : typeof outcome.optionId === "string" ? outcome.optionId : null;
+  const option = options.find((o) => o.optionId === optionId);
+  const by = isObject(params.decidedBy) ? (params.decidedBy as unknown as DecidedBy) : { type: "unknown" };
+  const what =
+    outcome.outcome === "selected" ? `“${option?.name ?? optionId ?? "an option"}”${option ? ` (${option.kind})` : ""}` : "cancelled";
+  const resolution = `${capitalize(whoDecided(by, myConnectionId))} — ${what}`;
+  let next =
+    card && key
+      ? { ...t, permissions: { ...t.permissions, [key]: { ...card, state: "resolved" as const, resolution } } }
+      : notice(t, `Permission to ${operationLine(call)}: ${resolution}`);
+  if (outcome.outcome !== "selected" && toolCallId) next = cancelTool(next, toolCallId);
+  return next;
+}
+
+export function ruleCreated(t: Transcript, params: JsonObject): Transcript {
+  const rule = isObject(params.rule) ? params.rule : {};
+  const by = typeof params.createdBy === "string" ? params.createdBy : "someone";
+  return notice(t, `Remembered for the team by ${by}: ${String(rule.description ?? "a rule")}`);
+}
+
+/** The turn ended without finishing (cancelled, deadline, agent gone): nothing is left pending. */
+export function turnEnded(t: Transcript, message: string | null): Transcript {
+  let next = message ? notice(t, message, "warn") : t;
+  for (const [id, call] of Object.entries(next.tools))
+    if (call.status === "pending" || call.status === "in_progress") next = cancelTool(next, id);
+  const permissions = { ...next.permissions };
+  for (const p of Object.values(permissions)) {
+    if (p.state !== "resolved")
+      permissions[p.key] = { ...p, state: "resolved", resolution: p.resolution ?? "The turn ended before anyone answered" };
+  }
+  return { ...next, permissions };
+}
+
+function cancelTool(t: Transcript, id: string): Transcript {
+  const call = t.tools[id];
+  if (!call || (call.status !== "pending" && call.status !== "in_progress")) return t;
+  return { ...t, tools: { ...t.tools, [id]: { ...call, status: "cancelled" } } };
+}
+
+export function whoDecided(by: DecidedBy, myConnectionId: string | null): string {
+  switch (by.type) {
+    case "person": {
+      const name = by.user ?? "someone with a key";
+      return by.connectionId && by.connectionId === myConnectionId ? `answered by you (${name})` : `answered by ${name}`;
+    }
+    case "rule":
+      return `auto-answered by the team rule “${by.description ?? "a rule"}”`;
+    case "cancel":
+      return by.user ? `the turn was cancelled by ${by.user}` : "the turn was cancelled";
+    case "deadline":
+      return "nobody answered before the deadline";
+    case "turn_end":
+      return "the turn ended";
+    case "agent_disconnected":
+      return "the agent disconnected";
+    case "agent_withdrew":
+      return "the agent withdrew the request";
+    default:
+      return "resolved";
+  }
+}
+
+export function pendingCount(t: Transcript): number {
+  return Object.values(t.permissions).filter((p) => p.state === "open").length;
+}
+
+function textOf(content: unknown): string {
+  if (!isObject(content)) return "";
+  if (content.type === "text" && typeof content.text === "string") return content.text;
+  if (content.type === "resource_link" && typeof content.uri === "string")
+    return `[${String(content.name ?? content.uri)}](${content.uri})`;
+  return `[${String(content.type)}]`;
+}
+
+function userOfMeta(meta: JsonObject | undefined): string | null {
+  const gateway = meta && isObject(meta.acpGateway) ? meta.acpGateway : undefined;
+  return gateway && typeof gateway.user === "string" ? gateway.user : null;
+}
+
+function planEntry(e: JsonObject): PlanEntry {
+  return { content: String(e.content ?? ""), status: String(e.status ?? "pending"), priority: String(e.priority ?? "medium") };
+}
+
+function capitalize(s: string): string {
+  return s.charAt(0).toUpperCase() + s.slice(1);
+}
