@@ -41,6 +41,8 @@ import {
   sendRewritable,
 } from "./clients";
 import { type PendingRow, SessionStore, type SessionMeta } from "./store";
+import { CompactionTally, appendUpdate, maybeFold } from "./compaction";
+import { NoRulesCache } from "./rules-cache";
 import { agentRequestTarget } from "./agent-request-routing";
 import { claimRefusal } from "./ownership";
 import { type ApprovalView, type LinkDecidedBy, type LinkRefusal, Notifier } from "./notify";
@@ -84,6 +86,7 @@ export class SessionObject extends DurableObject<Env> {
   private readonly store: SessionStore;
   private readonly clients: AttachedClients;
   private readonly notifier: Notifier;
+  private readonly noRules = new NoRulesCache();
 
   constructor(ctx: DurableObjectState, env: Env) {
     super(ctx, env);
@@ -137,7 +140,9 @@ export class SessionObject extends DurableObject<Env> {
     this.ctx.acceptWebSocket(server, [connTag(attach.client.connId)]);
     server.serializeAttachment(attach.client);
     if (attach.mode !== "live") {
-      sendPacked(server, replayBodies(this.store.replayable()));
+      const tally = new CompactionTally();
+      sendPacked(server, tally.count(replayBodies(this.store.replayable())));
+      if (tally.compacted) send(server, tally.notice(meta.sessionId));
     }
     if (attach.mode === "load" && attach.loadRequestId !== undefined) {
       send(server, JSON.stringify(resultResponse(attach.loadRequestId, this.loadResult(meta))));
@@ -453,7 +458,8 @@ export class SessionObject extends DurableObject<Env> {
 
   private onSessionUpdate(text: string, params: unknown): void {
     const update = isObject(params) ? params.update : undefined;
-    const seq = this.store.append("update", text);
+    const seq = appendUpdate(this.store, text);
+    maybeFold(this.store, seq);
     if (isToolCallUpdate(update)) this.store.applyToolCall(update, seq);
     else if (isObject(update) && update.sessionUpdate === "session_info_update" && typeof update.title === "string") {
       this.setTitle(update.title);
@@ -536,8 +542,14 @@ export class SessionObject extends DurableObject<Env> {
 
   private async consultRules(permId: number): Promise<DecideResult | null> {
     const request = this.decideRequest(permId);
-    if (!request) return null;
-    return this.rules().decide(request.tenantId, request.request);
+    if (!request || this.noRules.tenantHasNoRules) return null;
+    return this.noRules.learn(await this.rules().decideFor(request.tenantId, request.request.sessionId, request.request));
+  }
+
+  /** The tenant's first rule appeared: ask the rules again from now on (rules-cache.ts). */
+  rulesAppeared(ref: SessionRef, generation: number): void {
+    const meta = this.store.meta;
+    if (meta && meta.tenantId === ref.tenantId) this.noRules.invalidate(generation);
   }
 
   private decideRequest(permId: number): { tenantId: string; request: DecideRequest } | undefined {
@@ -784,7 +796,7 @@ export class SessionObject extends DurableObject<Env> {
           _meta: { acpGateway: { synthesized: true, connectionId: connId, user } },
         },
       });
-      this.store.append("update", text);
+      appendUpdate(this.store, text);
       this.clients.broadcast(text, connId);
     }
   }
