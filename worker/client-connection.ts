@@ -32,6 +32,7 @@ import { AGENT_METHODS, CANCEL_REQUEST, PROTOCOL_VERSION } from "../protocol/met
 import { type Principal, permissionDeadlineMs } from "./auth";
 import type { ClientSink } from "./client-sink";
 import type { Env } from "./env";
+import { logTracedRequest } from "./trace";
 import { CLOSE_CREDENTIALS_REVOKED, DEFAULT_KEY_RECHECK_MS, keyStillValid } from "./revocation";
 
 /** WebSocket close code for a protocol violation (RFC 6455). */
@@ -131,6 +132,7 @@ export class ClientConnection {
 
   private async onClientRequest(id: JsonRpcId, method: string, message: Message, text: string): Promise<void> {
     const params = "params" in message ? message.params : undefined;
+    logTracedRequest(this.connectionId, method, params);
     switch (method) {
       case AGENT_METHODS.initialize:
         return this.reply(resultResponse(id, await this.initialize(params)));
@@ -145,6 +147,8 @@ export class ClientConnection {
         return this.resumeSession(id, params);
       case AGENT_METHODS.sessionList:
         return this.reply(resultResponse(id, await this.listSessions(params)));
+      case AGENT_METHODS.sessionClose:
+        return this.closeSession(id, params);
     }
     const sessionId = sessionIdOf(message);
     if (sessionId === undefined) {
@@ -264,6 +268,15 @@ export class ClientConnection {
     if (typeof sessionId !== "string") throw RpcError.invalidParams("session/resume needs params.sessionId (a string)");
     if (!(await this.sessionIndexed(sessionId))) throw RpcError.sessionNotFound(sessionId);
     if (!this.sessions.has(sessionId)) await this.attach(sessionId, "live");
+    this.reply(resultResponse(id, {}));
+  }
+
+  /** session/close: this client leaves the session; the session, and the agent's, live on for the others. */
+  private async closeSession(id: JsonRpcId, params: unknown): Promise<void> {
+    const sessionId = isObject(params) ? params.sessionId : undefined;
+    if (typeof sessionId !== "string") throw RpcError.invalidParams("session/close needs params.sessionId (a string)");
+    if (!this.sessions.has(sessionId) && !(await this.sessionIndexed(sessionId))) throw RpcError.sessionNotFound(sessionId);
+    this.detachSession(sessionId);
     this.reply(resultResponse(id, {}));
   }
 
