@@ -33,6 +33,9 @@ export default defineConfig({
                 HTTP_KEEPALIVE_MS: "200",
                 HTTP_STREAM_WINDOW_MS: "1500",
                 APPROVAL_LINK_SECRET: "test-approval-link-secret-0123456789abcdef",
+                KEY_UNVERIFIED_GRACE_MS: "1500",
+                // How many generated sequences the model-based fuzz runs (test/workerd/model-fuzz.test.ts).
+                FUZZ_RUNS: process.env.FUZZ_RUNS ?? "",
               },
             },
           })),

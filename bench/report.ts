@@ -22,8 +22,13 @@ function markdown(r: Json): string {
 
 The latest committed run of \`npm run bench\` (${m.date.slice(0, 10)}, ${r.seconds} s). Every figure comes with its
 ratio to a baseline measured **in the same run** on the same workerd: an echo Durable Object (one
-hop) and a relay client → Worker → Durable Object → Worker → client with no ACP logic. The machines
-are shared and noisy: read the ratios, not the milliseconds.
+hop), a relay client → Worker → Durable Object → Worker → client with no ACP logic, and the
+**persisted relay** — the same relay with one SQLite insert per frame before it is sent on, the floor
+for any relay that keeps a log. The targets are ratios to the persisted relay. The machines are
+shared and noisy: read the ratios, not the milliseconds. \`BENCH_QUICK=1 npm run bench\` is the
+CI-sized version (about a minute; writes bench/results/quick.json only).
+
+${r.load ?? ""}
 
 Machine: ${m.cpu}, ${m.cores} cores, ${m.memoryGiB} GiB; Node ${m.node}; workerd ${m.workerd}; everything on loopback.
 
@@ -42,14 +47,48 @@ ${rows(r.targets, (t) => `| ${t.name} | ${t.value} | ${t.target} | ${t.pass ? "p
 | relay one way, 100 B | ${b.relayOneWay.median} ms | ${b.relayOneWay.p99} ms | ${b.relayOneWay.max} ms |
 | relay one way, 64 KiB | ${b.relayOneWayLarge.median} ms | ${b.relayOneWayLarge.p99} ms | ${b.relayOneWayLarge.max} ms |
 
-Relay throughput: ${b.relayThroughput} msg/s (100 B), ${b.relayThroughputLarge} msg/s (64 KiB).
+| persisted relay round trip | ${b.persistedRtt.median} ms | ${b.persistedRtt.p99} ms | ${b.persistedRtt.max} ms |
+| persisted relay one way, 100 B | ${b.persistedOneWay.median} ms | ${b.persistedOneWay.p99} ms | ${b.persistedOneWay.max} ms |
+| persisted relay one way, 64 KiB | ${b.persistedOneWayLarge.median} ms | ${b.persistedOneWayLarge.p99} ms | ${b.persistedOneWayLarge.max} ms |
+
+Throughput: relay ${b.relayThroughput} msg/s (100 B), ${b.relayThroughputLarge} msg/s (64 KiB); persisted relay
+${b.persistedThroughput} msg/s (100 B), ${b.persistedThroughputLarge} msg/s (64 KiB).
+
+## Where the time goes
+
+By difference between paths measured in this run, each adding one stage to the one before (medians).
+
+| one update, agent → client | ms |
+|---|---|
+${rows(r.stages.update, (x) => `| ${x.stage} | ${x.ms} |`)}
+
+| one permission request answered at once | ms |
+|---|---|
+${rows(r.stages.permission, (x) => `| ${x.stage} | ${x.ms} |`)}
+
+## Cost
+
+SQLite rows written are counted by the runtime (each statement's \`rowsWritten\`) in the real
+SessionObject and AgentObject by test/workerd/compaction-cost.test.ts, which the bench runs. Object
+calls and billed Durable Object requests are counted from the code path. Prices: Cloudflare Workers
+Paid, read ${r.cost.prices.read} from developers.cloudflare.com/durable-objects/platform/pricing — Durable Object
+requests $${r.cost.prices.doRequestPerM}/million (each RPC call is one; incoming WebSocket messages are billed 20:1),
+duration $${r.cost.prices.durationPerMGbS}/million GB-s, SQLite rows written $${r.cost.prices.rowWrittenPerM}/million; before the
+included monthly allowances, and with duration estimated at 1 ms per object per event at 128 MB.
+
+| | SQLite rows written | object-to-object calls | billed DO requests | $ per million |
+|---|---|---|---|---|
+| one update (agent_message_chunk) | ${r.cost.perUpdate.rowsWritten} | ${r.cost.perUpdate.objectCalls} | ${r.cost.perUpdate.doRequests} | $${r.cost.perUpdate.dollarsPerMillion} |
+| one permission request, answered by a client | ${r.cost.perPermission.rowsWritten} | ${r.cost.perPermission.objectCalls} | ${r.cost.perPermission.doRequests} | $${r.cost.perPermission.dollarsPerMillion} |
+
+Rows by object: ${JSON.stringify(r.cost.rows)}.
 
 ## 1. session/update, agent → one client
 
-| update | median | p99 | max | vs relay | throughput | vs relay |
-|---|---|---|---|---|---|---|
-| 100 B | ${s.relay.small.latency.median} ms | ${s.relay.small.latency.p99} ms | ${s.relay.small.latency.max} ms | ${s.relay.small.latencyRatio}x | ${s.relay.small.throughput} msg/s | ${s.relay.small.throughputRatio}x |
-| 64 KiB | ${s.relay.large.latency.median} ms | ${s.relay.large.latency.p99} ms | ${s.relay.large.latency.max} ms | ${s.relay.large.latencyRatio}x | ${s.relay.large.throughput} msg/s | ${s.relay.large.throughputRatio}x |
+| update | median | p99 | max | vs relay | vs persisted | throughput | vs relay | vs persisted |
+|---|---|---|---|---|---|---|---|---|
+| 100 B | ${s.relay.small.latency.median} ms | ${s.relay.small.latency.p99} ms | ${s.relay.small.latency.max} ms | ${s.relay.small.latencyRatio}x | ${s.relay.small.latencyRatioPersisted}x | ${s.relay.small.throughput} msg/s | ${s.relay.small.throughputRatio}x | ${s.relay.small.throughputRatioPersisted}x |
+| 64 KiB | ${s.relay.large.latency.median} ms | ${s.relay.large.latency.p99} ms | ${s.relay.large.latency.max} ms | ${s.relay.large.latencyRatio}x | ${s.relay.large.latencyRatioPersisted}x | ${s.relay.large.throughput} msg/s | ${s.relay.large.throughputRatio}x | ${s.relay.large.throughputRatioPersisted}x |
 
 ## 2. Fan-out: one update to every attached client
 
@@ -59,10 +98,10 @@ ${rows(s.fanout.rows, (x) => `| ${x.clients} | ${x.total.median} ms | ${x.total.
 
 ## 3. Permission round trip (agent asks → answer reaches the agent)
 
-| answered by | median | p99 | vs relay round trip |
-|---|---|---|---|
-| a client, at once | ${s.permission.person.latency.median} ms | ${s.permission.person.latency.p99} ms | ${s.permission.person.ratioToRelayRtt}x |
-${rows(s.permission.auto, (x) => `| a rule, ${x.rules} rules in the tenant | ${x.latency.median} ms | ${x.latency.p99} ms | ${x.ratioToRelayRtt}x |`)}
+| answered by | median | p99 | vs relay round trip | vs persisted relay round trip |
+|---|---|---|---|---|
+| a client, at once (tenant with no rules) | ${s.permission.person.latency.median} ms | ${s.permission.person.latency.p99} ms | ${s.permission.person.ratioToRelayRtt}x | ${s.permission.person.ratioToPersistedRtt}x |
+${rows(s.permission.auto, (x) => `| a rule, ${x.rules} rules in the tenant | ${x.latency.median} ms | ${x.latency.p99} ms | ${x.ratioToRelayRtt}x | ${x.ratioToPersistedRtt}x |`)}
 
 ## 4. Concurrent sessions running turns (10 updates a turn)
 
@@ -72,9 +111,12 @@ ${rows(s.concurrency.rows, (x) => `| ${x.sessions} | ${x.turnsPerSecond} |`)}
 
 ## 5. Attach and replay (session/load of a logged session)
 
-| events | time to the load answer | workerd RSS before → after |
-|---|---|---|
-${rows(s.replay.rows, (x) => `| ${x.events} | ${x.ms} ms | ${x.rssBeforeMiB} → ${x.rssAfterMiB} MiB |`)}
+Chunks of text with a tool call every 100 events, as an agent streams them; the log is compacted
+(see docs/ARCHITECTURE.md, "Log compaction"), so the client receives fewer, larger frames.
+
+| events | time to the load answer | updates received | workerd RSS before → after |
+|---|---|---|---|
+${rows(s.replay.rows, (x) => `| ${x.events} | ${x.ms} ms | ${x.replayed} | ${x.rssBeforeMiB} → ${x.rssAfterMiB} MiB |`)}
 
 ## 6. tool_call_update as the tool-call table grows
 
@@ -84,32 +126,17 @@ ${rows(s.toolCalls.rows, (x) => `| ${x.tableSize} | ${x.msPerUpdate} |`)}
 
 ![scaling](bench/results/scaling.svg)
 
-## Where targets are missed: why, and what would fix it
-
-- **Relay latency and throughput.** Each relayed frame costs one SQLite commit in the SessionObject
-  (the log append that makes replay, recovery and audit possible) and Durable Object *output gates*
-  hold the fan-out until that commit is durable; the baseline relay writes nothing. The gateway path
-  also has one object more (agent → AgentObject → SessionObject → edge → client). Fixes, in order of
-  value: append updates to the log in batches (a per-object write buffer flushed every few ms, with
-  the fan-out sent after the batch commits — throughput rises with batch size); move the agent's
-  socket into the SessionObject for single-session agents to drop a hop; keep the JSON parse at the
-  AgentObject only (the session re-parses today).
-- **Replay of 10k events.** Measured inside (console timestamps, 10k events): the SessionObject reads
-  and sends the whole replay in ~40 ms, packed into a few frames for the edge, and the edge has all of
-  it ~230 ms after the request; the remaining ~0.9 s is delivering 10,000 separate frames to the
-  client through the local dev stack (wrangler dev's proxy in front of workerd, then the Node client).
-  The baseline pays the same per-frame cost, so this is the platform's local transport rather than
-  the gateway's logic. What would cut it further: a compact replay (consecutive text chunks of one
-  message merged into one update, tool calls sent once in their current state) and a cap on replay
-  length (last N events plus the tool-call table) for very long sessions.
-- **tool_call_update cost.** Each update is two primary-key statements, so it does not grow with
-  the table. The first batch right after the bulk insert of thousands of tool calls is slow at any
-  size (WAL checkpoints and GC after the burst: measured 3.5 ms, then 1.2, 1.1, 1.0 ms at 10k), so
-  the benchmark runs one warm-up batch before the timed one.
-- **Memory.** The RSS reported is the whole workerd process (every object of the run), not one
-  session object: a session keeps no log in memory (replay streams from a cursor), but SQLite's page
-  cache grows with what it touched. A per-object figure needs workerd's own memory accounting.
+${notes()}
 `;
+}
+
+/** The hand-written analysis of the latest run: bench/results/notes.md. */
+function notes(): string {
+  try {
+    return readFileSync(join(ROOT, "bench", "results", "notes.md"), "utf8");
+  } catch {
+    return "";
+  }
 }
 
 function chart(r: Json): string {

@@ -5,16 +5,25 @@
 // - the socket is reconnected with backoff when it drops; the process keeps its sessions, and the
 //   gateway's new initialize is answered from the process's first answer (an agent may refuse a
 //   second initialize).
+// - while the socket is down the agent's output is buffered (bounded) and its requests are answered
+//   at once, since nobody on the old connection can answer them any more (agent-outage.ts).
 
 import { type ChildProcess, spawn } from "node:child_process";
 import type { WebSocket } from "ws";
+import { OutageBuffer, classify, unanswerable } from "./agent-outage.ts";
 import { webSocketUrl } from "./args.ts";
 import { connectWithRetry } from "./connect.ts";
 import { backoff, log, readLines } from "./ndjson.ts";
 
 type Json = Record<string, any>;
 
-export async function runAgent(opts: { url: URL; key: string; name: string; argv: string[] }): Promise<number> {
+export async function runAgent(opts: {
+  url: URL;
+  key: string;
+  name: string;
+  argv: string[];
+  buffer?: { messages: number; bytes: number };
+}): Promise<number> {
   const target = webSocketUrl(opts.url, `/agents/${encodeURIComponent(opts.name)}/connect`);
   let child: ChildProcess | undefined;
   let socket: WebSocket | undefined;
@@ -25,6 +34,9 @@ export async function runAgent(opts: { url: URL; key: string; name: string; argv
   let initializeResult: unknown;
   let initializeId: unknown;
   let childAttempts = 0;
+  /** The agent's requests sent on the current socket and not yet answered: method by JSON id. */
+  const openRequests = new Map<string, { id: string | number; method: string }>();
+  const outage = new OutageBuffer(opts.buffer);
   let finished: (code: number) => void = () => undefined;
   const done = new Promise<number>((resolve) => (finished = resolve));
   const stop = (code: number) => {
@@ -48,6 +60,7 @@ export async function runAgent(opts: { url: URL; key: string; name: string; argv
       if (child !== proc || stopping) return;
       child = undefined;
       initializeResult = undefined; // the next process answers its own initialize
+      openRequests.clear(); // nobody is left to answer
       if (Date.now() - started > 30_000) childAttempts = 0;
       const wait = backoff(childAttempts++);
       log(`the agent process exited (${signal ?? code}); restarting it in ${wait} ms`);
@@ -70,7 +83,22 @@ export async function runAgent(opts: { url: URL; key: string; name: string; argv
     if (message && initializeResult === undefined && message.id !== undefined && message.id === initializeId && "result" in message) {
       initializeResult = message.result;
     }
-    if (socket && socket.readyState === socket.OPEN) socket.send(line);
+    const parsed = classify(line);
+    if (socket && socket.readyState === socket.OPEN) {
+      if (parsed.kind === "request") openRequests.set(JSON.stringify(parsed.id), { id: parsed.id, method: parsed.method });
+      socket.send(line);
+      return;
+    }
+    if (parsed.kind === "request") answerUnanswerable(parsed.id, parsed.method);
+    else if (parsed.kind === "notification") outage.push(line, parsed.sessionId);
+    // an answer to a request of the old connection: the gateway would drop it
+  }
+
+  /** Tells the agent that one of its requests will never be answered, so it does not wait for ever. */
+  function answerUnanswerable(id: string | number, method: string): void {
+    const how = method === "session/request_permission" ? "cancelled" : "with an error";
+    log(`answered the agent's ${method} (${JSON.stringify(id)}) ${how}: the connection to the gateway is down`);
+    child?.stdin?.write(`${unanswerable(id, method)}\n`);
   }
 
   function onGatewayFrame(text: string): void {
@@ -80,6 +108,7 @@ export async function runAgent(opts: { url: URL; key: string; name: string; argv
     } catch {
       message = undefined;
     }
+    if (message && message.method === undefined && message.id !== undefined) openRequests.delete(JSON.stringify(message.id));
     if (message?.method === "initialize") {
       if (initializeResult !== undefined) {
         socket?.send(JSON.stringify({ jsonrpc: "2.0", id: message.id, result: initializeResult }));
@@ -103,9 +132,17 @@ export async function runAgent(opts: { url: URL; key: string; name: string; argv
     log(`agent "${opts.name}" connected to ${target}`);
     everConnected = true;
     socket.on("message", (data) => onGatewayFrame(String(data)));
+    const kept = outage.size;
+    const lost = outage.droppedCount();
+    for (const text of outage.drain()) socket.send(text);
+    if (kept + lost > 0)
+      log(`sent ${kept} message(s) of the agent kept while disconnected${lost ? `; ${lost} were dropped (buffer full)` : ""}`);
     socket.on("close", (code, reason) => {
       if (gen !== generation || stopping) return;
       socket = undefined;
+      // The gateway withdrew what the agent asked on this connection: answer it, or the agent waits for ever.
+      for (const open of [...openRequests.values()]) answerUnanswerable(open.id, open.method);
+      openRequests.clear();
       if (code === 4401) {
         log(`the gateway closed the connection: ${reason.toString() || "the key was revoked"}`);
         stop(2);

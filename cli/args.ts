@@ -13,6 +13,8 @@ export interface AgentOptions extends CommonOptions {
   command: "agent";
   name: string;
   argv: string[];
+  /** How much of the agent's output is kept while the socket is down. */
+  buffer: { messages: number; bytes: number };
 }
 export type Parsed = ClientOptions | AgentOptions | { command: "help"; topic?: "client" | "agent" };
 
@@ -29,7 +31,7 @@ export function parseArgs(argv: string[], env: Record<string, string | undefined
   for (let i = 0; i < flags.length; i++) {
     const flag = flags[i] as string;
     if (flag === "--help" || flag === "-h") return { command: "help", topic: command };
-    const match = /^--(url|key|agent|name)(?:=(.*))?$/.exec(flag);
+    const match = /^--(url|key|agent|name|buffer-messages|buffer-bytes)(?:=(.*))?$/.exec(flag);
     if (!match) throw new UsageError(`unknown option "${flag}"`);
     const value = match[2] ?? flags[++i];
     if (value === undefined) throw new UsageError(`--${match[1]} needs a value`);
@@ -42,7 +44,18 @@ export function parseArgs(argv: string[], env: Record<string, string | undefined
   const name = values.name ?? env.ACP_GATEWAY_AGENT;
   if (!name) throw new UsageError("no agent name: pass --name NAME (or set ACP_GATEWAY_AGENT)");
   if (tail.length === 0) throw new UsageError('no agent command: put it after "--", e.g. acp-gateway agent --name demo -- node agent.js');
-  return { command, url, key, name, argv: tail };
+  const buffer = {
+    messages: positiveInt("--buffer-messages", values["buffer-messages"], 10_000),
+    bytes: positiveInt("--buffer-bytes", values["buffer-bytes"], 16 * 1024 * 1024),
+  };
+  return { command, url, key, name, argv: tail, buffer };
+}
+
+function positiveInt(flag: string, raw: string | undefined, fallback: number): number {
+  if (raw === undefined) return fallback;
+  const n = Number(raw);
+  if (!Number.isInteger(n) || n < 1) throw new UsageError(`${flag} needs a whole number of at least 1, not "${raw}"`);
+  return n;
 }
 
 /** The gateway's base URL as `npm start` prints it: http(s), or ws(s) taken as the same host. */
@@ -105,5 +118,12 @@ Starts CMD ARGS, relays its stdin/stdout (newline-delimited JSON-RPC) to the gat
 if it exits (the socket is reopened so the gateway initializes the new process), and the socket is
 reconnected with backoff when it drops (the agent process keeps its sessions; the gateway's new
 initialize is answered from the process's first answer). An agent key is needed.
-Another connection under the same name takes over (close code 4000): the bridge then exits 1.`,
+Another connection under the same name takes over (close code 4000): the bridge then exits 1.
+
+While the socket is down, the agent's notifications are kept (at most --buffer-messages, default
+10000, and --buffer-bytes, default 16 MiB; the oldest go first) and sent after reconnecting, with an
+_acp_gateway_agent/output_dropped notice for each session that lost some. The agent's requests are
+answered at once, since the clients that could answer them were on the old connection: a
+session/request_permission as cancelled, anything else with an error; the same for those still open
+when the socket drops. Its answers to the old connection's requests are dropped.`,
 };

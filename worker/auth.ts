@@ -5,6 +5,7 @@
 import { keyWithTenantByHash, markKeyUsed } from "../db/queries/keys";
 import type { KeyKind } from "../protocol/api-keys";
 import { sha256Hex } from "../protocol/ids";
+import type { Limits } from "../protocol/tenant-limits";
 import type { Env } from "./env";
 
 export type { KeyKind };
@@ -16,6 +17,8 @@ export interface TenantSettings {
   relayAlwaysAsMade?: boolean;
   /** How long a permission request waits with nobody attached before the notification targets are told, in ms. */
   notifyAfterMs?: number;
+  /** Overrides of the per-tenant limits (protocol/tenant-limits.ts); each omitted one is the default. */
+  limits?: Partial<Limits>;
 }
 
 export interface Principal {

@@ -32,8 +32,15 @@ import { AGENT_METHODS, CANCEL_REQUEST, PROTOCOL_VERSION } from "../protocol/met
 import { type Principal, permissionDeadlineMs } from "./auth";
 import type { ClientSink } from "./client-sink";
 import type { Env } from "./env";
+import {
+  CLOSE_CREDENTIALS_REVOKED,
+  CLOSE_KEY_UNVERIFIED,
+  DEFAULT_KEY_RECHECK_MS,
+  DEFAULT_KEY_UNVERIFIED_GRACE_MS,
+  KeyRecheck,
+  keyStillValid,
+} from "./revocation";
 import { logTracedRequest } from "./trace";
-import { CLOSE_CREDENTIALS_REVOKED, DEFAULT_KEY_RECHECK_MS, keyStillValid } from "./revocation";
 
 /** WebSocket close code for a protocol violation (RFC 6455). */
 const CLOSE_PROTOCOL_ERROR = 1002;
@@ -68,9 +75,11 @@ export class ClientConnection {
   ) {
     const every = Number(env.KEY_RECHECK_MS ?? DEFAULT_KEY_RECHECK_MS);
     this.recheck = setInterval(() => void this.recheckKey(), every > 0 ? every : DEFAULT_KEY_RECHECK_MS);
+    this.keyCheck = new KeyRecheck(Number(env.KEY_UNVERIFIED_GRACE_MS ?? DEFAULT_KEY_UNVERIFIED_GRACE_MS));
   }
 
   private readonly recheck: ReturnType<typeof setInterval>;
+  private readonly keyCheck: KeyRecheck;
 
   /** One message from the client: a text frame, or an HTTP POST's body. */
   receive(data: string | ArrayBuffer): void {
@@ -96,9 +105,15 @@ export class ClientConnection {
   /** A revoked or expired key, or a disabled tenant, ends the connection within one interval. */
   private async recheckKey(): Promise<void> {
     if (this.closed) return;
-    const valid = await keyStillValid(this.env, this.principal.keyId).catch(() => true);
-    if (valid || this.closed) return;
-    this.sink.close(CLOSE_CREDENTIALS_REVOKED, "the API key was revoked or expired, or the tenant was disabled");
+    const check = await keyStillValid(this.env, this.principal.keyId).then(
+      (valid) => ({ ok: true as const, valid }),
+      () => ({ ok: false as const }), // D1 unavailable: KeyRecheck bounds how long that is tolerated
+    );
+    const verdict = this.keyCheck.verdict(check, Date.now());
+    if (verdict === "keep" || this.closed) return;
+    if (verdict === "unverified") {
+      this.sink.close(CLOSE_KEY_UNVERIFIED, "the gateway could not verify the API key (its database is unavailable); reconnect later");
+    } else this.sink.close(CLOSE_CREDENTIALS_REVOKED, "the API key was revoked or expired, or the tenant was disabled");
     this.close();
   }
 
@@ -231,6 +246,7 @@ export class ClientConnection {
       createdBy: this.principal.label,
       deadlineMs: permissionDeadlineMs(this.env, this.principal),
       relayAlwaysAsMade: this.principal.settings.relayAlwaysAsMade === true,
+      limits: this.principal.settings.limits,
     });
     if (answer.error !== undefined || !isObject(answer.result) || typeof answer.result.sessionId !== "string") {
       return this.reply({ ...answer, id });
@@ -256,6 +272,7 @@ export class ClientConnection {
         createdBy: this.principal.label,
         deadlineMs: permissionDeadlineMs(this.env, this.principal),
         relayAlwaysAsMade: this.principal.settings.relayAlwaysAsMade === true,
+        limits: this.principal.settings.limits,
       });
       if (answer.error !== undefined) return this.reply({ ...answer, id });
     }

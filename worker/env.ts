@@ -30,6 +30,8 @@ export interface Env {
   HTTP_STREAM_MAX_MESSAGES?: string;
   /** Streamable HTTP: bytes held for a stream with no reader, or unread by a slow one (default 8 MiB). */
   HTTP_STREAM_MAX_BYTES?: string;
+  /** How long a client connection stays open while its key cannot be re-checked (D1 down), in ms (default 60000). */
+  KEY_UNVERIFIED_GRACE_MS?: string;
   /** HMAC key of approval links (wrangler secret put APPROVAL_LINK_SECRET); without it no link is issued or accepted. */
   APPROVAL_LINK_SECRET?: string;
 }

@@ -10,6 +10,31 @@ export const CLOSE_CREDENTIALS_REVOKED = 4401;
 
 export const DEFAULT_KEY_RECHECK_MS = 2000;
 
+/** Close code for a connection whose key could not be verified for too long: try again later. */
+export const CLOSE_KEY_UNVERIFIED = 1013;
+
+/** How long a connection is trusted while D1 cannot answer the re-check (D1 having a bad minute). */
+export const DEFAULT_KEY_UNVERIFIED_GRACE_MS = 60_000;
+
+/**
+ * The verdict of each re-check of a live connection's key. A failed check (D1 unavailable) is not
+ * "still valid": the connection is kept for a bounded grace from the first failure in a row (a
+ * revocation made meanwhile takes effect at most that late), then closed with 1013 and a reason.
+ */
+export class KeyRecheck {
+  private failingSince: number | undefined;
+  constructor(private readonly graceMs: number) {}
+
+  verdict(check: { ok: true; valid: boolean } | { ok: false }, now: number): "keep" | "revoked" | "unverified" {
+    if (check.ok) {
+      this.failingSince = undefined;
+      return check.valid ? "keep" : "revoked";
+    }
+    this.failingSince ??= now;
+    return now - this.failingSince >= this.graceMs ? "unverified" : "keep";
+  }
+}
+
 /** Closes the agent connections that use this key (keyId null: every agent connection of the tenant). */
 export async function closeAgentConnections(env: Env, tenantId: string, keyId: string | null, reason: string): Promise<void> {
   const agents = await env.DB.prepare("SELECT name FROM agents WHERE tenant_id = ?").bind(tenantId).all<{ name: string }>();

@@ -10,6 +10,7 @@ import type { Env } from "../../worker/env";
 import type { SessionObject } from "../session/session-object";
 import { type CompiledTenantRules, compileTenantRules, decideWith, deriveFromChoice, toRuleRow } from "./engine";
 import type { DecideRequest, DecideResult, RememberRequest, RuleCreated, RuleNotCreated } from "./types";
+import type { DecideForResult } from "../session/rules-cache";
 
 /** Hit counters are flushed to D1 at most this often, never on the decision path. */
 const HIT_FLUSH_MS = 1000;
@@ -25,6 +26,20 @@ export class RulesObject extends DurableObject<Env> {
   constructor(ctx: DurableObjectState, env: Env) {
     super(ctx, env);
     ctx.storage.sql.exec("CREATE TABLE IF NOT EXISTS watchers (session_id TEXT PRIMARY KEY, since INTEGER NOT NULL)");
+    ctx.storage.sql.exec("CREATE TABLE IF NOT EXISTS no_rules_sessions (session_id TEXT PRIMARY KEY)");
+  }
+
+  /**
+   * decide() for a session. When the tenant has no rules, the answer says so and the session is
+   * remembered: it skips this call until `changed` tells it a rule appeared (session/rules-cache.ts).
+   */
+  async decideFor(tenantId: string, sessionId: string, request: DecideRequest): Promise<DecideForResult> {
+    const generation = this.generation;
+    const rules = await this.rules(tenantId);
+    // A change while loading: the rules just read may be stale, so no "no rules" from them.
+    if (rules.compiled.size > 0 || generation !== this.generation) return this.decide(tenantId, request);
+    this.ctx.storage.sql.exec("INSERT OR IGNORE INTO no_rules_sessions (session_id) VALUES (?)", sessionId);
+    return { decision: null, noRules: { generation } };
   }
 
   /** Would a rule answer this request, and with which offered option? Records the hit. */
@@ -55,7 +70,8 @@ export class RulesObject extends DurableObject<Env> {
     this.generation += 1;
     this.compiled = undefined;
     this.loading = undefined;
-    await this.rules(tenantId);
+    const rules = await this.rules(tenantId);
+    if (rules.compiled.size > 0) await this.tellSessionsWithoutRules(tenantId);
     const watchers = this.ctx.storage.sql.exec<{ session_id: string }>("SELECT session_id FROM watchers").toArray();
     for (const w of watchers) {
       const stub: DurableObjectStub<SessionObject> = this.env.SESSIONS.get(this.env.SESSIONS.idFromName(`${tenantId}/${w.session_id}`));
@@ -63,6 +79,24 @@ export class RulesObject extends DurableObject<Env> {
         stub.reconsider({ tenantId, sessionId: w.session_id }).catch((e: unknown) => console.error("rules: reconsider failed", e)),
       );
     }
+  }
+
+  /** Sessions that skip the rules call learn that a rule exists before the API that made it answers. */
+  private async tellSessionsWithoutRules(tenantId: string): Promise<void> {
+    const generation = this.generation;
+    const sessions = this.ctx.storage.sql.exec<{ session_id: string }>("SELECT session_id FROM no_rules_sessions").toArray();
+    await Promise.all(
+      sessions.map(async ({ session_id: sessionId }) => {
+        const stub: DurableObjectStub<SessionObject> = this.env.SESSIONS.get(this.env.SESSIONS.idFromName(`${tenantId}/${sessionId}`));
+        try {
+          await stub.rulesAppeared({ tenantId, sessionId }, generation);
+          this.ctx.storage.sql.exec("DELETE FROM no_rules_sessions WHERE session_id = ?", sessionId);
+        } catch (e) {
+          // Kept, and told again on the next change; meanwhile that session asks people (never approval).
+          console.error("rules: telling a session that rules exist failed", e);
+        }
+      }),
+    );
   }
 
   watch(_tenantId: string, sessionId: string): void {

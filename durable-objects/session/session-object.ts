@@ -28,6 +28,7 @@ import { isToolCallUpdate } from "../../protocol/tool-calls";
 import type { Env } from "../../worker/env";
 import type { FromAgent, SessionRef, ToAgent } from "./agent-link";
 import { AgentDelivery } from "./agent-delivery";
+import { LIMIT_REACHED_NOTICE, type LimitError, limitsOf, pendingLimitError } from "../../protocol/tenant-limits";
 import {
   ATTACH_HEADER,
   AttachedClients,
@@ -40,6 +41,8 @@ import {
   sendRewritable,
 } from "./clients";
 import { type PendingRow, SessionStore, type SessionMeta } from "./store";
+import { CompactionTally, appendUpdate, maybeFold } from "./compaction";
+import { NoRulesCache } from "./rules-cache";
 import { agentRequestTarget } from "./agent-request-routing";
 import { claimRefusal } from "./ownership";
 import { type ApprovalView, type LinkDecidedBy, type LinkRefusal, Notifier } from "./notify";
@@ -83,6 +86,7 @@ export class SessionObject extends DurableObject<Env> {
   private readonly store: SessionStore;
   private readonly clients: AttachedClients;
   private readonly notifier: Notifier;
+  private readonly noRules = new NoRulesCache();
 
   constructor(ctx: DurableObjectState, env: Env) {
     super(ctx, env);
@@ -136,7 +140,9 @@ export class SessionObject extends DurableObject<Env> {
     this.ctx.acceptWebSocket(server, [connTag(attach.client.connId)]);
     server.serializeAttachment(attach.client);
     if (attach.mode !== "live") {
-      sendPacked(server, replayBodies(this.store.replayable()));
+      const tally = new CompactionTally();
+      sendPacked(server, tally.count(replayBodies(this.store.replayable())));
+      if (tally.compacted) send(server, tally.notice(meta.sessionId));
     }
     if (attach.mode === "load" && attach.loadRequestId !== undefined) {
       send(server, JSON.stringify(resultResponse(attach.loadRequestId, this.loadResult(meta))));
@@ -187,6 +193,8 @@ export class SessionObject extends DurableObject<Env> {
   private detach(connId: string): void {
     this.store.removeCopiesOfConnection(connId);
     this.notifier.onDetach(this.clients.list().filter((c) => c.connId !== connId).length);
+    // The last client gone and nothing waiting on people: rule changes need not wake this session.
+    if (this.clients.all().every((ws) => attachmentOf(ws)?.connId === connId) && !this.store.hasAsking()) this.watchRules(false);
     // Agent requests that only this client could serve are answered with an error: nobody else has them.
     for (const r of this.store.agentRequests({ connId })) {
       this.store.takeAgentRequest(r.outId);
@@ -350,10 +358,40 @@ export class SessionObject extends DurableObject<Env> {
 
   /** The first valid answer wins: it goes to the agent, every other copy is withdrawn. */
   private resolvePermission(pending: PendingRow, result: unknown, by: DecidedBy, chosen?: PermissionOption): void {
-    const meta = this.store.meta;
-    this.toAgent({ type: "response", epoch: pending.agentEpoch, id: pending.agentReqId, result });
     const copies = this.store.removePending(pending.permId);
     this.withdrawCopies(copies);
+    if (pending.asking && !this.store.hasAsking()) this.watchRules(false);
+    this.scheduleDeadline();
+    // Announced only once the agent has the answer: one that cannot reach it is no resolution.
+    this.toAgent({ type: "response", epoch: pending.agentEpoch, id: pending.agentReqId, result }, (delivered, threw) =>
+      delivered ? this.announceResolution(pending, result, by, chosen) : this.answerUndelivered(pending, by, threw),
+    );
+  }
+
+  /**
+   * The answer did not reach the agent. If the hand-off failed while the turn runs, the request is
+   * pending again and people are asked again (a person's answer, or a rule's, is never assumed to have
+   * arrived). If the agent's connection is gone, nothing can answer it: audited as withdrawn.
+   */
+  private answerUndelivered(pending: PendingRow, by: DecidedBy, threw: boolean): void {
+    if (threw && this.store.turn.state === "running" && (by.type === "person" || by.type === "rule")) {
+      const { permId: _old, asking: _asking, ...request } = pending;
+      const permId = this.store.addPending(request);
+      this.store.markAsking(permId);
+      const again = this.store.pendingById(permId);
+      for (const ws of this.clients.all()) {
+        const client = attachmentOf(ws);
+        if (client && again) this.sendCopy(ws, client.connId, again);
+      }
+      this.watchRules(true);
+      this.scheduleDeadline();
+      return;
+    }
+    this.audit(pending, { outcome: "withdrawn" }, { type: "agent_disconnected", reason: "the answer could not be delivered to the agent" });
+  }
+
+  private announceResolution(pending: PendingRow, result: unknown, by: DecidedBy, chosen?: PermissionOption): void {
+    const meta = this.store.meta;
     const outcome = isObject(result) ? result.outcome : undefined;
     const notice = {
       jsonrpc: "2.0",
@@ -370,8 +408,6 @@ export class SessionObject extends DurableObject<Env> {
     this.store.append("resolution", text);
     this.clients.broadcast(text);
     this.audit(pending, outcome, by, chosen);
-    if (pending.asking && !this.store.hasAsking()) this.watchRules(false);
-    this.scheduleDeadline();
   }
 
   /** Every resolution is written to the tenant's decision audit in D1, off the hot path. */
@@ -450,7 +486,8 @@ export class SessionObject extends DurableObject<Env> {
 
   private onSessionUpdate(text: string, params: unknown): void {
     const update = isObject(params) ? params.update : undefined;
-    const seq = this.store.append("update", text);
+    const seq = appendUpdate(this.store, text);
+    maybeFold(this.store, seq);
     if (isToolCallUpdate(update)) this.store.applyToolCall(update, seq);
     else if (isObject(update) && update.sessionUpdate === "session_info_update" && typeof update.title === "string") {
       this.setTitle(update.title);
@@ -477,9 +514,23 @@ export class SessionObject extends DurableObject<Env> {
     };
     // Nothing may be approved outside a running turn: no rule answers, no client is asked (TC-11).
     if (this.store.turn.state !== "running") return this.refuseOutsideTurn({ ...request, permId: 0, asking: 0 });
+    const limit = limitsOf(meta.limits).pendingPermissionsPerSession;
+    if (this.store.pending().length >= limit) return this.refuseOverLimit(epoch, agentReqId, pendingLimitError(meta.sessionId, limit));
     const permId = this.store.addPending(request);
     this.scheduleDeadline();
     this.ctx.waitUntil(this.consultRulesThenAsk(permId));
+  }
+
+  /** A permission request beyond the session's bound: the agent gets an error saying why, the clients a notice. */
+  private refuseOverLimit(epoch: number, agentReqId: JsonRpcId, error: LimitError): void {
+    this.toAgent({ type: "response", epoch, id: agentReqId, error });
+    const text = JSON.stringify({
+      jsonrpc: "2.0",
+      method: LIMIT_REACHED_NOTICE,
+      params: { sessionId: this.store.meta?.sessionId, ...error },
+    });
+    this.store.append("notice", text);
+    this.clients.broadcast(text);
   }
 
   /** A permission request while no turn runs, or after the turn was cancelled: `cancelled` at once, audited. */
@@ -519,8 +570,14 @@ export class SessionObject extends DurableObject<Env> {
 
   private async consultRules(permId: number): Promise<DecideResult | null> {
     const request = this.decideRequest(permId);
-    if (!request) return null;
-    return this.rules().decide(request.tenantId, request.request);
+    if (!request || this.noRules.tenantHasNoRules) return null;
+    return this.noRules.learn(await this.rules().decideFor(request.tenantId, request.request.sessionId, request.request));
+  }
+
+  /** The tenant's first rule appeared: ask the rules again from now on (rules-cache.ts). */
+  rulesAppeared(ref: SessionRef, generation: number): void {
+    const meta = this.store.meta;
+    if (meta && meta.tenantId === ref.tenantId) this.noRules.invalidate(generation);
   }
 
   private decideRequest(permId: number): { tenantId: string; request: DecideRequest } | undefined {
@@ -585,6 +642,7 @@ export class SessionObject extends DurableObject<Env> {
       this.audit(pending, { outcome: "withdrawn" }, { type: "agent_withdrew" });
       this.toAgent({ type: "response", epoch, id: requestId, error: { code: -32800, message: "Request cancelled" } });
       this.store.append("resolution", JSON.stringify({ permId: pending.permId, decidedBy: { type: "agent_withdrew" } }));
+      if (pending.asking && !this.store.hasAsking()) this.watchRules(false);
       this.scheduleDeadline();
       return;
     }
@@ -635,6 +693,7 @@ export class SessionObject extends DurableObject<Env> {
   agentGone(ref: SessionRef, info: { epoch: number; reason: string; gwIds: number[] }): void {
     const meta = this.store.meta;
     if (!meta || meta.tenantId !== ref.tenantId) return;
+    const watching = this.store.hasAsking();
     for (const pending of this.store.pending().filter((p) => p.agentEpoch <= info.epoch)) {
       this.withdrawCopies(this.store.removePending(pending.permId));
       this.audit(pending, { outcome: "withdrawn" }, { type: "agent_disconnected", reason: info.reason });
@@ -643,6 +702,7 @@ export class SessionObject extends DurableObject<Env> {
         JSON.stringify({ permId: pending.permId, decidedBy: { type: "agent_disconnected", reason: info.reason } }),
       );
     }
+    if (watching && !this.store.hasAsking()) this.watchRules(false);
     for (const r of this.store.agentRequests().filter((r) => r.agentEpoch <= info.epoch)) {
       this.store.takeAgentRequest(r.outId);
       const ws = this.clients.byConnection(r.connId);
@@ -764,7 +824,7 @@ export class SessionObject extends DurableObject<Env> {
           _meta: { acpGateway: { synthesized: true, connectionId: connId, user } },
         },
       });
-      this.store.append("update", text);
+      appendUpdate(this.store, text);
       this.clients.broadcast(text, connId);
     }
   }
@@ -803,14 +863,44 @@ export class SessionObject extends DurableObject<Env> {
   private agentStub?: DurableObjectStub<import("../agent/agent-object").AgentObject>;
 
   /** Fire and forget, in order: calls on one stub are delivered in the order they are made. */
-  private toAgent(frame: ToAgent): void {
+  /**
+   * A request that cannot be handed to the agent is answered with an error (and a prompt's turn ends);
+   * `after` learns whether the frame reached the agent (`threw`: the hand-off itself failed).
+   */
+  private toAgent(frame: ToAgent, after?: (delivered: boolean, threw: boolean) => void): void {
     const meta = this.store.meta;
     if (!meta) return;
     this.agentStub ??= this.env.AGENTS.get(this.env.AGENTS.idFromName(`${meta.tenantId}/${meta.agent}`));
     const ref = { tenantId: meta.tenantId, sessionId: meta.sessionId };
+    const settled = (delivered: boolean, threw: boolean, reason: string) => {
+      if (!delivered && frame.type === "request") this.requestUndelivered(frame.gwId, reason);
+      after?.(delivered, threw);
+    };
     this.ctx.waitUntil(
-      this.agentStub.toAgent(meta.agent, ref, frame).catch((e: unknown) => console.error("session: agent delivery failed", e)),
+      this.agentStub.toAgent(meta.agent, ref, frame).then(
+        (delivered) => settled(delivered, false, "the agent does not hold this session"),
+        (e: unknown) => {
+          console.error("session: agent delivery failed", e);
+          settled(false, true, "the hand-off to the agent failed");
+        },
+      ),
     );
+  }
+
+  /** A client request that never reached the agent: its sender gets an error, a prompt's turn ends. */
+  private requestUndelivered(gwId: number, reason: string): void {
+    const inflight = this.store.takeInflight(gwId);
+    const meta = this.store.meta;
+    if (!inflight || !meta) return;
+    const message = `The gateway could not hand ${inflight.method} to the agent "${meta.agent}" (${reason}); nothing was done, try again`;
+    const ws = this.clients.byConnection(inflight.connId);
+    if (ws) send(ws, JSON.stringify(errorResponse(inflight.clientId, new RpcError(-32603, message, { reason: "agent_unreachable" }))));
+    const turn = this.store.turn;
+    if (turn.state !== "idle" && turn.gwId === gwId) {
+      for (const pending of this.store.pending()) this.resolvePermission(pending, CANCELLED_RESULT, { type: "turn_end" });
+      this.store.turn = { state: "idle" };
+      this.notifyTurnEnded("agent_unreachable", message);
+    }
   }
 }
 

@@ -5,13 +5,14 @@
 // atomically with respect to other events delivered to the object.
 
 import type { JsonRpcId } from "../../protocol/jsonrpc";
+import type { Limits } from "../../protocol/tenant-limits";
 import { reduceToolCall, type ToolCallRow } from "../../protocol/tool-calls";
 import { MAX_STORED_ROW_BYTES, utf8LongerThan } from "../../protocol/limits";
 
 const SCHEMA = `
 CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
 CREATE TABLE IF NOT EXISTS tool_calls (id TEXT PRIMARY KEY, row TEXT NOT NULL, updated_seq INTEGER NOT NULL);
-CREATE TABLE IF NOT EXISTS log (seq INTEGER PRIMARY KEY AUTOINCREMENT, kind TEXT NOT NULL, body TEXT NOT NULL, at INTEGER NOT NULL);
+CREATE TABLE IF NOT EXISTS log (seq INTEGER PRIMARY KEY, kind TEXT NOT NULL, body TEXT NOT NULL, at INTEGER NOT NULL);
 CREATE TABLE IF NOT EXISTS pending (
   perm_id INTEGER PRIMARY KEY, agent_req_id TEXT NOT NULL, agent_epoch INTEGER NOT NULL,
   tool_call_id TEXT, params TEXT NOT NULL, created_at INTEGER NOT NULL, deadline_at INTEGER NOT NULL,
@@ -39,6 +40,8 @@ export interface SessionMeta {
   deadlineMs: number;
   /** Tenant setting: relay a person's *_always choice to the agent as made, instead of as *_once. */
   relayAlwaysAsMade?: boolean;
+  /** The tenant's limit overrides when the session was opened (protocol/tenant-limits.ts). */
+  limits?: Partial<Limits>;
   /** The agent's session/new or session/load result, answered again on attach (modes, models…). */
   result?: Record<string, unknown>;
   createdAt: number;
@@ -152,6 +155,34 @@ export class SessionStore {
   }
   lastSeq(): number {
     return this.sql.exec<{ seq: number | null }>("SELECT max(seq) AS seq FROM log").one().seq ?? 0;
+  }
+  // Compaction (compaction.ts). The log's newest entry is never removed, so seq never goes back
+  // (the table has no AUTOINCREMENT: that would write a second row, sqlite_sequence, per append).
+  lastEntry(): { seq: number; kind: string; body: string } | undefined {
+    return this.sql
+      .exec<{ seq: number; kind: string; body: string }>("SELECT seq, kind, body FROM log ORDER BY seq DESC LIMIT 1")
+      .toArray()[0];
+  }
+  rewriteEntry(seq: number, body: string): void {
+    this.sql.exec("UPDATE log SET body = ? WHERE seq = ?", body, seq);
+  }
+  removeEntries(seqs: number[]): void {
+    for (const seq of seqs) this.sql.exec("DELETE FROM log WHERE seq = ?", seq);
+  }
+  /** The logged updates that may carry a tool call, in order. */
+  toolCallEntries(): { seq: number; body: string }[] {
+    return this.sql
+      .exec<{ seq: number; body: string }>(
+        "SELECT seq, body FROM log WHERE kind = 'update' AND body LIKE '%\"tool\\_call%' ESCAPE '\\' ORDER BY seq",
+      )
+      .toArray();
+  }
+  /** The seq at which the log's tool calls were last folded. */
+  get foldedAt(): number {
+    return this.getMeta<number>("folded_at") ?? 0;
+  }
+  set foldedAt(seq: number) {
+    this.setMeta("folded_at", seq);
   }
   logEntries(afterSeq: number, limit: number): { seq: number; kind: string; body: string; at: number }[] {
     return this.sql

@@ -40,7 +40,7 @@ type Token = Word | Op;
 const META = new Set([" ", "\t", "\n", ";", "&", "|", "<", ">", "(", ")"]);
 
 /** Splits into words (quotes removed) and operators; null on anything whose value is not known. */
-export function tokenize(src: string): Token[] | null {
+function tokenize(src: string): Token[] | null {
   const tokens: Token[] = [];
   let i = 0;
   let text = "";
@@ -349,5 +349,5 @@ export function commandsOfArgv(argv: string[]): SimpleCommand[] | null {
  * against these ("when in doubt, a reject applies").
  */
 export function looseWords(src: string): string[] {
-  return src.split(/[^A-Za-z0-9_.\/:=@%+,-]+/).filter((w) => w !== "");
+  return src.split(/[^A-Za-z0-9_./:=@%+,-]+/).filter((w) => w !== "");
 }

@@ -18,14 +18,13 @@ describe("attaching to a live session with session/load", () => {
     bob.send({ jsonrpc: "2.0", id: "load", method: "session/load", params: { sessionId, cwd: "/projects/demo", mcpServers: [] } });
     const loaded = await bob.next(isResponseTo("load"));
     expect(loaded.result.modes.currentModeId).toBe("code");
-    // Everything before the load answer is the replay: the user's prompt, the chunks and the tool call.
+    // Everything before the load answer is the replay: the user's prompt, the chunks (merged into one
+    // message by log compaction, and the client told so) and the tool call.
     const replay = bob.unclaimed().filter((m) => m.method === "session/update");
-    expect(replay.map((m) => m.params.update.sessionUpdate)).toEqual([
-      "user_message_chunk",
-      ...Array(5).fill("agent_message_chunk"),
-      "tool_call",
-    ]);
+    expect(replay.map((m) => m.params.update.sessionUpdate)).toEqual(["user_message_chunk", "agent_message_chunk", "tool_call"]);
     expect(replay[0]?.params.update.content).toEqual({ type: "text", text: "hello" });
+    expect(replay[1]?.params.update.content).toEqual({ type: "text", text: "c0c1c2c3c4" });
+    await bob.next(isMethod("_acp_gateway/history_compacted"));
     const pending = await bob.next(isMethod("session/request_permission"));
     expect(pending.params.toolCall.toolCallId).toBe("t1");
     for (const m of replay) await bob.next((x) => x === m || x.method === "session/update");

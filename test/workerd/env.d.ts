@@ -5,6 +5,7 @@ declare global {
   namespace Cloudflare {
     interface Env extends GatewayEnv {
       TEST_MIGRATIONS: D1Migration[];
+      FUZZ_RUNS: string;
     }
   }
 }

@@ -73,17 +73,19 @@ describe("reliability: the AgentObject's queue to a session", () => {
     const { client, sessionId } = await clientWithSession(t, agent);
     const ref = { tenantId: t.tenantId, sessionId };
     const before = (await sessionStub(t.tenantId, sessionId).snapshot(ref))?.lastSeq ?? 0;
+    // Two messages (distinct messageIds), so log compaction keeps two entries and lastSeq counts them.
+    const message = (text: string) => ({ sessionId, update: { ...chunk(sessionId, text).update, messageId: `m-${text}` } });
     const batch: FromAgent[] = [
       {
         kind: "frame",
         epoch: 1,
-        text: JSON.stringify({ jsonrpc: "2.0", method: "session/update", params: chunk(sessionId, "a") }),
+        text: JSON.stringify({ jsonrpc: "2.0", method: "session/update", params: message("a") }),
         seq: 1_000_001,
       },
       {
         kind: "frame",
         epoch: 1,
-        text: JSON.stringify({ jsonrpc: "2.0", method: "session/update", params: chunk(sessionId, "b") }),
+        text: JSON.stringify({ jsonrpc: "2.0", method: "session/update", params: message("b") }),
         seq: 1_000_002,
       },
     ];

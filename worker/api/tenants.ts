@@ -15,6 +15,24 @@ import { PageQuery, json, pageOf, pageParams, pageSchema } from "./pagination";
 
 const errors = { ...errorResponses, ...conflictResponse };
 
+/** Overrides of the per-tenant limits (protocol/tenant-limits.ts): each a positive whole number. */
+const LimitsSchema = z
+  .object({
+    messagesPerSecondPerConnection: z.number().int().min(1).max(100_000).optional(),
+    messagesPerSecondPerTenant: z.number().int().min(1).max(1_000_000).optional(),
+    connectionsPerKey: z.number().int().min(1).max(100_000).optional(),
+    liveSessionsPerTenant: z.number().int().min(1).max(1_000_000).optional(),
+    pendingPermissionsPerSession: z.number().int().min(1).max(10_000).optional(),
+    turnIdleMs: z
+      .number()
+      .int()
+      .min(1000)
+      .max(7 * 24 * 3600 * 1000)
+      .optional(),
+  })
+  .strict()
+  .openapi("TenantLimits");
+
 export const SettingsSchema = z
   .object({
     permissionDeadlineMs: z
@@ -24,6 +42,7 @@ export const SettingsSchema = z
       .max(7 * 24 * 3600 * 1000)
       .optional(),
     relayAlwaysAsMade: z.boolean().optional(),
+    limits: LimitsSchema.optional(),
     notifyAfterMs: z
       .number()
       .int()

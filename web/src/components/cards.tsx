@@ -296,7 +296,8 @@ function AlwaysConfirm({
       {rule === undefined && <p class="muted">Working out the rule…</p>}
       {rule === null && (
         <p class="warn">
-          This answer will not be remembered as a rule{notRemembered ? `: ${notRemembered}` : " (no rule may cover it)"}; it answers this request only.
+          This answer will not be remembered as a rule{notRemembered ? `: ${notRemembered}` : " (no rule may cover it)"}; it answers this
+          request only.
         </p>
       )}
       {rule && (

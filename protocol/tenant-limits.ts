@@ -1,0 +1,67 @@
+// Per-tenant limits: the defaults, and reading a tenant's overrides (tenants.settings.limits); the
+// limits on one frame are protocol/limits.ts. The
+// defaults are sized for a team that leaves agents running for hours: far above what people and
+// agents do, low enough that one runaway client or agent cannot take a tenant (or the gateway) down.
+
+export interface Limits {
+  /** Messages per second one WebSocket connection may send (client or agent); bursts of twice that. */
+  messagesPerSecondPerConnection: number;
+  /** Messages per second all of a tenant's WebSocket connections may send together; bursts of twice that. */
+  messagesPerSecondPerTenant: number;
+  /** WebSocket connections open at once under one key; more are refused with 429 before the upgrade. */
+  connectionsPerKey: number;
+  /** Sessions a tenant may have live (not idle for a day) at once; session/new beyond it is refused. */
+  liveSessionsPerTenant: number;
+  /** Permission requests waiting in one session; beyond it the agent's request gets an error. */
+  pendingPermissionsPerSession: number;
+  /** How long a running turn may go without a word from the agent before the gateway ends it. */
+  turnIdleMs: number;
+}
+
+export const DEFAULT_LIMITS: Readonly<Limits> = {
+  messagesPerSecondPerConnection: 100,
+  messagesPerSecondPerTenant: 1000,
+  connectionsPerKey: 100,
+  liveSessionsPerTenant: 500,
+  pendingPermissionsPerSession: 32,
+  turnIdleMs: 30 * 60 * 1000,
+};
+
+/** A session counts as live while it was used within this window (the sessions index's updated_at). */
+export const LIVE_SESSION_WINDOW_MS = 24 * 3600 * 1000;
+
+/** The tenant's limits: each override that is a positive whole number, else the default. */
+export function limitsOf(overrides: unknown): Limits {
+  const given = typeof overrides === "object" && overrides !== null ? (overrides as Record<string, unknown>) : {};
+  const limits = { ...DEFAULT_LIMITS };
+  for (const key of Object.keys(DEFAULT_LIMITS) as (keyof Limits)[]) {
+    const value = given[key];
+    if (typeof value === "number" && Number.isInteger(value) && value > 0) limits[key] = value;
+  }
+  return limits;
+}
+
+/** The JSON-RPC error code of a refusal by a limit (the implementation-defined server range; 429 in spirit). */
+export const LIMIT_EXCEEDED = -32029;
+
+/** The notice clients get when the gateway refused something of the agent's by a limit. */
+export const LIMIT_REACHED_NOTICE = "_acp_gateway/limit_reached";
+
+export interface LimitError {
+  code: number;
+  message: string;
+  data: { reason: string; limit: keyof Limits; value: number };
+}
+
+export function limitError(limit: keyof Limits, value: number, message: string, reason = "limit_exceeded"): LimitError {
+  return { code: LIMIT_EXCEEDED, message, data: { reason, limit, value } };
+}
+
+export function pendingLimitError(sessionId: string, value: number): LimitError {
+  return limitError(
+    "pendingPermissionsPerSession",
+    value,
+    `Too many permission requests are waiting in session ${sessionId} (the tenant's limit is ${value}); the gateway refused this one. Wait for people to answer the ones already asked.`,
+    "pending_permission_limit",
+  );
+}

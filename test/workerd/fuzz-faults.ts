@@ -1,0 +1,84 @@
+// Fault injection for the workerd fault tests: object restarts (the plugin's eviction), and D1
+// outages or slowness inside one Durable Object. A D1 outage is the one behaviour no real peer
+// produces on demand, so it is the one hand-written stand-in: the object's `env.DB` is swapped for a
+// wrapper of the real binding whose calls fail (or wait) until it is swapped back.
+
+import { env, evictDurableObject, runInDurableObject } from "cloudflare:test";
+import type { Env } from "../../worker/env";
+import { countFault, newCounters } from "./fuzz-session";
+
+/** Counters of one fault-test file, printed for scripts/reliability-summary.ts by `printCounters`. */
+export const faultCounters = newCounters();
+
+export function injected(kind: string): void {
+  countFault(faultCounters, kind);
+}
+
+export function printCounters(suite: string): void {
+  console.log(`RELIABILITY ${JSON.stringify({ suite, ...faultCounters })}`);
+}
+
+export const sessionStub = (tenantId: string, sessionId: string) => env.SESSIONS.get(env.SESSIONS.idFromName(`${tenantId}/${sessionId}`));
+export const agentStub = (tenantId: string, name: string) => env.AGENTS.get(env.AGENTS.idFromName(`${tenantId}/${name}`));
+export const rulesStub = (tenantId: string) => env.RULES.get(env.RULES.idFromName(tenantId));
+
+/** Evicts an object as a restart does; one that is not running (evicted already) counts as restarted. */
+export async function restartObject(stub: DurableObjectStub): Promise<void> {
+  await evictDurableObject(stub).catch((error: unknown) => {
+    if (!String(error).includes("not currently running")) throw error;
+  });
+}
+
+/** A crash rather than an eviction: `ctx.abort()` drops the object's memory at once, mid-call. */
+export async function crashObject(stub: DurableObjectStub): Promise<void> {
+  // SAFETY: any gateway object; only its state is used.
+  await runInDurableObject(stub as DurableObjectStub<never>, (_instance: unknown, state: DurableObjectState) => {
+    try {
+      state.abort("crash injected by a test");
+    } catch {
+      // abort throws in the calling context by design
+    }
+  }).catch(() => undefined);
+}
+
+export async function restartBoth(tenantId: string, sessionId: string, agent: string): Promise<void> {
+  await restartObject(sessionStub(tenantId, sessionId));
+  await restartObject(agentStub(tenantId, agent));
+  injected("session_restart");
+  injected("agent_restart");
+}
+
+export type D1Mode = "down" | "slow" | "up";
+
+/** Makes D1 fail (or answer after `slowMs`) for one object, until called again with "up". */
+export async function setD1(stub: DurableObjectStub, mode: D1Mode, slowMs = 1500): Promise<void> {
+  // SAFETY: every Durable Object of the gateway keeps its bindings in `env`, a plain field at run time.
+  await runInDurableObject(stub as DurableObjectStub<never>, (instance: unknown) => {
+    const object = instance as { env: Env };
+    object.env = { ...object.env, DB: mode === "up" ? env.DB : faultyD1(env.DB, mode, slowMs) };
+  });
+  if (mode !== "up") injected(`d1_${mode}`);
+}
+
+function faultyD1(db: D1Database, mode: "down" | "slow", slowMs: number): D1Database {
+  const outage = () => Promise.reject(new Error("D1_ERROR: injected outage (test)"));
+  const later = <T>(call: () => Promise<T>) => (mode === "down" ? outage() : new Promise<T>((r) => setTimeout(() => r(call()), slowMs)));
+  const statement = (s: D1PreparedStatement): D1PreparedStatement =>
+    new Proxy(s, {
+      get(target, prop) {
+        if (prop === "bind") return (...values: unknown[]) => statement(target.bind(...values));
+        if (prop === "run" || prop === "all" || prop === "first" || prop === "raw") {
+          return (...args: unknown[]) => later(() => (target[prop] as (...a: unknown[]) => Promise<unknown>).apply(target, args));
+        }
+        return Reflect.get(target, prop, target) as unknown;
+      },
+    });
+  return new Proxy(db, {
+    get(target, prop) {
+      if (prop === "prepare") return (query: string) => statement(target.prepare(query));
+      if (prop === "batch") return (statements: D1PreparedStatement[]) => later(() => target.batch(statements));
+      if (prop === "exec") return (query: string) => later(() => target.exec(query));
+      return Reflect.get(target, prop, target) as unknown;
+    },
+  });
+}

@@ -1,0 +1,124 @@
+// The model-based fuzz of a live session (issue 11): generated sequences of client and agent actions
+// against the real Worker and objects, each step checked against the reference model in
+// fuzz-session.ts. FUZZ_RUNS sets how many sequences (30 in `npm test`, to stay near a minute on a
+// loaded machine; thousands in
+// `npm run test:fuzz:session`). Counterexamples it found are kept below as fixed sequences.
+
+import { env } from "cloudflare:test";
+import fc from "fast-check";
+import { afterAll, describe, it } from "vitest";
+import {
+  AgentAsks,
+  AgentEndsTurn,
+  AgentReconnects,
+  AgentUpdate,
+  AgentWithdraws,
+  Answer,
+  Attach,
+  ClientCancelsRequest,
+  Detach,
+  Prompt,
+  Restart,
+  SameInstant,
+  SessionCancel,
+  StrayAnswer,
+  commands,
+} from "./fuzz-commands";
+import { type FuzzCounters, finish, newCounters, startSession } from "./fuzz-session";
+
+const counters = newCounters();
+const runs = Number(env.FUZZ_RUNS) > 0 ? Number(env.FUZZ_RUNS) : 30;
+
+async function runSequence(cmds: Iterable<fc.AsyncCommand<never, never>> | fc.AsyncCommand<never, never>[], into: FuzzCounters) {
+  const { model, real } = await startSession(into);
+  into.sequences++;
+  // SAFETY: the commands are typed for the model and real system startSession returns.
+  await fc.asyncModelRun(() => ({ model, real }), cmds as Iterable<fc.AsyncCommand<typeof model, typeof real>>);
+  await finish(model, real);
+}
+
+afterAll(() => {
+  // One line for scripts/reliability-summary.ts to sum.
+  console.log(`RELIABILITY ${JSON.stringify({ suite: "model-fuzz", ...counters })}`);
+});
+
+describe("model-based fuzz of a live session", () => {
+  it(
+    "every request answered once, no permission resolved twice or without a valid answer, the table equals the reducer, attaches see history then live, nothing crosses tenants",
+    async () => {
+      await fc.assert(
+        fc.asyncProperty(fc.commands(commands, { maxCommands: 16, size: "+1" }), async (cmds) => {
+          await runSequence(cmds as Iterable<fc.AsyncCommand<never, never>>, counters);
+        }),
+        { numRuns: runs, endOnFailure: false },
+      );
+    },
+    30 * 60_000,
+  );
+});
+
+describe("fixed sequences (shapes the fuzz must always get right)", () => {
+  const fixed = (name: string, steps: fc.AsyncCommand<never, never>[]) =>
+    it(name, async () => {
+      await runSequence(steps, counters);
+    });
+
+  fixed("a turn with a pending request, answered by one of two clients, then ended", [
+    new Attach(true),
+    new Prompt(0),
+    new AgentAsks({ toolCallId: "t1", title: "Edit", kind: "edit" }) as never,
+    new Answer(1, 0, "allow"),
+    new AgentEndsTurn("end_turn"),
+  ] as never[]);
+
+  fixed("restarts of both objects between every step of a turn with requests pending and a cancel in flight", [
+    new Prompt(0),
+    new Restart("session"),
+    new AgentAsks({ toolCallId: "t1", kind: "execute", rawInput: { command: "ls" } }),
+    new Restart("agent"),
+    new AgentAsks({ toolCallId: "t2", kind: "edit" }),
+    new Restart("session"),
+    new ClientCancelsRequest(0),
+    new Restart("agent"),
+    new SessionCancel(0),
+    new Restart("agent"),
+    new AgentUpdate({ sessionUpdate: "tool_call_update", toolCallId: "t1", status: "failed", content: null }),
+    new Restart("session"),
+    new AgentEndsTurn("cancelled"),
+  ] as never[]);
+
+  fixed("refused answers are asked again at most three times; a declined copy is not asked again", [
+    new Prompt(0),
+    new Attach(false),
+    new AgentAsks({ toolCallId: "t1" }),
+    new Answer(0, 0, "bad_option"),
+    new Answer(0, 0, "bad_outcome"),
+    new Answer(0, 0, "bad_option"),
+    new Answer(0, 0, "bad_option"),
+    new Answer(0, 0, "declined"),
+    new SameInstant(0),
+  ] as never[]);
+
+  fixed("the agent drops with a turn running and a request pending, and reconnects", [
+    new Prompt(0),
+    new AgentAsks({ toolCallId: "t1", status: "pending" }),
+    new AgentReconnects(),
+    new Attach(true),
+    new Prompt(1),
+    new AgentWithdraws(0),
+    new AgentEndsTurn("error"),
+  ] as never[]);
+
+  fixed("stray answers: duplicate, late and from a client that never held the id", [
+    new Prompt(0),
+    new Attach(true),
+    new AgentAsks({ toolCallId: "t1" }),
+    new Answer(0, 0, "duplicate"),
+    new StrayAnswer(1, 0),
+    new StrayAnswer(0, 1),
+    new Detach(0),
+    new Detach(0),
+    new AgentAsks({ toolCallId: "t2", locations: [{ path: "/p/a.ts" }] }),
+    new Attach(false),
+  ] as never[]);
+});
