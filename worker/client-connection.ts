@@ -42,6 +42,7 @@ import {
   KeyRecheck,
   keyStillValid,
 } from "./revocation";
+import { logTracedRequest } from "./trace";
 
 /** WebSocket close code for a protocol violation (RFC 6455). */
 const CLOSE_PROTOCOL_ERROR = 1002;
@@ -155,6 +156,7 @@ export class ClientConnection {
 
   private async onClientRequest(id: JsonRpcId, method: string, message: Message, text: string): Promise<void> {
     const params = "params" in message ? message.params : undefined;
+    logTracedRequest(this.connectionId, method, params);
     switch (method) {
       case AGENT_METHODS.initialize:
         return this.reply(resultResponse(id, await this.initialize(params)));
@@ -169,6 +171,8 @@ export class ClientConnection {
         return this.resumeSession(id, params);
       case AGENT_METHODS.sessionList:
         return this.reply(resultResponse(id, await this.listSessions(params)));
+      case AGENT_METHODS.sessionClose:
+        return this.closeSession(id, params);
     }
     const sessionId = sessionIdOf(message);
     if (sessionId === undefined) {
@@ -290,6 +294,15 @@ export class ClientConnection {
     if (typeof sessionId !== "string") throw RpcError.invalidParams("session/resume needs params.sessionId (a string)");
     if (!(await this.sessionIndexed(sessionId))) throw RpcError.sessionNotFound(sessionId);
     if (!this.sessions.has(sessionId)) await this.attach(sessionId, "live");
+    this.reply(resultResponse(id, {}));
+  }
+
+  /** session/close: this client leaves the session; the session, and the agent's, live on for the others. */
+  private async closeSession(id: JsonRpcId, params: unknown): Promise<void> {
+    const sessionId = isObject(params) ? params.sessionId : undefined;
+    if (typeof sessionId !== "string") throw RpcError.invalidParams("session/close needs params.sessionId (a string)");
+    if (!this.sessions.has(sessionId) && !(await this.sessionIndexed(sessionId))) throw RpcError.sessionNotFound(sessionId);
+    this.detachSession(sessionId);
     this.reply(resultResponse(id, {}));
   }
 

@@ -109,15 +109,11 @@ describe("Streamable HTTP with the SDK's clients", () => {
     await prompt;
     const http = await connectClient({ url, key: keys.client, agent: name, transport: "http" });
     await http.request("session/load", { sessionId, cwd: "/w", mcpServers: [] });
-    const kinds = http.updates.items.map((u) => u.update.sessionUpdate);
-    expect(kinds).toEqual([
-      "user_message_chunk",
-      "agent_message_chunk",
-      "agent_message_chunk",
-      "tool_call",
-      "tool_call_update",
-      "agent_message_chunk",
-    ]);
+    // Replay may join consecutive text chunks; the order of kinds and the text are what matter.
+    const kinds = http.updates.items.map((u) => u.update.sessionUpdate).filter((k, i, all) => k !== all[i - 1]);
+    expect(kinds).toEqual(["user_message_chunk", "agent_message_chunk", "tool_call", "tool_call_update", "agent_message_chunk"]);
+    const text = http.updates.items.filter((u) => u.update.sessionUpdate === "agent_message_chunk").map((u) => u.update.content.text);
+    expect(text.join("")).toBe("Editing a.tsanswer: allow-once");
     http.close();
     ws.close();
     agent.close();

@@ -77,7 +77,7 @@ export class SseReader {
     else this.inbox.push(message);
   }
 
-  next(match: (m: Json) => boolean = () => true, timeoutMs = 5000): Promise<Json> {
+  next(match: (m: Json) => boolean = () => true, timeoutMs = 10_000): Promise<Json> {
     const i = this.inbox.findIndex(match);
     if (i >= 0) return Promise.resolve(this.inbox.splice(i, 1)[0] as Json);
     return new Promise((resolve, reject) => {

@@ -4,7 +4,7 @@ import { describe, expect, it } from "vitest";
 import { attachClient, clientWithSession, connect, dialInAgent, isMethod, isResponseTo, seedTenant } from "./helpers";
 import { SseReader, getStream, httpConnect, post } from "./http-helpers";
 
-describe("Streamable HTTP: a turn", () => {
+describe("Streamable HTTP: a turn", { timeout: 20_000 }, () => {
   it("initialize is 200 with Acp-Connection-Id; session/new is 202 and answered on the connection stream; the turn on the session stream", async () => {
     const t = await seedTenant();
     const agent = await dialInAgent(t);
@@ -36,7 +36,7 @@ describe("Streamable HTTP: a turn", () => {
   });
 });
 
-describe("Streamable HTTP: status codes", () => {
+describe("Streamable HTTP: status codes", { timeout: 20_000 }, () => {
   const initialize = { jsonrpc: "2.0", id: 0, method: "initialize", params: { protocolVersion: 1 } };
 
   it("401 without a key or with a bad one, on POST, GET and DELETE", async () => {
@@ -124,7 +124,7 @@ describe("Streamable HTTP: status codes", () => {
   });
 });
 
-describe("Streamable HTTP: reconnecting within the window, and past it", () => {
+describe("Streamable HTTP: reconnecting within the window, and past it", { timeout: 20_000 }, () => {
   it("a session stream cut mid-turn and reopened within the window loses nothing, in order", async () => {
     const t = await seedTenant();
     const agent = await dialInAgent(t);
@@ -160,7 +160,7 @@ describe("Streamable HTTP: reconnecting within the window, and past it", () => {
     await agent.peer.next((m) => m.id === permissionId && !("method" in m));
     agent.peer.respond(forwarded.id, { stopReason: "end_turn" });
     expect((await second.next(isResponseTo(prompt.id))).result.stopReason).toBe("end_turn");
-  }, 15_000);
+  });
 
   it("past the window the session is detached: its stream and POSTs answer 409 until session/load, which replays", async () => {
     const t = await seedTenant();
@@ -181,17 +181,17 @@ describe("Streamable HTTP: reconnecting within the window, and past it", () => {
     expect(load.response.status).toBe(202);
     expect((await session.next(isMethod("session/update"))).params.update.content.text).toBe("held");
     expect((await session.next(isResponseTo(load.id))).error).toBeUndefined();
-  }, 15_000);
+  });
 
   it("a connection whose stream nobody reads for the window ends: 404 afterwards", async () => {
     const t = await seedTenant();
     const http = await httpConnect(t.clientKey, "x");
     await http.stream.cancel();
     await waitUntilAsync(async () => (await http.send({ id: 1, method: "session/list", params: {} })).status === 404, 5000);
-  }, 15_000);
+  });
 });
 
-describe("WebSocket: the RFD's rules", () => {
+describe("WebSocket: the RFD's rules", { timeout: 20_000 }, () => {
   it("closes with 1002 when the first message is not initialize", async () => {
     const t = await seedTenant();
     const client = await connect("/acp?agent=x", t.clientKey);
@@ -208,7 +208,7 @@ describe("WebSocket: the RFD's rules", () => {
   });
 });
 
-describe("HTTP and WebSocket clients share one session", () => {
+describe("HTTP and WebSocket clients share one session", { timeout: 20_000 }, () => {
   it("fan-out to both; the WebSocket client answers first and the HTTP client's copy is withdrawn", async () => {
     const t = await seedTenant();
     const agent = await dialInAgent(t);
