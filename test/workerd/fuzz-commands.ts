@@ -70,8 +70,10 @@ export class AgentAsks extends Step {
       method: "session/request_permission",
       params: { sessionId: r.sessionId, toolCall: this.toolCall, options: OPTIONS, _meta: { fuzzPerm: perm } },
     });
-    m.pending.set(perm, { agentReqId });
     referenceReduce(m.table, this.toolCall);
+    // Nothing may be approved outside a running turn (TC-11): answered cancelled at once, nobody asked.
+    if (m.turn.state === "running") m.pending.set(perm, { agentReqId });
+    else m.agentDue.set(agentReqId, { kind: "cancelled" });
     return undefined;
   }
   toString = () => `AgentAsks(${JSON.stringify(this.toolCall)})`;
