@@ -167,7 +167,7 @@ describe("the web console in Chromium", () => {
     await expect.poll(() => confirm.locator(".dry-run").textContent()).toContain("no current rule answers this request");
     await confirm.getByRole("button", { name: /^Confirm/ }).click();
     await page.getByText("All done: the tests pass.").waitFor();
-    await page.getByText(/Remembered for the team by dev: Always allow `npm test …`/).waitFor();
+    await page.getByText(/Remembered for the team by dev: Always allow `npm test/).waitFor();
     await page.locator("section.tool", { hasText: "Run the tests" }).locator(".badge.status-completed").waitFor();
     await expect.poll(() => page.getByRole("button", { name: "Send" }).isDisabled()).toBe(true); // empty prompt
 
@@ -176,7 +176,7 @@ describe("the web console in Chromium", () => {
     await openPermission(page)
       .getByRole("button", { name: /^Allow once/ })
       .click();
-    await page.getByText(/Auto-answered by the team rule “Always allow `npm test …`/).waitFor();
+    await page.getByText(/Auto-answered by the team rule “Always allow `npm test/).waitFor();
     await expect.poll(() => page.getByText("All done: the tests pass.").count()).toBe(2);
 
     // Rules: listed, dry-run says it would auto-answer, revoked, and the dry run says so.
@@ -208,11 +208,11 @@ describe("the web console in Chromium", () => {
     await filter.getByRole("button", { name: "Filter" }).click();
     await expect.poll(() => page.locator(".audit-entry").count()).toBe(4);
     // The rule's description appears once the rules list has loaded beside the audit.
-    const ruleDecided = (texts: string[]) => texts.filter((d) => d.startsWith("Auto-answered by the team rule “Always allow `npm test …`"));
+    const ruleDecided = (texts: string[]) => texts.filter((d) => d.startsWith("Auto-answered by the team rule “Always allow `npm test"));
     await expect.poll(async () => ruleDecided(await page.locator(".audit-entry .decided-by").allTextContents())).toHaveLength(1);
     const decided = await page.locator(".audit-entry .decided-by").allTextContents();
     expect(decided.filter((d) => d === "Answered by dev")).toHaveLength(3);
-    expect(decided.filter((d) => d.startsWith("Auto-answered by the team rule “Always allow `npm test …`"))).toHaveLength(1);
+    expect(decided.filter((d) => d.startsWith("Auto-answered by the team rule “Always allow `npm test"))).toHaveLength(1);
     const [download] = await Promise.all([page.waitForEvent("download"), filter.getByRole("button", { name: "Export NDJSON" }).click()]);
     const lines = readFileSync((await download.path()) as string, "utf8")
       .trim()

@@ -12,7 +12,7 @@ export interface Scope {
 export function coversText(matcher: Matcher): string {
   switch (matcher.type) {
     case "command":
-      return `any command that starts with \`${matcher.prefix.join(" ")}\`, whatever arguments follow (every command of a compound command must start with it)`;
+      return `any command that starts with \`${matcher.prefix.join(" ")}\` and has no option that runs code or writes files (every command of a compound command must start with it)`;
     case "argv":
       return `exactly the command \`${matcher.argv.join(" ")}\` with these arguments and no others (every command of a compound command must be it)`;
     case "path": {
@@ -23,6 +23,8 @@ export function coversText(matcher: Matcher): string {
       return matcher.name ? `the ${matcher.kind} tool ${matcher.name}, with any input` : `any ${matcher.kind} tool call`;
     case "exact":
       return "only this exact operation: the same kind, command or paths and content; anything different is asked again";
+    default:
+      return "what the rule's description says";
   }
 }
 
