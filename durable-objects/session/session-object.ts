@@ -365,10 +365,41 @@ export class SessionObject extends DurableObject<Env> {
 
   /** The first valid answer wins: it goes to the agent, every other copy is withdrawn. */
   private resolvePermission(pending: PendingRow, result: unknown, by: DecidedBy, chosen?: PermissionOption): void {
-    const meta = this.store.meta;
-    this.toAgent({ type: "response", epoch: pending.agentEpoch, id: pending.agentReqId, result });
     const copies = this.store.removePending(pending.permId);
     this.withdrawCopies(copies);
+    if (pending.asking && !this.store.hasAsking()) this.watchRules(false);
+    this.turnWatch.touch(); // a person's answer is progress: the idle clock starts again
+    this.scheduleDeadline();
+    // Announced only once the agent has the answer: one that cannot reach it is no resolution.
+    this.toAgent({ type: "response", epoch: pending.agentEpoch, id: pending.agentReqId, result }, (delivered, threw) =>
+      delivered ? this.announceResolution(pending, result, by, chosen) : this.answerUndelivered(pending, by, threw),
+    );
+  }
+
+  /**
+   * The answer did not reach the agent. If the hand-off failed while the turn runs, the request is
+   * pending again and people are asked again (a person's answer, or a rule's, is never assumed to have
+   * arrived). If the agent's connection is gone, nothing can answer it: audited as withdrawn.
+   */
+  private answerUndelivered(pending: PendingRow, by: DecidedBy, threw: boolean): void {
+    if (threw && this.store.turn.state === "running" && (by.type === "person" || by.type === "rule")) {
+      const { permId: _old, asking: _asking, ...request } = pending;
+      const permId = this.store.addPending(request);
+      this.store.markAsking(permId);
+      const again = this.store.pendingById(permId);
+      for (const ws of this.clients.all()) {
+        const client = attachmentOf(ws);
+        if (client && again) this.sendCopy(ws, client.connId, again);
+      }
+      this.watchRules(true);
+      this.scheduleDeadline();
+      return;
+    }
+    this.audit(pending, { outcome: "withdrawn" }, { type: "agent_disconnected", reason: "the answer could not be delivered to the agent" });
+  }
+
+  private announceResolution(pending: PendingRow, result: unknown, by: DecidedBy, chosen?: PermissionOption): void {
+    const meta = this.store.meta;
     const outcome = isObject(result) ? result.outcome : undefined;
     const notice = {
       jsonrpc: "2.0",
@@ -385,9 +416,6 @@ export class SessionObject extends DurableObject<Env> {
     this.store.append("resolution", text);
     this.clients.broadcast(text);
     this.audit(pending, outcome, by, chosen);
-    this.turnWatch.touch(); // a person's answer is progress: the idle clock starts again
-    if (pending.asking && !this.store.hasAsking()) this.watchRules(false);
-    this.scheduleDeadline();
   }
 
   /** Every resolution is written to the tenant's decision audit in D1, off the hot path. */
@@ -867,14 +895,44 @@ export class SessionObject extends DurableObject<Env> {
   private agentStub?: DurableObjectStub<import("../agent/agent-object").AgentObject>;
 
   /** Fire and forget, in order: calls on one stub are delivered in the order they are made. */
-  private toAgent(frame: ToAgent): void {
+  /**
+   * A request that cannot be handed to the agent is answered with an error (and a prompt's turn ends);
+   * `after` learns whether the frame reached the agent (`threw`: the hand-off itself failed).
+   */
+  private toAgent(frame: ToAgent, after?: (delivered: boolean, threw: boolean) => void): void {
     const meta = this.store.meta;
     if (!meta) return;
     this.agentStub ??= this.env.AGENTS.get(this.env.AGENTS.idFromName(`${meta.tenantId}/${meta.agent}`));
     const ref = { tenantId: meta.tenantId, sessionId: meta.sessionId };
+    const settled = (delivered: boolean, threw: boolean, reason: string) => {
+      if (!delivered && frame.type === "request") this.requestUndelivered(frame.gwId, reason);
+      after?.(delivered, threw);
+    };
     this.ctx.waitUntil(
-      this.agentStub.toAgent(meta.agent, ref, frame).catch((e: unknown) => console.error("session: agent delivery failed", e)),
+      this.agentStub.toAgent(meta.agent, ref, frame).then(
+        (delivered) => settled(delivered, false, "the agent does not hold this session"),
+        (e: unknown) => {
+          console.error("session: agent delivery failed", e);
+          settled(false, true, "the hand-off to the agent failed");
+        },
+      ),
     );
+  }
+
+  /** A client request that never reached the agent: its sender gets an error, a prompt's turn ends. */
+  private requestUndelivered(gwId: number, reason: string): void {
+    const inflight = this.store.takeInflight(gwId);
+    const meta = this.store.meta;
+    if (!inflight || !meta) return;
+    const message = `The gateway could not hand ${inflight.method} to the agent "${meta.agent}" (${reason}); nothing was done, try again`;
+    const ws = this.clients.byConnection(inflight.connId);
+    if (ws) send(ws, JSON.stringify(errorResponse(inflight.clientId, new RpcError(-32603, message, { reason: "agent_unreachable" }))));
+    const turn = this.store.turn;
+    if (turn.state !== "idle" && turn.gwId === gwId) {
+      for (const pending of this.store.pending()) this.resolvePermission(pending, CANCELLED_RESULT, { type: "turn_end" });
+      this.store.turn = { state: "idle" };
+      this.notifyTurnEnded("agent_unreachable", message);
+    }
   }
 }
 

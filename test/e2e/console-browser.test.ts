@@ -148,7 +148,9 @@ describe("the web console in Chromium", () => {
     const confirm = run.getByRole("group", { name: "Confirm the rule" });
     await expect
       .poll(() => confirm.locator(".rule-description").textContent())
-      .toBe(`Always allow \`npm test …\` in /projects/demo (agent ${AGENT})`);
+      .toBe(
+        `Always allow \`npm test\` with any further arguments except options that run code or write files in /projects/demo (agent ${AGENT})`,
+      );
     expect(await confirm.locator(".rule-scope").textContent()).toContain("any command that starts with `npm test`");
     expect(await confirm.locator(".rule-scope").textContent()).toContain(
       `in /projects/demo and below, for agent ${AGENT}, for everyone on the team`,
@@ -156,7 +158,7 @@ describe("the web console in Chromium", () => {
     await expect.poll(() => confirm.locator(".dry-run").textContent()).toContain("no current rule answers this request");
     await confirm.getByRole("button", { name: /^Confirm/ }).click();
     await page.getByText("All done: the tests pass.").waitFor();
-    await page.getByText(/Remembered for the team by dev: Always allow `npm test …`/).waitFor();
+    await page.getByText(/Remembered for the team by dev: Always allow `npm test` with any further arguments/).waitFor();
     await page.locator("section.tool", { hasText: "Run the tests" }).locator(".badge.status-completed").waitFor();
     await expect.poll(() => page.getByRole("button", { name: "Send" }).isDisabled()).toBe(true); // empty prompt
 
@@ -165,7 +167,7 @@ describe("the web console in Chromium", () => {
     await openPermission(page)
       .getByRole("button", { name: /^Allow once/ })
       .click();
-    await page.getByText(/Auto-answered by the team rule “Always allow `npm test …`/).waitFor();
+    await page.getByText(/Auto-answered by the team rule “Always allow `npm test` with any further arguments/).waitFor();
     await expect.poll(() => page.getByText("All done: the tests pass.").count()).toBe(2);
 
     // Rules: listed, dry-run says it would auto-answer, revoked, and the dry run says so.
@@ -192,9 +194,15 @@ describe("the web console in Chromium", () => {
     await filter.getByRole("textbox", { name: "Agent" }).fill(AGENT);
     await filter.getByRole("button", { name: "Filter" }).click();
     await expect.poll(() => page.locator(".audit-entry").count()).toBe(4);
+    // The rule's description appears once the rules list has loaded beside the audit.
+    const ruleDecided = (texts: string[]) =>
+      texts.filter((d) => d.startsWith("Auto-answered by the team rule “Always allow `npm test` with any further arguments"));
+    await expect.poll(async () => ruleDecided(await page.locator(".audit-entry .decided-by").allTextContents())).toHaveLength(1);
     const decided = await page.locator(".audit-entry .decided-by").allTextContents();
     expect(decided.filter((d) => d === "Answered by dev")).toHaveLength(3);
-    expect(decided.filter((d) => d.startsWith("Auto-answered by the team rule “Always allow `npm test …`"))).toHaveLength(1);
+    expect(
+      decided.filter((d) => d.startsWith("Auto-answered by the team rule “Always allow `npm test` with any further arguments")),
+    ).toHaveLength(1);
     const [download] = await Promise.all([page.waitForEvent("download"), filter.getByRole("button", { name: "Export NDJSON" }).click()]);
     const lines = readFileSync((await download.path()) as string, "utf8")
       .trim()

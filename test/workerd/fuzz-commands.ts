@@ -70,8 +70,10 @@ export class AgentAsks extends Step {
       method: "session/request_permission",
       params: { sessionId: r.sessionId, toolCall: this.toolCall, options: OPTIONS, _meta: { fuzzPerm: perm } },
     });
-    m.pending.set(perm, { agentReqId });
     referenceReduce(m.table, this.toolCall);
+    // Outside a running turn the request is answered cancelled at once; no client sees it (SECURITY.md).
+    if (m.turn.state !== "running") m.agentDue.set(agentReqId, { kind: "cancelled" });
+    else m.pending.set(perm, { agentReqId });
     return undefined;
   }
   toString = () => `AgentAsks(${JSON.stringify(this.toolCall)})`;

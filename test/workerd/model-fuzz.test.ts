@@ -88,6 +88,7 @@ describe("fixed sequences (shapes the fuzz must always get right)", () => {
   ] as never[]);
 
   fixed("refused answers are asked again at most three times; a declined copy is not asked again", [
+    new Prompt(0),
     new Attach(false),
     new AgentAsks({ toolCallId: "t1" }),
     new Answer(0, 0, "bad_option"),
@@ -109,6 +110,7 @@ describe("fixed sequences (shapes the fuzz must always get right)", () => {
   ] as never[]);
 
   fixed("stray answers: duplicate, late and from a client that never held the id", [
+    new Prompt(0),
     new Attach(true),
     new AgentAsks({ toolCallId: "t1" }),
     new Answer(0, 0, "duplicate"),
