@@ -108,7 +108,18 @@ describe("the web console in Chromium", () => {
     expect(await page.locator("#prompt-text").count()).toBe(0);
     await signIn(page, "not-a-key");
     await expect.poll(() => page.getByRole("alert").textContent()).toContain("not accepted");
-    await signIn(page, keys.client);
+    // Signed in by keyboard alone, focus visible on the way.
+    await page.getByLabel("Key").fill("");
+    await page.getByLabel("Key").focus();
+    await page.keyboard.press("Shift+Tab");
+    await page.keyboard.press("Tab");
+    expect(await page.evaluate(() => document.activeElement?.getAttribute("name"))).toBe("key");
+    expect(await page.evaluate(() => getComputedStyle(document.activeElement as Element).outlineStyle)).not.toBe("none");
+    await page.keyboard.type(keys.client);
+    await page.keyboard.press("Tab");
+    await page.keyboard.press("ControlOrMeta+A");
+    await page.keyboard.type(AGENT);
+    await page.keyboard.press("Enter");
     await page.getByRole("button", { name: "New session" }).waitFor();
     expect(await page.evaluate(() => ({ local: localStorage.length, session: sessionStorage.length }))).toEqual({ local: 0, session: 2 });
 
@@ -182,6 +193,10 @@ describe("the web console in Chromium", () => {
     await dryRun.getByLabel("Agent").fill(AGENT);
     await dryRun.getByRole("button", { name: "Test" }).click();
     await expect.poll(() => dryRun.getByRole("status").textContent()).toContain("Yes: allow by the rule");
+    // Expiry needs an admin key: a client key gets the gateway's 403, in words.
+    await rule.getByLabel("Expires at").fill("2099-01-01T09:00");
+    await rule.getByRole("button", { name: "Set expiry" }).click();
+    await expect.poll(() => rule.getByRole("alert").textContent()).toContain("This key may not do that");
     await rule.getByRole("button", { name: "Revoke" }).click();
     await rule.getByRole("button", { name: "Confirm revoke" }).click();
     await page.getByText("No rules match.").waitFor();
@@ -245,9 +260,11 @@ describe("the web console in Chromium", () => {
     await onScreen(page, confirm.getByRole("button", { name: /^Confirm/ }));
     await noHorizontalOverflow(page);
     await confirm.getByRole("button", { name: /^Confirm/ }).click();
+    // Answered by keyboard.
     await openPermission(page)
       .getByRole("button", { name: /^Allow once/ })
-      .click();
+      .focus();
+    await page.keyboard.press("Enter");
     await page.getByText("All done: the tests pass.").waitFor();
 
     // Next turn: the edit is auto-answered; the command waits; the turn is cancelled from the phone.
@@ -293,9 +310,52 @@ describe("the web console in Chromium", () => {
     );
     expect(decided.filter((d) => /^(Cancelled by dev|The turn was cancelled)$/.test(d))).toHaveLength(1);
     await noHorizontalOverflow(page);
-    await page.screenshot({ path: join(SHOTS, "console-phone-audit.png") });
+    // Readable in dark: the page follows prefers-color-scheme.
+    const light = await page.evaluate(() => getComputedStyle(document.body).backgroundColor);
+    await page.emulateMedia({ colorScheme: "dark" });
+    expect(await page.evaluate(() => getComputedStyle(document.body).backgroundColor)).not.toBe(light);
+    await page.screenshot({ path: join(SHOTS, "console-phone-audit-dark.png") });
     expect((page as Page & { external?: string[] }).external).toEqual([]);
     await page.context().close();
+  }, 60_000);
+});
+
+describe("the web console with two people on one session", () => {
+  it("the other person's page follows the turn live, answers first, and the first page's card says who; the turn's end reaches both", async () => {
+    const first = await openConsole({ width: 1280, height: 860 });
+    await signIn(first, keys.client);
+    await newSession(first, "/projects/demo");
+    await prompt(first, "Shared turn");
+    await openPermission(first).waitFor();
+
+    // The second person opens the same session from the list, mid-turn: history, then the waiting request.
+    const second = await openConsole({ width: 390, height: 844 });
+    await signIn(second, keys.client);
+    await second.locator(".entry", { hasText: "approval" }).first().waitFor();
+    expect(await second.locator(".entry").first().textContent()).toContain("1 approval waiting");
+    await second.locator(".entry").first().click();
+    const asked = second.locator(".msg.user", { hasText: "Shared turn" });
+    await asked.waitFor();
+    expect(await asked.locator(".who").textContent()).toBe("dev"); // who prompted, from the gateway
+    await openPermission(second)
+      .getByRole("button", { name: /^Allow once/ })
+      .click();
+
+    await expect
+      .poll(() => first.locator("section.permission.closed").first().textContent())
+      .toContain("Answered by dev — “Allow once” (allow_once)");
+    expect(await first.locator("section.permission.closed").first().textContent()).not.toContain("you");
+    await openPermission(second).locator("pre.command", { hasText: "npm test" }).waitFor();
+    await openPermission(first)
+      .getByRole("button", { name: /^Reject/ })
+      .first()
+      .click();
+    await second.getByText("Understood, I did not run the tests.").waitFor();
+    expect(await second.locator("section.permission.closed").last().textContent()).toContain("Answered by dev — “Reject” (reject_once)");
+    // The turn was the first page's; the second learns it ended and may prompt.
+    await expect.poll(() => second.getByRole("button", { name: "Cancel turn" }).isDisabled(), { timeout: 10_000 }).toBe(true);
+    await first.context().close();
+    await second.context().close();
   }, 60_000);
 });
 

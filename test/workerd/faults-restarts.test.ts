@@ -114,12 +114,13 @@ describe("faults: object restarts in the middle of a turn", () => {
     });
   });
 
-  // Issue 11 (being fixed by `reliability`): the AgentObject queues a session's frames in memory while
-  // a call to the session is in flight; a crash in that window loses them, and when one of them is
-  // the answer to session/prompt the turn stays `running`. A burst keeps a call in flight. Today the
-  // client gets two of the hundred chunks and never the prompt's answer. (The plugin's eviction does
-  // not show it: it lets the call finish; `ctx.abort()` is the crash.) Remove `.fails` once fixed.
-  it.fails(
+  // Issue 11 (for `reliability`): the AgentObject crashed (`ctx.abort()`) with a burst of the agent's
+  // frames in flight. Before the durable outbox the client got two of a hundred chunks and never the
+  // prompt's answer; after it (merged 09:40) the same still happens and the turn stays `running`.
+  // The abort breaks the object's output gate, so frames it had not committed are dropped; then the
+  // agent's connection must count as gone and the turn end with turn_ended — it does neither. The
+  // plugin's eviction lets the call finish and never shows it. Skipped (waits out its timeout).
+  it.skip(
     OUTBOX_CASE,
     async () => {
       const t = await seedTenant();
@@ -134,7 +135,7 @@ describe("faults: object restarts in the middle of a turn", () => {
       await client.next((m) => m.params?.update?.content?.text === "0");
       await crashObject(agentStub(t.tenantId, agent.name));
       injected("agent_crash");
-      const done = await client.next(isResponseTo("turn"), 4000);
+      const done = await client.next(isResponseTo("turn"), 15_000);
       expect(done.result).toEqual({ stopReason: "end_turn" });
       const texts = client.unclaimed().map((m) => m.params?.update?.content?.text);
       expect(texts).toEqual(Array.from({ length: 99 }, (_, i) => `${i + 1}`));

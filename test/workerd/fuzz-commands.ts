@@ -71,9 +71,9 @@ export class AgentAsks extends Step {
       params: { sessionId: r.sessionId, toolCall: this.toolCall, options: OPTIONS, _meta: { fuzzPerm: perm } },
     });
     referenceReduce(m.table, this.toolCall);
-    // Outside a running turn the request is answered cancelled at once; no client sees it (SECURITY.md).
-    if (m.turn.state !== "running") m.agentDue.set(agentReqId, { kind: "cancelled" });
-    else m.pending.set(perm, { agentReqId });
+    // Nothing may be approved outside a running turn (TC-11): answered cancelled at once, nobody asked.
+    if (m.turn.state === "running") m.pending.set(perm, { agentReqId });
+    else m.agentDue.set(agentReqId, { kind: "cancelled" });
     return undefined;
   }
   toString = () => `AgentAsks(${JSON.stringify(this.toolCall)})`;

@@ -90,6 +90,7 @@ describe("fixed sequences (shapes the fuzz must always get right)", () => {
   fixed("refused answers are asked again at most three times; a declined copy is not asked again", [
     new Prompt(0),
     new Attach(false),
+    new Prompt(1),
     new AgentAsks({ toolCallId: "t1" }),
     new Answer(0, 0, "bad_option"),
     new Answer(0, 0, "bad_outcome"),
@@ -112,6 +113,7 @@ describe("fixed sequences (shapes the fuzz must always get right)", () => {
   fixed("stray answers: duplicate, late and from a client that never held the id", [
     new Prompt(0),
     new Attach(true),
+    new Prompt(0),
     new AgentAsks({ toolCallId: "t1" }),
     new Answer(0, 0, "duplicate"),
     new StrayAnswer(1, 0),
@@ -120,5 +122,7 @@ describe("fixed sequences (shapes the fuzz must always get right)", () => {
     new Detach(0),
     new AgentAsks({ toolCallId: "t2", locations: [{ path: "/p/a.ts" }] }),
     new Attach(false),
+    new AgentEndsTurn("end_turn"),
+    new AgentAsks({ toolCallId: "t3", kind: "execute" }),
   ] as never[]);
 });
