@@ -75,3 +75,12 @@ export function rateLimitError(value: number, method: string): LimitError {
     "rate_limited",
   );
 }
+
+export function liveSessionsError(value: number): LimitError {
+  return limitError(
+    "liveSessionsPerTenant",
+    value,
+    `The tenant already has ${value} live sessions (its limit; a session is live for a day after its last use); session/new was refused. Continue an existing session with session/load, or ask the tenant's admin to raise settings.limits.liveSessionsPerTenant.`,
+    "live_session_limit",
+  );
+}

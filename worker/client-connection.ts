@@ -29,7 +29,8 @@ import {
 import type { AgentStatus, OpenSessionArgs } from "../durable-objects/agent/agent-object";
 import type { ResponseMessage } from "../protocol/jsonrpc";
 import { AGENT_METHODS, CANCEL_REQUEST, PROTOCOL_VERSION } from "../protocol/methods";
-import { limitsOf, rateLimitError } from "../protocol/tenant-limits";
+import { LIVE_SESSION_WINDOW_MS, limitsOf, liveSessionsError, rateLimitError } from "../protocol/tenant-limits";
+import { liveSessionCount } from "../db/queries/sessions";
 import { CLOSE_RATE_EXCEEDED, MessageRate } from "../protocol/rate-limit";
 import { type Principal, permissionDeadlineMs } from "./auth";
 import type { ClientSink } from "./client-sink";
@@ -247,6 +248,7 @@ export class ClientConnection {
   }
 
   private async openSession(id: JsonRpcId, method: typeof AGENT_METHODS.sessionNew, params: unknown): Promise<void> {
+    await this.checkLiveSessions();
     const answer = await this.openThroughAgent({
       tenantId: this.principal.tenantId,
       agent: this.agent,
@@ -469,6 +471,17 @@ export class ClientConnection {
   private async openThroughAgent(args: OpenSessionArgs): Promise<ResponseMessage> {
     // SAFETY: as above; openSession returns a JSON-RPC response object.
     return (await this.agentStub().openSession(args)) as unknown as ResponseMessage;
+  }
+
+  /** session/new beyond the tenant's live sessions is refused before the agent is asked (unknown count: allowed). */
+  private async checkLiveSessions(): Promise<void> {
+    const limit = limitsOf(this.principal.settings.limits).liveSessionsPerTenant;
+    const since = Date.now() - LIVE_SESSION_WINDOW_MS;
+    const live = await liveSessionCount(this.env.DB, this.principal.tenantId, since).catch(() => 0);
+    if (live >= limit) {
+      const error = liveSessionsError(limit);
+      throw new RpcError(error.code, error.message, error.data);
+    }
   }
 
   /** Over the connection's message rate: an error for what was refused; a sustained flood closes the connection. */

@@ -1,6 +1,6 @@
 // The tenant's sessions index: answers session/list and GET /v1/sessions without waking objects.
 
-import { and, asc, desc, eq, gt, lt } from "drizzle-orm";
+import { and, asc, count, desc, eq, gt, lt } from "drizzle-orm";
 import { dbOf } from "../client";
 import { type SessionRow, sessions } from "../schema";
 
@@ -52,4 +52,13 @@ export async function touchSession(
     .update(sessions)
     .set(patch)
     .where(and(eq(sessions.tenantId, tenantId), eq(sessions.sessionId, sessionId)));
+}
+
+/** How many of a tenant's sessions were active since `since` (the live-sessions limit). */
+export async function liveSessionCount(d1: D1Database, tenantId: string, since: number): Promise<number> {
+  const [row] = await dbOf(d1)
+    .select({ n: count() })
+    .from(sessions)
+    .where(and(eq(sessions.tenantId, tenantId), gt(sessions.updatedAt, since)));
+  return row?.n ?? 0;
 }

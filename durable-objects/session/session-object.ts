@@ -368,6 +368,7 @@ export class SessionObject extends DurableObject<Env> {
     const copies = this.store.removePending(pending.permId);
     this.withdrawCopies(copies);
     if (pending.asking && !this.store.hasAsking()) this.watchRules(false);
+    this.turnWatch.touch(); // a person's answer is progress: the idle clock starts again
     this.scheduleDeadline();
     // Announced only once the agent has the answer: one that cannot reach it is no resolution.
     this.toAgent({ type: "response", epoch: pending.agentEpoch, id: pending.agentReqId, result }, (delivered, threw) =>
@@ -415,7 +416,6 @@ export class SessionObject extends DurableObject<Env> {
     this.store.append("resolution", text);
     this.clients.broadcast(text);
     this.audit(pending, outcome, by, chosen);
-    this.turnWatch.touch(); // a person's answer is progress: the idle clock starts again
   }
 
   /** Every resolution is written to the tenant's decision audit in D1, off the hot path. */

@@ -2,7 +2,7 @@
 // a sustained flood closes the connection with 4429 and a reason; within the rate nothing changes.
 
 import { describe, expect, it } from "vitest";
-import { connect, seedTenant } from "./helpers";
+import { type ScriptedAgent, clientWithSession, connect, dialInAgent, isResponseTo, seedTenant } from "./helpers";
 
 describe("reliability: message rate per client connection", () => {
   it("answers a request over the tenant's rate with -32029 naming the limit, then closes a connection that keeps flooding", async () => {
@@ -28,3 +28,23 @@ describe("reliability: message rate per client connection", () => {
     expect(answers.filter((a) => a.error?.code === -32029)).toEqual([]);
   });
 });
+
+describe("reliability: live sessions per tenant", () => {
+  it("refuses session/new beyond the tenant's live sessions with a clear error, before the agent is asked", async () => {
+    const t = await seedTenant({ limits: { liveSessionsPerTenant: 1 } });
+    const agent = await dialInAgent(t);
+    const { client } = await clientWithSession(t, agent);
+    const refused = await client.request("session/new", { cwd: "/projects/demo", mcpServers: [] });
+    expect(refused.error).toMatchObject({ code: -32029, data: { reason: "live_session_limit", limit: "liveSessionsPerTenant", value: 1 } });
+    expect(refused.error.message).toMatch(/already has 1 live sessions/);
+    await barrierAgent(agent);
+    expect(agent.peer.unclaimed().filter((m) => m.method === "session/new")).toEqual([]);
+  });
+});
+
+/** Once the agent has the AgentObject's own answer to this frame, anything sent to it before has arrived. */
+async function barrierAgent(agent: ScriptedAgent): Promise<void> {
+  const id = `barrier-${crypto.randomUUID()}`;
+  agent.peer.send({ jsonrpc: "2.0", id, method: "_test/no_session" });
+  await agent.peer.next(isResponseTo(id));
+}
