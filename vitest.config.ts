@@ -29,6 +29,9 @@ export default defineConfig({
                 TEST_MIGRATIONS: await readD1Migrations("./db/migrations"),
                 GATEWAY_ADMIN_TOKEN: "test-operator-token",
                 KEY_RECHECK_MS: "300",
+                // Streamable HTTP: short keepalive and reconnect window, so tests see both in a second or two.
+                HTTP_KEEPALIVE_MS: "200",
+                HTTP_STREAM_WINDOW_MS: "1500",
                 APPROVAL_LINK_SECRET: "test-approval-link-secret-0123456789abcdef",
                 KEY_UNVERIFIED_GRACE_MS: "1500",
                 // How many generated sequences the model-based fuzz runs (test/workerd/model-fuzz.test.ts).

@@ -46,7 +46,6 @@ ${rows(r.targets, (t) => `| ${t.name} | ${t.value} | ${t.target} | ${t.pass ? "p
 | relay round trip (A → B → A) | ${b.relayRtt.median} ms | ${b.relayRtt.p99} ms | ${b.relayRtt.max} ms |
 | relay one way, 100 B | ${b.relayOneWay.median} ms | ${b.relayOneWay.p99} ms | ${b.relayOneWay.max} ms |
 | relay one way, 64 KiB | ${b.relayOneWayLarge.median} ms | ${b.relayOneWayLarge.p99} ms | ${b.relayOneWayLarge.max} ms |
-
 | persisted relay round trip | ${b.persistedRtt.median} ms | ${b.persistedRtt.p99} ms | ${b.persistedRtt.max} ms |
 | persisted relay one way, 100 B | ${b.persistedOneWay.median} ms | ${b.persistedOneWay.p99} ms | ${b.persistedOneWay.max} ms |
 | persisted relay one way, 64 KiB | ${b.persistedOneWayLarge.median} ms | ${b.persistedOneWayLarge.p99} ms | ${b.persistedOneWayLarge.max} ms |

@@ -65,3 +65,13 @@ export function pendingLimitError(sessionId: string, value: number): LimitError 
     "pending_permission_limit",
   );
 }
+
+/** The error for a message over its connection's rate; `method` names what was refused. */
+export function rateLimitError(value: number, method: string): LimitError {
+  return limitError(
+    "messagesPerSecondPerConnection",
+    value,
+    `Too many messages on this connection (the tenant's limit is ${value} a second, bursts of ${2 * value}); ${method} was refused. Slow down and retry; a connection that keeps sending over the limit is closed.`,
+    "rate_limited",
+  );
+}

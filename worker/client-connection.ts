@@ -29,7 +29,10 @@ import {
 import type { AgentStatus, OpenSessionArgs } from "../durable-objects/agent/agent-object";
 import type { ResponseMessage } from "../protocol/jsonrpc";
 import { AGENT_METHODS, CANCEL_REQUEST, PROTOCOL_VERSION } from "../protocol/methods";
+import { limitsOf, rateLimitError } from "../protocol/tenant-limits";
+import { CLOSE_RATE_EXCEEDED, MessageRate } from "../protocol/rate-limit";
 import { type Principal, permissionDeadlineMs } from "./auth";
+import type { ClientSink } from "./client-sink";
 import type { Env } from "./env";
 import {
   CLOSE_CREDENTIALS_REVOKED,
@@ -39,6 +42,9 @@ import {
   KeyRecheck,
   keyStillValid,
 } from "./revocation";
+
+/** WebSocket close code for a protocol violation (RFC 6455). */
+const CLOSE_PROTOCOL_ERROR = 1002;
 
 /** Ids of answered requests kept so that an error notice about one can still be rewritten. */
 const ANSWERED_MEMORY = 64;
@@ -58,32 +64,46 @@ export class ClientConnection {
   private nextId = 0;
   private caps: ClientAttachment["caps"] = { readTextFile: false, writeTextFile: false, terminal: false };
   private closed = false;
+  /** ACP's lifecycle: the first message must be initialize (RFD: anything else ends the connection). */
+  private initialized = false;
 
   constructor(
     private readonly env: Env,
     private readonly principal: Principal,
     private readonly agent: string,
     readonly connectionId: string,
-    private readonly socket: WebSocket,
+    private readonly sink: ClientSink,
   ) {
-    socket.addEventListener("message", (event) => {
-      if (typeof event.data !== "string") {
-        this.reply(
-          errorResponse(null, new RpcError(ErrorCode.invalidRequest, "Binary frames are not supported; send JSON-RPC as text frames")),
-        );
-        return;
-      }
-      void this.onClientFrame(event.data).catch((error: unknown) => console.error("edge: client frame failed", error));
-    });
-    socket.addEventListener("close", () => this.close());
-    socket.addEventListener("error", () => this.close());
     const every = Number(env.KEY_RECHECK_MS ?? DEFAULT_KEY_RECHECK_MS);
     this.recheck = setInterval(() => void this.recheckKey(), every > 0 ? every : DEFAULT_KEY_RECHECK_MS);
+    this.rate = new MessageRate(limitsOf(principal.settings.limits).messagesPerSecondPerConnection, Date.now());
     this.keyCheck = new KeyRecheck(Number(env.KEY_UNVERIFIED_GRACE_MS ?? DEFAULT_KEY_UNVERIFIED_GRACE_MS));
   }
 
   private readonly recheck: ReturnType<typeof setInterval>;
   private readonly keyCheck: KeyRecheck;
+  private readonly rate: MessageRate;
+
+  /** One message from the client: a text frame, or an HTTP POST's body. */
+  receive(data: string | ArrayBuffer): void {
+    if (typeof data !== "string") {
+      this.reply(
+        errorResponse(null, new RpcError(ErrorCode.invalidRequest, "Binary frames are not supported; send JSON-RPC as text frames")),
+      );
+      return;
+    }
+    void this.onClientFrame(data).catch((error: unknown) => console.error("edge: client frame failed", error));
+  }
+
+  /** Whether this connection is attached to the session (HTTP answers 409 for one it is not). */
+  isAttached(sessionId: string): boolean {
+    return this.sessions.has(sessionId);
+  }
+
+  /** Leaves one session; the session goes on for its other clients. */
+  detach(sessionId: string): void {
+    this.detachSession(sessionId);
+  }
 
   /** A revoked or expired key, or a disabled tenant, ends the connection within one interval. */
   private async recheckKey(): Promise<void> {
@@ -96,8 +116,8 @@ export class ClientConnection {
     if (verdict === "keep" || this.closed) return;
     try {
       if (verdict === "unverified") {
-        this.socket.close(CLOSE_KEY_UNVERIFIED, "the gateway could not verify the API key (its database is unavailable); reconnect later");
-      } else this.socket.close(CLOSE_CREDENTIALS_REVOKED, "the API key was revoked or expired, or the tenant was disabled");
+        this.sink.close(CLOSE_KEY_UNVERIFIED, "the gateway could not verify the API key (its database is unavailable); reconnect later");
+      } else this.sink.close(CLOSE_CREDENTIALS_REVOKED, "the API key was revoked or expired, or the tenant was disabled");
     } catch {
       // already closed
     }
@@ -112,7 +132,16 @@ export class ClientConnection {
       return;
     }
     const message = parsed.message;
+    if (!this.initialized) {
+      if (!isRequest(message) || message.method !== AGENT_METHODS.initialize) {
+        this.sink.close(CLOSE_PROTOCOL_ERROR, "the first message must be an initialize request");
+        this.close();
+        return;
+      }
+      this.initialized = true;
+    }
     if (isResponse(message)) return this.onClientResponse(message, text);
+    if (!this.withinRate(message.method, isRequest(message) ? message.id : null)) return;
     try {
       if (isRequest(message)) await this.onClientRequest(message.id, message.method, message, text);
       else await this.onClientNotification(message.method, message, text);
@@ -354,11 +383,7 @@ export class ClientConnection {
     if (this.closed) return;
     void this.sessions.get(sessionId)?.then((current) => {
       if (current !== ws) return; // a socket we replaced on purpose
-      try {
-        this.socket.close(1012, `session ${sessionId} was interrupted; reconnect and session/load to resume`);
-      } catch {
-        // already closed
-      }
+      this.sink.close(1012, `session ${sessionId} was interrupted; reconnect and session/load to resume`);
       this.close();
     });
   }
@@ -366,11 +391,11 @@ export class ClientConnection {
   // ── from the sessions ────────────────────────────────────────────────────────────────────────
   private onSessionFrame(sessionId: string, text: string): void {
     if (text.startsWith(PACK_MARK)) {
-      for (const message of text.slice(PACK_MARK.length).split(PACK_SEPARATOR)) this.send(message);
+      for (const message of text.slice(PACK_MARK.length).split(PACK_SEPARATOR)) this.send(message, sessionId);
       return;
     }
     if (!text.startsWith(REWRITE_MARK)) {
-      this.send(text);
+      this.send(text, sessionId);
       return;
     }
     const message = JSON.parse(text.slice(REWRITE_MARK.length)) as Record<string, unknown>;
@@ -379,7 +404,7 @@ export class ClientConnection {
       const sessionRequestId = message.id as JsonRpcId;
       this.outstanding.set(id, { sessionId, sessionRequestId });
       this.byRequestKey.set(requestKey(sessionId, sessionRequestId), id);
-      this.send(JSON.stringify({ ...message, id }));
+      this.send(JSON.stringify({ ...message, id }), sessionId);
       return;
     }
     if (message.method === CANCEL_REQUEST && isObject(message.params)) {
@@ -388,16 +413,19 @@ export class ClientConnection {
       if (id === undefined) return; // already answered by this client: nothing to withdraw
       this.byRequestKey.delete(key);
       this.outstanding.delete(id);
-      this.send(JSON.stringify({ ...message, params: { ...message.params, requestId: id } }));
+      this.send(JSON.stringify({ ...message, params: { ...message.params, requestId: id } }), sessionId);
       return;
     }
     if (isObject(message.error) && isObject(message.error.data) && message.error.data.requestId !== undefined) {
       const key = requestKey(sessionId, message.error.data.requestId as JsonRpcId);
       const id = this.answered.get(key) ?? this.byRequestKey.get(key);
-      this.send(JSON.stringify({ ...message, error: { ...message.error, data: { ...message.error.data, requestId: id ?? null } } }));
+      this.send(
+        JSON.stringify({ ...message, error: { ...message.error, data: { ...message.error.data, requestId: id ?? null } } }),
+        sessionId,
+      );
       return;
     }
-    this.send(JSON.stringify(message));
+    this.send(JSON.stringify(message), sessionId);
   }
 
   // ── plumbing ─────────────────────────────────────────────────────────────────────────────────
@@ -430,14 +458,32 @@ export class ClientConnection {
     return (await this.agentStub().openSession(args)) as unknown as ResponseMessage;
   }
 
+  /** Over the connection's message rate: an error for what was refused; a sustained flood closes the connection. */
+  private withinRate(method: string, id: JsonRpcId | null): boolean {
+    const verdict = this.rate.admit(Date.now());
+    if (verdict === "ok") return true;
+    const error = rateLimitError(this.rate.ratePerSecond, method);
+    if (verdict === "refuse") {
+      this.reply({ jsonrpc: "2.0", id, error });
+      return false;
+    }
+    try {
+      this.sink.close(CLOSE_RATE_EXCEEDED, `kept sending over ${this.rate.ratePerSecond} messages a second`);
+    } catch {
+      // already closed
+    }
+    this.close();
+    return false;
+  }
+
   private reply(message: object): void {
     this.send(JSON.stringify(message));
   }
 
-  private send(text: string): void {
+  private send(text: string, sessionId?: string): void {
     if (this.closed) return;
     try {
-      this.socket.send(text);
+      this.sink.send(text, sessionId);
     } catch {
       this.close();
     }
@@ -451,11 +497,7 @@ export class ClientConnection {
       void pending.then((ws) => ws.close(1000, "client gone")).catch(() => undefined);
     }
     this.sessions.clear();
-    try {
-      this.socket.close(1000, "closed");
-    } catch {
-      // already closed
-    }
+    this.sink.close(1000, "closed");
   }
 }
 

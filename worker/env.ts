@@ -1,3 +1,4 @@
+import type { ConnectionObject } from "../durable-objects/connection/connection-object";
 import type { AgentObject } from "../durable-objects/agent/agent-object";
 import type { RulesObject } from "../durable-objects/rules/rules-object";
 import type { SessionObject } from "../durable-objects/session/session-object";
@@ -7,6 +8,8 @@ export interface Env {
   DB: D1Database;
   SESSIONS: DurableObjectNamespace<SessionObject>;
   AGENTS: DurableObjectNamespace<AgentObject>;
+  /** One per Streamable HTTP client connection, named `${tenantId}/${connectionId}`. */
+  CONNECTIONS: DurableObjectNamespace<ConnectionObject>;
   /** One per tenant: the tenant's remembered decisions, cached and compiled. */
   RULES: DurableObjectNamespace<RulesObject>;
   /** The web console's static files (web/). */
@@ -21,6 +24,14 @@ export interface Env {
   KEY_RECHECK_MS?: string;
   /** How long a client connection stays open while its key cannot be re-checked (D1 down), in ms (default 60000). */
   KEY_UNVERIFIED_GRACE_MS?: string;
+  /** Streamable HTTP: how often an idle SSE stream gets a keepalive comment, in ms (default 15000). */
+  HTTP_KEEPALIVE_MS?: string;
+  /** Streamable HTTP: how long messages are held for a stream with no reader, in ms (default 30000). */
+  HTTP_STREAM_WINDOW_MS?: string;
+  /** Streamable HTTP: messages held for a stream with no reader (default 1000). */
+  HTTP_STREAM_MAX_MESSAGES?: string;
+  /** Streamable HTTP: bytes held for a stream with no reader, or unread by a slow one (default 8 MiB). */
+  HTTP_STREAM_MAX_BYTES?: string;
   /** HMAC key of approval links (wrangler secret put APPROVAL_LINK_SECRET); without it no link is issued or accepted. */
   APPROVAL_LINK_SECRET?: string;
 }

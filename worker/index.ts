@@ -19,6 +19,7 @@ import { approveRoutes } from "./routes/approve";
 import type { AppEnv } from "./types";
 
 export { AgentObject } from "../durable-objects/agent/agent-object";
+export { ConnectionObject } from "../durable-objects/connection/connection-object";
 export { RulesObject } from "../durable-objects/rules/rules-object";
 export { SessionObject } from "../durable-objects/session/session-object";
 

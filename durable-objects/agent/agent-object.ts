@@ -73,6 +73,7 @@ export class AgentObject extends DurableObject<Env> {
       tenantId: string;
       agent: string;
       keyId: string;
+      expiresAt?: number | null;
     } | null;
     if (!who) return new Response("missing principal", { status: 400 });
     this.store.meta = { tenantId: who.tenantId, name: who.agent };
@@ -90,7 +91,8 @@ export class AgentObject extends DurableObject<Env> {
     if (previous.length > 0) this.agentGone(epoch - 1, "replaced by a newer connection");
     const pair = new WebSocketPair();
     this.ctx.acceptWebSocket(pair[1], [`key:${who.keyId}`]);
-    pair[1].serializeAttachment({ epoch, keyId: who.keyId });
+    pair[1].serializeAttachment({ epoch, keyId: who.keyId, expiresAt: who.expiresAt ?? null });
+    if (typeof who.expiresAt === "number") this.ctx.waitUntil(this.armKeyExpiry(who.expiresAt));
     this.sendInitialize(pair[1], epoch);
     return new Response(null, { status: 101, webSocket: pair[0] });
   }
@@ -223,9 +225,10 @@ export class AgentObject extends DurableObject<Env> {
   }
 
   // ── RPC from SessionObjects: deliver to the agent ────────────────────────────────────────────
-  async toAgent(agent: string, ref: SessionRef, frame: ToAgent): Promise<void> {
+  /** Delivers one frame; false when it did not reach the agent (a request was then answered with an error, or must be). */
+  async toAgent(agent: string, ref: SessionRef, frame: ToAgent): Promise<boolean> {
     const meta = this.store.meta;
-    if (!meta || meta.tenantId !== ref.tenantId || meta.name !== agent || !this.store.ownsSession(ref.sessionId)) return;
+    if (!meta || meta.tenantId !== ref.tenantId || meta.name !== agent || !this.store.ownsSession(ref.sessionId)) return false;
     // A dial-in socket is found synchronously, so frames keep their order; a dial_out agent may be dialled now.
     let ws = this.socket() ?? (frame.type === "request" ? await this.ensureSocket() : undefined);
     // An agent accepts nothing before it has answered initialize; waiters wake in arrival order.
@@ -239,34 +242,55 @@ export class AgentObject extends DurableObject<Env> {
         if (!ws) {
           const error = this.notConnected(agent);
           this.enqueue(ref.sessionId, { kind: "response", gwId: frame.gwId, text: JSON.stringify(errorResponse(frame.gwId, error)) });
-          return;
+          return true; // answered, with the error
         }
         const agentId = this.store.nextId();
         this.store.addOutbound({ agentId, epoch, kind: "forward", sessionId: ref.sessionId, gwId: frame.gwId });
         this.markActive(ref.sessionId, epoch);
         ws.send(JSON.stringify(withParams({ jsonrpc: "2.0", id: agentId, method: frame.method }, frame.params)));
-        return;
+        return true;
       }
       case "notification":
         ws?.send(JSON.stringify(withParams({ jsonrpc: "2.0", method: frame.method }, frame.params)));
-        return;
+        return ws !== undefined;
       case "response": {
-        if (!ws || frame.epoch !== epoch) return;
+        if (!ws || frame.epoch !== epoch) return false;
         this.store.removeInbound(frame.id, epoch);
         const body: Record<string, unknown> = { jsonrpc: "2.0", id: frame.id };
         if (frame.error !== undefined) body.error = frame.error;
         else body.result = frame.result ?? null;
         ws.send(JSON.stringify(body));
-        return;
+        return true;
       }
       case "cancel_request": {
         const outbound = this.store.outboundFor(ref.sessionId, frame.gwId);
         if (ws && outbound && outbound.epoch === epoch) {
           ws.send(JSON.stringify({ jsonrpc: "2.0", method: CANCEL_REQUEST, params: { requestId: outbound.agentId } }));
+          return true;
         }
-        return;
+        return false;
       }
     }
+  }
+
+  // ── agent keys expire: the connection closes then, within seconds, as a client's does ──────────
+  /** The alarm fires at the earliest expiry (sooner if redelivery needs it; alarm() re-arms both). */
+  private async armKeyExpiry(expiresAt: number): Promise<void> {
+    const current = await this.ctx.storage.getAlarm();
+    if (current === null || expiresAt < current) await this.ctx.storage.setAlarm(expiresAt);
+  }
+
+  private closeExpired(): void {
+    const now = Date.now();
+    let next: number | undefined;
+    for (const ws of this.ctx.getWebSockets()) {
+      const attachment = ws.deserializeAttachment() as { keyId?: string; expiresAt?: number | null } | undefined;
+      const expiresAt = attachment?.expiresAt;
+      if (typeof expiresAt !== "number") continue;
+      if (expiresAt <= now && attachment?.keyId) this.closeConnections(attachment.keyId, "the agent key expired");
+      else if (expiresAt > now) next = Math.min(next ?? expiresAt, expiresAt);
+    }
+    if (next !== undefined) this.ctx.waitUntil(this.armKeyExpiry(next));
   }
 
   // ── RPC from the Worker ──────────────────────────────────────────────────────────────────────
@@ -282,7 +306,18 @@ export class AgentObject extends DurableObject<Env> {
       }
       if (attachment && attachment.epoch === this.store.epoch) this.agentGone(attachment.epoch, reason);
     }
-    return sockets.length;
+    // The tenant disabled, the agent removed or re-registered: a dial-out connection closes too.
+    const dialOut = keyId === null ? this.dialOut : undefined;
+    if (dialOut) {
+      this.dialOut = undefined;
+      try {
+        dialOut.ws.close(1000, reason);
+      } catch {
+        // already closing
+      }
+      this.agentGone(dialOut.epoch, reason);
+    }
+    return sockets.length + (dialOut ? 1 : 0);
   }
 
   async status(tenantId: string, agent: string): Promise<AgentStatus> {
@@ -533,6 +568,7 @@ export class AgentObject extends DurableObject<Env> {
 
   /** Re-sends what sessions have not taken: after a restart nothing is in flight, so everything goes. */
   override alarm(): void {
+    this.closeExpired();
     this.redeliveryArmed = false;
     for (const sessionId of this.outbox.sessions()) this.sendBatch(sessionId);
     if (!this.outbox.isEmpty()) this.armRedelivery();

@@ -129,7 +129,7 @@ export class Notifier {
   onDetach(remainingClients: number, now = Date.now()): void {
     if (remainingClients > 0) return;
     const changed = this.sql.exec(
-      "UPDATE notify SET due_at = max(coalesce(due_at, 0), ? + after_ms) WHERE sent_at IS NULL",
+      "UPDATE notify SET due_at = max(coalesce(due_at, 0), ? + after_ms) WHERE sent_at IS NULL AND perm_id IN (SELECT perm_id FROM pending)",
       now,
     ).rowsWritten;
     if (changed > 0) this.reschedule();

@@ -28,6 +28,8 @@ import { isToolCallUpdate } from "../../protocol/tool-calls";
 import type { Env } from "../../worker/env";
 import type { FromAgent, SessionRef, ToAgent } from "./agent-link";
 import { AgentDelivery } from "./agent-delivery";
+import { AuditOutbox } from "./audit-outbox";
+import { TurnWatch } from "./turn-watch";
 import { LIMIT_REACHED_NOTICE, type LimitError, limitsOf, pendingLimitError } from "../../protocol/tenant-limits";
 import {
   ATTACH_HEADER,
@@ -93,9 +95,13 @@ export class SessionObject extends DurableObject<Env> {
     this.store = new SessionStore(ctx.storage.sql);
     this.clients = new AttachedClients(ctx);
     this.delivery = new AgentDelivery(ctx.storage.sql);
+    this.audits = new AuditOutbox(ctx.storage.sql, env.DB);
+    this.turnWatch = new TurnWatch(ctx.storage.sql);
     this.notifier = new Notifier(ctx, env, this.store, () => this.scheduleDeadline());
   }
   private readonly delivery: AgentDelivery;
+  private readonly audits: AuditOutbox;
+  private readonly turnWatch: TurnWatch;
 
   // ── set-up (called by the AgentObject when the agent created or loaded the session) ──────────
   /**
@@ -225,6 +231,7 @@ export class SessionObject extends DurableObject<Env> {
       this.store.addInflight({ gwId, connId: client.connId, clientId: id, method, createdAt: Date.now() });
       this.recordPrompt(client.connId, client.user, params);
       this.toAgent({ type: "request", gwId, method, params });
+      this.scheduleDeadline(); // the turn's idle timer
       return;
     }
     const gwId = this.store.nextId();
@@ -358,10 +365,40 @@ export class SessionObject extends DurableObject<Env> {
 
   /** The first valid answer wins: it goes to the agent, every other copy is withdrawn. */
   private resolvePermission(pending: PendingRow, result: unknown, by: DecidedBy, chosen?: PermissionOption): void {
-    const meta = this.store.meta;
-    this.toAgent({ type: "response", epoch: pending.agentEpoch, id: pending.agentReqId, result });
     const copies = this.store.removePending(pending.permId);
     this.withdrawCopies(copies);
+    if (pending.asking && !this.store.hasAsking()) this.watchRules(false);
+    this.scheduleDeadline();
+    // Announced only once the agent has the answer: one that cannot reach it is no resolution.
+    this.toAgent({ type: "response", epoch: pending.agentEpoch, id: pending.agentReqId, result }, (delivered, threw) =>
+      delivered ? this.announceResolution(pending, result, by, chosen) : this.answerUndelivered(pending, by, threw),
+    );
+  }
+
+  /**
+   * The answer did not reach the agent. If the hand-off failed while the turn runs, the request is
+   * pending again and people are asked again (a person's answer, or a rule's, is never assumed to have
+   * arrived). If the agent's connection is gone, nothing can answer it: audited as withdrawn.
+   */
+  private answerUndelivered(pending: PendingRow, by: DecidedBy, threw: boolean): void {
+    if (threw && this.store.turn.state === "running" && (by.type === "person" || by.type === "rule")) {
+      const { permId: _old, asking: _asking, ...request } = pending;
+      const permId = this.store.addPending(request);
+      this.store.markAsking(permId);
+      const again = this.store.pendingById(permId);
+      for (const ws of this.clients.all()) {
+        const client = attachmentOf(ws);
+        if (client && again) this.sendCopy(ws, client.connId, again);
+      }
+      this.watchRules(true);
+      this.scheduleDeadline();
+      return;
+    }
+    this.audit(pending, { outcome: "withdrawn" }, { type: "agent_disconnected", reason: "the answer could not be delivered to the agent" });
+  }
+
+  private announceResolution(pending: PendingRow, result: unknown, by: DecidedBy, chosen?: PermissionOption): void {
+    const meta = this.store.meta;
     const outcome = isObject(result) ? result.outcome : undefined;
     const notice = {
       jsonrpc: "2.0",
@@ -378,8 +415,7 @@ export class SessionObject extends DurableObject<Env> {
     this.store.append("resolution", text);
     this.clients.broadcast(text);
     this.audit(pending, outcome, by, chosen);
-    if (pending.asking && !this.store.hasAsking()) this.watchRules(false);
-    this.scheduleDeadline();
+    this.turnWatch.touch(); // a person's answer is progress: the idle clock starts again
   }
 
   /** Every resolution is written to the tenant's decision audit in D1, off the hot path. */
@@ -390,16 +426,13 @@ export class SessionObject extends DurableObject<Env> {
     const options = offeredOptions(JSON.parse(pending.params));
     const selected = isObject(outcome) && outcome.outcome === "selected" ? String(outcome.optionId) : null;
     const option = chosen ?? options.find((o) => o.optionId === selected);
-    const entry = auditEntry(meta, pending, row, outcome, option, by);
-    this.ctx.waitUntil(
-      this.env.DB.prepare(
-        `INSERT INTO decision_audit (id, tenant_id, session_id, agent, tool_call_id, kind, name, operation, outcome, option_id, option_kind,
-           decided_by, decided_by_key, decided_by_user, rule_id, at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
-      )
-        .bind(...entry)
-        .run()
-        .catch((e: unknown) => console.error("session: audit write failed", e)),
-    );
+    this.audits.add(auditEntry(meta, pending, row, outcome, option, by));
+    this.ctx.waitUntil(this.flushAudit());
+  }
+
+  /** Kept in the session until D1 takes it (audit-outbox.ts); a failure is retried by the alarm. */
+  private async flushAudit(): Promise<void> {
+    if (!(await this.audits.flush())) this.scheduleDeadline();
   }
 
   private withdrawCopies(copies: { outId: number; connId: string }[]): void {
@@ -421,6 +454,7 @@ export class SessionObject extends DurableObject<Env> {
   fromAgentBatch(ref: SessionRef, items: FromAgent[]): void {
     const meta = this.store.meta;
     if (!meta || meta.tenantId !== ref.tenantId) return;
+    this.turnWatch.touch();
     for (const item of items) {
       if (!this.delivery.take(item)) continue; // re-sent after an AgentObject restart: applied already
       // One frame that fails to apply must not take the rest of the batch with it.
@@ -698,13 +732,16 @@ export class SessionObject extends DurableObject<Env> {
 
   // ── deadlines ─────────────────────────────────────────────────────────────────────────────────
   private scheduleDeadline(): void {
-    const next = earliest(this.store.nextDeadline(), this.notifier.nextDue());
+    const next = earliest(earliest(this.store.nextDeadline(), this.notifier.nextDue()), earliest(this.audits.retryAt(), this.turnIdleAt()));
     if (next === undefined) void this.ctx.storage.deleteAlarm();
     else void this.ctx.storage.setAlarm(next);
   }
 
   override alarm(): void {
     const now = Date.now();
+    if (this.audits.waiting() > 0) this.ctx.waitUntil(this.flushAudit());
+    const idleAt = this.turnIdleAt();
+    if (idleAt !== undefined && idleAt <= now) this.endIdleTurn();
     const overdue = this.store.pending().some((p) => p.deadlineAt <= now);
     if (overdue) {
       const meta = this.store.meta;
@@ -718,6 +755,29 @@ export class SessionObject extends DurableObject<Env> {
     }
     this.notifier.onAlarm(now, this.clients.list().length > 0);
     this.scheduleDeadline();
+  }
+
+  /** When a running turn that waits on no person has gone too long without progress (tenant's turnIdleMs). */
+  private turnIdleAt(): number | undefined {
+    const turn = this.store.turn;
+    const meta = this.store.meta;
+    if (turn.state === "idle" || !meta || this.store.pending().length > 0) return undefined;
+    return Math.max(turn.startedAt, this.turnWatch.lastProgressAt() ?? 0) + limitsOf(meta.limits).turnIdleMs;
+  }
+
+  /** The agent never answered: the prompt fails naming why, the agent is told to cancel, clients learn the turn ended. */
+  private endIdleTurn(): void {
+    const meta = this.store.meta;
+    const turn = this.store.turn;
+    if (!meta || turn.state === "idle") return;
+    const seconds = Math.round(limitsOf(meta.limits).turnIdleMs / 1000);
+    const message = `The agent "${meta.agent}" made no progress for ${seconds} s (no message, nobody asked); the gateway ended the turn.`;
+    const inflight = this.store.takeInflight(turn.gwId);
+    const ws = inflight ? this.clients.byConnection(inflight.connId) : undefined;
+    if (inflight && ws) send(ws, JSON.stringify(errorResponse(inflight.clientId, new RpcError(-32603, message, { reason: "turn_idle" }))));
+    this.store.turn = { state: "idle" };
+    this.toAgent({ type: "notification", method: AGENT_METHODS.sessionCancel, params: { sessionId: meta.sessionId } });
+    this.notifyTurnEnded("turn_idle", message);
   }
 
   // ── approval links (worker/routes/approve.tsx; the link's token was checked at the edge) ──────
@@ -835,14 +895,44 @@ export class SessionObject extends DurableObject<Env> {
   private agentStub?: DurableObjectStub<import("../agent/agent-object").AgentObject>;
 
   /** Fire and forget, in order: calls on one stub are delivered in the order they are made. */
-  private toAgent(frame: ToAgent): void {
+  /**
+   * A request that cannot be handed to the agent is answered with an error (and a prompt's turn ends);
+   * `after` learns whether the frame reached the agent (`threw`: the hand-off itself failed).
+   */
+  private toAgent(frame: ToAgent, after?: (delivered: boolean, threw: boolean) => void): void {
     const meta = this.store.meta;
     if (!meta) return;
     this.agentStub ??= this.env.AGENTS.get(this.env.AGENTS.idFromName(`${meta.tenantId}/${meta.agent}`));
     const ref = { tenantId: meta.tenantId, sessionId: meta.sessionId };
+    const settled = (delivered: boolean, threw: boolean, reason: string) => {
+      if (!delivered && frame.type === "request") this.requestUndelivered(frame.gwId, reason);
+      after?.(delivered, threw);
+    };
     this.ctx.waitUntil(
-      this.agentStub.toAgent(meta.agent, ref, frame).catch((e: unknown) => console.error("session: agent delivery failed", e)),
+      this.agentStub.toAgent(meta.agent, ref, frame).then(
+        (delivered) => settled(delivered, false, "the agent does not hold this session"),
+        (e: unknown) => {
+          console.error("session: agent delivery failed", e);
+          settled(false, true, "the hand-off to the agent failed");
+        },
+      ),
     );
+  }
+
+  /** A client request that never reached the agent: its sender gets an error, a prompt's turn ends. */
+  private requestUndelivered(gwId: number, reason: string): void {
+    const inflight = this.store.takeInflight(gwId);
+    const meta = this.store.meta;
+    if (!inflight || !meta) return;
+    const message = `The gateway could not hand ${inflight.method} to the agent "${meta.agent}" (${reason}); nothing was done, try again`;
+    const ws = this.clients.byConnection(inflight.connId);
+    if (ws) send(ws, JSON.stringify(errorResponse(inflight.clientId, new RpcError(-32603, message, { reason: "agent_unreachable" }))));
+    const turn = this.store.turn;
+    if (turn.state !== "idle" && turn.gwId === gwId) {
+      for (const pending of this.store.pending()) this.resolvePermission(pending, CANCELLED_RESULT, { type: "turn_end" });
+      this.store.turn = { state: "idle" };
+      this.notifyTurnEnded("agent_unreachable", message);
+    }
   }
 }
 

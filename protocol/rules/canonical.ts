@@ -16,7 +16,7 @@ export function canonicalJson(value: unknown): string {
 }
 
 /** What an exact rule identifies: everything the operation does, nothing the agent merely says about it. */
-export function exactOperation(toolCall: Record<string, unknown>): Record<string, unknown> {
+function exactOperation(toolCall: Record<string, unknown>): Record<string, unknown> {
   const locations = Array.isArray(toolCall.locations) ? toolCall.locations.map((l) => (isObject(l) ? (l.path ?? null) : null)) : [];
   const diffs = Array.isArray(toolCall.content)
     ? toolCall.content

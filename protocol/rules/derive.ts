@@ -79,7 +79,8 @@ export function deriveRule(input: DeriveInput): DeriveResult {
           decision,
           scope,
           matcher: { type: "command", prefix },
-          description: `${verb} \`${prefix.join(" ")}\` with any further arguments except options that run code or write files${where}`,
+          // `…`: any further arguments, except the options that run code or write files (programs.ts).
+          description: `${verb} \`${prefix.join(" ")} …\`${where}`,
         };
       }
     } else {
@@ -151,7 +152,7 @@ function rejectPrefix(command: SimpleCommand): string[] | null {
 }
 
 /** `/`, `/root`, `/home/x`, `/Users/x` (and `/home`, `/Users` themselves). */
-export function isRootOrHome(dir: string): boolean {
+function isRootOrHome(dir: string): boolean {
   return /^\/(root|home(\/[^/]+)?|Users(\/[^/]+)?)?$/.test(dir);
 }
 

@@ -3,7 +3,6 @@ export { canonicalJson, exactHash } from "./canonical";
 export { commandText, commandsOf } from "./command";
 export { type DerivedRule, type DeriveInput, type DeriveResult, deriveRule } from "./derive";
 export { globMatches, isWithin, pathsOf, resolvePath } from "./paths";
-export { DERIVABLE, derivablePrefix, prefixMayCover, runsOtherCode } from "./programs";
 export {
   type CompiledRules,
   type Decision,

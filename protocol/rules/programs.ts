@@ -198,7 +198,7 @@ const GIT_BRANCH_LIST_FLAGS =
   /^(-a|-r|-l|-v|-vv|-i|--list|--all|--remotes|--verbose|--show-current|--ignore-case|--no-color|--no-column|--color(=.*)?|--column(=.*)?|--sort=.*|--format=.*|--abbrev=.*|--merged(=.*)?|--no-merged(=.*)?|--contains(=.*)?|--no-contains(=.*)?|--points-at=.*)$/;
 
 /** The table of known-safe structure: the only programs for which a prefix rule is derived. */
-export const DERIVABLE: Record<string, Derivable> = {
+const DERIVABLE: Record<string, Derivable> = {
   git: {
     subcommands: new Set(["status", "diff", "log", "show", "branch", "blame", "ls-files", "rev-parse", "shortlog"]),
     argsOk: (sub, args) => sub !== "branch" || args.every((a) => GIT_BRANCH_LIST_FLAGS.test(a)),

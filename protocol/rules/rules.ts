@@ -7,7 +7,7 @@ import { isObject } from "../jsonrpc";
 import { type Operation, describeOperation } from "../operation";
 import { globMatches, isWithin } from "./paths";
 import { basename, prefixMayCover, runsOtherCode, subcommandPositions } from "./programs";
-import type { SimpleCommand } from "./shell";
+import { type SimpleCommand, looseWords } from "./shell";
 
 export type Matcher =
   /** A tool by kind, and name when given (an MCP tool such as `mcp__server__tool`). */
@@ -230,7 +230,7 @@ function spelledIn(words: readonly string[], command: SimpleCommand, anywhere = 
   for (const s of starts) if (matchesFrom(words, 0, command.argv.slice(s), command.fuzzy.slice(s))) return true;
   if (anywhere || !runsOtherCode(command)) return false;
   // `sudo sh -c 'git push'`, `ssh host "git push"`: the words of every argument.
-  const inner = command.argv.slice(1).flatMap((a) => a.split(/[^A-Za-z0-9_./:=@%+,-]+/).filter((w) => w !== ""));
+  const inner = command.argv.slice(1).flatMap((a) => looseWords(a));
   return inner.length > 0 && spelledIn(words, { argv: inner, fuzzy: inner.map(() => false) }, true);
 }
 

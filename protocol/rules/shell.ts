@@ -40,7 +40,7 @@ type Token = Word | Op;
 const META = new Set([" ", "\t", "\n", ";", "&", "|", "<", ">", "(", ")"]);
 
 /** Splits into words (quotes removed) and operators; null on anything whose value is not known. */
-export function tokenize(src: string): Token[] | null {
+function tokenize(src: string): Token[] | null {
   const tokens: Token[] = [];
   let i = 0;
   let text = "";

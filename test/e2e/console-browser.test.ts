@@ -108,7 +108,18 @@ describe("the web console in Chromium", () => {
     expect(await page.locator("#prompt-text").count()).toBe(0);
     await signIn(page, "not-a-key");
     await expect.poll(() => page.getByRole("alert").textContent()).toContain("not accepted");
-    await signIn(page, keys.client);
+    // Signed in by keyboard alone, focus visible on the way.
+    await page.getByLabel("Key").fill("");
+    await page.getByLabel("Key").focus();
+    await page.keyboard.press("Shift+Tab");
+    await page.keyboard.press("Tab");
+    expect(await page.evaluate(() => document.activeElement?.getAttribute("name"))).toBe("key");
+    expect(await page.evaluate(() => getComputedStyle(document.activeElement as Element).outlineStyle)).not.toBe("none");
+    await page.keyboard.type(keys.client);
+    await page.keyboard.press("Tab");
+    await page.keyboard.press("ControlOrMeta+A");
+    await page.keyboard.type(AGENT);
+    await page.keyboard.press("Enter");
     await page.getByRole("button", { name: "New session" }).waitFor();
     expect(await page.evaluate(() => ({ local: localStorage.length, session: sessionStorage.length }))).toEqual({ local: 0, session: 2 });
 
@@ -148,7 +159,9 @@ describe("the web console in Chromium", () => {
     const confirm = run.getByRole("group", { name: "Confirm the rule" });
     await expect
       .poll(() => confirm.locator(".rule-description").textContent())
-      .toBe(`Always allow \`npm test …\` in /projects/demo (agent ${AGENT})`);
+      .toBe(
+        `Always allow \`npm test\` with any further arguments except options that run code or write files in /projects/demo (agent ${AGENT})`,
+      );
     expect(await confirm.locator(".rule-scope").textContent()).toContain("any command that starts with `npm test`");
     expect(await confirm.locator(".rule-scope").textContent()).toContain(
       `in /projects/demo and below, for agent ${AGENT}, for everyone on the team`,
@@ -156,7 +169,7 @@ describe("the web console in Chromium", () => {
     await expect.poll(() => confirm.locator(".dry-run").textContent()).toContain("no current rule answers this request");
     await confirm.getByRole("button", { name: /^Confirm/ }).click();
     await page.getByText("All done: the tests pass.").waitFor();
-    await page.getByText(/Remembered for the team by dev: Always allow `npm test …`/).waitFor();
+    await page.getByText(/Remembered for the team by dev: Always allow `npm test` with any further arguments/).waitFor();
     await page.locator("section.tool", { hasText: "Run the tests" }).locator(".badge.status-completed").waitFor();
     await expect.poll(() => page.getByRole("button", { name: "Send" }).isDisabled()).toBe(true); // empty prompt
 
@@ -165,7 +178,7 @@ describe("the web console in Chromium", () => {
     await openPermission(page)
       .getByRole("button", { name: /^Allow once/ })
       .click();
-    await page.getByText(/Auto-answered by the team rule “Always allow `npm test …`/).waitFor();
+    await page.getByText(/Auto-answered by the team rule “Always allow `npm test` with any further arguments/).waitFor();
     await expect.poll(() => page.getByText("All done: the tests pass.").count()).toBe(2);
 
     // Rules: listed, dry-run says it would auto-answer, revoked, and the dry run says so.
@@ -180,6 +193,10 @@ describe("the web console in Chromium", () => {
     await dryRun.getByLabel("Agent").fill(AGENT);
     await dryRun.getByRole("button", { name: "Test" }).click();
     await expect.poll(() => dryRun.getByRole("status").textContent()).toContain("Yes: allow by the rule");
+    // Expiry needs an admin key: a client key gets the gateway's 403, in words.
+    await rule.getByLabel("Expires at").fill("2099-01-01T09:00");
+    await rule.getByRole("button", { name: "Set expiry" }).click();
+    await expect.poll(() => rule.getByRole("alert").textContent()).toContain("This key may not do that");
     await rule.getByRole("button", { name: "Revoke" }).click();
     await rule.getByRole("button", { name: "Confirm revoke" }).click();
     await page.getByText("No rules match.").waitFor();
@@ -192,9 +209,15 @@ describe("the web console in Chromium", () => {
     await filter.getByRole("textbox", { name: "Agent" }).fill(AGENT);
     await filter.getByRole("button", { name: "Filter" }).click();
     await expect.poll(() => page.locator(".audit-entry").count()).toBe(4);
+    // The rule's description appears once the rules list has loaded beside the audit.
+    const ruleDecided = (texts: string[]) =>
+      texts.filter((d) => d.startsWith("Auto-answered by the team rule “Always allow `npm test` with any further arguments"));
+    await expect.poll(async () => ruleDecided(await page.locator(".audit-entry .decided-by").allTextContents())).toHaveLength(1);
     const decided = await page.locator(".audit-entry .decided-by").allTextContents();
     expect(decided.filter((d) => d === "Answered by dev")).toHaveLength(3);
-    expect(decided.filter((d) => d.startsWith("Auto-answered by the team rule “Always allow `npm test …`"))).toHaveLength(1);
+    expect(
+      decided.filter((d) => d.startsWith("Auto-answered by the team rule “Always allow `npm test` with any further arguments")),
+    ).toHaveLength(1);
     const [download] = await Promise.all([page.waitForEvent("download"), filter.getByRole("button", { name: "Export NDJSON" }).click()]);
     const lines = readFileSync((await download.path()) as string, "utf8")
       .trim()
@@ -237,9 +260,11 @@ describe("the web console in Chromium", () => {
     await onScreen(page, confirm.getByRole("button", { name: /^Confirm/ }));
     await noHorizontalOverflow(page);
     await confirm.getByRole("button", { name: /^Confirm/ }).click();
+    // Answered by keyboard.
     await openPermission(page)
       .getByRole("button", { name: /^Allow once/ })
-      .click();
+      .focus();
+    await page.keyboard.press("Enter");
     await page.getByText("All done: the tests pass.").waitFor();
 
     // Next turn: the edit is auto-answered; the command waits; the turn is cancelled from the phone.
@@ -285,9 +310,52 @@ describe("the web console in Chromium", () => {
     );
     expect(decided.filter((d) => /^(Cancelled by dev|The turn was cancelled)$/.test(d))).toHaveLength(1);
     await noHorizontalOverflow(page);
-    await page.screenshot({ path: join(SHOTS, "console-phone-audit.png") });
+    // Readable in dark: the page follows prefers-color-scheme.
+    const light = await page.evaluate(() => getComputedStyle(document.body).backgroundColor);
+    await page.emulateMedia({ colorScheme: "dark" });
+    expect(await page.evaluate(() => getComputedStyle(document.body).backgroundColor)).not.toBe(light);
+    await page.screenshot({ path: join(SHOTS, "console-phone-audit-dark.png") });
     expect((page as Page & { external?: string[] }).external).toEqual([]);
     await page.context().close();
+  }, 60_000);
+});
+
+describe("the web console with two people on one session", () => {
+  it("the other person's page follows the turn live, answers first, and the first page's card says who; the turn's end reaches both", async () => {
+    const first = await openConsole({ width: 1280, height: 860 });
+    await signIn(first, keys.client);
+    await newSession(first, "/projects/demo");
+    await prompt(first, "Shared turn");
+    await openPermission(first).waitFor();
+
+    // The second person opens the same session from the list, mid-turn: history, then the waiting request.
+    const second = await openConsole({ width: 390, height: 844 });
+    await signIn(second, keys.client);
+    await second.locator(".entry", { hasText: "approval" }).first().waitFor();
+    expect(await second.locator(".entry").first().textContent()).toContain("1 approval waiting");
+    await second.locator(".entry").first().click();
+    const asked = second.locator(".msg.user", { hasText: "Shared turn" });
+    await asked.waitFor();
+    expect(await asked.locator(".who").textContent()).toBe("dev"); // who prompted, from the gateway
+    await openPermission(second)
+      .getByRole("button", { name: /^Allow once/ })
+      .click();
+
+    await expect
+      .poll(() => first.locator("section.permission.closed").first().textContent())
+      .toContain("Answered by dev — “Allow once” (allow_once)");
+    expect(await first.locator("section.permission.closed").first().textContent()).not.toContain("you");
+    await openPermission(second).locator("pre.command", { hasText: "npm test" }).waitFor();
+    await openPermission(first)
+      .getByRole("button", { name: /^Reject/ })
+      .first()
+      .click();
+    await second.getByText("Understood, I did not run the tests.").waitFor();
+    expect(await second.locator("section.permission.closed").last().textContent()).toContain("Answered by dev — “Reject” (reject_once)");
+    // The turn was the first page's; the second learns it ended and may prompt.
+    await expect.poll(() => second.getByRole("button", { name: "Cancel turn" }).isDisabled(), { timeout: 10_000 }).toBe(true);
+    await first.context().close();
+    await second.context().close();
   }, 60_000);
 });
 

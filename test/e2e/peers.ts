@@ -4,6 +4,7 @@
 // and tests wait for what they expect with a timeout, never with sleeps.
 
 import { type ClientConnection, type AgentConnection, agent, client } from "@agentclientprotocol/sdk";
+import { createHttpStream } from "@agentclientprotocol/sdk/experimental/http-client";
 import { createWebSocketStream } from "@agentclientprotocol/sdk/experimental/ws-client";
 import { WebSocket } from "ws";
 
@@ -63,8 +64,11 @@ export interface TestClient {
   close(): void;
 }
 
-/** An SDK client connected to /acp?agent=NAME. Permission requests wait until the test answers them. */
-export async function connectClient(opts: { url: string; key: string; agent: string }): Promise<TestClient> {
+/**
+ * An SDK client connected to /acp?agent=NAME, over WebSocket (default) or Streamable HTTP.
+ * Permission requests wait until the test answers them.
+ */
+export async function connectClient(opts: { url: string; key: string; agent: string; transport?: "ws" | "http" }): Promise<TestClient> {
   const updates = new Recorder<Json>();
   const permissions = new Recorder<PermissionRequest>();
   const app = client({ name: "e2e-client" })
@@ -82,11 +86,13 @@ export async function connectClient(opts: { url: string; key: string; agent: str
       // SAFETY: the test answers with a RequestPermissionResponse-shaped object.
       return answered as Promise<never>;
     });
-  const stream = createWebSocketStream(wsUrl(opts.url, `/acp?agent=${encodeURIComponent(opts.agent)}`), {
-    // SAFETY: ws's WebSocket has the constructor shape the SDK asks for.
-    WebSocket: WebSocket as never,
-    headers: { Authorization: `Bearer ${opts.key}` },
-  });
+  const path = `/acp?agent=${encodeURIComponent(opts.agent)}`;
+  const headers = { Authorization: `Bearer ${opts.key}` };
+  const stream =
+    opts.transport === "http"
+      ? createHttpStream(opts.url + path, { headers })
+      : // SAFETY: ws's WebSocket has the constructor shape the SDK asks for.
+        createWebSocketStream(wsUrl(opts.url, path), { WebSocket: WebSocket as never, headers });
   const connection = app.connect(stream);
   const ctx = connection.agent;
   await ctx.request("initialize", { protocolVersion: 1, clientCapabilities: {} });

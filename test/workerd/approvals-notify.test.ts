@@ -1,6 +1,7 @@
 import { SELF, env, runDurableObjectAlarm, runInDurableObject } from "cloudflare:test";
 import { describe, expect, inject, it, vi } from "vitest";
 import type { SessionObject } from "../../durable-objects/session/session-object";
+import { type ApprovalClaims, signApprovalToken } from "../../protocol/approval-token";
 import { verifySignature } from "../../protocol/webhook-signature";
 import {
   type ScriptedAgent,
@@ -299,6 +300,23 @@ describe("the approval page", () => {
     expect(page.text).not.toContain("docs/../README.md</code>");
     expect(page.text).toContain('<span class="del">- old line</span>');
     expect(page.text).toContain('<span class="add">+ new line</span>');
+  });
+
+  it("a token re-signed with the gateway's own secret for another request or session of the same link reaches nothing (404)", async () => {
+    const { t, sessionId, url } = await linkFor();
+    const token = url.slice(url.lastIndexOf("/") + 1);
+    const claims = JSON.parse(atob((token.split(".")[0] ?? "").replace(/-/g, "+").replace(/_/g, "/"))) as ApprovalClaims;
+    expect(claims).toMatchObject({ t: t.tenantId, s: sessionId });
+    const secret = env.APPROVAL_LINK_SECRET ?? "";
+    for (const other of [
+      { ...claims, p: claims.p + 1 },
+      { ...claims, s: `${sessionId}-other` },
+    ]) {
+      const forged = await signApprovalToken(secret, other);
+      expect((await openLink(`http://gateway.test/approve/${forged}`)).status).toBe(404);
+      expect((await answer(`http://gateway.test/approve/${forged}`, "allow")).status).toBe(404);
+    }
+    expect((await openLink(url)).status).toBe(200);
   });
 
   it("refuses an *_always option and an option not offered; the request stays pending", async () => {

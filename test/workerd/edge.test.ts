@@ -26,10 +26,10 @@ describe("the edge: credentials", () => {
     expect(response.headers.get("Acp-Connection-Id")).toMatch(/^[0-9a-f-]{36}$/);
   });
 
-  it("answers 426 to a plain GET of a WebSocket endpoint and 404 JSON for unknown routes", async () => {
+  it("answers 406 to a GET of /acp that is neither a WebSocket upgrade nor an SSE stream, and 404 JSON for unknown routes", async () => {
     const t = await seedTenant();
     const plain = await SELF.fetch("http://gateway.test/acp?agent=x", { headers: { Authorization: `Bearer ${t.clientKey}` } });
-    expect(plain.status).toBe(426);
+    expect(plain.status).toBe(406);
     const missing = await SELF.fetch("http://gateway.test/nope");
     expect(missing.status).toBe(404);
     expect(await missing.json()).toMatchObject({ error: { code: "not_found" } });

@@ -88,6 +88,7 @@ describe("fixed sequences (shapes the fuzz must always get right)", () => {
   ] as never[]);
 
   fixed("refused answers are asked again at most three times; a declined copy is not asked again", [
+    new Prompt(0),
     new Attach(false),
     new Prompt(1),
     new AgentAsks({ toolCallId: "t1" }),
@@ -110,6 +111,7 @@ describe("fixed sequences (shapes the fuzz must always get right)", () => {
   ] as never[]);
 
   fixed("stray answers: duplicate, late and from a client that never held the id", [
+    new Prompt(0),
     new Attach(true),
     new Prompt(0),
     new AgentAsks({ toolCallId: "t1" }),

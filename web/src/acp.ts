@@ -24,7 +24,7 @@ export interface AcpHandlers {
   onClose(code: number, reason: string): void;
 }
 
-export class AcpRequestError extends Error {
+class AcpRequestError extends Error {
   constructor(
     readonly method: string,
     readonly error: RpcError,

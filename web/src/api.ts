@@ -58,7 +58,7 @@ export interface DryRun {
   option: { optionId: string; name: string; kind: string } | null;
 }
 
-export type DecidedByType = "person" | "rule" | "cancel" | "deadline" | "turn_end" | "agent_disconnected" | "agent_withdrew";
+type DecidedByType = "person" | "link" | "rule" | "cancel" | "deadline" | "turn_end" | "agent_disconnected" | "agent_withdrew";
 
 export interface AuditEntry {
   id: string;

@@ -36,6 +36,6 @@ function isSafeUrl(href: string): boolean {
   return !/^[^/?#]*:/.test(trimmed);
 }
 
-export function escapeHtml(text: string): string {
+function escapeHtml(text: string): string {
   return text.replace(/[&<>"']/g, (c) => `&#${c.charCodeAt(0)};`);
 }

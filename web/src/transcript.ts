@@ -5,7 +5,7 @@
 import { type JsonObject, isObject } from "./acp";
 import { operationLine } from "./operation";
 
-export type Item =
+type Item =
   | { type: "message"; role: "user" | "agent"; text: string; by?: string | null }
   | { type: "thought"; text: string }
   | { type: "tool"; toolCallId: string }
@@ -45,7 +45,7 @@ export interface Transcript {
 export const EMPTY: Transcript = { items: [], tools: {}, permissions: {}, plan: null };
 
 /** Who resolved a permission request, as the gateway's `decidedBy` says it. */
-export interface DecidedBy {
+interface DecidedBy {
   type: string;
   user?: string | null;
   connectionId?: string;
@@ -179,12 +179,14 @@ function cancelTool(t: Transcript, id: string): Transcript {
   return { ...t, tools: { ...t.tools, [id]: { ...call, status: "cancelled" } } };
 }
 
-export function whoDecided(by: DecidedBy, myConnectionId: string | null): string {
+function whoDecided(by: DecidedBy, myConnectionId: string | null): string {
   switch (by.type) {
     case "person": {
       const name = by.user ?? "someone with a key";
       return by.connectionId && by.connectionId === myConnectionId ? `answered by you (${name})` : `answered by ${name}`;
     }
+    case "link":
+      return by.user ? `answered through an approval link by ${by.user}` : "answered through an approval link";
     case "rule":
       return `auto-answered by the team rule “${by.description ?? "a rule"}”`;
     case "cancel":

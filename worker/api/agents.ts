@@ -161,6 +161,10 @@ agentsApi.openapi(
       },
       false,
     );
+    // A live connection made under the old URL, headers or mode must not outlive them.
+    if (updated.url !== row.url || updated.headers !== row.headers || updated.mode !== row.mode) {
+      await c.env.AGENTS.get(c.env.AGENTS.idFromName(`${tenantId}/${name}`)).closeConnections(null, "the agent's registration changed");
+    }
     return c.json({ agent: agentJson(updated) }, 200);
   },
 );

@@ -21,10 +21,36 @@ agentConnectRoutes.get("/agents/:name/connect", requireKey("agent"), async (c) =
   if (principal.agent !== null && principal.agent !== name) {
     throw ApiError.forbidden(`This agent key may dial in only as "${principal.agent}"`);
   }
+  // A name is not up for grabs: one registered as dial_out, or bound to an agent key, is only that one's.
+  const claim = await nameClaim(c.env.DB, principal.tenantId, name, principal.keyId);
+  if (claim.mode === "dial_out") {
+    throw ApiError.forbidden(`The agent "${name}" is registered as dial_out: the gateway dials it, it cannot dial in`);
+  }
+  if (claim.boundToOtherKey && principal.agent !== name) {
+    throw ApiError.forbidden(`The agent name "${name}" is bound to another agent key; dial in with that key or use another name`);
+  }
   // An agent that dials in under a name the tenant has not registered registers it.
   await registerDialIn(c.env.DB, principal.tenantId, name);
   const stub = c.env.AGENTS.get(c.env.AGENTS.idFromName(`${principal.tenantId}/${name}`));
   const headers = new Headers(c.req.raw.headers);
-  headers.set(AGENT_PRINCIPAL_HEADER, JSON.stringify({ tenantId: principal.tenantId, agent: name, keyId: principal.keyId }));
+  // The key's expiry goes with the connection: the AgentObject closes it then (revocation is pushed by the API).
+  headers.set(
+    AGENT_PRINCIPAL_HEADER,
+    JSON.stringify({ tenantId: principal.tenantId, agent: name, keyId: principal.keyId, expiresAt: claim.expiresAt }),
+  );
   return stub.fetch(new Request(c.req.raw.url, { headers }));
 });
+
+/** Who else holds the name (its registration mode, another live key bound to it) and when this key expires. */
+async function nameClaim(db: D1Database, tenantId: string, name: string, keyId: string) {
+  const row = await db
+    .prepare(
+      `SELECT (SELECT mode FROM agents WHERE tenant_id = ?1 AND name = ?2) AS mode,
+              EXISTS (SELECT 1 FROM api_keys WHERE tenant_id = ?1 AND kind = 'agent' AND agent = ?2 AND id != ?3 AND revoked_at IS NULL
+                        AND (expires_at IS NULL OR expires_at > ?4)) AS bound,
+              (SELECT expires_at FROM api_keys WHERE id = ?3) AS expires_at`,
+    )
+    .bind(tenantId, name, keyId, Date.now())
+    .first<{ mode: string | null; bound: number; expires_at: number | null }>();
+  return { mode: row?.mode ?? null, boundToOtherKey: row?.bound === 1, expiresAt: row?.expires_at ?? null };
+}

@@ -94,6 +94,7 @@ export function AuditPage({ api }: { api: Api }) {
           <select name="decidedBy">
             <option value="">anyone or anything</option>
             <option value="person">a person</option>
+            <option value="link">an approval link</option>
             <option value="rule">a rule</option>
             <option value="cancel">a cancel</option>
             <option value="deadline">the deadline</option>
@@ -156,6 +157,8 @@ function decidedByText(e: AuditEntry, rules: Map<string, Rule>): string {
   switch (by.type) {
     case "person":
       return `Answered by ${by.user ?? "someone with a key"}`;
+    case "link":
+      return `Answered through an approval link${by.user ? ` sent to ${by.user}` : ""}`;
     case "rule": {
       const rule = by.ruleId ? rules.get(by.ruleId) : undefined;
       return rule
@@ -172,5 +175,7 @@ function decidedByText(e: AuditEntry, rules: Map<string, Rule>): string {
       return "The agent disconnected";
     case "agent_withdrew":
       return "The agent withdrew the request";
+    default:
+      return `Resolved (${String(by.type)})`;
   }
 }

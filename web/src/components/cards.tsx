@@ -132,7 +132,7 @@ function Operation({ call, cwd }: { call: JsonObject; cwd?: string }) {
   );
 }
 
-export function DiffView({ path, oldText, newText }: { path: string; oldText: string | null; newText: string }) {
+function DiffView({ path, oldText, newText }: { path: string; oldText: string | null; newText: string }) {
   const lines = lineDiff(oldText, newText);
   return (
     <figure class="diff" aria-label={`Diff of ${path}`}>

@@ -22,6 +22,9 @@ import {
 } from "../transcript";
 import { Markdown, PermissionCard, PlanView, ToolCard } from "./cards";
 
+/** How often a turn started elsewhere is checked for its end. */
+const TURN_POLL_MS = 3000;
+
 interface Props {
   api: Api;
   link: SessionLink;
@@ -93,6 +96,20 @@ export function SessionView({ api, link, session, isNew, onBack }: Props) {
     }
     return () => link.close();
   }, [link, session.id]);
+
+  // Someone else's turn ends with no message to this connection: the snapshot says when it has.
+  useEffect(() => {
+    if (turn === "idle" || myTurn.current) return;
+    const timer = setInterval(() => {
+      api
+        .get<Snapshot>(`/v1/sessions/${encodeURIComponent(session.id)}`)
+        .then((snapshot) => {
+          if (!myTurn.current) setTurn(snapshot.turn.state);
+        })
+        .catch(() => undefined);
+    }, TURN_POLL_MS);
+    return () => clearInterval(timer);
+  }, [turn, session.id]);
 
   const bottom = useRef<HTMLDivElement>(null);
   useEffect(() => {

@@ -1,0 +1,177 @@
+// One Streamable HTTP client connection, held in its ConnectionObject: the same ClientConnection the
+// WebSocket path runs, with a sink that routes each outgoing message to an SSE stream. A session's
+// messages, and answers to requests that named a session (Acp-Session-Id), go to that session's
+// stream; the rest (answers to initialize-less requests such as session/new and session/list) go to
+// the connection's stream.
+
+import { isObject, type JsonRpcId } from "../../protocol/jsonrpc";
+import { AGENT_METHODS } from "../../protocol/methods";
+import type { Principal } from "../../worker/auth";
+import { ClientConnection } from "../../worker/client-connection";
+import type { ClientSink } from "../../worker/client-sink";
+import type { Env } from "../../worker/env";
+import { OutboundStream, type StreamLimits } from "./outbound-stream";
+
+/** Requests whose answers are routed by the session they named; bounded, oldest forgotten first. */
+const ROUTED_REQUESTS_MEMORY = 256;
+/** Session streams one connection may hold. */
+const MAX_SESSION_STREAMS = 256;
+/** How long initialize may take before the POST fails. */
+const INITIALIZE_TIMEOUT_MS = 30_000;
+
+/** Methods that (re-)attach a session: allowed on a session the connection does not hold. */
+const REATTACH_METHODS: ReadonlySet<string> = new Set([AGENT_METHODS.sessionLoad, AGENT_METHODS.sessionResume]);
+
+export type PostOutcome = { status: 202 } | { status: 409; message: string };
+export type StreamOutcome = { body: ReadableStream<Uint8Array> } | { status: 409; message: string };
+
+export interface PostedMessage {
+  method?: string;
+  id?: JsonRpcId;
+  isRequest: boolean;
+}
+
+export class HttpConnection implements ClientSink {
+  private readonly client: ClientConnection;
+  private readonly connectionStream: OutboundStream;
+  private readonly sessionStreams = new Map<string, OutboundStream>();
+  /** Sessions whose stream overflowed: detached, and answered 409 until session/load or session/resume. */
+  private readonly lost = new Set<string>();
+  private readonly routedRequests = new Map<string, string>();
+  private awaitingInitialize: { key: string; resolve: (text: string) => void } | undefined;
+  private ended = false;
+
+  constructor(
+    env: Env,
+    principal: Principal,
+    agent: string,
+    readonly connectionId: string,
+    private readonly limits: StreamLimits,
+    private readonly onEnd: (reason: string) => void,
+  ) {
+    this.client = new ClientConnection(env, principal, agent, connectionId, this);
+    this.connectionStream = new OutboundStream(limits, () => this.end("no reader on the connection stream within the window"), true);
+  }
+
+  get isEnded(): boolean {
+    return this.ended;
+  }
+
+  /** Runs initialize through the connection and returns its answer, for the POST's body. */
+  initialize(text: string, id: JsonRpcId): Promise<string> {
+    return new Promise((resolve, reject) => {
+      const timer = setTimeout(() => reject(new Error("initialize timed out")), INITIALIZE_TIMEOUT_MS);
+      this.awaitingInitialize = {
+        key: JSON.stringify(id),
+        resolve: (answer) => {
+          clearTimeout(timer);
+          resolve(answer);
+        },
+      };
+      this.client.receive(text);
+    });
+  }
+
+  /** A POSTed message (not initialize). `sessionId` is the Acp-Session-Id header. */
+  post(text: string, message: PostedMessage, sessionId: string | undefined): PostOutcome {
+    if (sessionId !== undefined) {
+      const reattaching = message.method !== undefined && REATTACH_METHODS.has(message.method);
+      if (reattaching) this.lost.delete(sessionId);
+      else if (!this.client.isAttached(sessionId)) {
+        return { status: 409, message: `This connection is not attached to session ${sessionId}; re-attach with session/load` };
+      }
+      if (message.isRequest && message.id !== undefined) this.routeAnswer(message.id, sessionId);
+    }
+    this.client.receive(text);
+    return { status: 202 };
+  }
+
+  /** A reader for the connection's stream (no session) or a session's. */
+  openStream(sessionId: string | undefined, lastEventId?: number): StreamOutcome {
+    if (sessionId !== undefined && this.lost.delete(sessionId)) {
+      return { status: 409, message: `Messages of session ${sessionId} were lost past the reconnect window; re-attach with session/load` };
+    }
+    const stream = sessionId === undefined ? this.connectionStream : this.sessionStream(sessionId);
+    if (!stream) return { status: 409, message: `Too many session streams on this connection (${MAX_SESSION_STREAMS})` };
+    const body = stream.open(lastEventId);
+    if (!body) return { status: 409, message: "This stream already has a reader; one reader per stream" };
+    return { body };
+  }
+
+  /** DELETE, a revoked key, an unread connection stream: the connection ends and its sessions go on without it. */
+  end(reason = "closed"): void {
+    if (this.ended) return;
+    this.ended = true;
+    this.client.close();
+    this.connectionStream.end();
+    for (const stream of this.sessionStreams.values()) stream.end();
+    this.sessionStreams.clear();
+    this.onEnd(reason);
+  }
+
+  // ── ClientSink ────────────────────────────────────────────────────────────────────────────────
+  send(text: string, sessionId?: string): void {
+    if (this.ended) return;
+    if (sessionId !== undefined) {
+      this.toSession(sessionId, text);
+      return;
+    }
+    const message = parseOutgoing(text);
+    const key = message?.id !== undefined && message.method === undefined ? JSON.stringify(message.id) : undefined;
+    if (key !== undefined && this.awaitingInitialize?.key === key) {
+      const waiting = this.awaitingInitialize;
+      this.awaitingInitialize = undefined;
+      waiting.resolve(text);
+      return;
+    }
+    const routed = key !== undefined ? this.routedRequests.get(key) : undefined;
+    if (key !== undefined) this.routedRequests.delete(key);
+    if (routed !== undefined) this.toSession(routed, text);
+    else this.connectionStream.push(text);
+  }
+
+  close(_code: number, reason: string): void {
+    this.end(reason);
+  }
+
+  // ── plumbing ──────────────────────────────────────────────────────────────────────────────────
+  private toSession(sessionId: string, text: string): void {
+    if (this.lost.has(sessionId)) return; // detached already; the client re-attaches with session/load
+    this.sessionStream(sessionId)?.push(text);
+  }
+
+  private sessionStream(sessionId: string): OutboundStream | undefined {
+    const existing = this.sessionStreams.get(sessionId);
+    if (existing) return existing;
+    if (this.sessionStreams.size >= MAX_SESSION_STREAMS) return undefined;
+    const stream = new OutboundStream(this.limits, () => this.loseSession(sessionId, stream));
+    this.sessionStreams.set(sessionId, stream);
+    return stream;
+  }
+
+  /** Past the window, a session's stream is given up: the client must re-attach to see the session again. */
+  private loseSession(sessionId: string, stream: OutboundStream): void {
+    if (this.sessionStreams.get(sessionId) === stream) this.sessionStreams.delete(sessionId);
+    this.lost.add(sessionId);
+    this.client.detach(sessionId);
+  }
+
+  private routeAnswer(id: JsonRpcId, sessionId: string): void {
+    this.routedRequests.set(JSON.stringify(id), sessionId);
+    if (this.routedRequests.size > ROUTED_REQUESTS_MEMORY) {
+      const oldest = this.routedRequests.keys().next().value;
+      if (oldest !== undefined) this.routedRequests.delete(oldest);
+    }
+  }
+}
+
+function parseOutgoing(text: string): { id?: JsonRpcId; method?: string } | undefined {
+  try {
+    const value: unknown = JSON.parse(text);
+    if (!isObject(value)) return undefined;
+    const id = typeof value.id === "string" || typeof value.id === "number" ? value.id : undefined;
+    return { id, method: typeof value.method === "string" ? value.method : undefined };
+  } catch {
+    return undefined;
+  }
+}

@@ -1,0 +1,52 @@
+// A turn that can no longer make progress ends after the tenant's turnIdleMs, with
+// _acp_gateway/turn_ended and a reason; a turn waiting on a person is not idle.
+
+import { env, runInDurableObject } from "cloudflare:test";
+import { describe, expect, it } from "vitest";
+import type { SessionObject } from "../../durable-objects/session/session-object";
+import { clientWithSession, dialInAgent, isMethod, isResponseTo, seedTenant } from "./helpers";
+
+// SAFETY: the test asks the session when its idle timer would fire (a private method every SessionObject has).
+const idleAtOf = (instance: SessionObject) => (instance as unknown as { turnIdleAt(): number | undefined }).turnIdleAt();
+
+describe("reliability: a turn whose agent never answers", () => {
+  it("ends after turnIdleMs of silence: the prompt fails naming why, clients get turn_ended, the agent gets session/cancel", async () => {
+    const t = await seedTenant({ limits: { turnIdleMs: 1000 } });
+    const agent = await dialInAgent(t);
+    const { client, sessionId } = await clientWithSession(t, agent);
+    const started = Date.now();
+    client.send({ jsonrpc: "2.0", id: "turn", method: "session/prompt", params: { sessionId, prompt: [] } });
+    await agent.peer.next(isMethod("session/prompt"));
+    const failed = await client.next(isResponseTo("turn"), 10_000);
+    expect(Date.now() - started).toBeGreaterThanOrEqual(1000);
+    expect(failed.error).toMatchObject({ code: -32603, data: { reason: "turn_idle" } });
+    expect(failed.error.message).toMatch(/made no progress for 1 s/);
+    const ended = await client.next(isMethod("_acp_gateway/turn_ended"));
+    expect(ended.params).toMatchObject({ sessionId, reason: "turn_idle" });
+    await agent.peer.next(isMethod("session/cancel"));
+    // The session takes a new prompt.
+    client.send({ jsonrpc: "2.0", id: "next", method: "session/prompt", params: { sessionId, prompt: [] } });
+    const next = await agent.peer.next(isMethod("session/prompt"));
+    agent.peer.respond(next.id, { stopReason: "end_turn" });
+    expect((await client.next(isResponseTo("next"))).result.stopReason).toBe("end_turn");
+  });
+
+  it("is not idle while a permission request waits on a person; the idle clock starts again at the answer", async () => {
+    const t = await seedTenant({ limits: { turnIdleMs: 1000 } });
+    const agent = await dialInAgent(t);
+    const { client, sessionId } = await clientWithSession(t, agent);
+    const session = env.SESSIONS.get(env.SESSIONS.idFromName(`${t.tenantId}/${sessionId}`));
+    client.send({ jsonrpc: "2.0", id: "turn", method: "session/prompt", params: { sessionId, prompt: [] } });
+    await agent.peer.next(isMethod("session/prompt"));
+    const agentReqId = agent.askPermission(sessionId, { toolCallId: "human", kind: "edit" });
+    const copy = await client.next(isMethod("session/request_permission"));
+    expect(await runInDurableObject(session, idleAtOf)).toBeUndefined();
+    const answeredAt = Date.now();
+    client.respond(copy.id, { outcome: { outcome: "selected", optionId: "allow" } });
+    await agent.peer.next(isResponseTo(agentReqId));
+    const idleAt = await runInDurableObject(session, idleAtOf);
+    expect(idleAt).toBeGreaterThanOrEqual(answeredAt + 1000);
+    const ended = await client.next(isMethod("_acp_gateway/turn_ended"), 10_000);
+    expect(ended.params.reason).toBe("turn_idle");
+  });
+});

@@ -1,0 +1,23 @@
+// Where a ClientConnection's outgoing messages go. The connection logic is the same for every
+// transport; a sink is the one thing that differs: a WebSocket, or an HTTP connection's SSE streams.
+
+export interface ClientSink {
+  /** One JSON-RPC message as text; `sessionId` names the session it came from, when it came from one. */
+  send(text: string, sessionId?: string): void;
+  /** Ends the client's transport; `code` is a WebSocket close code. */
+  close(code: number, reason: string): void;
+}
+
+/** A sink over an accepted WebSocket. Sending on a closed socket throws, which the connection treats as gone. */
+export function webSocketSink(socket: WebSocket): ClientSink {
+  return {
+    send: (text) => socket.send(text),
+    close: (code, reason) => {
+      try {
+        socket.close(code, reason);
+      } catch {
+        // already closed
+      }
+    },
+  };
+}
