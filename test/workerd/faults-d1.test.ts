@@ -84,9 +84,9 @@ describe("faults: D1 failing or slow", () => {
     faultCounters.invariantsChecked += 2;
   });
 
-  // Issue 11 (for `reliability`): audit rows are written without waiting and are lost when D1 fails.
-  // The resolution below happens while the session's D1 is down; once D1 is back the row must appear.
-  it.fails("an audit row written while D1 is down is kept and written when D1 is back", async () => {
+  // Issue 11: audit rows used to be written without waiting and were lost when D1 failed (this case
+  // failed until the fix merged at 10:05). The resolution happens while the session's D1 is down.
+  it("an audit row written while D1 is down is kept and written when D1 is back", async () => {
     const { t, agent, client, sessionId } = await sessionWithLsRule();
     await setD1(sessionStub(t.tenantId, sessionId), "down");
     const id = agent.askPermission(sessionId, { toolCallId: "t1", kind: "edit", title: "Edit" });
