@@ -4,6 +4,7 @@
 // It rewrites ids in one place only: requests the sessions send to this client get ids of this
 // connection, so two sessions on one connection never collide; answers get the session's id back.
 
+import { recentSessionsOfAgent, sessionIndexed } from "../db/queries/sessions";
 import {
   ATTACH_HEADER,
   type AttachRequest,
@@ -312,23 +313,23 @@ export class ClientConnection {
     const cwd = isObject(params) && typeof params.cwd === "string" ? params.cwd : null;
     const cursor = isObject(params) && typeof params.cursor === "string" ? Number(params.cursor) : Number.MAX_SAFE_INTEGER;
     const limit = 100;
-    const rows = await this.env.DB.prepare(
-      `SELECT session_id, cwd, title, updated_at FROM sessions
-        WHERE tenant_id = ? AND agent = ? AND (? IS NULL OR cwd = ?) AND updated_at < ?
-        ORDER BY updated_at DESC LIMIT ?`,
-    )
-      .bind(this.principal.tenantId, this.agent, cwd, cwd, Number.isFinite(cursor) ? cursor : Number.MAX_SAFE_INTEGER, limit + 1)
-      .all<{ session_id: string; cwd: string; title: string | null; updated_at: number }>();
-    const page = rows.results.slice(0, limit);
+    const rows = await recentSessionsOfAgent(this.env.DB, {
+      tenantId: this.principal.tenantId,
+      agent: this.agent,
+      cwd,
+      updatedBefore: Number.isFinite(cursor) ? cursor : Number.MAX_SAFE_INTEGER,
+      limit,
+    });
+    const page = rows.slice(0, limit);
     const last = page.at(-1);
     return {
       sessions: page.map((r) => ({
-        sessionId: r.session_id,
+        sessionId: r.sessionId,
         cwd: r.cwd,
         ...(r.title ? { title: r.title } : {}),
-        updatedAt: new Date(r.updated_at).toISOString(),
+        updatedAt: new Date(r.updatedAt).toISOString(),
       })),
-      ...(rows.results.length > limit && last ? { nextCursor: String(last.updated_at) } : {}),
+      ...(rows.length > limit && last ? { nextCursor: String(last.updatedAt) } : {}),
     };
   }
 
@@ -452,11 +453,8 @@ export class ClientConnection {
     }
   }
 
-  private async sessionIndexed(sessionId: string): Promise<boolean> {
-    const row = await this.env.DB.prepare("SELECT 1 AS found FROM sessions WHERE tenant_id = ? AND session_id = ?")
-      .bind(this.principal.tenantId, sessionId)
-      .first();
-    return row !== null;
+  private sessionIndexed(sessionId: string): Promise<boolean> {
+    return sessionIndexed(this.env.DB, this.principal.tenantId, sessionId);
   }
 
   private agentStub() {

@@ -3,6 +3,8 @@
 // Client connections live in edge Worker invocations, which nothing can address: each one re-checks
 // its own key every KEY_RECHECK_MS (client-connection.ts) and closes itself with 4401.
 
+import { agentNames } from "../db/queries/agents";
+import { keyValidity } from "../db/queries/keys";
 import type { Env } from "./env";
 
 /** Close code for a connection whose key was revoked or expired, or whose tenant was disabled. */
@@ -37,18 +39,12 @@ export class KeyRecheck {
 
 /** Closes the agent connections that use this key (keyId null: every agent connection of the tenant). */
 export async function closeAgentConnections(env: Env, tenantId: string, keyId: string | null, reason: string): Promise<void> {
-  const agents = await env.DB.prepare("SELECT name FROM agents WHERE tenant_id = ?").bind(tenantId).all<{ name: string }>();
-  await Promise.all(
-    agents.results.map((a) => env.AGENTS.get(env.AGENTS.idFromName(`${tenantId}/${a.name}`)).closeConnections(keyId, reason)),
-  );
+  const names = await agentNames(env.DB, tenantId);
+  await Promise.all(names.map((name) => env.AGENTS.get(env.AGENTS.idFromName(`${tenantId}/${name}`)).closeConnections(keyId, reason)));
 }
 
 /** Whether a key is still good: not revoked, not expired, its tenant not disabled. */
 export async function keyStillValid(env: Env, keyId: string, now = Date.now()): Promise<boolean> {
-  const row = await env.DB.prepare(
-    "SELECT k.revoked_at, k.expires_at, t.disabled FROM api_keys k JOIN tenants t ON t.id = k.tenant_id WHERE k.id = ?",
-  )
-    .bind(keyId)
-    .first<{ revoked_at: number | null; expires_at: number | null; disabled: number }>();
-  return row !== null && row.revoked_at === null && (row.expires_at === null || row.expires_at > now) && !row.disabled;
+  const row = await keyValidity(env.DB, keyId);
+  return row !== undefined && row.revokedAt === null && (row.expiresAt === null || row.expiresAt > now) && !row.disabled;
 }

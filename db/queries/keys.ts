@@ -70,3 +70,14 @@ export async function keyWithTenantByHash(d1: D1Database, hash: string) {
 export async function markKeyUsed(d1: D1Database, keyId: string, now: number): Promise<void> {
   await dbOf(d1).update(apiKeys).set({ lastUsedAt: now }).where(eq(apiKeys.id, keyId));
 }
+
+/** Whether a key is still good: not revoked, not expired, its tenant not disabled. */
+export async function keyValidity(d1: D1Database, keyId: string) {
+  const [row] = await dbOf(d1)
+    .select({ revokedAt: apiKeys.revokedAt, expiresAt: apiKeys.expiresAt, disabled: tenants.disabled })
+    .from(apiKeys)
+    .innerJoin(tenants, eq(tenants.id, apiKeys.tenantId))
+    .where(eq(apiKeys.id, keyId))
+    .limit(1);
+  return row;
+}

@@ -1,6 +1,6 @@
 // The tenant's sessions index: answers session/list and GET /v1/sessions without waking objects.
 
-import { and, asc, count, desc, eq, gt, lt } from "drizzle-orm";
+import { and, asc, count, desc, eq, gt, lt, sql } from "drizzle-orm";
 import { dbOf } from "../client";
 import { type SessionRow, sessions } from "../schema";
 
@@ -61,4 +61,28 @@ export async function liveSessionCount(d1: D1Database, tenantId: string, since: 
     .from(sessions)
     .where(and(eq(sessions.tenantId, tenantId), gt(sessions.updatedAt, since)));
   return row?.n ?? 0;
+}
+
+/** The agent a session id belongs to in the tenant's index, if the tenant holds it. */
+export async function sessionOwner(d1: D1Database, tenantId: string, sessionId: string): Promise<string | undefined> {
+  const row = await dbOf(d1).query.sessions.findFirst({
+    columns: { agent: true },
+    where: and(eq(sessions.tenantId, tenantId), eq(sessions.sessionId, sessionId)),
+  });
+  return row?.agent;
+}
+
+/** Indexes a session; an existing row is only touched for its own agent (never re-assigned). */
+export async function indexSession(
+  d1: D1Database,
+  row: { tenantId: string; sessionId: string; agent: string; cwd: string; createdBy: string | null },
+): Promise<void> {
+  await dbOf(d1)
+    .insert(sessions)
+    .values(row)
+    .onConflictDoUpdate({
+      target: [sessions.tenantId, sessions.sessionId],
+      set: { updatedAt: sql`unixepoch() * 1000` },
+      setWhere: sql`${sessions.agent} = excluded.agent`,
+    });
 }

@@ -29,3 +29,8 @@ export async function tenantsPage(d1: D1Database, cursor: string | null, limit: 
 export async function updateTenant(d1: D1Database, id: string, patch: Pick<Tenant, "name" | "disabled" | "settings">): Promise<void> {
   await dbOf(d1).update(tenants).set(patch).where(eq(tenants.id, id));
 }
+
+export async function tenantDisabled(d1: D1Database, id: string): Promise<boolean | undefined> {
+  const row = await dbOf(d1).query.tenants.findFirst({ columns: { disabled: true }, where: eq(tenants.id, id) });
+  return row?.disabled;
+}

@@ -3,6 +3,7 @@
 // sessions, and routes: agent → SessionObject by sessionId, SessionObject → agent with id rewriting.
 // Request ids towards the agent are the object's own; the maps live in SQLite (store.ts).
 
+import { indexSession, sessionOwner } from "../../db/queries/sessions";
 import { DurableObject } from "cloudflare:workers";
 import {
   type JsonRpcId,
@@ -385,12 +386,10 @@ export class AgentObject extends DurableObject<Env> {
     const ref = { tenantId: args.tenantId, sessionId };
     const cwd = isObject(args.params) && typeof args.params.cwd === "string" ? args.params.cwd : "";
     const opening = args.method === AGENT_METHODS.sessionNew ? "new" : "load";
-    const indexed = await this.env.DB.prepare("SELECT agent FROM sessions WHERE tenant_id = ? AND session_id = ?")
-      .bind(args.tenantId, sessionId)
-      .first<{ agent: string }>();
+    const owner = await sessionOwner(this.env.DB, args.tenantId, sessionId);
     const claimed =
-      indexed && (opening === "new" || indexed.agent !== args.agent)
-        ? { ok: false as const, message: `session ${sessionId} already exists and belongs to agent "${indexed.agent}"` }
+      owner !== undefined && (opening === "new" || owner !== args.agent)
+        ? { ok: false as const, message: `session ${sessionId} already exists and belongs to agent "${owner}"` }
         : await this.session(sessionId).init(
             ref,
             {
@@ -413,11 +412,7 @@ export class AgentObject extends DurableObject<Env> {
     }
     this.store.addSession(sessionId, epoch);
     // The index row of an existing session is only touched for its own agent (never re-assigned).
-    await this.env.DB.prepare(
-      "INSERT INTO sessions (tenant_id, session_id, agent, cwd, created_by) VALUES (?, ?, ?, ?, ?) ON CONFLICT (tenant_id, session_id) DO UPDATE SET updated_at = unixepoch() * 1000 WHERE sessions.agent = excluded.agent",
-    )
-      .bind(args.tenantId, sessionId, args.agent, cwd, args.createdBy)
-      .run();
+    await indexSession(this.env.DB, { tenantId: args.tenantId, sessionId, agent: args.agent, cwd, createdBy: args.createdBy });
     return undefined;
   }
 

@@ -8,6 +8,8 @@
 // when it expires; this table says whether it was used. The SessionObject answers through a link
 // with its own resolve path, so a link's answer is exactly a client's answer.
 
+import { notifySettings, targetsOfTenant } from "../../db/queries/notification-targets";
+import type { NotificationTargetRow } from "../../db/schema";
 import { isObject } from "../../protocol/jsonrpc";
 import { randomId } from "../../protocol/ids";
 import { signApprovalToken, usableSecret } from "../../protocol/approval-token";
@@ -63,7 +65,6 @@ type LinkRow = {
   used_at: number | null;
   used_option: string | null;
 };
-type TargetRow = { id: string; name: string; url: string; secret: string; link_base_url: string };
 
 export class Notifier {
   private readonly sql: SqlStorage;
@@ -83,11 +84,7 @@ export class Notifier {
   async track(permId: number): Promise<void> {
     const meta = this.store.meta;
     if (!meta) return;
-    const tenant = await this.env.DB.prepare(
-      "SELECT settings, (SELECT count(*) FROM notification_targets WHERE tenant_id = ?1) AS targets FROM tenants WHERE id = ?1",
-    )
-      .bind(meta.tenantId)
-      .first<{ settings: string; targets: number }>();
+    const tenant = await notifySettings(this.env.DB, meta.tenantId);
     if (!tenant || tenant.targets === 0) return;
     const pending = this.store.pendingById(permId);
     if (!pending) return;
@@ -138,11 +135,7 @@ export class Notifier {
   private async send(permIds: number[], now: number): Promise<void> {
     const meta = this.store.meta;
     if (!meta) return;
-    const { results: targets } = await this.env.DB.prepare(
-      "SELECT id, name, url, secret, link_base_url FROM notification_targets WHERE tenant_id = ? ORDER BY id",
-    )
-      .bind(meta.tenantId)
-      .all<TargetRow>();
+    const targets = await targetsOfTenant(this.env.DB, meta.tenantId);
     const secret = this.env.APPROVAL_LINK_SECRET;
     if (!usableSecret(secret)) console.error("session: APPROVAL_LINK_SECRET is unset or short; notifications carry no approval link");
     const deliveries: Promise<void>[] = [];
@@ -164,19 +157,14 @@ export class Notifier {
         const token = usableSecret(secret)
           ? await signApprovalToken(secret, { t: meta.tenantId, s: meta.sessionId, p: permId, l: linkId, e: expiresAt })
           : null;
-        const payload = this.payload(
-          pending,
-          target,
-          linkId,
-          token ? { url: `${target.link_base_url}/approve/${token}`, expiresAt } : null,
-        );
+        const payload = this.payload(pending, target, linkId, token ? { url: `${target.linkBaseUrl}/approve/${token}`, expiresAt } : null);
         deliveries.push(this.deliver(target, linkId, JSON.stringify(payload)));
       }
     }
     await Promise.all(deliveries);
   }
 
-  private async deliver(target: TargetRow, linkId: string, body: string): Promise<void> {
+  private async deliver(target: NotificationTargetRow, linkId: string, body: string): Promise<void> {
     const result = await deliverWebhook(target, linkId, body);
     this.sql.exec(
       "UPDATE approval_links SET delivered = ?, attempts = ?, last_result = ? WHERE link_id = ?",
@@ -188,7 +176,12 @@ export class Notifier {
     if (!result.ok) console.error(`session: notification to "${target.name}" failed after ${result.attempts} attempts: ${result.last}`);
   }
 
-  private payload(pending: PendingRow, target: TargetRow, deliveryId: string, link: WaitingRequestPayload["link"]): WaitingRequestPayload {
+  private payload(
+    pending: PendingRow,
+    target: NotificationTargetRow,
+    deliveryId: string,
+    link: WaitingRequestPayload["link"],
+  ): WaitingRequestPayload {
     const view = this.requestView(pending);
     return {
       type: NOTIFICATION_EVENT,

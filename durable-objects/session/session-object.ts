@@ -5,6 +5,7 @@
 //
 // Traffic:  client ⇄ edge Worker ⇄ (WebSocket per connection) ⇄ SessionObject ⇄ (RPC) ⇄ AgentObject ⇄ agent
 
+import { touchSession } from "../../db/queries/sessions";
 import { DurableObject } from "cloudflare:workers";
 import {
   type JsonRpcId,
@@ -866,10 +867,9 @@ export class SessionObject extends DurableObject<Env> {
     if (!meta || meta.title === title) return;
     this.store.meta = { ...meta, title };
     this.ctx.waitUntil(
-      this.env.DB.prepare("UPDATE sessions SET title = ?, updated_at = ? WHERE tenant_id = ? AND session_id = ?")
-        .bind(title, Date.now(), meta.tenantId, meta.sessionId)
-        .run()
-        .catch((e: unknown) => console.error("session: index title update failed", e)),
+      touchSession(this.env.DB, meta.tenantId, meta.sessionId, { updatedAt: Date.now(), title }).catch((e: unknown) =>
+        console.error("session: index title update failed", e),
+      ),
     );
   }
 
@@ -885,10 +885,9 @@ export class SessionObject extends DurableObject<Env> {
     const meta = this.store.meta;
     if (!meta) return;
     this.ctx.waitUntil(
-      this.env.DB.prepare("UPDATE sessions SET updated_at = ? WHERE tenant_id = ? AND session_id = ?")
-        .bind(Date.now(), meta.tenantId, meta.sessionId)
-        .run()
-        .catch((e: unknown) => console.error("session: index update failed", e)),
+      touchSession(this.env.DB, meta.tenantId, meta.sessionId, { updatedAt: Date.now() }).catch((e: unknown) =>
+        console.error("session: index update failed", e),
+      ),
     );
   }
 

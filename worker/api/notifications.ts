@@ -2,6 +2,7 @@
 // nobody attached who could answer. The signing secret is generated (or given) at creation, shown
 // once, and never returned again. See worker/notifications/ for what is sent and how it is signed.
 
+import { type TargetListing, deleteTarget, insertTarget, targetsPage } from "../../db/queries/notification-targets";
 import { OpenAPIHono, createRoute, z } from "@hono/zod-openapi";
 import { ApiError } from "../http-error";
 import { requireKey } from "../middleware/require-key";
@@ -35,8 +36,7 @@ const TargetSchema = z
   .object({ id: z.string(), name: z.string(), url: z.string(), linkBaseUrl: z.string(), createdAt: z.number() })
   .openapi("NotificationTarget");
 
-type TargetRow = { id: string; name: string; url: string; link_base_url: string; created_at: number };
-const targetJson = (r: TargetRow) => ({ id: r.id, name: r.name, url: r.url, linkBaseUrl: r.link_base_url, createdAt: r.created_at });
+const targetJson = (r: TargetListing) => ({ id: r.id, name: r.name, url: r.url, linkBaseUrl: r.linkBaseUrl, createdAt: r.createdAt });
 
 export const notificationsApi = new OpenAPIHono<AppEnv>({ defaultHook: validationHook });
 
@@ -71,12 +71,7 @@ notificationsApi.openapi(
     const secret = body.secret ?? randomId("whsec", 40);
     const linkBase = (body.linkBaseUrl ?? new URL(c.req.url).origin).replace(/\/$/, "");
     const name = body.name ?? new URL(body.url).host;
-    await c.env.DB.prepare("INSERT INTO notification_targets (id, tenant_id, name, url, secret, link_base_url) VALUES (?, ?, ?, ?, ?, ?)")
-      .bind(id, tenantId, name, body.url, secret, linkBase)
-      .run();
-    const row = await c.env.DB.prepare("SELECT id, name, url, link_base_url, created_at FROM notification_targets WHERE id = ?")
-      .bind(id)
-      .first<TargetRow>();
+    const row = await insertTarget(c.env.DB, { id, tenantId, name, url: body.url, secret, linkBaseUrl: linkBase });
     if (!row) throw new Error("notification target vanished");
     return c.json({ ...targetJson(row), secret }, 201);
   },
@@ -98,11 +93,7 @@ notificationsApi.openapi(
   async (c) => {
     const { tenantId } = c.get("principal");
     const { cursor, limit } = pageParams(c.req.valid("query").cursor, c.req.valid("query").limit);
-    const { results } = await c.env.DB.prepare(
-      "SELECT id, name, url, link_base_url, created_at FROM notification_targets WHERE tenant_id = ?1 AND (?2 IS NULL OR id > ?2) ORDER BY id LIMIT ?3",
-    )
-      .bind(tenantId, cursor, limit + 1)
-      .all<TargetRow>();
+    const results = await targetsPage(c.env.DB, tenantId, cursor, limit);
     return c.json(
       pageOf(results, limit, (r) => r.id, targetJson),
       200,
@@ -122,10 +113,7 @@ notificationsApi.openapi(
   }),
   async (c) => {
     const { tenantId } = c.get("principal");
-    const result = await c.env.DB.prepare("DELETE FROM notification_targets WHERE tenant_id = ? AND id = ?")
-      .bind(tenantId, c.req.valid("param").id)
-      .run();
-    if (result.meta.changes === 0) throw ApiError.notFound("Notification target");
+    if (!(await deleteTarget(c.env.DB, tenantId, c.req.valid("param").id))) throw ApiError.notFound("Notification target");
     return c.body(null, 204);
   },
 );

@@ -4,6 +4,7 @@
 // request, short-lived, and single-use (the session records each link and marks it used). It
 // reaches nothing but that request's view and its answer. Without the secret, nothing is accepted.
 
+import { tenantDisabled } from "../../db/queries/tenants";
 import { Hono } from "hono";
 import type { Context } from "hono";
 import type { ContentfulStatusCode } from "hono/utils/http-status";
@@ -54,8 +55,9 @@ async function checkedClaims(c: Context<AppEnv>): Promise<ApprovalClaims | Respo
     }
     return html(c, 404, messagePage("Not a valid approval link", ["Check that the whole link was copied."]));
   }
-  const tenant = await c.env.DB.prepare("SELECT disabled FROM tenants WHERE id = ?").bind(check.claims.t).first<{ disabled: number }>();
-  if (!tenant || tenant.disabled) return html(c, 404, messagePage("Not a valid approval link", ["This link's team no longer exists."]));
+  const disabled = await tenantDisabled(c.env.DB, check.claims.t);
+  if (disabled === undefined || disabled)
+    return html(c, 404, messagePage("Not a valid approval link", ["This link's team no longer exists."]));
   return check.claims;
 }
 
