@@ -17,7 +17,7 @@ export interface BufferLimits {
   bytes: number;
 }
 
-export const DEFAULT_BUFFER_LIMITS: BufferLimits = { messages: 10_000, bytes: 16 * 1024 * 1024 };
+const DEFAULT_BUFFER_LIMITS: BufferLimits = { messages: 10_000, bytes: 16 * 1024 * 1024 };
 
 /** The notification the bridge sends for a session whose messages did not fit in the buffer. */
 export const OUTPUT_DROPPED = "_acp_gateway_agent/output_dropped";

@@ -1,15 +1,15 @@
 // Command-line arguments of acp-gateway, with the environment as a fallback for what should not
 // appear in `ps` (the key).
 
-export interface CommonOptions {
+interface CommonOptions {
   url: URL;
   key: string;
 }
-export interface ClientOptions extends CommonOptions {
+interface ClientOptions extends CommonOptions {
   command: "client";
   agent: string | undefined;
 }
-export interface AgentOptions extends CommonOptions {
+interface AgentOptions extends CommonOptions {
   command: "agent";
   name: string;
   argv: string[];
@@ -59,7 +59,7 @@ function positiveInt(flag: string, raw: string | undefined, fallback: number): n
 }
 
 /** The gateway's base URL as `npm start` prints it: http(s), or ws(s) taken as the same host. */
-export function gatewayUrl(raw: string | undefined): URL {
+function gatewayUrl(raw: string | undefined): URL {
   if (!raw) throw new UsageError("no gateway URL: pass --url URL (e.g. http://127.0.0.1:8787) or set ACP_GATEWAY_URL");
   let url: URL;
   try {

@@ -4,12 +4,12 @@
 import { WebSocket } from "ws";
 import { backoff, log } from "./ndjson.ts";
 
-export type OpenResult =
+type OpenResult =
   | { ok: true; socket: WebSocket; connectionId: string | null }
   | { ok: false; refused: true; status: number; message: string }
   | { ok: false; refused: false; message: string };
 
-export function openSocket(url: string, key: string): Promise<OpenResult> {
+function openSocket(url: string, key: string): Promise<OpenResult> {
   return new Promise((resolve) => {
     const socket = new WebSocket(url, { headers: { Authorization: `Bearer ${key}` }, maxPayload: 64 * 1024 * 1024 });
     let connectionId: string | null = null;

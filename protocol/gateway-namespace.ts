@@ -6,8 +6,8 @@
 
 import { type Message, isObject } from "./jsonrpc";
 
-export const GATEWAY_METHOD_PREFIX = "_acp_gateway/";
-export const GATEWAY_META_KEY = "acpGateway";
+const GATEWAY_METHOD_PREFIX = "_acp_gateway/";
+const GATEWAY_META_KEY = "acpGateway";
 
 export function isGatewayMethod(method: string): boolean {
   return method.startsWith(GATEWAY_METHOD_PREFIX);

@@ -14,7 +14,7 @@ export interface RequestMessage {
   method: string;
   params?: unknown;
 }
-export interface NotificationMessage {
+interface NotificationMessage {
   jsonrpc: "2.0";
   method: string;
   params?: unknown;
@@ -78,15 +78,12 @@ export function resultResponse(id: JsonRpcId, result: unknown): ResponseMessage 
   return { jsonrpc: "2.0", id, result };
 }
 
-export function isId(value: unknown): value is JsonRpcId {
+function isId(value: unknown): value is JsonRpcId {
   return typeof value === "string" || (typeof value === "number" && Number.isFinite(value));
 }
 
 export function isRequest(m: Message): m is RequestMessage {
   return "method" in m && "id" in m && isId((m as RequestMessage).id);
-}
-export function isNotification(m: Message): m is NotificationMessage {
-  return "method" in m && !("id" in m);
 }
 export function isResponse(m: Message): m is ResponseMessage {
   return !("method" in m) && "id" in m;

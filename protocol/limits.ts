@@ -21,7 +21,7 @@ export interface FrameLimits {
   maxDepth: number;
 }
 
-export const DEFAULT_LIMITS: FrameLimits = { maxBytes: MAX_FRAME_BYTES, maxDepth: MAX_JSON_DEPTH };
+const DEFAULT_LIMITS: FrameLimits = { maxBytes: MAX_FRAME_BYTES, maxDepth: MAX_JSON_DEPTH };
 
 export type LimitVerdict =
   | { ok: true }

@@ -4,8 +4,7 @@
 
 import { isObject } from "./jsonrpc";
 
-export const OPTION_KINDS = ["allow_once", "allow_always", "reject_once", "reject_always"] as const;
-export type OptionKind = (typeof OPTION_KINDS)[number];
+type OptionKind = "allow_once" | "allow_always" | "reject_once" | "reject_always";
 
 export interface PermissionOption {
   optionId: string;
@@ -13,7 +12,7 @@ export interface PermissionOption {
   kind: OptionKind | string;
 }
 
-export type Outcome = { outcome: "cancelled" } | { outcome: "selected"; optionId: string; option: PermissionOption };
+type Outcome = { outcome: "cancelled" } | { outcome: "selected"; optionId: string; option: PermissionOption };
 
 export type JudgedAnswer = { ok: true; outcome: Outcome } | { ok: false; reason: string };
 

@@ -42,7 +42,7 @@ export function limitsOf(overrides: unknown): Limits {
 }
 
 /** The JSON-RPC error code of a refusal by a limit (the implementation-defined server range; 429 in spirit). */
-export const LIMIT_EXCEEDED = -32029;
+const LIMIT_EXCEEDED = -32029;
 
 /** The notice clients get when the gateway refused something of the agent's by a limit. */
 export const LIMIT_REACHED_NOTICE = "_acp_gateway/limit_reached";
@@ -53,7 +53,7 @@ export interface LimitError {
   data: { reason: string; limit: keyof Limits; value: number };
 }
 
-export function limitError(limit: keyof Limits, value: number, message: string, reason = "limit_exceeded"): LimitError {
+function limitError(limit: keyof Limits, value: number, message: string, reason = "limit_exceeded"): LimitError {
   return { code: LIMIT_EXCEEDED, message, data: { reason, limit, value } };
 }
 

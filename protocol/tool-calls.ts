@@ -12,7 +12,6 @@ import { isObject, type JsonObject } from "./jsonrpc";
 export type ToolCallRow = JsonObject & { toolCallId: string; status: unknown };
 
 export const TOOL_KINDS = ["read", "edit", "delete", "move", "search", "execute", "think", "fetch", "switch_mode", "other"] as const;
-export type ToolKind = (typeof TOOL_KINDS)[number];
 
 /** Returns the merged row, or undefined when `patch` carries no usable toolCallId. */
 export function reduceToolCall(previous: ToolCallRow | undefined, patch: unknown): ToolCallRow | undefined {

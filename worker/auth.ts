@@ -10,7 +10,7 @@ import type { Env } from "./env";
 
 export type { KeyKind };
 
-export interface TenantSettings {
+interface TenantSettings {
   /** Deadline of a pending permission request, in ms. */
   permissionDeadlineMs?: number;
   /** Relay a person's allow_always / reject_always to the agent as made (default: as the *_once). */
@@ -36,7 +36,7 @@ export interface Principal {
 }
 
 /** The subprotocol browsers use to carry the key: `acp.bearer.<KEY>`, offered beside `acp.v1`. */
-export const BEARER_SUBPROTOCOL_PREFIX = "acp.bearer.";
+const BEARER_SUBPROTOCOL_PREFIX = "acp.bearer.";
 export const ACP_SUBPROTOCOL = "acp.v1";
 
 /** The key a request carries, from the Authorization header or the WebSocket subprotocol list. */

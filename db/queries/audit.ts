@@ -4,10 +4,16 @@ import { and, desc, eq, lt, or } from "drizzle-orm";
 import { dbOf } from "../client";
 import { type DecisionAuditRow, decisionAudit } from "../schema";
 
-export type NewAuditEntry = typeof decisionAudit.$inferInsert;
+export type AuditEntry = typeof decisionAudit.$inferInsert;
 
-export async function insertAudit(d1: D1Database, entry: NewAuditEntry): Promise<void> {
-  await dbOf(d1).insert(decisionAudit).values(entry);
+/**
+ * One statement per row in one batch (D1 binds at most 100 parameters per statement). Rows carry
+ * their own id: one D1 already has (a retry after a lost answer) is not written twice.
+ */
+export async function insertAuditRows(d1: D1Database, entries: AuditEntry[]): Promise<void> {
+  const db = dbOf(d1);
+  const [first, ...rest] = entries.map((e) => db.insert(decisionAudit).values(e).onConflictDoNothing({ target: decisionAudit.id }));
+  if (first) await db.batch([first, ...rest]);
 }
 
 export interface AuditFilter {

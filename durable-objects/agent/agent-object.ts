@@ -6,7 +6,6 @@
 import { indexSession, sessionOwner } from "../../db/queries/sessions";
 import { DurableObject } from "cloudflare:workers";
 import {
-  type JsonRpcId,
   RpcError,
   errorResponse,
   isObject,
@@ -607,5 +606,3 @@ function gatewayMethodRefused(method: string): RpcError {
 function sessionIdOfParams(params: unknown): string | undefined {
   return isObject(params) && typeof params.sessionId === "string" ? params.sessionId : undefined;
 }
-
-export type { JsonRpcId };

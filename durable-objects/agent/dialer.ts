@@ -10,7 +10,7 @@ import type { AgentMeta } from "./store";
 const BASE_BACKOFF_MS = 500;
 const MAX_BACKOFF_MS = 30_000;
 
-export interface DialOutRegistration {
+interface DialOutRegistration {
   url: string;
   headers: Record<string, string>;
 }
@@ -58,6 +58,6 @@ async function dialOutRegistration(env: Env, meta: AgentMeta): Promise<DialOutRe
 }
 
 /** fetch() upgrades over http(s); a registered ws(s) URL is the same endpoint. */
-export function httpUrl(url: string): string {
+function httpUrl(url: string): string {
   return url.replace(/^ws(s?):\/\//i, "http$1://");
 }

@@ -11,7 +11,7 @@ CREATE INDEX IF NOT EXISTS session_outbox_session ON session_outbox (session_id,
 `;
 
 /** A session whose deliveries keep failing gives up after this many tries, so nothing retries for ever. */
-export const MAX_DELIVERY_ATTEMPTS = 20;
+const MAX_DELIVERY_ATTEMPTS = 20;
 
 export class SessionOutbox {
   /** The highest sequence number ever handed out; kept in memory after the first read. */

@@ -22,7 +22,7 @@ export interface CompiledTenantRules {
   compiled: CompiledRules;
 }
 
-export function ruleFromRow(row: DecisionRuleRow): Rule | null {
+function ruleFromRow(row: DecisionRuleRow): Rule | null {
   let matcher: unknown;
   try {
     matcher = JSON.parse(row.matcher);

@@ -1,6 +1,6 @@
 // What a session asks the tenant's rules, and what it is told. Plain JSON, so it crosses RPC.
 
-export interface PermissionOptionJson {
+interface PermissionOptionJson {
   optionId: string;
   name: string;
   kind: string;

@@ -4,13 +4,9 @@
 // one D1 already has, so a retry after an insert whose answer was lost writes nothing twice.
 
 /** How long after a failed write the session's alarm tries again. */
-export const AUDIT_RETRY_MS = 15_000;
+const AUDIT_RETRY_MS = 15_000;
 
-const INSERT = `INSERT INTO decision_audit (id, tenant_id, session_id, agent, tool_call_id, kind, name, operation, outcome, option_id,
-  option_kind, decided_by, decided_by_key, decided_by_user, rule_id, at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
-  ON CONFLICT (id) DO NOTHING`;
-
-export type AuditEntry = (string | number | null)[];
+import { type AuditEntry, insertAuditRows } from "../../db/queries/audit";
 
 export class AuditOutbox {
   private flushing: Promise<boolean> | undefined;
@@ -49,7 +45,10 @@ export class AuditOutbox {
     const rows = this.sql.exec<{ seq: number; entry: string }>("SELECT seq, entry FROM audit_outbox ORDER BY seq LIMIT 100").toArray();
     if (rows.length === 0) return true;
     try {
-      await this.db.batch(rows.map((r) => this.db.prepare(INSERT).bind(...(JSON.parse(r.entry) as AuditEntry))));
+      await insertAuditRows(
+        this.db,
+        rows.map((r) => JSON.parse(r.entry) as AuditEntry),
+      );
     } catch (error) {
       this.failedAt = Date.now();
       console.error(`session: ${this.waiting()} audit row(s) wait for D1`, error);

@@ -17,12 +17,12 @@ export const HISTORY_COMPACTED = "_acp_gateway/history_compacted";
 /** A merged chunk stops growing at this many characters of text, so no log row is rewritten for ever. */
 export const MAX_MERGED_TEXT = 8 * 1024;
 /** Default for the session's fold threshold: log entries appended between two folds. */
-export const DEFAULT_FOLD_AFTER_ENTRIES = 1000;
+const DEFAULT_FOLD_AFTER_ENTRIES = 1000;
 
 const CHUNK_KINDS = new Set(["agent_message_chunk", "agent_thought_chunk", "user_message_chunk"]);
 
 /** What a compacted frame stands for, in `_meta.acpGateway.compacted`. */
-export interface CompactedMark {
+interface CompactedMark {
   /** Text chunks merged into this one. */
   chunks?: number;
   /** tool_call / tool_call_update frames folded into this one. */

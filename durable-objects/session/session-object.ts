@@ -5,6 +5,7 @@
 //
 // Traffic:  client ⇄ edge Worker ⇄ (WebSocket per connection) ⇄ SessionObject ⇄ (RPC) ⇄ AgentObject ⇄ agent
 
+import type { AuditEntry } from "../../db/queries/audit";
 import { touchSession } from "../../db/queries/sessions";
 import { DurableObject } from "cloudflare:workers";
 import {
@@ -953,26 +954,26 @@ function auditEntry(
   outcome: unknown,
   option: PermissionOption | undefined,
   by: DecidedBy,
-): (string | number | null)[] {
+): AuditEntry {
   const kindOfOutcome = isObject(outcome) && typeof outcome.outcome === "string" ? outcome.outcome : "withdrawn";
-  return [
-    randomId("aud"),
-    meta.tenantId,
-    meta.sessionId,
-    meta.agent,
-    pending.toolCallId,
-    typeof row?.kind === "string" ? row.kind : null,
-    typeof row?.name === "string" ? row.name : null,
-    operationOf(row, meta.cwd),
-    kindOfOutcome === "selected" || kindOfOutcome === "cancelled" ? kindOfOutcome : "withdrawn",
-    option?.optionId ?? null,
-    option?.kind ?? null,
-    by.type,
-    by.type === "person" ? by.keyId : by.type === "link" ? by.linkId : null,
-    by.type === "person" ? by.user : by.type === "link" ? `approval link via ${by.target}` : null,
-    by.type === "rule" ? by.ruleId : null,
-    Date.now(),
-  ];
+  return {
+    id: randomId("aud"),
+    tenantId: meta.tenantId,
+    sessionId: meta.sessionId,
+    agent: meta.agent,
+    toolCallId: pending.toolCallId,
+    kind: typeof row?.kind === "string" ? row.kind : null,
+    name: typeof row?.name === "string" ? row.name : null,
+    operation: operationOf(row, meta.cwd),
+    outcome: kindOfOutcome === "selected" || kindOfOutcome === "cancelled" ? kindOfOutcome : "withdrawn",
+    optionId: option?.optionId ?? null,
+    optionKind: option?.kind ?? null,
+    decidedBy: by.type,
+    decidedByKey: by.type === "person" ? by.keyId : by.type === "link" ? by.linkId : null,
+    decidedByUser: by.type === "person" ? by.user : by.type === "link" ? `approval link via ${by.target}` : null,
+    ruleId: by.type === "rule" ? by.ruleId : null,
+    at: Date.now(),
+  };
 }
 
 function earliest(a: number | undefined, b: number | undefined): number | undefined {

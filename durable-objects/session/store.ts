@@ -28,7 +28,6 @@ CREATE INDEX IF NOT EXISTS inflight_client ON inflight (conn_id, client_id);
 
 /** Log kinds. `update` and `ext` entries are replayed to attaching clients; the rest is audit trail. */
 export type LogKind = "update" | "ext" | "permission" | "resolution" | "prompt" | "turn_end" | "notice";
-export const REPLAYED_KINDS: readonly LogKind[] = ["update", "ext"];
 
 export interface SessionMeta {
   tenantId: string;

@@ -57,7 +57,7 @@ export function globMatches(glob: string, path: string): boolean {
   return re.test(path);
 }
 
-export function globToRegExp(glob: string): RegExp {
+function globToRegExp(glob: string): RegExp {
   let pattern = glob;
   let suffix = "";
   if (pattern.endsWith("/")) {

@@ -35,7 +35,7 @@ export interface Rule {
   revokedAt?: number | null;
 }
 
-export interface PermissionOptionLike {
+interface PermissionOptionLike {
   optionId: string;
   name?: string;
   kind: string;
@@ -155,7 +155,7 @@ export function decide(compiled: CompiledRules, ctx: DecisionContext): Decision 
 }
 
 /** allow_once / reject_once first, so the gateway stays the one authority; else the *_always kind. */
-export function chooseOption(decision: "allow" | "reject", options: PermissionOptionLike[]): PermissionOptionLike | undefined {
+function chooseOption(decision: "allow" | "reject", options: PermissionOptionLike[]): PermissionOptionLike | undefined {
   return options.find((o) => o.kind === `${decision}_once`) ?? options.find((o) => o.kind === `${decision}_always`);
 }
 

@@ -8,7 +8,7 @@ import { createHttpStream } from "@agentclientprotocol/sdk/experimental/http-cli
 import { createWebSocketStream } from "@agentclientprotocol/sdk/experimental/ws-client";
 import { WebSocket } from "ws";
 
-export const wsUrl = (httpUrl: string, path: string) => httpUrl.replace(/^http/, "ws") + path;
+const wsUrl = (httpUrl: string, path: string) => httpUrl.replace(/^http/, "ws") + path;
 
 /** Something that records messages and lets a test wait for one. */
 export class Recorder<T> {
@@ -48,7 +48,7 @@ export class Recorder<T> {
 
 type Json = Record<string, any>;
 
-export interface PermissionRequest {
+interface PermissionRequest {
   params: Json;
   signal: AbortSignal;
   answer(result: Json): void;
@@ -106,7 +106,7 @@ export async function connectClient(opts: { url: string; key: string; agent: str
   };
 }
 
-export interface Turn {
+interface Turn {
   sessionId: string;
   signal: AbortSignal;
   say(text: string): Promise<void>;
@@ -116,7 +116,7 @@ export interface Turn {
 
 export type TurnScript = (turn: Turn) => Promise<"end_turn" | "cancelled">;
 
-export const PERMISSION_OPTIONS = [
+const PERMISSION_OPTIONS = [
   { optionId: "allow-once", name: "Allow once", kind: "allow_once" },
   { optionId: "allow-always", name: "Always allow", kind: "allow_always" },
   { optionId: "reject-once", name: "Reject", kind: "reject_once" },

@@ -8,7 +8,7 @@ import { ndJsonStream } from "@agentclientprotocol/sdk";
 import { ROOT } from "../../scripts/local-gateway";
 
 export const NODE = process.execPath;
-export const CLI = join(ROOT, "cli", "acp-gateway.ts");
+const CLI = join(ROOT, "cli", "acp-gateway.ts");
 export const EXAMPLE_AGENT = join(ROOT, "node_modules", "acp-sdk-v1", "dist", "examples", "agent.js");
 
 const running = new Set<ChildProcessWithoutNullStreams>();

@@ -5,7 +5,7 @@ import { z } from "@hono/zod-openapi";
 import type { Context } from "hono";
 import { errorBody } from "../http-error";
 
-export const ErrorSchema = z.object({ error: z.object({ code: z.string(), message: z.string() }) }).openapi("Error");
+const ErrorSchema = z.object({ error: z.object({ code: z.string(), message: z.string() }) }).openapi("Error");
 
 type HookResult = { success: true } | { success: false; error: { issues: { path: PropertyKey[]; message: string }[] } };
 

@@ -73,7 +73,7 @@ const RuleTestSchema = z
   })
   .openapi("RuleTest");
 
-export function ruleJson(row: DecisionRuleRow): z.infer<typeof RuleSchema> {
+function ruleJson(row: DecisionRuleRow): z.infer<typeof RuleSchema> {
   const scope: z.infer<typeof ScopeSchema> = {};
   if (row.scopeProject) scope.project = row.scopeProject;
   if (row.scopeUser) scope.user = row.scopeUser;

@@ -33,7 +33,7 @@ const LimitsSchema = z
   .strict()
   .openapi("TenantLimits");
 
-export const SettingsSchema = z
+const SettingsSchema = z
   .object({
     permissionDeadlineMs: z
       .number()
