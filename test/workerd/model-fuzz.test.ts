@@ -28,6 +28,9 @@ import { type FuzzCounters, finish, newCounters, startSession } from "./fuzz-ses
 
 const counters = newCounters();
 const runs = Number(env.FUZZ_RUNS) > 0 ? Number(env.FUZZ_RUNS) : 30;
+// `npm test` replays one fixed seed, so CI is deterministic; `npm run test:fuzz:session` (FUZZ_RUNS
+// set) explores new seeds. A seed that finds a bug is kept below as a fixed sequence.
+const seed = Number(env.FUZZ_RUNS) > 0 ? undefined : 20261203;
 
 async function runSequence(cmds: Iterable<fc.AsyncCommand<never, never>> | fc.AsyncCommand<never, never>[], into: FuzzCounters) {
   const { model, real } = await startSession(into);
@@ -50,7 +53,7 @@ describe("model-based fuzz of a live session", () => {
         fc.asyncProperty(fc.commands(commands, { maxCommands: 16, size: "+1" }), async (cmds) => {
           await runSequence(cmds as Iterable<fc.AsyncCommand<never, never>>, counters);
         }),
-        { numRuns: runs, endOnFailure: false },
+        { numRuns: runs, endOnFailure: false, ...(seed !== undefined ? { seed } : {}) },
       );
     },
     30 * 60_000,
@@ -62,6 +65,15 @@ describe("fixed sequences (shapes the fuzz must always get right)", () => {
     it(name, async () => {
       await runSequence(steps, counters);
     });
+
+  // Found by the fuzz on the merged tree (seed -1548405829): the prompting client leaves, then the
+  // agent asks with an empty toolCallId; a watching client got one permission_resolved more than
+  // the model expects.
+  fixed("the prompting client detaches, then the agent asks with an empty toolCallId", [
+    new Prompt(0),
+    new Detach(0),
+    new AgentAsks({ toolCallId: "", content: null, rawInput: [1, "a"] }),
+  ] as never[]);
 
   fixed("a turn with a pending request, answered by one of two clients, then ended", [
     new Attach(true),
