@@ -41,6 +41,30 @@ describe("remembered decisions in a live session", () => {
     expect((await client.next(isMethod("session/request_permission"))).params.toolCall.toolCallId).toBe("c3");
   });
 
+  it("an always-allow of an operation with nothing to identify it stores no rule: the person is told why and the next one is asked again", async () => {
+    const t = await seedTenant();
+    const agent = await dialInAgent(t);
+    const { client, sessionId } = await clientWithSession(t, agent);
+    await startTurn(client, agent, sessionId);
+    // An edit with no raw input, no locations, no diff and no name: nothing says what it changes.
+    const blind = { toolCallId: "e1", title: "Edit the config", kind: "edit" };
+    const first = agent.askPermission(sessionId, blind, OPTIONS);
+    const copy = await client.next(isMethod("session/request_permission"));
+    client.respond(copy.id, { outcome: { outcome: "selected", optionId: "always" } });
+    expect((await agent.peer.next(isResponseTo(first))).result.outcome).toEqual({ outcome: "selected", optionId: "once" });
+    const notCreated = await client.next(isMethod("_acp_gateway/rule_not_created"));
+    expect(notCreated.params).toMatchObject({ sessionId, toolCallId: "e1" });
+    expect(notCreated.params.reason).toEqual(expect.any(String));
+    expect(notCreated.params.reason.length).toBeGreaterThan(10);
+    const rules = await env.DB.prepare("SELECT count(*) AS n FROM decision_rules WHERE tenant_id = ?")
+      .bind(t.tenantId)
+      .first<{ n: number }>();
+    expect(rules?.n).toBe(0);
+    // The same blind edit again (even a different title) is asked again, not answered by anything remembered.
+    agent.askPermission(sessionId, { ...blind, toolCallId: "e2", title: "Edit the config again" }, OPTIONS);
+    expect((await client.next(isMethod("session/request_permission"))).params.toolCall.toolCallId).toBe("e2");
+  });
+
   it("a new always-rule resolves the tenant's other matching pending requests at once", async () => {
     const t = await seedTenant();
     const agent = await dialInAgent(t);
