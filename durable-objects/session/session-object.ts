@@ -501,6 +501,8 @@ export class SessionObject extends DurableObject<Env> {
       this.setTitle(update.title);
     } else if (isObject(update) && update.sessionUpdate === "current_mode_update" && typeof update.currentModeId === "string") {
       this.setCurrentMode(update.currentModeId);
+    } else if (isObject(update) && update.sessionUpdate === "config_option_update" && Array.isArray(update.configOptions)) {
+      this.setConfigOptions(update.configOptions);
     }
     this.clients.broadcast(text);
   }
@@ -683,6 +685,14 @@ export class SessionObject extends DurableObject<Env> {
     if (!inflight) return;
     const response = JSON.parse(text) as Record<string, unknown>;
     if (inflight.method === AGENT_METHODS.sessionPrompt) this.endTurn(gwId, response.result);
+    // Whoever set an option, a client attaching later gets the current set in its session/load answer.
+    if (
+      inflight.method === AGENT_METHODS.sessionSetConfigOption &&
+      isObject(response.result) &&
+      Array.isArray(response.result.configOptions)
+    ) {
+      this.setConfigOptions(response.result.configOptions);
+    }
     const ws = this.clients.byConnection(inflight.connId);
     if (ws) send(ws, JSON.stringify({ ...response, id: inflight.clientId }));
   }
@@ -880,6 +890,13 @@ export class SessionObject extends DurableObject<Env> {
     const modes = meta?.result?.modes;
     if (!meta || !isObject(modes)) return;
     this.store.meta = { ...meta, result: { ...meta.result, modes: { ...modes, currentModeId: modeId } } };
+  }
+
+  /** The session's configuration options (model, reasoning…) as last reported: part of the session/load answer. */
+  private setConfigOptions(configOptions: unknown[]): void {
+    const meta = this.store.meta;
+    if (!meta) return;
+    this.store.meta = { ...meta, result: { ...meta.result, configOptions } };
   }
 
   private touchIndex(): void {

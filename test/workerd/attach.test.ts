@@ -137,4 +137,25 @@ describe("one connection, several sessions", () => {
     const loaded = await late.request("session/load", { sessionId, cwd: "/projects/demo", mcpServers: [] });
     expect(loaded.result.modes.currentModeId).toBe("plan");
   });
+
+  it("answers session/load with the configuration options another client set, and those the agent reported since", async () => {
+    const t = await seedTenant();
+    const agent = await dialInAgent(t);
+    const { client, sessionId } = await clientWithSession(t, agent);
+    const model = (value: string) => [{ id: "model", name: "Model", type: "select", currentValue: value, options: [] }];
+    const set = client.request("session/set_config_option", { sessionId, configId: "model", value: "large" });
+    const asked = await agent.peer.next(isMethod("session/set_config_option"));
+    agent.peer.send({ jsonrpc: "2.0", id: asked.id, result: { configOptions: model("large") } });
+    await set;
+    const late = await connect(`/acp?agent=${agent.name}`, t.clientKey2);
+    await late.request("initialize", { protocolVersion: 1 });
+    const loaded = await late.request("session/load", { sessionId, cwd: "/projects/demo", mcpServers: [] });
+    expect(loaded.result.configOptions).toEqual(model("large"));
+    agent.update(sessionId, { sessionUpdate: "config_option_update", configOptions: model("small") });
+    await late.next((m) => m.params?.update?.sessionUpdate === "config_option_update");
+    const third = await connect(`/acp?agent=${agent.name}`, t.clientKey);
+    await third.request("initialize", { protocolVersion: 1 });
+    const again = await third.request("session/load", { sessionId, cwd: "/projects/demo", mcpServers: [] });
+    expect(again.result.configOptions).toEqual(model("small"));
+  });
 });
