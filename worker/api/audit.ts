@@ -4,7 +4,7 @@ import { OpenAPIHono, createRoute, z } from "@hono/zod-openapi";
 import { auditPage } from "../../db/queries/audit";
 import { decisionAudit } from "../../db/schema";
 import { requireKey } from "../middleware/require-key";
-import { pageOf, pageParams } from "./pagination";
+import { json, pageOf, pageParams, pageSchema } from "./pagination";
 import type { AppEnv } from "../types";
 import { errorResponses, validationHook } from "./openapi";
 
@@ -51,10 +51,7 @@ auditApi.openapi(
       }),
     },
     responses: {
-      200: {
-        description: "A page of entries",
-        content: { "application/json": { schema: z.object({ items: z.array(AuditEntrySchema), nextCursor: z.string().nullable() }) } },
-      },
+      200: json(pageSchema(AuditEntrySchema), "A page of entries"),
       400: errorResponses[400],
       401: errorResponses[401],
       403: errorResponses[403],

@@ -6,12 +6,10 @@ import { type TargetListing, deleteTarget, insertTarget, targetsPage } from "../
 import { OpenAPIHono, createRoute, z } from "@hono/zod-openapi";
 import { ApiError } from "../http-error";
 import { requireKey } from "../middleware/require-key";
-import { pageOf, pageParams } from "./pagination";
+import { PageQuery, json, pageOf, pageParams, pageSchema } from "./pagination";
 import type { AppEnv } from "../types";
 import { randomId } from "../../protocol/ids";
 import { errorResponses, validationHook } from "./openapi";
-
-const json = <T extends z.ZodType>(schema: T, description: string) => ({ description, content: { "application/json": { schema } } });
 
 /** https anywhere; plain http only to this machine, for local development. */
 function isAllowedWebhookUrl(text: string): boolean {
@@ -84,9 +82,9 @@ notificationsApi.openapi(
     tags: ["notifications"],
     summary: "The tenant's notification targets (never their secrets)",
     middleware: [requireKey("admin")] as const,
-    request: { query: z.object({ cursor: z.string().optional(), limit: z.string().optional() }) },
+    request: { query: PageQuery },
     responses: {
-      200: json(z.object({ items: z.array(TargetSchema), nextCursor: z.string().nullable() }), "A page of targets"),
+      200: json(pageSchema(TargetSchema), "A page of targets"),
       ...errorResponses,
     },
   }),

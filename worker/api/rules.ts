@@ -9,7 +9,7 @@ import { newRuleId } from "../../durable-objects/rules/engine";
 import { matcherText, parseMatcher } from "../../protocol/rules";
 import { ApiError } from "../http-error";
 import { requireKey } from "../middleware/require-key";
-import { pageOf, pageParams } from "./pagination";
+import { json, pageOf, pageParams, pageSchema } from "./pagination";
 import type { AppEnv } from "../types";
 import { errorResponses, validationHook } from "./openapi";
 
@@ -117,10 +117,7 @@ rulesApi.openapi(
       }),
     },
     responses: {
-      200: {
-        description: "A page of rules",
-        content: { "application/json": { schema: z.object({ items: z.array(RuleSchema), nextCursor: z.string().nullable() }) } },
-      },
+      200: json(pageSchema(RuleSchema), "A page of rules"),
       ...errors,
     },
   }),

@@ -5,7 +5,7 @@ import { OpenAPIHono, createRoute, z } from "@hono/zod-openapi";
 import { ApiError } from "../http-error";
 import { sessionIndexed, sessionsPage } from "../../db/queries/sessions";
 import { requireKey } from "../middleware/require-key";
-import { pageOf, pageParams } from "./pagination";
+import { PageQuery, json, pageOf, pageParams, pageSchema } from "./pagination";
 import type { AppEnv } from "../types";
 import { errorResponses, validationHook } from "./openapi";
 
@@ -60,12 +60,9 @@ sessionsApi.openapi(
     tags: ["sessions"],
     summary: "The tenant's sessions",
     middleware: [requireKey("client", "admin")] as const,
-    request: { query: z.object({ cursor: z.string().optional(), limit: z.string().optional() }) },
+    request: { query: PageQuery },
     responses: {
-      200: {
-        description: "A page of sessions",
-        content: { "application/json": { schema: z.object({ items: z.array(SessionSchema), nextCursor: z.string().nullable() }) } },
-      },
+      200: json(pageSchema(SessionSchema), "A page of sessions"),
       ...errors,
     },
   }),
