@@ -40,3 +40,23 @@ export function judgeAnswer(result: unknown, options: PermissionOption[]): Judge
 }
 
 export const CANCELLED_RESULT = { outcome: { outcome: "cancelled" } } as const;
+
+/**
+ * Told to the people asked when the tenant's remembered decisions (rules) could not be read: the
+ * request reached them without any rule having been applied, so an "always" they chose earlier did
+ * not answer it. Sent once as this notification, and as `_meta.acpGateway.rulesUnavailable` on every
+ * copy of the request (also those sent to a client attaching later).
+ */
+export const RULES_UNAVAILABLE_NOTICE = "_acp_gateway/rules_unavailable";
+export const RULES_UNAVAILABLE_MESSAGE =
+  "The tenant's remembered decisions (rules) could not be consulted, so none was applied to this request; it is asked of you instead.";
+
+/** The request's params with `_meta.acpGateway.rulesUnavailable` set (the agent's own `_meta` kept). */
+export function markedRulesUnknown(paramsText: string): string {
+  const params = JSON.parse(paramsText) as unknown;
+  if (!isObject(params)) return paramsText;
+  const meta = isObject(params._meta) ? params._meta : {};
+  const gateway = isObject(meta.acpGateway) ? meta.acpGateway : {};
+  const rulesUnavailable = { message: RULES_UNAVAILABLE_MESSAGE };
+  return JSON.stringify({ ...params, _meta: { ...meta, acpGateway: { ...gateway, rulesUnavailable } } });
+}

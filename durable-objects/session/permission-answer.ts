@@ -8,43 +8,40 @@ import { RULE_NOT_CREATED } from "../rules/types";
 import { type ClientAttachment, sendRewritable } from "./clients";
 import type { DecidedBy } from "./pending-request";
 import type { LifecycleDeps, PermissionLifecycle } from "./permission-lifecycle";
-import type { PendingRequest } from "./store";
+import { type PendingRequest, copyId } from "./store";
 
 /** How many times a client that answered a permission request wrongly is asked again. */
 const MAX_RESENDS = 3;
 
-/** The copy a client answered: its id, and how many times it was re-sent after a refused answer. */
-export interface AnsweredCopy {
-  outId: number;
-  permId: number;
-  resends: number;
-}
+/**
+ * How often each pending request was re-sent to this client after a refused answer. Kept in the
+ * socket's attachment (it survives hibernation and goes with the socket), not in a table.
+ */
+type WithResends = ClientAttachment & { resends?: Record<string, number> };
 
 export function answerPermission(
   life: PermissionLifecycle,
   d: LifecycleDeps,
   ws: WebSocket,
   client: ClientAttachment,
-  copy: AnsweredCopy,
+  permId: number,
   response: { result?: unknown; error?: unknown },
 ): void {
-  const pending = d.store.pendingById(copy.permId);
-  if (!pending) return;
-  if (response.error !== undefined) {
-    // The client declined to answer (closed its dialog, or cancelled its copy): others still may.
-    d.store.removeCopy(copy.outId);
-    return;
-  }
+  const pending = d.store.pendingById(permId);
+  // Answered already (the first answer won), withdrawn, or never asked: nothing to do.
+  if (!pending?.asking) return;
+  // The client declined to answer (closed its dialog, or cancelled its copy): others still may.
+  if (response.error !== undefined) return;
   const judged = judgeAnswer(response.result, pending.options);
   if (!judged.ok) {
     // Never approval (TC-10, TC-17): tell this client, keep the request pending, and ask it again.
-    d.store.removeCopy(copy.outId);
+    const requestId = copyId(permId);
     const error = RpcError.invalidParams(
-      `Your answer to permission request ${copy.outId} was refused: ${judged.reason}. The request is still pending.`,
-      { requestId: copy.outId, sessionId: d.store.meta?.sessionId, toolCallId: pending.toolCallId },
+      `Your answer to permission request ${requestId} was refused: ${judged.reason}. The request is still pending.`,
+      { requestId, sessionId: d.store.meta?.sessionId, toolCallId: pending.toolCallId },
     );
     sendRewritable(ws, JSON.stringify(errorResponse(null, error)));
-    if (copy.resends < MAX_RESENDS) life.sendCopy(ws, client.connId, pending, copy.resends + 1);
+    if (countResend(ws, d, permId)) life.sendCopy(ws, pending);
     return;
   }
   const by: DecidedBy = { type: "person", connectionId: client.connId, user: client.user, keyId: client.keyId };
@@ -61,6 +58,17 @@ export function answerPermission(
     }
   }
   life.resolve(pending, response.result, by);
+}
+
+/** Whether this client may be asked again (at most MAX_RESENDS times per request); counts it. */
+function countResend(ws: WebSocket, d: LifecycleDeps, permId: number): boolean {
+  const attachment = ws.deserializeAttachment() as WithResends | undefined;
+  if (!attachment) return false;
+  const resends = Object.fromEntries(Object.entries(attachment.resends ?? {}).filter(([id]) => d.store.isPending(Number(id))));
+  const sent = resends[permId] ?? 0;
+  if (sent >= MAX_RESENDS) return false;
+  ws.serializeAttachment({ ...attachment, resends: { ...resends, [permId]: sent + 1 } });
+  return true;
 }
 
 /** Stores a person's *_always choice as a tenant rule; every client learns the rule, or why there is none. */

@@ -4,19 +4,25 @@
 
 import { type JsonRpcId, isObject } from "../../protocol/jsonrpc";
 import { CANCEL_REQUEST, CLIENT_METHODS, GATEWAY_NOTIFICATIONS } from "../../protocol/methods";
-import { CANCELLED_RESULT, type PermissionOption } from "../../protocol/permissions";
+import {
+  CANCELLED_RESULT,
+  type PermissionOption,
+  RULES_UNAVAILABLE_MESSAGE,
+  RULES_UNAVAILABLE_NOTICE,
+  markedRulesUnknown,
+} from "../../protocol/permissions";
 import { LIMIT_REACHED_NOTICE, type LimitError, limitsOf, pendingLimitError } from "../../protocol/tenant-limits";
 import type { DecideResult } from "../rules/types";
 import type { ToAgent } from "./agent-link";
 import type { AuditOutbox } from "./audit-outbox";
-import { type AttachedClients, type ClientAttachment, attachmentOf, sendRewritable } from "./clients";
+import { type AttachedClients, type ClientAttachment, send, sendRewritable } from "./clients";
 import type { Notifier } from "./notify";
 import { auditEntry } from "./permission-audit";
 import { type DecidedBy, parsedParams } from "./pending-request";
 import type { RulesLink } from "./rules-link";
 import type { SessionInfo } from "./session-info";
-import { type AnsweredCopy, answerPermission } from "./permission-answer";
-import type { CopyRow, PendingRequest, SessionStore } from "./store";
+import { answerPermission } from "./permission-answer";
+import { type PendingRequest, type SessionStore, copyId } from "./store";
 import type { TurnWatch } from "./turn-watch";
 
 export interface LifecycleDeps {
@@ -34,34 +40,52 @@ export interface LifecycleDeps {
   scheduleDeadline(): void;
 }
 
+/** `pending.asking`: the rules are being consulted; people are asked; people are asked because the rules could not be consulted. */
+const NOT_YET_ASKING = 0;
+const ASKING = 1;
+const ASKING_RULES_UNKNOWN = 2;
+const RULES_UNKNOWN = Symbol("rules unknown");
+
 export class PermissionLifecycle {
   constructor(private readonly d: LifecycleDeps) {}
 
   // ── ask ───────────────────────────────────────────────────────────────────────────────────────
-  /** The agent asked: the request is kept (and its tool call applied), then the rules, then people. */
+  /**
+   * The agent asked: the request is logged (its permId is the entry's seq) and its tool call applied,
+   * then the rules, then people. When the rules answer at once (rules-link.ts), the request is written
+   * once, already asking, or not at all if a rule decides it.
+   */
   ask(epoch: number, agentReqId: JsonRpcId, text: string, params: unknown): void {
     const { store } = this.d;
     const meta = store.meta;
     if (!meta) return;
     const seq = store.append("permission", text);
-    const toolCall = isObject(params) ? params.toolCall : undefined;
-    store.applyToolCall(toolCall, seq);
+    const parsed = parsedParams(params);
+    store.applyToolCall(parsed.toolCall, seq);
     const now = Date.now();
-    const request = {
+    const request: PendingRequest = {
+      permId: seq,
       agentReqId,
       agentEpoch: epoch,
-      toolCallId: isObject(toolCall) && typeof toolCall.toolCallId === "string" ? toolCall.toolCallId : null,
+      toolCallId: typeof parsed.toolCall?.toolCallId === "string" ? parsed.toolCall.toolCallId : null,
       params: JSON.stringify(params),
       createdAt: now,
       deadlineAt: now + meta.deadlineMs,
+      asking: NOT_YET_ASKING,
+      ...parsed,
     };
     // Nothing may be approved outside a running turn: no rule answers, no client is asked (TC-11).
-    if (store.turn.state !== "running") return this.refuseOutsideTurn({ ...request, ...parsedParams(params), permId: 0, asking: 0 });
+    if (store.turn.state !== "running") return this.refuseOutsideTurn(request);
     const limit = limitsOf(meta.limits).pendingPermissionsPerSession;
-    if (store.pending().length >= limit) return this.refuseOverLimit(epoch, agentReqId, pendingLimitError(meta.sessionId, limit));
-    const permId = store.addPending(request);
-    this.d.scheduleDeadline();
-    this.d.ctx.waitUntil(this.consultRulesThenAsk(permId));
+    if (store.pendingCount() >= limit) return this.refuseOverLimit(epoch, agentReqId, pendingLimitError(meta.sessionId, limit));
+    const decided = this.d.rules.consultRules(request);
+    if (decided instanceof Promise) {
+      store.addPending(request);
+      this.d.scheduleDeadline();
+      this.d.ctx.waitUntil(this.askAfterRules(request.permId, decided));
+    } else if (!this.resolveByRule(request, decided)) {
+      this.startAsking(request, ASKING, false);
+    }
   }
 
   /** A permission request beyond the session's bound: the agent gets an error saying why, the clients a notice. */
@@ -82,34 +106,44 @@ export class PermissionLifecycle {
   /**
    * The tenant's remembered decisions answer first; only if none applies are people asked. Until
    * then the request is pending but not shown, so an attaching client never sees a request that a
-   * rule is about to answer. A failure to consult the rules means asking people, never approval.
+   * rule is about to answer. A failure to consult the rules means asking people, never approval, and
+   * the people asked are told that remembered decisions could not be consulted.
    */
-  private async consultRulesThenAsk(permId: number): Promise<void> {
-    const first = this.d.store.pendingById(permId);
-    if (!first) return;
-    const decided = await this.d.rules.consultRules(first).catch((error: unknown) => {
+  private async askAfterRules(permId: number, decision: Promise<DecideResult | null>): Promise<void> {
+    const decided = await decision.catch((error: unknown): typeof RULES_UNKNOWN => {
       console.error("session: consulting the rules failed; asking people", error);
-      return null;
+      return RULES_UNKNOWN;
     });
     const pending = this.d.store.pendingById(permId);
-    if (!pending) return; // cancelled or withdrawn meanwhile
-    if (this.resolveByRule(pending, decided) || pending.asking) return;
-    this.d.store.markAsking(permId);
-    for (const ws of this.d.clients.all()) {
-      const client = attachmentOf(ws);
-      if (client) this.sendCopy(ws, client.connId, pending);
+    if (!pending || pending.asking) return; // cancelled or withdrawn meanwhile
+    if (decided === RULES_UNKNOWN) return this.startAsking(pending, ASKING_RULES_UNKNOWN, true);
+    if (!this.resolveByRule(pending, decided)) this.startAsking(pending, ASKING, true);
+  }
+
+  /** People are asked: a copy to every attached client (and to each that attaches later), the rules watched, notifications tracked. */
+  private startAsking(request: PendingRequest, asking: number, stored: boolean): void {
+    const pending = { ...request, asking };
+    if (stored) this.d.store.markAsking(pending.permId, asking);
+    else this.d.store.addPending(pending);
+    if (asking === ASKING_RULES_UNKNOWN) {
+      this.d.info.notice(RULES_UNAVAILABLE_NOTICE, {
+        sessionId: this.d.store.meta?.sessionId,
+        toolCallId: pending.toolCallId,
+        message: RULES_UNAVAILABLE_MESSAGE,
+      });
     }
+    for (const ws of this.d.clients.all()) this.sendCopy(ws, pending);
     this.d.rules.watch(true);
-    this.d.ctx.waitUntil(
-      this.d.notifier.track(permId).catch((e: unknown) => console.error("session: tracking for notification failed", e)),
-    );
+    this.d.scheduleDeadline();
+    const tracked = this.d.notifier.track(pending.permId);
+    this.d.ctx.waitUntil(tracked.catch((e: unknown) => console.error("session: tracking for notification failed", e)));
   }
 
   /** A rule was created: the requests waiting on people that it matches resolve now. */
   async reconsider(): Promise<void> {
     for (const pending of this.d.store.pending()) {
       if (!pending.asking) continue;
-      const decided = await this.d.rules.consultRules(pending).catch(() => null);
+      const decided = await Promise.resolve(this.d.rules.consultRules(pending)).catch(() => null);
       const still = this.d.store.pendingById(pending.permId);
       if (still) this.resolveByRule(still, decided);
     }
@@ -122,36 +156,38 @@ export class PermissionLifecycle {
     return true;
   }
 
-  /** Sends this client its own copy of a pending request, under a fresh id of the session's. */
-  sendCopy(ws: WebSocket, connId: string, pending: PendingRequest, resends = 0): void {
-    const outId = this.d.store.nextId();
-    this.d.store.addCopy(outId, pending.permId, connId, resends);
-    sendRewritable(ws, `{"jsonrpc":"2.0","id":${outId},"method":"${CLIENT_METHODS.sessionRequestPermission}","params":${pending.params}}`);
+  /** Sends a client its copy of a pending request: the agent's params, under the request's copy id. */
+  sendCopy(ws: WebSocket, pending: PendingRequest): void {
+    const params = pending.asking === ASKING_RULES_UNKNOWN ? markedRulesUnknown(pending.params) : pending.params;
+    const method = CLIENT_METHODS.sessionRequestPermission;
+    sendRewritable(ws, `{"jsonrpc":"2.0","id":${copyId(pending.permId)},"method":"${method}","params":${params}}`);
   }
 
   /** An attaching client gets a copy of every request people are being asked. */
-  sendPendingTo(ws: WebSocket, connId: string): void {
+  sendPendingTo(ws: WebSocket): void {
     for (const pending of this.d.store.pending()) {
-      if (pending.asking) this.sendCopy(ws, connId, pending);
+      if (pending.asking) this.sendCopy(ws, pending);
     }
   }
 
   /** A client answered its copy (permission-answer.ts). */
-  answer(ws: WebSocket, client: ClientAttachment, copy: AnsweredCopy, response: { result?: unknown; error?: unknown }): void {
-    answerPermission(this, this.d, ws, client, copy, response);
+  answer(ws: WebSocket, client: ClientAttachment, permId: number, response: { result?: unknown; error?: unknown }): void {
+    answerPermission(this, this.d, ws, client, permId, response);
   }
 
   // ── resolve ───────────────────────────────────────────────────────────────────────────────────
   /** The first valid answer wins: it goes to the agent, every other copy is withdrawn. */
   resolve(pending: PendingRequest, result: unknown, by: DecidedBy, chosen?: PermissionOption): void {
-    const copies = this.d.store.removePending(pending.permId);
-    this.withdrawCopies(copies);
+    this.d.store.removePending(pending.permId);
+    if (pending.asking) this.withdrawCopies(pending.permId);
     if (pending.asking && !this.d.store.hasAsking()) this.d.rules.watch(false);
     this.d.turnWatch.touch(); // a person's answer is progress: the idle clock starts again
     this.d.scheduleDeadline();
-    // Announced only once the agent has the answer: one that cannot reach it is no resolution.
+    // Announced only once the agent has the answer: one that cannot reach it is no resolution. It goes
+    // to the clients attached now; one attaching meanwhile never saw the request (it is no longer pending).
+    const attached = this.d.clients.all();
     this.d.toAgent({ type: "response", epoch: pending.agentEpoch, id: pending.agentReqId, result }, (delivered, threw) =>
-      delivered ? this.announce(pending, result, by, chosen) : this.answerUndelivered(pending, by, threw),
+      delivered ? this.announce(pending, result, by, attached, chosen) : this.answerUndelivered(pending, by, threw),
     );
   }
 
@@ -173,21 +209,13 @@ export class PermissionLifecycle {
    */
   private answerUndelivered(pending: PendingRequest, by: DecidedBy, threw: boolean): void {
     if (threw && this.d.store.turn.state === "running" && (by.type === "person" || by.type === "rule")) {
-      const permId = this.d.store.addPending(pending);
-      this.d.store.markAsking(permId);
-      const again = this.d.store.pendingById(permId);
-      for (const ws of this.d.clients.all()) {
-        const client = attachmentOf(ws);
-        if (client && again) this.sendCopy(ws, client.connId, again);
-      }
-      this.d.rules.watch(true);
-      this.d.scheduleDeadline();
+      this.startAsking(pending, pending.asking || ASKING, false);
       return;
     }
     this.audit(pending, { outcome: "withdrawn" }, { type: "agent_disconnected", reason: "the answer could not be delivered to the agent" });
   }
 
-  private announce(pending: PendingRequest, result: unknown, by: DecidedBy, chosen?: PermissionOption): void {
+  private announce(pending: PendingRequest, result: unknown, by: DecidedBy, attached: WebSocket[], chosen?: PermissionOption): void {
     const outcome = isObject(result) ? result.outcome : undefined;
     const params = {
       sessionId: this.d.store.meta?.sessionId,
@@ -198,7 +226,7 @@ export class PermissionLifecycle {
     };
     const text = JSON.stringify({ jsonrpc: "2.0", method: GATEWAY_NOTIFICATIONS.permissionResolved, params });
     this.d.store.append("resolution", text);
-    this.d.clients.broadcast(text);
+    for (const ws of attached) send(ws, text);
     this.audit(pending, outcome, by, chosen);
   }
 
@@ -215,11 +243,10 @@ export class PermissionLifecycle {
     return true;
   }
 
-  withdrawCopies(copies: CopyRow[]): void {
-    for (const copy of copies) {
-      const ws = this.d.clients.byConnection(copy.connId);
-      if (ws) sendRewritable(ws, JSON.stringify({ jsonrpc: "2.0", method: CANCEL_REQUEST, params: { requestId: copy.outId } }));
-    }
+  /** Every client that may hold a copy is told to withdraw it; the edge drops it for one that holds none (any more). */
+  withdrawCopies(permId: number): void {
+    const text = JSON.stringify({ jsonrpc: "2.0", method: CANCEL_REQUEST, params: { requestId: copyId(permId) } });
+    for (const ws of this.d.clients.all()) sendRewritable(ws, text);
   }
 
   // ── audit and notices ─────────────────────────────────────────────────────────────────────────

@@ -19,14 +19,17 @@ export class RulesLink {
   ) {}
 
   /**
-   * The rule that answers this request, or null when none does. Rejects when the rules could not be
-   * consulted: the caller then asks people, never approves.
+   * The rule that answers this request, or null when none does: at once (no promise) when the
+   * session already knows, otherwise from the RulesObject. The promise rejects when the rules could
+   * not be consulted: the caller then asks people, never approves.
    */
-  async consultRules(pending: PendingRequest): Promise<DecideResult | null> {
+  consultRules(pending: PendingRequest): DecideResult | null | Promise<DecideResult | null> {
     const meta = this.store.meta;
     if (!meta || this.noRules.tenantHasNoRules) return null;
     const request = this.decideRequest(meta, pending);
-    return this.noRules.learn(await this.rules(meta).decideFor(meta.tenantId, meta.sessionId, request));
+    return this.rules(meta)
+      .decideFor(meta.tenantId, meta.sessionId, request)
+      .then((result) => this.noRules.learn(result));
   }
 
   /** The tenant's first rule appeared: ask the rules again from now on (rules-cache.ts). */

@@ -30,7 +30,7 @@ import { AgentDelivery } from "./agent-delivery";
 import { AuditOutbox } from "./audit-outbox";
 import { TurnWatch } from "./turn-watch";
 import { ATTACH_HEADER, AttachedClients, type AttachRequest, attachmentOf, connTag, send, sendPacked, sendRewritable } from "./clients";
-import { type CopyRow, type PendingRequest, SessionStore, type SessionMeta } from "./store";
+import { type PendingRequest, SessionStore, type SessionMeta, permIdOfCopy } from "./store";
 import { CompactionTally, appendUpdate, maybeFold } from "./compaction";
 import { AgentRequests } from "./agent-request-routing";
 import { claimRefusal } from "./ownership";
@@ -138,7 +138,7 @@ export class SessionObject extends DurableObject<Env> {
     if (attach.mode === "load" && attach.loadRequestId !== undefined) {
       send(server, JSON.stringify(resultResponse(attach.loadRequestId, loadResult(meta))));
     }
-    this.permissions.sendPendingTo(server, attach.client.connId);
+    this.permissions.sendPendingTo(server);
     return new Response(null, { status: 101, webSocket: edge });
   }
 
@@ -180,7 +180,6 @@ export class SessionObject extends DurableObject<Env> {
 
   /** A client that leaves loses nothing: its copies go, the requests stay pending for the others. */
   private detach(connId: string): void {
-    this.store.removeCopiesOfConnection(connId);
     this.notifier.onDetach(this.clients.list().filter((c) => c.connId !== connId).length);
     // The last client gone and nothing waiting on people: rule changes need not wake this session.
     if (this.clients.all().every((ws) => attachmentOf(ws)?.connId === connId) && !this.store.hasAsking()) this.watchRules(false);
@@ -218,8 +217,8 @@ export class SessionObject extends DurableObject<Env> {
   private onClientResponse(ws: WebSocket, message: Message & { id: JsonRpcId | null }): void {
     const client = attachmentOf(ws);
     if (!client || typeof message.id !== "number") return;
-    const copy = this.store.copy(message.id);
-    if (copy) return this.permissions.answer(ws, client, copy, message as { result?: unknown; error?: unknown });
+    const permId = permIdOfCopy(message.id);
+    if (permId !== undefined) return this.permissions.answer(ws, client, permId, message as { result?: unknown; error?: unknown });
     this.agentRequests.answered(message.id, message as { result?: unknown; error?: unknown });
   }
 
@@ -232,8 +231,8 @@ export class SessionObject extends DurableObject<Env> {
     this.permissions.resolve(pending, result, by);
   }
 
-  private withdrawCopies(copies: CopyRow[]): void {
-    this.permissions.withdrawCopies(copies);
+  private withdrawCopies(permId: number): void {
+    this.permissions.withdrawCopies(permId);
   }
 
   private audit(pending: PendingRequest, outcome: unknown, by: DecidedBy): void {

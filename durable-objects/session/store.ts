@@ -18,10 +18,8 @@ CREATE TABLE IF NOT EXISTS pending (
   perm_id INTEGER PRIMARY KEY, agent_req_id TEXT NOT NULL, agent_epoch INTEGER NOT NULL,
   tool_call_id TEXT, params TEXT NOT NULL, created_at INTEGER NOT NULL, deadline_at INTEGER NOT NULL,
   asking INTEGER NOT NULL DEFAULT 0);
-CREATE INDEX IF NOT EXISTS pending_deadline ON pending (deadline_at);
-CREATE TABLE IF NOT EXISTS copies (out_id INTEGER PRIMARY KEY, perm_id INTEGER NOT NULL, conn_id TEXT NOT NULL, resends INTEGER NOT NULL DEFAULT 0);
-CREATE INDEX IF NOT EXISTS copies_perm ON copies (perm_id);
-CREATE INDEX IF NOT EXISTS copies_conn ON copies (conn_id);
+DROP INDEX IF EXISTS pending_deadline;
+DROP TABLE IF EXISTS copies;
 CREATE TABLE IF NOT EXISTS agent_requests (out_id INTEGER PRIMARY KEY, agent_req_id TEXT NOT NULL, agent_epoch INTEGER NOT NULL, conn_id TEXT NOT NULL, method TEXT NOT NULL);
 CREATE TABLE IF NOT EXISTS inflight (gw_id INTEGER PRIMARY KEY, conn_id TEXT NOT NULL, client_id TEXT NOT NULL, method TEXT NOT NULL, created_at INTEGER NOT NULL);
 CREATE INDEX IF NOT EXISTS inflight_client ON inflight (conn_id, client_id);
@@ -50,6 +48,12 @@ export interface SessionMeta {
 export type TurnState =
   { state: "idle" } | { state: "running" | "cancelling"; gwId: number; connId: string; user?: string | null; startedAt: number };
 
+/**
+ * A permission request waiting for an answer: one row, written once when it is asked (and once more
+ * only when the rules are consulted asynchronously and people are asked after). `permId` is the seq of
+ * the request's own log entry, so it never repeats in a session; the copies clients hold carry it as
+ * their id (`copyId`), so no row per copy is needed.
+ */
 export interface PendingRow {
   permId: number;
   agentReqId: JsonRpcId;
@@ -62,14 +66,18 @@ export interface PendingRow {
   asking: number;
 }
 
+/** The id of every client's copy of a pending request: negative, so it never meets the positive ids of nextId(). */
+export function copyId(permId: number): number {
+  return -permId;
+}
+
+/** The pending request a copy's id names, if the id is a copy's. */
+export function permIdOfCopy(id: number): number | undefined {
+  return id < 0 ? -id : undefined;
+}
+
 /** A pending request as the lifecycle uses it: its params parsed once, when it is read (pending-request.ts). */
 export type PendingRequest = PendingRow & ParsedParams;
-export interface CopyRow {
-  outId: number;
-  permId: number;
-  connId: string;
-  resends: number;
-}
 export interface AgentRequestRow {
   outId: number;
   agentReqId: JsonRpcId;
@@ -197,28 +205,34 @@ export class SessionStore {
       .toArray();
   }
 
-  // ── pending permission requests and their copies ─────────────────────────
-  markAsking(permId: number): void {
-    this.sql.exec("UPDATE pending SET asking = 1 WHERE perm_id = ?", permId);
+  // ── pending permission requests ──────────────────────────────────────────
+  markAsking(permId: number, asking: number): void {
+    this.sql.exec("UPDATE pending SET asking = ? WHERE perm_id = ?", asking, permId);
+  }
+  pendingCount(): number {
+    return this.sql.exec<{ n: number }>("SELECT count(*) AS n FROM pending").one().n;
+  }
+  isPending(permId: number): boolean {
+    return this.sql.exec("SELECT 1 FROM pending WHERE perm_id = ?", permId).toArray().length > 0;
   }
   hasPending(): boolean {
     return this.sql.exec("SELECT 1 FROM pending LIMIT 1").toArray().length > 0;
   }
   hasAsking(): boolean {
-    return this.sql.exec("SELECT 1 FROM pending WHERE asking = 1 LIMIT 1").toArray().length > 0;
+    return this.sql.exec("SELECT 1 FROM pending WHERE asking > 0 LIMIT 1").toArray().length > 0;
   }
-  addPending(p: Omit<PendingRow, "permId" | "asking">): number {
-    return this.sql
-      .exec<{ perm_id: number }>(
-        "INSERT INTO pending (agent_req_id, agent_epoch, tool_call_id, params, created_at, deadline_at) VALUES (?, ?, ?, ?, ?, ?) RETURNING perm_id",
-        JSON.stringify(p.agentReqId),
-        p.agentEpoch,
-        p.toolCallId,
-        p.params,
-        p.createdAt,
-        p.deadlineAt,
-      )
-      .one().perm_id;
+  addPending(p: PendingRow): void {
+    this.sql.exec(
+      "INSERT INTO pending (perm_id, agent_req_id, agent_epoch, tool_call_id, params, created_at, deadline_at, asking) VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
+      p.permId,
+      JSON.stringify(p.agentReqId),
+      p.agentEpoch,
+      p.toolCallId,
+      p.params,
+      p.createdAt,
+      p.deadlineAt,
+      p.asking,
+    );
   }
   pending(): PendingRequest[] {
     return this.sql.exec<PendingSql>("SELECT * FROM pending ORDER BY perm_id").toArray().map(pendingFromSql);
@@ -236,34 +250,10 @@ export class SessionStore {
   nextDeadline(): number | undefined {
     return this.sql.exec<{ d: number | null }>("SELECT min(deadline_at) AS d FROM pending").one().d ?? undefined;
   }
-  /** Removes a pending request and returns the copies that clients still hold. */
-  removePending(permId: number): CopyRow[] {
-    const copies = this.copiesOf(permId);
-    this.sql.exec("DELETE FROM copies WHERE perm_id = ?", permId);
+  /** Removes a pending request; returns its id, whose copies clients may still hold. */
+  removePending(permId: number): number {
     this.sql.exec("DELETE FROM pending WHERE perm_id = ?", permId);
-    return copies;
-  }
-
-  addCopy(outId: number, permId: number, connId: string, resends = 0): void {
-    this.sql.exec("INSERT INTO copies (out_id, perm_id, conn_id, resends) VALUES (?, ?, ?, ?)", outId, permId, connId, resends);
-  }
-  copy(outId: number): CopyRow | undefined {
-    return this.sql
-      .exec<{ out_id: number; perm_id: number; conn_id: string; resends: number }>("SELECT * FROM copies WHERE out_id = ?", outId)
-      .toArray()
-      .map((r) => ({ outId: r.out_id, permId: r.perm_id, connId: r.conn_id, resends: r.resends }))[0];
-  }
-  copiesOf(permId: number): CopyRow[] {
-    return this.sql
-      .exec<{ out_id: number; perm_id: number; conn_id: string; resends: number }>("SELECT * FROM copies WHERE perm_id = ?", permId)
-      .toArray()
-      .map((r) => ({ outId: r.out_id, permId: r.perm_id, connId: r.conn_id, resends: r.resends }));
-  }
-  removeCopy(outId: number): void {
-    this.sql.exec("DELETE FROM copies WHERE out_id = ?", outId);
-  }
-  removeCopiesOfConnection(connId: string): void {
-    this.sql.exec("DELETE FROM copies WHERE conn_id = ?", connId);
+    return permId;
   }
 
   // ── agent requests routed to one client (fs/*, terminal/*, extensions) ────

@@ -103,10 +103,9 @@ describe("faults: D1 failing or slow", () => {
     expect(rows.results).toEqual([{ outcome: "selected" }]);
   });
 
-  // Issue 11: "with the rules unknown the gateway asks people and says so". Today the copy is sent
-  // as if the rules had been consulted; nothing tells the people that remembered decisions were not
-  // applied. Expected: a notice (or `_meta`) on the request naming the cause.
-  it.fails("with the rules unknown, the people asked are told that remembered decisions could not be consulted", async () => {
+  // Issue 11: "with the rules unknown the gateway asks people and says so": the copy carries
+  // `_meta.acpGateway.rulesUnavailable` and every client gets `_acp_gateway/rules_unavailable`.
+  it("with the rules unknown, the people asked are told that remembered decisions could not be consulted", async () => {
     const { t, agent, client, sessionId } = await sessionWithLsRule();
     await restartObject(rulesStub(t.tenantId));
     await setD1(rulesStub(t.tenantId), "down");
@@ -118,5 +117,8 @@ describe("faults: D1 failing or slow", () => {
       /rules?/i.test(JSON.stringify(m._meta ?? m.params?._meta ?? (m.method?.startsWith("_") ? m : {}))),
     );
     expect(told).toBe(true);
+    expect(copy.params._meta.acpGateway.rulesUnavailable.message).toMatch(/could not be consulted/);
+    const notice = client.unclaimed().find((m) => m.method === "_acp_gateway/rules_unavailable");
+    expect(notice?.params).toMatchObject({ sessionId, toolCallId: "t1" });
   });
 });

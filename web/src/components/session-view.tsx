@@ -69,6 +69,10 @@ export function SessionView({ api, link, session, isNew, onBack }: Props) {
         case "_acp_gateway/rule_created":
           update((t) => ruleCreated(t, m.params));
           return;
+        case "_acp_gateway/rules_unavailable":
+          // A request reached people without the tenant's rules: say so beside it (README, "Permission requests").
+          update((t) => notice(t, typeof m.params.message === "string" ? m.params.message : "The rules could not be consulted.", "warn"));
+          return;
         case "_acp_gateway/turn_ended":
           setTurn("idle");
           update((t) => turnEnded(t, typeof m.params.message === "string" ? m.params.message : "The gateway ended the turn."));
