@@ -55,7 +55,7 @@ export const PACK_SEPARATOR = "\u0000";
 export const VERBATIM_MARK = "\u0003";
 
 /** A pack is closed once its messages reach this many characters. */
-export const PACK_CHARS = 512 * 1024;
+const PACK_CHARS = 512 * 1024;
 
 /** A frame the edge will rewrite into the connection's id space. */
 export function rewritable(text: string): string {
