@@ -6,7 +6,8 @@
 import { type JsonRpcId, RpcError, errorResponse, isObject } from "../../protocol/jsonrpc";
 import { CANCEL_REQUEST, CLIENT_METHODS, isExtension } from "../../protocol/methods";
 import type { ToAgent } from "./agent-link";
-import { type AttachedClients, type ClientAttachment, attachmentOf, sendRewritable } from "./clients";
+import { type AttachedClients, attachmentOf, sendRewritable } from "./clients";
+import type { ClientAttachment } from "../../protocol/session-wire";
 import type { SessionStore, TurnState } from "./store";
 
 /** The agent's requests a session routed to one client, until that client answers or goes. */

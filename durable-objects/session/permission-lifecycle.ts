@@ -15,7 +15,8 @@ import { LIMIT_REACHED_NOTICE, type LimitError, limitsOf, pendingLimitError } fr
 import type { DecideResult } from "../rules/types";
 import type { ToAgent } from "./agent-link";
 import type { AuditOutbox } from "./audit-outbox";
-import { type AttachedClients, type ClientAttachment, send, sendRewritable } from "./clients";
+import { type AttachedClients, send, sendRewritable } from "./clients";
+import type { ClientAttachment } from "../../protocol/session-wire";
 import type { Notifier } from "./notify";
 import { auditEntry } from "./permission-audit";
 import { type DecidedBy, parsedParams } from "./pending-request";

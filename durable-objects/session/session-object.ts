@@ -29,7 +29,8 @@ import type { FromAgent, SessionRef, ToAgent } from "./agent-link";
 import { AgentDelivery } from "./agent-delivery";
 import { AuditOutbox } from "./audit-outbox";
 import { TurnWatch } from "./turn-watch";
-import { ATTACH_HEADER, AttachedClients, type AttachRequest, attachmentOf, connTag, send, sendPacked, sendRewritable } from "./clients";
+import { AttachedClients, attachmentOf, connTag, send, sendPacked, sendRewritable } from "./clients";
+import { ATTACH_HEADER, attachRequestOf } from "../../protocol/session-wire";
 import { type PendingRequest, SessionStore, type SessionMeta, permIdOfCopy } from "./store";
 import { CompactionTally, appendUpdate, maybeFold } from "./compaction";
 import { AgentRequests } from "./agent-request-routing";
@@ -119,7 +120,7 @@ export class SessionObject extends DurableObject<Env> {
   // ── a client attaches: history, then (for session/load) the answer, then pending requests, then live ──
   override async fetch(request: Request): Promise<Response> {
     if (request.headers.get("Upgrade") !== "websocket") return new Response("expected a WebSocket", { status: 426 });
-    const attach = JSON.parse(request.headers.get(ATTACH_HEADER) ?? "null") as AttachRequest | null;
+    const attach = attachRequestOf(request.headers.get(ATTACH_HEADER));
     const meta = this.store.meta;
     if (!attach || !meta || meta.tenantId !== attach.tenantId || meta.sessionId !== attach.sessionId) {
       return new Response("session not found", { status: 404 });

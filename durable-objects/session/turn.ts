@@ -6,7 +6,8 @@ import { type JsonRpcId, RpcError, errorResponse } from "../../protocol/jsonrpc"
 import { AGENT_METHODS, GATEWAY_NOTIFICATIONS } from "../../protocol/methods";
 import { limitsOf } from "../../protocol/tenant-limits";
 import type { ToAgent } from "./agent-link";
-import { type AttachedClients, type ClientAttachment, send } from "./clients";
+import { type AttachedClients, send } from "./clients";
+import type { ClientAttachment } from "../../protocol/session-wire";
 import type { DecidedBy } from "./pending-request";
 import type { PermissionLifecycle } from "./permission-lifecycle";
 import type { SessionInfo } from "./session-info";
