@@ -68,6 +68,13 @@ export class AgentStore {
   set epoch(value: number) {
     this.set("epoch", value);
   }
+  /** The newest connection epoch whose sessions were told it is gone (once per connection). */
+  get goneEpoch(): number {
+    return this.get<number>("gone_epoch") ?? 0;
+  }
+  set goneEpoch(value: number) {
+    this.set("gone_epoch", value);
+  }
   nextId(): number {
     const next = (this.get<number>("next_id") ?? 0) + 1;
     this.set("next_id", next);
@@ -100,6 +107,10 @@ export class AgentStore {
       o.gwId,
     );
   }
+  outbound(agentId: number): Outbound | undefined {
+    const row = this.sql.exec<OutboundSql>("SELECT * FROM outbound WHERE agent_id = ?", agentId).toArray()[0];
+    return row ? outboundFromSql(row) : undefined;
+  }
   takeOutbound(agentId: number): Outbound | undefined {
     const row = this.sql.exec<OutboundSql>("DELETE FROM outbound WHERE agent_id = ? RETURNING *", agentId).toArray()[0];
     return row ? outboundFromSql(row) : undefined;
@@ -107,6 +118,10 @@ export class AgentStore {
   outboundFor(sessionId: string, gwId: number): Outbound | undefined {
     const row = this.sql.exec<OutboundSql>("SELECT * FROM outbound WHERE session_id = ? AND gw_id = ?", sessionId, gwId).toArray()[0];
     return row ? outboundFromSql(row) : undefined;
+  }
+  /** Whether a session's request still waits on the agent's answer. */
+  awaitsAgent(): boolean {
+    return this.sql.exec("SELECT 1 FROM outbound WHERE kind = 'forward' LIMIT 1").toArray().length > 0;
   }
   /** Removes and returns every request still waiting on a connection that is gone. */
   takeOutboundOfEpoch(epoch: number): Outbound[] {
@@ -130,8 +145,12 @@ export class AgentStore {
       )
       .toArray()[0]?.session_id;
   }
-  removeInbound(agentReqId: JsonRpcId, epoch: number): void {
-    this.sql.exec("DELETE FROM inbound WHERE agent_req_id = ? AND epoch = ?", JSON.stringify(agentReqId), epoch);
+  /** False when there was no such request (answered already). */
+  removeInbound(agentReqId: JsonRpcId, epoch: number): boolean {
+    return (
+      this.sql.exec("DELETE FROM inbound WHERE agent_req_id = ? AND epoch = ? RETURNING 1", JSON.stringify(agentReqId), epoch).toArray()
+        .length > 0
+    );
   }
   clearInbound(epoch: number): void {
     this.sql.exec("DELETE FROM inbound WHERE epoch <= ?", epoch);

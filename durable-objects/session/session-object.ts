@@ -96,7 +96,7 @@ export class SessionObject extends DurableObject<Env> {
     super(ctx, env);
     this.store = new SessionStore(ctx.storage.sql);
     this.clients = new AttachedClients(ctx);
-    this.delivery = new AgentDelivery(ctx.storage.sql);
+    this.delivery = new AgentDelivery(ctx.storage.sql, this.store);
     this.audits = new AuditOutbox(ctx.storage.sql, env.DB);
     this.turnWatch = new TurnWatch(ctx.storage.sql);
     this.notifier = new Notifier(ctx, env, this.store, () => this.scheduleDeadline());
@@ -489,6 +489,8 @@ export class SessionObject extends DurableObject<Env> {
     if (message.method === CLIENT_METHODS.sessionRequestPermission) {
       return this.onPermissionRequest(epoch, message.id, text, params);
     }
+    // Seen again after a restart (agent-delivery.ts): the client already has it.
+    if (this.store.agentRequests({ agentReqId: message.id, epoch }).length > 0) return;
     this.routeAgentRequest(epoch, message.id, message.method, params);
   }
 
@@ -911,26 +913,31 @@ export class SessionObject extends DurableObject<Env> {
 
   private agentStub?: DurableObjectStub<import("../agent/agent-object").AgentObject>;
 
-  /** Fire and forget, in order: calls on one stub are delivered in the order they are made. */
   /**
-   * A request that cannot be handed to the agent is answered with an error (and a prompt's turn ends);
-   * `after` learns whether the frame reached the agent (`threw`: the hand-off itself failed).
+   * Fire and forget, in order: calls on one stub are delivered in the order they are made. A request
+   * that cannot be handed to the agent is answered with an error (and a prompt's turn ends); `after`
+   * learns whether the frame reached the agent (`threw`: the hand-off itself failed). A failed call
+   * is made once more on a fresh stub (a stub whose object crashed stays broken); the AgentObject
+   * skips a frame it already handed on, so the second try never duplicates one.
    */
-  private toAgent(frame: ToAgent, after?: (delivered: boolean, threw: boolean) => void): void {
+  private toAgent(frame: ToAgent, after?: (delivered: boolean, threw: boolean) => void, retried = false): void {
     const meta = this.store.meta;
     if (!meta) return;
     this.agentStub ??= this.env.AGENTS.get(this.env.AGENTS.idFromName(`${meta.tenantId}/${meta.agent}`));
+    const stub = this.agentStub;
     const ref = { tenantId: meta.tenantId, sessionId: meta.sessionId };
     const settled = (delivered: boolean, threw: boolean, reason: string) => {
       if (!delivered && frame.type === "request") this.requestUndelivered(frame.gwId, reason);
       after?.(delivered, threw);
     };
     this.ctx.waitUntil(
-      this.agentStub.toAgent(meta.agent, ref, frame).then(
+      stub.toAgent(meta.agent, ref, frame).then(
         (delivered) => settled(delivered, false, "the agent does not hold this session"),
         (e: unknown) => {
           console.error("session: agent delivery failed", e);
-          settled(false, true, "the hand-off to the agent failed");
+          if (this.agentStub === stub) this.agentStub = undefined;
+          if (!retried) this.toAgent(frame, after, true);
+          else settled(false, true, "the hand-off to the agent failed");
         },
       ),
     );

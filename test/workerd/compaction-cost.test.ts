@@ -56,6 +56,10 @@ describe("cost: SQLite rows written per relayed update and per permission reques
     }
     const perPermission = { session: (sessionRows() - before.session) / asks, agent: (agentRows() - before.agent) / asks };
     console.log(`COST ${JSON.stringify({ perUpdate, perPermission })}`);
+    // 2026-12-03: 1.015 + 0.005 per update (the log row; the turn's progress mark at most once a
+    // second; a block of item numbers in the AgentObject), 3 in the AgentObject per permission request.
     expect(perUpdate.session + perUpdate.agent).toBeGreaterThan(0);
+    expect(perUpdate.session + perUpdate.agent).toBeLessThan(1.1);
+    expect(perPermission.agent).toBeLessThanOrEqual(3);
   }, 60_000);
 });
