@@ -37,16 +37,29 @@ export interface Outbound {
 }
 
 export class AgentStore {
+  /**
+   * Meta values read on every frame (who, epoch, info), kept after the first read. Only this object
+   * writes its storage, and every write goes through `set`, so the copy never goes stale.
+   */
+  private readonly cache = new Map<string, unknown>();
+  /** Sessions known to be this agent's (a session is never taken away from its agent). */
+  private readonly owned = new Set<string>();
+
   constructor(private readonly sql: SqlStorage) {
     sql.exec(SCHEMA);
   }
 
   private get<T>(key: string): T | undefined {
+    if (this.cache.has(key)) return this.cache.get(key) as T | undefined;
     const row = this.sql.exec<{ value: string }>("SELECT value FROM meta WHERE key = ?", key).toArray()[0];
-    return row ? (JSON.parse(row.value) as T) : undefined;
+    const value = row ? (JSON.parse(row.value) as T) : undefined;
+    this.cache.set(key, value);
+    return value;
   }
   private set(key: string, value: unknown): void {
     this.sql.exec("INSERT OR REPLACE INTO meta (key, value) VALUES (?, ?)", key, JSON.stringify(value));
+    // A parsed copy, as a read would return it (callers may keep and change what they passed).
+    this.cache.set(key, JSON.parse(JSON.stringify(value)) as unknown);
   }
 
   get meta(): AgentMeta | undefined {
@@ -85,7 +98,10 @@ export class AgentStore {
     this.sql.exec("INSERT OR REPLACE INTO sessions (session_id, active_epoch) VALUES (?, ?)", sessionId, epoch);
   }
   ownsSession(sessionId: string): boolean {
-    return this.sql.exec("SELECT 1 FROM sessions WHERE session_id = ?", sessionId).toArray().length > 0;
+    if (this.owned.has(sessionId)) return true;
+    const owns = this.sql.exec("SELECT 1 FROM sessions WHERE session_id = ?", sessionId).toArray().length > 0;
+    if (owns) this.owned.add(sessionId);
+    return owns;
   }
   markActive(sessionId: string, epoch: number): void {
     this.sql.exec("UPDATE sessions SET active_epoch = ? WHERE session_id = ? AND active_epoch != ?", epoch, sessionId, epoch);

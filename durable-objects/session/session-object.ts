@@ -452,7 +452,7 @@ export class SessionObject extends DurableObject<Env> {
       if (!this.delivery.take(item)) continue; // re-sent after an AgentObject restart: applied already
       // One frame that fails to apply must not take the rest of the batch with it.
       try {
-        if (item.kind === "frame") this.fromAgent(ref, item.epoch, item.text);
+        if (item.kind === "frame") this.fromAgent(item.epoch, item.text);
         else if (item.kind === "response") this.fromAgentResponse(ref, item.gwId, item.text);
         else this.agentGone(ref, item);
       } catch (error) {
@@ -461,16 +461,14 @@ export class SessionObject extends DurableObject<Env> {
     }
   }
 
-  fromAgent(ref: SessionRef, epoch: number, text: string): void {
-    const meta = this.store.meta;
-    if (!meta || meta.tenantId !== ref.tenantId) return;
-    const parsed = parseFrame(text);
-    if (!parsed.ok) return;
-    const message = parsed.message;
+  /** One frame of the agent; the AgentObject checked its limits and its JSON-RPC shape (parseFrame). */
+  private fromAgent(epoch: number, text: string): void {
+    // SAFETY: the AgentObject passes on only frames that parseFrame accepted as messages.
+    const message = JSON.parse(text) as Message;
     if (isResponse(message)) return;
     const params = "params" in message ? message.params : undefined;
     if (!isRequest(message)) {
-      if (message.method === CLIENT_METHODS.sessionUpdate) return this.onSessionUpdate(text, params);
+      if (message.method === CLIENT_METHODS.sessionUpdate) return this.onSessionUpdate(text, message, params);
       if (message.method === CANCEL_REQUEST) return this.onAgentCancelRequest(epoch, params);
       const seq = this.store.append("ext", text);
       void seq;
@@ -485,9 +483,9 @@ export class SessionObject extends DurableObject<Env> {
     this.routeAgentRequest(epoch, message.id, message.method, params);
   }
 
-  private onSessionUpdate(text: string, params: unknown): void {
+  private onSessionUpdate(text: string, message: Message, params: unknown): void {
     const update = isObject(params) ? params.update : undefined;
-    const seq = appendUpdate(this.store, text);
+    const seq = appendUpdate(this.store, text, message);
     maybeFold(this.store, seq);
     if (isToolCallUpdate(update)) this.store.applyToolCall(update, seq);
     else if (isObject(update) && update.sessionUpdate === "session_info_update" && typeof update.title === "string") {

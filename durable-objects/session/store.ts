@@ -197,10 +197,14 @@ export class SessionStore {
       .toArray();
   }
   /** The seq at which the log's tool calls were last folded. */
+  /** Read once per instance: every update compares against it. */
+  private foldedAtMemo: number | undefined;
   get foldedAt(): number {
-    return this.getMeta<number>("folded_at") ?? 0;
+    this.foldedAtMemo ??= this.getMeta<number>("folded_at") ?? 0;
+    return this.foldedAtMemo;
   }
   set foldedAt(seq: number) {
+    this.foldedAtMemo = seq;
     this.setMeta("folded_at", seq);
   }
   logEntries(afterSeq: number, limit: number): { seq: number; kind: string; body: string; at: number }[] {
