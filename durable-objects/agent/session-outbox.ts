@@ -105,6 +105,7 @@ export class SessionOutbox {
     queue.items = queue.items.filter((item) => item.seq > seq);
     queue.attempts = 0;
     if (queue.storedUpTo > 0) {
+      // A row partly taken (a batch cut at its size bound) stays whole; its taken items are skipped by the session.
       this.sql.exec("DELETE FROM session_outbox WHERE session_id = ? AND seq <= ?", sessionId, seq);
       if (queue.storedUpTo <= seq) queue.storedUpTo = 0;
     }
@@ -127,19 +128,22 @@ export class SessionOutbox {
     return false;
   }
 
-  /** Writes the items of a queue not yet in SQLite, as one row. */
+  /**
+   * Writes the items of a queue not yet in SQLite, as one row keyed by its last item's number, so a
+   * row is deleted only once the session has taken every item in it.
+   */
   private store(sessionId: string, queue: Queue): void {
     const unstored = queue.items.filter((item) => item.seq > queue.storedUpTo);
-    const first = unstored[0];
-    if (!first) return;
+    const last = unstored.at(-1);
+    if (!last) return;
     this.sql.exec(
       "INSERT INTO session_outbox (seq, session_id, item, attempts) VALUES (?, ?, ?, ?)",
-      first.seq,
+      last.seq,
       sessionId,
       JSON.stringify(unstored),
       queue.attempts,
     );
-    queue.storedUpTo = unstored[unstored.length - 1]?.seq ?? queue.storedUpTo;
+    queue.storedUpTo = last.seq;
   }
 
   isEmpty(): boolean {
