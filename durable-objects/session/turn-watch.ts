@@ -8,6 +8,9 @@
 /** How often, at most, a touch is written. */
 const WRITE_EVERY_MS = 1000;
 
+import { limitsOf } from "../../protocol/tenant-limits";
+import type { SessionStore } from "./store";
+
 export class TurnWatch {
   private latest: number | undefined;
   private written = 0;
@@ -25,5 +28,13 @@ export class TurnWatch {
 
   lastProgressAt(): number | undefined {
     return this.latest ?? this.sql.exec<{ at: number }>("SELECT at FROM turn_watch WHERE id = 1").toArray()[0]?.at;
+  }
+
+  /** When a running turn that waits on no person has gone too long without progress (tenant's turnIdleMs). */
+  idleAt(store: SessionStore): number | undefined {
+    const turn = store.turn;
+    const meta = store.meta;
+    if (turn.state === "idle" || !meta || store.hasPending()) return undefined;
+    return Math.max(turn.startedAt, this.lastProgressAt() ?? 0) + limitsOf(meta.limits).turnIdleMs;
   }
 }
