@@ -34,6 +34,12 @@ const OPEN_TIMEOUT_MS = 60_000;
 const INIT_WAIT_MS = 10_000;
 /** When the object's alarm re-sends what a session has not taken (after a restart or a failed call). */
 const REDELIVERY_MS = 2_000;
+/**
+ * While the agent has a session's request to answer, the object's alarm fires this often. If the
+ * object crashed meanwhile (and so lost the agent's connection), the alarm starts a new instance,
+ * which notices (lostConnection) even when the agent never dials back in.
+ */
+const WATCH_MS = 10_000;
 
 export interface OpenSessionArgs {
   tenantId: string;
@@ -64,6 +70,22 @@ export class AgentObject extends DurableObject<Env> {
     super(ctx, env);
     this.store = new AgentStore(ctx.storage.sql);
     this.outbox = new SessionOutbox(ctx.storage.sql);
+    void ctx.blockConcurrencyWhile(async () => {
+      this.lostConnection();
+      if (!this.outbox.isEmpty()) this.armRedelivery();
+    });
+  }
+
+  /**
+   * A new instance whose current connection is not here: the object crashed or was reset, and the
+   * runtime closed the agent's socket with it (no webSocketClose reaches the new instance). What it
+   * held in memory for sessions is lost, so every session it spoke for hears that the connection is
+   * gone, and a turn waiting on it ends naming the cause. Eviction keeps a dial-in socket: no loss.
+   */
+  private lostConnection(): void {
+    const epoch = this.store.epoch;
+    if (epoch <= 0 || this.store.goneEpoch >= epoch || this.socket()) return;
+    this.agentGone(epoch, "the gateway's agent object restarted and its connection to the agent was lost");
   }
 
   // ── the agent dials in ────────────────────────────────────────────────────────────────────────
@@ -92,7 +114,7 @@ export class AgentObject extends DurableObject<Env> {
     const pair = new WebSocketPair();
     this.ctx.acceptWebSocket(pair[1], [`key:${who.keyId}`]);
     pair[1].serializeAttachment({ epoch, keyId: who.keyId, expiresAt: who.expiresAt ?? null });
-    if (typeof who.expiresAt === "number") this.ctx.waitUntil(this.armKeyExpiry(who.expiresAt));
+    if (typeof who.expiresAt === "number") this.ctx.waitUntil(this.armAlarmBy(who.expiresAt));
     this.sendInitialize(pair[1], epoch);
     return new Response(null, { status: 101, webSocket: pair[0] });
   }
@@ -171,8 +193,17 @@ export class AgentObject extends DurableObject<Env> {
 
   private onAgentResponse(message: ResponseMessage, text: string): void {
     if (typeof message.id !== "number") return;
-    const outbound = this.store.takeOutbound(message.id);
+    const outbound = this.store.outbound(message.id);
     if (!outbound) return;
+    if (outbound.kind === "forward") {
+      // The map entry stays until the session has the answer: if this object is lost before, the
+      // request counts as unanswered (lostConnection) and its turn ends, rather than waiting for ever.
+      if (outbound.sessionId !== null && outbound.gwId !== null) {
+        this.enqueue(outbound.sessionId, { kind: "response", gwId: outbound.gwId, text, agentId: outbound.agentId });
+      }
+      return;
+    }
+    this.store.takeOutbound(message.id);
     if (outbound.kind === "initialize") {
       const result = isObject(message.result) ? message.result : {};
       this.store.info = {
@@ -190,10 +221,6 @@ export class AgentObject extends DurableObject<Env> {
     if (outbound.kind === "open") {
       this.waiters.get(outbound.agentId)?.(message);
       this.waiters.delete(outbound.agentId);
-      return;
-    }
-    if (outbound.sessionId !== null && outbound.gwId !== null) {
-      this.enqueue(outbound.sessionId, { kind: "response", gwId: outbound.gwId, text });
     }
   }
 
@@ -207,6 +234,7 @@ export class AgentObject extends DurableObject<Env> {
   /** Every session that heard from or spoke to this connection learns it is gone. */
   private agentGone(epoch: number, reason: string): void {
     if (epoch <= 0) return;
+    if (this.store.goneEpoch < epoch) this.store.goneEpoch = epoch;
     const lost = this.store.takeOutboundOfEpoch(epoch);
     for (const [id, wake] of this.waiters) {
       wake(errorResponse(id, RpcError.internal(`The agent disconnected (${reason}) before answering`)));
@@ -244,9 +272,12 @@ export class AgentObject extends DurableObject<Env> {
           this.enqueue(ref.sessionId, { kind: "response", gwId: frame.gwId, text: JSON.stringify(errorResponse(frame.gwId, error)) });
           return true; // answered, with the error
         }
+        // The session's second try of a call whose answer it lost: the request went already.
+        if (this.store.outboundFor(ref.sessionId, frame.gwId)) return true;
         const agentId = this.store.nextId();
         this.store.addOutbound({ agentId, epoch, kind: "forward", sessionId: ref.sessionId, gwId: frame.gwId });
         this.markActive(ref.sessionId, epoch);
+        this.armWatch();
         ws.send(JSON.stringify(withParams({ jsonrpc: "2.0", id: agentId, method: frame.method }, frame.params)));
         return true;
       }
@@ -255,7 +286,8 @@ export class AgentObject extends DurableObject<Env> {
         return ws !== undefined;
       case "response": {
         if (!ws || frame.epoch !== epoch) return false;
-        this.store.removeInbound(frame.id, epoch);
+        // Each request of the agent is answered once: a second try finds it answered already.
+        if (!this.store.removeInbound(frame.id, epoch)) return true;
         const body: Record<string, unknown> = { jsonrpc: "2.0", id: frame.id };
         if (frame.error !== undefined) body.error = frame.error;
         else body.result = frame.result ?? null;
@@ -275,9 +307,9 @@ export class AgentObject extends DurableObject<Env> {
 
   // ── agent keys expire: the connection closes then, within seconds, as a client's does ──────────
   /** The alarm fires at the earliest expiry (sooner if redelivery needs it; alarm() re-arms both). */
-  private async armKeyExpiry(expiresAt: number): Promise<void> {
+  private async armAlarmBy(at: number): Promise<void> {
     const current = await this.ctx.storage.getAlarm();
-    if (current === null || expiresAt < current) await this.ctx.storage.setAlarm(expiresAt);
+    if (current === null || at < current) await this.ctx.storage.setAlarm(at);
   }
 
   private closeExpired(): void {
@@ -290,7 +322,7 @@ export class AgentObject extends DurableObject<Env> {
       if (expiresAt <= now && attachment?.keyId) this.closeConnections(attachment.keyId, "the agent key expired");
       else if (expiresAt > now) next = Math.min(next ?? expiresAt, expiresAt);
     }
-    if (next !== undefined) this.ctx.waitUntil(this.armKeyExpiry(next));
+    if (next !== undefined) this.ctx.waitUntil(this.armAlarmBy(next));
   }
 
   // ── RPC from the Worker ──────────────────────────────────────────────────────────────────────
@@ -511,8 +543,8 @@ export class AgentObject extends DurableObject<Env> {
    * as one event with one storage commit (a commit per frame is what limits throughput). A frame
    * that finds nothing in flight goes at once, so a quiet session pays no added latency. Order is
    * kept: frames, answers and the agent's departure share one queue per session, one call at a time.
-   * The queue is in SQLite (session-outbox.ts): an item leaves it only when the session has taken it,
-   * so a restart re-sends (alarm) rather than loses, and the session skips items it already applied.
+   * The queue is in memory and written to SQLite only when a call failed (session-outbox.ts): then
+   * the alarm re-sends it, also after a restart, and the session skips items it already applied.
    */
   private readonly outbox: SessionOutbox;
   private readonly inFlight = new Set<string>();
@@ -520,7 +552,6 @@ export class AgentObject extends DurableObject<Env> {
 
   private enqueue(sessionId: string, item: FromAgent): void {
     this.outbox.add(sessionId, item);
-    this.armRedelivery();
     this.sendBatch(sessionId);
   }
 
@@ -538,12 +569,14 @@ export class AgentObject extends DurableObject<Env> {
       .then(
         () => {
           this.outbox.delivered(sessionId, last);
+          for (const item of items) if (item.kind === "response" && item.agentId !== undefined) this.store.takeOutbound(item.agentId);
           return true;
         },
         (e: unknown) => {
           console.error("agent: session delivery failed; the alarm retries", e);
           this.sessionStubs.delete(sessionId); // a stub that threw may be broken for good
           if (this.outbox.failed(sessionId, last)) console.error(`agent: gave up delivering to session ${sessionId}`);
+          else this.armRedelivery();
           return false;
         },
       )
@@ -554,10 +587,17 @@ export class AgentObject extends DurableObject<Env> {
     this.ctx.waitUntil(call);
   }
 
+  private watchArmed = false;
+  private armWatch(): void {
+    if (this.watchArmed) return;
+    this.watchArmed = true;
+    this.ctx.waitUntil(this.armAlarmBy(Date.now() + WATCH_MS));
+  }
+
   private armRedelivery(): void {
     if (this.redeliveryArmed) return;
     this.redeliveryArmed = true;
-    void this.ctx.storage.setAlarm(Date.now() + REDELIVERY_MS);
+    this.ctx.waitUntil(this.armAlarmBy(Date.now() + REDELIVERY_MS));
   }
 
   /** Re-sends what sessions have not taken: after a restart nothing is in flight, so everything goes. */
@@ -566,6 +606,8 @@ export class AgentObject extends DurableObject<Env> {
     this.redeliveryArmed = false;
     for (const sessionId of this.outbox.sessions()) this.sendBatch(sessionId);
     if (!this.outbox.isEmpty()) this.armRedelivery();
+    this.watchArmed = false;
+    if (this.store.awaitsAgent()) this.armWatch();
   }
 }
 

@@ -37,16 +37,29 @@ export interface Outbound {
 }
 
 export class AgentStore {
+  /**
+   * Meta values read on every frame (who, epoch, info), kept after the first read. Only this object
+   * writes its storage, and every write goes through `set`, so the copy never goes stale.
+   */
+  private readonly cache = new Map<string, unknown>();
+  /** Sessions known to be this agent's (a session is never taken away from its agent). */
+  private readonly owned = new Set<string>();
+
   constructor(private readonly sql: SqlStorage) {
     sql.exec(SCHEMA);
   }
 
   private get<T>(key: string): T | undefined {
+    if (this.cache.has(key)) return this.cache.get(key) as T | undefined;
     const row = this.sql.exec<{ value: string }>("SELECT value FROM meta WHERE key = ?", key).toArray()[0];
-    return row ? (JSON.parse(row.value) as T) : undefined;
+    const value = row ? (JSON.parse(row.value) as T) : undefined;
+    this.cache.set(key, value);
+    return value;
   }
   private set(key: string, value: unknown): void {
     this.sql.exec("INSERT OR REPLACE INTO meta (key, value) VALUES (?, ?)", key, JSON.stringify(value));
+    // A parsed copy, as a read would return it (callers may keep and change what they passed).
+    this.cache.set(key, JSON.parse(JSON.stringify(value)) as unknown);
   }
 
   get meta(): AgentMeta | undefined {
@@ -68,6 +81,13 @@ export class AgentStore {
   set epoch(value: number) {
     this.set("epoch", value);
   }
+  /** The newest connection epoch whose sessions were told it is gone (once per connection). */
+  get goneEpoch(): number {
+    return this.get<number>("gone_epoch") ?? 0;
+  }
+  set goneEpoch(value: number) {
+    this.set("gone_epoch", value);
+  }
   nextId(): number {
     const next = (this.get<number>("next_id") ?? 0) + 1;
     this.set("next_id", next);
@@ -78,7 +98,10 @@ export class AgentStore {
     this.sql.exec("INSERT OR REPLACE INTO sessions (session_id, active_epoch) VALUES (?, ?)", sessionId, epoch);
   }
   ownsSession(sessionId: string): boolean {
-    return this.sql.exec("SELECT 1 FROM sessions WHERE session_id = ?", sessionId).toArray().length > 0;
+    if (this.owned.has(sessionId)) return true;
+    const owns = this.sql.exec("SELECT 1 FROM sessions WHERE session_id = ?", sessionId).toArray().length > 0;
+    if (owns) this.owned.add(sessionId);
+    return owns;
   }
   markActive(sessionId: string, epoch: number): void {
     this.sql.exec("UPDATE sessions SET active_epoch = ? WHERE session_id = ? AND active_epoch != ?", epoch, sessionId, epoch);
@@ -100,6 +123,10 @@ export class AgentStore {
       o.gwId,
     );
   }
+  outbound(agentId: number): Outbound | undefined {
+    const row = this.sql.exec<OutboundSql>("SELECT * FROM outbound WHERE agent_id = ?", agentId).toArray()[0];
+    return row ? outboundFromSql(row) : undefined;
+  }
   takeOutbound(agentId: number): Outbound | undefined {
     const row = this.sql.exec<OutboundSql>("DELETE FROM outbound WHERE agent_id = ? RETURNING *", agentId).toArray()[0];
     return row ? outboundFromSql(row) : undefined;
@@ -107,6 +134,10 @@ export class AgentStore {
   outboundFor(sessionId: string, gwId: number): Outbound | undefined {
     const row = this.sql.exec<OutboundSql>("SELECT * FROM outbound WHERE session_id = ? AND gw_id = ?", sessionId, gwId).toArray()[0];
     return row ? outboundFromSql(row) : undefined;
+  }
+  /** Whether a session's request still waits on the agent's answer. */
+  awaitsAgent(): boolean {
+    return this.sql.exec("SELECT 1 FROM outbound WHERE kind = 'forward' LIMIT 1").toArray().length > 0;
   }
   /** Removes and returns every request still waiting on a connection that is gone. */
   takeOutboundOfEpoch(epoch: number): Outbound[] {
@@ -130,8 +161,12 @@ export class AgentStore {
       )
       .toArray()[0]?.session_id;
   }
-  removeInbound(agentReqId: JsonRpcId, epoch: number): void {
-    this.sql.exec("DELETE FROM inbound WHERE agent_req_id = ? AND epoch = ?", JSON.stringify(agentReqId), epoch);
+  /** False when there was no such request (answered already). */
+  removeInbound(agentReqId: JsonRpcId, epoch: number): boolean {
+    return (
+      this.sql.exec("DELETE FROM inbound WHERE agent_req_id = ? AND epoch = ? RETURNING 1", JSON.stringify(agentReqId), epoch).toArray()
+        .length > 0
+    );
   }
   clearInbound(epoch: number): void {
     this.sql.exec("DELETE FROM inbound WHERE epoch <= ?", epoch);

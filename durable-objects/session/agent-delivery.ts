@@ -1,29 +1,30 @@
-// Exactly-once delivery from the AgentObject. It re-sends what it has not seen taken (after a restart
-// or a failed call), so the session remembers the highest item number it has applied and skips the
-// rest. Items are numbered by the AgentObject in the order it accepted them, and arrive in that order.
+// Exactly-once delivery from the AgentObject. It re-sends what a failed call may not have handed on
+// (also after its restart), so the session skips items it has already applied. Items are numbered by
+// the AgentObject in the order it accepted them and arrive in that order; the highest applied number
+// is kept in the log row each item writes (store.ts `appliedAgentSeq`), not in a row of its own.
+// Items that write no log row (answers, the agent's departure, its $/cancel_request, a routed
+// request) are applied idempotently by the session instead, so one seen again after a restart of
+// the session is harmless.
 
 import type { FromAgent } from "./agent-link";
+import type { SessionStore } from "./store";
 
 export class AgentDelivery {
-  private last: number;
-
-  constructor(private readonly sql: SqlStorage) {
+  constructor(
+    private readonly sql: SqlStorage,
+    private readonly store: SessionStore,
+  ) {
+    // Sessions from before the mark moved into the log kept it in a table of its own.
     sql.exec("CREATE TABLE IF NOT EXISTS agent_delivery (id INTEGER PRIMARY KEY CHECK (id = 1), last_seq INTEGER NOT NULL)");
-    this.last = sql.exec<{ last_seq: number }>("SELECT last_seq FROM agent_delivery WHERE id = 1").toArray()[0]?.last_seq ?? 0;
+    const legacy = sql.exec<{ last_seq: number }>("SELECT last_seq FROM agent_delivery WHERE id = 1").toArray()[0]?.last_seq;
+    if (legacy !== undefined && legacy > store.appliedAgentSeq) store.appliedAgentSeq = legacy;
   }
 
-  /**
-   * True the first time an item is seen, and it is then recorded as taken: it is recorded before it
-   * is applied, so an item whose handling throws is not applied again and again.
-   */
+  /** True the first time an item is seen; it then counts as applied (also if applying it throws). */
   take(item: FromAgent): boolean {
     if (item.seq === undefined) return true;
-    if (item.seq <= this.last) return false;
-    this.last = item.seq;
-    this.sql.exec(
-      "INSERT INTO agent_delivery (id, last_seq) VALUES (1, ?) ON CONFLICT (id) DO UPDATE SET last_seq = excluded.last_seq",
-      item.seq,
-    );
+    if (item.seq <= this.store.appliedAgentSeq) return false;
+    this.store.appliedAgentSeq = item.seq;
     return true;
   }
 }

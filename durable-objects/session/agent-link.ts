@@ -27,6 +27,7 @@ export interface SessionRef {
  */
 export type FromAgent = (
   | { kind: "frame"; epoch: number; text: string }
-  | { kind: "response"; gwId: number; text: string }
+  /** `agentId`: the AgentObject's id of the request, whose map entry goes once the session has the answer. */
+  | { kind: "response"; gwId: number; text: string; agentId?: number }
   | { kind: "gone"; epoch: number; reason: string; gwIds: number[] }
 ) & { seq?: number };

@@ -109,18 +109,24 @@ function chunkFrame(c: Chunk): string {
 /** The merged body of the log's last entry and a new frame, or undefined when they do not merge. */
 export function mergeChunks(previous: string, next: string): string | undefined {
   const b = asChunk(parse(next));
-  if (!b) return undefined;
+  return b ? mergeParsed(previous, b) : undefined;
+}
+
+function mergeParsed(previous: string, b: Chunk): string | undefined {
   const a = asChunk(parse(previous));
   if (!a || a.key !== b.key || a.text.length + b.text.length > MAX_MERGED_TEXT) return undefined;
   return chunkFrame({ ...a, text: a.text + b.text, chunks: a.chunks + b.chunks });
 }
 
 /** Appends a session/update to the log, merged into the last entry when it continues its message. */
-export function appendUpdate(log: CompactableLog, text: string): number {
-  if (text.includes("_chunk")) {
+export function appendUpdate(log: CompactableLog, text: string, frame: unknown = parse(text)): number {
+  // The new frame is looked at first (the caller has parsed it): most frames cannot merge, and then
+  // the log's last entry is not read at all.
+  const next = text.includes("_chunk") ? asChunk(frame) : undefined;
+  if (next) {
     const last = log.lastEntry();
     if (last?.kind === "update") {
-      const merged = mergeChunks(last.body, text);
+      const merged = mergeParsed(last.body, next);
       if (merged !== undefined) {
         log.rewriteEntry(last.seq, merged);
         return last.seq;

@@ -57,7 +57,7 @@ export class SessionObject extends DurableObject<Env> {
     super(ctx, env);
     this.store = new SessionStore(ctx.storage.sql);
     this.clients = new AttachedClients(ctx);
-    this.delivery = new AgentDelivery(ctx.storage.sql);
+    this.delivery = new AgentDelivery(ctx.storage.sql, this.store);
     this.audits = new AuditOutbox(ctx.storage.sql, env.DB);
     this.turnWatch = new TurnWatch(ctx.storage.sql);
     this.notifier = new Notifier(ctx, env, this.store, () => this.scheduleDeadline());
@@ -258,7 +258,7 @@ export class SessionObject extends DurableObject<Env> {
       if (!this.delivery.take(item)) continue; // re-sent after an AgentObject restart: applied already
       // One frame that fails to apply must not take the rest of the batch with it.
       try {
-        if (item.kind === "frame") this.fromAgent(ref, item.epoch, item.text);
+        if (item.kind === "frame") this.fromAgent(item.epoch, item.text);
         else if (item.kind === "response") this.fromAgentResponse(ref, item.gwId, item.text);
         else this.agentGone(ref, item);
       } catch (error) {
@@ -267,16 +267,14 @@ export class SessionObject extends DurableObject<Env> {
     }
   }
 
-  fromAgent(ref: SessionRef, epoch: number, text: string): void {
-    const meta = this.store.meta;
-    if (!meta || meta.tenantId !== ref.tenantId) return;
-    const parsed = parseFrame(text);
-    if (!parsed.ok) return;
-    const message = parsed.message;
+  /** One frame of the agent; the AgentObject checked its limits and its JSON-RPC shape (parseFrame). */
+  private fromAgent(epoch: number, text: string): void {
+    // SAFETY: the AgentObject passes on only frames that parseFrame accepted as messages.
+    const message = JSON.parse(text) as Message;
     if (isResponse(message)) return;
     const params = "params" in message ? message.params : undefined;
     if (!isRequest(message)) {
-      if (message.method === CLIENT_METHODS.sessionUpdate) return this.onSessionUpdate(text, params);
+      if (message.method === CLIENT_METHODS.sessionUpdate) return this.onSessionUpdate(text, message, params);
       if (message.method === CANCEL_REQUEST) return this.onAgentCancelRequest(epoch, params);
       const seq = this.store.append("ext", text);
       void seq;
@@ -286,12 +284,14 @@ export class SessionObject extends DurableObject<Env> {
     if (message.method === CLIENT_METHODS.sessionRequestPermission) {
       return this.onPermissionRequest(epoch, message.id, text, params);
     }
+    // Seen again after a restart (agent-delivery.ts): the client already has it.
+    if (this.store.agentRequests({ agentReqId: message.id, epoch }).length > 0) return;
     this.routeAgentRequest(epoch, message.id, message.method, params);
   }
 
-  private onSessionUpdate(text: string, params: unknown): void {
+  private onSessionUpdate(text: string, message: Message, params: unknown): void {
     const update = isObject(params) ? params.update : undefined;
-    const seq = appendUpdate(this.store, text);
+    const seq = appendUpdate(this.store, text, message);
     maybeFold(this.store, seq);
     if (isToolCallUpdate(update)) this.store.applyToolCall(update, seq);
     else if (isObject(update) && update.sessionUpdate === "session_info_update" && typeof update.title === "string") {
@@ -442,26 +442,31 @@ export class SessionObject extends DurableObject<Env> {
 
   private agentStub?: DurableObjectStub<import("../agent/agent-object").AgentObject>;
 
-  /** Fire and forget, in order: calls on one stub are delivered in the order they are made. */
   /**
-   * A request that cannot be handed to the agent is answered with an error (and a prompt's turn ends);
-   * `after` learns whether the frame reached the agent (`threw`: the hand-off itself failed).
+   * Fire and forget, in order: calls on one stub are delivered in the order they are made. A request
+   * that cannot be handed to the agent is answered with an error (and a prompt's turn ends); `after`
+   * learns whether the frame reached the agent (`threw`: the hand-off itself failed). A failed call
+   * is made once more on a fresh stub (a stub whose object crashed stays broken); the AgentObject
+   * skips a frame it already handed on, so the second try never duplicates one.
    */
-  private toAgent(frame: ToAgent, after?: (delivered: boolean, threw: boolean) => void): void {
+  private toAgent(frame: ToAgent, after?: (delivered: boolean, threw: boolean) => void, retried = false): void {
     const meta = this.store.meta;
     if (!meta) return;
     this.agentStub ??= this.env.AGENTS.get(this.env.AGENTS.idFromName(`${meta.tenantId}/${meta.agent}`));
+    const stub = this.agentStub;
     const ref = { tenantId: meta.tenantId, sessionId: meta.sessionId };
     const settled = (delivered: boolean, threw: boolean, reason: string) => {
       if (!delivered && frame.type === "request") this.requestUndelivered(frame.gwId, reason);
       after?.(delivered, threw);
     };
     this.ctx.waitUntil(
-      this.agentStub.toAgent(meta.agent, ref, frame).then(
+      stub.toAgent(meta.agent, ref, frame).then(
         (delivered) => settled(delivered, false, "the agent does not hold this session"),
         (e: unknown) => {
           console.error("session: agent delivery failed", e);
-          settled(false, true, "the hand-off to the agent failed");
+          if (this.agentStub === stub) this.agentStub = undefined;
+          if (!retried) this.toAgent(frame, after, true);
+          else settled(false, true, "the hand-off to the agent failed");
         },
       ),
     );

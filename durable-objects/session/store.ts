@@ -94,8 +94,20 @@ export interface InflightRow {
 }
 
 export class SessionStore {
+  /**
+   * The highest AgentObject item number applied (agent-delivery.ts). Every log write carries it in
+   * `agent_seq`, so the log's newest entry holds it durably: de-duplication costs no row of its own.
+   */
+  appliedAgentSeq: number;
+
   constructor(private readonly sql: SqlStorage) {
     sql.exec(SCHEMA);
+    // Sessions created before the column existed get it on first start.
+    if (sql.exec("SELECT 1 FROM pragma_table_info('log') WHERE name = 'agent_seq'").toArray().length === 0) {
+      sql.exec("ALTER TABLE log ADD COLUMN agent_seq INTEGER");
+    }
+    this.appliedAgentSeq =
+      sql.exec<{ agent_seq: number | null }>("SELECT agent_seq FROM log ORDER BY seq DESC LIMIT 1").toArray()[0]?.agent_seq ?? 0;
   }
 
   // ── meta ──────────────────────────────────────────────────────────────────
@@ -157,7 +169,15 @@ export class SessionStore {
 
   // ── event log ─────────────────────────────────────────────────────────────
   append(kind: LogKind, body: string, at = Date.now()): number {
-    const row = this.sql.exec<{ seq: number }>("INSERT INTO log (kind, body, at) VALUES (?, ?, ?) RETURNING seq", kind, body, at).one();
+    const row = this.sql
+      .exec<{ seq: number }>(
+        "INSERT INTO log (kind, body, at, agent_seq) VALUES (?, ?, ?, ?) RETURNING seq",
+        kind,
+        body,
+        at,
+        this.appliedAgentSeq,
+      )
+      .one();
     return row.seq;
   }
   /** The replayable entries in order, as a lazy cursor: replay never holds the whole log in memory. */
@@ -175,7 +195,7 @@ export class SessionStore {
       .toArray()[0];
   }
   rewriteEntry(seq: number, body: string): void {
-    this.sql.exec("UPDATE log SET body = ? WHERE seq = ?", body, seq);
+    this.sql.exec("UPDATE log SET body = ?, agent_seq = ? WHERE seq = ?", body, this.appliedAgentSeq, seq);
   }
   removeEntries(seqs: number[]): void {
     for (const seq of seqs) this.sql.exec("DELETE FROM log WHERE seq = ?", seq);
@@ -189,10 +209,14 @@ export class SessionStore {
       .toArray();
   }
   /** The seq at which the log's tool calls were last folded. */
+  /** Read once per instance: every update compares against it. */
+  private foldedAtMemo: number | undefined;
   get foldedAt(): number {
-    return this.getMeta<number>("folded_at") ?? 0;
+    this.foldedAtMemo ??= this.getMeta<number>("folded_at") ?? 0;
+    return this.foldedAtMemo;
   }
   set foldedAt(seq: number) {
+    this.foldedAtMemo = seq;
     this.setMeta("folded_at", seq);
   }
   logEntries(afterSeq: number, limit: number): { seq: number; kind: string; body: string; at: number }[] {

@@ -1,5 +1,7 @@
-// What the AgentObject accepted for a session and had not yet handed on survives a restart of the
-// object: nothing is lost, nothing arrives twice, and the prompt's answer still ends the turn.
+// What the AgentObject accepted for a session and could not hand on (its call to the session
+// failed) survives a restart of the object: nothing is lost, nothing arrives twice, and the prompt's
+// answer still ends the turn. The failed call is the one stand-in: the object's lookup of the
+// session's stub is replaced, on that instance only, by one whose calls fail; an eviction restores it.
 
 import { env, evictDurableObject, runDurableObjectAlarm, runInDurableObject } from "cloudflare:test";
 import { describe, expect, it } from "vitest";
@@ -10,9 +12,14 @@ import { type Peer, type ScriptedAgent, clientWithSession, dialInAgent, isMethod
 const sessionStub = (tenantId: string, sessionId: string) => env.SESSIONS.get(env.SESSIONS.idFromName(`${tenantId}/${sessionId}`));
 const agentStub = (tenantId: string, name: string) => env.AGENTS.get(env.AGENTS.idFromName(`${tenantId}/${name}`));
 
-// SAFETY: the test reaches the object's in-memory delivery state to hold a call "in flight"; the
-// field exists on every AgentObject (agent-object.ts), and nothing else is touched.
-const inFlightOf = (instance: AgentObject) => (instance as unknown as { inFlight: Set<string> }).inFlight;
+/** Every call from this AgentObject instance to a session fails from now on, as a lost RPC does. */
+function failSessionCalls(instance: AgentObject): void {
+  // SAFETY: `session` is the object's own stub lookup (agent-object.ts); only this instance's copy is
+  // replaced, and the AgentObject uses nothing of the stub but fromAgentBatch.
+  (instance as unknown as { session: () => unknown }).session = () => ({
+    fromAgentBatch: () => Promise.reject(new Error("injected: the call to the session failed")),
+  });
+}
 
 /** Once the agent has the AgentObject's own error answer to this frame, every frame it sent before was accepted. */
 async function acceptedSoFar(agent: ScriptedAgent): Promise<void> {
@@ -35,20 +42,20 @@ async function chunksSeen(client: Peer, n: number): Promise<string[]> {
 }
 
 describe("reliability: the AgentObject's queue to a session", () => {
-  it("survives a restart with a call in flight: frames and the prompt's answer arrive once, in order, and the turn ends", async () => {
+  it("survives a restart after a failed call: frames and the prompt's answer arrive once, in order, and the turn ends", async () => {
     const t = await seedTenant();
     const agent = await dialInAgent(t);
     const { client, sessionId } = await clientWithSession(t, agent);
     client.send({ jsonrpc: "2.0", id: "turn", method: "session/prompt", params: { sessionId, prompt: [{ type: "text", text: "go" }] } });
     const prompt = await agent.peer.next(isMethod("session/prompt"));
 
-    // A call to the session is in flight: what the agent sends now waits in the AgentObject.
-    await runInDurableObject(agentStub(t.tenantId, agent.name), (instance: AgentObject) => inFlightOf(instance).add(sessionId));
+    // The session does not take what the agent sends now: it waits in the AgentObject (in SQLite).
+    await runInDurableObject(agentStub(t.tenantId, agent.name), failSessionCalls);
     for (const text of ["one", "two", "three"]) agent.peer.notify("session/update", chunk(sessionId, text));
     agent.peer.respond(prompt.id, { stopReason: "end_turn" });
     await acceptedSoFar(agent);
 
-    // The object restarts before the call returns: its memory (the in-flight mark, any queue) is gone.
+    // The object restarts before any retry succeeded: its memory (the queue, the broken lookup) is gone.
     await evictDurableObject(agentStub(t.tenantId, agent.name));
     expect(await runDurableObjectAlarm(agentStub(t.tenantId, agent.name))).toBe(true);
 
@@ -103,7 +110,7 @@ describe("reliability: the AgentObject's queue to a session", () => {
     const { client, sessionId } = await clientWithSession(t, agent);
     client.send({ jsonrpc: "2.0", id: "turn", method: "session/prompt", params: { sessionId, prompt: [] } });
     await agent.peer.next(isMethod("session/prompt"));
-    await runInDurableObject(agentStub(t.tenantId, agent.name), (instance: AgentObject) => inFlightOf(instance).add(sessionId));
+    await runInDurableObject(agentStub(t.tenantId, agent.name), failSessionCalls);
     agent.peer.notify("session/update", chunk(sessionId, "last words"));
     await acceptedSoFar(agent);
     agent.peer.close();
