@@ -30,9 +30,10 @@ import {
 import type { AgentStatus, OpenSessionArgs } from "../durable-objects/agent/agent-object";
 import type { ResponseMessage } from "../protocol/jsonrpc";
 import { AGENT_METHODS, CANCEL_REQUEST, PROTOCOL_VERSION } from "../protocol/methods";
-import { LIVE_SESSION_WINDOW_MS, limitsOf, liveSessionsError, rateLimitError } from "../protocol/tenant-limits";
+import { LIVE_SESSION_WINDOW_MS, limitsOf, liveSessionsError } from "../protocol/tenant-limits";
 import { liveSessionCount } from "../db/queries/sessions";
-import { CLOSE_RATE_EXCEEDED, MessageRate } from "../protocol/rate-limit";
+import { type Admission, CLOSE_RATE_EXCEEDED, type RateGate } from "../protocol/rate-limit";
+import { ConnectionSlot, rateGate } from "../durable-objects/tenant/tenant-limits";
 import { type Principal, permissionDeadlineMs } from "./auth";
 import type { ClientSink } from "./client-sink";
 import type { Env } from "./env";
@@ -79,23 +80,26 @@ export class ClientConnection {
   ) {
     const every = Number(env.KEY_RECHECK_MS ?? DEFAULT_KEY_RECHECK_MS);
     this.recheck = setInterval(() => void this.recheckKey(), every > 0 ? every : DEFAULT_KEY_RECHECK_MS);
-    this.rate = new MessageRate(limitsOf(principal.settings.limits).messagesPerSecondPerConnection, Date.now());
+    this.rate = rateGate(env, principal.tenantId, principal.settings.limits, "client");
+    this.slot = new ConnectionSlot(env, principal.tenantId, principal.keyId, connectionId);
     this.keyCheck = new KeyRecheck(Number(env.KEY_UNVERIFIED_GRACE_MS ?? DEFAULT_KEY_UNVERIFIED_GRACE_MS));
   }
 
   private readonly recheck: ReturnType<typeof setInterval>;
   private readonly keyCheck: KeyRecheck;
-  private readonly rate: MessageRate;
+  private readonly rate: RateGate;
+  /** This connection's place among its key's connections (connectionsPerKey), freed on close. */
+  private readonly slot: ConnectionSlot;
 
-  /** One message from the client: a text frame, or an HTTP POST's body. */
-  receive(data: string | ArrayBuffer): void {
+  /** One message from the client: a text frame, or an HTTP POST's body (`admitted`: its rate checked already, by admit). */
+  receive(data: string | ArrayBuffer, admitted = false): void {
     if (typeof data !== "string") {
       this.reply(
         errorResponse(null, new RpcError(ErrorCode.invalidRequest, "Binary frames are not supported; send JSON-RPC as text frames")),
       );
       return;
     }
-    void this.onClientFrame(data).catch((error: unknown) => console.error("edge: client frame failed", error));
+    void this.onClientFrame(data, admitted).catch((error: unknown) => console.error("edge: client frame failed", error));
   }
 
   /** Whether this connection is attached to the session (HTTP answers 409 for one it is not). */
@@ -111,6 +115,7 @@ export class ClientConnection {
   /** A revoked or expired key, or a disabled tenant, ends the connection within one interval. */
   private async recheckKey(): Promise<void> {
     if (this.closed) return;
+    this.slot.renewIfDue();
     const check = await keyStillValid(this.env, this.principal.keyId).then(
       (valid) => ({ ok: true as const, valid }),
       () => ({ ok: false as const }), // D1 unavailable: KeyRecheck bounds how long that is tolerated
@@ -128,7 +133,7 @@ export class ClientConnection {
   }
 
   // ── from the client ───────────────────────────────────────────────────────────────────────────
-  private async onClientFrame(text: string): Promise<void> {
+  private async onClientFrame(text: string, admitted: boolean): Promise<void> {
     const parsed = parseFrame(text);
     if (!parsed.ok) {
       if (parsed.reply) this.reply(parsed.reply);
@@ -144,7 +149,7 @@ export class ClientConnection {
       this.initialized = true;
     }
     if (isResponse(message)) return this.onClientResponse(message, text);
-    if (!this.withinRate(message.method, isRequest(message) ? message.id : null)) return;
+    if (!admitted && !this.withinRate(message.method, isRequest(message) ? message.id : null)) return;
     try {
       if (isRequest(message)) await this.onClientRequest(message.id, message.method, message, text);
       else await this.onClientNotification(message.method, message, text);
@@ -482,20 +487,22 @@ export class ClientConnection {
     }
   }
 
-  /** Over the connection's message rate: an error for what was refused; a sustained flood closes the connection. */
+  /** The message rates (the connection's and the tenant's) for one request or notification; HTTP answers a refusal 429. */
+  admit(method: string): Admission {
+    return this.rate.admit(method);
+  }
+
+  /** Over a message rate: an error for what was refused; a sustained flood closes the connection. */
   private withinRate(method: string, id: JsonRpcId | null): boolean {
-    const verdict = this.rate.admit(Date.now());
-    if (verdict === "ok") return true;
-    const error = rateLimitError(this.rate.ratePerSecond, method);
-    if (verdict === "refuse") {
-      this.reply({ jsonrpc: "2.0", id, error });
+    const admission = this.rate.admit(method);
+    if (admission.ok) return true;
+    if (!admission.close) {
+      this.reply({ jsonrpc: "2.0", id, error: admission.error });
       return false;
     }
-    try {
-      this.sink.close(CLOSE_RATE_EXCEEDED, `kept sending over ${this.rate.ratePerSecond} messages a second`);
-    } catch {
-      // already closed
-    }
+    const { limit, value } = admission.error.data;
+    const whose = limit === "messagesPerSecondPerTenant" ? "while the tenant was over its" : "over";
+    this.sink.close(CLOSE_RATE_EXCEEDED, `kept sending ${whose} ${value} messages a second`);
     this.close();
     return false;
   }
@@ -513,10 +520,16 @@ export class ClientConnection {
     }
   }
 
+  /** Settles once the connection's slot among its key's connections is freed (after close). */
+  slotReleased(): Promise<void> {
+    return this.slot.release();
+  }
+
   close(): void {
     if (this.closed) return;
     this.closed = true;
     clearInterval(this.recheck);
+    void this.slot.release();
     for (const pending of this.sessions.values()) {
       void pending.then((ws) => ws.close(1000, "client gone")).catch(() => undefined);
     }

@@ -2,6 +2,7 @@ import type { ConnectionObject } from "../durable-objects/connection/connection-
 import type { AgentObject } from "../durable-objects/agent/agent-object";
 import type { RulesObject } from "../durable-objects/rules/rules-object";
 import type { SessionObject } from "../durable-objects/session/session-object";
+import type { TenantLimitsObject } from "../durable-objects/tenant/tenant-limits-object";
 
 /** The bindings of the Worker and its Durable Objects (wrangler.toml, .dev.vars, secrets). */
 export interface Env {
@@ -12,6 +13,8 @@ export interface Env {
   CONNECTIONS: DurableObjectNamespace<ConnectionObject>;
   /** One per tenant: the tenant's remembered decisions, cached and compiled. */
   RULES: DurableObjectNamespace<RulesObject>;
+  /** One per tenant: the counts that span its connections (message-rate leases, connections per key). */
+  TENANT_LIMITS: DurableObjectNamespace<TenantLimitsObject>;
   /** The web console's static files (web/). */
   ASSETS?: Fetcher;
   /** Per-key request limit of the REST API (wrangler.toml [[ratelimits]]). */
