@@ -5,7 +5,7 @@
 
 import { RpcError, isObject } from "../../protocol/jsonrpc";
 import { CLIENT_METHODS, isExtension } from "../../protocol/methods";
-import type { ClientAttachment } from "./clients";
+import type { ClientAttachment } from "../../protocol/session-wire";
 import type { TurnState } from "./store";
 
 /** The client that may serve the request, or the error the agent gets at once. */

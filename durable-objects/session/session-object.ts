@@ -33,17 +33,8 @@ import { AgentDelivery } from "./agent-delivery";
 import { AuditOutbox } from "./audit-outbox";
 import { TurnWatch } from "./turn-watch";
 import { LIMIT_REACHED_NOTICE, type LimitError, limitsOf, pendingLimitError } from "../../protocol/tenant-limits";
-import {
-  ATTACH_HEADER,
-  AttachedClients,
-  type AttachRequest,
-  type ClientAttachment,
-  attachmentOf,
-  connTag,
-  send,
-  sendPacked,
-  sendRewritable,
-} from "./clients";
+import { AttachedClients, attachmentOf, connTag, send, sendPacked, sendRewritable } from "./clients";
+import { ATTACH_HEADER, type ClientAttachment, attachRequestOf } from "../../protocol/session-wire";
 import { type PendingRow, SessionStore, type SessionMeta } from "./store";
 import { CompactionTally, appendUpdate, maybeFold } from "./compaction";
 import { NoRulesCache } from "./rules-cache";
@@ -136,7 +127,7 @@ export class SessionObject extends DurableObject<Env> {
   // ── a client attaches: history, then (for session/load) the answer, then pending requests, then live ──
   override async fetch(request: Request): Promise<Response> {
     if (request.headers.get("Upgrade") !== "websocket") return new Response("expected a WebSocket", { status: 426 });
-    const attach = JSON.parse(request.headers.get(ATTACH_HEADER) ?? "null") as AttachRequest | null;
+    const attach = attachRequestOf(request.headers.get(ATTACH_HEADER));
     const meta = this.store.meta;
     if (!attach || !meta || meta.tenantId !== attach.tenantId || meta.sessionId !== attach.sessionId) {
       return new Response("session not found", { status: 404 });
