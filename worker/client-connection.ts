@@ -40,6 +40,7 @@ import {
   keyStillValid,
 } from "./revocation";
 import { logTracedRequest } from "./trace";
+import { CLOSE_SESSION_DELETED } from "../protocol/session-delete";
 
 /** WebSocket close code for a protocol violation (RFC 6455). */
 const CLOSE_PROTOCOL_ERROR = 1002;
@@ -153,6 +154,11 @@ export class ClientConnection {
       case AGENT_METHODS.authenticate:
         // The gateway authenticated this connection by its API key already.
         return this.reply(resultResponse(id, {}));
+      case AGENT_METHODS.logout:
+        // Ends this connection's authentication only: never relayed (the agent's login is every client's).
+        this.reply(resultResponse(id, {}));
+        this.sink.close(1000, "logged out");
+        return this.close();
       case AGENT_METHODS.sessionNew:
         return this.openSession(id, AGENT_METHODS.sessionNew, params);
       case AGENT_METHODS.sessionLoad:
@@ -216,7 +222,15 @@ export class ClientConnection {
     return {
       protocolVersion: PROTOCOL_VERSION,
       // The gateway keeps every session's history, so it can always load: it replays them itself.
-      agentCapabilities: { ...(info?.agentCapabilities ?? {}), loadSession: true },
+      // It keeps the sessions list too, so it can always delete from it (protocol/session-delete.ts).
+      agentCapabilities: {
+        ...(info?.agentCapabilities ?? {}),
+        loadSession: true,
+        sessionCapabilities: {
+          ...(isObject(info?.agentCapabilities.sessionCapabilities) ? info.agentCapabilities.sessionCapabilities : {}),
+          delete: {},
+        },
+      },
       authMethods: [],
       agentInfo: info?.agentInfo ?? { name: this.agent },
       _meta: {
@@ -363,7 +377,7 @@ export class ClientConnection {
     ws.addEventListener("message", (event) => {
       if (typeof event.data === "string") this.onSessionFrame(sessionId, event.data);
     });
-    ws.addEventListener("close", () => this.onSessionLost(sessionId, ws));
+    ws.addEventListener("close", (event) => this.onSessionLost(sessionId, ws, event.code));
     ws.addEventListener("error", () => this.onSessionLost(sessionId, ws));
     if (this.closed) ws.close(1000, "client gone");
     return ws;
@@ -377,10 +391,16 @@ export class ClientConnection {
   }
 
   /** A session socket that drops under a live client loses messages: the client must reconnect and load. */
-  private onSessionLost(sessionId: string, ws: WebSocket): void {
+  private onSessionLost(sessionId: string, ws: WebSocket, code?: number): void {
     if (this.closed) return;
-    void this.sessions.get(sessionId)?.then((current) => {
+    const attached = this.sessions.get(sessionId);
+    void attached?.then((current) => {
       if (current !== ws) return; // a socket we replaced on purpose
+      if (code === CLOSE_SESSION_DELETED) {
+        // session/delete: this client was told (_acp_gateway/session_deleted) and leaves; its connection stays.
+        if (this.sessions.get(sessionId) === attached) this.sessions.delete(sessionId);
+        return;
+      }
       this.sink.close(1012, `session ${sessionId} was interrupted; reconnect and session/load to resume`);
       this.close();
     });

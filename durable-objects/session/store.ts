@@ -85,6 +85,11 @@ export class SessionStore {
   constructor(private readonly sql: SqlStorage) {
     sql.exec(SCHEMA);
   }
+  /** session/delete: the session, its log, tool calls and requests are gone (the audit outbox and delivery mark stay). */
+  forget(): void {
+    for (const table of ["meta", "tool_calls", "log", "pending", "copies", "agent_requests", "inflight"])
+      this.sql.exec(`DELETE FROM ${table}`);
+  }
 
   // ── meta ──────────────────────────────────────────────────────────────────
   private getMeta<T>(key: string): T | undefined {
