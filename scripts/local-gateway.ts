@@ -4,7 +4,7 @@
 
 import { type ChildProcess, spawn } from "node:child_process";
 import { randomBytes } from "node:crypto";
-import { copyFileSync, existsSync, readFileSync } from "node:fs";
+import { appendFileSync, copyFileSync, existsSync, readFileSync } from "node:fs";
 import { dirname, join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { keyRecord } from "../protocol/api-keys.ts";
@@ -27,6 +27,8 @@ export interface LocalGatewayOptions {
   vars?: Record<string, string>;
   /** Print wrangler's output (npm start) or keep it for error messages only (tests). */
   quiet?: boolean;
+  /** Also append wrangler's output (the Worker's log lines among it) to this file, for tests that read the gateway's logs. */
+  logFile?: string;
 }
 
 export interface LocalGateway {
@@ -70,6 +72,7 @@ export async function startLocalGateway(options: LocalGatewayOptions = {}): Prom
     output.push(text);
     if (output.length > 200) output.shift();
     if (!options.quiet) process.stderr.write(text);
+    if (options.logFile) appendFileSync(options.logFile, text);
   };
   child.stdout?.on("data", keep);
   child.stderr?.on("data", keep);
