@@ -92,6 +92,11 @@ export class HttpConnection implements ClientSink {
     return { status: 202 };
   }
 
+  /** Settles once the connection's slot among its key's connections is freed (after end). */
+  slotReleased(): Promise<void> {
+    return this.client.slotReleased();
+  }
+
   /** A reader for the connection's stream (no session) or a session's. */
   openStream(sessionId: string | undefined, lastEventId?: number): StreamOutcome {
     if (sessionId !== undefined && this.lost.delete(sessionId)) {
