@@ -246,16 +246,7 @@ export class ClientConnection {
 
   private async openSession(id: JsonRpcId, method: typeof AGENT_METHODS.sessionNew, params: unknown): Promise<void> {
     await this.checkLiveSessions();
-    const answer = await this.openThroughAgent({
-      tenantId: this.principal.tenantId,
-      agent: this.agent,
-      method,
-      params,
-      createdBy: this.principal.label,
-      deadlineMs: permissionDeadlineMs(this.env, this.principal),
-      relayAlwaysAsMade: this.principal.settings.relayAlwaysAsMade === true,
-      limits: this.principal.settings.limits,
-    });
+    const answer = await this.openThroughAgent(method, params);
     if (answer.error !== undefined || !isObject(answer.result) || typeof answer.result.sessionId !== "string") {
       return this.reply({ ...answer, id });
     }
@@ -267,21 +258,11 @@ export class ClientConnection {
   }
 
   private async loadSession(id: JsonRpcId, params: unknown): Promise<void> {
-    const sessionId = isObject(params) ? params.sessionId : undefined;
-    if (typeof sessionId !== "string") throw RpcError.invalidParams("session/load needs params.sessionId (a string)");
+    const sessionId = sessionIdParam("session/load", params);
     if (!(await this.sessionIndexed(sessionId))) {
       const status = await this.agentStatus();
       if (status.info?.agentCapabilities.loadSession !== true) throw RpcError.sessionNotFound(sessionId);
-      const answer = await this.openThroughAgent({
-        tenantId: this.principal.tenantId,
-        agent: this.agent,
-        method: AGENT_METHODS.sessionLoad,
-        params,
-        createdBy: this.principal.label,
-        deadlineMs: permissionDeadlineMs(this.env, this.principal),
-        relayAlwaysAsMade: this.principal.settings.relayAlwaysAsMade === true,
-        limits: this.principal.settings.limits,
-      });
+      const answer = await this.openThroughAgent(AGENT_METHODS.sessionLoad, params);
       if (answer.error !== undefined) return this.reply({ ...answer, id });
     }
     this.detachSession(sessionId);
@@ -289,8 +270,7 @@ export class ClientConnection {
   }
 
   private async resumeSession(id: JsonRpcId, params: unknown): Promise<void> {
-    const sessionId = isObject(params) ? params.sessionId : undefined;
-    if (typeof sessionId !== "string") throw RpcError.invalidParams("session/resume needs params.sessionId (a string)");
+    const sessionId = sessionIdParam("session/resume", params);
     if (!(await this.sessionIndexed(sessionId))) throw RpcError.sessionNotFound(sessionId);
     if (!this.sessions.has(sessionId)) await this.attach(sessionId, "live");
     this.reply(resultResponse(id, {}));
@@ -298,8 +278,7 @@ export class ClientConnection {
 
   /** session/close: this client leaves the session; the session, and the agent's, live on for the others. */
   private async closeSession(id: JsonRpcId, params: unknown): Promise<void> {
-    const sessionId = isObject(params) ? params.sessionId : undefined;
-    if (typeof sessionId !== "string") throw RpcError.invalidParams("session/close needs params.sessionId (a string)");
+    const sessionId = sessionIdParam("session/close", params);
     if (!this.sessions.has(sessionId) && !(await this.sessionIndexed(sessionId))) throw RpcError.sessionNotFound(sessionId);
     this.detachSession(sessionId);
     this.reply(resultResponse(id, {}));
@@ -431,7 +410,18 @@ export class ClientConnection {
     return (await this.agentStub().status(this.principal.tenantId, this.agent)) as unknown as AgentStatus;
   }
 
-  private async openThroughAgent(args: OpenSessionArgs): Promise<ResponseMessage> {
+  /** session/new, or session/load of a session the gateway does not know, asked of the agent for this client. */
+  private async openThroughAgent(method: OpenSessionArgs["method"], params: unknown): Promise<ResponseMessage> {
+    const args: OpenSessionArgs = {
+      tenantId: this.principal.tenantId,
+      agent: this.agent,
+      method,
+      params,
+      createdBy: this.principal.label,
+      deadlineMs: permissionDeadlineMs(this.env, this.principal),
+      relayAlwaysAsMade: this.principal.settings.relayAlwaysAsMade === true,
+      limits: this.principal.settings.limits,
+    };
     // SAFETY: as above; openSession returns a JSON-RPC response object.
     return (await this.agentStub().openSession(args)) as unknown as ResponseMessage;
   }
@@ -496,4 +486,11 @@ export class ClientConnection {
     this.sessions.clear();
     this.sink.close(1000, "closed");
   }
+}
+
+/** The `params.sessionId` a session method needs, or the invalid-params error that says so. */
+function sessionIdParam(method: string, params: unknown): string {
+  const sessionId = isObject(params) ? params.sessionId : undefined;
+  if (typeof sessionId !== "string") throw RpcError.invalidParams(`${method} needs params.sessionId (a string)`);
+  return sessionId;
 }

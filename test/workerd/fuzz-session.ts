@@ -229,10 +229,26 @@ async function barrierThrough(real: LiveSession, client: LiveClient): Promise<vo
   await real.agent.peer.next((m) => m.method === "_test/barrier" && m.params?.marker === marker);
 }
 
+/**
+ * A round trip agent → session → agent that nobody can serve (no client is attached): the session
+ * refuses it at once, and since it handles the agent's frames in order, everything the agent sent
+ * before it has been applied when the refusal arrives.
+ */
+async function agentBarrier(real: LiveSession): Promise<void> {
+  const id = `barrier-${crypto.randomUUID()}`;
+  real.agent.peer.send({ jsonrpc: "2.0", id, method: "fs/read_text_file", params: { sessionId: real.sessionId, path: "/barrier" } });
+  await real.agent.peer.next((m) => m.id === id && "error" in m);
+}
+
 export async function settle(model: SessionModel, real: LiveSession, actor?: string): Promise<void> {
   // With nobody attached, an observer attaches for the check and leaves again (it sees history too).
   let observer: string | undefined;
-  if (real.clients.size === 0) observer = await attach(model, real, real.t.clientKey);
+  if (real.clients.size === 0) {
+    // What the agent sent last (a turn's end, a permission request) must reach the session before
+    // the observer attaches, or the observer sees a resolution the model placed before its attach.
+    await agentBarrier(real);
+    observer = await attach(model, real, real.t.clientKey);
+  }
   const first = real.clients.get(actor ?? "") ?? [...real.clients.values()][0];
   if (!first) throw new Error("no client to send a barrier");
   await barrierThrough(real, first);

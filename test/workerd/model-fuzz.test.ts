@@ -62,9 +62,13 @@ describe("model-based fuzz of a live session", () => {
 
 describe("fixed sequences (shapes the fuzz must always get right)", () => {
   const fixed = (name: string, steps: fc.AsyncCommand<never, never>[]) =>
-    it(name, async () => {
-      await runSequence(steps, counters);
-    });
+    it(
+      name,
+      async () => {
+        await runSequence(steps, counters);
+      },
+      60_000, // a handful of steps, each a few round trips through workerd: seconds on a loaded 2-core machine
+    );
 
   // Found by the fuzz on the merged tree (seed -1548405829): the prompting client leaves, then the
   // agent asks with an empty toolCallId; a watching client got one permission_resolved more than
