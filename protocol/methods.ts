@@ -21,6 +21,8 @@ export const AGENT_METHODS = {
   sessionResume: "session/resume",
   sessionList: "session/list",
   sessionClose: "session/close",
+  sessionDelete: "session/delete",
+  logout: "logout",
   sessionSetMode: "session/set_mode",
   sessionSetConfigOption: "session/set_config_option",
   sessionPrompt: "session/prompt",
@@ -54,6 +56,8 @@ export const GATEWAY_NOTIFICATIONS = {
   ruleCreated: "_acp_gateway/rule_created",
   /** The gateway ended a turn (deadline, agent gone): why. */
   turnEnded: "_acp_gateway/turn_ended",
+  /** Another client deleted the session (session/delete): this client was detached from it. */
+  sessionDeleted: "_acp_gateway/session_deleted",
 } as const;
 
 /** Names starting with `_` are extensions (ACP reserves them; the gateway relays them). */

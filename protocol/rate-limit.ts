@@ -1,8 +1,10 @@
-// Message-rate limits of one WebSocket connection: a token bucket admits `rate` messages a second
+// Message-rate limits of one connection (WebSocket or Streamable HTTP, client or agent): a token bucket admits `rate` messages a second
 // with bursts of twice that; what it refuses is answered with an error. A second bucket counts the
 // refusals: a connection that keeps sending well over its rate (refusals faster than half the rate,
 // beyond five seconds' worth) is closed, since answering each message with an error would let a
 // runaway peer keep the connection (and its object) busy for ever.
+
+import { type LimitError, type Limits, type RateLimit, rateLimitError } from "./tenant-limits";
 
 export class TokenBucket {
   private tokens: number;
@@ -18,11 +20,21 @@ export class TokenBucket {
   }
 
   take(now: number): boolean {
+    return this.takeUpTo(1, now) === 1;
+  }
+
+  /** Takes up to `want` whole tokens; returns how many it took. */
+  takeUpTo(want: number, now: number): number {
     this.tokens = Math.min(this.capacity, this.tokens + ((now - this.at) / 1000) * this.ratePerSecond);
     this.at = now;
-    if (this.tokens < 1) return false;
-    this.tokens -= 1;
-    return true;
+    const taken = Math.max(0, Math.min(want, Math.floor(this.tokens)));
+    this.tokens -= taken;
+    return taken;
+  }
+
+  /** How long until one token is there again, in ms (0 if one is). */
+  msUntilToken(): number {
+    return this.tokens >= 1 ? 0 : Math.ceil(((1 - this.tokens) / this.ratePerSecond) * 1000);
   }
 }
 
@@ -41,10 +53,129 @@ export class MessageRate {
   }
 
   admit(now: number): RateVerdict {
-    if (this.messages.take(now)) return "ok";
+    return this.within(now) ? "ok" : this.strike(now);
+  }
+
+  /** Takes one message's token of the connection's own rate, if there is one (counts no strike). */
+  within(now: number): boolean {
+    return this.messages.take(now);
+  }
+
+  /** Counts a refusal (by this limit or another, such as the tenant's): "close" once they come too fast. */
+  strike(now: number): Exclude<RateVerdict, "ok"> {
     return this.strikes.take(now) ? "refuse" : "close";
   }
 }
 
 /** Close code for a connection that kept sending over its message rate (4000–4999 are the application's). */
 export const CLOSE_RATE_EXCEEDED = 4429;
+
+/** What a tenant's shared bucket grants a connection asking for `want` tokens. */
+export interface LeaseGrant {
+  granted: number;
+  /** When nothing (or not all) was granted: how long until the tenant's bucket has a token again. */
+  retryAfterMs: number;
+}
+
+/** How long leased tokens stay good: unused ones lapse, so an idle connection cannot hoard the tenant's rate. */
+const LEASE_MS = 1000;
+
+/** The lease batch for a tenant rate: about a hundredth of a second's worth, at least 8, at most 64. */
+export function leaseBatch(tenantRate: number): number {
+  return Math.min(64, Math.max(8, Math.ceil(tenantRate / 100)), Math.max(1, tenantRate));
+}
+
+/**
+ * One connection's share of its tenant's message rate. The count lives in the tenant's
+ * TenantLimitsObject, which hands out tokens in batches; this side spends them without a call per
+ * message. A connection that runs out keeps going on credit of up to one batch while the next
+ * lease is asked for (so no message waits on a call and order is kept), and pays the credit back
+ * from that lease. A tenant over its rate refuses the lease; the connection then refuses locally
+ * until the tenant's bucket has refilled. So the tenant may go over by at most one batch per
+ * connection per lease round trip, and idle connections hold at most one batch each for LEASE_MS.
+ */
+export class TenantLease {
+  private tokens = 0;
+  private expiresAt = 0;
+  private deniedUntil = 0;
+  private asking = false;
+
+  constructor(
+    readonly batch: number,
+    private readonly ask: (want: number) => Promise<LeaseGrant>,
+    private readonly now: () => number = Date.now,
+  ) {}
+
+  /** ok, or refused with how long to wait. Never waits itself. */
+  admit(): { ok: true } | { ok: false; retryAfterMs: number } {
+    const now = this.now();
+    if (now >= this.expiresAt && this.tokens > 0) this.tokens = 0;
+    if (now < this.deniedUntil) return { ok: false, retryAfterMs: this.deniedUntil - now };
+    if (this.tokens <= -this.batch) {
+      this.refill();
+      return { ok: false, retryAfterMs: LEASE_MS / 10 };
+    }
+    this.tokens -= 1;
+    if (this.tokens < this.batch / 2) this.refill();
+    return { ok: true };
+  }
+
+  private refill(): void {
+    if (this.asking) return;
+    this.asking = true;
+    const want = this.batch + Math.max(0, -this.tokens);
+    this.ask(want).then(
+      (grant) => this.granted(grant),
+      // The tenant's count unreachable: not enforced meanwhile (each connection's own rate still is).
+      () => this.granted({ granted: want, retryAfterMs: 0 }),
+    );
+  }
+
+  private granted(grant: LeaseGrant): void {
+    this.asking = false;
+    const now = this.now();
+    this.tokens += grant.granted;
+    this.expiresAt = now + LEASE_MS;
+    if (this.tokens <= 0) this.deniedUntil = now + Math.max(1, grant.retryAfterMs);
+  }
+}
+
+/** A refusal by a rate: the error to answer with, whether the connection is to be closed, and when to retry. */
+export type Admission = { ok: true } | { ok: false; close: boolean; error: LimitError; retryAfterMs: number };
+
+/**
+ * The message rates one connection is held to: its own (a client's or an agent's, per the tenant's
+ * settings) and its share of the tenant's (a TenantLease). Every refusal counts towards closing a
+ * connection that keeps flooding, whichever limit refused it.
+ */
+export class RateGate {
+  private readonly own: MessageRate;
+  private readonly ownLimit: RateLimit;
+  private readonly tenant: TenantLease;
+
+  constructor(
+    private readonly limits: Limits,
+    role: "client" | "agent",
+    askTenant: (want: number) => Promise<LeaseGrant>,
+    private readonly now: () => number = Date.now,
+  ) {
+    this.ownLimit = role === "agent" ? "messagesPerSecondPerAgentConnection" : "messagesPerSecondPerConnection";
+    this.own = new MessageRate(limits[this.ownLimit], now());
+    this.tenant = new TenantLease(leaseBatch(limits.messagesPerSecondPerTenant), askTenant, now);
+  }
+
+  /** Whether one message (a request or notification named `method`) may pass. */
+  admit(method: string): Admission {
+    const now = this.now();
+    let limit: RateLimit = this.ownLimit;
+    let retryAfterMs = Math.ceil(1000 / this.own.ratePerSecond);
+    if (this.own.within(now)) {
+      const share = this.tenant.admit();
+      if (share.ok) return share;
+      limit = "messagesPerSecondPerTenant";
+      retryAfterMs = share.retryAfterMs;
+    }
+    const close = this.own.strike(now) === "close";
+    return { ok: false, close, error: rateLimitError(limit, this.limits[limit], method), retryAfterMs };
+  }
+}

@@ -4,11 +4,13 @@
 // agents do, low enough that one runaway client or agent cannot take a tenant (or the gateway) down.
 
 export interface Limits {
-  /** Messages per second one WebSocket connection may send (client or agent); bursts of twice that. */
+  /** Messages per second one client connection (WebSocket or Streamable HTTP) may send; bursts of twice that. */
   messagesPerSecondPerConnection: number;
-  /** Messages per second all of a tenant's WebSocket connections may send together; bursts of twice that. */
+  /** Messages per second one agent connection may send (agents stream much faster than people type); bursts of twice that. */
+  messagesPerSecondPerAgentConnection: number;
+  /** Messages per second all of a tenant's connections, clients and agents, may send together; bursts of twice that. */
   messagesPerSecondPerTenant: number;
-  /** WebSocket connections open at once under one key; more are refused with 429 before the upgrade. */
+  /** Client connections (WebSocket and Streamable HTTP) open at once under one key; more are refused with 429. */
   connectionsPerKey: number;
   /** Sessions a tenant may have live (not idle for a day) at once; session/new beyond it is refused. */
   liveSessionsPerTenant: number;
@@ -20,7 +22,8 @@ export interface Limits {
 
 export const DEFAULT_LIMITS: Readonly<Limits> = {
   messagesPerSecondPerConnection: 100,
-  messagesPerSecondPerTenant: 1000,
+  messagesPerSecondPerAgentConnection: 1000,
+  messagesPerSecondPerTenant: 5000,
   connectionsPerKey: 100,
   liveSessionsPerTenant: 500,
   pendingPermissionsPerSession: 32,
@@ -66,14 +69,26 @@ export function pendingLimitError(sessionId: string, value: number): LimitError 
   );
 }
 
-/** The error for a message over its connection's rate; `method` names what was refused. */
-export function rateLimitError(value: number, method: string): LimitError {
+/** The message-rate limits: one connection's (a client's or an agent's), and the whole tenant's. */
+export type RateLimit = "messagesPerSecondPerConnection" | "messagesPerSecondPerAgentConnection" | "messagesPerSecondPerTenant";
+
+/** The error for a message over a rate; `method` names what was refused. */
+export function rateLimitError(limit: RateLimit, value: number, method: string): LimitError {
+  const over =
+    limit === "messagesPerSecondPerTenant"
+      ? `Too many messages from this tenant's connections together (its limit is ${value} a second across all clients and agents, bursts of ${2 * value})`
+      : `Too many messages on this connection (the tenant's limit is ${value} a second, bursts of ${2 * value})`;
   return limitError(
-    "messagesPerSecondPerConnection",
+    limit,
     value,
-    `Too many messages on this connection (the tenant's limit is ${value} a second, bursts of ${2 * value}); ${method} was refused. Slow down and retry; a connection that keeps sending over the limit is closed.`,
-    "rate_limited",
+    `${over}; ${method} was refused. Slow down and retry; a connection that keeps sending over the limit is closed.`,
+    limit === "messagesPerSecondPerTenant" ? "tenant_rate_limited" : "rate_limited",
   );
+}
+
+/** The refusal of a new connection beyond its key's limit (HTTP 429 before the upgrade or initialize). */
+export function connectionsPerKeyMessage(value: number): string {
+  return `This API key already has ${value} connections open (the tenant's limit; WebSocket and Streamable HTTP connections count). Close one (DELETE /acp for an HTTP connection) and retry, use another key, or ask the tenant's admin to raise settings.limits.connectionsPerKey.`;
 }
 
 export function liveSessionsError(value: number): LimitError {

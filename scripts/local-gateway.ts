@@ -4,7 +4,7 @@
 
 import { type ChildProcess, spawn } from "node:child_process";
 import { randomBytes } from "node:crypto";
-import { copyFileSync, existsSync, readFileSync } from "node:fs";
+import { appendFileSync, copyFileSync, existsSync, readFileSync } from "node:fs";
 import { dirname, join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { keyRecord } from "../protocol/api-keys.ts";
@@ -27,6 +27,10 @@ export interface LocalGatewayOptions {
   vars?: Record<string, string>;
   /** Print wrangler's output (npm start) or keep it for error messages only (tests). */
   quiet?: boolean;
+  /** The dev tenant's settings (tenants.settings), e.g. raised limits for the bench; omitted: left as they are. */
+  tenantSettings?: Record<string, unknown>;
+  /** Also append wrangler's output (the Worker's log lines among it) to this file, for tests that read the gateway's logs. */
+  logFile?: string;
 }
 
 export interface LocalGateway {
@@ -52,7 +56,10 @@ export async function startLocalGateway(options: LocalGatewayOptions = {}): Prom
   const persist = options.persistTo ? ["--persist-to", options.persistTo] : [];
   ensureDevVars();
   await wrangler(["d1", "migrations", "apply", "DB", "--local", ...persist], "applying the D1 migrations");
-  await wrangler(["d1", "execute", "DB", "--local", ...persist, "--command", await seedSql(keys)], "seeding the dev tenant");
+  await wrangler(
+    ["d1", "execute", "DB", "--local", ...persist, "--command", await seedSql(keys, options.tenantSettings)],
+    "seeding the dev tenant",
+  );
   const vars = Object.entries({ ...approvalLinkSecret(), ...options.vars }).flatMap(([k, v]) => ["--var", `${k}:${v}`]);
   const child = spawn(
     WRANGLER,
@@ -70,6 +77,7 @@ export async function startLocalGateway(options: LocalGatewayOptions = {}): Prom
     output.push(text);
     if (output.length > 200) output.shift();
     if (!options.quiet) process.stderr.write(text);
+    if (options.logFile) appendFileSync(options.logFile, text);
   };
   child.stdout?.on("data", keep);
   child.stderr?.on("data", keep);
@@ -86,7 +94,7 @@ export async function startLocalGateway(options: LocalGatewayOptions = {}): Prom
 }
 
 /** SQL that creates or refreshes the dev tenant and its three keys (hashes only, never the keys). */
-async function seedSql(keys: DevKeys): Promise<string> {
+async function seedSql(keys: DevKeys, settings?: Record<string, unknown>): Promise<string> {
   const q = (s: string) => `'${s.replace(/'/g, "''")}'`;
   const key = async (id: string, kind: string, label: string, secret: string) => {
     const stored = await keyRecord(id, secret);
@@ -95,6 +103,7 @@ async function seedSql(keys: DevKeys): Promise<string> {
   };
   return [
     `INSERT INTO tenants (id, slug, name) VALUES ('t_dev', 'dev', 'Development') ON CONFLICT (id) DO UPDATE SET disabled = 0;`,
+    ...(settings ? [`UPDATE tenants SET settings = ${q(JSON.stringify(settings))} WHERE id = 't_dev';`] : []),
     await key("key_dev_client", "client", "dev", keys.client),
     await key("key_dev_agent", "agent", "dev-agent", keys.agent),
     await key("key_dev_admin", "admin", "dev-admin", keys.admin),

@@ -24,9 +24,10 @@ import {
 import type { AgentStatus, OpenSessionArgs } from "../durable-objects/agent/agent-object";
 import type { ResponseMessage } from "../protocol/jsonrpc";
 import { AGENT_METHODS, CANCEL_REQUEST, PROTOCOL_VERSION } from "../protocol/methods";
-import { LIVE_SESSION_WINDOW_MS, limitsOf, liveSessionsError, rateLimitError } from "../protocol/tenant-limits";
+import { LIVE_SESSION_WINDOW_MS, limitsOf, liveSessionsError } from "../protocol/tenant-limits";
 import { liveSessionCount } from "../db/queries/sessions";
-import { CLOSE_RATE_EXCEEDED, MessageRate } from "../protocol/rate-limit";
+import { type Admission, CLOSE_RATE_EXCEEDED, type RateGate } from "../protocol/rate-limit";
+import { ConnectionSlot, rateGate } from "../durable-objects/tenant/tenant-limits";
 import { type Principal, permissionDeadlineMs } from "./auth";
 import type { ClientSink } from "./client-sink";
 import type { Env } from "./env";
@@ -39,6 +40,7 @@ import {
   keyStillValid,
 } from "./revocation";
 import { logTracedRequest } from "./trace";
+import { CLOSE_SESSION_DELETED } from "../protocol/session-delete";
 
 /** WebSocket close code for a protocol violation (RFC 6455). */
 const CLOSE_PROTOCOL_ERROR = 1002;
@@ -62,23 +64,26 @@ export class ClientConnection {
   ) {
     const every = Number(env.KEY_RECHECK_MS ?? DEFAULT_KEY_RECHECK_MS);
     this.recheck = setInterval(() => void this.recheckKey(), every > 0 ? every : DEFAULT_KEY_RECHECK_MS);
-    this.rate = new MessageRate(limitsOf(principal.settings.limits).messagesPerSecondPerConnection, Date.now());
+    this.rate = rateGate(env, principal.tenantId, principal.settings.limits, "client");
+    this.slot = new ConnectionSlot(env, principal.tenantId, principal.keyId, connectionId);
     this.keyCheck = new KeyRecheck(Number(env.KEY_UNVERIFIED_GRACE_MS ?? DEFAULT_KEY_UNVERIFIED_GRACE_MS));
   }
 
   private readonly recheck: ReturnType<typeof setInterval>;
   private readonly keyCheck: KeyRecheck;
-  private readonly rate: MessageRate;
+  private readonly rate: RateGate;
+  /** This connection's place among its key's connections (connectionsPerKey), freed on close. */
+  private readonly slot: ConnectionSlot;
 
-  /** One message from the client: a text frame, or an HTTP POST's body. */
-  receive(data: string | ArrayBuffer): void {
+  /** One message from the client: a text frame, or an HTTP POST's body (`admitted`: its rate checked already, by admit). */
+  receive(data: string | ArrayBuffer, admitted = false): void {
     if (typeof data !== "string") {
       this.reply(
         errorResponse(null, new RpcError(ErrorCode.invalidRequest, "Binary frames are not supported; send JSON-RPC as text frames")),
       );
       return;
     }
-    void this.onClientFrame(data).catch((error: unknown) => console.error("edge: client frame failed", error));
+    void this.onClientFrame(data, admitted).catch((error: unknown) => console.error("edge: client frame failed", error));
   }
 
   /** Whether this connection is attached to the session (HTTP answers 409 for one it is not). */
@@ -94,6 +99,7 @@ export class ClientConnection {
   /** A revoked or expired key, or a disabled tenant, ends the connection within one interval. */
   private async recheckKey(): Promise<void> {
     if (this.closed) return;
+    this.slot.renewIfDue();
     const check = await keyStillValid(this.env, this.principal.keyId).then(
       (valid) => ({ ok: true as const, valid }),
       () => ({ ok: false as const }), // D1 unavailable: KeyRecheck bounds how long that is tolerated
@@ -111,7 +117,7 @@ export class ClientConnection {
   }
 
   // ── from the client ───────────────────────────────────────────────────────────────────────────
-  private async onClientFrame(text: string): Promise<void> {
+  private async onClientFrame(text: string, admitted: boolean): Promise<void> {
     const parsed = parseFrame(text);
     if (!parsed.ok) {
       if (parsed.reply) this.reply(parsed.reply);
@@ -127,7 +133,7 @@ export class ClientConnection {
       this.initialized = true;
     }
     if (isResponse(message)) return this.onClientResponse(message, text);
-    if (!this.withinRate(message.method, isRequest(message) ? message.id : null)) return;
+    if (!admitted && !this.withinRate(message.method, isRequest(message) ? message.id : null)) return;
     try {
       if (isRequest(message)) await this.onClientRequest(message.id, message.method, message, text);
       else await this.onClientNotification(message.method, message, text);
@@ -148,6 +154,11 @@ export class ClientConnection {
       case AGENT_METHODS.authenticate:
         // The gateway authenticated this connection by its API key already.
         return this.reply(resultResponse(id, {}));
+      case AGENT_METHODS.logout:
+        // Ends this connection's authentication only: never relayed (the agent's login is every client's).
+        this.reply(resultResponse(id, {}));
+        this.sink.close(1000, "logged out");
+        return this.close();
       case AGENT_METHODS.sessionNew:
         return this.openSession(id, AGENT_METHODS.sessionNew, params);
       case AGENT_METHODS.sessionLoad:
@@ -211,7 +222,15 @@ export class ClientConnection {
     return {
       protocolVersion: PROTOCOL_VERSION,
       // The gateway keeps every session's history, so it can always load: it replays them itself.
-      agentCapabilities: { ...(info?.agentCapabilities ?? {}), loadSession: true },
+      // It keeps the sessions list too, so it can always delete from it (protocol/session-delete.ts).
+      agentCapabilities: {
+        ...(info?.agentCapabilities ?? {}),
+        loadSession: true,
+        sessionCapabilities: {
+          ...(isObject(info?.agentCapabilities.sessionCapabilities) ? info.agentCapabilities.sessionCapabilities : {}),
+          delete: {},
+        },
+      },
       authMethods: [],
       agentInfo: info?.agentInfo ?? { name: this.agent },
       _meta: {
@@ -337,7 +356,7 @@ export class ClientConnection {
     ws.addEventListener("message", (event) => {
       if (typeof event.data === "string") this.onSessionFrame(sessionId, event.data);
     });
-    ws.addEventListener("close", () => this.onSessionLost(sessionId, ws));
+    ws.addEventListener("close", (event) => this.onSessionLost(sessionId, ws, event.code));
     ws.addEventListener("error", () => this.onSessionLost(sessionId, ws));
     if (this.closed) ws.close(1000, "client gone");
     return ws;
@@ -351,10 +370,16 @@ export class ClientConnection {
   }
 
   /** A session socket that drops under a live client loses messages: the client must reconnect and load. */
-  private onSessionLost(sessionId: string, ws: WebSocket): void {
+  private onSessionLost(sessionId: string, ws: WebSocket, code?: number): void {
     if (this.closed) return;
-    void this.sessions.get(sessionId)?.then((current) => {
+    const attached = this.sessions.get(sessionId);
+    void attached?.then((current) => {
       if (current !== ws) return; // a socket we replaced on purpose
+      if (code === CLOSE_SESSION_DELETED) {
+        // session/delete: this client was told (_acp_gateway/session_deleted) and leaves; its connection stays.
+        if (this.sessions.get(sessionId) === attached) this.sessions.delete(sessionId);
+        return;
+      }
       this.sink.close(1012, `session ${sessionId} was interrupted; reconnect and session/load to resume`);
       this.close();
     });
@@ -412,20 +437,22 @@ export class ClientConnection {
     }
   }
 
-  /** Over the connection's message rate: an error for what was refused; a sustained flood closes the connection. */
+  /** The message rates (the connection's and the tenant's) for one request or notification; HTTP answers a refusal 429. */
+  admit(method: string): Admission {
+    return this.rate.admit(method);
+  }
+
+  /** Over a message rate: an error for what was refused; a sustained flood closes the connection. */
   private withinRate(method: string, id: JsonRpcId | null): boolean {
-    const verdict = this.rate.admit(Date.now());
-    if (verdict === "ok") return true;
-    const error = rateLimitError(this.rate.ratePerSecond, method);
-    if (verdict === "refuse") {
-      this.reply({ jsonrpc: "2.0", id, error });
+    const admission = this.rate.admit(method);
+    if (admission.ok) return true;
+    if (!admission.close) {
+      this.reply({ jsonrpc: "2.0", id, error: admission.error });
       return false;
     }
-    try {
-      this.sink.close(CLOSE_RATE_EXCEEDED, `kept sending over ${this.rate.ratePerSecond} messages a second`);
-    } catch {
-      // already closed
-    }
+    const { limit, value } = admission.error.data;
+    const whose = limit === "messagesPerSecondPerTenant" ? "while the tenant was over its" : "over";
+    this.sink.close(CLOSE_RATE_EXCEEDED, `kept sending ${whose} ${value} messages a second`);
     this.close();
     return false;
   }
@@ -443,10 +470,16 @@ export class ClientConnection {
     }
   }
 
+  /** Settles once the connection's slot among its key's connections is freed (after close). */
+  slotReleased(): Promise<void> {
+    return this.slot.release();
+  }
+
   close(): void {
     if (this.closed) return;
     this.closed = true;
     clearInterval(this.recheck);
+    void this.slot.release();
     for (const pending of this.sessions.values()) {
       void pending.then((ws) => ws.close(1000, "client gone")).catch(() => undefined);
     }

@@ -22,6 +22,7 @@ export { AgentObject } from "../durable-objects/agent/agent-object";
 export { ConnectionObject } from "../durable-objects/connection/connection-object";
 export { RulesObject } from "../durable-objects/rules/rules-object";
 export { SessionObject } from "../durable-objects/session/session-object";
+export { TenantLimitsObject } from "../durable-objects/tenant/tenant-limits-object";
 
 const app = new Hono<AppEnv>();
 app.get("/health", (c) => c.json({ ok: true }));

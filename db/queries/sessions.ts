@@ -54,6 +54,13 @@ export async function touchSession(
     .where(and(eq(sessions.tenantId, tenantId), eq(sessions.sessionId, sessionId)));
 }
 
+/** session/delete: the session leaves the tenant's index (session/list, session/load, the REST API). */
+export async function deleteSessionIndex(d1: D1Database, tenantId: string, sessionId: string): Promise<void> {
+  await dbOf(d1)
+    .delete(sessions)
+    .where(and(eq(sessions.tenantId, tenantId), eq(sessions.sessionId, sessionId)));
+}
+
 /** How many of a tenant's sessions were active since `since` (the live-sessions limit). */
 export async function liveSessionCount(d1: D1Database, tenantId: string, since: number): Promise<number> {
   const [row] = await dbOf(d1)

@@ -21,6 +21,7 @@ import { isGatewayMethod, stripGatewayMarks } from "../../protocol/gateway-names
 import type { Env } from "../../worker/env";
 import type { FromAgent, SessionRef, ToAgent } from "../session/agent-link";
 import type { SessionObject } from "../session/session-object";
+import { AgentRates } from "../tenant/tenant-limits";
 import { Dialer } from "./dialer";
 import { SessionOutbox } from "./session-outbox";
 import { type AgentInfo, AgentStore } from "./store";
@@ -65,10 +66,13 @@ export class AgentObject extends DurableObject<Env> {
   private dialOut?: { ws: WebSocket; epoch: number };
   private connecting?: Promise<WebSocket | undefined>;
   private readonly dialer = new Dialer();
+  /** The agent connection's message rates (its own and its share of the tenant's). */
+  private readonly rates: AgentRates;
 
   constructor(ctx: DurableObjectState, env: Env) {
     super(ctx, env);
     this.store = new AgentStore(ctx.storage.sql);
+    this.rates = new AgentRates(env);
     this.outbox = new SessionOutbox(ctx.storage.sql);
     void ctx.blockConcurrencyWhile(async () => {
       this.lostConnection();
@@ -96,6 +100,7 @@ export class AgentObject extends DurableObject<Env> {
       agent: string;
       keyId: string;
       expiresAt?: number | null;
+      limits?: Partial<Limits>;
     } | null;
     if (!who) return new Response("missing principal", { status: 400 });
     this.store.meta = { tenantId: who.tenantId, name: who.agent };
@@ -113,7 +118,8 @@ export class AgentObject extends DurableObject<Env> {
     if (previous.length > 0) this.agentGone(epoch - 1, "replaced by a newer connection");
     const pair = new WebSocketPair();
     this.ctx.acceptWebSocket(pair[1], [`key:${who.keyId}`]);
-    pair[1].serializeAttachment({ epoch, keyId: who.keyId, expiresAt: who.expiresAt ?? null });
+    pair[1].serializeAttachment({ epoch, keyId: who.keyId, expiresAt: who.expiresAt ?? null, limits: who.limits });
+    this.rates.overrides = who.limits;
     if (typeof who.expiresAt === "number") this.ctx.waitUntil(this.armAlarmBy(who.expiresAt));
     this.sendInitialize(pair[1], epoch);
     return new Response(null, { status: 101, webSocket: pair[0] });
@@ -138,7 +144,8 @@ export class AgentObject extends DurableObject<Env> {
   }
 
   override webSocketMessage(ws: WebSocket, data: string | ArrayBuffer): void {
-    const attachment = ws.deserializeAttachment() as { epoch: number } | undefined;
+    const attachment = ws.deserializeAttachment() as { epoch: number; limits?: Partial<Limits> } | undefined;
+    this.rates.overrides ??= attachment?.limits;
     if (attachment) this.onAgentFrame(ws, attachment.epoch, data);
   }
 
@@ -154,6 +161,15 @@ export class AgentObject extends DurableObject<Env> {
       return;
     }
     const message = parsed.message;
+    const tenantId = this.store.meta?.tenantId;
+    if (!isResponse(message) && tenantId !== undefined) {
+      const rate = this.rates.admit(ws, epoch, tenantId, message.method, isRequest(message) ? message.id : undefined);
+      if (rate === "closing") {
+        if (this.dialOut?.ws === ws) this.dialOut = undefined;
+        this.agentGone(epoch, "kept sending over its message rate");
+      }
+      if (rate !== "ok") return;
+    }
     if (!isResponse(message) && isGatewayMethod(message.method)) {
       if (isRequest(message)) ws.send(JSON.stringify(errorResponse(message.id, gatewayMethodRefused(message.method))));
       return;
@@ -363,6 +379,7 @@ export class AgentObject extends DurableObject<Env> {
   /** session/new or session/load through the agent; on success the SessionObject is set up and indexed. */
   async openSession(args: OpenSessionArgs): Promise<ResponseMessage> {
     this.store.meta ??= { tenantId: args.tenantId, name: args.agent };
+    this.rates.overrides = args.limits;
     const ws = await this.ensureSocket();
     if (!ws) return errorResponse(0, this.notConnected(args.agent));
     await this.waitForInitialize();

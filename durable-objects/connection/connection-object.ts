@@ -70,6 +70,8 @@ export class ConnectionObject extends DurableObject<Env> {
     const connection = await this.connection(principal);
     if (!connection) return UNKNOWN;
     connection.end("closed by the client");
+    // The key's slot is free when DELETE answers, so the client may open another connection at once.
+    await connection.slotReleased();
     return { status: 202 };
   }
 

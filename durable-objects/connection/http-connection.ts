@@ -6,6 +6,7 @@
 
 import { isObject, type JsonRpcId } from "../../protocol/jsonrpc";
 import { AGENT_METHODS } from "../../protocol/methods";
+import type { LimitError } from "../../protocol/tenant-limits";
 import type { Principal } from "../../worker/auth";
 import { ClientConnection } from "../../worker/client-connection";
 import type { ClientSink } from "../../worker/client-sink";
@@ -22,7 +23,7 @@ const INITIALIZE_TIMEOUT_MS = 30_000;
 /** Methods that (re-)attach a session: allowed on a session the connection does not hold. */
 const REATTACH_METHODS: ReadonlySet<string> = new Set([AGENT_METHODS.sessionLoad, AGENT_METHODS.sessionResume]);
 
-export type PostOutcome = { status: 202 } | { status: 409; message: string };
+export type PostOutcome = { status: 202 } | { status: 409; message: string } | { status: 429; error: LimitError; retryAfterMs: number };
 export type StreamOutcome = { body: ReadableStream<Uint8Array> } | { status: 409; message: string };
 
 export interface PostedMessage {
@@ -80,10 +81,20 @@ export class HttpConnection implements ClientSink {
       else if (!this.client.isAttached(sessionId)) {
         return { status: 409, message: `This connection is not attached to session ${sessionId}; re-attach with session/load` };
       }
-      if (message.isRequest && message.id !== undefined) this.routeAnswer(message.id, sessionId);
     }
-    this.client.receive(text);
+    // The same message rates as a WebSocket (answers to the gateway's requests are not counted); refused with 429, never closed.
+    if (message.method !== undefined) {
+      const admission = this.client.admit(message.method);
+      if (!admission.ok) return { status: 429, error: admission.error, retryAfterMs: admission.retryAfterMs };
+    }
+    if (sessionId !== undefined && message.isRequest && message.id !== undefined) this.routeAnswer(message.id, sessionId);
+    this.client.receive(text, true);
     return { status: 202 };
+  }
+
+  /** Settles once the connection's slot among its key's connections is freed (after end). */
+  slotReleased(): Promise<void> {
+    return this.client.slotReleased();
   }
 
   /** A reader for the connection's stream (no session) or a session's. */

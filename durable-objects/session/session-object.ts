@@ -8,6 +8,7 @@
 //
 // Traffic:  client ⇄ edge Worker ⇄ (WebSocket per connection) ⇄ SessionObject ⇄ (RPC) ⇄ AgentObject ⇄ agent
 
+import { deleteSessionIndex } from "../../db/queries/sessions";
 import { DurableObject } from "cloudflare:workers";
 import {
   type JsonRpcId,
@@ -31,7 +32,8 @@ import { AuditOutbox } from "./audit-outbox";
 import { TurnWatch } from "./turn-watch";
 import { AttachedClients, attachmentOf, connTag, send, sendPacked, sendRewritable } from "./clients";
 import { ATTACH_HEADER, attachRequestOf } from "../../protocol/session-wire";
-import { type PendingRequest, SessionStore, type SessionMeta, permIdOfCopy } from "./store";
+import { type InflightRow, type PendingRequest, SessionStore, type SessionMeta, permIdOfCopy } from "./store";
+import { CLOSE_SESSION_DELETED, deleteDuringTurn, deletionGoesAhead, sessionDeletedNotice } from "../../protocol/session-delete";
 import { CompactionTally, appendUpdate, maybeFold } from "./compaction";
 import { AgentRequests } from "./agent-request-routing";
 import { claimRefusal } from "./ownership";
@@ -192,6 +194,8 @@ export class SessionObject extends DurableObject<Env> {
     const meta = this.store.meta;
     if (!client || !meta) return;
     if (method === AGENT_METHODS.sessionPrompt) return this.turn.start(client, id, method, params);
+    if (method === AGENT_METHODS.sessionDelete && this.store.turn.state !== "idle")
+      throw deleteDuringTurn(meta.sessionId, this.store.turn.user);
     const gwId = this.store.nextId();
     this.store.addInflight({ gwId, connId: client.connId, clientId: id, method, createdAt: Date.now() });
     this.toAgent({ type: "request", gwId, method, params });
@@ -334,6 +338,8 @@ export class SessionObject extends DurableObject<Env> {
     const inflight = this.store.takeInflight(gwId);
     if (!inflight) return;
     const response = JSON.parse(text) as Record<string, unknown>;
+    if (inflight.method === AGENT_METHODS.sessionDelete && deletionGoesAhead(response))
+      return this.deleteSession(inflight, response.result);
     if (inflight.method === AGENT_METHODS.sessionPrompt) this.endTurn(gwId, response.result);
     // Whoever set an option, a client attaching later gets the current set in its session/load answer.
     if (
@@ -472,11 +478,43 @@ export class SessionObject extends DurableObject<Env> {
     );
   }
 
+  /** session/delete went ahead (protocol/session-delete.ts): requests cancelled, the session forgotten, then clients told and detached. */
+  private deleteSession(inflight: InflightRow, result: unknown): void {
+    const meta = this.store.meta;
+    if (!meta) return;
+    const deleter = this.clients.byConnection(inflight.connId);
+    const user = deleter ? (attachmentOf(deleter)?.user ?? null) : null;
+    this.permissions.cancelAll({ type: "cancel", connectionId: inflight.connId, user });
+    this.store.forget();
+    this.watchRules(false);
+    this.scheduleDeadline();
+    const answer = JSON.stringify(resultResponse(inflight.clientId, isObject(result) ? result : {}));
+    const notice = sessionDeletedNotice(meta.sessionId, user);
+    const clients = this.clients.all();
+    // Out of the index first, so nobody who hears of the deletion can still list or load the session.
+    const unindexed = deleteSessionIndex(this.env.DB, meta.tenantId, meta.sessionId).catch((e: unknown) =>
+      console.error("session: index delete failed", e),
+    );
+    this.ctx.waitUntil(
+      unindexed.then(() => {
+        for (const ws of clients) {
+          send(ws, ws === deleter ? answer : notice);
+          try {
+            ws.close(CLOSE_SESSION_DELETED, "the session was deleted");
+          } catch {
+            // already closed
+          }
+        }
+      }),
+    );
+  }
+
   /** A client request that never reached the agent: its sender gets an error, a prompt's turn ends. */
   private requestUndelivered(gwId: number, reason: string): void {
     const inflight = this.store.takeInflight(gwId);
     const meta = this.store.meta;
     if (!inflight || !meta) return;
+    if (inflight.method === AGENT_METHODS.sessionDelete) return this.deleteSession(inflight, {});
     const message = `The gateway could not hand ${inflight.method} to the agent "${meta.agent}" (${reason}); nothing was done, try again`;
     const ws = this.clients.byConnection(inflight.connId);
     if (ws) send(ws, JSON.stringify(errorResponse(inflight.clientId, new RpcError(-32603, message, { reason: "agent_unreachable" }))));

@@ -109,6 +109,11 @@ export class SessionStore {
     this.appliedAgentSeq =
       sql.exec<{ agent_seq: number | null }>("SELECT agent_seq FROM log ORDER BY seq DESC LIMIT 1").toArray()[0]?.agent_seq ?? 0;
   }
+  /** session/delete: the session, its log, tool calls and requests are gone (the audit outbox and delivery mark stay). */
+  forget(): void {
+    for (const table of ["meta", "tool_calls", "log", "pending", "copies", "agent_requests", "inflight"])
+      this.sql.exec(`DELETE FROM ${table}`);
+  }
 
   // ── meta ──────────────────────────────────────────────────────────────────
   private getMeta<T>(key: string): T | undefined {

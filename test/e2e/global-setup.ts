@@ -9,6 +9,9 @@ import type { TestProject } from "vitest/node";
 import { type LocalGateway, startLocalGateway } from "../../scripts/local-gateway";
 
 let gateway: LocalGateway | undefined;
+
+/** The gateway's output (wrangler's, with the Worker's log lines), in the state directory. */
+export const GATEWAY_LOG = "gateway.log";
 let stateDir: string | undefined;
 
 export async function setup(project: TestProject): Promise<void> {
@@ -20,6 +23,8 @@ export async function setup(project: TestProject): Promise<void> {
     keys: { client: random(), agent: random(), admin: random() },
     vars: { KEY_RECHECK_MS: "500" },
     quiet: true,
+    // The gateway's log lines, for the tests that check what it logs (e.g. trace ids).
+    logFile: join(stateDir, GATEWAY_LOG),
   });
   project.provide("gatewayUrl", gateway.url);
   project.provide("stateDir", stateDir);

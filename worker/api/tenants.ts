@@ -19,6 +19,7 @@ const errors = { ...errorResponses, ...conflictResponse };
 const LimitsSchema = z
   .object({
     messagesPerSecondPerConnection: z.number().int().min(1).max(100_000).optional(),
+    messagesPerSecondPerAgentConnection: z.number().int().min(1).max(100_000).optional(),
     messagesPerSecondPerTenant: z.number().int().min(1).max(1_000_000).optional(),
     connectionsPerKey: z.number().int().min(1).max(100_000).optional(),
     liveSessionsPerTenant: z.number().int().min(1).max(1_000_000).optional(),

@@ -11,6 +11,7 @@ import { AGENT_METHODS } from "../../protocol/methods";
 import { PRINCIPAL_HEADER } from "../../durable-objects/connection/connection-object";
 import type { Principal } from "../auth";
 import { ApiError } from "../http-error";
+import { takeConnectionSlot } from "./connection-slot";
 import type { AppEnv } from "../types";
 
 const CONNECTION_ID_HEADER = "Acp-Connection-Id";
@@ -59,7 +60,9 @@ export async function postMessage(c: Context<AppEnv>, agent: () => Promise<strin
     if (connectionId) throw ApiError.badRequest("initialize opens a new connection: send it without Acp-Connection-Id");
     if (message.id === undefined) throw ApiError.badRequest("initialize is a request: it needs an id");
     const newId = crypto.randomUUID();
-    const outcome = await connectionStub(c, principal, newId).initialize(principal, await agent(), newId, text, message.id);
+    const agentName = await agent();
+    await takeConnectionSlot(c.env, principal, newId);
+    const outcome = await connectionStub(c, principal, newId).initialize(principal, agentName, newId, text, message.id);
     return new Response(outcome.answer, {
       status: outcome.status,
       headers: { "Content-Type": "application/json", ...(outcome.status === 200 ? { [CONNECTION_ID_HEADER]: newId } : {}) },
@@ -71,6 +74,14 @@ export async function postMessage(c: Context<AppEnv>, agent: () => Promise<strin
     ? await connectionStub(c, principal, connectionId).post(principal, text, message, sessionId)
     : unknownConnection();
   if (outcome.status === 202) return new Response(null, { status: 202 });
+  if (outcome.status === 429) {
+    // Over a message rate, as on a WebSocket: the JSON-RPC error in the body, and when to retry.
+    const retryAfter = String(Math.max(1, Math.ceil(outcome.retryAfterMs / 1000)));
+    return Response.json(
+      { jsonrpc: "2.0", id: message.id ?? null, error: outcome.error },
+      { status: 429, headers: { "Retry-After": retryAfter } },
+    );
+  }
   throw new ApiError(outcome.status, outcome.status === 404 ? "unknown_connection" : "conflict", outcome.message);
 }
 

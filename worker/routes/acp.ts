@@ -10,6 +10,7 @@ import { isAgentName } from "../../protocol/names";
 import { ACP_SUBPROTOCOL } from "../auth";
 import { ClientConnection } from "../client-connection";
 import { webSocketSink } from "../client-sink";
+import { takeConnectionSlot } from "../http/connection-slot";
 import { deleteConnection, openStream, postMessage } from "../http/streamable-http";
 import { ApiError } from "../http-error";
 import { requireKey } from "../middleware/require-key";
@@ -21,14 +22,20 @@ acpRoutes.get("/acp", requireKey("client", "admin"), async (c) => {
   if (c.req.header("Upgrade")?.toLowerCase() !== "websocket") return openStream(c);
   const principal = c.get("principal");
   const agent = await agentOf(c);
+  const connectionId = crypto.randomUUID();
+  await takeConnectionSlot(c.env, principal, connectionId);
   const pair = new WebSocketPair();
   const [client, server] = [pair[0], pair[1]];
   server.accept();
-  const connectionId = crypto.randomUUID();
   const connection = new ClientConnection(c.env, principal, agent, connectionId, webSocketSink(server));
   server.addEventListener("message", (event) => connection.receive(event.data));
-  server.addEventListener("close", () => connection.close());
-  server.addEventListener("error", () => connection.close());
+  // The slot among the key's connections is freed by a call after the close: keep the invocation alive for it.
+  const closed = () => {
+    connection.close();
+    c.executionCtx.waitUntil(connection.slotReleased());
+  };
+  server.addEventListener("close", closed);
+  server.addEventListener("error", closed);
   const headers = new Headers({ "Acp-Connection-Id": connectionId });
   const offered = (c.req.header("Sec-WebSocket-Protocol") ?? "").split(",").map((p) => p.trim());
   if (offered.includes(ACP_SUBPROTOCOL)) headers.set("Sec-WebSocket-Protocol", ACP_SUBPROTOCOL);

@@ -36,7 +36,13 @@ agentConnectRoutes.get("/agents/:name/connect", requireKey("agent"), async (c) =
   // The key's expiry goes with the connection: the AgentObject closes it then (revocation is pushed by the API).
   headers.set(
     AGENT_PRINCIPAL_HEADER,
-    JSON.stringify({ tenantId: principal.tenantId, agent: name, keyId: principal.keyId, expiresAt: claim.expiresAt }),
+    JSON.stringify({
+      tenantId: principal.tenantId,
+      agent: name,
+      keyId: principal.keyId,
+      expiresAt: claim.expiresAt,
+      limits: principal.settings.limits,
+    }),
   );
   return stub.fetch(new Request(c.req.raw.url, { headers }));
 });

@@ -1,0 +1,60 @@
+// TenantLimitsObject: one per tenant, named by the tenant id. It holds the counts that span a
+// tenant's connections, which live in many Worker isolates and objects: the tenant's message-rate
+// bucket, leased out in batches (protocol/rate-limit.ts TenantLease), and the connections open under
+// each key. Both are in memory on purpose: they describe the last second and the live connections,
+// which the connections re-establish (leases are asked for again, connections renew their slot
+// every CONNECTION_RENEW_MS), so a restart forgets nothing that matters for longer than that.
+
+import { DurableObject } from "cloudflare:workers";
+import { type LeaseGrant, TokenBucket } from "../../protocol/rate-limit";
+import type { Env } from "../../worker/env";
+
+/** How often a live connection renews its slot; a slot not renewed for CONNECTION_TTL_MS is freed. */
+export const CONNECTION_RENEW_MS = 20_000;
+/** A connection whose isolate died without closing it frees its slot after this long. */
+const CONNECTION_TTL_MS = 3 * CONNECTION_RENEW_MS;
+
+export type SlotOutcome = { ok: true } | { ok: false; open: number };
+
+export class TenantLimitsObject extends DurableObject<Env> {
+  private bucket: { rate: number; tokens: TokenBucket } | undefined;
+  /** Per key: connection id → when its slot lapses. */
+  private readonly slots = new Map<string, Map<string, number>>();
+
+  /** Up to `want` of the tenant's message tokens, at `ratePerSecond` with bursts of twice that. */
+  lease(want: number, ratePerSecond: number): LeaseGrant {
+    const now = Date.now();
+    if (this.bucket?.rate !== ratePerSecond) {
+      this.bucket = { rate: ratePerSecond, tokens: new TokenBucket(ratePerSecond, 2 * ratePerSecond, now) };
+    }
+    const granted = this.bucket.tokens.takeUpTo(Math.max(0, Math.floor(want)), now);
+    return { granted, retryAfterMs: granted < want ? this.bucket.tokens.msUntilToken() : 0 };
+  }
+
+  /** A new connection under `keyId`: refused when the key already has `limit` open. */
+  openConnection(keyId: string, connectionId: string, limit: number): SlotOutcome {
+    const open = this.liveSlots(keyId);
+    if (!open.has(connectionId) && open.size >= limit) return { ok: false, open: open.size };
+    open.set(connectionId, Date.now() + CONNECTION_TTL_MS);
+    return { ok: true };
+  }
+
+  /** A live connection's slot, kept (or, after a restart of this object, taken again). */
+  renewConnection(keyId: string, connectionId: string): void {
+    this.liveSlots(keyId).set(connectionId, Date.now() + CONNECTION_TTL_MS);
+  }
+
+  closeConnection(keyId: string, connectionId: string): void {
+    const open = this.slots.get(keyId);
+    open?.delete(connectionId);
+    if (open?.size === 0) this.slots.delete(keyId);
+  }
+
+  private liveSlots(keyId: string): Map<string, number> {
+    let open = this.slots.get(keyId);
+    if (!open) this.slots.set(keyId, (open = new Map()));
+    const now = Date.now();
+    for (const [id, lapses] of open) if (lapses <= now) open.delete(id);
+    return open;
+  }
+}

@@ -1,0 +1,110 @@
+// The callers' side of the TenantLimitsObject: a connection's rate gate (its own rate and its lease of
+// the tenant's), and its slot among the connections of its key.
+
+import type { JsonRpcId } from "../../protocol/jsonrpc";
+import { CLOSE_RATE_EXCEEDED, RateGate } from "../../protocol/rate-limit";
+import { type Limits, limitsOf } from "../../protocol/tenant-limits";
+import type { Env } from "../../worker/env";
+import { CONNECTION_RENEW_MS, type SlotOutcome } from "./tenant-limits-object";
+
+function tenantLimits(env: Env, tenantId: string) {
+  return env.TENANT_LIMITS.get(env.TENANT_LIMITS.idFromName(tenantId));
+}
+
+/** The rates a client's or agent's connection is held to, with the tenant's limits (overrides or defaults). */
+export function rateGate(env: Env, tenantId: string, overrides: Partial<Limits> | undefined, role: "client" | "agent"): RateGate {
+  const limits = limitsOf(overrides);
+  const stub = tenantLimits(env, tenantId);
+  return new RateGate(limits, role, (want) => stub.lease(want, limits.messagesPerSecondPerTenant));
+}
+
+/** A client connection under one key: counted from its opening to its close, renewed while it lives. */
+export class ConnectionSlot {
+  // First renewed at the first tick: a connection rebuilt after its object restarted takes its slot back then.
+  private renewedAt = 0;
+  private releasing: Promise<void> | undefined;
+
+  constructor(
+    private readonly env: Env,
+    private readonly tenantId: string,
+    private readonly keyId: string,
+    private readonly connectionId: string,
+  ) {}
+
+  /** Takes a slot for a new connection; refused (with how many are open) when the key has `connectionsPerKey` already. */
+  static open(
+    env: Env,
+    tenantId: string,
+    keyId: string,
+    connectionId: string,
+    overrides: Partial<Limits> | undefined,
+  ): Promise<SlotOutcome> {
+    return tenantLimits(env, tenantId).openConnection(keyId, connectionId, limitsOf(overrides).connectionsPerKey);
+  }
+
+  /** Call often (every few seconds): renews the slot when it is due. */
+  renewIfDue(): void {
+    const now = Date.now();
+    if (this.releasing || now - this.renewedAt < CONNECTION_RENEW_MS) return;
+    this.renewedAt = now;
+    void tenantLimits(this.env, this.tenantId)
+      .renewConnection(this.keyId, this.connectionId)
+      .catch(() => undefined);
+  }
+
+  /** Frees the slot; the same promise on every call (a Worker keeps its invocation alive for it with waitUntil). */
+  release(): Promise<void> {
+    this.releasing ??= tenantLimits(this.env, this.tenantId)
+      .closeConnection(this.keyId, this.connectionId)
+      .catch(() => undefined);
+    return this.releasing;
+  }
+}
+
+/**
+ * One agent connection's rates, for the AgentObject: a gate per connection (epoch). A request or
+ * notification over a rate is answered with the JSON-RPC error (id null for a notification, which
+ * has none) and not relayed; a sustained flood closes the connection with 4429 and a reason.
+ */
+export class AgentRates {
+  private current: { epoch: number; gate: RateGate; closed: boolean } | undefined;
+  /** The tenant's limit overrides, as last heard (the dial-in's principal, or a client's session/new). */
+  overrides: Partial<Limits> | undefined;
+
+  constructor(private readonly env: Env) {}
+
+  /**
+   * "ok" to relay the frame; "refused" when it was answered with an error; "closing" when this frame
+   * made the gateway close the connection (the caller then ends the connection's epoch); "closed"
+   * for what still arrives on a connection closed already (dropped).
+   */
+  admit(
+    ws: WebSocket,
+    epoch: number,
+    tenantId: string,
+    method: string,
+    id: JsonRpcId | undefined,
+  ): "ok" | "refused" | "closing" | "closed" {
+    if (this.current?.epoch !== epoch) this.current = { epoch, gate: rateGate(this.env, tenantId, this.overrides, "agent"), closed: false };
+    if (this.current.closed) return "closed";
+    const admission = this.current.gate.admit(method);
+    if (admission.ok) return "ok";
+    if (!admission.close) {
+      try {
+        ws.send(JSON.stringify({ jsonrpc: "2.0", id: id ?? null, error: admission.error }));
+      } catch {
+        // closed meanwhile
+      }
+      return "refused";
+    }
+    this.current.closed = true;
+    const { limit, value } = admission.error.data;
+    const whose = limit === "messagesPerSecondPerTenant" ? "while the tenant was over its" : "over";
+    try {
+      ws.close(CLOSE_RATE_EXCEEDED, `kept sending ${whose} ${value} messages a second`);
+    } catch {
+      // already closing
+    }
+    return "closing";
+  }
+}

@@ -1,0 +1,187 @@
+// The tenant's message rate, shared by its connections through leases (protocol/rate-limit.ts):
+// the connections never go over the tenant's bucket by more than one batch each, spend their
+// leases without a call per message, and stop asking while the tenant is over its rate.
+
+import fc from "fast-check";
+import { describe, expect, it } from "vitest";
+import { type LeaseGrant, RateGate, TenantLease, TokenBucket, leaseBatch } from "../../protocol/rate-limit";
+import { DEFAULT_LIMITS } from "../../protocol/tenant-limits";
+
+/** A tenant bucket reached through asks that stay pending until the test flushes them (the round trip to the object). */
+function tenant(rate: number, clock: { now: number }) {
+  const bucket = new TokenBucket(rate, 2 * rate, clock.now);
+  const pending: { want: number; resolve: (grant: LeaseGrant) => void }[] = [];
+  let calls = 0;
+  return {
+    ask: (want: number) => {
+      calls++;
+      return new Promise<LeaseGrant>((resolve) => pending.push({ want, resolve }));
+    },
+    async flush() {
+      for (const p of pending.splice(0)) {
+        const granted = bucket.takeUpTo(p.want, clock.now);
+        p.resolve({ granted, retryAfterMs: granted < p.want ? bucket.msUntilToken() : 0 });
+      }
+      await Promise.resolve();
+      await Promise.resolve();
+    },
+    get calls() {
+      return calls;
+    },
+  };
+}
+
+describe("tenant message rate: leases", () => {
+  it("a connection spends a lease without a call per message", async () => {
+    const clock = { now: 0 };
+    const t = tenant(1000, clock);
+    const lease = new TenantLease(10, t.ask, () => clock.now);
+    for (let i = 0; i < 100; i++) {
+      expect(lease.admit().ok).toBe(true);
+      await t.flush();
+    }
+    expect(t.calls).toBeLessThanOrEqual(100 / 5 + 1);
+  });
+
+  it("never waits: the first messages pass on credit while the first lease is asked for", () => {
+    const clock = { now: 0 };
+    const t = tenant(1000, clock);
+    const lease = new TenantLease(8, t.ask, () => clock.now);
+    const verdicts = Array.from({ length: 10 }, () => lease.admit().ok);
+    expect(verdicts).toEqual([true, true, true, true, true, true, true, true, false, false]);
+    expect(t.calls).toBe(1);
+  });
+
+  it("once the tenant is over its rate, refuses locally until the bucket refills, without asking again", async () => {
+    const clock = { now: 0 };
+    const t = tenant(10, clock); // bucket of 20
+    const lease = new TenantLease(8, t.ask, () => clock.now);
+    let admitted = 0;
+    for (let i = 0; i < 60; i++) {
+      if (lease.admit().ok) admitted++;
+      await t.flush();
+    }
+    expect(admitted).toBeLessThanOrEqual(20 + 8);
+    const calls = t.calls;
+    const refused = lease.admit();
+    expect(refused).toMatchObject({ ok: false });
+    expect(refused.ok ? 0 : refused.retryAfterMs).toBeGreaterThan(0);
+    expect(t.calls).toBe(calls);
+    clock.now += 1000;
+    expect(lease.admit().ok).toBe(true);
+  });
+
+  it("unused leased tokens lapse: an idle connection cannot hoard the tenant's rate", async () => {
+    const clock = { now: 0 };
+    const t = tenant(100, clock);
+    const lease = new TenantLease(8, t.ask, () => clock.now);
+    lease.admit();
+    await t.flush(); // granted 9: one repays the credit, 8 left
+    clock.now += 5000;
+    const calls = t.calls;
+    lease.admit(); // the 8 lapsed: this one is on credit and asks again
+    expect(t.calls).toBe(calls + 1);
+  });
+
+  it("all of a tenant's connections together stay within its bucket plus one batch each, whatever the interleaving", async () => {
+    await fc.assert(
+      fc.asyncProperty(
+        fc.integer({ min: 1, max: 6 }),
+        fc.array(
+          fc.tuple(
+            fc.nat(5),
+            fc.integer({ min: 0, max: 5 }),
+            fc.nat(9).map((n) => n === 0),
+          ),
+          { minLength: 50, maxLength: 400 },
+        ),
+        async (connections, steps) => {
+          const rate = 20;
+          const clock = { now: 0 };
+          const t = tenant(rate, clock);
+          const batch = leaseBatch(rate);
+          const leases = Array.from({ length: connections }, () => new TenantLease(batch, t.ask, () => clock.now));
+          let admitted = 0;
+          for (const [which, gap, flush] of steps) {
+            clock.now += gap;
+            if (leases[which % connections]?.admit().ok) admitted++;
+            if (flush) await t.flush();
+          }
+          return admitted <= 2 * rate + Math.floor((clock.now / 1000) * rate) + connections * batch;
+        },
+      ),
+    );
+  });
+
+  it("the tenant object unreachable: the tenant's count is not enforced, the connection's own still is", async () => {
+    const gate = new RateGate(
+      { ...DEFAULT_LIMITS, messagesPerSecondPerConnection: 5 },
+      "client",
+      () => Promise.reject(new Error("down")),
+      () => 0,
+    );
+    const verdicts: boolean[] = [];
+    for (let i = 0; i < 12; i++) {
+      verdicts.push(gate.admit("session/prompt").ok);
+      await Promise.resolve();
+      await Promise.resolve();
+    }
+    expect(verdicts.filter(Boolean)).toHaveLength(10);
+  });
+});
+
+describe("rate gate of a connection", () => {
+  const grantAll = (want: number) => Promise.resolve({ granted: want, retryAfterMs: 0 });
+
+  it("holds an agent's connection to the agent rate, higher than a client's", async () => {
+    const limits = { ...DEFAULT_LIMITS, messagesPerSecondPerConnection: 5, messagesPerSecondPerAgentConnection: 50 };
+    const passed = async (gate: RateGate) => {
+      let n = 0;
+      for (let i = 0; i < 200; i++) {
+        if (gate.admit("session/update").ok) n++;
+        await Promise.resolve(); // the tenant's leases arrive between messages
+      }
+      return n;
+    };
+    expect(await passed(new RateGate(limits, "client", grantAll, () => 0))).toBe(10);
+    expect(await passed(new RateGate(limits, "agent", grantAll, () => 0))).toBe(100); // bursts of twice 50
+    expect(DEFAULT_LIMITS.messagesPerSecondPerAgentConnection).toBeGreaterThan(DEFAULT_LIMITS.messagesPerSecondPerConnection);
+  });
+
+  it("names the limit that refused: the connection's own, or the tenant's", async () => {
+    const clock = { now: 0 };
+    const limits = { ...DEFAULT_LIMITS, messagesPerSecondPerConnection: 5, messagesPerSecondPerTenant: 100 };
+    const own = new RateGate(limits, "client", grantAll, () => clock.now);
+    const ownRefusal = Array.from({ length: 11 }, () => own.admit("_x/ping")).at(-1);
+    expect(ownRefusal).toMatchObject({ ok: false, close: false, error: { data: { limit: "messagesPerSecondPerConnection", value: 5 } } });
+    const none = () => Promise.resolve({ granted: 0, retryAfterMs: 250 });
+    const tenantGate = new RateGate(limits, "client", none, () => clock.now);
+    tenantGate.admit("_x/ping");
+    await Promise.resolve();
+    await Promise.resolve();
+    const refusal = tenantGate.admit("_x/ping");
+    expect(refusal).toMatchObject({
+      ok: false,
+      retryAfterMs: 250,
+      error: { code: -32029, data: { reason: "tenant_rate_limited", limit: "messagesPerSecondPerTenant", value: 100 } },
+    });
+    expect(refusal.ok ? "" : refusal.error.message).toMatch(/across all clients and agents.*_x\/ping was refused/);
+  });
+
+  it("closes a connection that keeps sending while the tenant is over its rate", async () => {
+    const limits = { ...DEFAULT_LIMITS, messagesPerSecondPerConnection: 10 };
+    const gate = new RateGate(
+      limits,
+      "client",
+      () => Promise.resolve({ granted: 0, retryAfterMs: 1000 }),
+      () => 0,
+    );
+    gate.admit("a");
+    await Promise.resolve();
+    await Promise.resolve();
+    const verdicts = Array.from({ length: 19 }, () => gate.admit("a"));
+    expect(verdicts.every((v) => !v.ok && !v.close)).toBe(true);
+    const more = Array.from({ length: 60 }, () => gate.admit("a"));
+    expect(more.some((v) => !v.ok && v.close)).toBe(true);
+  });
+});
