@@ -46,7 +46,7 @@ import {
 } from "./clients";
 import { type PendingRow, SessionStore, type SessionMeta } from "./store";
 import { CompactionTally, appendUpdate, maybeFold } from "./compaction";
-import { NoRulesCache } from "./rules-cache";
+import { RulesCache } from "./rules-cache";
 import { agentRequestTarget } from "./agent-request-routing";
 import { claimRefusal } from "./ownership";
 import { type ApprovalView, type LinkDecidedBy, type LinkRefusal, Notifier } from "./notify";
@@ -90,7 +90,11 @@ export class SessionObject extends DurableObject<Env> {
   private readonly store: SessionStore;
   private readonly clients: AttachedClients;
   private readonly notifier: Notifier;
-  private readonly noRules = new NoRulesCache();
+  private readonly rulesCache = new RulesCache(
+    () => this.rules(),
+    () => this.store.meta?.tenantId ?? "",
+    () => this.store.meta?.sessionId ?? "",
+  );
 
   constructor(ctx: DurableObjectState, env: Env) {
     super(ctx, env);
@@ -578,16 +582,19 @@ export class SessionObject extends DurableObject<Env> {
     this.ctx.waitUntil(this.notifier.track(permId).catch((e: unknown) => console.error("session: tracking for notification failed", e)));
   }
 
+  /** The tenant's rules, compiled in this session and kept current by the RulesObject (rules-cache.ts). */
   private async consultRules(permId: number): Promise<DecideResult | null> {
+    if (this.rulesCache.knownEmpty) return null;
     const request = this.decideRequest(permId);
-    if (!request || this.noRules.tenantHasNoRules) return null;
-    return this.noRules.learn(await this.rules().decideFor(request.tenantId, request.request.sessionId, request.request));
+    if (!request) return null;
+    return this.rulesCache.decide(request.request);
   }
 
-  /** The tenant's first rule appeared: ask the rules again from now on (rules-cache.ts). */
-  rulesAppeared(ref: SessionRef, generation: number): void {
+  /** The tenant's rules changed: drop older ones before the change's API answers. True while rules are held. */
+  rulesChanged(ref: SessionRef, generation: number): boolean {
     const meta = this.store.meta;
-    if (meta && meta.tenantId === ref.tenantId) this.noRules.invalidate(generation);
+    if (!meta || meta.tenantId !== ref.tenantId) return false;
+    return this.rulesCache.changed(generation);
   }
 
   private decideRequest(permId: number): { tenantId: string; request: DecideRequest } | undefined {
