@@ -345,7 +345,11 @@ try {
     results.scenarios.replay = { rows };
     // 100,000 events: the log is written inside the SessionObject by appendUpdate/maybeFold (what the
     // session runs on every update), then a client attaches with session/load (workerd test harness).
-    const seeded = await vitestLine("test/workerd/compaction-replay.test.ts", "REPLAY", { REPLAY_EVENTS: "100000" });
+    // Full mode only (about 40 s); BENCH_REPLAY_SEEDED=<events> sets the size, or asks for it in quick mode.
+    const seededEvents = process.env.BENCH_REPLAY_SEEDED ?? (QUICK ? "" : "100000");
+    const seeded = seededEvents
+      ? await vitestLine("test/workerd/compaction-replay.test.ts", "REPLAY", { REPLAY_EVENTS: seededEvents }, "replays a long")
+      : undefined;
     results.scenarios.replaySeeded = seeded;
     if (seeded) log(`5. replay of ${seeded.events} events (log written in the object): ${seeded.ms} ms (${seeded.frames} updates)`);
   }
@@ -580,9 +584,9 @@ function stages(r: Json): Json {
 
 /** Rows written per update and per permission request, counted by the runtime in the real objects (test/workerd/compaction-cost.test.ts). */
 /** Runs one workerd test file and returns the JSON it printed after `mark` (or undefined). */
-async function vitestLine(file: string, mark: string, env: Record<string, string> = {}): Promise<Json | undefined> {
+async function vitestLine(file: string, mark: string, env: Record<string, string> = {}, test?: string): Promise<Json | undefined> {
   const out = await new Promise<string>((resolve) => {
-    const child = spawn(join(ROOT, "node_modules", ".bin", "vitest"), ["run", file], {
+    const child = spawn(join(ROOT, "node_modules", ".bin", "vitest"), ["run", file, ...(test ? ["-t", test] : [])], {
       cwd: ROOT,
       env: { ...wranglerEnv(), ...env },
       stdio: ["ignore", "pipe", "pipe"],
