@@ -1,18 +1,12 @@
 // One client's WebSocket, terminated by the edge Worker. It answers initialize, session/new,
 // session/load and session/list itself (with the AgentObject and D1), and relays every other
 // message to the SessionObject of its sessionId over one WebSocket per attached session.
-// It rewrites ids in one place only: requests the sessions send to this client get ids of this
-// connection, so two sessions on one connection never collide; answers get the session's id back.
+// The session wire (frame marks, packed replay: protocol/session-wire.ts) and the id rewriting
+// between the sessions and this client (protocol/connection-ids.ts) are pure modules it uses.
 
 import { recentSessionsOfAgent, sessionIndexed } from "../db/queries/sessions";
-import {
-  ATTACH_HEADER,
-  type AttachRequest,
-  type ClientAttachment,
-  PACK_MARK,
-  PACK_SEPARATOR,
-  REWRITE_MARK,
-} from "../durable-objects/session/clients";
+import { ATTACH_HEADER, type AttachRequest, type ClientAttachment, readSessionFrame } from "../protocol/session-wire";
+import { ConnectionIds } from "../protocol/connection-ids";
 import {
   ErrorCode,
   type JsonRpcId,
@@ -49,22 +43,11 @@ import { logTracedRequest } from "./trace";
 /** WebSocket close code for a protocol violation (RFC 6455). */
 const CLOSE_PROTOCOL_ERROR = 1002;
 
-/** Ids of answered requests kept so that an error notice about one can still be rewritten. */
-const ANSWERED_MEMORY = 64;
-
-interface Outstanding {
-  sessionId: string;
-  sessionRequestId: JsonRpcId;
-}
-
 export class ClientConnection {
   /** Attached sessions; a promise while attaching, so later messages wait their turn in order. */
   private readonly sessions = new Map<string, Promise<WebSocket>>();
   /** This connection's ids for requests the sessions sent to the client. */
-  private readonly outstanding = new Map<number, Outstanding>();
-  private readonly byRequestKey = new Map<string, number>();
-  private readonly answered = new Map<string, number>();
-  private nextId = 0;
+  private readonly ids = new ConnectionIds();
   private caps: ClientAttachment["caps"] = { readTextFile: false, writeTextFile: false, terminal: false };
   private closed = false;
   /** ACP's lifecycle: the first message must be initialize (RFD: anything else ends the connection). */
@@ -205,17 +188,11 @@ export class ClientConnection {
   }
 
   private onClientResponse(message: Message & { id: JsonRpcId | null }, text: string): void {
-    if (typeof message.id !== "number") return;
-    const target = this.outstanding.get(message.id);
-    if (!target) return; // Answer to a request that was withdrawn: nothing to do.
-    this.outstanding.delete(message.id);
-    const key = requestKey(target.sessionId, target.sessionRequestId);
-    this.byRequestKey.delete(key);
-    this.remember(key, message.id);
-    const session = this.sessions.get(target.sessionId);
+    const answer = this.ids.toSession(message.id, text);
+    if (!answer) return; // Answer to a request that was withdrawn, or not ours: nothing to do.
+    const session = this.sessions.get(answer.sessionId);
     if (!session) return;
-    const rewritten = JSON.stringify({ ...(JSON.parse(text) as object), id: target.sessionRequestId });
-    void session.then((ws) => ws.send(rewritten)).catch(() => undefined);
+    void session.then((ws) => ws.send(answer.text)).catch(() => undefined);
   }
 
   // ── answered by the gateway ───────────────────────────────────────────────────────────────────
@@ -406,53 +383,16 @@ export class ClientConnection {
 
   // ── from the sessions ────────────────────────────────────────────────────────────────────────
   private onSessionFrame(sessionId: string, text: string): void {
-    if (text.startsWith(PACK_MARK)) {
-      for (const message of text.slice(PACK_MARK.length).split(PACK_SEPARATOR)) this.send(message, sessionId);
+    const frame = readSessionFrame(text);
+    if (frame.kind === "messages") {
+      for (const message of frame.texts) this.send(message, sessionId);
       return;
     }
-    if (!text.startsWith(REWRITE_MARK)) {
-      this.send(text, sessionId);
-      return;
-    }
-    const message = JSON.parse(text.slice(REWRITE_MARK.length)) as Record<string, unknown>;
-    if (typeof message.method === "string" && message.id !== undefined) {
-      const id = ++this.nextId;
-      const sessionRequestId = message.id as JsonRpcId;
-      this.outstanding.set(id, { sessionId, sessionRequestId });
-      this.byRequestKey.set(requestKey(sessionId, sessionRequestId), id);
-      this.send(JSON.stringify({ ...message, id }), sessionId);
-      return;
-    }
-    if (message.method === CANCEL_REQUEST && isObject(message.params)) {
-      const key = requestKey(sessionId, message.params.requestId as JsonRpcId);
-      const id = this.byRequestKey.get(key);
-      if (id === undefined) return; // already answered by this client: nothing to withdraw
-      this.byRequestKey.delete(key);
-      this.outstanding.delete(id);
-      this.send(JSON.stringify({ ...message, params: { ...message.params, requestId: id } }), sessionId);
-      return;
-    }
-    if (isObject(message.error) && isObject(message.error.data) && message.error.data.requestId !== undefined) {
-      const key = requestKey(sessionId, message.error.data.requestId as JsonRpcId);
-      const id = this.answered.get(key) ?? this.byRequestKey.get(key);
-      this.send(
-        JSON.stringify({ ...message, error: { ...message.error, data: { ...message.error.data, requestId: id ?? null } } }),
-        sessionId,
-      );
-      return;
-    }
-    this.send(JSON.stringify(message), sessionId);
+    const rewritten = this.ids.toClient(sessionId, frame.text);
+    if (rewritten !== undefined) this.send(rewritten, sessionId);
   }
 
   // ── plumbing ─────────────────────────────────────────────────────────────────────────────────
-  private remember(key: string, id: number): void {
-    this.answered.set(key, id);
-    if (this.answered.size > ANSWERED_MEMORY) {
-      const oldest = this.answered.keys().next().value;
-      if (oldest !== undefined) this.answered.delete(oldest);
-    }
-  }
-
   private sessionIndexed(sessionId: string): Promise<boolean> {
     return sessionIndexed(this.env.DB, this.principal.tenantId, sessionId);
   }
@@ -523,8 +463,4 @@ export class ClientConnection {
     this.sessions.clear();
     this.sink.close(1000, "closed");
   }
-}
-
-function requestKey(sessionId: string, id: JsonRpcId | undefined): string {
-  return `${sessionId}\u0000${JSON.stringify(id)}`;
 }

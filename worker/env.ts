@@ -1,24 +1,14 @@
-import type { ConnectionObject } from "../durable-objects/connection/connection-object";
-import type { AgentObject } from "../durable-objects/agent/agent-object";
-import type { RulesObject } from "../durable-objects/rules/rules-object";
-import type { SessionObject } from "../durable-objects/session/session-object";
+// The Worker's environment. The bindings wrangler.toml declares (D1, the Durable Object namespaces,
+// the console's assets, the API rate limit, vars) are generated from it by `wrangler types` into
+// ../worker-configuration.d.ts as the global `Bindings` (`npm run types`; `npm run check` fails
+// when that file is stale). So this module imports no Durable Object class, and the objects that
+// import `Env` from it import nothing back. Added here: what wrangler.toml does not declare.
 
 /** The bindings of the Worker and its Durable Objects (wrangler.toml, .dev.vars, secrets). */
-export interface Env {
-  DB: D1Database;
-  SESSIONS: DurableObjectNamespace<SessionObject>;
-  AGENTS: DurableObjectNamespace<AgentObject>;
-  /** One per Streamable HTTP client connection, named `${tenantId}/${connectionId}`. */
-  CONNECTIONS: DurableObjectNamespace<ConnectionObject>;
-  /** One per tenant: the tenant's remembered decisions, cached and compiled. */
-  RULES: DurableObjectNamespace<RulesObject>;
-  /** The web console's static files (web/). */
-  ASSETS?: Fetcher;
-  /** Per-key request limit of the REST API (wrangler.toml [[ratelimits]]). */
-  API_RATE_LIMIT?: RateLimit;
+export interface Env extends Bindings {
   /** The operator's bootstrap secret (wrangler secret put GATEWAY_ADMIN_TOKEN). */
   GATEWAY_ADMIN_TOKEN?: string;
-  /** Default deadline of a pending permission request, in ms, when the tenant sets none. */
+  /** Default deadline of a pending permission request, in ms, when the tenant sets none (default 600000: 10 min). */
   PERMISSION_DEADLINE_MS?: string;
   /** How often a client connection re-checks that its key is still valid, in ms (default 2000). */
   KEY_RECHECK_MS?: string;

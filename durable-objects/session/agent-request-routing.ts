@@ -3,15 +3,71 @@
 // whose prompt is running (the turn's connection), and only if that client said in initialize that it
 // can serve them. Watching clients never receive them; nothing falls back to "any attached client".
 
-import { RpcError, isObject } from "../../protocol/jsonrpc";
-import { CLIENT_METHODS, isExtension } from "../../protocol/methods";
-import type { ClientAttachment } from "./clients";
-import type { TurnState } from "./store";
+import { type JsonRpcId, RpcError, errorResponse, isObject } from "../../protocol/jsonrpc";
+import { CANCEL_REQUEST, CLIENT_METHODS, isExtension } from "../../protocol/methods";
+import type { ToAgent } from "./agent-link";
+import { type AttachedClients, attachmentOf, sendRewritable } from "./clients";
+import type { ClientAttachment } from "../../protocol/session-wire";
+import type { SessionStore, TurnState } from "./store";
+
+/** The agent's requests a session routed to one client, until that client answers or goes. */
+export class AgentRequests {
+  constructor(
+    private readonly store: SessionStore,
+    private readonly clients: AttachedClients,
+    private readonly toAgent: (frame: ToAgent) => void,
+  ) {}
+
+  /** fs/*, terminal/*, elicitation/* and extension requests: only to the client whose prompt is running. */
+  route(epoch: number, agentReqId: JsonRpcId, method: string, params: unknown): void {
+    const turn = this.store.turn;
+    const ws = turn.state !== "idle" ? this.clients.byConnection(turn.connId) : undefined;
+    const target = agentRequestTarget(turn, this.store.meta?.sessionId ?? "", method, params, ws ? attachmentOf(ws) : undefined);
+    if (!ws || !target.ok) {
+      const error = target.ok ? new RpcError(-32603, `The client serving ${method} is gone`) : target.error;
+      this.toAgent({ type: "response", epoch, id: agentReqId, error: errorResponse(agentReqId, error).error });
+      return;
+    }
+    const outId = this.store.nextId();
+    this.store.addAgentRequest({ outId, agentReqId, agentEpoch: epoch, connId: target.connId, method });
+    sendRewritable(ws, JSON.stringify({ jsonrpc: "2.0", id: outId, method, params }));
+  }
+
+  /** The client answered: the answer goes to the agent under the agent's own id. */
+  answered(outId: number, response: { result?: unknown; error?: unknown }): void {
+    const forwarded = this.store.takeAgentRequest(outId);
+    if (!forwarded) return;
+    this.toAgent({
+      type: "response",
+      epoch: forwarded.agentEpoch,
+      id: forwarded.agentReqId,
+      result: response.result,
+      error: response.error,
+    });
+  }
+
+  /** Requests that only this client could serve are answered with an error: nobody else has them. */
+  clientGone(connId: string): void {
+    for (const r of this.store.agentRequests({ connId })) {
+      this.store.takeAgentRequest(r.outId);
+      const error = { code: -32603, message: `The client serving ${r.method} disconnected` };
+      this.toAgent({ type: "response", epoch: r.agentEpoch, id: r.agentReqId, error });
+    }
+  }
+
+  /** The agent withdrew one: the client's copy is withdrawn. */
+  withdrawnByAgent(epoch: number, requestId: JsonRpcId): void {
+    for (const r of this.store.agentRequests({ agentReqId: requestId, epoch })) {
+      const ws = this.clients.byConnection(r.connId);
+      if (ws) sendRewritable(ws, JSON.stringify({ jsonrpc: "2.0", method: CANCEL_REQUEST, params: { requestId: r.outId } }));
+    }
+  }
+}
 
 /** The client that may serve the request, or the error the agent gets at once. */
-export type AgentRequestTarget = { ok: true; connId: string } | { ok: false; error: RpcError };
+type AgentRequestTarget = { ok: true; connId: string } | { ok: false; error: RpcError };
 
-export function agentRequestTarget(
+function agentRequestTarget(
   turn: TurnState,
   sessionId: string,
   method: string,

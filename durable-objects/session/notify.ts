@@ -14,11 +14,11 @@ import { isObject } from "../../protocol/jsonrpc";
 import { randomId } from "../../protocol/ids";
 import { signApprovalToken, usableSecret } from "../../protocol/approval-token";
 import { type OperationView, describeOperation, linkOptions } from "../../protocol/operation-view";
-import { type PermissionOption, offeredOptions } from "../../protocol/permissions";
+import type { PermissionOption } from "../../protocol/permissions";
 import type { Env } from "../../worker/env";
 import { deliverWebhook } from "../../worker/notifications/deliver";
 import { NOTIFICATION_EVENT, type WaitingRequestPayload, optionsForPayload } from "../../worker/notifications/payload";
-import type { PendingRow, SessionStore } from "./store";
+import type { PendingRequest, SessionStore } from "./store";
 
 const SCHEMA = `
 CREATE TABLE IF NOT EXISTS notify (perm_id INTEGER PRIMARY KEY, after_ms INTEGER NOT NULL, due_at INTEGER, sent_at INTEGER);
@@ -177,7 +177,7 @@ export class Notifier {
   }
 
   private payload(
-    pending: PendingRow,
+    pending: PendingRequest,
     target: NotificationTargetRow,
     deliveryId: string,
     link: WaitingRequestPayload["link"],
@@ -197,12 +197,11 @@ export class Notifier {
     };
   }
 
-  private requestView(pending: PendingRow) {
+  private requestView(pending: PendingRequest) {
     const meta = this.store.meta;
-    const params = JSON.parse(pending.params) as unknown;
     const row = pending.toolCallId ? this.store.toolCall(pending.toolCallId) : undefined;
-    const toolCall = row ?? (isObject(params) ? params.toolCall : undefined);
-    const options = offeredOptions(params);
+    const toolCall = row ?? pending.toolCall ?? undefined;
+    const options = pending.options;
     return {
       session: { id: meta?.sessionId ?? "", agent: meta?.agent ?? "", cwd: meta?.cwd ?? "", title: meta?.title ?? null },
       request: { id: pending.permId, toolCallId: pending.toolCallId, createdAt: pending.createdAt, deadlineAt: pending.deadlineAt },
@@ -233,7 +232,7 @@ export class Notifier {
     linkId: string,
     optionId: string,
     now = Date.now(),
-  ): { ok: true; pending: PendingRow; by: LinkDecidedBy } | { ok: false; view: LinkRefusal } {
+  ): { ok: true; pending: PendingRequest; by: LinkDecidedBy } | { ok: false; view: LinkRefusal } {
     const view = this.view(permId, linkId, now);
     if (view.state !== "pending") return { ok: false, view };
     const option = view.linkOptions.find((o) => o.optionId === optionId);

@@ -8,6 +8,7 @@ import type { JsonRpcId } from "../../protocol/jsonrpc";
 import type { Limits } from "../../protocol/tenant-limits";
 import { reduceToolCall, type ToolCallRow } from "../../protocol/tool-calls";
 import { MAX_STORED_ROW_BYTES, utf8LongerThan } from "../../protocol/limits";
+import { type ParsedParams, parsePermissionParams } from "./pending-request";
 
 const SCHEMA = `
 CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
@@ -60,6 +61,9 @@ export interface PendingRow {
   /** 0 while the tenant's rules are consulted, 1 once people are asked (copies sent). */
   asking: number;
 }
+
+/** A pending request as the lifecycle uses it: its params parsed once, when it is read (pending-request.ts). */
+export type PendingRequest = PendingRow & ParsedParams;
 export interface CopyRow {
   outId: number;
   permId: number;
@@ -197,6 +201,9 @@ export class SessionStore {
   markAsking(permId: number): void {
     this.sql.exec("UPDATE pending SET asking = 1 WHERE perm_id = ?", permId);
   }
+  hasPending(): boolean {
+    return this.sql.exec("SELECT 1 FROM pending LIMIT 1").toArray().length > 0;
+  }
   hasAsking(): boolean {
     return this.sql.exec("SELECT 1 FROM pending WHERE asking = 1 LIMIT 1").toArray().length > 0;
   }
@@ -213,14 +220,14 @@ export class SessionStore {
       )
       .one().perm_id;
   }
-  pending(): PendingRow[] {
+  pending(): PendingRequest[] {
     return this.sql.exec<PendingSql>("SELECT * FROM pending ORDER BY perm_id").toArray().map(pendingFromSql);
   }
-  pendingById(permId: number): PendingRow | undefined {
+  pendingById(permId: number): PendingRequest | undefined {
     const row = this.sql.exec<PendingSql>("SELECT * FROM pending WHERE perm_id = ?", permId).toArray()[0];
     return row ? pendingFromSql(row) : undefined;
   }
-  pendingByAgentId(agentReqId: JsonRpcId, epoch: number): PendingRow | undefined {
+  pendingByAgentId(agentReqId: JsonRpcId, epoch: number): PendingRequest | undefined {
     const row = this.sql
       .exec<PendingSql>("SELECT * FROM pending WHERE agent_req_id = ? AND agent_epoch = ?", JSON.stringify(agentReqId), epoch)
       .toArray()[0];
@@ -323,8 +330,9 @@ type PendingSql = {
   deadline_at: number;
   asking: number;
 };
-function pendingFromSql(r: PendingSql): PendingRow {
+function pendingFromSql(r: PendingSql): PendingRequest {
   return {
+    ...parsePermissionParams(r.params),
     permId: r.perm_id,
     agentReqId: JSON.parse(r.agent_req_id) as JsonRpcId,
     agentEpoch: r.agent_epoch,

@@ -2,6 +2,9 @@
 // itself. The session's alarm ends a turn that makes none for the tenant's turnIdleMs, unless it
 // is waiting on a person (a pending permission request has its own deadline).
 
+import { limitsOf } from "../../protocol/tenant-limits";
+import type { SessionStore } from "./store";
+
 export class TurnWatch {
   constructor(private readonly sql: SqlStorage) {
     sql.exec("CREATE TABLE IF NOT EXISTS turn_watch (id INTEGER PRIMARY KEY CHECK (id = 1), at INTEGER NOT NULL)");
@@ -13,5 +16,13 @@ export class TurnWatch {
 
   lastProgressAt(): number | undefined {
     return this.sql.exec<{ at: number }>("SELECT at FROM turn_watch WHERE id = 1").toArray()[0]?.at;
+  }
+
+  /** When a running turn that waits on no person has gone too long without progress (tenant's turnIdleMs). */
+  idleAt(store: SessionStore): number | undefined {
+    const turn = store.turn;
+    const meta = store.meta;
+    if (turn.state === "idle" || !meta || store.hasPending()) return undefined;
+    return Math.max(turn.startedAt, this.lastProgressAt() ?? 0) + limitsOf(meta.limits).turnIdleMs;
   }
 }

@@ -2,27 +2,17 @@
 // that asks permission while nobody has the session open, a webhook receiver on loopback that gets
 // the signed notification, and headless Chromium at phone size answering through the link.
 
-import { mkdirSync, readFileSync } from "node:fs";
+import { readFileSync } from "node:fs";
 import { join } from "node:path";
-import { chromium } from "playwright-core";
 import { afterAll, beforeAll, describe, expect, inject, it } from "vitest";
 import { verifySignature } from "../../protocol/webhook-signature";
 import { ROOT } from "../../scripts/local-gateway";
 import { type Receiver, startReceiver } from "./approvals-receiver";
+import { launchChromium, screenshotsDir } from "./browser";
 import { connectClient, dialInAgent, waitForAgent } from "./peers";
 
 type Json = Record<string, any>;
 const url = inject("gatewayUrl");
-const CHROMIUM_ARGS = [
-  "--headless",
-  "--no-sandbox",
-  "--disable-gpu",
-  "--disable-quic",
-  "--no-first-run",
-  "--disable-background-networking",
-  "--disable-component-update",
-  "--disable-sync",
-];
 
 /** The operator token of the local gateway: .dev.vars, which `npm start` writes from the example. */
 function operatorToken(): string {
@@ -111,7 +101,7 @@ describe("approval links end to end", () => {
     const link = payload.link.url as string;
     expect(link.startsWith(`${url}/approve/`)).toBe(true);
 
-    const browser = await chromium.launch({ executablePath: "/usr/bin/chromium", args: CHROMIUM_ARGS });
+    const browser = await launchChromium();
     try {
       const page = await browser.newPage({ viewport: { width: 390, height: 844 }, deviceScaleFactor: 2, isMobile: true, hasTouch: true });
       const opened = await page.goto(link);
@@ -119,10 +109,10 @@ describe("approval links end to end", () => {
       await expect(page.locator("pre").first().textContent()).resolves.toContain("$ rm -rf dist");
       // Nothing is wider than the phone.
       expect(await page.evaluate(() => document.documentElement.scrollWidth)).toBeLessThanOrEqual(390);
-      mkdirSync(join(ROOT, "docs", "screenshots"), { recursive: true });
-      await page.screenshot({ path: join(ROOT, "docs", "screenshots", "approval-phone.png"), fullPage: true });
+      const shots = screenshotsDir();
+      await page.screenshot({ path: join(shots, "approval-phone.png"), fullPage: true });
       await page.emulateMedia({ colorScheme: "dark" });
-      await page.screenshot({ path: join(ROOT, "docs", "screenshots", "approval-phone-dark.png"), fullPage: true });
+      await page.screenshot({ path: join(shots, "approval-phone-dark.png"), fullPage: true });
       await page.emulateMedia({ colorScheme: "light" });
 
       await page.getByRole("button", { name: /Allow once/ }).click();

@@ -4,35 +4,23 @@
 
 import { readFileSync } from "node:fs";
 import { join } from "node:path";
-import { type Browser, type Locator, type Page, chromium } from "playwright-core";
+import type { Browser, Locator, Page } from "playwright-core";
 import { afterAll, beforeAll, describe, expect, inject, it } from "vitest";
 import { ROOT } from "../../scripts/local-gateway";
+import { launchChromium, screenshotsDir } from "./browser";
 import { waitForAgent } from "./peers";
 import { NODE, killAll, startCli } from "./processes";
 
 const url = inject("gatewayUrl");
 const keys = inject("keys");
 const AGENT = `console-demo-${Date.now().toString(36)}`;
-const SHOTS = join(ROOT, "docs", "screenshots");
-const CHROMIUM_ARGS = [
-  "--headless",
-  "--no-sandbox",
-  "--disable-gpu",
-  "--disable-quic",
-  "--no-first-run",
-  "--disable-background-networking",
-  "--disable-component-update",
-  "--disable-sync",
-];
+const SHOTS = screenshotsDir();
 
 let browser: Browser;
 
 beforeAll(async () => {
   startCli(["agent", "--url", url, "--name", AGENT, "--", NODE, join(ROOT, "demo", "agent.ts")], { ACP_GATEWAY_KEY: keys.agent });
-  [browser] = await Promise.all([
-    chromium.launch({ executablePath: "/usr/bin/chromium", args: CHROMIUM_ARGS }),
-    waitForAgent(url, keys.client, AGENT, 30_000),
-  ]);
+  [browser] = await Promise.all([launchChromium(), waitForAgent(url, keys.client, AGENT, 30_000)]);
 });
 
 afterAll(async () => {

@@ -39,10 +39,51 @@ export async function addKey(tenantId: string, kind: KeyKind, label: string | nu
 
 type Json = Record<string, any>;
 
+/**
+ * Messages received and not yet claimed, and the tests waiting for one: what arrives goes to the
+ * first waiter it matches, or is kept for a later `next`. Shared by the WebSocket and SSE peers.
+ */
+export class Inbox {
+  private readonly kept: Json[] = [];
+  private readonly waiters: { match: (m: Json) => boolean; resolve: (m: Json) => void }[] = [];
+
+  constructor(private readonly what: string) {}
+
+  deliver(message: Json): void {
+    const i = this.waiters.findIndex((w) => w.match(message));
+    if (i >= 0) this.waiters.splice(i, 1)[0]?.resolve(message);
+    else this.kept.push(message);
+  }
+
+  /** The next message (kept or future) that matches, or a rejection naming what did arrive. */
+  next(match: (m: Json) => boolean, timeoutMs: number): Promise<Json> {
+    const i = this.kept.findIndex(match);
+    if (i >= 0) return Promise.resolve(this.kept.splice(i, 1)[0] as Json);
+    return new Promise((resolve, reject) => {
+      const waiter = {
+        match,
+        resolve: (m: Json) => {
+          clearTimeout(timer);
+          resolve(m);
+        },
+      };
+      const timer = setTimeout(() => {
+        this.waiters.splice(this.waiters.indexOf(waiter), 1);
+        reject(new Error(`no matching ${this.what} within ${timeoutMs} ms; unclaimed: ${JSON.stringify(this.kept).slice(0, 2000)}`));
+      }, timeoutMs);
+      this.waiters.push(waiter);
+    });
+  }
+
+  /** Messages received and not yet claimed by `next`. */
+  unclaimed(): Json[] {
+    return [...this.kept];
+  }
+}
+
 /** A JSON-RPC peer over one WebSocket: every frame is buffered, so `next` never misses one. */
 export class Peer {
-  private readonly inbox: Json[] = [];
-  private readonly waiters: { match: (m: Json) => boolean; resolve: (m: Json) => void }[] = [];
+  private readonly inbox = new Inbox("message");
   readonly raw: string[] = [];
   private nextId = 0;
   readonly closed: Promise<{ code: number; reason: string }>;
@@ -56,12 +97,7 @@ export class Peer {
     ws.addEventListener("message", (e) => {
       const text = typeof e.data === "string" ? e.data : new TextDecoder().decode(e.data as ArrayBuffer);
       this.raw.push(text);
-      const message = JSON.parse(text) as Json;
-      const i = this.waiters.findIndex((w) => w.match(message));
-      if (i >= 0) {
-        const [w] = this.waiters.splice(i, 1);
-        w?.resolve(message);
-      } else this.inbox.push(message);
+      this.inbox.deliver(JSON.parse(text) as Json);
     });
   }
 
@@ -71,27 +107,12 @@ export class Peer {
 
   /** The next message (buffered or future) that matches, or a rejection naming what did arrive. */
   next(match: (m: Json) => boolean = () => true, timeoutMs = 5000): Promise<Json> {
-    const i = this.inbox.findIndex(match);
-    if (i >= 0) return Promise.resolve(this.inbox.splice(i, 1)[0] as Json);
-    return new Promise((resolve, reject) => {
-      const waiter = {
-        match,
-        resolve: (m: Json) => {
-          clearTimeout(timer);
-          resolve(m);
-        },
-      };
-      const timer = setTimeout(() => {
-        this.waiters.splice(this.waiters.indexOf(waiter), 1);
-        reject(new Error(`no matching message within ${timeoutMs} ms; unclaimed: ${JSON.stringify(this.inbox).slice(0, 2000)}`));
-      }, timeoutMs);
-      this.waiters.push(waiter);
-    });
+    return this.inbox.next(match, timeoutMs);
   }
 
   /** Messages received and not yet claimed by `next`. */
   unclaimed(): Json[] {
-    return [...this.inbox];
+    return this.inbox.unclaimed();
   }
 
   async request(method: string, params?: unknown, id: string | number = this.nextId++): Promise<Json> {

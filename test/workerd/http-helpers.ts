@@ -2,6 +2,7 @@
 // events are buffered, so `next` never misses one. The SDK's own client is driven in test/e2e.
 
 import { SELF } from "cloudflare:test";
+import { Inbox } from "./helpers";
 
 type Json = Record<string, any>;
 
@@ -29,8 +30,7 @@ export function getStream(key: string, connectionId: string, sessionId?: string,
 
 /** The events of one SSE response; comments are counted, not returned. */
 export class SseReader {
-  private readonly inbox: Json[] = [];
-  private readonly waiters: { match: (m: Json) => boolean; resolve: (m: Json) => void }[] = [];
+  private readonly inbox = new Inbox("SSE event");
   comments = 0;
   /** The id of the last event received (SSE `id:`), for Last-Event-ID. */
   lastEventId: number | undefined;
@@ -63,7 +63,7 @@ export class SseReader {
           const id = event.split("\n").find((l) => l.startsWith("id: "));
           if (id) this.lastEventId = Number(id.slice(4));
           if (event.startsWith(":")) this.comments++;
-          else if (data) this.deliver(JSON.parse(data) as Json);
+          else if (data) this.inbox.deliver(JSON.parse(data) as Json);
         }
       }
     } catch {
@@ -71,33 +71,12 @@ export class SseReader {
     }
   }
 
-  private deliver(message: Json): void {
-    const i = this.waiters.findIndex((w) => w.match(message));
-    if (i >= 0) this.waiters.splice(i, 1)[0]?.resolve(message);
-    else this.inbox.push(message);
-  }
-
   next(match: (m: Json) => boolean = () => true, timeoutMs = 10_000): Promise<Json> {
-    const i = this.inbox.findIndex(match);
-    if (i >= 0) return Promise.resolve(this.inbox.splice(i, 1)[0] as Json);
-    return new Promise((resolve, reject) => {
-      const waiter = {
-        match,
-        resolve: (m: Json) => {
-          clearTimeout(timer);
-          resolve(m);
-        },
-      };
-      const timer = setTimeout(() => {
-        this.waiters.splice(this.waiters.indexOf(waiter), 1);
-        reject(new Error(`no matching SSE event within ${timeoutMs} ms; unclaimed: ${JSON.stringify(this.inbox).slice(0, 2000)}`));
-      }, timeoutMs);
-      this.waiters.push(waiter);
-    });
+    return this.inbox.next(match, timeoutMs);
   }
 
   unclaimed(): Json[] {
-    return [...this.inbox];
+    return this.inbox.unclaimed();
   }
 
   async cancel(): Promise<void> {

@@ -4,10 +4,15 @@
 import { env, runInDurableObject } from "cloudflare:test";
 import { describe, expect, it } from "vitest";
 import type { SessionObject } from "../../durable-objects/session/session-object";
+import type { SessionStore } from "../../durable-objects/session/store";
+import type { TurnWatch } from "../../durable-objects/session/turn-watch";
 import { clientWithSession, dialInAgent, isMethod, isResponseTo, seedTenant } from "./helpers";
 
-// SAFETY: the test asks the session when its idle timer would fire (a private method every SessionObject has).
-const idleAtOf = (instance: SessionObject) => (instance as unknown as { turnIdleAt(): number | undefined }).turnIdleAt();
+// SAFETY: the test asks the session when its idle timer would fire (private fields every SessionObject has).
+const idleAtOf = (instance: SessionObject) => {
+  const { turnWatch, store } = instance as unknown as { turnWatch: TurnWatch; store: SessionStore };
+  return turnWatch.idleAt(store);
+};
 
 describe("reliability: a turn whose agent never answers", () => {
   it("ends after turnIdleMs of silence: the prompt fails naming why, clients get turn_ended, the agent gets session/cancel", async () => {

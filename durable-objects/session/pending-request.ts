@@ -1,0 +1,34 @@
+// A pending permission request's params, parsed once when its row is read: the tool call it names
+// and the options it offers. Everything downstream (judging an answer, remembering a decision, the
+// audit, the rules) uses these fields; only the copies sent to clients use the raw text.
+
+import { isObject } from "../../protocol/jsonrpc";
+import { type PermissionOption, offeredOptions } from "../../protocol/permissions";
+import type { LinkDecidedBy } from "./notify";
+
+export interface ParsedParams {
+  /** The request's `toolCall` object as the agent sent it (the table's row may know more). */
+  toolCall: Record<string, unknown> | null;
+  /** The options offered that have an optionId and a kind: the only ones an answer may choose. */
+  options: PermissionOption[];
+}
+
+export function parsePermissionParams(text: string): ParsedParams {
+  return parsedParams(JSON.parse(text));
+}
+
+export function parsedParams(params: unknown): ParsedParams {
+  const toolCall = isObject(params) && isObject(params.toolCall) ? params.toolCall : null;
+  return { toolCall, options: offeredOptions(params) };
+}
+
+/** Who or what resolved a permission request; sent to clients and kept in the log and the audit. */
+export type DecidedBy =
+  | { type: "person"; connectionId: string; user: string | null; keyId: string }
+  | { type: "rule"; ruleId: string; description: string }
+  | { type: "cancel"; connectionId?: string; user?: string | null }
+  | { type: "deadline" }
+  | { type: "turn_end" }
+  | { type: "agent_disconnected"; reason: string }
+  | { type: "agent_withdrew" }
+  | LinkDecidedBy;

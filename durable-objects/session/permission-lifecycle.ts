@@ -1,0 +1,240 @@
+// The life of one permission request the agent asks: rules first, then people (a copy to every
+// client), resolved by the first valid answer, the copies withdrawn, announced, audited. Answers
+// from clients are judged in permission-answer.ts; the rules are reached through rules-link.ts.
+
+import { type JsonRpcId, isObject } from "../../protocol/jsonrpc";
+import { CANCEL_REQUEST, CLIENT_METHODS, GATEWAY_NOTIFICATIONS } from "../../protocol/methods";
+import { CANCELLED_RESULT, type PermissionOption } from "../../protocol/permissions";
+import { LIMIT_REACHED_NOTICE, type LimitError, limitsOf, pendingLimitError } from "../../protocol/tenant-limits";
+import type { DecideResult } from "../rules/types";
+import type { ToAgent } from "./agent-link";
+import type { AuditOutbox } from "./audit-outbox";
+import { type AttachedClients, attachmentOf, sendRewritable } from "./clients";
+import type { ClientAttachment } from "../../protocol/session-wire";
+import type { Notifier } from "./notify";
+import { auditEntry } from "./permission-audit";
+import { type DecidedBy, parsedParams } from "./pending-request";
+import type { RulesLink } from "./rules-link";
+import type { SessionInfo } from "./session-info";
+import { type AnsweredCopy, answerPermission } from "./permission-answer";
+import type { CopyRow, PendingRequest, SessionStore } from "./store";
+import type { TurnWatch } from "./turn-watch";
+
+export interface LifecycleDeps {
+  ctx: DurableObjectState;
+  store: SessionStore;
+  clients: AttachedClients;
+  notifier: Notifier;
+  turnWatch: TurnWatch;
+  audits: AuditOutbox;
+  rules: RulesLink;
+  info: SessionInfo;
+  /** To the agent, in order; `after` learns whether the frame reached it (`threw`: the hand-off failed). */
+  toAgent(frame: ToAgent, after?: (delivered: boolean, threw: boolean) => void): void;
+  /** Sets the object's alarm to the earliest deadline, notify time, audit retry or idle time. */
+  scheduleDeadline(): void;
+}
+
+export class PermissionLifecycle {
+  constructor(private readonly d: LifecycleDeps) {}
+
+  // ── ask ───────────────────────────────────────────────────────────────────────────────────────
+  /** The agent asked: the request is kept (and its tool call applied), then the rules, then people. */
+  ask(epoch: number, agentReqId: JsonRpcId, text: string, params: unknown): void {
+    const { store } = this.d;
+    const meta = store.meta;
+    if (!meta) return;
+    const seq = store.append("permission", text);
+    const toolCall = isObject(params) ? params.toolCall : undefined;
+    store.applyToolCall(toolCall, seq);
+    const now = Date.now();
+    const request = {
+      agentReqId,
+      agentEpoch: epoch,
+      toolCallId: isObject(toolCall) && typeof toolCall.toolCallId === "string" ? toolCall.toolCallId : null,
+      params: JSON.stringify(params),
+      createdAt: now,
+      deadlineAt: now + meta.deadlineMs,
+    };
+    // Nothing may be approved outside a running turn: no rule answers, no client is asked (TC-11).
+    if (store.turn.state !== "running") return this.refuseOutsideTurn({ ...request, ...parsedParams(params), permId: 0, asking: 0 });
+    const limit = limitsOf(meta.limits).pendingPermissionsPerSession;
+    if (store.pending().length >= limit) return this.refuseOverLimit(epoch, agentReqId, pendingLimitError(meta.sessionId, limit));
+    const permId = store.addPending(request);
+    this.d.scheduleDeadline();
+    this.d.ctx.waitUntil(this.consultRulesThenAsk(permId));
+  }
+
+  /** A permission request beyond the session's bound: the agent gets an error saying why, the clients a notice. */
+  private refuseOverLimit(epoch: number, agentReqId: JsonRpcId, error: LimitError): void {
+    this.d.toAgent({ type: "response", epoch, id: agentReqId, error });
+    this.d.info.notice(LIMIT_REACHED_NOTICE, { sessionId: this.d.store.meta?.sessionId, ...error });
+  }
+
+  /** A permission request while no turn runs, or after the turn was cancelled: `cancelled` at once, audited. */
+  private refuseOutsideTurn(request: PendingRequest): void {
+    const by: DecidedBy = this.d.store.turn.state === "idle" ? { type: "turn_end" } : { type: "cancel" };
+    this.d.toAgent({ type: "response", epoch: request.agentEpoch, id: request.agentReqId, result: CANCELLED_RESULT });
+    const entry = { agentReqId: request.agentReqId, outcome: CANCELLED_RESULT.outcome, decidedBy: by };
+    this.d.store.append("resolution", JSON.stringify(entry));
+    this.audit(request, CANCELLED_RESULT.outcome, by);
+  }
+
+  /**
+   * The tenant's remembered decisions answer first; only if none applies are people asked. Until
+   * then the request is pending but not shown, so an attaching client never sees a request that a
+   * rule is about to answer. A failure to consult the rules means asking people, never approval.
+   */
+  private async consultRulesThenAsk(permId: number): Promise<void> {
+    const first = this.d.store.pendingById(permId);
+    if (!first) return;
+    const decided = await this.d.rules.consultRules(first).catch((error: unknown) => {
+      console.error("session: consulting the rules failed; asking people", error);
+      return null;
+    });
+    const pending = this.d.store.pendingById(permId);
+    if (!pending) return; // cancelled or withdrawn meanwhile
+    if (this.resolveByRule(pending, decided) || pending.asking) return;
+    this.d.store.markAsking(permId);
+    for (const ws of this.d.clients.all()) {
+      const client = attachmentOf(ws);
+      if (client) this.sendCopy(ws, client.connId, pending);
+    }
+    this.d.rules.watch(true);
+    this.d.ctx.waitUntil(
+      this.d.notifier.track(permId).catch((e: unknown) => console.error("session: tracking for notification failed", e)),
+    );
+  }
+
+  /** A rule was created: the requests waiting on people that it matches resolve now. */
+  async reconsider(): Promise<void> {
+    for (const pending of this.d.store.pending()) {
+      if (!pending.asking) continue;
+      const decided = await this.d.rules.consultRules(pending).catch(() => null);
+      const still = this.d.store.pendingById(pending.permId);
+      if (still) this.resolveByRule(still, decided);
+    }
+  }
+
+  private resolveByRule(pending: PendingRequest, decided: DecideResult | null): boolean {
+    if (!decided?.decision || !decided.optionId || !decided.ruleId) return false;
+    const result = { outcome: { outcome: "selected", optionId: decided.optionId } };
+    this.resolve(pending, result, { type: "rule", ruleId: decided.ruleId, description: decided.description ?? "" });
+    return true;
+  }
+
+  /** Sends this client its own copy of a pending request, under a fresh id of the session's. */
+  sendCopy(ws: WebSocket, connId: string, pending: PendingRequest, resends = 0): void {
+    const outId = this.d.store.nextId();
+    this.d.store.addCopy(outId, pending.permId, connId, resends);
+    sendRewritable(ws, `{"jsonrpc":"2.0","id":${outId},"method":"${CLIENT_METHODS.sessionRequestPermission}","params":${pending.params}}`);
+  }
+
+  /** An attaching client gets a copy of every request people are being asked. */
+  sendPendingTo(ws: WebSocket, connId: string): void {
+    for (const pending of this.d.store.pending()) {
+      if (pending.asking) this.sendCopy(ws, connId, pending);
+    }
+  }
+
+  /** A client answered its copy (permission-answer.ts). */
+  answer(ws: WebSocket, client: ClientAttachment, copy: AnsweredCopy, response: { result?: unknown; error?: unknown }): void {
+    answerPermission(this, this.d, ws, client, copy, response);
+  }
+
+  // ── resolve ───────────────────────────────────────────────────────────────────────────────────
+  /** The first valid answer wins: it goes to the agent, every other copy is withdrawn. */
+  resolve(pending: PendingRequest, result: unknown, by: DecidedBy, chosen?: PermissionOption): void {
+    const copies = this.d.store.removePending(pending.permId);
+    this.withdrawCopies(copies);
+    if (pending.asking && !this.d.store.hasAsking()) this.d.rules.watch(false);
+    this.d.turnWatch.touch(); // a person's answer is progress: the idle clock starts again
+    this.d.scheduleDeadline();
+    // Announced only once the agent has the answer: one that cannot reach it is no resolution.
+    this.d.toAgent({ type: "response", epoch: pending.agentEpoch, id: pending.agentReqId, result }, (delivered, threw) =>
+      delivered ? this.announce(pending, result, by, chosen) : this.answerUndelivered(pending, by, threw),
+    );
+  }
+
+  /** Answers every pending request `cancelled` (TC-12). */
+  cancelAll(by: DecidedBy): void {
+    for (const pending of this.d.store.pending()) this.resolve(pending, CANCELLED_RESULT, by);
+  }
+
+  /** Whether a request's deadline has passed (the alarm then cancels the turn). */
+  overdue(now: number): boolean {
+    const next = this.d.store.nextDeadline();
+    return next !== undefined && next <= now;
+  }
+
+  /**
+   * The answer did not reach the agent. If the hand-off failed while the turn runs, the request is
+   * pending again and people are asked again (a person's answer, or a rule's, is never assumed to have
+   * arrived). If the agent's connection is gone, nothing can answer it: audited as withdrawn.
+   */
+  private answerUndelivered(pending: PendingRequest, by: DecidedBy, threw: boolean): void {
+    if (threw && this.d.store.turn.state === "running" && (by.type === "person" || by.type === "rule")) {
+      const permId = this.d.store.addPending(pending);
+      this.d.store.markAsking(permId);
+      const again = this.d.store.pendingById(permId);
+      for (const ws of this.d.clients.all()) {
+        const client = attachmentOf(ws);
+        if (client && again) this.sendCopy(ws, client.connId, again);
+      }
+      this.d.rules.watch(true);
+      this.d.scheduleDeadline();
+      return;
+    }
+    this.audit(pending, { outcome: "withdrawn" }, { type: "agent_disconnected", reason: "the answer could not be delivered to the agent" });
+  }
+
+  private announce(pending: PendingRequest, result: unknown, by: DecidedBy, chosen?: PermissionOption): void {
+    const outcome = isObject(result) ? result.outcome : undefined;
+    const params = {
+      sessionId: this.d.store.meta?.sessionId,
+      toolCallId: pending.toolCallId,
+      outcome,
+      ...(chosen ? { chosenOptionId: chosen.optionId } : {}),
+      decidedBy: by,
+    };
+    const text = JSON.stringify({ jsonrpc: "2.0", method: GATEWAY_NOTIFICATIONS.permissionResolved, params });
+    this.d.store.append("resolution", text);
+    this.d.clients.broadcast(text);
+    this.audit(pending, outcome, by, chosen);
+  }
+
+  /** The agent withdrew its request: the clients' copies go, the agent is told -32800. False if it was not pending. */
+  withdrawnByAgent(epoch: number, requestId: JsonRpcId): boolean {
+    const pending = this.d.store.pendingByAgentId(requestId, epoch);
+    if (!pending) return false;
+    this.withdrawCopies(this.d.store.removePending(pending.permId));
+    this.audit(pending, { outcome: "withdrawn" }, { type: "agent_withdrew" });
+    this.d.toAgent({ type: "response", epoch, id: requestId, error: { code: -32800, message: "Request cancelled" } });
+    this.d.store.append("resolution", JSON.stringify({ permId: pending.permId, decidedBy: { type: "agent_withdrew" } }));
+    if (pending.asking && !this.d.store.hasAsking()) this.d.rules.watch(false);
+    this.d.scheduleDeadline();
+    return true;
+  }
+
+  withdrawCopies(copies: CopyRow[]): void {
+    for (const copy of copies) {
+      const ws = this.d.clients.byConnection(copy.connId);
+      if (ws) sendRewritable(ws, JSON.stringify({ jsonrpc: "2.0", method: CANCEL_REQUEST, params: { requestId: copy.outId } }));
+    }
+  }
+
+  // ── audit and notices ─────────────────────────────────────────────────────────────────────────
+  /** Every resolution is written to the tenant's decision audit in D1, off the hot path. */
+  audit(pending: PendingRequest, outcome: unknown, by: DecidedBy, chosen?: PermissionOption): void {
+    const meta = this.d.store.meta;
+    if (!meta) return;
+    const row = pending.toolCallId ? this.d.store.toolCall(pending.toolCallId) : undefined;
+    this.d.audits.add(auditEntry(meta, pending, row, outcome, by, chosen));
+    this.d.ctx.waitUntil(this.flushAudit());
+  }
+
+  /** Kept in the session until D1 takes it (audit-outbox.ts); a failure is retried by the alarm. */
+  async flushAudit(): Promise<void> {
+    if (!(await this.d.audits.flush())) this.d.scheduleDeadline();
+  }
+}

@@ -1,0 +1,88 @@
+// What the session records of itself as traffic passes: its title (also in the D1 index), current
+// mode and configuration options (part of the session/load answer), the prompt echoed to the other
+// clients, and the gateway's notices. Kept in the session's meta and log (store.ts).
+
+import { touchSession } from "../../db/queries/sessions";
+import { isObject } from "../../protocol/jsonrpc";
+import { CLIENT_METHODS } from "../../protocol/methods";
+import type { Env } from "../../worker/env";
+import type { AttachedClients } from "./clients";
+import { appendUpdate } from "./compaction";
+import type { SessionMeta, SessionStore } from "./store";
+
+/** The agent's session/new or session/load result, answered again on session/load (without its sessionId). */
+export function loadResult(meta: SessionMeta): Record<string, unknown> {
+  const { sessionId: _omit, ...rest } = meta.result ?? {};
+  return rest;
+}
+
+export class SessionInfo {
+  constructor(
+    private readonly ctx: DurableObjectState,
+    private readonly env: Env,
+    private readonly store: SessionStore,
+    private readonly clients: AttachedClients,
+  ) {}
+
+  /** Other clients see what was asked: the prompt is logged and fanned out as user_message_chunk updates. */
+  recordPrompt(connId: string, user: string | null, params: unknown): void {
+    const meta = this.store.meta;
+    const blocks = isObject(params) && Array.isArray(params.prompt) ? params.prompt : [];
+    for (const content of blocks) {
+      const text = JSON.stringify({
+        jsonrpc: "2.0",
+        method: CLIENT_METHODS.sessionUpdate,
+        params: {
+          sessionId: meta?.sessionId,
+          update: { sessionUpdate: "user_message_chunk", content },
+          _meta: { acpGateway: { synthesized: true, connectionId: connId, user } },
+        },
+      });
+      appendUpdate(this.store, text);
+      this.clients.broadcast(text, connId);
+    }
+  }
+
+  setTitle(title: string): void {
+    const meta = this.store.meta;
+    if (!meta || meta.title === title) return;
+    this.store.meta = { ...meta, title };
+    this.ctx.waitUntil(
+      touchSession(this.env.DB, meta.tenantId, meta.sessionId, { updatedAt: Date.now(), title }).catch((e: unknown) =>
+        console.error("session: index title update failed", e),
+      ),
+    );
+  }
+
+  /** session/load answers with the modes of session/new; keep the current one up to date. */
+  setCurrentMode(modeId: string): void {
+    const meta = this.store.meta;
+    const modes = meta?.result?.modes;
+    if (!meta || !isObject(modes)) return;
+    this.store.meta = { ...meta, result: { ...meta.result, modes: { ...modes, currentModeId: modeId } } };
+  }
+
+  /** The session's configuration options (model, reasoning…) as last reported: part of the session/load answer. */
+  setConfigOptions(configOptions: unknown[]): void {
+    const meta = this.store.meta;
+    if (!meta) return;
+    this.store.meta = { ...meta, result: { ...meta.result, configOptions } };
+  }
+
+  touchIndex(): void {
+    const meta = this.store.meta;
+    if (!meta) return;
+    this.ctx.waitUntil(
+      touchSession(this.env.DB, meta.tenantId, meta.sessionId, { updatedAt: Date.now() }).catch((e: unknown) =>
+        console.error("session: index update failed", e),
+      ),
+    );
+  }
+
+  /** A gateway notice: kept in the session's log and sent to every client. */
+  notice(method: string, params: object): void {
+    const text = JSON.stringify({ jsonrpc: "2.0", method, params });
+    this.store.append("notice", text);
+    this.clients.broadcast(text);
+  }
+}

@@ -1,0 +1,48 @@
+// What the REST API shows of a live session (GET /v1/sessions/:id): its turn, tool calls, the
+// permission requests waiting and the clients attached, read from the session's own storage.
+
+import type { AttachedClients } from "./clients";
+import type { SessionMeta, SessionStore } from "./store";
+
+export interface SessionSnapshot {
+  sessionId: string;
+  agent: string;
+  cwd: string;
+  title: string | null;
+  createdAt: number;
+  turn: { state: string; startedAt?: number; user?: string | null };
+  toolCalls: object[];
+  pendingPermissions: {
+    requestId: number;
+    toolCallId: string | null;
+    toolCall: object | null;
+    options: object | null;
+    createdAt: number;
+    deadlineAt: number;
+  }[];
+  clients: { connectionId: string; user: string | null; attachedAt: number }[];
+  lastSeq: number;
+}
+
+export function sessionSnapshot(meta: SessionMeta, store: SessionStore, clients: AttachedClients): SessionSnapshot {
+  const turn = store.turn;
+  return {
+    sessionId: meta.sessionId,
+    agent: meta.agent,
+    cwd: meta.cwd,
+    title: meta.title ?? null,
+    createdAt: meta.createdAt,
+    turn: turn.state === "idle" ? { state: "idle" } : { state: turn.state, startedAt: turn.startedAt, user: turn.user },
+    toolCalls: store.toolCalls(),
+    pendingPermissions: store.pending().map((p) => ({
+      requestId: p.permId,
+      toolCallId: p.toolCallId,
+      toolCall: p.toolCall,
+      options: p.options,
+      createdAt: p.createdAt,
+      deadlineAt: p.deadlineAt,
+    })),
+    clients: clients.list().map((c) => ({ connectionId: c.connId, user: c.user, attachedAt: c.attachedAt })),
+    lastSeq: store.lastSeq(),
+  };
+}

@@ -1,0 +1,96 @@
+// The session's turn: a client's session/prompt starts it (one at a time, never queued); the
+// agent's answer ends it; session/cancel, a permission deadline or a turn that makes no progress
+// end it early, the requests still pending answered `cancelled` (TC-12) and the clients told why.
+
+import { type JsonRpcId, RpcError, errorResponse } from "../../protocol/jsonrpc";
+import { AGENT_METHODS, GATEWAY_NOTIFICATIONS } from "../../protocol/methods";
+import { limitsOf } from "../../protocol/tenant-limits";
+import type { ToAgent } from "./agent-link";
+import { type AttachedClients, send } from "./clients";
+import type { ClientAttachment } from "../../protocol/session-wire";
+import type { DecidedBy } from "./pending-request";
+import type { PermissionLifecycle } from "./permission-lifecycle";
+import type { SessionInfo } from "./session-info";
+import type { SessionStore } from "./store";
+
+export interface TurnDeps {
+  store: SessionStore;
+  clients: AttachedClients;
+  info: SessionInfo;
+  permissions: PermissionLifecycle;
+  toAgent(frame: ToAgent): void;
+  scheduleDeadline(): void;
+}
+
+export class TurnControl {
+  constructor(private readonly d: TurnDeps) {}
+
+  /** A client's session/prompt: refused while a turn runs; otherwise the turn starts and the prompt goes to the agent. */
+  start(client: ClientAttachment, id: JsonRpcId, method: string, params: unknown): void {
+    const { store } = this.d;
+    const turn = store.turn;
+    if (turn.state !== "idle") {
+      throw new RpcError(
+        -32600,
+        `A turn is already running in session ${store.meta?.sessionId}${turn.user ? ` (started by ${turn.user})` : ""}; wait for it to end or send session/cancel. Prompts are not queued.`,
+        { reason: "turn_in_progress" },
+      );
+    }
+    const gwId = store.nextId();
+    store.turn = { state: "running", gwId, connId: client.connId, user: client.user, startedAt: Date.now() };
+    store.addInflight({ gwId, connId: client.connId, clientId: id, method, createdAt: Date.now() });
+    this.d.info.recordPrompt(client.connId, client.user, params);
+    this.d.toAgent({ type: "request", gwId, method, params });
+    this.d.scheduleDeadline(); // the turn's idle timer
+  }
+
+  /** Answers every pending request `cancelled` (TC-12) and ends the turn's waiting. */
+  cancel(by: DecidedBy): void {
+    this.d.permissions.cancelAll(by);
+    const turn = this.d.store.turn;
+    if (turn.state === "running") this.d.store.turn = { ...turn, state: "cancelling" };
+  }
+
+  /** The agent answered the prompt. */
+  end(gwId: number, result: unknown): void {
+    const turn = this.d.store.turn;
+    if (turn.state === "idle" || turn.gwId !== gwId) return;
+    // Requests still open when the turn ends can no longer be acted on: answer them cancelled (TC-12).
+    this.d.permissions.cancelAll({ type: "turn_end" });
+    this.d.store.turn = { state: "idle" };
+    this.d.store.append("turn_end", JSON.stringify({ result }));
+    this.d.info.touchIndex();
+  }
+
+  /** A permission request waited past its deadline: exactly what a client's session/cancel does, and the clients are told why. */
+  deadlinePassed(): void {
+    const meta = this.d.store.meta;
+    this.cancel({ type: "deadline" });
+    if (meta) this.d.toAgent({ type: "notification", method: AGENT_METHODS.sessionCancel, params: { sessionId: meta.sessionId } });
+    this.ended(
+      "permission_deadline",
+      `A permission request waited ${Math.round((meta?.deadlineMs ?? 0) / 1000)} s without an answer; the gateway cancelled the turn.`,
+    );
+  }
+
+  /** The agent never answered: the prompt fails naming why, the agent is told to cancel, clients learn the turn ended. */
+  endIdle(): void {
+    const { store } = this.d;
+    const meta = store.meta;
+    const turn = store.turn;
+    if (!meta || turn.state === "idle") return;
+    const seconds = Math.round(limitsOf(meta.limits).turnIdleMs / 1000);
+    const message = `The agent "${meta.agent}" made no progress for ${seconds} s (no message, nobody asked); the gateway ended the turn.`;
+    const inflight = store.takeInflight(turn.gwId);
+    const ws = inflight ? this.d.clients.byConnection(inflight.connId) : undefined;
+    if (inflight && ws) send(ws, JSON.stringify(errorResponse(inflight.clientId, new RpcError(-32603, message, { reason: "turn_idle" }))));
+    store.turn = { state: "idle" };
+    this.d.toAgent({ type: "notification", method: AGENT_METHODS.sessionCancel, params: { sessionId: meta.sessionId } });
+    this.ended("turn_idle", message);
+  }
+
+  /** The gateway ended the turn: `_acp_gateway/turn_ended` with the reason, logged and sent to every client. */
+  ended(reason: string, message: string): void {
+    this.d.info.notice(GATEWAY_NOTIFICATIONS.turnEnded, { sessionId: this.d.store.meta?.sessionId, reason, message });
+  }
+}
