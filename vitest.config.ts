@@ -36,6 +36,8 @@ export default defineConfig({
                 KEY_UNVERIFIED_GRACE_MS: "1500",
                 // How many generated sequences the model-based fuzz runs (test/workerd/model-fuzz.test.ts).
                 FUZZ_RUNS: process.env.FUZZ_RUNS ?? "",
+                // How many events the long-replay measurement logs (test/workerd/compaction-replay.test.ts; the bench sets 100000).
+                REPLAY_EVENTS: process.env.REPLAY_EVENTS ?? "",
               },
             },
           })),

@@ -75,6 +75,7 @@ export async function newSession(client: Peer, cwd = "/bench"): Promise<string> 
   const id = `new-${Math.random()}`;
   client.send({ jsonrpc: "2.0", id, method: "session/new", params: { cwd, mcpServers: [] } });
   const answer = await client.next((m) => m.id === id);
+  if (typeof answer.result?.sessionId !== "string") throw new Error(`session/new failed: ${JSON.stringify(answer)}`);
   return answer.result.sessionId as string;
 }
 

@@ -116,6 +116,11 @@ Chunks of text with a tool call every 100 events, as an agent streams them; the 
 | events | time to the load answer | updates received | workerd RSS before → after |
 |---|---|---|---|
 ${rows(s.replay.rows, (x) => `| ${x.events} | ${x.ms} ms | ${x.replayed} | ${x.rssBeforeMiB} → ${x.rssAfterMiB} MiB |`)}
+${s.replaySeeded ? `| ${s.replaySeeded.events} (log written in the object, workerd test harness) | ${s.replaySeeded.ms} ms | ${s.replaySeeded.frames} | |\n` : ""}
+Each streamed size is the median of several attaches by fresh clients (the first attach of a run is
+also the first use of paths that are cold). 100,000 events take the gateway far longer to log than
+the bench may run, so that size is written into the SessionObject by the session's own compaction
+functions and attached to in the workerd test harness (test/workerd/compaction-replay.test.ts).
 
 ## 6. tool_call_update as the tool-call table grows
 

@@ -21,6 +21,9 @@ const started = Date.now();
 const results: Json = { quick: QUICK, machine: machine(), scenarios: {} };
 const loadAtStart = loadavg().map((x) => round(x, 2));
 const log = (s: string) => process.stdout.write(`${s}\n`);
+// BENCH_ONLY=3,5 runs only those scenarios (after the baselines), for profiling one path; it writes no results file.
+const ONLY = process.env.BENCH_ONLY?.split(",").map(Number);
+const wants = (scenario: number) => !ONLY || ONLY.includes(scenario);
 
 const stateDir = mkdtempSync(join(tmpdir(), "acp-gateway-bench-"));
 // The bench measures the gateway's capacity, not its limits: it streams far faster than an agent does
@@ -93,7 +96,7 @@ try {
   );
 
   // ── 1. relay agent → one client ───────────────────────────────────────────────────────────
-  {
+  if (wants(1)) {
     const agent = await benchAgent(ws, agentKey, "relay");
     const client = await benchClient(ws, clientKey, "relay");
     const sessionId = await newSession(client);
@@ -149,7 +152,7 @@ try {
   }
 
   // ── 2. fan-out to 1, 10, 100 clients ──────────────────────────────────────────────────────
-  {
+  if (wants(2)) {
     const agent = await benchAgent(ws, agentKey, "fanout");
     const owner = await benchClient(ws, clientKey, "fanout");
     const sessionId = await newSession(owner);
@@ -186,7 +189,7 @@ try {
   }
 
   // ── 3. permission round trip: a person, and a remembered rule with 10 / 1k / 10k rules ───
-  {
+  if (wants(3)) {
     const agent = await benchAgent(ws, agentKey, "perm");
     const client = await benchClient(ws, clientKey, "perm");
     const sessionId = await newSession(client, "/bench/perm");
@@ -245,7 +248,7 @@ try {
   }
 
   // ── 4. concurrency: 1, 10, 100 sessions running turns at once ─────────────────────────────
-  {
+  if (wants(4)) {
     const rows: Json[] = [];
     for (const count of QUICK ? [1, 10] : [1, 10, 100]) {
       const agent = await benchAgent(ws, agentKey, `conc${count}`);
@@ -295,12 +298,14 @@ try {
   }
 
   // ── 5. attach/replay of 1k, 10k, 100k logged events; memory of workerd ────────────────────
-  {
+  if (wants(5)) {
     const rows: Json[] = [];
     // The chunks are what an agent streams: text and nothing else (the index rides in the text), so
     // the log compacts as it would for a real agent; a tool call every 100 chunks breaks the message.
-    // BENCH_REPLAY_SIZES=1000,10000 overrides (logging 100k events takes minutes on a loaded machine).
-    const sizes = process.env.BENCH_REPLAY_SIZES?.split(",").map(Number) ?? (QUICK ? [1000, 10_000] : [1000, 10_000, 100_000]);
+    // BENCH_REPLAY_SIZES overrides. 100,000 events take the gateway far longer to log than the bench
+    // may run (about 15 ms an event on a shared machine), so that size is measured on a log written in
+    // the object by the session's own compaction functions (replaySeeded, below).
+    const sizes = process.env.BENCH_REPLAY_SIZES?.split(",").map(Number) ?? [1000, 10_000];
     for (const events of sizes) {
       const agent = await benchAgent(ws, agentKey, `replay${events}`);
       const owner = await benchClient(ws, clientKey, `replay${events}`);
@@ -327,26 +332,43 @@ try {
         indexOf,
       );
       const rssBefore = workerdRss(gateway.pid);
-      const late = await benchClient(ws, clientKey, `replay${events}`);
+      // Several attaches, each by a fresh client: the median is the figure (one load is one sample).
+      const samples: number[] = [];
       let replayed = 0;
-      late.onMessage = (m) => {
-        if (m.method === "session/update") replayed++;
-      };
-      const t0 = now();
-      await loadSession(late, sessionId);
-      const ms = round(now() - t0, 1);
+      for (let k = 0; k < n(5, 3); k++) {
+        const late = await benchClient(ws, clientKey, `replay${events}`);
+        replayed = 0;
+        late.onMessage = (m) => {
+          if (m.method === "session/update") replayed++;
+        };
+        const t0 = now();
+        await loadSession(late, sessionId);
+        samples.push(round(now() - t0, 1));
+        late.close();
+      }
+      const ms = summarize(samples).median;
       const rssAfter = workerdRss(gateway.pid);
-      rows.push({ events, replayed, ms, rssBeforeMiB: rssBefore, rssAfterMiB: rssAfter });
-      log(`5. replay of ${events} events: ${ms} ms (${replayed} updates), workerd RSS ${rssBefore} → ${rssAfter} MiB`);
-      late.close();
+      rows.push({ events, replayed, ms, samples, rssBeforeMiB: rssBefore, rssAfterMiB: rssAfter });
+      log(
+        `5. replay of ${events} events: ${ms} ms median of ${samples.join(", ")} (${replayed} updates), workerd RSS ${rssBefore} → ${rssAfter} MiB`,
+      );
       owner.close();
       agent.close();
     }
     results.scenarios.replay = { rows };
+    // 100,000 events: the log is written inside the SessionObject by appendUpdate/maybeFold (what the
+    // session runs on every update), then a client attaches with session/load (workerd test harness).
+    // Full mode only (about 40 s); BENCH_REPLAY_SEEDED=<events> sets the size, or asks for it in quick mode.
+    const seededEvents = process.env.BENCH_REPLAY_SEEDED ?? (QUICK ? "" : "100000");
+    const seeded = seededEvents
+      ? await vitestLine("test/workerd/compaction-replay.test.ts", "REPLAY", { REPLAY_EVENTS: seededEvents }, "replays a long")
+      : undefined;
+    results.scenarios.replaySeeded = seeded;
+    if (seeded) log(`5. replay of ${seeded.events} events (log written in the object): ${seeded.ms} ms (${seeded.frames} updates)`);
   }
 
   // ── 6. tool-call reduction as the table grows ─────────────────────────────────────────────
-  {
+  if (wants(6)) {
     const agent = await benchAgent(ws, agentKey, "toolcalls");
     const client = await benchClient(ws, clientKey, "toolcalls");
     const sessionId = await newSession(client);
@@ -417,11 +439,11 @@ results.load = `Machine load (1/5/15-minute load average on ${cpus().length} cor
   .map((x) => round(x, 2))
   .join(" / ")} at the end.`;
 results.stages = stages(results);
-results.cost = await cost();
+results.cost = ONLY ? {} : await cost();
 results.seconds = round((Date.now() - started) / 1000, 1);
 results.targets = targets(results);
-writeFileSync(join(ROOT, "bench", "results", QUICK ? "quick.json" : "latest.json"), `${JSON.stringify(results, null, 2)}\n`);
-if (!QUICK) writeReport(results);
+if (!ONLY) writeFileSync(join(ROOT, "bench", "results", QUICK ? "quick.json" : "latest.json"), `${JSON.stringify(results, null, 2)}\n`);
+if (!QUICK && !ONLY) writeReport(results);
 log(`\nTargets:`);
 for (const t of results.targets as Json[]) log(`  ${t.pass ? "PASS" : "MISS"}  ${t.name}: ${t.value} (target ${t.target})`);
 log(`done in ${results.seconds} s`);
@@ -565,7 +587,7 @@ function stages(r: Json): Json {
       { stage: "edge + object hop, there and back (relay round trip)", ms: b.relayRtt.median },
       { stage: "SQLite commits (persisted − plain relay round trip)", ms: round(b.persistedRtt.median - b.relayRtt.median) },
       {
-        stage: "AgentObject + SessionObject + RulesObject call (rule, 10 rules − persisted rtt)",
+        stage: "AgentObject + SessionObject, decided from the session's rules cache (rule, 10 rules − persisted rtt)",
         ms: round(rule10 - b.persistedRtt.median),
       },
       { stage: "asking a client instead: copy out, answer back (client − rule)", ms: round(person - rule10) },
@@ -574,20 +596,25 @@ function stages(r: Json): Json {
 }
 
 /** Rows written per update and per permission request, counted by the runtime in the real objects (test/workerd/compaction-cost.test.ts). */
-async function cost(): Promise<Json> {
+/** Runs one workerd test file and returns the JSON it printed after `mark` (or undefined). */
+async function vitestLine(file: string, mark: string, env: Record<string, string> = {}, test?: string): Promise<Json | undefined> {
   const out = await new Promise<string>((resolve) => {
-    const child = spawn(join(ROOT, "node_modules", ".bin", "vitest"), ["run", "test/workerd/compaction-cost.test.ts"], {
+    const child = spawn(join(ROOT, "node_modules", ".bin", "vitest"), ["run", file, ...(test ? ["-t", test] : [])], {
       cwd: ROOT,
-      env: wranglerEnv(),
+      env: { ...wranglerEnv(), ...env },
       stdio: ["ignore", "pipe", "pipe"],
     });
     let text = "";
     child.stdout.on("data", (d) => (text += String(d)));
     child.on("close", () => resolve(text));
   });
-  // vitest colours its output: the figures are whatever follows "COST " on its line.
-  const line = out.split("\n").find((l) => l.includes("COST {"));
-  const rows: Json = line ? JSON.parse(line.slice(line.indexOf("COST {") + 5)) : {};
+  // vitest colours its output: the figures are whatever follows the mark on its line.
+  const line = out.split("\n").find((l) => l.includes(`${mark} {`));
+  return line ? (JSON.parse(line.slice(line.indexOf(`${mark} {`) + mark.length + 1)) as Json) : undefined;
+}
+
+async function cost(): Promise<Json> {
+  const rows: Json = (await vitestLine("test/workerd/compaction-cost.test.ts", "COST")) ?? {};
   // Platform prices, read 2026-12-03 from developers.cloudflare.com/durable-objects/platform/pricing
   // (Workers Paid): DO requests $0.15/M (RPC call = 1 request, incoming WebSocket messages billed 20:1),
   // duration $12.50/M GB-s, SQLite rows written $1.00/M; Workers requests $0.30/M (one per connection).
@@ -608,13 +635,14 @@ async function cost(): Promise<Json> {
       doRequests: 1.05,
       dollarsPerMillion: update === null ? null : perMillion(update, 1.05, 2),
     },
-    // Per permission: the agent's request (1/20), the RPC to the session, the RPC to the rules object,
-    // the client's answer (1/20, at the SessionObject), the RPC back to the AgentObject.
+    // Per permission: the agent's request (1/20), the RPC to the session, the client's answer (1/20,
+    // at the SessionObject), the RPC back to the AgentObject. No call to the RulesObject: the session
+    // decides from its cached rules (and a tenant with no rules has none to decide).
     perPermission: {
       rowsWritten: permission,
-      objectCalls: 3,
-      doRequests: 3.1,
-      dollarsPerMillion: permission === null ? null : perMillion(permission, 3.1, 3),
+      objectCalls: 2,
+      doRequests: 2.1,
+      dollarsPerMillion: permission === null ? null : perMillion(permission, 2.1, 2),
     },
   };
 }
@@ -624,7 +652,7 @@ function targets(r: Json): Json[] {
   const fanout = r.scenarios.fanout ?? {};
   const replayAt = (events: number) => (r.scenarios.replay?.rows ?? []).find((x: Json) => x.events === events);
   const replay10k = replayAt(10_000);
-  const replay100k = replayAt(100_000);
+  const replay100k = replayAt(100_000) ?? r.scenarios.replaySeeded;
   const ruleAt = (rules: number) => (r.scenarios.permission?.auto ?? []).find((x: Json) => x.rules === rules);
   const person = r.scenarios.permission?.person;
   return [
@@ -654,7 +682,14 @@ function targets(r: Json): Json[] {
     },
     { name: "attach with replay of 10k events", value: `${replay10k?.ms} ms`, target: "≤ 150 ms", pass: (replay10k?.ms ?? 1e9) <= 150 },
     ...(replay100k
-      ? [{ name: "attach with replay of 100k events", value: `${replay100k.ms} ms`, target: "≤ 1000 ms", pass: replay100k.ms <= 1000 }]
+      ? [
+          {
+            name: `attach with replay of 100k events${replayAt(100_000) ? "" : " (log written in the object, §5)"}`,
+            value: `${replay100k.ms} ms`,
+            target: "≤ 1000 ms",
+            pass: replay100k.ms <= 1000,
+          },
+        ]
       : []),
     {
       name: "rows written per update (agent_message_chunk)",

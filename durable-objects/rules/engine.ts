@@ -20,6 +20,8 @@ import type { DecideRequest, DecideResult, RememberRequest } from "./types";
 
 export interface CompiledTenantRules {
   compiled: CompiledRules;
+  /** The rules as compiled, handed to sessions in a snapshot (session/rules-cache.ts). */
+  list: Rule[];
 }
 
 function ruleFromRow(row: DecisionRuleRow): Rule | null {
@@ -43,7 +45,11 @@ function ruleFromRow(row: DecisionRuleRow): Rule | null {
 }
 
 export function compileTenantRules(rows: DecisionRuleRow[]): CompiledTenantRules {
-  return { compiled: compileRules(rows.map(ruleFromRow).filter((r): r is Rule => r !== null)) };
+  return compileRuleList(rows.map(ruleFromRow).filter((r): r is Rule => r !== null));
+}
+
+export function compileRuleList(list: Rule[]): CompiledTenantRules {
+  return { compiled: compileRules(list), list };
 }
 
 export async function decideWith(rules: CompiledTenantRules, request: DecideRequest, now: number): Promise<DecideResult> {

@@ -1,53 +1,71 @@
-// RulesObject: one per tenant. It holds the tenant's remembered decisions compiled in memory, so a
-// session's question "does a rule answer this?" costs one object-to-object call and no D1 read.
-// The REST API writes rules to D1 and then calls `changed`, which reloads at once: a revoked rule
-// stops matching before the API call returns. Sessions with requests waiting on people register
-// here (`watch`), so a new "always" rule resolves their matching requests at once.
+// RulesObject: one per tenant. It holds the tenant's remembered decisions compiled in memory and
+// hands them to sessions, which decide locally (session/rules-cache.ts): a permission request that a
+// rule answers costs no call here. Every change bumps a persisted *generation*; the REST API writes
+// rules to D1 and then calls `changed`, which pushes the new generation to every session holding
+// rules and answers only when each push was taken, or — for a session that could not be reached —
+// when the lease on its rules has run out: a revoked rule stops matching before the API returns.
+// Sessions with requests waiting on people register here (`watch`), so a new "always" rule resolves
+// their matching requests at once.
 
 import { DurableObject } from "cloudflare:workers";
 import { activeRules, insertRule, recordHits } from "../../db/queries/decision-rules";
 import type { Env } from "../../worker/env";
 import type { SessionObject } from "../session/session-object";
+import type { RulesSnapshot } from "../session/rules-cache";
 import { type CompiledTenantRules, compileTenantRules, decideWith, deriveFromChoice, toRuleRow } from "./engine";
 import type { DecideRequest, DecideResult, RememberRequest, RuleCreated, RuleNotCreated } from "./types";
-import type { DecideForResult } from "../session/rules-cache";
 
 /** Hit counters are flushed to D1 at most this often, never on the decision path. */
 const HIT_FLUSH_MS = 1000;
+/** How long a session may use a snapshot (from when it asked) before it checks the generation again. */
+const LEASE_MS = 10_000;
+/** Slack for clocks read at I/O boundaries (Workers' Date.now() does not move during a computation). */
+const LEASE_SLACK_MS = 1000;
+/** Snapshots read again because the rules changed while they loaded, before the session is told to ask people. */
+const MAX_SNAPSHOT_RETRIES = 3;
 
 export class RulesObject extends DurableObject<Env> {
   private compiled?: { tenantId: string; rules: CompiledTenantRules };
   private loading?: Promise<CompiledTenantRules>;
-  /** Bumped on every change, so a load that started before it never installs stale rules. */
-  private generation = 0;
+  /** Bumped and persisted on every change: a session's rules of an older generation are never used. */
+  private generation: number;
+  /** The lease handed out with snapshots (a field, so a test can shorten it). */
+  private leaseMs = LEASE_MS;
   private readonly hits = new Map<string, { count: number; at: number }>();
   private flushScheduled = false;
 
   constructor(ctx: DurableObjectState, env: Env) {
     super(ctx, env);
     ctx.storage.sql.exec("CREATE TABLE IF NOT EXISTS watchers (session_id TEXT PRIMARY KEY, since INTEGER NOT NULL)");
-    ctx.storage.sql.exec("CREATE TABLE IF NOT EXISTS no_rules_sessions (session_id TEXT PRIMARY KEY)");
+    // Sessions that took a snapshot: each change is pushed to them. A session that answers that it
+    // holds nothing (evicted since) is removed; one that cannot be reached stays, and is told again.
+    ctx.storage.sql.exec("CREATE TABLE IF NOT EXISTS rules_sessions (session_id TEXT PRIMARY KEY)");
+    ctx.storage.sql.exec("DROP TABLE IF EXISTS no_rules_sessions");
+    ctx.storage.sql.exec("CREATE TABLE IF NOT EXISTS generation (id INTEGER PRIMARY KEY CHECK (id = 0), value INTEGER NOT NULL)");
+    this.generation = ctx.storage.sql.exec<{ value: number }>("SELECT value FROM generation").toArray()[0]?.value ?? 0;
   }
 
-  /**
-   * decide() for a session. When the tenant has no rules, the answer says so and the session is
-   * remembered: it skips this call until `changed` tells it a rule appeared (session/rules-cache.ts).
-   */
-  async decideFor(tenantId: string, sessionId: string, request: DecideRequest): Promise<DecideForResult> {
-    const generation = this.generation;
-    const rules = await this.rules(tenantId);
-    // A change while loading: the rules just read may be stale, so no "no rules" from them.
-    if (rules.compiled.size > 0 || generation !== this.generation) return this.decide(tenantId, request);
-    this.ctx.storage.sql.exec("INSERT OR IGNORE INTO no_rules_sessions (session_id) VALUES (?)", sessionId);
-    return { decision: null, noRules: { generation } };
+  /** The tenant's rules for a session to decide with, and the generation they are of; subscribes the session. */
+  async snapshot(tenantId: string, sessionId: string): Promise<RulesSnapshot> {
+    this.subscribe(sessionId);
+    for (let attempt = 0; attempt < MAX_SNAPSHOT_RETRIES; attempt++) {
+      const generation = this.generation;
+      const rules = await this.rules(tenantId);
+      // A change while loading: the rules just read may be older than the generation now.
+      if (generation === this.generation) return { generation, rules: rules.list, leaseMs: this.leaseMs };
+    }
+    throw new Error("rules: the tenant's rules kept changing while a snapshot was read");
   }
 
-  /** Would a rule answer this request, and with which offered option? Records the hit. */
-  async decide(tenantId: string, request: DecideRequest): Promise<DecideResult> {
-    const rules = await this.rules(tenantId);
-    const result = await decideWith(rules, request, Date.now());
-    if (result.ruleId) this.countHit(tenantId, result.ruleId);
-    return result;
+  /** The version check of a session whose lease ran out: the current generation (and the session stays subscribed). */
+  check(_tenantId: string, sessionId: string): number {
+    this.subscribe(sessionId);
+    return this.generation;
+  }
+
+  /** Hits of rules that sessions applied, counted there and sent in batches. */
+  recordHits(tenantId: string, hits: [ruleId: string, count: number, at: number][]): void {
+    for (const [ruleId, count, at] of hits) this.countHit(tenantId, ruleId, count, at);
   }
 
   /** The same decision as a dry run (POST /v1/rules/test): no hit is counted. */
@@ -65,13 +83,16 @@ export class RulesObject extends DurableObject<Env> {
     return { id: row.id, decision: row.decision, description: row.description };
   }
 
-  /** Rules changed in D1 (created, expiry changed, revoked): reload now, and let waiting sessions re-check. */
+  /**
+   * Rules changed in D1 (created, expiry changed, revoked): a new generation, pushed to every session
+   * holding rules before this returns; then reload, and let sessions with waiting requests re-check.
+   */
   async changed(tenantId: string): Promise<void> {
-    this.generation += 1;
+    const generation = this.bump();
     this.compiled = undefined;
     this.loading = undefined;
-    const rules = await this.rules(tenantId);
-    if (rules.compiled.size > 0) await this.tellSessionsWithoutRules(tenantId);
+    await this.tellSessions(tenantId, generation, Date.now() + this.leaseMs + LEASE_SLACK_MS);
+    await this.rules(tenantId);
     const watchers = this.ctx.storage.sql.exec<{ session_id: string }>("SELECT session_id FROM watchers").toArray();
     for (const w of watchers) {
       const stub: DurableObjectStub<SessionObject> = this.env.SESSIONS.get(this.env.SESSIONS.idFromName(`${tenantId}/${w.session_id}`));
@@ -81,19 +102,32 @@ export class RulesObject extends DurableObject<Env> {
     }
   }
 
-  /** Sessions that skip the rules call learn that a rule exists before the API that made it answers. */
-  private async tellSessionsWithoutRules(tenantId: string): Promise<void> {
-    const generation = this.generation;
-    const sessions = this.ctx.storage.sql.exec<{ session_id: string }>("SELECT session_id FROM no_rules_sessions").toArray();
+  private bump(): number {
+    this.generation += 1;
+    this.ctx.storage.sql.exec("INSERT OR REPLACE INTO generation (id, value) VALUES (0, ?)", this.generation);
+    return this.generation;
+  }
+
+  private subscribe(sessionId: string): void {
+    this.ctx.storage.sql.exec("INSERT OR IGNORE INTO rules_sessions (session_id) VALUES (?)", sessionId);
+  }
+
+  /**
+   * Every subscribed session drops rules older than `generation`. One that cannot be told in time
+   * is waited out: at `leaseEnds` its lease on the old rules has run out, so it checks before using them.
+   */
+  private async tellSessions(tenantId: string, generation: number, leaseEnds: number): Promise<void> {
+    const sessions = this.ctx.storage.sql.exec<{ session_id: string }>("SELECT session_id FROM rules_sessions").toArray();
     await Promise.all(
       sessions.map(async ({ session_id: sessionId }) => {
         const stub: DurableObjectStub<SessionObject> = this.env.SESSIONS.get(this.env.SESSIONS.idFromName(`${tenantId}/${sessionId}`));
         try {
-          await stub.rulesAppeared({ tenantId, sessionId }, generation);
-          this.ctx.storage.sql.exec("DELETE FROM no_rules_sessions WHERE session_id = ?", sessionId);
+          const holds = await beforeDeadline(stub.rulesChanged({ tenantId, sessionId }, generation), leaseEnds);
+          if (!holds) this.ctx.storage.sql.exec("DELETE FROM rules_sessions WHERE session_id = ?", sessionId);
         } catch (e) {
-          // Kept, and told again on the next change; meanwhile that session asks people (never approval).
-          console.error("rules: telling a session that rules exist failed", e);
+          // Kept, and told again on the next change; its lease runs out by `leaseEnds`.
+          console.error("rules: telling a session that the rules changed failed; waiting out its lease", e);
+          await new Promise((resolve) => setTimeout(resolve, Math.max(0, leaseEnds - Date.now())));
         }
       }),
     );
@@ -116,10 +150,10 @@ export class RulesObject extends DurableObject<Env> {
     await recordHits(this.env.DB, tenantId, batch).catch((e: unknown) => console.error("rules: hit flush failed", e));
   }
 
-  private countHit(tenantId: string, ruleId: string): void {
+  private countHit(tenantId: string, ruleId: string, count: number, at: number): void {
     const hit = this.hits.get(ruleId) ?? { count: 0, at: 0 };
-    hit.count += 1;
-    hit.at = Date.now();
+    hit.count += count;
+    hit.at = Math.max(hit.at, at);
     this.hits.set(ruleId, hit);
     if (this.flushScheduled) return;
     this.flushScheduled = true;
@@ -142,4 +176,13 @@ export class RulesObject extends DurableObject<Env> {
     });
     return loading;
   }
+}
+
+/** The promise, or a rejection once `deadline` (a Date.now() time) has passed. */
+function beforeDeadline<T>(promise: Promise<T>, deadline: number): Promise<T> {
+  let timer: ReturnType<typeof setTimeout> | undefined;
+  const late = new Promise<never>((_, reject) => {
+    timer = setTimeout(() => reject(new Error("no answer before the lease ran out")), Math.max(0, deadline - Date.now()));
+  });
+  return Promise.race([promise, late]).finally(() => clearTimeout(timer));
 }

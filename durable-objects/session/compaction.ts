@@ -261,9 +261,16 @@ export class CompactionTally {
   }
 }
 
+/**
+ * The mark of a frame whose last key is `params` and whose params' last key is `_meta` (so the
+ * gateway's own frames): only that `_meta` is parsed, not the whole frame (replay of 100,000 events
+ * parsed about 13 MB of frames for these counts). A `_meta` key at any other depth, or not last,
+ * leaves unbalanced braces and does not parse.
+ */
 function compactedMark(body: string): CompactedMark | undefined {
-  const frame = parse(body);
-  const meta = isObject(frame) && isObject(frame.params) ? frame.params._meta : undefined;
+  const key = ',"_meta":';
+  const at = body.lastIndexOf(key);
+  const meta = at < 0 ? undefined : parse(body.slice(at + key.length, body.length - 2));
   const compacted = isObject(meta) && isObject(meta.acpGateway) ? meta.acpGateway.compacted : undefined;
   if (!isObject(compacted)) return undefined;
   return {

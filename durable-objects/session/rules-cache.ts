@@ -1,31 +1,163 @@
-// What a session knows about its tenant's rules without asking: only "the tenant has no rules at
-// all", learnt from the RulesObject's own answer. Such a session skips the rules call for every
-// permission request. The knowledge can only ever make the session ask people instead of applying a
-// rule, so it can never apply a revoked one; and the RulesObject tells every session that holds it
-// (`rulesAppeared`) before the API that created a rule answers. Kept in memory: an evicted session
-// simply asks again.
+// The tenant's remembered decisions, compiled in the session, so a permission request that a rule
+// answers is decided here, with no call to the RulesObject (durable-objects/rules/). The decision is
+// the same pure function the RulesObject uses (protocol/rules, through rules/engine.ts).
+//
+// Staying correct while decisions are local:
+// - The cache holds the rules of one *generation*: a counter the RulesObject bumps (and persists)
+//   on every change. Taking a snapshot subscribes the session; a change is pushed to every
+//   subscribed session (`changed`), which drops older rules at once, and the API that made the
+//   change answers only after every push was taken. So a revoked rule stops before DELETE returns.
+// - A push can fail (an object reset, a network fault). So rules are held on a *lease*: they are
+//   used only until `leaseMs` after the call that fetched or last confirmed them was *sent*; then a
+//   cheap version check (`check`) confirms the generation before the next use. The RulesObject,
+//   when a push failed, waits out the lease before its API answers: by then no session can still
+//   use the old rules. A tenant with no rules holds an empty set without a lease: it can only
+//   make the session ask people, never approve.
+// - Rules unknown (the RulesObject or D1 failing): `decide` throws and the session asks people.
+// Kept in memory only: an evicted session starts empty and fetches a snapshot on its next request.
 
-import type { DecideResult } from "../rules/types";
+import type { Rule } from "../../protocol/rules";
+import { type CompiledTenantRules, compileRuleList, decideWith } from "../rules/engine";
+import type { DecideRequest, DecideResult } from "../rules/types";
 
-/** The RulesObject's answer when the tenant has no rules: the rules generation it was read at. */
-export type DecideForResult = DecideResult & { noRules?: { generation: number } };
+/** The tenant's rules at one generation, as the RulesObject hands them to a session. */
+export interface RulesSnapshot {
+  generation: number;
+  rules: Rule[];
+  /** How long after the request was sent the session may use these rules without a check. */
+  leaseMs: number;
+}
 
-export class NoRulesCache {
-  private known = false;
-  /** The newest rules generation this session was told about; older "no rules" answers are stale. */
-  private invalidatedAt = -1;
+/** What the cache needs from the tenant's RulesObject (its RPC stub satisfies it). */
+export interface RulesSource {
+  snapshot(tenantId: string, sessionId: string): Promise<RulesSnapshot>;
+  /** The current generation; also (re)subscribes the session to pushes. */
+  check(tenantId: string, sessionId: string): Promise<number>;
+  recordHits(tenantId: string, hits: [ruleId: string, count: number, at: number][]): Promise<void>;
+}
 
-  get tenantHasNoRules(): boolean {
-    return this.known;
-  }
+interface Held {
+  generation: number;
+  rules: CompiledTenantRules;
+  /** Session clock; Infinity for an empty set (it can only make the session ask people). */
+  validUntil: number;
+  leaseMs: number;
+}
 
-  learn(result: DecideForResult): DecideResult {
-    if (result.noRules && result.noRules.generation > this.invalidatedAt) this.known = true;
+/** Hits are sent to the RulesObject (which flushes them to D1) at most this often, never on the decision path. */
+const HIT_FLUSH_MS = 1000;
+/** Snapshots that came back stale (a change while loading) before the cache gives up and people are asked. */
+const MAX_STALE_SNAPSHOTS = 3;
+
+export class RulesCache {
+  private held?: Held;
+  private loading?: Promise<Held>;
+  private refreshing = false;
+  /** The newest generation a push announced: rules older than it are never installed or used. */
+  private heard = -1;
+  private readonly hits = new Map<string, { count: number; at: number }>();
+  private flushScheduled = false;
+
+  constructor(
+    private readonly source: () => RulesSource,
+    private readonly tenantId: () => string,
+    private readonly sessionId: () => string,
+  ) {}
+
+  /** Would a rule answer this request? Throws when the rules cannot be known: then people are asked. */
+  async decide(request: DecideRequest): Promise<DecideResult> {
+    const held = await this.current();
+    if (held.rules.compiled.size === 0) return { decision: null };
+    const result = await decideWith(held.rules, request, Date.now());
+    if (result.ruleId) this.countHit(result.ruleId);
     return result;
   }
 
-  invalidate(generation: number): void {
-    this.known = false;
-    this.invalidatedAt = Math.max(this.invalidatedAt, generation);
+  /** The RulesObject's push: rules older than `generation` are dropped. True while this session holds or fetches rules. */
+  changed(generation: number): boolean {
+    this.heard = Math.max(this.heard, generation);
+    if (this.held && this.held.generation < generation) this.held = undefined;
+    return this.held !== undefined || this.loading !== undefined;
+  }
+
+  /** The tenant has no rules as far as this session knows (a decision costs nothing). */
+  get knownEmpty(): boolean {
+    return this.held !== undefined && this.held.rules.compiled.size === 0;
+  }
+
+  private async current(): Promise<Held> {
+    const held = this.held;
+    if (held && Date.now() < held.validUntil) {
+      // Past half its lease: confirm in the background, so requests rarely wait for a check.
+      if (held.validUntil - Date.now() < held.leaseMs / 2) this.refreshInBackground(held);
+      return held;
+    }
+    if (held && (await this.confirm(held))) return held;
+    return this.load();
+  }
+
+  /** The cheap version check: the held rules are still the tenant's current ones; extends the lease. */
+  private async confirm(held: Held): Promise<boolean> {
+    const sentAt = Date.now();
+    const generation = await this.source().check(this.tenantId(), this.sessionId());
+    if (this.held !== held || generation !== held.generation || generation < this.heard) return false;
+    held.validUntil = Math.max(held.validUntil, sentAt + held.leaseMs);
+    return true;
+  }
+
+  private refreshInBackground(held: Held): void {
+    if (this.refreshing) return;
+    this.refreshing = true;
+    this.confirm(held)
+      .then((ok) => {
+        if (!ok && this.held === held) this.held = undefined;
+      })
+      .catch((e: unknown) => console.error("session: confirming the rules cache failed", e))
+      .finally(() => {
+        this.refreshing = false;
+      });
+  }
+
+  private load(): Promise<Held> {
+    const loading = (this.loading ??= this.fetchSnapshot().finally(() => {
+      if (this.loading === loading) this.loading = undefined;
+    }));
+    return loading;
+  }
+
+  private async fetchSnapshot(): Promise<Held> {
+    for (let attempt = 0; attempt < MAX_STALE_SNAPSHOTS; attempt++) {
+      const sentAt = Date.now();
+      const snapshot = await this.source().snapshot(this.tenantId(), this.sessionId());
+      // A push announced a newer generation while this one travelled: it may hold a revoked rule.
+      if (snapshot.generation < this.heard) continue;
+      const rules = compileRuleList(snapshot.rules);
+      const validUntil = rules.compiled.size === 0 ? Number.POSITIVE_INFINITY : sentAt + snapshot.leaseMs;
+      const held = { generation: snapshot.generation, rules, validUntil, leaseMs: snapshot.leaseMs };
+      this.held = held;
+      return held;
+    }
+    throw new Error("the tenant's rules kept changing while they were fetched");
+  }
+
+  private countHit(ruleId: string): void {
+    const hit = this.hits.get(ruleId) ?? { count: 0, at: 0 };
+    hit.count += 1;
+    hit.at = Date.now();
+    this.hits.set(ruleId, hit);
+    if (this.flushScheduled) return;
+    this.flushScheduled = true;
+    setTimeout(() => this.flushHits(), HIT_FLUSH_MS);
+  }
+
+  private flushHits(): void {
+    this.flushScheduled = false;
+    const batch = [...this.hits].map(([id, h]): [string, number, number] => [id, h.count, h.at]);
+    this.hits.clear();
+    if (batch.length === 0) return;
+    // Hit counts are statistics shown in the API: a lost batch costs accuracy, never a decision.
+    this.source()
+      .recordHits(this.tenantId(), batch)
+      .catch((e: unknown) => console.error("session: sending rule hits failed", e));
   }
 }

@@ -1,15 +1,19 @@
 // The session's one way to its tenant's rules (the RulesObject): what a pending request is asked as,
-// the call that asks it (`consultRules`, the seam a compiled cache replaces), remembering a person's
-// *_always choice, and the watch that lets a new rule answer requests already waiting.
+// the call that asks it (`consultRules`: the session's compiled rules cache, rules-cache.ts),
+// remembering a person's *_always choice, and the watch that lets a new rule answer requests already waiting.
 
 import type { RulesObject } from "../rules/rules-object";
 import type { DecideRequest, DecideResult, RememberRequest, RuleCreated, RuleNotCreated } from "../rules/types";
 import type { Env } from "../../worker/env";
-import { NoRulesCache } from "./rules-cache";
+import { RulesCache } from "./rules-cache";
 import type { PendingRequest, SessionMeta, SessionStore } from "./store";
 
 export class RulesLink {
-  private readonly noRules = new NoRulesCache();
+  private readonly cache = new RulesCache(
+    () => this.rules(),
+    () => this.store.meta?.tenantId ?? "",
+    () => this.store.meta?.sessionId ?? "",
+  );
   private stub?: DurableObjectStub<RulesObject>;
 
   constructor(
@@ -25,16 +29,13 @@ export class RulesLink {
    */
   consultRules(pending: PendingRequest): DecideResult | null | Promise<DecideResult | null> {
     const meta = this.store.meta;
-    if (!meta || this.noRules.tenantHasNoRules) return null;
-    const request = this.decideRequest(meta, pending);
-    return this.rules(meta)
-      .decideFor(meta.tenantId, meta.sessionId, request)
-      .then((result) => this.noRules.learn(result));
+    if (!meta || this.cache.knownEmpty) return null;
+    return this.cache.decide(this.decideRequest(meta, pending));
   }
 
-  /** The tenant's first rule appeared: ask the rules again from now on (rules-cache.ts). */
-  rulesAppeared(generation: number): void {
-    this.noRules.invalidate(generation);
+  /** The RulesObject's push: rules older than `generation` are dropped. True while rules are held. */
+  rulesChanged(generation: number): boolean {
+    return this.cache.changed(generation);
   }
 
   remember(
@@ -43,14 +44,14 @@ export class RulesLink {
   ): Promise<RuleCreated | RuleNotCreated | null> {
     const meta = this.store.meta;
     if (!meta) return Promise.resolve(null);
-    return this.rules(meta).remember(meta.tenantId, { ...this.decideRequest(meta, pending), ...extra });
+    return this.rules().remember(meta.tenantId, { ...this.decideRequest(meta, pending), ...extra });
   }
 
   /** Sessions with requests waiting on people are registered with the tenant's rules object. */
   watch(waiting: boolean): void {
     const meta = this.store.meta;
     if (!meta) return;
-    const rules = this.rules(meta);
+    const rules = this.rules();
     const call = waiting ? rules.watch(meta.tenantId, meta.sessionId) : rules.unwatch(meta.tenantId, meta.sessionId);
     this.ctx.waitUntil(Promise.resolve(call).catch((e: unknown) => console.error("session: rules watch failed", e)));
   }
@@ -70,8 +71,8 @@ export class RulesLink {
     };
   }
 
-  private rules(meta: SessionMeta): DurableObjectStub<RulesObject> {
-    this.stub ??= this.env.RULES.get(this.env.RULES.idFromName(meta.tenantId));
+  private rules(): DurableObjectStub<RulesObject> {
+    this.stub ??= this.env.RULES.get(this.env.RULES.idFromName(this.store.meta?.tenantId ?? ""));
     return this.stub;
   }
 }

@@ -315,10 +315,11 @@ export class SessionObject extends DurableObject<Env> {
     if (!this.permissions.withdrawnByAgent(epoch, requestId)) this.agentRequests.withdrawnByAgent(epoch, requestId);
   }
 
-  /** The tenant's first rule appeared: ask the rules again from now on (rules-cache.ts). */
-  rulesAppeared(ref: SessionRef, generation: number): void {
+  /** The tenant's rules changed: drop older ones before the change's API answers (rules-cache.ts). True while rules are held. */
+  rulesChanged(ref: SessionRef, generation: number): boolean {
     const meta = this.store.meta;
-    if (meta && meta.tenantId === ref.tenantId) this.rulesLink.rulesAppeared(generation);
+    if (!meta || meta.tenantId !== ref.tenantId) return false;
+    return this.rulesLink.rulesChanged(generation);
   }
 
   /** Called by the tenant's RulesObject when a rule was created: waiting requests it matches resolve now. */

@@ -6,6 +6,7 @@ declare global {
     interface Env extends GatewayEnv {
       TEST_MIGRATIONS: D1Migration[];
       FUZZ_RUNS: string;
+      REPLAY_EVENTS: string;
     }
   }
 }

@@ -1,61 +1,265 @@
-// A tenant with no rules pays nothing for the rules path: the session learns "no rules" from the
-// RulesObject once and skips the call; the first rule created through the API applies to the very
-// next request, because the API answers only after every such session was told.
+// The compiled rules cache in the session (durable-objects/session/rules-cache.ts): a permission
+// request that a rule answers is decided in the session, with no call to the RulesObject; a tenant
+// with no rules pays nothing; and every change — revoke, expiry, a rule another session made, an
+// eviction, a push that cannot be delivered — is seen before it could let a stale rule answer.
 
 import { SELF, env, runInDurableObject } from "cloudflare:test";
 import { describe, expect, it, onTestFinished } from "vitest";
 import type { RulesObject } from "../../durable-objects/rules/rules-object";
-import { DEFAULT_OPTIONS, clientWithSession, dialInAgent, isMethod, seedTenant } from "./helpers";
+import type { SessionObject } from "../../durable-objects/session/session-object";
+import {
+  DEFAULT_OPTIONS,
+  barrier,
+  clientWithSession,
+  dialInAgent,
+  isMethod,
+  isResponseTo,
+  type Peer,
+  type ScriptedAgent,
+  seedTenant,
+} from "./helpers";
+import { restartObject, rulesStub, sessionStub } from "./fuzz-faults";
+
+type Tenant = Awaited<ReturnType<typeof seedTenant>>;
+
+const api = (path: string, key: string, method = "GET", body?: unknown) =>
+  SELF.fetch(`http://gateway.test${path}`, {
+    method,
+    headers: { Authorization: `Bearer ${key}`, ...(body !== undefined ? { "Content-Type": "application/json" } : {}) },
+    ...(body !== undefined ? { body: JSON.stringify(body) } : {}),
+  });
+
+async function createRule(t: Tenant, body: Record<string, unknown>): Promise<string> {
+  const created = await api("/v1/rules", t.adminKey, "POST", body);
+  expect(created.status).toBe(201);
+  return ((await created.json()) as { rule: { id: string } }).rule.id;
+}
+
+async function revoke(t: Tenant, id: string): Promise<void> {
+  expect((await api(`/v1/rules/${id}`, t.adminKey, "DELETE")).status).toBe(204);
+}
+
+const npmTest = { decision: "allow", matcher: { type: "command", prefix: ["npm", "test"] } };
+const run = (id: string, command: string) => ({ toolCallId: id, kind: "execute", rawInput: { command } });
+
+/**
+ * Counts the calls that reach the tenant's RulesObject (RPC serves prototype methods: wrapped there,
+ * so only calls for this tenant are counted).
+ */
+async function countRulesCalls(tenantId: string): Promise<{ snapshot: number; check: number }> {
+  const counts = { snapshot: 0, check: 0 };
+  await runInDurableObject(rulesStub(tenantId), (instance: RulesObject) => {
+    const proto = Object.getPrototypeOf(instance) as RulesObject;
+    const { snapshot, check } = proto;
+    proto.snapshot = function (this: RulesObject, ...args: Parameters<RulesObject["snapshot"]>) {
+      if (args[0] === tenantId) counts.snapshot++;
+      return snapshot.apply(this, args);
+    };
+    proto.check = function (this: RulesObject, ...args: Parameters<RulesObject["check"]>) {
+      if (args[0] === tenantId) counts.check++;
+      return check.apply(this, args);
+    };
+    onTestFinished(() => {
+      proto.snapshot = snapshot;
+      proto.check = check;
+    });
+  });
+  return counts;
+}
+
+async function sessionInTurn(t: Tenant, agent: ScriptedAgent, key = t.clientKey) {
+  const { client, sessionId } = await clientWithSession(t, agent, key);
+  client.send({ jsonrpc: "2.0", id: `turn-${sessionId}`, method: "session/prompt", params: { sessionId, prompt: [] } });
+  await agent.peer.next((m) => m.method === "session/prompt" && m.params.sessionId === sessionId);
+  return { client, sessionId };
+}
+
+/** The request is answered by a rule: the agent gets allow, and no client was asked. */
+async function answeredByRule(agent: ScriptedAgent, client: Peer, sessionId: string, toolCallId: string, command: string) {
+  const id = agent.askPermission(sessionId, run(toolCallId, command));
+  expect((await agent.peer.next(isResponseTo(id))).result.outcome).toEqual({ outcome: "selected", optionId: "allow" });
+  const resolved = await client.next((m) => m.method === "_acp_gateway/permission_resolved" && m.params.toolCallId === toolCallId);
+  expect(resolved.params.decidedBy.type).toBe("rule");
+  return resolved.params.decidedBy.ruleId as string;
+}
+
+/** The request reaches a person: the client gets the copy and the agent nothing until it answers. */
+async function askedOfPeople(agent: ScriptedAgent, client: Peer, sessionId: string, toolCallId: string, command: string) {
+  const id = agent.askPermission(sessionId, run(toolCallId, command));
+  const copy = await client.next((m) => m.method === "session/request_permission" && m.params.toolCall.toolCallId === toolCallId);
+  expect(agent.peer.unclaimed().filter((m) => m.id === id)).toEqual([]);
+  client.respond(copy.id, { outcome: { outcome: "selected", optionId: "reject" } });
+  expect((await agent.peer.next(isResponseTo(id))).result.outcome.optionId).toBe("reject");
+}
 
 describe("the rules path for a tenant with no rules", () => {
   it("asks the RulesObject once, then not again, and applies the first rule created through the API at once", async () => {
     const t = await seedTenant();
     const agent = await dialInAgent(t, "norules");
-    const { client, sessionId } = await clientWithSession(t, agent);
-    client.send({ jsonrpc: "2.0", id: "turn", method: "session/prompt", params: { sessionId, prompt: [{ type: "text", text: "go" }] } });
-    await agent.peer.next(isMethod("session/prompt"));
-
-    const rules = env.RULES.get(env.RULES.idFromName(t.tenantId));
-    // Count the calls that reach the RulesObject (RPC serves prototype methods: wrap it there).
-    let calls = 0;
-    let restore = () => undefined as void;
-    await runInDurableObject(rules, (instance: RulesObject) => {
-      const proto = Object.getPrototypeOf(instance) as RulesObject;
-      const decideFor = proto.decideFor;
-      proto.decideFor = function (this: RulesObject, ...args) {
-        calls++;
-        return decideFor.apply(this, args);
-      };
-      restore = () => {
-        proto.decideFor = decideFor;
-      };
-    });
-    onTestFinished(() => restore());
-    const ask = async (i: number, command: string) => {
-      const id = agent.askPermission(sessionId, { toolCallId: `tc${i}`, kind: "execute", rawInput: { command } }, DEFAULT_OPTIONS);
-      return id;
-    };
+    const { client, sessionId } = await sessionInTurn(t, agent);
+    const calls = await countRulesCalls(t.tenantId);
     for (let i = 0; i < 3; i++) {
-      const id = await ask(i, `make ${i}`);
+      const id = agent.askPermission(sessionId, run(`tc${i}`, `make ${i}`), DEFAULT_OPTIONS);
       const copy = await client.next(isMethod("session/request_permission"));
       client.respond(copy.id, { outcome: { outcome: "selected", optionId: "allow" } });
       await agent.peer.next((m) => m.id === id);
     }
-    expect(calls).toBe(1);
+    expect(calls).toEqual({ snapshot: 1, check: 0 });
 
-    const created = await SELF.fetch("http://gateway.test/v1/rules", {
-      method: "POST",
-      headers: { Authorization: `Bearer ${t.adminKey}`, "Content-Type": "application/json" },
-      body: JSON.stringify({ decision: "allow", matcher: { type: "command", prefix: ["npm", "test"] } }),
-    });
-    expect(created.status).toBe(201);
+    await createRule(t, npmTest);
     // The very next request is answered by the rule, without asking anyone.
-    const id = await ask(9, "npm test");
-    const answer = await agent.peer.next((m) => m.id === id);
-    expect(answer.result.outcome).toEqual({ outcome: "selected", optionId: "allow" });
-    const resolved = await client.next((m) => m.method === "_acp_gateway/permission_resolved" && m.params.toolCallId === "tc9");
-    expect(resolved.params.decidedBy.type).toBe("rule");
+    await answeredByRule(agent, client, sessionId, "tc9", "npm test");
     expect(client.unclaimed().filter((m) => m.method === "session/request_permission")).toEqual([]);
-    expect(calls).toBe(2);
+    expect(calls).toEqual({ snapshot: 2, check: 0 });
+  });
+});
+
+describe("the compiled rules cache in the session", { timeout: 30_000 }, () => {
+  it("decides locally: many requests answered by a rule cost one snapshot and no other call to the RulesObject", async () => {
+    const t = await seedTenant();
+    const ruleId = await createRule(t, npmTest);
+    const agent = await dialInAgent(t);
+    const { client, sessionId } = await sessionInTurn(t, agent);
+    const calls = await countRulesCalls(t.tenantId);
+    for (let i = 0; i < 5; i++) expect(await answeredByRule(agent, client, sessionId, `n${i}`, `npm test -- ${i}`)).toBe(ruleId);
+    await askedOfPeople(agent, client, sessionId, "other", "npm publish");
+    expect(calls).toEqual({ snapshot: 1, check: 0 });
+  });
+
+  it("revoke, then ask: once DELETE has answered, the revoked rule never answers again (ten rounds, the ask racing the revoke)", async () => {
+    const t = await seedTenant();
+    const agent = await dialInAgent(t);
+    const { client, sessionId } = await sessionInTurn(t, agent);
+    for (let round = 0; round < 10; round++) {
+      const ruleId = await createRule(t, npmTest);
+      expect(await answeredByRule(agent, client, sessionId, `warm${round}`, "npm test")).toBe(ruleId);
+      // A request in flight while the revoke runs may go either way; one sent after it answered may not.
+      const racing = agent.askPermission(sessionId, run(`race${round}`, "npm test"));
+      await revoke(t, ruleId);
+      await askedOfPeople(agent, client, sessionId, `after${round}`, "npm test");
+      const raced = await Promise.race([
+        agent.peer.next(isResponseTo(racing)),
+        client.next((m) => m.method === "session/request_permission" && m.params.toolCall.toolCallId === `race${round}`),
+      ]);
+      if (raced.method) client.respond(raced.id, { outcome: { outcome: "selected", optionId: "reject" } });
+    }
+  });
+
+  it("a push that cannot be delivered: DELETE waits out the session's lease, and the revoked rule does not answer after it", async () => {
+    const t = await seedTenant();
+    const ruleId = await createRule(t, npmTest);
+    const leaseMs = 1500;
+    await runInDurableObject(rulesStub(t.tenantId), (instance: RulesObject) => {
+      (instance as unknown as { leaseMs: number }).leaseMs = leaseMs;
+    });
+    const agent = await dialInAgent(t);
+    const { client, sessionId } = await sessionInTurn(t, agent);
+    await answeredByRule(agent, client, sessionId, "warm", "npm test");
+    // The session cannot be told: its rulesChanged throws.
+    await runInDurableObject(sessionStub(t.tenantId, sessionId), (instance: SessionObject) => {
+      const proto = Object.getPrototypeOf(instance) as SessionObject;
+      const rulesChanged = proto.rulesChanged;
+      proto.rulesChanged = () => {
+        throw new Error("push lost (test)");
+      };
+      onTestFinished(() => {
+        proto.rulesChanged = rulesChanged;
+      });
+    });
+    const started = Date.now();
+    await revoke(t, ruleId);
+    expect(Date.now() - started).toBeGreaterThanOrEqual(leaseMs);
+    await askedOfPeople(agent, client, sessionId, "after", "npm test");
+  });
+
+  it("a cached rule stops answering at its expiry, with no change pushed", async () => {
+    const t = await seedTenant();
+    const expiresAt = Date.now() + 1500;
+    await createRule(t, { ...npmTest, expiresAt });
+    const agent = await dialInAgent(t);
+    const { client, sessionId } = await sessionInTurn(t, agent);
+    const calls = await countRulesCalls(t.tenantId);
+    await answeredByRule(agent, client, sessionId, "before", "npm test");
+    // Time itself is what is under test here: wait until the rule's expiry has passed.
+    await new Promise((resolve) => setTimeout(resolve, Math.max(0, expiresAt - Date.now()) + 50));
+    await askedOfPeople(agent, client, sessionId, "after", "npm test");
+    expect(calls.snapshot).toBe(1);
+  });
+
+  it("a rule another session made (a person's always-allow) answers this session's next request at once", async () => {
+    const t = await seedTenant();
+    await createRule(t, { decision: "allow", matcher: { type: "command", prefix: ["ls"] } }); // so both hold non-empty rules
+    const agent = await dialInAgent(t);
+    const alice = await sessionInTurn(t, agent);
+    const bob = await sessionInTurn(t, agent, t.clientKey2);
+    // Both sessions have their rules cached, without npm test.
+    await askedOfPeople(agent, bob.client, bob.sessionId, "b0", "npm test");
+    const asked = agent.askPermission(alice.sessionId, run("a1", "npm test"));
+    const copy = await alice.client.next(isMethod("session/request_permission"));
+    alice.client.respond(copy.id, { outcome: { outcome: "selected", optionId: "allow-always" } });
+    expect((await agent.peer.next(isResponseTo(asked))).result.outcome.optionId).toBe("allow");
+    const created = await alice.client.next(isMethod("_acp_gateway/rule_created"));
+    expect(await answeredByRule(agent, bob.client, bob.sessionId, "b1", "npm test")).toBe(created.params.rule.id);
+  });
+
+  it("10,000 rules: the session decides from the index, and the right rule answers", async () => {
+    const t = await seedTenant();
+    const at = Date.now();
+    const values = Array.from(
+      { length: 10_000 },
+      (_, i) =>
+        `('rule_fill_${t.tenantId}_${i}', '${t.tenantId}', 'allow', '{"type":"command","prefix":["tool${i}","run"]}', 'command tool${i} run', 'filler', ${at})`,
+    );
+    const statements = [];
+    for (let i = 0; i < values.length; i += 500) {
+      statements.push(
+        env.DB.prepare(
+          `INSERT INTO decision_rules (id, tenant_id, decision, matcher, matcher_text, description, created_at) VALUES ${values.slice(i, i + 500).join(",")}`,
+        ),
+      );
+    }
+    await env.DB.batch(statements);
+    const ruleId = await createRule(t, npmTest); // also tells the RulesObject that the rules changed
+    const agent = await dialInAgent(t);
+    const { client, sessionId } = await sessionInTurn(t, agent);
+    const calls = await countRulesCalls(t.tenantId);
+    expect(await answeredByRule(agent, client, sessionId, "n", "npm test")).toBe(ruleId);
+    expect(await answeredByRule(agent, client, sessionId, "t7", "tool7777 run --fast")).toBe(`rule_fill_${t.tenantId}_7777`);
+    await askedOfPeople(agent, client, sessionId, "t8", "tool7777 build");
+    await askedOfPeople(agent, client, sessionId, "t9", "tool10000 run");
+    expect(calls).toEqual({ snapshot: 1, check: 0 });
+  });
+
+  it("an evicted session rebuilds its cache, and a revoke made while it was evicted holds", async () => {
+    const t = await seedTenant();
+    const ruleId = await createRule(t, npmTest);
+    const agent = await dialInAgent(t);
+    const { client, sessionId } = await sessionInTurn(t, agent);
+    const calls = await countRulesCalls(t.tenantId);
+    await answeredByRule(agent, client, sessionId, "first", "npm test");
+    await restartObject(sessionStub(t.tenantId, sessionId));
+    await answeredByRule(agent, client, sessionId, "rebuilt", "npm test");
+    expect(calls.snapshot).toBe(2);
+    await restartObject(sessionStub(t.tenantId, sessionId));
+    await revoke(t, ruleId);
+    await askedOfPeople(agent, client, sessionId, "revoked", "npm test");
+    await barrier(client, agent, sessionId);
+  });
+
+  it("an expired lease is confirmed with one version check, not a new snapshot", async () => {
+    const t = await seedTenant();
+    const ruleId = await createRule(t, npmTest);
+    await runInDurableObject(rulesStub(t.tenantId), (instance: RulesObject) => {
+      (instance as unknown as { leaseMs: number }).leaseMs = 300;
+    });
+    const agent = await dialInAgent(t);
+    const { client, sessionId } = await sessionInTurn(t, agent);
+    const calls = await countRulesCalls(t.tenantId);
+    await answeredByRule(agent, client, sessionId, "first", "npm test");
+    // Time is what is under test: the lease runs out.
+    await new Promise((resolve) => setTimeout(resolve, 400));
+    expect(await answeredByRule(agent, client, sessionId, "second", "npm test")).toBe(ruleId);
+    expect(calls.snapshot).toBe(1);
+    expect(calls.check).toBeGreaterThanOrEqual(1);
   });
 });
