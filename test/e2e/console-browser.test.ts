@@ -223,6 +223,8 @@ describe("the web console in Chromium", () => {
     await prompt(page, 'Make it **bold** <img src=x onerror="window.__xss=1">');
     const reply = page.locator(".msg.agent .md").first();
     await reply.locator("strong", { hasText: "bold" }).waitFor();
+    // The echo streams in chunks: wait for the whole reply before judging what it rendered.
+    await page.locator(".msg.agent .md", { hasText: "<img src=x" }).first().waitFor();
     expect(await reply.locator("img").count()).toBe(0);
     expect(await reply.textContent()).toContain("<img src=x");
     expect(await page.evaluate(() => (window as unknown as { __xss?: number }).__xss)).toBeUndefined();
