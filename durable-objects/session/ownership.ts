@@ -3,7 +3,7 @@
 // it over: the next prompt, and whatever secrets it carries, would go to that agent, and the cwd would
 // change. So such an answer is refused and the existing session is left exactly as it was.
 
-import type { SessionRef } from "./agent-link";
+import type { SessionRef } from "./contract";
 import type { SessionMeta } from "./store";
 
 /** Why an agent may not (re)initialise this session, or undefined when it may. */

@@ -13,13 +13,14 @@ import {
 } from "../../protocol/permissions";
 import { LIMIT_REACHED_NOTICE, type LimitError, limitsOf, pendingLimitError } from "../../protocol/tenant-limits";
 import type { DecideResult } from "../rules/types";
-import type { ToAgent } from "./agent-link";
+import type { ToAgent } from "../agent/contract";
 import type { AuditOutbox } from "./audit-outbox";
 import { type AttachedClients, send, sendRewritable } from "./clients";
 import type { ClientAttachment } from "../../protocol/session-wire";
 import type { Notifier } from "./notify";
 import { auditEntry } from "./permission-audit";
-import { type DecidedBy, parsedParams } from "./pending-request";
+import type { DecidedBy } from "./contract";
+import { parsedParams } from "./pending-request";
 import type { RulesLink } from "./rules-link";
 import type { SessionInfo } from "./session-info";
 import { answerPermission } from "./permission-answer";

@@ -26,7 +26,8 @@ import { AGENT_METHODS, CANCEL_REQUEST, CLIENT_METHODS } from "../../protocol/me
 import { CANCELLED_RESULT } from "../../protocol/permissions";
 import { isToolCallUpdate } from "../../protocol/tool-calls";
 import type { Env } from "../../worker/env";
-import type { FromAgent, SessionRef, ToAgent } from "./agent-link";
+import type { ToAgent } from "../agent/contract";
+import type { ApprovalView, DecidedBy, FromAgent, LinkRefusal, SessionRef, SessionSnapshot } from "./contract";
 import { AgentDelivery } from "./agent-delivery";
 import { AuditOutbox } from "./audit-outbox";
 import { TurnWatch } from "./turn-watch";
@@ -37,11 +38,10 @@ import { CLOSE_SESSION_DELETED, deleteDuringTurn, deletionGoesAhead, sessionDele
 import { CompactionTally, appendUpdate, maybeFold } from "./compaction";
 import { AgentRequests } from "./agent-request-routing";
 import { claimRefusal } from "./ownership";
-import { type ApprovalView, type LinkRefusal, Notifier } from "./notify";
-import type { DecidedBy } from "./pending-request";
+import { Notifier } from "./notify";
 import { PermissionLifecycle } from "./permission-lifecycle";
 import { RulesLink } from "./rules-link";
-import { type SessionSnapshot, sessionSnapshot } from "./snapshot";
+import { sessionSnapshot } from "./snapshot";
 import { SessionInfo, loadResult } from "./session-info";
 import { TurnControl } from "./turn";
 
