@@ -4,12 +4,19 @@
 
 import type { OperationView } from "../../protocol/operation-view";
 import type { PermissionOption } from "../../protocol/permissions";
+import type { SessionMeta } from "./store";
 
 /** Which session a call is for; checked against the session's own meta on every call. */
 export interface SessionRef {
   tenantId: string;
   sessionId: string;
 }
+
+/** What the AgentObject stores in a session it created or loaded (`init`); the rest of the meta is the ref's. */
+export type SessionInit = Omit<SessionMeta, "tenantId" | "sessionId" | "createdAt">;
+
+/** `init` refused: the session belongs to another tenant or agent, or session/new named one that exists (ownership.ts). */
+export type InitResult = { ok: true } | { ok: false; message: string };
 
 /**
  * What the AgentObject delivers to a session (`fromAgentBatch`), in order: the agent's frames, its

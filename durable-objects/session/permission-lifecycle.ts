@@ -19,7 +19,7 @@ import { type AttachedClients, send, sendRewritable } from "./clients";
 import type { ClientAttachment } from "../../protocol/session-wire";
 import type { Notifier } from "./notify";
 import { auditEntry } from "./permission-audit";
-import type { DecidedBy } from "./contract";
+import type { DecidedBy, LinkRefusal } from "./contract";
 import { parsedParams } from "./pending-request";
 import type { RulesLink } from "./rules-link";
 import type { SessionInfo } from "./session-info";
@@ -175,6 +175,14 @@ export class PermissionLifecycle {
   /** A client answered its copy (permission-answer.ts). */
   answer(ws: WebSocket, client: ClientAttachment, permId: number, response: { result?: unknown; error?: unknown }): void {
     answerPermission(this, this.d, ws, client, permId, response);
+  }
+
+  /** An answer from an approval link: exactly a client's answer (first wins, copies withdrawn, audited). */
+  answerFromLink(permId: number, linkId: string, optionId: string): LinkRefusal | { state: "answered_by_you" } {
+    const taken = this.d.notifier.takeAnswer(permId, linkId, optionId);
+    if (!taken.ok) return taken.view;
+    this.resolve(taken.pending, { outcome: { outcome: "selected", optionId } }, taken.by);
+    return { state: "answered_by_you" };
   }
 
   // ── resolve ───────────────────────────────────────────────────────────────────────────────────
