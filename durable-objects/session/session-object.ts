@@ -181,7 +181,9 @@ export class SessionObject extends DurableObject<Env> {
   private onClientRequest(ws: WebSocket, id: JsonRpcId, method: string, params: unknown): void {
     const client = attachmentOf(ws);
     const meta = this.store.meta;
-    if (!client || !meta) return;
+    if (!client) return;
+    // Deleted (session/delete) while this client's socket was still closing: answered, never dropped.
+    if (!meta) throw RpcError.sessionNotFound(isObject(params) ? params.sessionId : undefined);
     if (method === AGENT_METHODS.sessionPrompt) return this.turn.start(client, id, method, params);
     if (method === AGENT_METHODS.sessionDelete && this.store.turn.state !== "idle")
       throw deleteDuringTurn(meta.sessionId, this.store.turn.user);
