@@ -12,6 +12,7 @@ import { DurableObject } from "cloudflare:workers";
 import {
   type JsonRpcId,
   type Message,
+  RpcError,
   errorResponse,
   isObject,
   isRequest,
