@@ -21,7 +21,7 @@ import {
   toRpcError,
   sessionIdOf,
 } from "../protocol/jsonrpc";
-import type { AgentStatus, OpenSessionArgs } from "../durable-objects/agent/agent-object";
+import type { AgentStatus, OpenSessionArgs } from "../durable-objects/agent/contract";
 import type { ResponseMessage } from "../protocol/jsonrpc";
 import { AGENT_METHODS, CANCEL_REQUEST, PROTOCOL_VERSION } from "../protocol/methods";
 import { LIVE_SESSION_WINDOW_MS, limitsOf, liveSessionsError } from "../protocol/tenant-limits";

@@ -19,15 +19,13 @@ import type { Limits } from "../../protocol/tenant-limits";
 import { AGENT_METHODS, CANCEL_REQUEST, PROTOCOL_VERSION } from "../../protocol/methods";
 import { isGatewayMethod, stripGatewayMarks } from "../../protocol/gateway-namespace";
 import type { Env } from "../../worker/env";
-import type { FromAgent, SessionRef, ToAgent } from "../session/agent-link";
+import type { FromAgent, SessionRef } from "../session/contract";
 import type { SessionObject } from "../session/session-object";
 import { AgentRates } from "../tenant/tenant-limits";
+import { AGENT_PRINCIPAL_HEADER, type AgentPrincipal, type AgentStatus, type OpenSessionArgs, type ToAgent } from "./contract";
 import { Dialer } from "./dialer";
 import { SessionOutbox } from "./session-outbox";
-import { type AgentInfo, AgentStore } from "./store";
-
-/** The header the Worker uses to say who dialled in. */
-export const AGENT_PRINCIPAL_HEADER = "X-Acp-Gateway-Agent";
+import { AgentStore } from "./store";
 
 /** How long session/new or session/load may take before the client is told the agent did not answer. */
 const OPEN_TIMEOUT_MS = 60_000;
@@ -41,20 +39,6 @@ const REDELIVERY_MS = 2_000;
  * which notices (lostConnection) even when the agent never dials back in.
  */
 const WATCH_MS = 10_000;
-
-export interface OpenSessionArgs {
-  tenantId: string;
-  agent: string;
-  method: typeof AGENT_METHODS.sessionNew | typeof AGENT_METHODS.sessionLoad;
-  params: unknown;
-  createdBy: string | null;
-  deadlineMs: number;
-  relayAlwaysAsMade: boolean;
-  /** The tenant's limit overrides (protocol/tenant-limits.ts), kept by the session. */
-  limits?: Partial<Limits> | undefined;
-}
-
-export type AgentStatus = { connected: boolean; info: AgentInfo | null; unreachable?: string };
 
 export class AgentObject extends DurableObject<Env> {
   private readonly store: AgentStore;
@@ -95,13 +79,7 @@ export class AgentObject extends DurableObject<Env> {
   // ── the agent dials in ────────────────────────────────────────────────────────────────────────
   override async fetch(request: Request): Promise<Response> {
     if (request.headers.get("Upgrade") !== "websocket") return new Response("expected a WebSocket", { status: 426 });
-    const who = JSON.parse(request.headers.get(AGENT_PRINCIPAL_HEADER) ?? "null") as {
-      tenantId: string;
-      agent: string;
-      keyId: string;
-      expiresAt?: number | null;
-      limits?: Partial<Limits>;
-    } | null;
+    const who = JSON.parse(request.headers.get(AGENT_PRINCIPAL_HEADER) ?? "null") as AgentPrincipal | null;
     if (!who) return new Response("missing principal", { status: 400 });
     this.store.meta = { tenantId: who.tenantId, name: who.agent };
     // The newest connection takes over; the old one's sessions stay readable in their objects.

@@ -12,7 +12,7 @@
 // it has. A restart reads them back, the alarm re-sends them, and the session skips any it already
 // applied by their sequence number (numbers are reserved in blocks: one row per block, not per item).
 
-import type { FromAgent } from "../session/agent-link";
+import type { FromAgent } from "../session/contract";
 
 const SCHEMA = `
 CREATE TABLE IF NOT EXISTS session_outbox (seq INTEGER PRIMARY KEY, session_id TEXT NOT NULL, item TEXT NOT NULL, attempts INTEGER NOT NULL DEFAULT 0);

@@ -6,7 +6,7 @@
 // request) are applied idempotently by the session instead, so one seen again after a restart of
 // the session is harmless.
 
-import type { FromAgent } from "./agent-link";
+import type { FromAgent } from "./contract";
 import type { SessionStore } from "./store";
 
 export class AgentDelivery {

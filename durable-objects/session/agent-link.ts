@@ -1,33 +1,255 @@
-// What a session sends towards its agent. The agent's single connection is held by the AgentObject
-// (one per tenant + agent name); the session asks it to deliver, without waiting, so that neither
-// object is pinned in memory while an agent thinks or a person decides.
+// The session's side of its link to the agent, whose single connection the AgentObject holds. In:
+// what the AgentObject delivers (the agent's frames, its answers to client requests, the news that
+// its connection is gone), applied in order and once each (agent-delivery.ts), and dispatched to the
+// modules that act on it. Out: `toAgent`, fire and forget, retried once on a fresh stub; a client
+// request that cannot be handed on is answered with an error (and a prompt's turn ends). A
+// session/delete the agent agreed to ends here too: the session is forgotten.
 
-import type { JsonRpcId } from "../../protocol/jsonrpc";
+import { deleteSessionIndex } from "../../db/queries/sessions";
+import { type Message, RpcError, errorResponse, isObject, isRequest, isResponse, resultResponse } from "../../protocol/jsonrpc";
+import { AGENT_METHODS, CANCEL_REQUEST, CLIENT_METHODS } from "../../protocol/methods";
+import { CANCELLED_RESULT } from "../../protocol/permissions";
+import { CLOSE_SESSION_DELETED, deletionGoesAhead, sessionDeletedNotice } from "../../protocol/session-delete";
+import { isToolCallUpdate } from "../../protocol/tool-calls";
+import type { Env } from "../../worker/env";
+import type { AgentObject } from "../agent/agent-object";
+import type { ToAgent } from "../agent/contract";
+import { AgentDelivery } from "./agent-delivery";
+import type { AgentRequests } from "./agent-request-routing";
+import { type AttachedClients, attachmentOf, send, sendRewritable } from "./clients";
+import { appendUpdate, maybeFold } from "./compaction";
+import type { FromAgent, SessionRef } from "./contract";
+import type { PermissionLifecycle } from "./permission-lifecycle";
+import type { RulesLink } from "./rules-link";
+import type { SessionInfo } from "./session-info";
+import type { InflightRow, SessionStore } from "./store";
+import type { TurnControl } from "./turn";
+import type { TurnWatch } from "./turn-watch";
 
-export type ToAgent =
-  /** A client request, under the session's own id (gwId); the AgentObject gives it an agent-side id. */
-  | { type: "request"; gwId: number; method: string; params: unknown }
-  /** A notification to relay as is (session/cancel, extensions). */
-  | { type: "notification"; method: string; params: unknown }
-  /** The answer to one of the agent's requests, under the agent's own id, on the connection it came from. */
-  | { type: "response"; epoch: number; id: JsonRpcId; result?: unknown; error?: unknown }
-  /** Withdraw a client request that was forwarded under gwId. */
-  | { type: "cancel_request"; gwId: number };
-
-export interface SessionRef {
-  tenantId: string;
-  sessionId: string;
+export interface AgentLinkDeps {
+  ctx: DurableObjectState;
+  env: Env;
+  store: SessionStore;
+  clients: AttachedClients;
+  turnWatch: TurnWatch;
+  info: SessionInfo;
+  permissions: PermissionLifecycle;
+  agentRequests: AgentRequests;
+  turn: TurnControl;
+  rules: RulesLink;
+  /** Sets the object's alarm to the earliest deadline, notify time, audit retry or idle time. */
+  scheduleDeadline(): void;
 }
 
-/**
- * What the AgentObject delivers to a session, in order: the agent's frames, its answers, and the
- * news that its connection is gone. `seq` is the AgentObject's own increasing number for each item
- * (set when the item is stored in its outbox): an item can be delivered twice after a restart, and
- * the session applies each seq once.
- */
-export type FromAgent = (
-  | { kind: "frame"; epoch: number; text: string }
-  /** `agentId`: the AgentObject's id of the request, whose map entry goes once the session has the answer. */
-  | { kind: "response"; gwId: number; text: string; agentId?: number }
-  | { kind: "gone"; epoch: number; reason: string; gwIds: number[] }
-) & { seq?: number };
+export class AgentLink {
+  private readonly delivery: AgentDelivery;
+  private agentStub?: DurableObjectStub<AgentObject>;
+
+  constructor(private readonly d: AgentLinkDeps) {
+    this.delivery = new AgentDelivery(d.ctx.storage.sql, d.store);
+  }
+
+  // ── in: from the agent, through the AgentObject ──────────────────────────────────────────────
+  /** A batch, handled as one event: one storage commit for all of it. */
+  fromBatch(ref: SessionRef, items: FromAgent[]): void {
+    const meta = this.d.store.meta;
+    if (!meta || meta.tenantId !== ref.tenantId) return;
+    this.d.turnWatch.touch();
+    for (const item of items) {
+      if (!this.delivery.take(item)) continue; // re-sent after an AgentObject restart: applied already
+      // One frame that fails to apply must not take the rest of the batch with it.
+      try {
+        if (item.kind === "frame") this.frame(item.epoch, item.text);
+        else if (item.kind === "response") this.response(item.gwId, item.text);
+        else this.gone(item);
+      } catch (error) {
+        console.error("session: an agent frame failed to apply", error);
+      }
+    }
+  }
+
+  /** One frame of the agent; the AgentObject checked its limits and its JSON-RPC shape (parseFrame). */
+  private frame(epoch: number, text: string): void {
+    // SAFETY: the AgentObject passes on only frames that parseFrame accepted as messages.
+    const message = JSON.parse(text) as Message;
+    if (isResponse(message)) return;
+    const params = "params" in message ? message.params : undefined;
+    if (!isRequest(message)) {
+      if (message.method === CLIENT_METHODS.sessionUpdate) return this.sessionUpdate(text, message, params);
+      if (message.method === CANCEL_REQUEST) return this.agentCancelRequest(epoch, params);
+      this.d.store.append("ext", text);
+      this.d.clients.broadcast(text);
+      return;
+    }
+    if (message.method === CLIENT_METHODS.sessionRequestPermission) {
+      return this.d.permissions.ask(epoch, message.id, text, params);
+    }
+    // Seen again after a restart (agent-delivery.ts): the client already has it.
+    if (this.d.store.agentRequests({ agentReqId: message.id, epoch }).length > 0) return;
+    this.d.agentRequests.route(epoch, message.id, message.method, params);
+  }
+
+  private sessionUpdate(text: string, message: Message, params: unknown): void {
+    const { store, info } = this.d;
+    const update = isObject(params) ? params.update : undefined;
+    const seq = appendUpdate(store, text, message);
+    maybeFold(store, seq);
+    if (isToolCallUpdate(update)) store.applyToolCall(update, seq);
+    else if (isObject(update) && update.sessionUpdate === "session_info_update" && typeof update.title === "string") {
+      info.setTitle(update.title);
+    } else if (isObject(update) && update.sessionUpdate === "current_mode_update" && typeof update.currentModeId === "string") {
+      info.setCurrentMode(update.currentModeId);
+    } else if (isObject(update) && update.sessionUpdate === "config_option_update" && Array.isArray(update.configOptions)) {
+      info.setConfigOptions(update.configOptions);
+    }
+    this.d.clients.broadcast(text);
+  }
+
+  /** The agent withdrew one of its requests: withdraw the clients' copies (and confirm with -32800). */
+  private agentCancelRequest(epoch: number, params: unknown): void {
+    const requestId = isObject(params) ? params.requestId : undefined;
+    if (typeof requestId !== "string" && typeof requestId !== "number") return;
+    if (!this.d.permissions.withdrawnByAgent(epoch, requestId)) this.d.agentRequests.withdrawnByAgent(epoch, requestId);
+  }
+
+  /** The agent answered a client request that the session forwarded under gwId. */
+  private response(gwId: number, text: string): void {
+    const { store } = this.d;
+    if (!store.meta) return; // forgotten earlier in this batch (session/delete)
+    const inflight = store.takeInflight(gwId);
+    if (!inflight) return;
+    const response = JSON.parse(text) as Record<string, unknown>;
+    if (inflight.method === AGENT_METHODS.sessionDelete && deletionGoesAhead(response))
+      return this.deleteSession(inflight, response.result);
+    if (inflight.method === AGENT_METHODS.sessionPrompt) this.d.turn.end(gwId, response.result);
+    // Whoever set an option, a client attaching later gets the current set in its session/load answer.
+    if (
+      inflight.method === AGENT_METHODS.sessionSetConfigOption &&
+      isObject(response.result) &&
+      Array.isArray(response.result.configOptions)
+    ) {
+      this.d.info.setConfigOptions(response.result.configOptions);
+    }
+    const ws = this.d.clients.byConnection(inflight.connId);
+    if (ws) send(ws, JSON.stringify({ ...response, id: inflight.clientId }));
+  }
+
+  /** The agent's connection is gone: nothing it asked can be answered, nothing it was asked will be. */
+  private gone(info: { epoch: number; reason: string; gwIds: number[] }): void {
+    const { store, clients, permissions } = this.d;
+    const meta = store.meta;
+    if (!meta) return;
+    const watching = store.hasAsking();
+    for (const pending of store.pending().filter((p) => p.agentEpoch <= info.epoch)) {
+      permissions.withdrawCopies(store.removePending(pending.permId));
+      permissions.audit(pending, { outcome: "withdrawn" }, { type: "agent_disconnected", reason: info.reason });
+      store.append(
+        "resolution",
+        JSON.stringify({ permId: pending.permId, decidedBy: { type: "agent_disconnected", reason: info.reason } }),
+      );
+    }
+    if (watching && !store.hasAsking()) this.d.rules.watch(false);
+    for (const r of store.agentRequests().filter((r) => r.agentEpoch <= info.epoch)) {
+      store.takeAgentRequest(r.outId);
+      const ws = clients.byConnection(r.connId);
+      if (ws) sendRewritable(ws, JSON.stringify({ jsonrpc: "2.0", method: CANCEL_REQUEST, params: { requestId: r.outId } }));
+    }
+    const message = `The agent "${meta.agent}" disconnected (${info.reason}) before answering`;
+    for (const gwId of info.gwIds) {
+      const inflight = store.takeInflight(gwId);
+      if (!inflight) continue;
+      const ws = clients.byConnection(inflight.connId);
+      const error = new RpcError(-32603, `${message} ${inflight.method}`, { reason: "agent_disconnected" });
+      if (ws) send(ws, JSON.stringify(errorResponse(inflight.clientId, error)));
+    }
+    const turn = store.turn;
+    if (turn.state !== "idle" && info.gwIds.includes(turn.gwId)) {
+      store.turn = { state: "idle" };
+      this.d.turn.ended("agent_disconnected", message);
+    }
+    this.d.scheduleDeadline();
+  }
+
+  // ── out: towards the agent, through the AgentObject ──────────────────────────────────────────
+  /**
+   * Fire and forget, in order: calls on one stub are delivered in the order they are made. A request
+   * that cannot be handed to the agent is answered with an error (and a prompt's turn ends); `after`
+   * learns whether the frame reached the agent (`threw`: the hand-off itself failed). A failed call
+   * is made once more on a fresh stub (a stub whose object crashed stays broken); the AgentObject
+   * skips a frame it already handed on, so the second try never duplicates one.
+   */
+  toAgent(frame: ToAgent, after?: (delivered: boolean, threw: boolean) => void, retried = false): void {
+    const { env, store } = this.d;
+    const meta = store.meta;
+    if (!meta) return;
+    this.agentStub ??= env.AGENTS.get(env.AGENTS.idFromName(`${meta.tenantId}/${meta.agent}`));
+    const stub = this.agentStub;
+    const ref = { tenantId: meta.tenantId, sessionId: meta.sessionId };
+    const settled = (delivered: boolean, threw: boolean, reason: string) => {
+      if (!delivered && frame.type === "request") this.requestUndelivered(frame.gwId, reason);
+      after?.(delivered, threw);
+    };
+    this.d.ctx.waitUntil(
+      stub.toAgent(meta.agent, ref, frame).then(
+        (delivered) => settled(delivered, false, "the agent does not hold this session"),
+        (e: unknown) => {
+          console.error("session: agent delivery failed", e);
+          if (this.agentStub === stub) this.agentStub = undefined;
+          if (!retried) this.toAgent(frame, after, true);
+          else settled(false, true, "the hand-off to the agent failed");
+        },
+      ),
+    );
+  }
+
+  /** A client request that never reached the agent: its sender gets an error, a prompt's turn ends. */
+  private requestUndelivered(gwId: number, reason: string): void {
+    const { store } = this.d;
+    const inflight = store.takeInflight(gwId);
+    const meta = store.meta;
+    if (!inflight || !meta) return;
+    if (inflight.method === AGENT_METHODS.sessionDelete) return this.deleteSession(inflight, {});
+    const message = `The gateway could not hand ${inflight.method} to the agent "${meta.agent}" (${reason}); nothing was done, try again`;
+    const ws = this.d.clients.byConnection(inflight.connId);
+    if (ws) send(ws, JSON.stringify(errorResponse(inflight.clientId, new RpcError(-32603, message, { reason: "agent_unreachable" }))));
+    const turn = store.turn;
+    if (turn.state !== "idle" && turn.gwId === gwId) {
+      for (const pending of store.pending()) this.d.permissions.resolve(pending, CANCELLED_RESULT, { type: "turn_end" });
+      store.turn = { state: "idle" };
+      this.d.turn.ended("agent_unreachable", message);
+    }
+  }
+
+  // ── session/delete went ahead ────────────────────────────────────────────────────────────────
+  /** (protocol/session-delete.ts): requests cancelled, the session forgotten, then clients told and detached. */
+  private deleteSession(inflight: InflightRow, result: unknown): void {
+    const { ctx, env, store, clients } = this.d;
+    const meta = store.meta;
+    if (!meta) return;
+    const deleter = clients.byConnection(inflight.connId);
+    const user = deleter ? (attachmentOf(deleter)?.user ?? null) : null;
+    this.d.permissions.cancelAll({ type: "cancel", connectionId: inflight.connId, user });
+    store.forget();
+    this.d.rules.watch(false);
+    this.d.scheduleDeadline();
+    const answer = JSON.stringify(resultResponse(inflight.clientId, isObject(result) ? result : {}));
+    const notice = sessionDeletedNotice(meta.sessionId, user);
+    const attached = clients.all();
+    // Out of the index first, so nobody who hears of the deletion can still list or load the session.
+    const unindexed = deleteSessionIndex(env.DB, meta.tenantId, meta.sessionId).catch((e: unknown) =>
+      console.error("session: index delete failed", e),
+    );
+    ctx.waitUntil(
+      unindexed.then(() => {
+        for (const ws of attached) {
+          send(ws, ws === deleter ? answer : notice);
+          try {
+            ws.close(CLOSE_SESSION_DELETED, "the session was deleted");
+          } catch {
+            // already closed
+          }
+        }
+      }),
+    );
+  }
+}

@@ -5,7 +5,7 @@
 
 import { type JsonRpcId, RpcError, errorResponse, isObject } from "../../protocol/jsonrpc";
 import { CANCEL_REQUEST, CLIENT_METHODS, isExtension } from "../../protocol/methods";
-import type { ToAgent } from "./agent-link";
+import type { ToAgent } from "../agent/contract";
 import { type AttachedClients, attachmentOf, sendRewritable } from "./clients";
 import type { ClientAttachment } from "../../protocol/session-wire";
 import type { SessionStore, TurnState } from "./store";

@@ -13,11 +13,11 @@ import type { NotificationTargetRow } from "../../db/schema";
 import { isObject } from "../../protocol/jsonrpc";
 import { randomId } from "../../protocol/ids";
 import { signApprovalToken, usableSecret } from "../../protocol/approval-token";
-import { type OperationView, describeOperation, linkOptions } from "../../protocol/operation-view";
-import type { PermissionOption } from "../../protocol/permissions";
+import { describeOperation, linkOptions } from "../../protocol/operation-view";
 import type { Env } from "../../worker/env";
 import { deliverWebhook } from "../../worker/notifications/deliver";
 import { NOTIFICATION_EVENT, type WaitingRequestPayload, optionsForPayload } from "../../worker/notifications/payload";
+import type { ApprovalView, LinkDecidedBy, LinkRefusal } from "./contract";
 import type { PendingRequest, SessionStore } from "./store";
 
 const SCHEMA = `
@@ -30,30 +30,6 @@ CREATE TABLE IF NOT EXISTS approval_links (
 const DEFAULT_NOTIFY_AFTER_MS = 60_000;
 /** A link lives until its request's deadline, and never longer than this. */
 const LINK_MAX_TTL_MS = 3600_000;
-
-/** What the approval page shows for a link. */
-export type ApprovalView =
-  | {
-      state: "pending";
-      session: { id: string; agent: string; cwd: string; title: string | null };
-      request: { id: number; toolCallId: string | null; createdAt: number; deadlineAt: number };
-      operation: OperationView;
-      options: PermissionOption[];
-      /** The options this page may answer with (the *_once kinds). */
-      linkOptions: PermissionOption[];
-      target: string;
-      expiresAt: number;
-    }
-  | { state: "used"; usedAt: number; option: string | null }
-  | { state: "expired" }
-  | { state: "answered"; decidedBy: unknown; outcome: unknown }
-  | { state: "invalid_option"; offered: string[] }
-  | { state: "unknown" };
-
-/** Why a link did not answer. */
-export type LinkRefusal = Exclude<ApprovalView, { state: "pending" }>;
-
-export type LinkDecidedBy = { type: "link"; linkId: string; targetId: string; target: string };
 
 type LinkRow = {
   link_id: string;

@@ -4,7 +4,6 @@
 
 import { isObject } from "../../protocol/jsonrpc";
 import { type PermissionOption, offeredOptions } from "../../protocol/permissions";
-import type { LinkDecidedBy } from "./notify";
 
 export interface ParsedParams {
   /** The request's `toolCall` object as the agent sent it (the table's row may know more). */
@@ -21,14 +20,3 @@ export function parsedParams(params: unknown): ParsedParams {
   const toolCall = isObject(params) && isObject(params.toolCall) ? params.toolCall : null;
   return { toolCall, options: offeredOptions(params) };
 }
-
-/** Who or what resolved a permission request; sent to clients and kept in the log and the audit. */
-export type DecidedBy =
-  | { type: "person"; connectionId: string; user: string | null; keyId: string }
-  | { type: "rule"; ruleId: string; description: string }
-  | { type: "cancel"; connectionId?: string; user?: string | null }
-  | { type: "deadline" }
-  | { type: "turn_end" }
-  | { type: "agent_disconnected"; reason: string }
-  | { type: "agent_withdrew" }
-  | LinkDecidedBy;

@@ -7,7 +7,7 @@ import { type PermissionOption, judgeAnswer } from "../../protocol/permissions";
 import { RULE_NOT_CREATED } from "../rules/types";
 import { sendRewritable } from "./clients";
 import type { ClientAttachment } from "../../protocol/session-wire";
-import type { DecidedBy } from "./pending-request";
+import type { DecidedBy } from "./contract";
 import type { LifecycleDeps, PermissionLifecycle } from "./permission-lifecycle";
 import { type PendingRequest, copyId } from "./store";
 

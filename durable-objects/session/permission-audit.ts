@@ -8,7 +8,7 @@ import { randomId } from "../../protocol/ids";
 import { operationSummary } from "../../protocol/operation";
 import type { PermissionOption } from "../../protocol/permissions";
 import type { ToolCallRow } from "../../protocol/tool-calls";
-import type { DecidedBy } from "./pending-request";
+import type { DecidedBy } from "./contract";
 import type { PendingRequest, SessionMeta } from "./store";
 
 export function auditEntry(

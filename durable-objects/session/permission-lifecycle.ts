@@ -13,13 +13,14 @@ import {
 } from "../../protocol/permissions";
 import { LIMIT_REACHED_NOTICE, type LimitError, limitsOf, pendingLimitError } from "../../protocol/tenant-limits";
 import type { DecideResult } from "../rules/types";
-import type { ToAgent } from "./agent-link";
+import type { ToAgent } from "../agent/contract";
 import type { AuditOutbox } from "./audit-outbox";
 import { type AttachedClients, send, sendRewritable } from "./clients";
 import type { ClientAttachment } from "../../protocol/session-wire";
 import type { Notifier } from "./notify";
 import { auditEntry } from "./permission-audit";
-import { type DecidedBy, parsedParams } from "./pending-request";
+import type { DecidedBy, LinkRefusal } from "./contract";
+import { parsedParams } from "./pending-request";
 import type { RulesLink } from "./rules-link";
 import type { SessionInfo } from "./session-info";
 import { answerPermission } from "./permission-answer";
@@ -174,6 +175,14 @@ export class PermissionLifecycle {
   /** A client answered its copy (permission-answer.ts). */
   answer(ws: WebSocket, client: ClientAttachment, permId: number, response: { result?: unknown; error?: unknown }): void {
     answerPermission(this, this.d, ws, client, permId, response);
+  }
+
+  /** An answer from an approval link: exactly a client's answer (first wins, copies withdrawn, audited). */
+  answerFromLink(permId: number, linkId: string, optionId: string): LinkRefusal | { state: "answered_by_you" } {
+    const taken = this.d.notifier.takeAnswer(permId, linkId, optionId);
+    if (!taken.ok) return taken.view;
+    this.resolve(taken.pending, { outcome: { outcome: "selected", optionId } }, taken.by);
+    return { state: "answered_by_you" };
   }
 
   // ── resolve ───────────────────────────────────────────────────────────────────────────────────

@@ -2,27 +2,8 @@
 // permission requests waiting and the clients attached, read from the session's own storage.
 
 import type { AttachedClients } from "./clients";
+import type { SessionSnapshot } from "./contract";
 import type { SessionMeta, SessionStore } from "./store";
-
-export interface SessionSnapshot {
-  sessionId: string;
-  agent: string;
-  cwd: string;
-  title: string | null;
-  createdAt: number;
-  turn: { state: string; startedAt?: number; user?: string | null };
-  toolCalls: object[];
-  pendingPermissions: {
-    requestId: number;
-    toolCallId: string | null;
-    toolCall: object | null;
-    options: object | null;
-    createdAt: number;
-    deadlineAt: number;
-  }[];
-  clients: { connectionId: string; user: string | null; attachedAt: number }[];
-  lastSeq: number;
-}
 
 export function sessionSnapshot(meta: SessionMeta, store: SessionStore, clients: AttachedClients): SessionSnapshot {
   const turn = store.turn;

@@ -111,8 +111,7 @@ export class SessionStore {
   }
   /** session/delete: the session, its log, tool calls and requests are gone (the audit outbox and delivery mark stay). */
   forget(): void {
-    for (const table of ["meta", "tool_calls", "log", "pending", "agent_requests", "inflight"])
-      this.sql.exec(`DELETE FROM ${table}`);
+    for (const table of ["meta", "tool_calls", "log", "pending", "agent_requests", "inflight"]) this.sql.exec(`DELETE FROM ${table}`);
   }
 
   // ── meta ──────────────────────────────────────────────────────────────────

@@ -5,10 +5,10 @@
 import { type JsonRpcId, RpcError, errorResponse } from "../../protocol/jsonrpc";
 import { AGENT_METHODS, GATEWAY_NOTIFICATIONS } from "../../protocol/methods";
 import { limitsOf } from "../../protocol/tenant-limits";
-import type { ToAgent } from "./agent-link";
+import type { ToAgent } from "../agent/contract";
 import { type AttachedClients, send } from "./clients";
 import type { ClientAttachment } from "../../protocol/session-wire";
-import type { DecidedBy } from "./pending-request";
+import type { DecidedBy } from "./contract";
 import type { PermissionLifecycle } from "./permission-lifecycle";
 import type { SessionInfo } from "./session-info";
 import type { SessionStore } from "./store";

@@ -6,7 +6,7 @@
 import { env, evictDurableObject, runDurableObjectAlarm, runInDurableObject } from "cloudflare:test";
 import { describe, expect, it } from "vitest";
 import type { AgentObject } from "../../durable-objects/agent/agent-object";
-import type { FromAgent } from "../../durable-objects/session/agent-link";
+import type { FromAgent } from "../../durable-objects/session/contract";
 import { type Peer, type ScriptedAgent, clientWithSession, dialInAgent, isMethod, isResponseTo, seedTenant } from "./helpers";
 
 const sessionStub = (tenantId: string, sessionId: string) => env.SESSIONS.get(env.SESSIONS.idFromName(`${tenantId}/${sessionId}`));

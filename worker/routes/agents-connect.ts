@@ -3,7 +3,7 @@
 
 import { Hono } from "hono";
 import { registerDialIn } from "../../db/queries/agents";
-import { AGENT_PRINCIPAL_HEADER } from "../../durable-objects/agent/agent-object";
+import { AGENT_PRINCIPAL_HEADER, type AgentPrincipal } from "../../durable-objects/agent/contract";
 import { isAgentName } from "../../protocol/names";
 import { ApiError } from "../http-error";
 import { requireKey } from "../middleware/require-key";
@@ -42,7 +42,7 @@ agentConnectRoutes.get("/agents/:name/connect", requireKey("agent"), async (c) =
       keyId: principal.keyId,
       expiresAt: claim.expiresAt,
       limits: principal.settings.limits,
-    }),
+    } satisfies AgentPrincipal),
   );
   return stub.fetch(new Request(c.req.raw.url, { headers }));
 });

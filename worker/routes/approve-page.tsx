@@ -4,7 +4,7 @@
 // the agent's words, and the command, paths and diffs are shown in full.
 
 import type { Child } from "hono/jsx";
-import type { ApprovalView } from "../../durable-objects/session/notify";
+import type { ApprovalView } from "../../durable-objects/session/contract";
 import { lineDiff } from "../../protocol/line-diff";
 
 type PendingView = Extract<ApprovalView, { state: "pending" }>;

@@ -1,0 +1,89 @@
+// The SessionObject's RPC contract: the argument and return types of its methods, as its callers
+// (the AgentObject, the edge Worker's routes, the RulesObject) see them. The agent's own contract
+// (what a session sends towards its agent) is durable-objects/agent/contract.ts.
+
+import type { OperationView } from "../../protocol/operation-view";
+import type { PermissionOption } from "../../protocol/permissions";
+import type { SessionMeta } from "./store";
+
+/** Which session a call is for; checked against the session's own meta on every call. */
+export interface SessionRef {
+  tenantId: string;
+  sessionId: string;
+}
+
+/** What the AgentObject stores in a session it created or loaded (`init`); the rest of the meta is the ref's. */
+export type SessionInit = Omit<SessionMeta, "tenantId" | "sessionId" | "createdAt">;
+
+/** `init` refused: the session belongs to another tenant or agent, or session/new named one that exists (ownership.ts). */
+export type InitResult = { ok: true } | { ok: false; message: string };
+
+/**
+ * What the AgentObject delivers to a session (`fromAgentBatch`), in order: the agent's frames, its
+ * answers, and the news that its connection is gone. `seq` is the AgentObject's own increasing number
+ * for each item (set when the item is stored in its outbox): an item can be delivered twice after a
+ * restart, and the session applies each seq once.
+ */
+export type FromAgent = (
+  | { kind: "frame"; epoch: number; text: string }
+  /** `agentId`: the AgentObject's id of the request, whose map entry goes once the session has the answer. */
+  | { kind: "response"; gwId: number; text: string; agentId?: number }
+  | { kind: "gone"; epoch: number; reason: string; gwIds: number[] }
+) & { seq?: number };
+
+/** What the REST API shows of a live session (`snapshot`, GET /v1/sessions/:id). */
+export interface SessionSnapshot {
+  sessionId: string;
+  agent: string;
+  cwd: string;
+  title: string | null;
+  createdAt: number;
+  turn: { state: string; startedAt?: number; user?: string | null };
+  toolCalls: object[];
+  pendingPermissions: {
+    requestId: number;
+    toolCallId: string | null;
+    toolCall: object | null;
+    options: object | null;
+    createdAt: number;
+    deadlineAt: number;
+  }[];
+  clients: { connectionId: string; user: string | null; attachedAt: number }[];
+  lastSeq: number;
+}
+
+/** An answer through an approval link (`answerFromLink`). */
+export type LinkDecidedBy = { type: "link"; linkId: string; targetId: string; target: string };
+
+/** Who or what resolved a permission request; sent to clients and kept in the log and the audit. */
+export type DecidedBy =
+  | { type: "person"; connectionId: string; user: string | null; keyId: string }
+  | { type: "rule"; ruleId: string; description: string }
+  | { type: "cancel"; connectionId?: string; user?: string | null }
+  | { type: "deadline" }
+  | { type: "turn_end" }
+  | { type: "agent_disconnected"; reason: string }
+  | { type: "agent_withdrew" }
+  | LinkDecidedBy;
+
+/** What the approval page shows for a link (`approvalView`). */
+export type ApprovalView =
+  | {
+      state: "pending";
+      session: { id: string; agent: string; cwd: string; title: string | null };
+      request: { id: number; toolCallId: string | null; createdAt: number; deadlineAt: number };
+      operation: OperationView;
+      options: PermissionOption[];
+      /** The options this page may answer with (the *_once kinds). */
+      linkOptions: PermissionOption[];
+      target: string;
+      expiresAt: number;
+    }
+  | { state: "used"; usedAt: number; option: string | null }
+  | { state: "expired" }
+  | { state: "answered"; decidedBy: unknown; outcome: unknown }
+  | { state: "invalid_option"; offered: string[] }
+  | { state: "unknown" };
+
+/** Why a link did not answer (`answerFromLink`). */
+export type LinkRefusal = Exclude<ApprovalView, { state: "pending" }>;
