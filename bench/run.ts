@@ -622,8 +622,8 @@ async function cost(): Promise<Json> {
   // Per update: the agent's frame is one incoming WebSocket message at the AgentObject (1/20 of a
   // request) and at most one RPC call to the SessionObject (fewer when batched under load); the send
   // to the edge is outgoing and not billed as a request. Duration: both objects awake ~1 ms each at 128 MB.
-  const update = rows.perUpdate ? rows.perUpdate.session + rows.perUpdate.agent : null;
-  const permission = rows.perPermission ? rows.perPermission.session + rows.perPermission.agent : null;
+  const update = rows.perUpdate ? round(rows.perUpdate.session + rows.perUpdate.agent, 3) : null;
+  const permission = rows.perPermission ? round(rows.perPermission.session + rows.perPermission.agent, 3) : null;
   const perMillion = (rowsEach: number, requestsEach: number, objects: number) =>
     round(rowsEach * prices.rowWrittenPerM + requestsEach * prices.doRequestPerM + objects * 0.001 * 0.125 * prices.durationPerMGbS, 3);
   return {
