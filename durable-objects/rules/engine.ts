@@ -54,6 +54,11 @@ export function compileRuleList(list: Rule[]): CompiledTenantRules {
 
 export async function decideWith(rules: CompiledTenantRules, request: DecideRequest, now: number): Promise<DecideResult> {
   const hash = rules.compiled.hasExact ? await exactHash(request.toolCall) : undefined;
+  return decideWithHash(rules, request, now, hash);
+}
+
+/** decideWith once the exact-match hash is known (or not needed: `compiled.hasExact` false): the same answer, with no promise. */
+export function decideWithHash(rules: CompiledTenantRules, request: DecideRequest, now: number, hash: string | undefined): DecideResult {
   const d = decide(rules.compiled, {
     toolCall: request.toolCall,
     options: request.options,

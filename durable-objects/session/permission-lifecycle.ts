@@ -47,8 +47,16 @@ const NOT_YET_ASKING = 0;
 const ASKING = 1;
 const ASKING_RULES_UNKNOWN = 2;
 const RULES_UNKNOWN = Symbol("rules unknown");
+/**
+ * Audit rows written within this long of each other go to D1 in one batch: an agent running tool
+ * call after tool call under a rule pays one D1 write per batch, not one per request (each row is
+ * in the session's SQLite first, so the wait loses nothing).
+ */
+const AUDIT_BATCH_MS = 100;
 
 export class PermissionLifecycle {
+  private auditFlushWaiting = false;
+
   constructor(private readonly d: LifecycleDeps) {}
 
   // ── ask ───────────────────────────────────────────────────────────────────────────────────────
@@ -260,13 +268,19 @@ export class PermissionLifecycle {
   }
 
   // ── audit and notices ─────────────────────────────────────────────────────────────────────────
-  /** Every resolution is written to the tenant's decision audit in D1, off the hot path. */
+  /** Every resolution is written to the tenant's decision audit in D1, off the hot path, batched (AUDIT_BATCH_MS). */
   audit(pending: PendingRequest, outcome: unknown, by: DecidedBy, chosen?: PermissionOption): void {
     const meta = this.d.store.meta;
     if (!meta) return;
     const row = pending.toolCallId ? this.d.store.toolCall(pending.toolCallId) : undefined;
     this.d.audits.add(auditEntry(meta, pending, row, outcome, by, chosen));
-    this.d.ctx.waitUntil(this.flushAudit());
+    if (this.auditFlushWaiting) return;
+    this.auditFlushWaiting = true;
+    const flushed = scheduler.wait(AUDIT_BATCH_MS).then(() => {
+      this.auditFlushWaiting = false;
+      return this.flushAudit();
+    });
+    this.d.ctx.waitUntil(flushed);
   }
 
   /** Kept in the session until D1 takes it (audit-outbox.ts); a failure is retried by the alarm. */

@@ -17,7 +17,7 @@
 // Kept in memory only: an evicted session starts empty and fetches a snapshot on its next request.
 
 import type { Rule } from "../../protocol/rules";
-import { type CompiledTenantRules, compileRuleList, decideWith } from "../rules/engine";
+import { type CompiledTenantRules, compileRuleList, decideWith, decideWithHash } from "../rules/engine";
 import type { DecideRequest, DecideResult } from "../rules/types";
 
 /** The tenant's rules at one generation, as the RulesObject hands them to a session. */
@@ -69,6 +69,22 @@ export class RulesCache {
     const held = await this.current();
     if (held.rules.compiled.size === 0) return { decision: null };
     const result = await decideWith(held.rules, request, Date.now());
+    if (result.ruleId) this.countHit(result.ruleId);
+    return result;
+  }
+
+  /**
+   * The same decision as `decide`, at once, when it needs nothing to wait for: the held rules are
+   * within their lease and none is an exact match (which needs a hash, and crypto is async).
+   * Undefined otherwise: then `decide`. Deciding in the same event as the request arrived lets the
+   * session write the request once, already decided, instead of pending and then resolved.
+   */
+  decideNow(request: DecideRequest): DecideResult | undefined {
+    const held = this.held;
+    if (!held || Date.now() >= held.validUntil || held.rules.compiled.hasExact) return undefined;
+    if (held.validUntil - Date.now() < held.leaseMs / 2) this.refreshInBackground(held);
+    if (held.rules.compiled.size === 0) return { decision: null };
+    const result = decideWithHash(held.rules, request, Date.now(), undefined);
     if (result.ruleId) this.countHit(result.ruleId);
     return result;
   }

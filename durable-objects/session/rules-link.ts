@@ -30,7 +30,8 @@ export class RulesLink {
   consultRules(pending: PendingRequest): DecideResult | null | Promise<DecideResult | null> {
     const meta = this.store.meta;
     if (!meta || this.cache.knownEmpty) return null;
-    return this.cache.decide(this.decideRequest(meta, pending));
+    const request = this.decideRequest(meta, pending);
+    return this.cache.decideNow(request) ?? this.cache.decide(request);
   }
 
   /** The RulesObject's push: rules older than `generation` are dropped. True while rules are held. */

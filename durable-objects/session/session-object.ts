@@ -258,16 +258,23 @@ export class SessionObject extends DurableObject<Env> {
   }
 
   // ── deadlines ─────────────────────────────────────────────────────────────────────────────────
+  /** The alarm as this instance last set it (null: deleted); undefined when not known. */
+  private alarmSetTo: number | null | undefined;
+
   private scheduleDeadline(): void {
     const next = earliest(
       earliest(this.store.nextDeadline(), this.notifier.nextDue()),
       earliest(this.audits.retryAt(), this.turnWatch.idleAt(this.store)),
     );
+    // Setting the alarm holds the next output behind it: skipped when it would not change.
+    if ((next ?? null) === this.alarmSetTo) return;
+    this.alarmSetTo = next ?? null;
     if (next === undefined) void this.ctx.storage.deleteAlarm();
     else void this.ctx.storage.setAlarm(next);
   }
 
   override alarm(): void {
+    this.alarmSetTo = undefined; // a fired alarm is gone
     const now = Date.now();
     if (this.audits.waiting() > 0) this.ctx.waitUntil(this.permissions.flushAudit());
     const idleAt = this.turnWatch.idleAt(this.store);

@@ -3,10 +3,16 @@
 // is waiting on a person (a pending permission request has its own deadline).
 //
 // The time is exact in memory and written at most once a second (a stream of updates would
-// otherwise write a row per batch): after a restart it may be up to that much older.
+// otherwise write a row per batch): after a restart it may be up to that much older. The turn ends
+// no earlier than turnIdleMs after the last progress, and at most IDLE_GRAIN_MS later.
 
 /** How often, at most, a touch is written. */
 const WRITE_EVERY_MS = 1000;
+/**
+ * The idle time is rounded up to this grain, so a stream of progress moves the session's alarm a
+ * few times a second rather than on every frame (setting it holds the next output behind it).
+ */
+const IDLE_GRAIN_MS = 250;
 
 import { limitsOf } from "../../protocol/tenant-limits";
 import type { SessionStore } from "./store";
@@ -35,6 +41,7 @@ export class TurnWatch {
     const turn = store.turn;
     const meta = store.meta;
     if (turn.state === "idle" || !meta || store.hasPending()) return undefined;
-    return Math.max(turn.startedAt, this.lastProgressAt() ?? 0) + limitsOf(meta.limits).turnIdleMs;
+    const at = Math.max(turn.startedAt, this.lastProgressAt() ?? 0) + limitsOf(meta.limits).turnIdleMs;
+    return Math.ceil(at / IDLE_GRAIN_MS) * IDLE_GRAIN_MS;
   }
 }

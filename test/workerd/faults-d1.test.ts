@@ -2,7 +2,7 @@
 // rules unknown the gateway asks people; nothing is auto-allowed on missing data; audit rows survive.
 
 import { SELF, env } from "cloudflare:test";
-import { afterAll, describe, expect, it } from "vitest";
+import { afterAll, describe, expect, it, vi } from "vitest";
 import { barrier, clientWithSession, dialInAgent, isMethod, isResponseTo, seedTenant } from "./helpers";
 import { faultCounters, printCounters, restartObject, rulesStub, sessionStub, setD1 } from "./fuzz-faults";
 
@@ -97,10 +97,10 @@ describe("faults: D1 failing or slow", () => {
     // Wake the session with more work, as any later traffic would, then look for the row.
     agent.update(sessionId, { sessionUpdate: "agent_message_chunk", content: { type: "text", text: "later" } });
     await client.next((m) => m.params?.update?.content?.text === "later");
-    const rows = await env.DB.prepare("SELECT outcome FROM decision_audit WHERE tenant_id = ? AND tool_call_id = 't1'")
-      .bind(t.tenantId)
-      .all();
-    expect(rows.results).toEqual([{ outcome: "selected" }]);
+    // Audit rows go to D1 in batches, a moment after the resolution (permission-lifecycle.ts): poll, bounded.
+    const rows = () =>
+      env.DB.prepare("SELECT outcome FROM decision_audit WHERE tenant_id = ? AND tool_call_id = 't1'").bind(t.tenantId).all();
+    await vi.waitFor(async () => expect((await rows()).results).toEqual([{ outcome: "selected" }]), { timeout: 3000, interval: 20 });
   });
 
   // Issue 11: "with the rules unknown the gateway asks people and says so": the copy carries
