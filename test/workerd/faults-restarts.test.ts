@@ -178,7 +178,7 @@ describe("faults: object restarts in the middle of a turn", () => {
   for (const step of [1, 2, 3, 4, 5, 6]) {
     it(`the AgentObject crashed (ctx.abort) right after step ${step}'s frames were sent: the turn ends once with a reason, then runs again`, async () => {
       await turnWithCrash(step);
-    });
+    }, 30_000); // a crash, a new instance and a redial: seconds on a loaded 2-core machine (once over 5 s in a full run)
   }
 
   it("the AgentObject crashed with the prompt at the agent, which never dials back in: its alarm ends the turn", async () => {
