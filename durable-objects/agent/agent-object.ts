@@ -409,7 +409,6 @@ export class AgentObject extends DurableObject<Env> {
     epoch: number,
     result: Record<string, unknown> | undefined,
   ): Promise<RpcError | undefined> {
-    const ref = { tenantId: args.tenantId, sessionId };
     const cwd = isObject(args.params) && typeof args.params.cwd === "string" ? args.params.cwd : "";
     const opening = args.method === AGENT_METHODS.sessionNew ? "new" : "load";
     const owner = await sessionOwner(this.env.DB, args.tenantId, sessionId);
@@ -417,7 +416,6 @@ export class AgentObject extends DurableObject<Env> {
       owner !== undefined && (opening === "new" || owner !== args.agent)
         ? { ok: false as const, message: `session ${sessionId} already exists and belongs to agent "${owner}"` }
         : await this.session(sessionId).init(
-            ref,
             {
               agent: args.agent,
               cwd,
@@ -560,7 +558,7 @@ export class AgentObject extends DurableObject<Env> {
     if (last === undefined) return;
     this.inFlight.add(sessionId);
     const call = this.session(sessionId)
-      .fromAgentBatch(ref, items)
+      .fromAgentBatch(items)
       .then(
         () => {
           this.outbox.delivered(sessionId, last);

@@ -96,9 +96,7 @@ export class RulesObject extends DurableObject<Env> {
     const watchers = this.ctx.storage.sql.exec<{ session_id: string }>("SELECT session_id FROM watchers").toArray();
     for (const w of watchers) {
       const stub: DurableObjectStub<SessionObject> = this.env.SESSIONS.get(this.env.SESSIONS.idFromName(`${tenantId}/${w.session_id}`));
-      this.ctx.waitUntil(
-        stub.reconsider({ tenantId, sessionId: w.session_id }).catch((e: unknown) => console.error("rules: reconsider failed", e)),
-      );
+      this.ctx.waitUntil(stub.reconsider().catch((e: unknown) => console.error("rules: reconsider failed", e)));
     }
   }
 
@@ -122,7 +120,7 @@ export class RulesObject extends DurableObject<Env> {
       sessions.map(async ({ session_id: sessionId }) => {
         const stub: DurableObjectStub<SessionObject> = this.env.SESSIONS.get(this.env.SESSIONS.idFromName(`${tenantId}/${sessionId}`));
         try {
-          const holds = await beforeDeadline(stub.rulesChanged({ tenantId, sessionId }, generation), leaseEnds);
+          const holds = await beforeDeadline(stub.rulesChanged(generation), leaseEnds);
           if (!holds) this.ctx.storage.sql.exec("DELETE FROM rules_sessions WHERE session_id = ?", sessionId);
         } catch (e) {
           // Kept, and told again on the next change; its lease runs out by `leaseEnds`.

@@ -18,7 +18,7 @@ import { AgentDelivery } from "./agent-delivery";
 import type { AgentRequests } from "./agent-request-routing";
 import { type AttachedClients, attachmentOf, send, sendRewritable } from "./clients";
 import { appendUpdate, maybeFold } from "./compaction";
-import type { FromAgent, SessionRef } from "./contract";
+import type { FromAgent } from "./contract";
 import type { PermissionLifecycle } from "./permission-lifecycle";
 import type { RulesLink } from "./rules-link";
 import type { SessionInfo } from "./session-info";
@@ -51,9 +51,9 @@ export class AgentLink {
 
   // ── in: from the agent, through the AgentObject ──────────────────────────────────────────────
   /** A batch, handled as one event: one storage commit for all of it. */
-  fromBatch(ref: SessionRef, items: FromAgent[]): void {
-    const meta = this.d.store.meta;
-    if (!meta || meta.tenantId !== ref.tenantId) return;
+  fromBatch(items: FromAgent[]): void {
+    // No meta: never initialised, or deleted. (Another tenant's call cannot arrive: it names another object.)
+    if (!this.d.store.meta) return;
     this.d.turnWatch.touch();
     for (const item of items) {
       if (!this.delivery.take(item)) continue; // re-sent after an AgentObject restart: applied already

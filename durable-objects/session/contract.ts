@@ -6,7 +6,10 @@ import type { OperationView } from "../../protocol/operation-view";
 import type { PermissionOption } from "../../protocol/permissions";
 import type { SessionMeta } from "./store";
 
-/** Which session a call is for; checked against the session's own meta on every call. */
+/**
+ * Who a session is: its object's name `${tenantId}/${sessionId}` (the session's RPC methods read it
+ * from `ctx.id.name` and take no such argument); still passed to the AgentObject's `toAgent`.
+ */
 export interface SessionRef {
   tenantId: string;
   sessionId: string;

@@ -29,7 +29,8 @@ import { AuditOutbox } from "./audit-outbox";
 import { TurnWatch } from "./turn-watch";
 import { AttachedClients, attachmentOf, connTag, send, sendPacked } from "./clients";
 import { ATTACH_HEADER, attachRequestOf } from "../../protocol/session-wire";
-import { SessionStore, type SessionMeta, permIdOfCopy } from "./store";
+import { SessionStore, permIdOfCopy } from "./store";
+import { splitName } from "../object-name";
 import { deleteDuringTurn } from "../../protocol/session-delete";
 import { CompactionTally } from "./compaction";
 import { AgentRequests } from "./agent-request-routing";
@@ -101,7 +102,10 @@ export class SessionObject extends DurableObject<Env> {
 
   // ── set-up (called by the AgentObject when the agent created or loaded the session) ──────────
   /** A session belongs to the agent that created it (ownership.ts): a session/new never re-initialises one, a session/load only its own. */
-  init(ref: SessionRef, meta: SessionInit, opening: "new" | "load" = "load"): InitResult {
+  init(meta: SessionInit, opening: "new" | "load" = "load"): InitResult {
+    const ref = this.ref();
+    // Only a stub made by name calls init, so the name is there; without it there is no one to be.
+    if (!ref) return { ok: false, message: "the session object has no name" };
     return claim(this.store, ref, meta, opening);
   }
 
@@ -219,42 +223,51 @@ export class SessionObject extends DurableObject<Env> {
     this.agentRequests.answered(message.id, message as { result?: unknown; error?: unknown });
   }
 
+  // The RPC methods below take no SessionRef: a stub reaches this object only by its name
+  // `${tenantId}/${sessionId}`, so every call is for this tenant's session, and a call for another
+  // tenant's is impossible by construction (it names another object). What stays checked is that the
+  // session exists: without its meta (never initialised, or deleted) each method refuses to act.
+
   // ── the agent's traffic (agent-link.ts), delivered by the AgentObject ─────────────────────────
-  fromAgentBatch(ref: SessionRef, items: FromAgent[]): void {
-    this.agent.fromBatch(ref, items);
+  fromAgentBatch(items: FromAgent[]): void {
+    this.agent.fromBatch(items);
   }
 
   // ── the tenant's rules (rules-link.ts), called by the RulesObject ───────────────────────────────
   /** The rules changed: drop older ones before the change's API answers (rules-cache.ts). True while rules are held. */
-  rulesChanged(ref: SessionRef, generation: number): boolean {
-    return this.metaFor(ref, false) !== undefined && this.rulesLink.rulesChanged(generation);
+  rulesChanged(generation: number): boolean {
+    return this.store.meta !== undefined && this.rulesLink.rulesChanged(generation);
   }
 
   /** A rule was created: waiting requests it matches resolve now. */
-  async reconsider(ref: SessionRef): Promise<void> {
-    if (this.metaFor(ref, false)) await this.permissions.reconsider();
+  async reconsider(): Promise<void> {
+    if (this.store.meta) await this.permissions.reconsider();
   }
 
   // ── approval links (worker/routes/approve.tsx; the link's token was checked at the edge) ──────
-  approvalView(ref: SessionRef, permId: number, linkId: string): ApprovalView {
-    return this.metaFor(ref) ? this.notifier.view(permId, linkId) : { state: "unknown" };
+  approvalView(permId: number, linkId: string): ApprovalView {
+    return this.store.meta ? this.notifier.view(permId, linkId) : { state: "unknown" };
   }
 
-  answerFromLink(ref: SessionRef, permId: number, linkId: string, optionId: string): LinkRefusal | { state: "answered_by_you" } {
-    return this.metaFor(ref) ? this.permissions.answerFromLink(permId, linkId, optionId) : { state: "unknown" };
+  answerFromLink(permId: number, linkId: string, optionId: string): LinkRefusal | { state: "answered_by_you" } {
+    return this.store.meta ? this.permissions.answerFromLink(permId, linkId, optionId) : { state: "unknown" };
   }
 
   // ── reads ─────────────────────────────────────────────────────────────────────────────────────
-  snapshot(ref: SessionRef): SessionSnapshot | null {
-    const meta = this.metaFor(ref);
+  snapshot(): SessionSnapshot | null {
+    const meta = this.store.meta;
     return meta ? sessionSnapshot(meta, this.store, this.clients) : null;
   }
 
-  /** The session's meta when a call is for it: same tenant and (unless `sameSession` is false) same id. */
-  private metaFor(ref: SessionRef, sameSession = true): SessionMeta | undefined {
+  /**
+   * Who this session is: its name `${tenantId}/${sessionId}` (object-name.ts), or, when workerd lost
+   * the name (an alarm after a runtime restart), its stored meta.
+   */
+  private ref(): SessionRef | undefined {
+    const named = splitName(this.ctx.id.name);
+    if (named) return { tenantId: named.tenantId, sessionId: named.rest };
     const meta = this.store.meta;
-    if (!meta || meta.tenantId !== ref.tenantId || (sameSession && meta.sessionId !== ref.sessionId)) return undefined;
-    return meta;
+    return meta ? { tenantId: meta.tenantId, sessionId: meta.sessionId } : undefined;
   }
 
   // ── deadlines ─────────────────────────────────────────────────────────────────────────────────

@@ -118,7 +118,7 @@ describe("notifications of waiting permission requests", () => {
     const channel = `c-${crypto.randomUUID()}`;
     const { t, target, sessionId } = await waitingRequest({ channel });
     const row = await notifyRow(t, sessionId);
-    const snapshot = await sessionStub(t, sessionId).snapshot({ tenantId: t.tenantId, sessionId });
+    const snapshot = await sessionStub(t, sessionId).snapshot();
     const pending = snapshot?.pendingPermissions[0];
     expect(row?.due_at).toBe((pending?.createdAt ?? 0) + NOTIFY_AFTER);
     expect(await alarmAt(t, sessionId)).toBe(row?.due_at);
@@ -187,7 +187,7 @@ describe("notifications of waiting permission requests", () => {
     await agent.peer.next(isMethod("session/prompt"));
     agent.askPermission(sessionId, execCall);
     await client.next(isMethod("session/request_permission"));
-    const snapshot = await sessionStub(t, sessionId).snapshot({ tenantId: t.tenantId, sessionId });
+    const snapshot = await sessionStub(t, sessionId).snapshot();
     expect(await alarmAt(t, sessionId)).toBe(snapshot?.pendingPermissions[0]?.deadlineAt);
     expect(await notifyRow(t, sessionId)).toBeUndefined();
   });
@@ -323,7 +323,7 @@ describe("the approval page", () => {
     const { t, sessionId, url } = await linkFor();
     expect((await answer(url, "allow-always")).status).toBe(400);
     expect((await answer(url, "yolo")).status).toBe(400);
-    const snapshot = await sessionStub(t, sessionId).snapshot({ tenantId: t.tenantId, sessionId });
+    const snapshot = await sessionStub(t, sessionId).snapshot();
     expect(snapshot?.pendingPermissions).toHaveLength(1);
     expect((await openLink(url)).status).toBe(200);
   });

@@ -49,7 +49,7 @@ async function nextTurnWorks(t: SeededTenant, client: Peer, sessionId: string): 
   agent.peer.respond(prompt.id, { stopReason: "end_turn" });
   expect((await client.next((m) => m.params?.update?.content?.text === "back")).params.sessionId).toBe(sessionId);
   expect((await client.next(isResponseTo("again"))).result).toEqual({ stopReason: "end_turn" });
-  const snapshot = await sessionStub(t.tenantId, sessionId).snapshot({ tenantId: t.tenantId, sessionId });
+  const snapshot = await sessionStub(t.tenantId, sessionId).snapshot();
   expect(snapshot).toMatchObject({ turn: { state: "idle" }, pendingPermissions: [] });
   faultCounters.invariantsChecked += 6;
   faultCounters.requestsAnswered++;
@@ -66,7 +66,7 @@ describe("faults: the agent drops and reconnects", () => {
     const outputs: unknown[] = [];
     for (let i = 0; i < 40; i++) outputs.push((await client.next(isMethod("session/update"))).params.update.rawOutput);
     expect(outputs).toEqual(Array.from({ length: 40 }, (_, i) => i));
-    const snapshot = await sessionStub(t.tenantId, sessionId).snapshot({ tenantId: t.tenantId, sessionId });
+    const snapshot = await sessionStub(t.tenantId, sessionId).snapshot();
     expect(snapshot?.toolCalls).toEqual([{ toolCallId: "t1", status: "in_progress", rawOutput: 39 }]);
     await nextTurnWorks(t, client, sessionId);
   });
@@ -75,7 +75,7 @@ describe("faults: the agent drops and reconnects", () => {
     const { t, agent, client, sessionId } = await promptRunning();
     agent.askPermission(sessionId, { toolCallId: "t1", title: "Run", kind: "execute" });
     await dropAndExpectTurnEnded(agent, client);
-    const snapshot = await sessionStub(t.tenantId, sessionId).snapshot({ tenantId: t.tenantId, sessionId });
+    const snapshot = await sessionStub(t.tenantId, sessionId).snapshot();
     expect(snapshot?.pendingPermissions).toEqual([]);
     // Any copy the client got before the drop is withdrawn; its answer now reaches no agent.
     const copies = client.unclaimed().filter((m) => m.method === "session/request_permission");

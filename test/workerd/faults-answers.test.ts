@@ -57,7 +57,7 @@ describe("faults: answers", () => {
       await alice.closed;
       // Either the answer arrived (bob's copy is withdrawn) or it did not (bob can still answer).
       await barrier(bob, agent, sessionId);
-      const snapshot = await sessionStub(t.tenantId, sessionId).snapshot({ tenantId: t.tenantId, sessionId });
+      const snapshot = await sessionStub(t.tenantId, sessionId).snapshot();
       if (snapshot?.pendingPermissions.length === 0) {
         expect((await agent.peer.next(isResponseTo(agentReqId))).result.outcome.optionId).toBe("allow");
         await bob.next((m) => m.method === "$/cancel_request" && m.params.requestId === b.id);
@@ -85,7 +85,7 @@ describe("faults: answers", () => {
     const later = await attachClient(t, agent, sessionId, t.clientKey);
     await barrier(later, agent, sessionId);
     expect(later.unclaimed().filter((m) => m.method === "session/request_permission")).toEqual([]);
-    const snapshot = await sessionStub(t.tenantId, sessionId).snapshot({ tenantId: t.tenantId, sessionId });
+    const snapshot = await sessionStub(t.tenantId, sessionId).snapshot();
     expect(snapshot).toMatchObject({ turn: { state: "idle" }, pendingPermissions: [] });
     faultCounters.requestsAnswered++;
     faultCounters.invariantsChecked += 3;

@@ -55,7 +55,7 @@ async function turnWithRestarts(after: (step: number, ids: { tenantId: string; s
   client.respond(copyB.id, { outcome: { outcome: "selected", optionId: "allow" } });
   await barrier(client, agent, sessionId);
   expect(agent.peer.unclaimed().filter((m) => !("method" in m))).toEqual([]);
-  const snapshot = await sessionStub(t.tenantId, sessionId).snapshot({ tenantId: t.tenantId, sessionId });
+  const snapshot = await sessionStub(t.tenantId, sessionId).snapshot();
   expect(snapshot).toMatchObject({ turn: { state: "idle" }, pendingPermissions: [] });
   const byId = (a: object, b: object) =>
     String((a as { toolCallId: string }).toolCallId).localeCompare((b as { toolCallId: string }).toolCallId);
@@ -139,7 +139,7 @@ async function turnWithCrash(step: number, back: "redial" | "alarm" = "redial") 
   }
   // A request still shown to the client is withdrawn: nobody can answer it any more.
   for (const id of copies) await client.next((m) => m.method === "$/cancel_request" && m.params.requestId === id);
-  const snapshot = await sessionStub(t.tenantId, sessionId).snapshot({ tenantId: t.tenantId, sessionId });
+  const snapshot = await sessionStub(t.tenantId, sessionId).snapshot();
   expect(snapshot).toMatchObject({ turn: { state: "idle" }, pendingPermissions: [] });
   expect(client.unclaimed().filter((m) => m.id === "turn" || m.method === "_acp_gateway/turn_ended")).toEqual([]);
   await runsAgain(again ?? (await dialInAgent(t, agent.name)), client, sessionId);

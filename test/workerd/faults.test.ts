@@ -17,12 +17,12 @@ describe("faults", () => {
     const agentReqId = agent.askPermission(sessionId, { toolCallId: "t1", status: "pending" });
     const copy = await bob.next(isMethod("session/request_permission"));
     await alice.next(isMethod("session/request_permission"));
-    const before = await sessionStub(t.tenantId, sessionId).snapshot({ tenantId: t.tenantId, sessionId });
+    const before = await sessionStub(t.tenantId, sessionId).snapshot();
 
     await evictDurableObject(sessionStub(t.tenantId, sessionId));
     await evictDurableObject(agentStub(t.tenantId, agent.name));
 
-    const after = await sessionStub(t.tenantId, sessionId).snapshot({ tenantId: t.tenantId, sessionId });
+    const after = await sessionStub(t.tenantId, sessionId).snapshot();
     expect(after).toEqual(before);
     bob.respond(copy.id, { outcome: { outcome: "selected", optionId: "allow" } });
     expect((await agent.peer.next(isResponseTo(agentReqId))).result.outcome.optionId).toBe("allow");
@@ -47,7 +47,7 @@ describe("faults", () => {
     const failed = await client.next(isResponseTo("turn"));
     expect(failed.error.code).toBe(-32603);
     expect(failed.error.message).toMatch(/disconnected/);
-    const snapshot = await sessionStub(t.tenantId, sessionId).snapshot({ tenantId: t.tenantId, sessionId });
+    const snapshot = await sessionStub(t.tenantId, sessionId).snapshot();
     expect(snapshot).toMatchObject({ turn: { state: "idle" }, pendingPermissions: [] });
     expect(snapshot?.toolCalls).toEqual([{ toolCallId: "t1", title: "Run", kind: "execute", status: "pending" }]);
   });

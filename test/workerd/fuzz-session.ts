@@ -379,7 +379,7 @@ async function reconcileAgent(model: SessionModel, real: LiveSession): Promise<v
 
 async function checkSnapshot(model: SessionModel, real: LiveSession): Promise<void> {
   const stub = env.SESSIONS.get(env.SESSIONS.idFromName(`${real.t.tenantId}/${real.sessionId}`));
-  const snapshot = await stub.snapshot({ tenantId: real.t.tenantId, sessionId: real.sessionId });
+  const snapshot = await stub.snapshot();
   const table = Object.fromEntries((snapshot?.toolCalls ?? []).map((row) => [(row as Json).toolCallId, row]));
   expect(table, "tool-call table differs from the reference reducer").toEqual(Object.fromEntries(model.table));
   expect(snapshot?.pendingPermissions.length, "pending requests").toBe(model.pending.size);
@@ -398,7 +398,7 @@ export async function finish(model: SessionModel, real: LiveSession): Promise<vo
     await settle(model, real);
   }
   const stub = env.SESSIONS.get(env.SESSIONS.idFromName(`${real.t.tenantId}/${real.sessionId}`));
-  const snapshot = await stub.snapshot({ tenantId: real.t.tenantId, sessionId: real.sessionId });
+  const snapshot = await stub.snapshot();
   if (snapshot?.turn.state !== "idle") real.counters.stuckTurns++;
   expect(snapshot?.turn.state, "a turn is stuck").toBe("idle");
   for (const c of real.clients.values()) c.peer.close();

@@ -30,10 +30,7 @@ describe("permission requests", () => {
     ]);
     expect(a.params).toEqual(b.params);
     expect(a.params.toolCall).toEqual(editCall);
-    const snapshot = await env.SESSIONS.get(env.SESSIONS.idFromName(`${t.tenantId}/${sessionId}`)).snapshot({
-      tenantId: t.tenantId,
-      sessionId,
-    });
+    const snapshot = await env.SESSIONS.get(env.SESSIONS.idFromName(`${t.tenantId}/${sessionId}`)).snapshot();
     expect(snapshot?.toolCalls).toEqual([editCall]);
     expect(snapshot?.pendingPermissions).toHaveLength(1);
   });

@@ -61,7 +61,7 @@ describe("reliability: the AgentObject's queue to a session", () => {
 
     expect(await chunksSeen(client, 3)).toEqual(["one", "two", "three"]);
     expect((await client.next(isResponseTo("turn"))).result.stopReason).toBe("end_turn");
-    const snapshot = await sessionStub(t.tenantId, sessionId).snapshot({ tenantId: t.tenantId, sessionId });
+    const snapshot = await sessionStub(t.tenantId, sessionId).snapshot();
     expect(snapshot?.turn).toEqual({ state: "idle" });
 
     // The turn is really over: a new prompt is accepted and reaches the agent.
@@ -78,8 +78,7 @@ describe("reliability: the AgentObject's queue to a session", () => {
     const t = await seedTenant();
     const agent = await dialInAgent(t);
     const { client, sessionId } = await clientWithSession(t, agent);
-    const ref = { tenantId: t.tenantId, sessionId };
-    const before = (await sessionStub(t.tenantId, sessionId).snapshot(ref))?.lastSeq ?? 0;
+    const before = (await sessionStub(t.tenantId, sessionId).snapshot())?.lastSeq ?? 0;
     // Two messages (distinct messageIds), so log compaction keeps two entries and lastSeq counts them.
     const message = (text: string) => ({ sessionId, update: { ...chunk(sessionId, text).update, messageId: `m-${text}` } });
     const batch: FromAgent[] = [
@@ -96,12 +95,12 @@ describe("reliability: the AgentObject's queue to a session", () => {
         seq: 1_000_002,
       },
     ];
-    await sessionStub(t.tenantId, sessionId).fromAgentBatch(ref, batch);
+    await sessionStub(t.tenantId, sessionId).fromAgentBatch(batch);
     await evictDurableObject(sessionStub(t.tenantId, sessionId));
-    await sessionStub(t.tenantId, sessionId).fromAgentBatch(ref, batch);
-    await sessionStub(t.tenantId, sessionId).fromAgentBatch(ref, [batch[1] as FromAgent]);
+    await sessionStub(t.tenantId, sessionId).fromAgentBatch(batch);
+    await sessionStub(t.tenantId, sessionId).fromAgentBatch([batch[1] as FromAgent]);
     expect(await chunksSeen(client, 2)).toEqual(["a", "b"]);
-    expect((await sessionStub(t.tenantId, sessionId).snapshot(ref))?.lastSeq).toBe(before + 2);
+    expect((await sessionStub(t.tenantId, sessionId).snapshot())?.lastSeq).toBe(before + 2);
   });
 
   it("the agent's departure is queued behind what it said before it went, and survives a restart too", async () => {

@@ -10,7 +10,7 @@ import { attachClient, clientWithSession, dialInAgent, isMethod, isResponseTo, s
 
 const agentStub = (tenantId: string, name: string) => env.AGENTS.get(env.AGENTS.idFromName(`${tenantId}/${name}`));
 const snapshotOf = (tenantId: string, sessionId: string) =>
-  env.SESSIONS.get(env.SESSIONS.idFromName(`${tenantId}/${sessionId}`)).snapshot({ tenantId, sessionId });
+  env.SESSIONS.get(env.SESSIONS.idFromName(`${tenantId}/${sessionId}`)).snapshot();
 
 /**
  * Makes AgentObject.toAgent throw for frames of `type` until the returned function is called. RPC

@@ -16,7 +16,7 @@ import {
 } from "./helpers";
 
 const snapshotOf = (t: SeededTenant, sessionId: string) =>
-  env.SESSIONS.get(env.SESSIONS.idFromName(`${t.tenantId}/${sessionId}`)).snapshot({ tenantId: t.tenantId, sessionId });
+  env.SESSIONS.get(env.SESSIONS.idFromName(`${t.tenantId}/${sessionId}`)).snapshot();
 
 const indexRow = (t: SeededTenant, sessionId: string) =>
   env.DB.prepare("SELECT agent, cwd, created_by FROM sessions WHERE tenant_id = ? AND session_id = ?").bind(t.tenantId, sessionId).first();

@@ -105,7 +105,7 @@ sessionsApi.openapi(
     const sessionId = c.req.valid("param").id;
     if (!(await sessionIndexed(c.env.DB, tenantId, sessionId))) throw ApiError.notFound("Session");
     const stub = c.env.SESSIONS.get(c.env.SESSIONS.idFromName(`${tenantId}/${sessionId}`));
-    const snapshot = await stub.snapshot({ tenantId, sessionId });
+    const snapshot = await stub.snapshot();
     if (!snapshot) throw ApiError.notFound("Session");
     // SAFETY: the snapshot is the object SnapshotSchema describes, built by SessionObject.snapshot.
     return c.json(snapshot as unknown as z.infer<typeof SnapshotSchema>, 200);

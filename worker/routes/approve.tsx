@@ -8,7 +8,7 @@ import { tenantDisabled } from "../../db/queries/tenants";
 import { Hono } from "hono";
 import type { Context } from "hono";
 import type { ContentfulStatusCode } from "hono/utils/http-status";
-import type { ApprovalView, LinkRefusal, SessionRef } from "../../durable-objects/session/contract";
+import type { ApprovalView, LinkRefusal } from "../../durable-objects/session/contract";
 import { type ApprovalClaims, verifyApprovalToken } from "../../protocol/approval-token";
 import type { AppEnv } from "../types";
 import { approvalPage, messagePage } from "./approve-page";
@@ -18,7 +18,7 @@ export const approveRoutes = new Hono<AppEnv>();
 approveRoutes.get("/approve/:token", async (c) => {
   const claims = await checkedClaims(c);
   if (claims instanceof Response) return claims;
-  const view = await session(c, claims).approvalView({ tenantId: claims.t, sessionId: claims.s }, claims.p, claims.l);
+  const view = await session(c, claims).approvalView(claims.p, claims.l);
   if (view.state === "pending") return html(c, 200, approvalPage(view));
   return explain(c, view);
 });
@@ -29,14 +29,13 @@ approveRoutes.post("/approve/:token", async (c) => {
   const form = await c.req.parseBody().catch(() => ({}) as Record<string, unknown>);
   const optionId = form.optionId;
   if (typeof optionId !== "string" || optionId === "") return html(c, 400, messagePage("No answer chosen", ["Choose one of the answers."]));
-  const ref = { tenantId: claims.t, sessionId: claims.s };
-  const result = await session(c, claims).answerFromLink(ref, claims.p, claims.l, optionId);
+  const result = await session(c, claims).answerFromLink(claims.p, claims.l, optionId);
   if (result.state === "answered_by_you") {
     return html(c, 200, messagePage("Answered", ["Your answer was sent to the agent. Every other copy of the request was withdrawn."]));
   }
   if (result.state === "answered") return explain(c, result, 409);
   if (result.state === "invalid_option") {
-    const view = await session(c, claims).approvalView(ref, claims.p, claims.l);
+    const view = await session(c, claims).approvalView(claims.p, claims.l);
     if (view.state === "pending") return html(c, 400, approvalPage(view, `“${optionId}” is not one of the answers this page offers.`));
   }
   return explain(c, result);
@@ -66,9 +65,9 @@ function session(c: Context<AppEnv>, claims: ApprovalClaims) {
   return {
     // SAFETY: the views are plain JSON data (rawInput and decidedBy are JSON the session parsed), which RPC
     // structured-clones as is; its generated stub type drops union members holding `unknown`.
-    approvalView: (ref: SessionRef, permId: number, linkId: string) => stub.approvalView(ref, permId, linkId) as Promise<ApprovalView>,
-    answerFromLink: (ref: SessionRef, permId: number, linkId: string, optionId: string) =>
-      stub.answerFromLink(ref, permId, linkId, optionId) as Promise<LinkRefusal | { state: "answered_by_you" }>,
+    approvalView: (permId: number, linkId: string) => stub.approvalView(permId, linkId) as Promise<ApprovalView>,
+    answerFromLink: (permId: number, linkId: string, optionId: string) =>
+      stub.answerFromLink(permId, linkId, optionId) as Promise<LinkRefusal | { state: "answered_by_you" }>,
   };
 }
 
