@@ -46,11 +46,11 @@ export class RulesObject extends DurableObject<Env> {
   }
 
   /** The tenant's rules for a session to decide with, and the generation they are of; subscribes the session. */
-  async snapshot(tenantId: string, sessionId: string): Promise<RulesSnapshot> {
+  async snapshot(sessionId: string): Promise<RulesSnapshot> {
     this.subscribe(sessionId);
     for (let attempt = 0; attempt < MAX_SNAPSHOT_RETRIES; attempt++) {
       const generation = this.generation;
-      const rules = await this.rules(tenantId);
+      const rules = await this.rules(this.tenantId());
       // A change while loading: the rules just read may be older than the generation now.
       if (generation === this.generation) return { generation, rules: rules.list, leaseMs: this.leaseMs };
     }
@@ -58,28 +58,29 @@ export class RulesObject extends DurableObject<Env> {
   }
 
   /** The version check of a session whose lease ran out: the current generation (and the session stays subscribed). */
-  check(_tenantId: string, sessionId: string): number {
+  check(sessionId: string): number {
     this.subscribe(sessionId);
     return this.generation;
   }
 
   /** Hits of rules that sessions applied, counted there and sent in batches. */
-  recordHits(tenantId: string, hits: [ruleId: string, count: number, at: number][]): void {
+  recordHits(hits: [ruleId: string, count: number, at: number][]): void {
+    const tenantId = this.tenantId();
     for (const [ruleId, count, at] of hits) this.countHit(tenantId, ruleId, count, at);
   }
 
   /** The same decision as a dry run (POST /v1/rules/test): no hit is counted. */
-  async dryRun(tenantId: string, request: DecideRequest): Promise<DecideResult> {
-    return decideWith(await this.rules(tenantId), request, Date.now());
+  async dryRun(request: DecideRequest): Promise<DecideResult> {
+    return decideWith(await this.rules(this.tenantId()), request, Date.now());
   }
 
   /** A person chose allow_always or reject_always: derive the narrowest rule, store it, apply it now. */
-  async remember(tenantId: string, request: RememberRequest): Promise<RuleCreated | RuleNotCreated | null> {
+  async remember(request: RememberRequest): Promise<RuleCreated | RuleNotCreated | null> {
     const derived = await deriveFromChoice(request);
     if (!derived) return null;
     if ("reason" in derived) return { reason: derived.reason };
-    const row = await insertRule(this.env.DB, toRuleRow(tenantId, derived, request));
-    await this.changed(tenantId);
+    const row = await insertRule(this.env.DB, toRuleRow(this.tenantId(), derived, request));
+    await this.changed();
     return { id: row.id, decision: row.decision, description: row.description };
   }
 
@@ -87,7 +88,8 @@ export class RulesObject extends DurableObject<Env> {
    * Rules changed in D1 (created, expiry changed, revoked): a new generation, pushed to every session
    * holding rules before this returns; then reload, and let sessions with waiting requests re-check.
    */
-  async changed(tenantId: string): Promise<void> {
+  async changed(): Promise<void> {
+    const tenantId = this.tenantId();
     const generation = this.bump();
     this.compiled = undefined;
     this.loading = undefined;
@@ -131,21 +133,32 @@ export class RulesObject extends DurableObject<Env> {
     );
   }
 
-  watch(_tenantId: string, sessionId: string): void {
+  watch(sessionId: string): void {
     this.ctx.storage.sql.exec("INSERT OR IGNORE INTO watchers (session_id, since) VALUES (?, ?)", sessionId, Date.now());
   }
 
-  unwatch(_tenantId: string, sessionId: string): void {
+  unwatch(sessionId: string): void {
     this.ctx.storage.sql.exec("DELETE FROM watchers WHERE session_id = ?", sessionId);
   }
 
   override async alarm(): Promise<void> {
     this.flushScheduled = false;
-    const tenantId = this.compiled?.tenantId ?? (await this.ctx.storage.get<string>("tenantId"));
+    // Without its name (an alarm after a runtime restart), the tenant stored when the hits were counted.
+    const tenantId = this.ctx.id.name ?? this.compiled?.tenantId ?? (await this.ctx.storage.get<string>("tenantId"));
     if (!tenantId || this.hits.size === 0) return;
     const batch = new Map(this.hits);
     this.hits.clear();
     await recordHits(this.env.DB, tenantId, batch).catch((e: unknown) => console.error("rules: hit flush failed", e));
+  }
+
+  /**
+   * This object's tenant: its name (RULES is named by the tenant id; object-name.ts). Its RPC methods
+   * take no tenant id: a stub reaches the object only by that name, so every call is for this tenant.
+   */
+  private tenantId(): string {
+    const name = this.ctx.id.name;
+    if (name === undefined) throw new Error("rules: the object has no name, so no tenant");
+    return name;
   }
 
   private countHit(tenantId: string, ruleId: string, count: number, at: number): void {

@@ -30,10 +30,10 @@ export interface RulesSnapshot {
 
 /** What the cache needs from the tenant's RulesObject (its RPC stub satisfies it). */
 export interface RulesSource {
-  snapshot(tenantId: string, sessionId: string): Promise<RulesSnapshot>;
+  snapshot(sessionId: string): Promise<RulesSnapshot>;
   /** The current generation; also (re)subscribes the session to pushes. */
-  check(tenantId: string, sessionId: string): Promise<number>;
-  recordHits(tenantId: string, hits: [ruleId: string, count: number, at: number][]): Promise<void>;
+  check(sessionId: string): Promise<number>;
+  recordHits(hits: [ruleId: string, count: number, at: number][]): Promise<void>;
 }
 
 interface Held {
@@ -60,7 +60,6 @@ export class RulesCache {
 
   constructor(
     private readonly source: () => RulesSource,
-    private readonly tenantId: () => string,
     private readonly sessionId: () => string,
   ) {}
 
@@ -115,7 +114,7 @@ export class RulesCache {
   /** The cheap version check: the held rules are still the tenant's current ones; extends the lease. */
   private async confirm(held: Held): Promise<boolean> {
     const sentAt = Date.now();
-    const generation = await this.source().check(this.tenantId(), this.sessionId());
+    const generation = await this.source().check(this.sessionId());
     if (this.held !== held || generation !== held.generation || generation < this.heard) return false;
     held.validUntil = Math.max(held.validUntil, sentAt + held.leaseMs);
     return true;
@@ -144,7 +143,7 @@ export class RulesCache {
   private async fetchSnapshot(): Promise<Held> {
     for (let attempt = 0; attempt < MAX_STALE_SNAPSHOTS; attempt++) {
       const sentAt = Date.now();
-      const snapshot = await this.source().snapshot(this.tenantId(), this.sessionId());
+      const snapshot = await this.source().snapshot(this.sessionId());
       // A push announced a newer generation while this one travelled: it may hold a revoked rule.
       if (snapshot.generation < this.heard) continue;
       const rules = compileRuleList(snapshot.rules);
@@ -173,7 +172,7 @@ export class RulesCache {
     if (batch.length === 0) return;
     // Hit counts are statistics shown in the API: a lost batch costs accuracy, never a decision.
     this.source()
-      .recordHits(this.tenantId(), batch)
+      .recordHits(batch)
       .catch((e: unknown) => console.error("session: sending rule hits failed", e));
   }
 }

@@ -11,7 +11,6 @@ import type { PendingRequest, SessionMeta, SessionStore } from "./store";
 export class RulesLink {
   private readonly cache = new RulesCache(
     () => this.rules(),
-    () => this.store.meta?.tenantId ?? "",
     () => this.store.meta?.sessionId ?? "",
   );
   private stub?: DurableObjectStub<RulesObject>;
@@ -45,7 +44,7 @@ export class RulesLink {
   ): Promise<RuleCreated | RuleNotCreated | null> {
     const meta = this.store.meta;
     if (!meta) return Promise.resolve(null);
-    return this.rules().remember(meta.tenantId, { ...this.decideRequest(meta, pending), ...extra });
+    return this.rules().remember({ ...this.decideRequest(meta, pending), ...extra });
   }
 
   /** Sessions with requests waiting on people are registered with the tenant's rules object. */
@@ -53,7 +52,7 @@ export class RulesLink {
     const meta = this.store.meta;
     if (!meta) return;
     const rules = this.rules();
-    const call = waiting ? rules.watch(meta.tenantId, meta.sessionId) : rules.unwatch(meta.tenantId, meta.sessionId);
+    const call = waiting ? rules.watch(meta.sessionId) : rules.unwatch(meta.sessionId);
     this.ctx.waitUntil(Promise.resolve(call).catch((e: unknown) => console.error("session: rules watch failed", e)));
   }
 

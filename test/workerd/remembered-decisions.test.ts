@@ -112,7 +112,7 @@ describe("remembered decisions in a live session", () => {
     await agent.peer.next(isResponseTo(first));
     const created = await client.next(isMethod("_acp_gateway/rule_created"));
     await env.DB.prepare("UPDATE decision_rules SET revoked_at = ? WHERE id = ?").bind(Date.now(), created.params.rule.id).run();
-    await env.RULES.get(env.RULES.idFromName(t.tenantId)).changed(t.tenantId);
+    await env.RULES.get(env.RULES.idFromName(t.tenantId)).changed();
     agent.askPermission(sessionId, run("v2", "git log"), OPTIONS);
     expect((await client.next(isMethod("session/request_permission"))).params.toolCall.toolCallId).toBe("v2");
   });

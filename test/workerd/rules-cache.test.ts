@@ -44,19 +44,22 @@ const run = (id: string, command: string) => ({ toolCallId: id, kind: "execute",
 
 /**
  * Counts the calls that reach the tenant's RulesObject (RPC serves prototype methods: wrapped there,
- * so only calls for this tenant are counted).
+ * so only calls for this tenant, the object's name, are counted).
  */
+// SAFETY: `ctx` is the DurableObject's own (protected) state; only its id's name is read.
+const nameOf = (object: RulesObject) => (object as unknown as { ctx: DurableObjectState }).ctx.id.name;
+
 async function countRulesCalls(tenantId: string): Promise<{ snapshot: number; check: number }> {
   const counts = { snapshot: 0, check: 0 };
   await runInDurableObject(rulesStub(tenantId), (instance: RulesObject) => {
     const proto = Object.getPrototypeOf(instance) as RulesObject;
     const { snapshot, check } = proto;
     proto.snapshot = function (this: RulesObject, ...args: Parameters<RulesObject["snapshot"]>) {
-      if (args[0] === tenantId) counts.snapshot++;
+      if (nameOf(this) === tenantId) counts.snapshot++;
       return snapshot.apply(this, args);
     };
     proto.check = function (this: RulesObject, ...args: Parameters<RulesObject["check"]>) {
-      if (args[0] === tenantId) counts.check++;
+      if (nameOf(this) === tenantId) counts.check++;
       return check.apply(this, args);
     };
     onTestFinished(() => {

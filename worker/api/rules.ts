@@ -251,7 +251,7 @@ rulesApi.openapi(
     const stub = c.env.RULES.get(c.env.RULES.idFromName(tenantId));
     // SAFETY: the tool call is JSON from the validated body.
     const toolCall = body.toolCall as Record<string, string | number | boolean | null | object>;
-    const result = await stub.dryRun(tenantId, {
+    const result = await stub.dryRun({
       sessionId: "",
       agent: body.agent,
       cwd: body.cwd,
@@ -272,5 +272,5 @@ rulesApi.openapi(
 );
 
 async function rulesChanged(env: AppEnv["Bindings"], tenantId: string): Promise<void> {
-  await env.RULES.get(env.RULES.idFromName(tenantId)).changed(tenantId);
+  await env.RULES.get(env.RULES.idFromName(tenantId)).changed();
 }
