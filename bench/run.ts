@@ -3,6 +3,8 @@
 // Durable Object; a relay client → Worker → Durable Object → Worker → client with no ACP logic).
 // Every gateway figure is also given as a ratio to the matching baseline of the same run.
 // BENCH_QUICK=1 runs a small version (under a minute) to check that the harness works.
+// Over 400 lines, knowingly: a script read top to bottom, one scenario after another, each short;
+// the report is bench/report.ts, the peers bench/peer.ts, the statistics bench/stats.ts.
 
 import { spawn } from "node:child_process";
 import { mkdtempSync, readFileSync, readdirSync, rmSync, writeFileSync } from "node:fs";

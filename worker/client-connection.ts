@@ -3,6 +3,9 @@
 // message to the SessionObject of its sessionId over one WebSocket per attached session.
 // The session wire (frame marks, packed replay: protocol/session-wire.ts) and the id rewriting
 // between the sessions and this client (protocol/connection-ids.ts) are pure modules it uses.
+// Over 400 lines, knowingly: it is the one place a client connection's state lives (its sessions'
+// sockets, its id maps, its rate and its key re-check), and each method is one client request; the
+// next split, when it grows, is the session/new|load|resume flow into its own module.
 
 import { recentSessionsOfAgent, sessionIndexed } from "../db/queries/sessions";
 import { ATTACH_HEADER, type AttachRequest, type ClientAttachment, readSessionFrame } from "../protocol/session-wire";

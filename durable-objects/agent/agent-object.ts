@@ -2,6 +2,10 @@
 // in over a hibernatable WebSocket), acts as the agent's ACP client (initialize), creates and loads
 // sessions, and routes: agent → SessionObject by sessionId, SessionObject → agent with id rewriting.
 // Request ids towards the agent are the object's own; the maps live in SQLite (store.ts).
+// Over 400 lines, knowingly: its storage (store.ts), dialling out (dialer.ts) and the queue for a
+// session that has not taken its frames (session-outbox.ts) are already their own modules; what is
+// left is the socket's lifecycle and the routing both ways, which share the epoch and the id maps.
+// The next split, when it grows: the session/new and session/load flow into its own module.
 
 import { indexSession, sessionOwner } from "../../db/queries/sessions";
 import { DurableObject } from "cloudflare:workers";
