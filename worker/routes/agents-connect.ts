@@ -2,7 +2,7 @@
 // AgentObject of (tenant, NAME) takes the socket; the gateway is the agent's client from then on.
 
 import { Hono } from "hono";
-import { registerDialIn } from "../../db/queries/agents";
+import { agentNameClaim, registerDialIn } from "../../db/queries/agents";
 import { AGENT_PRINCIPAL_HEADER, type AgentPrincipal } from "../../durable-objects/agent/contract";
 import { isAgentName } from "../../protocol/names";
 import { ApiError } from "../http-error";
@@ -22,7 +22,7 @@ agentConnectRoutes.get("/agents/:name/connect", requireKey("agent"), async (c) =
     throw ApiError.forbidden(`This agent key may dial in only as "${principal.agent}"`);
   }
   // A name is not up for grabs: one registered as dial_out, or bound to an agent key, is only that one's.
-  const claim = await nameClaim(c.env.DB, principal.tenantId, name, principal.keyId);
+  const claim = await agentNameClaim(c.env.DB, principal.tenantId, name, principal.keyId, Date.now());
   if (claim.mode === "dial_out") {
     throw ApiError.forbidden(`The agent "${name}" is registered as dial_out: the gateway dials it, it cannot dial in`);
   }
@@ -46,17 +46,3 @@ agentConnectRoutes.get("/agents/:name/connect", requireKey("agent"), async (c) =
   );
   return stub.fetch(new Request(c.req.raw.url, { headers }));
 });
-
-/** Who else holds the name (its registration mode, another live key bound to it) and when this key expires. */
-async function nameClaim(db: D1Database, tenantId: string, name: string, keyId: string) {
-  const row = await db
-    .prepare(
-      `SELECT (SELECT mode FROM agents WHERE tenant_id = ?1 AND name = ?2) AS mode,
-              EXISTS (SELECT 1 FROM api_keys WHERE tenant_id = ?1 AND kind = 'agent' AND agent = ?2 AND id != ?3 AND revoked_at IS NULL
-                        AND (expires_at IS NULL OR expires_at > ?4)) AS bound,
-              (SELECT expires_at FROM api_keys WHERE id = ?3) AS expires_at`,
-    )
-    .bind(tenantId, name, keyId, Date.now())
-    .first<{ mode: string | null; bound: number; expires_at: number | null }>();
-  return { mode: row?.mode ?? null, boundToOtherKey: row?.bound === 1, expiresAt: row?.expires_at ?? null };
-}
