@@ -23,8 +23,9 @@ export class RulesLink {
 
   /**
    * The rule that answers this request, or null when none does: at once (no promise) when the
-   * session already knows, otherwise from the RulesObject. The promise rejects when the rules could
-   * not be consulted: the caller then asks people, never approves.
+   * session's compiled rules can decide now, otherwise once they are fetched or confirmed from the
+   * RulesObject. The promise rejects when the rules could not be consulted: the caller then asks
+   * people, never approves.
    */
   consultRules(pending: PendingRequest): DecideResult | null | Promise<DecideResult | null> {
     const meta = this.store.meta;
