@@ -55,6 +55,12 @@ export class AgentLink {
     // No meta: never initialised, or deleted. (Another tenant's call cannot arrive: it names another object.)
     if (!this.d.store.meta) return;
     this.d.turnWatch.touch();
+    this.applyBatch(items);
+    // Progress is durable in the log entry a frame writes; only a batch that wrote none marks it.
+    this.d.turnWatch.persist(this.d.store);
+  }
+
+  private applyBatch(items: FromAgent[]): void {
     for (const item of items) {
       if (!this.delivery.take(item)) continue; // re-sent after an AgentObject restart: applied already
       // One frame that fails to apply must not take the rest of the batch with it.
@@ -141,12 +147,7 @@ export class AgentLink {
     if (!meta) return;
     const watching = store.hasAsking();
     for (const pending of store.pending().filter((p) => p.agentEpoch <= info.epoch)) {
-      permissions.withdrawCopies(store.removePending(pending.permId));
-      permissions.audit(pending, { outcome: "withdrawn" }, { type: "agent_disconnected", reason: info.reason });
-      store.append(
-        "resolution",
-        JSON.stringify({ permId: pending.permId, decidedBy: { type: "agent_disconnected", reason: info.reason } }),
-      );
+      permissions.withdraw(pending, { type: "agent_disconnected", reason: info.reason });
     }
     if (watching && !store.hasAsking()) this.d.rules.watch(false);
     for (const r of store.agentRequests().filter((r) => r.agentEpoch <= info.epoch)) {

@@ -1,12 +1,22 @@
-// The session's decision audit rows on their way to D1. A row is kept in the session's SQLite until
-// D1 has taken it: written at once when D1 answers, retried by the session's alarm when it does not,
-// so a D1 outage delays the audit and never loses it. Rows carry their own id, and the insert ignores
-// one D1 already has, so a retry after an insert whose answer was lost writes nothing twice.
+// The session's decision audit entries on their way to D1. An entry is the `audit` column of its
+// permission request's log entry (store.ts), written in the same UPDATE as the resolution, so the
+// outbox costs no row of its own. A cursor (the store's `auditCursor`, in memory, its lower bound
+// carried by every log write) says up to where D1 has them all: entries are written at once when D1
+// answers, retried by the session's alarm when it does not, so a D1 outage delays the audit and
+// never loses it. Entries carry their own id, and the insert ignores one D1 already has, so a retry
+// after an insert whose answer was lost, or after a restart, writes nothing twice.
+//
+// The cursor never passes an entry that may still change: a request still pending, or one whose
+// answer is on its way to the agent (`held`: if it cannot be delivered, it is asked again or audited
+// as withdrawn instead).
 
 /** How long after a failed write the session's alarm tries again. */
 const AUDIT_RETRY_MS = 15_000;
+/** Entries per D1 batch. */
+const BATCH = 100;
 
 import { type AuditEntry, insertAuditRows } from "../../db/queries/audit";
+import type { SessionStore } from "./store";
 
 export class AuditOutbox {
   private flushing: Promise<boolean> | undefined;
@@ -15,25 +25,42 @@ export class AuditOutbox {
   constructor(
     private readonly sql: SqlStorage,
     private readonly db: D1Database,
-  ) {
-    sql.exec("CREATE TABLE IF NOT EXISTS audit_outbox (seq INTEGER PRIMARY KEY, entry TEXT NOT NULL)");
+    private readonly store: SessionStore,
+  ) {}
+
+  /** The resolution of `seq` is not final until its answer reaches the agent: its entry waits. */
+  hold(seq: number): void {
+    this.store.held.add(seq);
+  }
+  release(seq: number): void {
+    this.store.held.delete(seq);
   }
 
-  add(entry: AuditEntry): void {
-    this.sql.exec("INSERT INTO audit_outbox (entry) VALUES (?)", JSON.stringify(entry));
+  /** Entries below this seq are final: no pending request, no held resolution, is below it. */
+  private bound(): number {
+    let bound = this.store.lastSeq() + 1;
+    for (const p of this.store.pending()) bound = Math.min(bound, p.permId);
+    for (const seq of this.store.held) bound = Math.min(bound, seq);
+    return bound;
   }
 
   waiting(): number {
-    return this.sql.exec<{ n: number }>("SELECT COUNT(*) AS n FROM audit_outbox").one().n;
+    return this.sql
+      .exec<{ n: number }>(
+        "SELECT COUNT(*) AS n FROM log WHERE seq > ? AND seq < ? AND audit IS NOT NULL",
+        this.store.auditCursor,
+        this.bound(),
+      )
+      .one().n;
   }
 
-  /** When the alarm should try again: only after a failed write (rows left by a restart go with the next write or alarm). */
+  /** When the alarm should try again: only after a failed write (entries left by a restart go with the next write or alarm). */
   retryAt(): number | undefined {
     if (this.failedAt === undefined || this.waiting() === 0) return undefined;
     return this.failedAt + AUDIT_RETRY_MS;
   }
 
-  /** Writes every waiting row to D1 in one batch; true when none is left. One flush at a time. */
+  /** Writes every final entry past the cursor to D1, in batches; true when none is left. One flush at a time. */
   flush(): Promise<boolean> {
     this.flushing ??= this.write().finally(() => {
       this.flushing = undefined;
@@ -42,20 +69,32 @@ export class AuditOutbox {
   }
 
   private async write(): Promise<boolean> {
-    const rows = this.sql.exec<{ seq: number; entry: string }>("SELECT seq, entry FROM audit_outbox ORDER BY seq LIMIT 100").toArray();
-    if (rows.length === 0) return true;
-    try {
-      await insertAuditRows(
-        this.db,
-        rows.map((r) => JSON.parse(r.entry) as AuditEntry),
-      );
-    } catch (error) {
-      this.failedAt = Date.now();
-      console.error(`session: ${this.waiting()} audit row(s) wait for D1`, error);
-      return false;
+    const bound = this.bound();
+    const rows = this.sql
+      .exec<{ seq: number; audit: string }>(
+        "SELECT seq, audit FROM log WHERE seq > ? AND seq < ? AND audit IS NOT NULL ORDER BY seq LIMIT ?",
+        this.store.auditCursor,
+        bound,
+        BATCH,
+      )
+      .toArray();
+    if (rows.length > 0) {
+      try {
+        await insertAuditRows(
+          this.db,
+          rows.map((r) => JSON.parse(r.audit) as AuditEntry),
+        );
+      } catch (error) {
+        this.failedAt = Date.now();
+        console.error(`session: ${this.waiting()} audit entries wait for D1`, error);
+        return false;
+      }
     }
     this.failedAt = undefined;
-    this.sql.exec("DELETE FROM audit_outbox WHERE seq <= ?", rows.at(-1)?.seq ?? 0);
-    return this.waiting() === 0 ? true : this.write();
+    // Everything below the bound was final when read, and stays so: the cursor moves past it all
+    // (or to the last entry written, when the batch was full).
+    const reached = rows.length === BATCH ? (rows.at(-1)?.seq ?? 0) : bound - 1;
+    this.store.auditCursor = Math.max(this.store.auditCursor, reached);
+    return rows.length === BATCH ? this.write() : true;
   }
 }

@@ -38,7 +38,8 @@ export interface LogEntry {
 export interface CompactableLog {
   append(kind: "update", body: string): number;
   lastEntry(): { seq: number; kind: string; body: string } | undefined;
-  rewriteEntry(seq: number, body: string): void;
+  /** `at`: the entry is the newest and continues (its time moves on). */
+  rewriteEntry(seq: number, body: string, at?: number): void;
   removeEntries(seqs: number[]): void;
   toolCallEntries(): LogEntry[];
   foldedAt: number;
@@ -128,7 +129,7 @@ export function appendUpdate(log: CompactableLog, text: string, frame: unknown =
     if (last?.kind === "update") {
       const merged = mergeParsed(last.body, next);
       if (merged !== undefined) {
-        log.rewriteEntry(last.seq, merged);
+        log.rewriteEntry(last.seq, merged, Date.now());
         return last.seq;
       }
     }

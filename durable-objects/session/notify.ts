@@ -71,24 +71,23 @@ export class Notifier {
 
   /** The earliest notify time of a request still pending and not yet sent. */
   nextDue(): number | undefined {
-    return (
-      this.sql
-        .exec<{ d: number | null }>(
-          "SELECT min(n.due_at) AS d FROM notify n JOIN pending p ON p.perm_id = n.perm_id WHERE n.sent_at IS NULL AND n.due_at IS NOT NULL",
-        )
-        .one().d ?? undefined
-    );
+    // Pending requests are held in memory (store.ts), not in a table: filtered here.
+    let next: number | undefined;
+    for (const r of this.sql
+      .exec<{ perm_id: number; due_at: number }>("SELECT perm_id, due_at FROM notify WHERE sent_at IS NULL AND due_at IS NOT NULL")
+      .toArray()) {
+      if (this.store.isPending(r.perm_id)) next = next === undefined ? r.due_at : Math.min(next, r.due_at);
+    }
+    return next;
   }
 
   /** Due requests are sent now if nobody is attached; otherwise they wait for the last client to leave. */
   onAlarm(now: number, someoneAttached: boolean): void {
     const due = this.sql
-      .exec<{ perm_id: number }>(
-        "SELECT n.perm_id FROM notify n JOIN pending p ON p.perm_id = n.perm_id WHERE n.sent_at IS NULL AND n.due_at <= ?",
-        now,
-      )
+      .exec<{ perm_id: number }>("SELECT perm_id FROM notify WHERE sent_at IS NULL AND due_at <= ?", now)
       .toArray()
-      .map((r) => r.perm_id);
+      .map((r) => r.perm_id)
+      .filter((permId) => this.store.isPending(permId));
     if (due.length === 0) return;
     if (someoneAttached) {
       for (const permId of due) this.sql.exec("UPDATE notify SET due_at = NULL WHERE perm_id = ?", permId);
@@ -102,8 +101,9 @@ export class Notifier {
   onDetach(remainingClients: number, now = Date.now()): void {
     if (remainingClients > 0) return;
     const changed = this.sql.exec(
-      "UPDATE notify SET due_at = max(coalesce(due_at, 0), ? + after_ms) WHERE sent_at IS NULL AND perm_id IN (SELECT perm_id FROM pending)",
+      "UPDATE notify SET due_at = max(coalesce(due_at, 0), ? + after_ms) WHERE sent_at IS NULL AND perm_id IN (SELECT value FROM json_each(?))",
       now,
+      JSON.stringify(this.store.pending().map((p) => p.permId)),
     ).rowsWritten;
     if (changed > 0) this.reschedule();
   }
@@ -226,15 +226,11 @@ export class Notifier {
 
   /** Who answered a request that is no longer pending, from the session's log of resolutions. */
   private resolutionOf(link: LinkRow): { decidedBy: unknown; outcome: unknown } {
-    const rows = this.sql.exec<{ body: string }>("SELECT body FROM log WHERE kind = 'resolution' ORDER BY seq DESC LIMIT 200").toArray();
-    for (const { body } of rows) {
-      const entry = JSON.parse(body) as Record<string, unknown>;
-      const params = isObject(entry.params) ? entry.params : entry;
-      if (entry.permId === link.perm_id || (link.tool_call_id !== null && params.toolCallId === link.tool_call_id)) {
-        return { decidedBy: params.decidedBy ?? null, outcome: params.outcome ?? null };
-      }
-    }
-    return { decidedBy: null, outcome: null };
+    const body = this.store.resolutionOf(link.perm_id, link.tool_call_id);
+    if (body === undefined) return { decidedBy: null, outcome: null };
+    const entry = JSON.parse(body) as Record<string, unknown>;
+    const params = isObject(entry.params) ? entry.params : entry;
+    return { decidedBy: params.decidedBy ?? null, outcome: params.outcome ?? null };
   }
 }
 

@@ -14,6 +14,7 @@ import {
 import { LIMIT_REACHED_NOTICE, type LimitError, limitsOf, pendingLimitError } from "../../protocol/tenant-limits";
 import type { DecideResult } from "../rules/types";
 import type { ToAgent } from "../agent/contract";
+import type { AuditEntry } from "../../db/queries/audit";
 import type { AuditOutbox } from "./audit-outbox";
 import { type AttachedClients, send, sendRewritable } from "./clients";
 import type { ClientAttachment } from "../../protocol/session-wire";
@@ -61,15 +62,16 @@ export class PermissionLifecycle {
 
   // ── ask ───────────────────────────────────────────────────────────────────────────────────────
   /**
-   * The agent asked: the request is logged (its permId is the entry's seq) and its tool call applied,
-   * then the rules, then people. When the rules answer at once (rules-link.ts), the request is written
-   * once, already asking, or not at all if a rule decides it.
+   * The agent asked: its tool call is applied, then the rules, then people; the request is one log
+   * entry (its permId is the entry's seq), written once: already asking when the rules answer at once
+   * that they do not decide it (rules-link.ts), already resolved when a rule decides it, pending while
+   * the rules are consulted asynchronously. Its resolution later is one UPDATE of the same entry.
    */
   ask(epoch: number, agentReqId: JsonRpcId, text: string, params: unknown): void {
     const { store } = this.d;
     const meta = store.meta;
     if (!meta) return;
-    const seq = store.append("permission", text);
+    const seq = store.nextSeq();
     const parsed = parsedParams(params);
     store.applyToolCall(parsed.toolCall, seq);
     const now = Date.now();
@@ -85,16 +87,19 @@ export class PermissionLifecycle {
       ...parsed,
     };
     // Nothing may be approved outside a running turn: no rule answers, no client is asked (TC-11).
-    if (store.turn.state !== "running") return this.refuseOutsideTurn(request);
+    if (store.turn.state !== "running") return this.refuseOutsideTurn(request, text);
     const limit = limitsOf(meta.limits).pendingPermissionsPerSession;
-    if (store.pendingCount() >= limit) return this.refuseOverLimit(epoch, agentReqId, pendingLimitError(meta.sessionId, limit));
+    if (store.pendingCount() >= limit) {
+      store.appendPermission(seq, text, null);
+      return this.refuseOverLimit(epoch, agentReqId, pendingLimitError(meta.sessionId, limit));
+    }
     const decided = this.d.rules.consultRules(request);
     if (decided instanceof Promise) {
-      store.addPending(request);
+      store.appendPermission(seq, text, request);
       this.d.scheduleDeadline();
       this.d.ctx.waitUntil(this.askAfterRules(request.permId, decided));
-    } else if (!this.resolveByRule(request, decided)) {
-      this.startAsking(request, ASKING, false);
+    } else if (!this.resolveByRule(request, decided, text)) {
+      this.startAsking(request, ASKING, { append: text });
     }
   }
 
@@ -104,13 +109,16 @@ export class PermissionLifecycle {
     this.d.info.notice(LIMIT_REACHED_NOTICE, { sessionId: this.d.store.meta?.sessionId, ...error });
   }
 
-  /** A permission request while no turn runs, or after the turn was cancelled: `cancelled` at once, audited. */
-  private refuseOutsideTurn(request: PendingRequest): void {
+  /** A permission request while no turn runs, or after the turn was cancelled: `cancelled` at once, audited (one entry, resolved). */
+  private refuseOutsideTurn(request: PendingRequest, text: string): void {
     const by: DecidedBy = this.d.store.turn.state === "idle" ? { type: "turn_end" } : { type: "cancel" };
-    this.d.toAgent({ type: "response", epoch: request.agentEpoch, id: request.agentReqId, result: CANCELLED_RESULT });
     const entry = { agentReqId: request.agentReqId, outcome: CANCELLED_RESULT.outcome, decidedBy: by };
-    this.d.store.append("resolution", JSON.stringify(entry));
-    this.audit(request, CANCELLED_RESULT.outcome, by);
+    this.d.store.appendPermission(request.permId, text, request, {
+      text: JSON.stringify(entry),
+      audit: this.auditOf(request, CANCELLED_RESULT.outcome, by),
+    });
+    this.d.toAgent({ type: "response", epoch: request.agentEpoch, id: request.agentReqId, result: CANCELLED_RESULT });
+    this.scheduleAuditFlush();
   }
 
   /**
@@ -126,15 +134,21 @@ export class PermissionLifecycle {
     });
     const pending = this.d.store.pendingById(permId);
     if (!pending || pending.asking) return; // cancelled or withdrawn meanwhile
-    if (decided === RULES_UNKNOWN) return this.startAsking(pending, ASKING_RULES_UNKNOWN, true);
-    if (!this.resolveByRule(pending, decided)) this.startAsking(pending, ASKING, true);
+    if (decided === RULES_UNKNOWN) return this.startAsking(pending, ASKING_RULES_UNKNOWN, "stored");
+    if (!this.resolveByRule(pending, decided)) this.startAsking(pending, ASKING, "stored");
   }
 
-  /** People are asked: a copy to every attached client (and to each that attaches later), the rules watched, notifications tracked. */
-  private startAsking(request: PendingRequest, asking: number, stored: boolean): void {
+  /**
+   * People are asked: a copy to every attached client (and to each that attaches later), the rules
+   * watched, notifications tracked. `write`: how the request's entry says so — written now (`append`,
+   * its agent frame), marked asking (`stored`, pending already), or pending again (`reopen`, its
+   * resolution never reached the agent).
+   */
+  private startAsking(request: PendingRequest, asking: number, write: { append: string } | "stored" | "reopen"): void {
     const pending = { ...request, asking };
-    if (stored) this.d.store.markAsking(pending.permId, asking);
-    else this.d.store.addPending(pending);
+    if (write === "stored") this.d.store.markAsking(pending.permId, asking);
+    else if (write === "reopen") this.d.store.reopenPermission(pending);
+    else this.d.store.appendPermission(pending.permId, write.append, pending);
     if (asking === ASKING_RULES_UNKNOWN) {
       this.d.info.notice(RULES_UNAVAILABLE_NOTICE, {
         sessionId: this.d.store.meta?.sessionId,
@@ -159,10 +173,11 @@ export class PermissionLifecycle {
     }
   }
 
-  private resolveByRule(pending: PendingRequest, decided: DecideResult | null): boolean {
+  /** `append`: the request is not written yet (decided as it is asked): written once, resolved. */
+  private resolveByRule(pending: PendingRequest, decided: DecideResult | null, append?: string): boolean {
     if (!decided?.decision || !decided.optionId || !decided.ruleId) return false;
     const result = { outcome: { outcome: "selected", optionId: decided.optionId } };
-    this.resolve(pending, result, { type: "rule", ruleId: decided.ruleId, description: decided.description ?? "" });
+    this.resolve(pending, result, { type: "rule", ruleId: decided.ruleId, description: decided.description ?? "" }, undefined, append);
     return true;
   }
 
@@ -194,19 +209,39 @@ export class PermissionLifecycle {
   }
 
   // ── resolve ───────────────────────────────────────────────────────────────────────────────────
-  /** The first valid answer wins: it goes to the agent, every other copy is withdrawn. */
-  resolve(pending: PendingRequest, result: unknown, by: DecidedBy, chosen?: PermissionOption): void {
-    this.d.store.removePending(pending.permId);
+  /**
+   * The first valid answer wins: it goes to the agent, every other copy is withdrawn. The request's
+   * entry is resolved in one UPDATE (or written resolved, `append`: its agent frame) with the text
+   * clients will be sent and the audit entry, which waits (held) until the answer reaches the agent.
+   */
+  resolve(pending: PendingRequest, result: unknown, by: DecidedBy, chosen?: PermissionOption, append?: string): void {
+    const { store } = this.d;
+    const outcome = isObject(result) ? result.outcome : undefined;
+    const params = {
+      sessionId: store.meta?.sessionId,
+      toolCallId: pending.toolCallId,
+      outcome,
+      ...(chosen ? { chosenOptionId: chosen.optionId } : {}),
+      decidedBy: by,
+    };
+    const text = JSON.stringify({ jsonrpc: "2.0", method: GATEWAY_NOTIFICATIONS.permissionResolved, params });
+    const resolution = { text, audit: this.auditOf(pending, outcome, by, chosen) };
+    if (append === undefined) store.resolvePermission(pending.permId, resolution);
+    else store.appendPermission(pending.permId, append, pending, resolution);
+    this.d.audits.hold(pending.permId);
     if (pending.asking) this.withdrawCopies(pending.permId);
-    if (pending.asking && !this.d.store.hasAsking()) this.d.rules.watch(false);
-    this.d.turnWatch.touch(); // a person's answer is progress: the idle clock starts again
+    if (pending.asking && !store.hasAsking()) this.d.rules.watch(false);
+    this.d.turnWatch.touch(); // a person's answer is progress: the idle clock starts again (resolved_at records it)
     this.d.scheduleDeadline();
     // Announced only once the agent has the answer: one that cannot reach it is no resolution. It goes
     // to the clients attached now; one attaching meanwhile never saw the request (it is no longer pending).
     const attached = this.d.clients.all();
-    this.d.toAgent({ type: "response", epoch: pending.agentEpoch, id: pending.agentReqId, result }, (delivered, threw) =>
-      delivered ? this.announce(pending, result, by, attached, chosen) : this.answerUndelivered(pending, by, threw),
-    );
+    this.d.toAgent({ type: "response", epoch: pending.agentEpoch, id: pending.agentReqId, result }, (delivered, threw) => {
+      this.d.audits.release(pending.permId);
+      if (delivered) this.announce(text, attached);
+      else this.answerUndelivered(pending, by, threw);
+      this.scheduleAuditFlush();
+    });
   }
 
   /** Answers every pending request `cancelled` (TC-12). */
@@ -227,38 +262,39 @@ export class PermissionLifecycle {
    */
   private answerUndelivered(pending: PendingRequest, by: DecidedBy, threw: boolean): void {
     if (threw && this.d.store.turn.state === "running" && (by.type === "person" || by.type === "rule")) {
-      this.startAsking(pending, pending.asking || ASKING, false);
+      this.startAsking(pending, pending.asking || ASKING, "reopen");
       return;
     }
-    this.audit(pending, { outcome: "withdrawn" }, { type: "agent_disconnected", reason: "the answer could not be delivered to the agent" });
+    this.writeWithdrawn(pending, { type: "agent_disconnected", reason: "the answer could not be delivered to the agent" });
   }
 
-  private announce(pending: PendingRequest, result: unknown, by: DecidedBy, attached: WebSocket[], chosen?: PermissionOption): void {
-    const outcome = isObject(result) ? result.outcome : undefined;
-    const params = {
-      sessionId: this.d.store.meta?.sessionId,
-      toolCallId: pending.toolCallId,
-      outcome,
-      ...(chosen ? { chosenOptionId: chosen.optionId } : {}),
-      decidedBy: by,
-    };
-    const text = JSON.stringify({ jsonrpc: "2.0", method: GATEWAY_NOTIFICATIONS.permissionResolved, params });
-    this.d.store.append("resolution", text);
+  /** The resolution (written when it was decided) goes to the clients attached when it was. */
+  private announce(text: string, attached: WebSocket[]): void {
     for (const ws of attached) send(ws, text);
-    this.audit(pending, outcome, by, chosen);
   }
 
   /** The agent withdrew its request: the clients' copies go, the agent is told -32800. False if it was not pending. */
   withdrawnByAgent(epoch: number, requestId: JsonRpcId): boolean {
     const pending = this.d.store.pendingByAgentId(requestId, epoch);
     if (!pending) return false;
-    this.withdrawCopies(this.d.store.removePending(pending.permId));
-    this.audit(pending, { outcome: "withdrawn" }, { type: "agent_withdrew" });
+    this.withdraw(pending, { type: "agent_withdrew" });
     this.d.toAgent({ type: "response", epoch, id: requestId, error: { code: -32800, message: "Request cancelled" } });
-    this.d.store.append("resolution", JSON.stringify({ permId: pending.permId, decidedBy: { type: "agent_withdrew" } }));
     if (pending.asking && !this.d.store.hasAsking()) this.d.rules.watch(false);
     this.d.scheduleDeadline();
     return true;
+  }
+
+  /** A pending request nobody can answer any more (the agent withdrew it, or is gone): resolved as withdrawn, copies withdrawn, audited. */
+  withdraw(pending: PendingRequest, by: DecidedBy): void {
+    this.writeWithdrawn(pending, by);
+    this.withdrawCopies(pending.permId);
+    this.scheduleAuditFlush();
+  }
+
+  /** The request's entry says it was withdrawn, and by whom (one UPDATE, with its audit entry). */
+  private writeWithdrawn(pending: PendingRequest, by: DecidedBy): void {
+    const text = JSON.stringify({ permId: pending.permId, decidedBy: by });
+    this.d.store.resolvePermission(pending.permId, { text, audit: this.auditOf(pending, { outcome: "withdrawn" }, by) });
   }
 
   /** Every client that may hold a copy is told to withdraw it; the edge drops it for one that holds none (any more). */
@@ -268,12 +304,16 @@ export class PermissionLifecycle {
   }
 
   // ── audit and notices ─────────────────────────────────────────────────────────────────────────
-  /** Every resolution is written to the tenant's decision audit in D1, off the hot path, batched (AUDIT_BATCH_MS). */
-  audit(pending: PendingRequest, outcome: unknown, by: DecidedBy, chosen?: PermissionOption): void {
+  /** The decision audit entry of a resolution (permission-audit.ts), written with it; none without the session's meta. */
+  private auditOf(pending: PendingRequest, outcome: unknown, by: DecidedBy, chosen?: PermissionOption): AuditEntry | null {
     const meta = this.d.store.meta;
-    if (!meta) return;
+    if (!meta) return null;
     const row = pending.toolCallId ? this.d.store.toolCall(pending.toolCallId) : undefined;
-    this.d.audits.add(auditEntry(meta, pending, row, outcome, by, chosen));
+    return auditEntry(meta, pending, row, outcome, by, chosen);
+  }
+
+  /** Every resolution goes to the tenant's decision audit in D1, off the hot path, batched (AUDIT_BATCH_MS). */
+  private scheduleAuditFlush(): void {
     if (this.auditFlushWaiting) return;
     this.auditFlushWaiting = true;
     const flushed = scheduler.wait(AUDIT_BATCH_MS).then(() => {

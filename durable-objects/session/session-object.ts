@@ -59,7 +59,7 @@ export class SessionObject extends DurableObject<Env> {
     super(ctx, env);
     this.store = new SessionStore(ctx.storage.sql);
     this.clients = new AttachedClients(ctx);
-    this.audits = new AuditOutbox(ctx.storage.sql, env.DB);
+    this.audits = new AuditOutbox(ctx.storage.sql, env.DB, this.store);
     this.turnWatch = new TurnWatch(ctx.storage.sql);
     this.notifier = new Notifier(ctx, env, this.store, () => this.scheduleDeadline());
     this.rulesLink = new RulesLink(ctx, env, this.store);

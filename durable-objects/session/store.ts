@@ -1,10 +1,17 @@
 // The session's durable state, in the Durable Object's own SQLite database.
 // Everything the object needs to answer a message lives here, so an evicted or hibernated object
-// comes back whole: nothing is kept in memory that cannot be rebuilt from these tables.
+// comes back whole: what is kept in memory (the pending permission requests, the audit cursor, the
+// id block) is rebuilt from these tables when the object starts.
+//
+// Rows written (docs/ARCHITECTURE.md, "Rows per permission request"): a permission request is ONE
+// log row, inserted once with what the request needs while pending (`request`) and updated once
+// when it is resolved (`resolved`, `resolved_at`, and its decision audit entry `audit`, which is the
+// audit outbox: audit-outbox.ts). Pending requests are held in memory and found again at start by
+// one scan of the log from `scan_from`, a lower bound every log write carries (like `agent_seq`).
 // Every statement is synchronous (ctx.storage.sql), so a handler that only touches the store runs
 // atomically with respect to other events delivered to the object.
 
-import type { JsonRpcId } from "../../protocol/jsonrpc";
+import { type JsonRpcId, isObject } from "../../protocol/jsonrpc";
 import type { Limits } from "../../protocol/tenant-limits";
 import { reduceToolCall, type ToolCallRow } from "../../protocol/tool-calls";
 import { MAX_STORED_ROW_BYTES, utf8LongerThan } from "../../protocol/limits";
@@ -12,12 +19,8 @@ import { type ParsedParams, parsePermissionParams } from "./pending-request";
 
 const SCHEMA = `
 CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
-CREATE TABLE IF NOT EXISTS tool_calls (id TEXT PRIMARY KEY, row TEXT NOT NULL, updated_seq INTEGER NOT NULL);
+CREATE TABLE IF NOT EXISTS tool_calls (id TEXT PRIMARY KEY, row TEXT NOT NULL, updated_seq INTEGER NOT NULL) WITHOUT ROWID;
 CREATE TABLE IF NOT EXISTS log (seq INTEGER PRIMARY KEY, kind TEXT NOT NULL, body TEXT NOT NULL, at INTEGER NOT NULL);
-CREATE TABLE IF NOT EXISTS pending (
-  perm_id INTEGER PRIMARY KEY, agent_req_id TEXT NOT NULL, agent_epoch INTEGER NOT NULL,
-  tool_call_id TEXT, params TEXT NOT NULL, created_at INTEGER NOT NULL, deadline_at INTEGER NOT NULL,
-  asking INTEGER NOT NULL DEFAULT 0);
 DROP INDEX IF EXISTS pending_deadline;
 DROP TABLE IF EXISTS copies;
 CREATE TABLE IF NOT EXISTS agent_requests (out_id INTEGER PRIMARY KEY, agent_req_id TEXT NOT NULL, agent_epoch INTEGER NOT NULL, conn_id TEXT NOT NULL, method TEXT NOT NULL);
@@ -46,13 +49,42 @@ export interface SessionMeta {
 }
 
 export type TurnState =
-  { state: "idle" } | { state: "running" | "cancelling"; gwId: number; connId: string; user?: string | null; startedAt: number };
+  | { state: "idle" }
+  | {
+      state: "running" | "cancelling";
+      gwId: number;
+      connId: string;
+      user?: string | null;
+      startedAt: number;
+      /** The log's last seq when the turn started: its permission requests are after it (turn-watch.ts). */
+      fromSeq?: number;
+    };
+
+/** What a permission request's `request` column holds (the rest of a PendingRow is in its entry). */
+interface RequestColumn {
+  agentReqId: JsonRpcId;
+  agentEpoch: number;
+  toolCallId: string | null;
+  createdAt: number;
+  deadlineAt: number;
+  asking: number;
+}
+
+/** A resolution written with its request (a rule's answer, a refusal): the resolution's text and audit entry. */
+export interface Resolution {
+  text: string;
+  audit: object | null;
+}
+
+/** How many ids nextId() reserves with one write. */
+const ID_BLOCK = 1000;
 
 /**
- * A permission request waiting for an answer: one row, written once when it is asked (and once more
- * only when the rules are consulted asynchronously and people are asked after). `permId` is the seq of
- * the request's own log entry, so it never repeats in a session; the copies clients hold carry it as
- * their id (`copyId`), so no row per copy is needed.
+ * A permission request waiting for an answer: its own log entry (kind `permission`), whose `request`
+ * column holds these fields, written once when it is asked (and once more only when the rules are
+ * consulted asynchronously and people are asked after). `permId` is the entry's seq, so it never
+ * repeats in a session; the copies clients hold carry it as their id (`copyId`), so no row per copy
+ * is needed.
  */
 export interface PendingRow {
   permId: number;
@@ -99,19 +131,51 @@ export class SessionStore {
    * `agent_seq`, so the log's newest entry holds it durably: de-duplication costs no row of its own.
    */
   appliedAgentSeq: number;
+  /**
+   * Every audit entry at or below this seq is in D1 (audit-outbox.ts). Held in memory; every log
+   * write carries a lower bound of it in `scan_from`, so after a restart a few entries may go to D1
+   * again, which D1 ignores (each entry carries its own id).
+   */
+  auditCursor: number;
+  /** Seqs of resolutions whose answer is on its way to the agent: not final until it arrives (audit waits). */
+  readonly held = new Set<number>();
+  /** The pending permission requests, by permId: rebuilt from the log at start. */
+  private readonly open = new Map<number, PendingRequest>();
+  /** When this instance last wrote the log (turn-watch.ts: such a write is progress recorded). */
+  lastLogWriteAt = 0;
+  /** The highest id nextId() gave, and the highest reserved in meta. */
+  private idNext: number | undefined;
+  private idCeiling = 0;
 
   constructor(private readonly sql: SqlStorage) {
     sql.exec(SCHEMA);
-    // Sessions created before the column existed get it on first start.
-    if (sql.exec("SELECT 1 FROM pragma_table_info('log') WHERE name = 'agent_seq'").toArray().length === 0) {
-      sql.exec("ALTER TABLE log ADD COLUMN agent_seq INTEGER");
-    }
-    this.appliedAgentSeq =
-      sql.exec<{ agent_seq: number | null }>("SELECT agent_seq FROM log ORDER BY seq DESC LIMIT 1").toArray()[0]?.agent_seq ?? 0;
+    migrate(sql);
+    const newest = sql
+      .exec<{ agent_seq: number | null; scan_from: number | null }>("SELECT agent_seq, scan_from FROM log ORDER BY seq DESC LIMIT 1")
+      .toArray()[0];
+    this.appliedAgentSeq = newest?.agent_seq ?? 0;
+    const scanFrom = newest?.scan_from ?? 0;
+    this.auditCursor = Math.max(0, scanFrom - 1);
+    // The one scan at start: the unresolved requests, from the lower bound the newest entry carries.
+    const rows = sql
+      .exec<{ seq: number; body: string; request: string }>(
+        "SELECT seq, body, request FROM log WHERE seq >= ? AND kind = 'permission' AND request IS NOT NULL AND resolved IS NULL ORDER BY seq",
+        scanFrom,
+      )
+      .toArray();
+    for (const r of rows) this.open.set(r.seq, pendingOf(r.seq, r.body, JSON.parse(r.request) as RequestColumn));
+    migrateOutbox(sql, this);
   }
-  /** session/delete: the session, its log, tool calls and requests are gone (the audit outbox and delivery mark stay). */
+  /** session/delete: the session, its log, tool calls and requests are gone (audit entries not yet in D1 stay until they are). */
   forget(): void {
-    for (const table of ["meta", "tool_calls", "log", "pending", "agent_requests", "inflight"]) this.sql.exec(`DELETE FROM ${table}`);
+    for (const table of ["meta", "tool_calls", "agent_requests", "inflight"]) this.sql.exec(`DELETE FROM ${table}`);
+    this.sql.exec("DELETE FROM log WHERE audit IS NULL OR seq <= ?", this.auditCursor);
+    // Seqs restart above what is left: the cursor must not stand above entries written from now on.
+    this.auditCursor = Math.min(this.auditCursor, this.lastSeq());
+    this.open.clear();
+    this.foldedAtMemo = undefined;
+    this.idNext = undefined;
+    this.idCeiling = 0;
   }
 
   // ── meta ──────────────────────────────────────────────────────────────────
@@ -137,11 +201,22 @@ export class SessionStore {
     this.setMeta("turn", value);
   }
 
-  /** A fresh id for a message the session sends: to a client (requests) or to the agent (gwId). */
+  /**
+   * A fresh id for a message the session sends: to a client (requests) or to the agent (gwId).
+   * Ids are handed out in memory from a block of ID_BLOCK reserved with one meta write; after a
+   * restart the next block starts above the last reserved, so no id repeats (unused ones are skipped).
+   */
   nextId(): number {
-    const next = (this.getMeta<number>("next_id") ?? 0) + 1;
-    this.setMeta("next_id", next);
-    return next;
+    if (this.idNext === undefined) {
+      this.idCeiling = this.getMeta<number>("next_id") ?? 0;
+      this.idNext = this.idCeiling;
+    }
+    this.idNext += 1;
+    if (this.idNext > this.idCeiling) {
+      this.idCeiling = this.idNext + ID_BLOCK - 1;
+      this.setMeta("next_id", this.idCeiling);
+    }
+    return this.idNext;
   }
 
   // ── tool calls ────────────────────────────────────────────────────────────
@@ -157,7 +232,13 @@ export class SessionStore {
       console.error(`session: tool call ${id} would exceed ${MAX_STORED_ROW_BYTES} bytes; the update stays in the log, not in the table`);
       return undefined;
     }
-    this.sql.exec("INSERT OR REPLACE INTO tool_calls (id, row, updated_seq) VALUES (?, ?, ?)", id, text, seq);
+    // One row written: the table is WITHOUT ROWID (no separate key index), and an upsert updates in place.
+    this.sql.exec(
+      "INSERT INTO tool_calls (id, row, updated_seq) VALUES (?, ?, ?) ON CONFLICT (id) DO UPDATE SET row = excluded.row, updated_seq = excluded.updated_seq",
+      id,
+      text,
+      seq,
+    );
     return row;
   }
   toolCall(id: string): ToolCallRow | undefined {
@@ -172,14 +253,26 @@ export class SessionStore {
   }
 
   // ── event log ─────────────────────────────────────────────────────────────
+  /**
+   * The lower bound every log write carries in `scan_from`: no unresolved request, no resolution on
+   * its way to the agent and no audit entry D1 has not taken is below it.
+   */
+  private scanFrom(): number {
+    let from = this.auditCursor + 1;
+    for (const seq of this.open.keys()) from = Math.min(from, seq);
+    for (const seq of this.held) from = Math.min(from, seq);
+    return from;
+  }
   append(kind: LogKind, body: string, at = Date.now()): number {
+    this.lastLogWriteAt = at;
     const row = this.sql
       .exec<{ seq: number }>(
-        "INSERT INTO log (kind, body, at, agent_seq) VALUES (?, ?, ?, ?) RETURNING seq",
+        "INSERT INTO log (kind, body, at, agent_seq, scan_from) VALUES (?, ?, ?, ?, ?) RETURNING seq",
         kind,
         body,
         at,
         this.appliedAgentSeq,
+        this.scanFrom(),
       )
       .one();
     return row.seq;
@@ -191,6 +284,10 @@ export class SessionStore {
   lastSeq(): number {
     return this.sql.exec<{ seq: number | null }>("SELECT max(seq) AS seq FROM log").one().seq ?? 0;
   }
+  /** When the log's newest entry was written (turn-watch.ts). */
+  newestAt(): number | undefined {
+    return this.sql.exec<{ at: number }>("SELECT at FROM log ORDER BY seq DESC LIMIT 1").toArray()[0]?.at;
+  }
   // Compaction (compaction.ts). The log's newest entry is never removed, so seq never goes back
   // (the table has no AUTOINCREMENT: that would write a second row, sqlite_sequence, per append).
   lastEntry(): { seq: number; kind: string; body: string } | undefined {
@@ -198,11 +295,30 @@ export class SessionStore {
       .exec<{ seq: number; kind: string; body: string }>("SELECT seq, kind, body FROM log ORDER BY seq DESC LIMIT 1")
       .toArray()[0];
   }
-  rewriteEntry(seq: number, body: string): void {
-    this.sql.exec("UPDATE log SET body = ?, agent_seq = ? WHERE seq = ?", body, this.appliedAgentSeq, seq);
+  /** `at`: the entry is the newest and continues (a merged chunk): its time moves on. */
+  rewriteEntry(seq: number, body: string, at?: number): void {
+    if (at === undefined) {
+      this.sql.exec(
+        "UPDATE log SET body = ?, agent_seq = ?, scan_from = ? WHERE seq = ?",
+        body,
+        this.appliedAgentSeq,
+        this.scanFrom(),
+        seq,
+      );
+      return;
+    }
+    this.lastLogWriteAt = at;
+    this.sql.exec(
+      "UPDATE log SET body = ?, at = ?, agent_seq = ?, scan_from = ? WHERE seq = ?",
+      body,
+      at,
+      this.appliedAgentSeq,
+      this.scanFrom(),
+      seq,
+    );
   }
   removeEntries(seqs: number[]): void {
-    for (const seq of seqs) this.sql.exec("DELETE FROM log WHERE seq = ?", seq);
+    for (const seq of seqs) this.sql.exec("DELETE FROM log WHERE seq = ? AND kind = 'update'", seq);
   }
   /** The logged updates that may carry a tool call, in order. */
   toolCallEntries(): { seq: number; body: string }[] {
@@ -223,65 +339,126 @@ export class SessionStore {
     this.foldedAtMemo = seq;
     this.setMeta("folded_at", seq);
   }
-  logEntries(afterSeq: number, limit: number): { seq: number; kind: string; body: string; at: number }[] {
+  /**
+   * The log as written, in order. A permission request's entry carries its resolution (`resolved`,
+   * the text clients were sent, and `resolvedAt`) once it has one; sessions from before requests
+   * were resolved in place also have separate `resolution` entries.
+   */
+  logEntries(
+    afterSeq: number,
+    limit: number,
+  ): { seq: number; kind: string; body: string; at: number; resolved: string | null; resolvedAt: number | null }[] {
     return this.sql
-      .exec<{ seq: number; kind: string; body: string; at: number }>(
-        "SELECT seq, kind, body, at FROM log WHERE seq > ? ORDER BY seq LIMIT ?",
+      .exec<{ seq: number; kind: string; body: string; at: number; resolved: string | null; resolvedAt: number | null }>(
+        "SELECT seq, kind, body, at, resolved, resolved_at AS resolvedAt FROM log WHERE seq > ? ORDER BY seq LIMIT ?",
         afterSeq,
         limit,
       )
       .toArray();
   }
 
-  // ── pending permission requests ──────────────────────────────────────────
-  markAsking(permId: number, asking: number): void {
-    this.sql.exec("UPDATE pending SET asking = ? WHERE perm_id = ?", asking, permId);
+  // ── permission requests: one log entry each (kind `permission`) ──────────
+  /** The seq the next log entry gets (no AUTOINCREMENT: the highest seq plus one; the newest is never removed). */
+  nextSeq(): number {
+    return this.lastSeq() + 1;
   }
-  pendingCount(): number {
-    return this.sql.exec<{ n: number }>("SELECT count(*) AS n FROM pending").one().n;
-  }
-  isPending(permId: number): boolean {
-    return this.sql.exec("SELECT 1 FROM pending WHERE perm_id = ?", permId).toArray().length > 0;
-  }
-  hasPending(): boolean {
-    return this.sql.exec("SELECT 1 FROM pending LIMIT 1").toArray().length > 0;
-  }
-  hasAsking(): boolean {
-    return this.sql.exec("SELECT 1 FROM pending WHERE asking > 0 LIMIT 1").toArray().length > 0;
-  }
-  addPending(p: PendingRow): void {
+  /**
+   * A permission request's log entry, written once: pending (`request` set, it joins the pending
+   * requests), already resolved (`resolution`: a rule's answer, a refusal), or neither (refused over
+   * the limit: nothing is pending and nothing is audited). `seq` must be nextSeq().
+   */
+  appendPermission(seq: number, body: string, request: PendingRequest | null, resolution?: Resolution): void {
+    const at = Date.now();
+    this.lastLogWriteAt = at;
     this.sql.exec(
-      "INSERT INTO pending (perm_id, agent_req_id, agent_epoch, tool_call_id, params, created_at, deadline_at, asking) VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
-      p.permId,
-      JSON.stringify(p.agentReqId),
-      p.agentEpoch,
-      p.toolCallId,
-      p.params,
-      p.createdAt,
-      p.deadlineAt,
-      p.asking,
+      "INSERT INTO log (seq, kind, body, at, agent_seq, scan_from, request, resolved, resolved_at, audit) VALUES (?, 'permission', ?, ?, ?, ?, ?, ?, ?, ?)",
+      seq,
+      body,
+      at,
+      this.appliedAgentSeq,
+      Math.min(this.scanFrom(), seq),
+      request ? requestColumn(request) : null,
+      resolution?.text ?? null,
+      resolution ? at : null,
+      resolution?.audit ? JSON.stringify(resolution.audit) : null,
+    );
+    if (request && !resolution) this.open.set(seq, request);
+  }
+  markAsking(permId: number, asking: number): void {
+    const pending = this.open.get(permId);
+    if (!pending) return;
+    pending.asking = asking;
+    this.sql.exec("UPDATE log SET request = ? WHERE seq = ?", requestColumn(pending), permId);
+  }
+  /**
+   * A request resolved (or its resolution replaced, while its answer was on its way): one UPDATE of its
+   * entry with the resolution's text and audit entry. It is no longer pending.
+   */
+  resolvePermission(permId: number, resolution: Resolution): void {
+    this.open.delete(permId);
+    this.sql.exec(
+      "UPDATE log SET resolved = ?, resolved_at = ?, audit = ? WHERE seq = ?",
+      resolution.text,
+      Date.now(),
+      resolution.audit ? JSON.stringify(resolution.audit) : null,
+      permId,
     );
   }
+  /** A resolution whose answer never reached the agent: the request is pending again (asked again). */
+  reopenPermission(pending: PendingRequest): void {
+    this.open.set(pending.permId, pending);
+    this.sql.exec(
+      "UPDATE log SET request = ?, resolved = NULL, resolved_at = NULL, audit = NULL WHERE seq = ?",
+      requestColumn(pending),
+      pending.permId,
+    );
+  }
+  /** The text of a request's resolution, if it has one (approval links: who answered). */
+  resolutionOf(permId: number, toolCallId: string | null): string | undefined {
+    const own = this.sql.exec<{ resolved: string | null }>("SELECT resolved FROM log WHERE seq = ?", permId).toArray()[0]?.resolved;
+    if (own) return own;
+    // Sessions from before resolutions were written in place: a separate entry after the request.
+    const legacy = this.sql
+      .exec<{ body: string }>("SELECT body FROM log WHERE kind = 'resolution' AND seq > ? ORDER BY seq LIMIT 200", permId)
+      .toArray();
+    for (const { body } of legacy) {
+      const entry = JSON.parse(body) as Record<string, unknown>;
+      const params = isObject(entry.params) ? entry.params : entry;
+      if (entry.permId === permId || (toolCallId !== null && params.toolCallId === toolCallId)) return body;
+    }
+    return undefined;
+  }
+  /** The latest resolution time among the requests after `fromSeq` (a person's answer is a turn's progress). */
+  lastResolvedAt(fromSeq: number): number | undefined {
+    return this.sql.exec<{ at: number | null }>("SELECT max(resolved_at) AS at FROM log WHERE seq > ?", fromSeq).one().at ?? undefined;
+  }
+  pendingCount(): number {
+    return this.open.size;
+  }
+  isPending(permId: number): boolean {
+    return this.open.has(permId);
+  }
+  hasPending(): boolean {
+    return this.open.size > 0;
+  }
+  hasAsking(): boolean {
+    for (const p of this.open.values()) if (p.asking > 0) return true;
+    return false;
+  }
   pending(): PendingRequest[] {
-    return this.sql.exec<PendingSql>("SELECT * FROM pending ORDER BY perm_id").toArray().map(pendingFromSql);
+    return [...this.open.values()].sort((a, b) => a.permId - b.permId);
   }
   pendingById(permId: number): PendingRequest | undefined {
-    const row = this.sql.exec<PendingSql>("SELECT * FROM pending WHERE perm_id = ?", permId).toArray()[0];
-    return row ? pendingFromSql(row) : undefined;
+    return this.open.get(permId);
   }
   pendingByAgentId(agentReqId: JsonRpcId, epoch: number): PendingRequest | undefined {
-    const row = this.sql
-      .exec<PendingSql>("SELECT * FROM pending WHERE agent_req_id = ? AND agent_epoch = ?", JSON.stringify(agentReqId), epoch)
-      .toArray()[0];
-    return row ? pendingFromSql(row) : undefined;
+    for (const p of this.open.values()) if (p.agentReqId === agentReqId && p.agentEpoch === epoch) return p;
+    return undefined;
   }
   nextDeadline(): number | undefined {
-    return this.sql.exec<{ d: number | null }>("SELECT min(deadline_at) AS d FROM pending").one().d ?? undefined;
-  }
-  /** Removes a pending request; returns its id, whose copies clients may still hold. */
-  removePending(permId: number): number {
-    this.sql.exec("DELETE FROM pending WHERE perm_id = ?", permId);
-    return permId;
+    let next: number | undefined;
+    for (const p of this.open.values()) next = next === undefined ? p.deadlineAt : Math.min(next, p.deadlineAt);
+    return next;
   }
 
   // ── agent requests routed to one client (fs/*, terminal/*, extensions) ────
@@ -338,29 +515,90 @@ export class SessionStore {
   }
 }
 
-type PendingSql = {
+function requestColumn(p: PendingRequest): string {
+  const column: RequestColumn = {
+    agentReqId: p.agentReqId,
+    agentEpoch: p.agentEpoch,
+    toolCallId: p.toolCallId,
+    createdAt: p.createdAt,
+    deadlineAt: p.deadlineAt,
+    asking: p.asking,
+  };
+  return JSON.stringify(column);
+}
+/** A pending request from its entry: the agent's frame (its params) and the request column. */
+function pendingOf(seq: number, body: string, r: RequestColumn): PendingRequest {
+  const params = JSON.stringify((JSON.parse(body) as { params?: unknown }).params ?? null);
+  return { ...parsePermissionParams(params), ...r, permId: seq, params };
+}
+
+/** Columns added to the log since it was first created, each added once to an older session. */
+const LOG_COLUMNS = ["agent_seq INTEGER", "scan_from INTEGER", "request TEXT", "resolved TEXT", "resolved_at INTEGER", "audit TEXT"];
+
+/**
+ * Sessions created before the current layout get it on first start, once: new log columns; the
+ * `pending` table moved into its requests' log entries; `tool_calls` rebuilt WITHOUT ROWID.
+ */
+function migrate(sql: SqlStorage): void {
+  const have = new Set(
+    sql
+      .exec<{ name: string }>("SELECT name FROM pragma_table_info('log')")
+      .toArray()
+      .map((r) => r.name),
+  );
+  for (const column of LOG_COLUMNS) {
+    if (!have.has(column.split(" ")[0] ?? "")) sql.exec(`ALTER TABLE log ADD COLUMN ${column}`);
+  }
+  const tables = new Map(
+    sql
+      .exec<{ name: string; sql: string }>("SELECT name, sql FROM sqlite_master WHERE type = 'table'")
+      .toArray()
+      .map((r) => [r.name, r.sql]),
+  );
+  if (tables.has("pending")) {
+    for (const r of sql.exec<LegacyPendingSql>("SELECT * FROM pending").toArray()) {
+      const column: RequestColumn = {
+        agentReqId: JSON.parse(r.agent_req_id) as JsonRpcId,
+        agentEpoch: r.agent_epoch,
+        toolCallId: r.tool_call_id,
+        createdAt: r.created_at,
+        deadlineAt: r.deadline_at,
+        asking: r.asking,
+      };
+      sql.exec("UPDATE log SET request = ? WHERE seq = ?", JSON.stringify(column), r.perm_id);
+    }
+    // The newest entry's bound may be above the requests just moved: scan the whole log this once.
+    sql.exec("UPDATE log SET scan_from = 0 WHERE seq = (SELECT max(seq) FROM log)");
+    sql.exec("DROP TABLE pending");
+  }
+  if (!/WITHOUT ROWID/i.test(tables.get("tool_calls") ?? "WITHOUT ROWID")) {
+    sql.exec(`CREATE TABLE tool_calls_new (id TEXT PRIMARY KEY, row TEXT NOT NULL, updated_seq INTEGER NOT NULL) WITHOUT ROWID;
+INSERT INTO tool_calls_new (id, row, updated_seq) SELECT id, row, updated_seq FROM tool_calls;
+DROP TABLE tool_calls;
+ALTER TABLE tool_calls_new RENAME TO tool_calls;`);
+  }
+}
+
+/** Audit entries left in the old outbox table move into the log (after its newest entry), then the table goes. */
+function migrateOutbox(sql: SqlStorage, store: SessionStore): void {
+  const exists = sql.exec("SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'audit_outbox'").toArray().length > 0;
+  if (!exists) return;
+  for (const r of sql.exec<{ entry: string }>("SELECT entry FROM audit_outbox ORDER BY seq").toArray()) {
+    const seq = store.append("resolution", JSON.stringify({ migrated: "audit_outbox" }));
+    sql.exec("UPDATE log SET audit = ? WHERE seq = ?", r.entry, seq);
+  }
+  sql.exec("DROP TABLE audit_outbox");
+}
+
+type LegacyPendingSql = {
   perm_id: number;
   agent_req_id: string;
   agent_epoch: number;
   tool_call_id: string | null;
-  params: string;
   created_at: number;
   deadline_at: number;
   asking: number;
 };
-function pendingFromSql(r: PendingSql): PendingRequest {
-  return {
-    ...parsePermissionParams(r.params),
-    permId: r.perm_id,
-    agentReqId: JSON.parse(r.agent_req_id) as JsonRpcId,
-    agentEpoch: r.agent_epoch,
-    toolCallId: r.tool_call_id,
-    params: r.params,
-    createdAt: r.created_at,
-    deadlineAt: r.deadline_at,
-    asking: r.asking,
-  };
-}
 type AgentRequestSql = { out_id: number; agent_req_id: string; agent_epoch: number; conn_id: string; method: string };
 function agentRequestFromSql(r: AgentRequestSql): AgentRequestRow {
   return {

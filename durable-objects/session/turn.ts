@@ -37,7 +37,7 @@ export class TurnControl {
       );
     }
     const gwId = store.nextId();
-    store.turn = { state: "running", gwId, connId: client.connId, user: client.user, startedAt: Date.now() };
+    store.turn = { state: "running", gwId, connId: client.connId, user: client.user, startedAt: Date.now(), fromSeq: store.lastSeq() };
     store.addInflight({ gwId, connId: client.connId, clientId: id, method, createdAt: Date.now() });
     this.d.info.recordPrompt(client.connId, client.user, params);
     this.d.toAgent({ type: "request", gwId, method, params });
