@@ -1,0 +1,187 @@
+// The session's storage layout (durable-objects/session/store.ts): a permission request is one log
+// entry, pending requests are rebuilt from the log at start, audit entries wait in the log until D1
+// has them, and an object from before this layout migrates once, losing nothing.
+
+import { env, runInDurableObject } from "cloudflare:test";
+import { describe, expect, it } from "vitest";
+import { AuditOutbox } from "../../durable-objects/session/audit-outbox";
+import { type PendingRequest, SessionStore } from "../../durable-objects/session/store";
+import { seedTenant } from "./helpers";
+
+let n = 0;
+/** A session object of its own, its storage handed to `fn` (the object's own store is not used). */
+async function inStorage<T>(fn: (sql: SqlStorage) => T | Promise<T>): Promise<T> {
+  const stub = env.SESSIONS.get(env.SESSIONS.idFromName(`store-test/s${++n}-${Date.now()}`));
+  return runInDurableObject(stub, (_instance: unknown, state: DurableObjectState) => fn(state.storage.sql));
+}
+
+const frame = (id: number, toolCallId: string) =>
+  JSON.stringify({
+    jsonrpc: "2.0",
+    id,
+    method: "session/request_permission",
+    params: {
+      sessionId: "s",
+      toolCall: { toolCallId, kind: "execute" },
+      options: [{ optionId: "allow", name: "Allow", kind: "allow_once" }],
+    },
+  });
+
+function request(store: SessionStore, agentReqId: number, toolCallId: string): PendingRequest {
+  const frameParams = (JSON.parse(frame(agentReqId, toolCallId)) as { params: unknown }).params;
+  return {
+    permId: store.nextSeq(),
+    agentReqId,
+    agentEpoch: 1,
+    toolCallId,
+    params: JSON.stringify(frameParams),
+    createdAt: 1,
+    deadlineAt: 2,
+    asking: 1,
+    toolCall: { toolCallId, kind: "execute" },
+    options: [{ optionId: "allow", name: "Allow", kind: "allow_once" }],
+  };
+}
+
+function ask(store: SessionStore, agentReqId: number, toolCallId: string): number {
+  const r = request(store, agentReqId, toolCallId);
+  store.appendPermission(r.permId, frame(agentReqId, toolCallId), r);
+  return r.permId;
+}
+
+const update = (store: SessionStore, i: number) =>
+  store.append("update", JSON.stringify({ jsonrpc: "2.0", method: "session/update", params: { sessionId: "s", update: { i } } }));
+
+describe("session store: one log entry per permission request", () => {
+  it("rebuilds the pending requests from the log at start: resolved ones are not pending, open ones are, whole", async () => {
+    await inStorage((sql) => {
+      const store = new SessionStore(sql);
+      const first = ask(store, 10, "a");
+      for (let i = 0; i < 5; i++) update(store, i);
+      const second = ask(store, 11, "b");
+      store.resolvePermission(first, { text: '{"resolved":1}', audit: null });
+      update(store, 99);
+      const again = new SessionStore(sql);
+      expect(again.pending().map((p) => p.permId)).toEqual([second]);
+      expect(again.pendingById(second)).toEqual(store.pendingById(second));
+      expect(again.resolutionOf(first, "a")).toBe('{"resolved":1}');
+    });
+  });
+
+  it("never starts the rebuild's scan above a request still open, or one whose answer is on its way", async () => {
+    await inStorage((sql) => {
+      const store = new SessionStore(sql);
+      const open = ask(store, 1, "open");
+      const held = ask(store, 2, "held");
+      store.resolvePermission(held, { text: "{}", audit: null });
+      store.held.add(held);
+      // As if D1 had every audit entry written so far: only the open and held requests keep the bound down.
+      store.auditCursor = store.lastSeq();
+      update(store, 1);
+      // The answer never reached the agent: the request is pending again, and must survive a restart.
+      const pending = store.pendingById(open);
+      if (!pending) throw new Error("expected the open request");
+      store.reopenPermission({ ...pending, permId: held, agentReqId: 2, toolCallId: "held" });
+      const again = new SessionStore(sql);
+      expect(again.pending().map((p) => p.permId)).toEqual([open, held]);
+    });
+  });
+
+  it("session/delete forgets the log but keeps the audit entries D1 has not taken, which then reach D1", async () => {
+    const t = await seedTenant();
+    const id = `aud_forget_${Date.now()}`;
+    await inStorage(async (sql) => {
+      const store = new SessionStore(sql);
+      const r = request(store, 5, "gone");
+      const audit = {
+        id,
+        tenantId: t.tenantId,
+        sessionId: "s",
+        agent: "a",
+        toolCallId: "gone",
+        outcome: "cancelled" as const,
+        decidedBy: "cancel" as const,
+        at: Date.now(),
+      };
+      store.appendPermission(r.permId, frame(5, "gone"), r, { text: "{}", audit });
+      update(store, 1);
+      store.forget();
+      expect(sql.exec<{ n: number }>("SELECT count(*) AS n FROM log").one().n).toBe(1);
+      const outbox = new AuditOutbox(sql, env.DB, new SessionStore(sql));
+      expect(outbox.waiting()).toBe(1);
+      expect(await outbox.flush()).toBe(true);
+      expect(outbox.waiting()).toBe(0);
+    });
+    const row = await env.DB.prepare("SELECT outcome FROM decision_audit WHERE id = ?").bind(id).first();
+    expect(row).toEqual({ outcome: "cancelled" });
+  });
+});
+
+describe("session store: an object from before this layout", () => {
+  it("migrates once: pending rows into their log entries, the audit outbox into the log, tool_calls WITHOUT ROWID", async () => {
+    await inStorage((sql) => {
+      new SessionStore(sql); // the object's own layout, replaced below by the old one
+      sql.exec(`DROP TABLE log; DROP TABLE tool_calls;
+CREATE TABLE tool_calls (id TEXT PRIMARY KEY, row TEXT NOT NULL, updated_seq INTEGER NOT NULL);
+CREATE TABLE log (seq INTEGER PRIMARY KEY, kind TEXT NOT NULL, body TEXT NOT NULL, at INTEGER NOT NULL, agent_seq INTEGER);
+CREATE TABLE pending (
+  perm_id INTEGER PRIMARY KEY, agent_req_id TEXT NOT NULL, agent_epoch INTEGER NOT NULL,
+  tool_call_id TEXT, params TEXT NOT NULL, created_at INTEGER NOT NULL, deadline_at INTEGER NOT NULL,
+  asking INTEGER NOT NULL DEFAULT 0);
+CREATE TABLE audit_outbox (seq INTEGER PRIMARY KEY, entry TEXT NOT NULL);`);
+      sql.exec("INSERT INTO log (seq, kind, body, at, agent_seq) VALUES (1, 'permission', ?, 1, 7)", frame(40, "old"));
+      sql.exec("INSERT INTO log (seq, kind, body, at, agent_seq) VALUES (2, 'permission', ?, 1, 7)", frame(41, "done"));
+      sql.exec(
+        "INSERT INTO log (seq, kind, body, at, agent_seq) VALUES (3, 'resolution', ?, 1, 8)",
+        JSON.stringify({ permId: 2, decidedBy: { type: "agent_withdrew" } }),
+      );
+      sql.exec(
+        "INSERT INTO pending VALUES (1, '40', 3, 'old', ?, 100, 200, 1)",
+        JSON.stringify((JSON.parse(frame(40, "old")) as { params: unknown }).params),
+      );
+      sql.exec("INSERT INTO tool_calls VALUES ('old', '{\"toolCallId\":\"old\"}', 1)");
+      sql.exec("INSERT INTO audit_outbox (entry) VALUES (?)", JSON.stringify({ id: "aud_legacy" }));
+
+      const store = new SessionStore(sql);
+      expect(store.appliedAgentSeq).toBe(8);
+      expect(store.pending()).toEqual([
+        expect.objectContaining({
+          permId: 1,
+          agentReqId: 40,
+          agentEpoch: 3,
+          toolCallId: "old",
+          createdAt: 100,
+          deadlineAt: 200,
+          asking: 1,
+        }),
+      ]);
+      expect(store.pendingById(1)?.options.map((o) => o.optionId)).toEqual(["allow"]);
+      expect(store.resolutionOf(2, "done")).toContain("agent_withdrew");
+      expect(store.toolCall("old")).toEqual({ toolCallId: "old" });
+      const tables = sql.exec<{ name: string; sql: string }>("SELECT name, sql FROM sqlite_master WHERE type = 'table'").toArray();
+      expect(tables.map((r) => r.name)).not.toContain("pending");
+      expect(tables.map((r) => r.name)).not.toContain("audit_outbox");
+      expect(tables.find((r) => r.name === "tool_calls")?.sql).toMatch(/WITHOUT ROWID/);
+      const audits = () => sql.exec<{ audit: string }>("SELECT audit FROM log WHERE audit IS NOT NULL").toArray();
+      expect(audits()).toEqual([{ audit: JSON.stringify({ id: "aud_legacy" }) }]);
+      // Once: a second start finds the new layout and changes nothing.
+      const rows = sql.exec<{ n: number }>("SELECT count(*) AS n FROM log").one().n;
+      const again = new SessionStore(sql);
+      expect(sql.exec<{ n: number }>("SELECT count(*) AS n FROM log").one().n).toBe(rows);
+      expect(again.pending().map((p) => p.permId)).toEqual([1]);
+      expect(audits()).toHaveLength(1);
+    });
+  });
+
+  it("hands out ids that never repeat across restarts, from a block reserved in meta", async () => {
+    await inStorage((sql) => {
+      const store = new SessionStore(sql);
+      const ids = [store.nextId(), store.nextId(), store.nextId()];
+      const afterRestart = new SessionStore(sql).nextId();
+      expect(new Set([...ids, afterRestart]).size).toBe(4);
+      expect(afterRestart).toBeGreaterThan(Math.max(...ids));
+      const written = sql.exec<{ value: string }>("SELECT value FROM meta WHERE key = 'next_id'").one().value;
+      expect(Number(written)).toBeGreaterThanOrEqual(afterRestart);
+    });
+  });
+});
