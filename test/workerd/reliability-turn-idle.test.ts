@@ -6,6 +6,7 @@ import { describe, expect, it } from "vitest";
 import type { SessionObject } from "../../durable-objects/session/session-object";
 import type { SessionStore } from "../../durable-objects/session/store";
 import type { TurnWatch } from "../../durable-objects/session/turn-watch";
+import { restartObject } from "./fuzz-faults";
 import { clientWithSession, dialInAgent, isMethod, isResponseTo, seedTenant } from "./helpers";
 
 // SAFETY: the test asks the session when its idle timer would fire (private fields every SessionObject has).
@@ -53,5 +54,23 @@ describe("reliability: a turn whose agent never answers", () => {
     expect(idleAt).toBeGreaterThanOrEqual(answeredAt + 1000);
     const ended = await client.next(isMethod("_acp_gateway/turn_ended"), 10_000);
     expect(ended.params.reason).toBe("turn_idle");
+  });
+
+  it("after a restart, the idle clock still starts at a person's answer (its resolution's time, not a row of its own)", async () => {
+    const t = await seedTenant({ limits: { turnIdleMs: 60_000 } });
+    const agent = await dialInAgent(t);
+    const { client, sessionId } = await clientWithSession(t, agent);
+    const session = env.SESSIONS.get(env.SESSIONS.idFromName(`${t.tenantId}/${sessionId}`));
+    client.send({ jsonrpc: "2.0", id: "turn", method: "session/prompt", params: { sessionId, prompt: [] } });
+    await agent.peer.next(isMethod("session/prompt"));
+    const agentReqId = agent.askPermission(sessionId, { toolCallId: "human", kind: "edit" });
+    const copy = await client.next(isMethod("session/request_permission"));
+    // The person takes a while: the answer is well after the log's newest entry (the request).
+    await scheduler.wait(600);
+    const answeredAt = Date.now();
+    client.respond(copy.id, { outcome: { outcome: "selected", optionId: "allow" } });
+    await agent.peer.next(isResponseTo(agentReqId));
+    await restartObject(session);
+    expect(await runInDurableObject(session, idleAtOf)).toBeGreaterThanOrEqual(answeredAt + 60_000);
   });
 });
