@@ -86,7 +86,7 @@ const ID_BLOCK = 1000;
  * repeats in a session; the copies clients hold carry it as their id (`copyId`), so no row per copy
  * is needed.
  */
-export interface PendingRow {
+interface PendingRow {
   permId: number;
   agentReqId: JsonRpcId;
   agentEpoch: number;
