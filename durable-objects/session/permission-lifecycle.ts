@@ -19,7 +19,7 @@ import type { AuditOutbox } from "./audit-outbox";
 import { type AttachedClients, send, sendRewritable } from "./clients";
 import type { ClientAttachment } from "../../protocol/session-wire";
 import type { Notifier } from "./notify";
-import { auditEntry } from "./permission-audit";
+import { auditEntry, fitToRow } from "./permission-audit";
 import type { DecidedBy, LinkRefusal } from "./contract";
 import { parsedParams } from "./pending-request";
 import type { RulesLink } from "./rules-link";
@@ -309,7 +309,7 @@ export class PermissionLifecycle {
     const meta = this.d.store.meta;
     if (!meta) return null;
     const row = pending.toolCallId ? this.d.store.toolCall(pending.toolCallId) : undefined;
-    return auditEntry(meta, pending, row, outcome, by, chosen);
+    return fitToRow(auditEntry(meta, pending, row, outcome, by, chosen), pending.params);
   }
 
   /** Every resolution goes to the tenant's decision audit in D1, off the hot path, batched (AUDIT_BATCH_MS). */

@@ -5,8 +5,9 @@
 import { env, runInDurableObject } from "cloudflare:test";
 import { describe, expect, it } from "vitest";
 import { AuditOutbox } from "../../durable-objects/session/audit-outbox";
+import { MAX_STORED_ROW_BYTES } from "../../protocol/limits";
 import { type PendingRequest, SessionStore } from "../../durable-objects/session/store";
-import { seedTenant } from "./helpers";
+import { clientWithSession, dialInAgent, isMethod, isResponseTo, seedTenant } from "./helpers";
 
 let n = 0;
 /** A session object of its own, its storage handed to `fn` (the object's own store is not used). */
@@ -184,4 +185,47 @@ CREATE TABLE audit_outbox (seq INTEGER PRIMARY KEY, entry TEXT NOT NULL);`);
       expect(Number(written)).toBeGreaterThanOrEqual(afterRestart);
     });
   });
+});
+
+describe("session store: a request at the size limits", () => {
+  it("a near-limit request whose tool call holds a near-limit command resolves, and its audit reaches D1 (the operation cut to fit the request's row)", async () => {
+    const t = await seedTenant();
+    const agent = await dialInAgent(t);
+    const { client, sessionId } = await clientWithSession(t, agent);
+    client.send({ jsonrpc: "2.0", id: "turn", method: "session/prompt", params: { sessionId, prompt: [] } });
+    await agent.peer.next(isMethod("session/prompt"));
+    const near = 1024 * 1024 - 4 * 1024; // each frame within the frame limit; together above SQLite's row cap
+    agent.update(sessionId, {
+      sessionUpdate: "tool_call",
+      toolCallId: "big",
+      kind: "execute",
+      rawInput: { command: `x${"y".repeat(near)}` },
+    });
+    const id = agent.askPermission(sessionId, { toolCallId: "big", title: "z".repeat(near) });
+    const copy = await client.next(isMethod("session/request_permission"), 15_000);
+    client.respond(copy.id, { outcome: { outcome: "selected", optionId: "allow" } });
+    expect((await agent.peer.next(isResponseTo(id), 15_000)).result.outcome).toEqual({ outcome: "selected", optionId: "allow" });
+    expect((await client.next(isMethod("_acp_gateway/permission_resolved"), 15_000)).params.toolCallId).toBe("big");
+    let row: { outcome: string; operation: string } | null = null;
+    for (let i = 0; i < 100 && !row; i++) {
+      row = await env.DB.prepare("SELECT outcome, operation FROM decision_audit WHERE tenant_id = ? AND tool_call_id = 'big'")
+        .bind(t.tenantId)
+        .first();
+      if (!row) await scheduler.wait(50);
+    }
+    expect(row?.outcome).toBe("selected");
+    expect(row?.operation.startsWith("xyyy")).toBe(true);
+    expect(row?.operation).toMatch(/cut to fit: \d+ bytes in full/);
+    // The request's row, with its resolution and audit entry, within SQLite's row cap (workerd's own SQLite does not enforce it).
+    const bytes = await runInDurableObject(
+      env.SESSIONS.get(env.SESSIONS.idFromName(`${t.tenantId}/${sessionId}`)),
+      (_: unknown, state: DurableObjectState) =>
+        state.storage.sql
+          .exec<{ n: number }>(
+            "SELECT length(CAST(body AS BLOB)) + length(CAST(request AS BLOB)) + length(CAST(resolved AS BLOB)) + length(CAST(audit AS BLOB)) + 64 AS n FROM log WHERE kind = 'permission'",
+          )
+          .one().n,
+    );
+    expect(bytes).toBeLessThanOrEqual(MAX_STORED_ROW_BYTES);
+  }, 60_000);
 });
