@@ -62,7 +62,7 @@ export class SessionObject extends DurableObject<Env> {
     this.audits = new AuditOutbox(ctx.storage.sql, env.DB);
     this.turnWatch = new TurnWatch(ctx.storage.sql);
     this.notifier = new Notifier(ctx, env, this.store, () => this.scheduleDeadline());
-    this.rulesLink = new RulesLink(ctx, env, this.store);
+    this.rulesLink = new RulesLink(env, this.store);
     this.info = new SessionInfo(ctx, env, this.store, this.clients);
     this.permissions = new PermissionLifecycle({
       ctx,
@@ -234,14 +234,15 @@ export class SessionObject extends DurableObject<Env> {
   }
 
   // ── the tenant's rules (rules-link.ts), called by the RulesObject ───────────────────────────────
-  /** The rules changed: drop older ones before the change's API answers (rules-cache.ts). True while rules are held. */
+  /**
+   * The rules changed: drop older ones before the change's API answers (rules-cache.ts), and re-decide
+   * the requests waiting on people (a new rule may answer them). True while rules are held or requests wait.
+   */
   rulesChanged(generation: number): boolean {
-    return this.store.meta !== undefined && this.rulesLink.rulesChanged(generation);
-  }
-
-  /** A rule was created: waiting requests it matches resolve now. */
-  async reconsider(): Promise<void> {
-    if (this.store.meta) await this.permissions.reconsider();
+    if (!this.store.meta) return false;
+    const subscribed = this.rulesLink.rulesChanged(generation);
+    if (this.store.hasAsking()) this.ctx.waitUntil(this.permissions.reconsider());
+    return subscribed;
   }
 
   // ── approval links (worker/routes/approve.tsx; the link's token was checked at the edge) ──────
