@@ -272,19 +272,24 @@ export class SessionObject extends DurableObject<Env> {
   }
 
   // ── deadlines ─────────────────────────────────────────────────────────────────────────────────
-  /** The alarm as this instance last set it (null: deleted); undefined when not known. */
-  private alarmSetTo: number | null | undefined;
+  /** The alarm as this instance last set it; undefined when not known (a new instance, or it fired). */
+  private alarmSetTo: number | undefined;
 
+  /**
+   * The alarm fires at or before the earliest deadline, notify time, audit retry or idle time. Setting
+   * it holds the next output behind it, so it is only ever moved *earlier*: one that fires before
+   * anything is due finds nothing to do and sets the next (`alarm`). A request asked of people and
+   * answered therefore writes no alarm (its deadline is later than the one set), where it wrote two
+   * (its deadline, then the idle time back); the price is at most one early wake-up per alarm set.
+   */
   private scheduleDeadline(): void {
     const next = earliest(
       earliest(this.store.nextDeadline(), this.notifier.nextDue()),
       earliest(this.audits.retryAt(), this.turnWatch.idleAt(this.store)),
     );
-    // Setting the alarm holds the next output behind it: skipped when it would not change.
-    if ((next ?? null) === this.alarmSetTo) return;
-    this.alarmSetTo = next ?? null;
-    if (next === undefined) void this.ctx.storage.deleteAlarm();
-    else void this.ctx.storage.setAlarm(next);
+    if (next === undefined || (this.alarmSetTo !== undefined && this.alarmSetTo <= next)) return;
+    this.alarmSetTo = next;
+    void this.ctx.storage.setAlarm(next);
   }
 
   override alarm(): void {
