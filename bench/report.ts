@@ -139,7 +139,8 @@ ${notes()}
 /** The stages of one update and one permission request, timed inside the gateway (bench/stages.ts, scenario 7). */
 function stageTimings(r: Json): string {
   const t = r.stageTimings;
-  if (!t) return "Measured inside the gateway: not in this run (scenario 7 of bench/run.ts, bench/stages.ts).";
+  if (!t)
+    return "Measured inside the gateway (scenario 7, bench/stages.ts): not in this run's results; the notes below may have quick-run figures.";
   const table = (title: string, p: Json) => `| ${title} (${p.probes} probes) | median | mean |
 |---|---|---|
 ${p.stages.map((x: Json) => `| ${x.stage} | ${x.median} ms | ${x.mean} ms |`).join("\n")}
