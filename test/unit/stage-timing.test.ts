@@ -1,5 +1,5 @@
 import fc from "fast-check";
-import { beforeEach, describe, expect, it } from "vitest";
+import { beforeEach, describe, expect, it, vi } from "vitest";
 import { STAGE_FLUSH, STAGE_LINE, STAGE_MARK, setStageSink, stage, stageTimingFrom } from "../../protocol/stage-timing";
 
 const printed: string[] = [];
@@ -18,7 +18,9 @@ beforeEach(() => {
 describe("stage timing (bench only)", () => {
   it("is off by default, and stays off for an env without STAGE_TIMING=1", async () => {
     // A fresh copy of the module, as a new isolate loads it.
-    const fresh = await import(`../../protocol/stage-timing?fresh=${Date.now()}`);
+    vi.resetModules();
+    const fresh = await import("../../protocol/stage-timing");
+    expect(fresh.stage).not.toBe(stage);
     fresh.setStageSink((text: string) => printed.push(text));
     fresh.stage("agent.in", `{"text":"${STAGE_MARK}1"}`);
     fresh.stage("agent.in", `{"text":"${STAGE_FLUSH}"}`);
