@@ -33,6 +33,7 @@ import { AGENT_PRINCIPAL_HEADER, type AgentPrincipal, type AgentStatus, type Ope
 import { Dialer } from "./dialer";
 import { SessionOutbox } from "./session-outbox";
 import { AgentStore } from "./store";
+import { stage, stageTimingFrom } from "../../protocol/stage-timing";
 
 /** How long session/new or session/load may take before the client is told the agent did not answer. */
 const OPEN_TIMEOUT_MS = 60_000;
@@ -81,6 +82,7 @@ export class AgentObject extends DurableObject<Env> {
 
   constructor(ctx: DurableObjectState, env: Env) {
     super(ctx, env);
+    stageTimingFrom(env);
     this.store = new AgentStore(ctx.storage.sql);
     this.rates = new AgentRates(env);
     this.outbox = new SessionOutbox(ctx.storage.sql);
@@ -153,6 +155,7 @@ export class AgentObject extends DurableObject<Env> {
   }
 
   override webSocketMessage(ws: WebSocket, data: string | ArrayBuffer): void {
+    stage("agent.in", data);
     if (this.dialIn?.ws === ws) return this.onAgentFrame(ws, this.dialIn.epoch, data);
     const attachment = ws.deserializeAttachment() as { epoch: number; limits?: Partial<Limits> } | undefined;
     this.rates.overrides ??= attachment?.limits;
@@ -316,6 +319,7 @@ export class AgentObject extends DurableObject<Env> {
   // ── RPC from SessionObjects: deliver to the agent ────────────────────────────────────────────
   /** Delivers one frame; false when it did not reach the agent (a request was then answered with an error, or must be). */
   async toAgent(agent: string, ref: SessionRef, frame: ToAgent): Promise<boolean> {
+    stage("agent.toAgent", frame);
     const meta = this.store.meta;
     if (!meta || meta.tenantId !== ref.tenantId || meta.name !== agent || !this.store.ownsSession(ref.sessionId)) return false;
     // A dial-in socket is found synchronously, so frames keep their order; a dial_out agent may be dialled now.
@@ -353,6 +357,7 @@ export class AgentObject extends DurableObject<Env> {
         if (frame.error !== undefined) body.error = frame.error;
         else body.result = frame.result ?? null;
         ws.send(JSON.stringify(body));
+        stage("agent.out", body);
         return true;
       }
       case "cancel_request": {
