@@ -41,6 +41,7 @@ import { RulesLink } from "./rules-link";
 import { sessionSnapshot } from "./snapshot";
 import { SessionInfo, loadResult } from "./session-info";
 import { TurnControl } from "./turn";
+import { stage, stageTimingFrom } from "../../protocol/stage-timing";
 
 export class SessionObject extends DurableObject<Env> {
   private readonly store: SessionStore;
@@ -57,6 +58,7 @@ export class SessionObject extends DurableObject<Env> {
 
   constructor(ctx: DurableObjectState, env: Env) {
     super(ctx, env);
+    stageTimingFrom(env);
     this.store = new SessionStore(ctx.storage.sql);
     this.clients = new AttachedClients(ctx);
     this.audits = new AuditOutbox(ctx.storage.sql, env.DB);
@@ -141,6 +143,7 @@ export class SessionObject extends DurableObject<Env> {
 
   // ── messages from a client (through the edge Worker, which already checked the frame) ────────
   override webSocketMessage(ws: WebSocket, data: string | ArrayBuffer): void {
+    stage("session.answer", data);
     const client = attachmentOf(ws);
     if (!client || typeof data !== "string") return;
     const parsed = parseFrame(data);
@@ -230,6 +233,7 @@ export class SessionObject extends DurableObject<Env> {
 
   // ── the agent's traffic (agent-link.ts), delivered by the AgentObject ─────────────────────────
   fromAgentBatch(items: FromAgent[]): void {
+    stage("session.in", items);
     this.agent.fromBatch(items);
   }
 
