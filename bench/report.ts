@@ -55,6 +55,8 @@ ${b.persistedThroughput} msg/s (100 B), ${b.persistedThroughputLarge} msg/s (64 
 
 ## Where the time goes
 
+${stageTimings(r)}
+
 By difference between paths measured in this run, each adding one stage to the one before (medians).
 
 | one update, agent → client | ms |
@@ -132,6 +134,30 @@ ${rows(s.toolCalls.rows, (x) => `| ${x.tableSize} | ${x.msPerUpdate} |`)}
 
 ${notes()}
 `;
+}
+
+/** The stages of one update and one permission request, timed inside the gateway (bench/stages.ts, scenario 7). */
+function stageTimings(r: Json): string {
+  const t = r.stageTimings;
+  if (!t)
+    return "Measured inside the gateway (scenario 7, bench/stages.ts): not in this run's results; the notes below may have quick-run figures.";
+  const table = (title: string, p: Json) => `| ${title} (${p.probes} probes) | median | mean |
+|---|---|---|
+${p.stages.map((x: Json) => `| ${x.stage} | ${x.median} ms | ${x.mean} ms |`).join("\n")}
+| **total** (unmarked probes: ${p.unmarked.median} ms median) | ${p.total.median} ms | ${p.total.mean} ms |`;
+  return `Measured inside the gateway: the bench's gateway runs with STAGE_TIMING=1, and probe frames sent
+one at a time log the time they cross each boundary (protocol/stage-timing.ts; docs/ARCHITECTURE.md,
+"Measuring the path"). The clock is workerd's, in whole milliseconds, so a stage under a millisecond
+reads 0 or 1: the mean is the better figure for those. "Send" in an object is not "left": a send
+after a write is held by the output gate until the write commits, so the commit is in the stage
+after the send. The two ends are the bench's own clock; unmarked probes alternating with the marked
+ones give the same path without the hooks' log lines.
+
+${table("one update, agent → client", t.update)}
+
+${table("one permission request answered by a rule", t.rule)}
+
+${table("one permission request answered by a client at once", t.client)}`;
 }
 
 /** The hand-written analysis of the latest run: bench/results/notes.md. */

@@ -13,6 +13,7 @@ import { join } from "node:path";
 import { ROOT, WRANGLER, startLocalGateway, stopProcessGroup, waitForHealth, wrangler, wranglerEnv } from "../scripts/local-gateway.ts";
 import { type Json, Peer, benchAgent, benchClient, loadSession, newSession } from "./peer.ts";
 import { writeReport } from "./report.ts";
+import { measureStages } from "./stages.ts";
 import { now, ratio, round, summarize } from "./stats.ts";
 
 const QUICK = process.env.BENCH_QUICK === "1";
@@ -34,6 +35,9 @@ const gateway = await startLocalGateway({
   port: 8890,
   persistTo: join(stateDir, "gateway"),
   quiet: true,
+  // Stage timing (scenario 7): the gateway logs when the bench's marked probe frames cross each stage.
+  stageTiming: true,
+  logFile: join(stateDir, "gateway.log"),
   tenantSettings: {
     limits: {
       messagesPerSecondPerAgentConnection: 100_000,
@@ -430,6 +434,25 @@ try {
     results.scenarios.toolCalls = { rows, growth: ratio(rows.at(-1)?.msPerUpdate ?? 0, rows[0]?.msPerUpdate ?? 0) };
     agent.close();
     client.close();
+  }
+
+  // ── 7. stages inside the gateway: one update, one permission request (rule, client) ───────
+  if (wants(7)) {
+    const timings = await measureStages({
+      ws,
+      gatewayUrl: gateway.url,
+      keys: gateway.keys,
+      logFile: join(stateDir, "gateway.log"),
+      count: n(200, 60),
+    });
+    results.stageTimings = timings;
+    for (const [kind, path] of Object.entries(timings) as [string, Json][]) {
+      log(
+        `7. stages of ${kind} (${path.probes} probes, ${path.missing} incomplete): total ${path.total.median} ms median (unmarked probes: ${path.unmarked.median} ms)`,
+      );
+      for (const st of path.stages)
+        log(`     ${String(st.median).padStart(6)} ms median, ${String(st.mean).padStart(6)} mean  ${st.stage}`);
+    }
   }
 } finally {
   await gateway.stop();

@@ -97,15 +97,9 @@ const CLOSE_BRACE = 0x7d;
 export function nestingDepth(text: string, stopAbove = Infinity): number {
   let depth = 0;
   let deepest = 0;
-  let inString = false;
   for (let i = 0; i < text.length; i++) {
     const c = text.charCodeAt(i);
-    if (inString) {
-      if (c === BACKSLASH) i++;
-      else if (c === QUOTE) inString = false;
-      continue;
-    }
-    if (c === QUOTE) inString = true;
+    if (c === QUOTE) i = stringEnd(text, i);
     else if (c === OPEN_BRACKET || c === OPEN_BRACE) {
       depth++;
       if (depth > deepest) {
@@ -145,11 +139,16 @@ export function topLevelFields(text: string): { id: JsonRpcId | null; hasMethod:
 }
 
 /** Index of the quote that closes the string opened at `start` (or the text's end). */
+/**
+ * The index of the quote that closes the string opened at `start` (text.length if none): the next
+ * quote after an even run of backslashes (an odd run escapes it). Found with indexOf, so a long
+ * string (a 64 KiB chunk of text) is skipped natively rather than a character at a time.
+ */
 function stringEnd(text: string, start: number): number {
-  for (let i = start + 1; i < text.length; i++) {
-    const c = text.charCodeAt(i);
-    if (c === BACKSLASH) i++;
-    else if (c === QUOTE) return i;
+  for (let q = text.indexOf('"', start + 1); q !== -1; q = text.indexOf('"', q + 1)) {
+    let run = 0;
+    while (text.charCodeAt(q - 1 - run) === BACKSLASH) run++;
+    if (run % 2 === 0) return q;
   }
   return text.length;
 }

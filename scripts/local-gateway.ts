@@ -31,6 +31,8 @@ export interface LocalGatewayOptions {
   tenantSettings?: Record<string, unknown>;
   /** Also append wrangler's output (the Worker's log lines among it) to this file, for tests that read the gateway's logs. */
   logFile?: string;
+  /** STAGE_TIMING=1: the gateway logs when the bench's probe frames cross each stage (protocol/stage-timing.ts). */
+  stageTiming?: boolean;
 }
 
 export interface LocalGateway {
@@ -60,7 +62,8 @@ export async function startLocalGateway(options: LocalGatewayOptions = {}): Prom
     ["d1", "execute", "DB", "--local", ...persist, "--command", await seedSql(keys, options.tenantSettings)],
     "seeding the dev tenant",
   );
-  const vars = Object.entries({ ...approvalLinkSecret(), ...options.vars }).flatMap(([k, v]) => ["--var", `${k}:${v}`]);
+  const stageTiming = options.stageTiming ? { STAGE_TIMING: "1" } : {};
+  const vars = Object.entries({ ...approvalLinkSecret(), ...stageTiming, ...options.vars }).flatMap(([k, v]) => ["--var", `${k}:${v}`]);
   const child = spawn(
     WRANGLER,
     ["dev", "--ip", "127.0.0.1", "--port", String(port), "--show-interactive-dev-session=false", ...persist, ...vars],

@@ -44,6 +44,7 @@ import {
 } from "./revocation";
 import { logTracedRequest } from "./trace";
 import { CLOSE_SESSION_DELETED } from "../protocol/session-delete";
+import { stage, stageTimingFrom } from "../protocol/stage-timing";
 
 /** WebSocket close code for a protocol violation (RFC 6455). */
 const CLOSE_PROTOCOL_ERROR = 1002;
@@ -65,6 +66,7 @@ export class ClientConnection {
     readonly connectionId: string,
     private readonly sink: ClientSink,
   ) {
+    stageTimingFrom(env);
     const every = Number(env.KEY_RECHECK_MS ?? DEFAULT_KEY_RECHECK_MS);
     this.recheck = setInterval(() => void this.recheckKey(), every > 0 ? every : DEFAULT_KEY_RECHECK_MS);
     this.rate = rateGate(env, principal.tenantId, principal.settings.limits, "client");
@@ -80,6 +82,7 @@ export class ClientConnection {
 
   /** One message from the client: a text frame, or an HTTP POST's body (`admitted`: its rate checked already, by admit). */
   receive(data: string | ArrayBuffer, admitted = false): void {
+    stage("edge.answer", data);
     if (typeof data !== "string") {
       this.reply(
         errorResponse(null, new RpcError(ErrorCode.invalidRequest, "Binary frames are not supported; send JSON-RPC as text frames")),
@@ -390,6 +393,7 @@ export class ClientConnection {
 
   // ── from the sessions ────────────────────────────────────────────────────────────────────────
   private onSessionFrame(sessionId: string, text: string): void {
+    stage("edge.in", text);
     const frame = readSessionFrame(text);
     if (frame.kind === "messages") {
       for (const message of frame.texts) this.send(message, sessionId);
@@ -468,6 +472,7 @@ export class ClientConnection {
     if (this.closed) return;
     try {
       this.sink.send(text, sessionId);
+      stage("edge.out", text);
     } catch {
       this.close();
     }

@@ -24,4 +24,6 @@ export interface Env extends Bindings {
   HTTP_STREAM_MAX_BYTES?: string;
   /** HMAC key of approval links (wrangler secret put APPROVAL_LINK_SECRET); without it no link is issued or accepted. */
   APPROVAL_LINK_SECRET?: string;
+  /** "1": log the stage timings of the bench's probe frames (protocol/stage-timing.ts); unset in production. */
+  STAGE_TIMING?: string;
 }

@@ -1,7 +1,9 @@
 // AgentObject: one per tenant + agent name. It holds the agent's single connection (the agent dials
 // in over a hibernatable WebSocket), acts as the agent's ACP client (initialize), creates and loads
 // sessions, and routes: agent → SessionObject by sessionId, SessionObject → agent with id rewriting.
-// Request ids towards the agent are the object's own; the maps live in SQLite (store.ts).
+// Request ids towards the agent are the object's own; that map lives in SQLite (store.ts). The map
+// of the agent's own requests to the sessions they went to lives in memory (`inbound`), so nothing
+// is committed in front of a permission request or its answer.
 // Over 400 lines, knowingly: its storage (store.ts), dialling out (dialer.ts) and the queue for a
 // session that has not taken its frames (session-outbox.ts) are already their own modules; what is
 // left is the socket's lifecycle and the routing both ways, which share the epoch and the id maps.
@@ -16,6 +18,7 @@ import {
   isRequest,
   isResponse,
   parseFrame,
+  type JsonRpcId,
   sessionIdOf,
   type ResponseMessage,
 } from "../../protocol/jsonrpc";
@@ -30,6 +33,7 @@ import { AGENT_PRINCIPAL_HEADER, type AgentPrincipal, type AgentStatus, type Ope
 import { Dialer } from "./dialer";
 import { SessionOutbox } from "./session-outbox";
 import { AgentStore } from "./store";
+import { stage, stageTimingFrom } from "../../protocol/stage-timing";
 
 /** How long session/new or session/load may take before the client is told the agent did not answer. */
 const OPEN_TIMEOUT_MS = 60_000;
@@ -56,9 +60,29 @@ export class AgentObject extends DurableObject<Env> {
   private readonly dialer = new Dialer();
   /** The agent connection's message rates (its own and its share of the tenant's). */
   private readonly rates: AgentRates;
+  /** The current epoch's dial-in socket once found (finding it deserialises every socket's attachment). */
+  private dialIn?: { ws: WebSocket; epoch: number };
+  /**
+   * The agent's requests that went to a session and are not answered yet, by `inboundKey`: in
+   * memory only, so no commit stands in front of a request on its way to the session or of its
+   * answer on the way back. What the map is for, and how each use does without it when it is lost:
+   * - answering each request once (`takeInbound`): a second try of an answer finds its entry gone.
+   *   The map is lost only with the instance: a crash also closes the agent's socket (the epoch is
+   *   over, so nothing is answered on it); an eviction keeps a dial-in socket, and the woken instance
+   *   sends an answer it has no entry for, then remembers it (`answered`) against a second try.
+   * - routing the agent's `$/cancel_request` (`cancelFromAgent`): a woken instance that does not
+   *   know the request tells every session active in the epoch; the others ignore an id they do not hold.
+   * - the agent's departure: sessions are told from `activeSessions(epoch)` in SQLite, not from here.
+   */
+  private readonly inbound = new Map<string, { epoch: number; sessionId: string }>();
+  /** The epoch whose connection began in this instance: its `inbound` map holds every open request of it. */
+  private wholeEpoch = 0;
+  /** Answers sent by an instance woken during its epoch (see `inbound`), the newest ANSWERED_KEPT. */
+  private readonly answered = new Set<string>();
 
   constructor(ctx: DurableObjectState, env: Env) {
     super(ctx, env);
+    stageTimingFrom(env);
     this.store = new AgentStore(ctx.storage.sql);
     this.rates = new AgentRates(env);
     this.outbox = new SessionOutbox(ctx.storage.sql);
@@ -90,6 +114,10 @@ export class AgentObject extends DurableObject<Env> {
     const previous = this.ctx.getWebSockets();
     const epoch = this.store.epoch + 1;
     this.store.epoch = epoch;
+    // Written in the same commit as the epoch, so the first relayed frame finds its numbers reserved.
+    this.outbox.reserve();
+    this.wholeEpoch = epoch;
+    this.dialIn = undefined;
     for (const old of previous) {
       try {
         old.close(4000, "replaced by a newer connection of the same agent");
@@ -101,6 +129,7 @@ export class AgentObject extends DurableObject<Env> {
     const pair = new WebSocketPair();
     this.ctx.acceptWebSocket(pair[1], [`key:${who.keyId}`]);
     pair[1].serializeAttachment({ epoch, keyId: who.keyId, expiresAt: who.expiresAt ?? null, limits: who.limits });
+    this.dialIn = { ws: pair[1], epoch };
     this.rates.overrides = who.limits;
     if (typeof who.expiresAt === "number") this.ctx.waitUntil(this.armAlarmBy(who.expiresAt));
     this.sendInitialize(pair[1], epoch);
@@ -126,9 +155,13 @@ export class AgentObject extends DurableObject<Env> {
   }
 
   override webSocketMessage(ws: WebSocket, data: string | ArrayBuffer): void {
+    stage("agent.in", data);
+    if (this.dialIn?.ws === ws) return this.onAgentFrame(ws, this.dialIn.epoch, data);
     const attachment = ws.deserializeAttachment() as { epoch: number; limits?: Partial<Limits> } | undefined;
     this.rates.overrides ??= attachment?.limits;
-    if (attachment) this.onAgentFrame(ws, attachment.epoch, data);
+    if (!attachment) return;
+    if (attachment.epoch === this.store.epoch) this.dialIn = { ws, epoch: attachment.epoch };
+    this.onAgentFrame(ws, attachment.epoch, data);
   }
 
   /** One frame from the agent, on a dial-in or a dial-out connection. */
@@ -158,7 +191,8 @@ export class AgentObject extends DurableObject<Env> {
     }
     if (stripGatewayMarks(message)) data = JSON.stringify(message);
     if (isResponse(message)) return this.onAgentResponse(message, data);
-    const sessionId = message.method === CANCEL_REQUEST ? this.cancelTarget(message.params, epoch) : sessionIdOf(message);
+    if (message.method === CANCEL_REQUEST && !isRequest(message)) return this.cancelFromAgent(message.params, epoch, data);
+    const sessionId = sessionIdOf(message);
     if (sessionId === undefined || !this.store.ownsSession(sessionId)) {
       if (isRequest(message)) {
         const error =
@@ -169,12 +203,17 @@ export class AgentObject extends DurableObject<Env> {
       }
       return;
     }
-    if (isRequest(message)) this.store.addInbound(message.id, epoch, sessionId);
+    if (isRequest(message)) {
+      const key = inboundKey(message.id, epoch);
+      this.inbound.set(key, { epoch, sessionId });
+      this.answered.delete(key);
+    }
     this.markActive(sessionId, epoch);
     this.enqueue(sessionId, { kind: "frame", epoch, text: data });
   }
 
   override webSocketClose(ws: WebSocket, code: number, reason: string): void {
+    if (this.dialIn?.ws === ws) this.dialIn = undefined;
     const attachment = ws.deserializeAttachment() as { epoch: number } | undefined;
     try {
       ws.close(code === 1005 ? 1000 : code, "closed");
@@ -185,6 +224,7 @@ export class AgentObject extends DurableObject<Env> {
   }
 
   override webSocketError(ws: WebSocket): void {
+    if (this.dialIn?.ws === ws) this.dialIn = undefined;
     const attachment = ws.deserializeAttachment() as { epoch: number } | undefined;
     if (attachment && attachment.epoch === this.store.epoch) this.agentGone(attachment.epoch, "connection error");
   }
@@ -222,11 +262,36 @@ export class AgentObject extends DurableObject<Env> {
     }
   }
 
-  /** `$/cancel_request` from the agent names one of its own requests: find the session it went to. */
-  private cancelTarget(params: unknown, epoch: number): string | undefined {
+  /**
+   * `$/cancel_request` from the agent names one of its own requests: it goes to the session that
+   * request went to. An instance woken during the epoch may not know it (see `inbound`): then every
+   * session active in the epoch hears it, and those that do not hold the request ignore it.
+   */
+  private cancelFromAgent(params: unknown, epoch: number, text: string): void {
     const requestId = isObject(params) ? params.requestId : undefined;
-    if (typeof requestId !== "string" && typeof requestId !== "number") return undefined;
-    return this.store.inboundSession(requestId, epoch);
+    if (typeof requestId !== "string" && typeof requestId !== "number") return;
+    const open = this.inbound.get(inboundKey(requestId, epoch));
+    const sessions = open ? [open.sessionId] : epoch === this.wholeEpoch ? [] : this.store.activeSessions(epoch);
+    for (const sessionId of sessions) this.enqueue(sessionId, { kind: "frame", epoch, text });
+  }
+
+  /**
+   * Whether the session's answer to the agent's request is to be sent now: once per request, by
+   * the session the request went to. An instance woken during the epoch sends an answer it has no
+   * entry for (the request came before it), and remembers it so a second try is not sent again.
+   */
+  private takeInbound(id: JsonRpcId, epoch: number, sessionId: string): boolean {
+    const key = inboundKey(id, epoch);
+    const open = this.inbound.get(key);
+    if (open) {
+      if (open.sessionId !== sessionId) return false;
+      this.inbound.delete(key);
+    } else if (epoch === this.wholeEpoch || this.answered.has(key)) return false;
+    if (epoch !== this.wholeEpoch) {
+      this.answered.add(key);
+      if (this.answered.size > ANSWERED_KEPT) this.answered.delete(this.answered.values().next().value as string);
+    }
+    return true;
   }
 
   /** Every session that heard from or spoke to this connection learns it is gone. */
@@ -247,12 +312,14 @@ export class AgentObject extends DurableObject<Env> {
       // Queued behind what the agent said before it went, so that comes first.
       this.enqueue(sessionId, { kind: "gone", epoch, reason, gwIds });
     }
-    this.store.clearInbound(epoch);
+    for (const [key, open] of this.inbound) if (open.epoch <= epoch) this.inbound.delete(key);
+    this.answered.clear();
   }
 
   // ── RPC from SessionObjects: deliver to the agent ────────────────────────────────────────────
   /** Delivers one frame; false when it did not reach the agent (a request was then answered with an error, or must be). */
   async toAgent(agent: string, ref: SessionRef, frame: ToAgent): Promise<boolean> {
+    stage("agent.toAgent", frame);
     const meta = this.store.meta;
     if (!meta || meta.tenantId !== ref.tenantId || meta.name !== agent || !this.store.ownsSession(ref.sessionId)) return false;
     // A dial-in socket is found synchronously, so frames keep their order; a dial_out agent may be dialled now.
@@ -285,11 +352,12 @@ export class AgentObject extends DurableObject<Env> {
       case "response": {
         if (!ws || frame.epoch !== epoch) return false;
         // Each request of the agent is answered once: a second try finds it answered already.
-        if (!this.store.removeInbound(frame.id, epoch)) return true;
+        if (!this.takeInbound(frame.id, epoch, ref.sessionId)) return true;
         const body: Record<string, unknown> = { jsonrpc: "2.0", id: frame.id };
         if (frame.error !== undefined) body.error = frame.error;
         else body.result = frame.result ?? null;
         ws.send(JSON.stringify(body));
+        stage("agent.out", body);
         return true;
       }
       case "cancel_request": {
@@ -328,6 +396,7 @@ export class AgentObject extends DurableObject<Env> {
   closeConnections(keyId: string | null, reason: string): number {
     const sockets = keyId === null ? this.ctx.getWebSockets() : this.ctx.getWebSockets(`key:${keyId}`);
     for (const ws of sockets) {
+      if (this.dialIn?.ws === ws) this.dialIn = undefined;
       const attachment = ws.deserializeAttachment() as { epoch: number } | undefined;
       try {
         ws.close(4401, reason);
@@ -439,6 +508,7 @@ export class AgentObject extends DurableObject<Env> {
       );
     }
     this.store.addSession(sessionId, epoch);
+    this.markedActive.add(`${epoch}:${sessionId}`);
     // The index row of an existing session is only touched for its own agent (never re-assigned).
     await indexSession(this.env.DB, { tenantId: args.tenantId, sessionId, agent: args.agent, cwd, createdBy: args.createdBy });
     return undefined;
@@ -458,7 +528,10 @@ export class AgentObject extends DurableObject<Env> {
   private socket(): WebSocket | undefined {
     const epoch = this.store.epoch;
     if (this.dialOut?.epoch === epoch) return this.dialOut.ws;
-    return this.ctx.getWebSockets().find((ws) => (ws.deserializeAttachment() as { epoch: number } | undefined)?.epoch === epoch);
+    if (this.dialIn?.epoch === epoch) return this.dialIn.ws;
+    const ws = this.ctx.getWebSockets().find((s) => (s.deserializeAttachment() as { epoch: number } | undefined)?.epoch === epoch);
+    if (ws) this.dialIn = { ws, epoch };
+    return ws;
   }
 
   /** The agent's connection: the dial-in socket, or for a dial_out agent one opened now. */
@@ -481,6 +554,8 @@ export class AgentObject extends DurableObject<Env> {
   private async onDialedOut(ws: WebSocket): Promise<void> {
     const epoch = this.store.epoch + 1;
     this.store.epoch = epoch;
+    this.outbox.reserve();
+    this.wholeEpoch = epoch;
     this.dialOut = { ws, epoch };
     ws.addEventListener("message", (event) => this.onAgentFrame(ws, epoch, event.data as string | ArrayBuffer));
     const lost = (reason: string) => {
@@ -606,6 +681,14 @@ export class AgentObject extends DurableObject<Env> {
     this.watchArmed = false;
     if (this.store.awaitsAgent()) this.armWatch();
   }
+}
+
+/** How many answers a woken instance remembers against second tries (a retry comes within seconds). */
+const ANSWERED_KEPT = 1024;
+
+/** The key of one of the agent's requests: its id (as JSON, so 1 and "1" differ) on one connection. */
+function inboundKey(id: JsonRpcId, epoch: number): string {
+  return `${epoch}:${JSON.stringify(id)}`;
 }
 
 function withParams(message: Record<string, unknown>, params: unknown): Record<string, unknown> {

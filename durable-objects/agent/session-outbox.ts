@@ -10,7 +10,8 @@
 // not taken it), and everything for that session then waits behind it. The whole waiting queue is
 // written as one row, and later items one row each until the session takes them; the rows go when
 // it has. A restart reads them back, the alarm re-sends them, and the session skips any it already
-// applied by their sequence number (numbers are reserved in blocks: one row per block, not per item).
+// applied by their sequence number (numbers are reserved in blocks: one row per block, not per item,
+// written when the agent connects).
 
 import type { FromAgent } from "../session/contract";
 
@@ -69,14 +70,22 @@ export class SessionOutbox {
     return queue;
   }
 
+  /**
+   * Reserves a block of numbers unless this instance holds one. The AgentObject calls it when the
+   * agent connects, so the row is written in the same commit as the new epoch and no relayed frame
+   * waits for it; a frame that finds none reserved (an instance woken after an eviction) pays it.
+   */
+  reserve(): void {
+    if (this.nextSeq <= this.reservedUpTo) return;
+    this.reservedUpTo = this.nextSeq - 1 + SEQ_BLOCK;
+    this.sql.exec(
+      "INSERT INTO session_outbox_seq (id, last) VALUES (1, ?) ON CONFLICT (id) DO UPDATE SET last = excluded.last",
+      this.reservedUpTo,
+    );
+  }
+
   private stamp(): number {
-    if (this.nextSeq > this.reservedUpTo) {
-      this.reservedUpTo = this.nextSeq - 1 + SEQ_BLOCK;
-      this.sql.exec(
-        "INSERT INTO session_outbox_seq (id, last) VALUES (1, ?) ON CONFLICT (id) DO UPDATE SET last = excluded.last",
-        this.reservedUpTo,
-      );
-    }
+    this.reserve();
     return this.nextSeq++;
   }
 

@@ -1,14 +1,13 @@
 // The AgentObject's durable state: who it is, the agent's capabilities, the connection epoch, the
-// sessions this agent owns, and the id maps of requests in flight in either direction.
-
-import type { JsonRpcId } from "../../protocol/jsonrpc";
+// sessions this agent owns, and the map of the sessions' requests in flight to the agent. The map
+// of the agent's own requests to sessions lives in memory (agent-object.ts, `inbound`).
 
 const SCHEMA = `
 CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
 CREATE TABLE IF NOT EXISTS sessions (session_id TEXT PRIMARY KEY, active_epoch INTEGER NOT NULL DEFAULT 0);
 CREATE TABLE IF NOT EXISTS outbound (agent_id INTEGER PRIMARY KEY, epoch INTEGER NOT NULL, kind TEXT NOT NULL, session_id TEXT, gw_id INTEGER);
 CREATE INDEX IF NOT EXISTS outbound_session ON outbound (session_id, gw_id);
-CREATE TABLE IF NOT EXISTS inbound (agent_req_id TEXT NOT NULL, epoch INTEGER NOT NULL, session_id TEXT NOT NULL, PRIMARY KEY (agent_req_id, epoch));
+DROP TABLE IF EXISTS inbound;
 `;
 
 export interface AgentMeta {
@@ -103,8 +102,10 @@ export class AgentStore {
     if (owns) this.owned.add(sessionId);
     return owns;
   }
+  /** Marks a session active in `epoch`; reads first, so a session marked already costs no write (and no commit). */
   markActive(sessionId: string, epoch: number): void {
-    this.sql.exec("UPDATE sessions SET active_epoch = ? WHERE session_id = ? AND active_epoch != ?", epoch, sessionId, epoch);
+    const row = this.sql.exec<{ active_epoch: number }>("SELECT active_epoch FROM sessions WHERE session_id = ?", sessionId).toArray()[0];
+    if (row && row.active_epoch !== epoch) this.sql.exec("UPDATE sessions SET active_epoch = ? WHERE session_id = ?", epoch, sessionId);
   }
   activeSessions(epoch: number): string[] {
     return this.sql
@@ -142,34 +143,6 @@ export class AgentStore {
   /** Removes and returns every request still waiting on a connection that is gone. */
   takeOutboundOfEpoch(epoch: number): Outbound[] {
     return this.sql.exec<OutboundSql>("DELETE FROM outbound WHERE epoch <= ? RETURNING *", epoch).toArray().map(outboundFromSql);
-  }
-
-  addInbound(agentReqId: JsonRpcId, epoch: number, sessionId: string): void {
-    this.sql.exec(
-      "INSERT OR REPLACE INTO inbound (agent_req_id, epoch, session_id) VALUES (?, ?, ?)",
-      JSON.stringify(agentReqId),
-      epoch,
-      sessionId,
-    );
-  }
-  inboundSession(agentReqId: JsonRpcId, epoch: number): string | undefined {
-    return this.sql
-      .exec<{ session_id: string }>(
-        "SELECT session_id FROM inbound WHERE agent_req_id = ? AND epoch = ?",
-        JSON.stringify(agentReqId),
-        epoch,
-      )
-      .toArray()[0]?.session_id;
-  }
-  /** False when there was no such request (answered already). */
-  removeInbound(agentReqId: JsonRpcId, epoch: number): boolean {
-    return (
-      this.sql.exec("DELETE FROM inbound WHERE agent_req_id = ? AND epoch = ? RETURNING 1", JSON.stringify(agentReqId), epoch).toArray()
-        .length > 0
-    );
-  }
-  clearInbound(epoch: number): void {
-    this.sql.exec("DELETE FROM inbound WHERE epoch <= ?", epoch);
   }
 }
 

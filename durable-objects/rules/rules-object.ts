@@ -4,8 +4,9 @@
 // rules to D1 and then calls `changed`, which pushes the new generation to every session holding
 // rules and answers only when each push was taken, or — for a session that could not be reached —
 // when the lease on its rules has run out: a revoked rule stops matching before the API returns.
-// Sessions with requests waiting on people register here (`watch`), so a new "always" rule resolves
-// their matching requests at once.
+// The same push is how a new "always" rule resolves requests already waiting on people: a session
+// stays on the push list while it holds rules or has requests waiting, and re-decides those
+// requests when it is told (session-object.ts `rulesChanged`). Waiting costs no call here.
 
 import { DurableObject } from "cloudflare:workers";
 import { activeRules, insertRule, recordHits } from "../../db/queries/decision-rules";
@@ -33,14 +34,17 @@ export class RulesObject extends DurableObject<Env> {
   private leaseMs = LEASE_MS;
   private readonly hits = new Map<string, { count: number; at: number }>();
   private flushScheduled = false;
+  /** How many times each session subscribed in this instance: a push's "remove me" loses to a newer subscription. */
+  private readonly subscribed = new Map<string, number>();
 
   constructor(ctx: DurableObjectState, env: Env) {
     super(ctx, env);
-    ctx.storage.sql.exec("CREATE TABLE IF NOT EXISTS watchers (session_id TEXT PRIMARY KEY, since INTEGER NOT NULL)");
-    // Sessions that took a snapshot: each change is pushed to them. A session that answers that it
-    // holds nothing (evicted since) is removed; one that cannot be reached stays, and is told again.
+    // Sessions that took a snapshot or checked: each change is pushed to them. A session that answers
+    // that it holds no rules and waits on nobody is removed; one that cannot be reached stays, and is
+    // told again. (The `watchers` table of requests waiting on people is this list now.)
     ctx.storage.sql.exec("CREATE TABLE IF NOT EXISTS rules_sessions (session_id TEXT PRIMARY KEY)");
     ctx.storage.sql.exec("DROP TABLE IF EXISTS no_rules_sessions");
+    ctx.storage.sql.exec("DROP TABLE IF EXISTS watchers");
     ctx.storage.sql.exec("CREATE TABLE IF NOT EXISTS generation (id INTEGER PRIMARY KEY CHECK (id = 0), value INTEGER NOT NULL)");
     this.generation = ctx.storage.sql.exec<{ value: number }>("SELECT value FROM generation").toArray()[0]?.value ?? 0;
   }
@@ -57,7 +61,11 @@ export class RulesObject extends DurableObject<Env> {
     throw new Error("rules: the tenant's rules kept changing while a snapshot was read");
   }
 
-  /** The version check of a session whose lease ran out: the current generation (and the session stays subscribed). */
+  /**
+   * The version check of a session whose lease ran out: the current generation (and the session stays
+   * subscribed). A session that asks people while holding no rules (they could not be fetched) calls
+   * it too, to be told of the next change.
+   */
   check(sessionId: string): number {
     this.subscribe(sessionId);
     return this.generation;
@@ -86,7 +94,8 @@ export class RulesObject extends DurableObject<Env> {
 
   /**
    * Rules changed in D1 (created, expiry changed, revoked): a new generation, pushed to every session
-   * holding rules before this returns; then reload, and let sessions with waiting requests re-check.
+   * holding rules or waiting on people before this returns (a session with waiting requests re-decides
+   * them under the new rules as it takes the push); then reload, warm for their snapshots.
    */
   async changed(): Promise<void> {
     const tenantId = this.tenantId();
@@ -95,11 +104,6 @@ export class RulesObject extends DurableObject<Env> {
     this.loading = undefined;
     await this.tellSessions(tenantId, generation, Date.now() + this.leaseMs + LEASE_SLACK_MS);
     await this.rules(tenantId);
-    const watchers = this.ctx.storage.sql.exec<{ session_id: string }>("SELECT session_id FROM watchers").toArray();
-    for (const w of watchers) {
-      const stub: DurableObjectStub<SessionObject> = this.env.SESSIONS.get(this.env.SESSIONS.idFromName(`${tenantId}/${w.session_id}`));
-      this.ctx.waitUntil(stub.reconsider().catch((e: unknown) => console.error("rules: reconsider failed", e)));
-    }
   }
 
   private bump(): number {
@@ -109,6 +113,7 @@ export class RulesObject extends DurableObject<Env> {
   }
 
   private subscribe(sessionId: string): void {
+    this.subscribed.set(sessionId, (this.subscribed.get(sessionId) ?? 0) + 1);
     this.ctx.storage.sql.exec("INSERT OR IGNORE INTO rules_sessions (session_id) VALUES (?)", sessionId);
   }
 
@@ -121,9 +126,14 @@ export class RulesObject extends DurableObject<Env> {
     await Promise.all(
       sessions.map(async ({ session_id: sessionId }) => {
         const stub: DurableObjectStub<SessionObject> = this.env.SESSIONS.get(this.env.SESSIONS.idFromName(`${tenantId}/${sessionId}`));
+        const mark = this.subscribed.get(sessionId);
         try {
           const holds = await beforeDeadline(stub.rulesChanged(generation), leaseEnds);
-          if (!holds) this.ctx.storage.sql.exec("DELETE FROM rules_sessions WHERE session_id = ?", sessionId);
+          // Not if it subscribed again while the push travelled (it answered "nothing held", then took a snapshot).
+          if (!holds && this.subscribed.get(sessionId) === mark) {
+            this.ctx.storage.sql.exec("DELETE FROM rules_sessions WHERE session_id = ?", sessionId);
+            this.subscribed.delete(sessionId);
+          }
         } catch (e) {
           // Kept, and told again on the next change; its lease runs out by `leaseEnds`.
           console.error("rules: telling a session that the rules changed failed; waiting out its lease", e);
@@ -131,14 +141,6 @@ export class RulesObject extends DurableObject<Env> {
         }
       }),
     );
-  }
-
-  watch(sessionId: string): void {
-    this.ctx.storage.sql.exec("INSERT OR IGNORE INTO watchers (session_id, since) VALUES (?, ?)", sessionId, Date.now());
-  }
-
-  unwatch(sessionId: string): void {
-    this.ctx.storage.sql.exec("DELETE FROM watchers WHERE session_id = ?", sessionId);
   }
 
   override async alarm(): Promise<void> {

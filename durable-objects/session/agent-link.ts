@@ -25,6 +25,7 @@ import type { SessionInfo } from "./session-info";
 import type { InflightRow, SessionStore } from "./store";
 import type { TurnControl } from "./turn";
 import type { TurnWatch } from "./turn-watch";
+import { stage } from "../../protocol/stage-timing";
 
 export interface AgentLinkDeps {
   ctx: DurableObjectState;
@@ -180,6 +181,7 @@ export class AgentLink {
    * skips a frame it already handed on, so the second try never duplicates one.
    */
   toAgent(frame: ToAgent, after?: (delivered: boolean, threw: boolean) => void, retried = false): void {
+    stage("session.toAgent", frame);
     const { env, store } = this.d;
     const meta = store.meta;
     if (!meta) return;

@@ -4,6 +4,7 @@
 // What goes over these sockets, and how it is marked, is protocol/session-wire.ts.
 
 import { type ClientAttachment, packFrames, rewritable } from "../../protocol/session-wire";
+import { stage } from "../../protocol/stage-timing";
 
 export function connTag(connId: string): string {
   return `conn:${connId}`;
@@ -43,6 +44,7 @@ export class AttachedClients {
 export function send(ws: WebSocket, text: string): boolean {
   try {
     ws.send(text);
+    stage("session.out", text);
     return true;
   } catch {
     return false;

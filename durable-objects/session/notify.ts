@@ -1,5 +1,8 @@
 // Notifications and approval links of one session. A permission request that people are asked
-// (after the tenant's rules) is tracked here when the tenant has notification targets. When it has
+// (after the tenant's rules) is tracked here when the tenant has notification targets. Whether it
+// has, and its notifyAfterMs, are read from D1 once and kept for SETTINGS_TTL_MS, so a request costs
+// no D1 call (and, for a tenant without targets, nothing at all); a target added reaches a live
+// session's requests asked from at most that long after. When a tracked request has
 // waited the tenant's notifyAfterMs (default 60 s) with no client attached, each target is sent the
 // operation in full and a link to an approval page for that one request, once (recorded below).
 // A client attached at that moment suppresses it; when the last client leaves, the wait starts again.
@@ -28,6 +31,14 @@ CREATE TABLE IF NOT EXISTS approval_links (
 `;
 
 const DEFAULT_NOTIFY_AFTER_MS = 60_000;
+/** How long a session uses the tenant's notification settings (targets or not, notifyAfterMs) before reading them again. */
+const SETTINGS_TTL_MS = 10_000;
+
+interface NotifySettings {
+  hasTargets: boolean;
+  afterMs: number;
+  readAt: number;
+}
 /** A link lives until its request's deadline, and never longer than this. */
 const LINK_MAX_TTL_MS = 3600_000;
 
@@ -44,6 +55,8 @@ type LinkRow = {
 
 export class Notifier {
   private readonly sql: SqlStorage;
+  private settings?: NotifySettings;
+  private reading?: Promise<NotifySettings>;
 
   constructor(
     private readonly ctx: DurableObjectState,
@@ -60,13 +73,28 @@ export class Notifier {
   async track(permId: number): Promise<void> {
     const meta = this.store.meta;
     if (!meta) return;
-    const tenant = await notifySettings(this.env.DB, meta.tenantId);
-    if (!tenant || tenant.targets === 0) return;
+    const held = this.settings;
+    const tenant = held && Date.now() - held.readAt < SETTINGS_TTL_MS ? held : await this.readSettings(meta.tenantId);
+    if (!tenant.hasTargets) return;
     const pending = this.store.pendingById(permId);
     if (!pending) return;
-    const after = notifyAfterMs(tenant.settings);
+    const after = tenant.afterMs;
     this.sql.exec("INSERT OR IGNORE INTO notify (perm_id, after_ms, due_at) VALUES (?, ?, ?)", permId, after, pending.createdAt + after);
     this.reschedule();
+  }
+
+  /** The tenant's notification settings from D1, one read at a time; a failed read is not kept (the next request reads again). */
+  private readSettings(tenantId: string): Promise<NotifySettings> {
+    const reading = (this.reading ??= notifySettings(this.env.DB, tenantId)
+      .then((row) => {
+        const settings = { hasTargets: (row?.targets ?? 0) > 0, afterMs: notifyAfterMs(row?.settings ?? "{}"), readAt: Date.now() };
+        this.settings = settings;
+        return settings;
+      })
+      .finally(() => {
+        if (this.reading === reading) this.reading = undefined;
+      }));
+    return reading;
   }
 
   /** The earliest notify time of a request still pending and not yet sent. */

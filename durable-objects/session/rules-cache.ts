@@ -14,6 +14,9 @@
 //   use the old rules. A tenant with no rules holds an empty set without a lease: it can only
 //   make the session ask people, never approve.
 // - Rules unknown (the RulesObject or D1 failing): `decide` throws and the session asks people.
+// - The same push tells a session with requests waiting on people that a new rule may answer them:
+//   a session stays subscribed while it holds rules or has such requests (`changed(…, waiting)`),
+//   and one that holds none subscribes with a version check when it starts asking people (`subscribe`).
 // Kept in memory only: an evicted session starts empty and fetches a snapshot on its next request.
 
 import type { Rule } from "../../protocol/rules";
@@ -57,6 +60,9 @@ export class RulesCache {
   private heard = -1;
   private readonly hits = new Map<string, { count: number; at: number }>();
   private flushScheduled = false;
+  /** The RulesObject pushes changes to this session: it took a snapshot or checked, and no push since found it holding nothing. */
+  private subscribed = false;
+  private subscribing = false;
 
   constructor(
     private readonly source: () => RulesSource,
@@ -88,11 +94,33 @@ export class RulesCache {
     return result;
   }
 
-  /** The RulesObject's push: rules older than `generation` are dropped. True while this session holds or fetches rules. */
-  changed(generation: number): boolean {
+  /**
+   * The RulesObject's push: rules older than `generation` are dropped. True (stay subscribed) while
+   * this session holds or fetches rules, or has requests `waiting` on people.
+   */
+  changed(generation: number, waiting = false): boolean {
     this.heard = Math.max(this.heard, generation);
     if (this.held && this.held.generation < generation) this.held = undefined;
-    return this.held !== undefined || this.loading !== undefined;
+    this.subscribed = this.held !== undefined || this.loading !== undefined || waiting;
+    return this.subscribed;
+  }
+
+  /**
+   * Makes sure the next change is pushed to this session: nothing to do while it is subscribed (it
+   * holds rules, or said it waits), else one version check, which subscribes it. No call per request.
+   */
+  subscribe(): void {
+    if (this.subscribed || this.subscribing) return;
+    this.subscribing = true;
+    this.source()
+      .check(this.sessionId())
+      .then(() => {
+        this.subscribed = true;
+      })
+      .catch((e: unknown) => console.error("session: subscribing to rule changes failed", e))
+      .finally(() => {
+        this.subscribing = false;
+      });
   }
 
   /** The tenant has no rules as far as this session knows (a decision costs nothing). */
@@ -115,6 +143,7 @@ export class RulesCache {
   private async confirm(held: Held): Promise<boolean> {
     const sentAt = Date.now();
     const generation = await this.source().check(this.sessionId());
+    this.subscribed = true;
     if (this.held !== held || generation !== held.generation || generation < this.heard) return false;
     held.validUntil = Math.max(held.validUntil, sentAt + held.leaseMs);
     return true;
@@ -144,6 +173,7 @@ export class RulesCache {
     for (let attempt = 0; attempt < MAX_STALE_SNAPSHOTS; attempt++) {
       const sentAt = Date.now();
       const snapshot = await this.source().snapshot(this.sessionId());
+      this.subscribed = true;
       // A push announced a newer generation while this one travelled: it may hold a revoked rule.
       if (snapshot.generation < this.heard) continue;
       const rules = compileRuleList(snapshot.rules);

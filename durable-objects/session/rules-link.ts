@@ -1,6 +1,7 @@
 // The session's one way to its tenant's rules (the RulesObject): what a pending request is asked as,
 // the call that asks it (`consultRules`: the session's compiled rules cache, rules-cache.ts),
-// remembering a person's *_always choice, and the watch that lets a new rule answer requests already waiting.
+// remembering a person's *_always choice, and the watch that lets a new rule answer requests already
+// waiting (the rules cache's subscription to changes: no call per request).
 
 import type { RulesObject } from "../rules/rules-object";
 import type { DecideRequest, DecideResult, RememberRequest, RuleCreated, RuleNotCreated } from "../rules/types";
@@ -16,7 +17,6 @@ export class RulesLink {
   private stub?: DurableObjectStub<RulesObject>;
 
   constructor(
-    private readonly ctx: DurableObjectState,
     private readonly env: Env,
     private readonly store: SessionStore,
   ) {}
@@ -34,9 +34,9 @@ export class RulesLink {
     return this.cache.decideNow(request) ?? this.cache.decide(request);
   }
 
-  /** The RulesObject's push: rules older than `generation` are dropped. True while rules are held. */
+  /** The RulesObject's push: rules older than `generation` are dropped. True while rules are held or requests wait on people. */
   rulesChanged(generation: number): boolean {
-    return this.cache.changed(generation);
+    return this.cache.changed(generation, this.store.hasAsking());
   }
 
   remember(
@@ -48,13 +48,16 @@ export class RulesLink {
     return this.rules().remember({ ...this.decideRequest(meta, pending), ...extra });
   }
 
-  /** Sessions with requests waiting on people are registered with the tenant's rules object. */
+  /**
+   * Requests waiting on people must hear of a new rule that answers them. The RulesObject's push of a
+   * change (`rulesChanged`, rules-cache.ts) is that news: it reaches every session that holds rules or
+   * said it has requests waiting, and such a session re-decides them (session-object.ts). So waiting
+   * costs no call per request: a session that holds no rules (they could not be fetched) subscribes
+   * once. Nothing to undo when nothing waits any more (`false`): the next push that finds the session
+   * holding no rules and waiting on nobody takes it off the list.
+   */
   watch(waiting: boolean): void {
-    const meta = this.store.meta;
-    if (!meta) return;
-    const rules = this.rules();
-    const call = waiting ? rules.watch(meta.sessionId) : rules.unwatch(meta.sessionId);
-    this.ctx.waitUntil(Promise.resolve(call).catch((e: unknown) => console.error("session: rules watch failed", e)));
+    if (waiting && this.store.meta) this.cache.subscribe();
   }
 
   /** What the rules are asked: the tool call as the session's table holds it, the turn's user. */

@@ -41,6 +41,7 @@ import { RulesLink } from "./rules-link";
 import { sessionSnapshot } from "./snapshot";
 import { SessionInfo, loadResult } from "./session-info";
 import { TurnControl } from "./turn";
+import { stage, stageTimingFrom } from "../../protocol/stage-timing";
 
 export class SessionObject extends DurableObject<Env> {
   private readonly store: SessionStore;
@@ -57,12 +58,13 @@ export class SessionObject extends DurableObject<Env> {
 
   constructor(ctx: DurableObjectState, env: Env) {
     super(ctx, env);
+    stageTimingFrom(env);
     this.store = new SessionStore(ctx.storage.sql);
     this.clients = new AttachedClients(ctx);
     this.audits = new AuditOutbox(ctx.storage.sql, env.DB, this.store);
     this.turnWatch = new TurnWatch(ctx.storage.sql);
     this.notifier = new Notifier(ctx, env, this.store, () => this.scheduleDeadline());
-    this.rulesLink = new RulesLink(ctx, env, this.store);
+    this.rulesLink = new RulesLink(env, this.store);
     this.info = new SessionInfo(ctx, env, this.store, this.clients);
     this.permissions = new PermissionLifecycle({
       ctx,
@@ -141,6 +143,7 @@ export class SessionObject extends DurableObject<Env> {
 
   // ── messages from a client (through the edge Worker, which already checked the frame) ────────
   override webSocketMessage(ws: WebSocket, data: string | ArrayBuffer): void {
+    stage("session.answer", data);
     const client = attachmentOf(ws);
     if (!client || typeof data !== "string") return;
     const parsed = parseFrame(data);
@@ -230,18 +233,20 @@ export class SessionObject extends DurableObject<Env> {
 
   // ── the agent's traffic (agent-link.ts), delivered by the AgentObject ─────────────────────────
   fromAgentBatch(items: FromAgent[]): void {
+    stage("session.in", items);
     this.agent.fromBatch(items);
   }
 
   // ── the tenant's rules (rules-link.ts), called by the RulesObject ───────────────────────────────
-  /** The rules changed: drop older ones before the change's API answers (rules-cache.ts). True while rules are held. */
+  /**
+   * The rules changed: drop older ones before the change's API answers (rules-cache.ts), and re-decide
+   * the requests waiting on people (a new rule may answer them). True while rules are held or requests wait.
+   */
   rulesChanged(generation: number): boolean {
-    return this.store.meta !== undefined && this.rulesLink.rulesChanged(generation);
-  }
-
-  /** A rule was created: waiting requests it matches resolve now. */
-  async reconsider(): Promise<void> {
-    if (this.store.meta) await this.permissions.reconsider();
+    if (!this.store.meta) return false;
+    const subscribed = this.rulesLink.rulesChanged(generation);
+    if (this.store.hasAsking()) this.ctx.waitUntil(this.permissions.reconsider());
+    return subscribed;
   }
 
   // ── approval links (worker/routes/approve.tsx; the link's token was checked at the edge) ──────
@@ -271,19 +276,24 @@ export class SessionObject extends DurableObject<Env> {
   }
 
   // ── deadlines ─────────────────────────────────────────────────────────────────────────────────
-  /** The alarm as this instance last set it (null: deleted); undefined when not known. */
-  private alarmSetTo: number | null | undefined;
+  /** The alarm as this instance last set it; undefined when not known (a new instance, or it fired). */
+  private alarmSetTo: number | undefined;
 
+  /**
+   * The alarm fires at or before the earliest deadline, notify time, audit retry or idle time. Setting
+   * it holds the next output behind it, so it is only ever moved *earlier*: one that fires before
+   * anything is due finds nothing to do and sets the next (`alarm`). A request asked of people and
+   * answered therefore writes no alarm (its deadline is later than the one set), where it wrote two
+   * (its deadline, then the idle time back); the price is at most one early wake-up per alarm set.
+   */
   private scheduleDeadline(): void {
     const next = earliest(
       earliest(this.store.nextDeadline(), this.notifier.nextDue()),
       earliest(this.audits.retryAt(), this.turnWatch.idleAt(this.store)),
     );
-    // Setting the alarm holds the next output behind it: skipped when it would not change.
-    if ((next ?? null) === this.alarmSetTo) return;
-    this.alarmSetTo = next ?? null;
-    if (next === undefined) void this.ctx.storage.deleteAlarm();
-    else void this.ctx.storage.setAlarm(next);
+    if (next === undefined || (this.alarmSetTo !== undefined && this.alarmSetTo <= next)) return;
+    this.alarmSetTo = next;
+    void this.ctx.storage.setAlarm(next);
   }
 
   override alarm(): void {

@@ -49,6 +49,33 @@ describe("frame limits, checked on the text before parsing", () => {
     );
   });
 
+  it("skipping strings by indexOf scans as a character-at-a-time scan does, on any text (JSON or not)", () => {
+    /** The scan before strings were skipped by indexOf: the reference. */
+    const byCharacter = (text: string) => {
+      let [depth, deepest, inString] = [0, 0, false];
+      for (let i = 0; i < text.length; i++) {
+        const c = text[i];
+        if (inString) {
+          if (c === "\\") i++;
+          else if (c === '"') inString = false;
+        } else if (c === '"') inString = true;
+        else if (c === "[" || c === "{") deepest = Math.max(deepest, ++depth);
+        else if (c === "]" || c === "}") depth--;
+      }
+      return deepest;
+    };
+    const piece = fc.constantFrom("[", "]", "{", "}", '"', "\\", "a", ",", "😀");
+    fc.assert(
+      fc.property(fc.array(piece, { maxLength: 40 }), (parts) => {
+        const text = parts.join("");
+        expect(nestingDepth(text)).toBe(byCharacter(text));
+      }),
+      { numRuns: 3000 },
+    );
+    // Fixed cases: a quote after an even and an odd run of backslashes, and an unclosed string.
+    for (const text of ['"\\\\"[', '"\\"[', '["\\\\\\"]', '"[[[']) expect(nestingDepth(text)).toBe(byCharacter(text));
+  });
+
   it("random nesting of arrays and objects: refused exactly when deeper than the limit", () => {
     fc.assert(
       fc.property(fc.array(fc.boolean(), { minLength: 1, maxLength: 200 }), trickyString, (kinds, leaf) => {

@@ -1,29 +1,40 @@
-// Waiting requests do not pile up, and a session that nobody waits on leaves the rules watch list.
+// Waiting requests do not pile up, and a session that nobody waits on leaves the rules push list
+// (the RulesObject's list of sessions it tells of a change: those holding rules or with requests
+// waiting on people; durable-objects/rules/rules-object.ts).
 
-import { env, runInDurableObject } from "cloudflare:test";
+import { SELF, runInDurableObject } from "cloudflare:test";
 import { describe, expect, it } from "vitest";
 import { barrier, clientWithSession, dialInAgent, isMethod, isResponseTo, seedTenant } from "./helpers";
+import { restartObject, rulesStub, sessionStub } from "./fuzz-faults";
 
-const rulesStub = (tenantId: string) => env.RULES.get(env.RULES.idFromName(tenantId));
-
-async function watched(tenantId: string): Promise<string[]> {
+async function pushList(tenantId: string): Promise<string[]> {
   return runInDurableObject(rulesStub(tenantId), (_instance, state) =>
     state.storage.sql
-      .exec<{ session_id: string }>("SELECT session_id FROM watchers")
+      .exec<{ session_id: string }>("SELECT session_id FROM rules_sessions")
       .toArray()
       .map((r) => r.session_id),
   );
 }
 
-/** The watch list as the session's fire-and-forget calls leave it: polled until it equals `expected` (or 5 s). */
-async function watchListBecomes(tenantId: string, expected: string[]): Promise<void> {
+/** The push list, polled until it equals `expected` (or 5 s). */
+async function pushListBecomes(tenantId: string, expected: string[]): Promise<void> {
   const deadline = Date.now() + 5000;
-  let seen = await watched(tenantId);
+  let seen = await pushList(tenantId);
   while (JSON.stringify(seen) !== JSON.stringify(expected) && Date.now() < deadline) {
     await new Promise((r) => setTimeout(r, 20));
-    seen = await watched(tenantId);
+    seen = await pushList(tenantId);
   }
   expect(seen).toEqual(expected);
+}
+
+/** A rule through the API (it pushes the change to the listed sessions before it answers). */
+async function createRule(t: Awaited<ReturnType<typeof seedTenant>>): Promise<void> {
+  const response = await SELF.fetch("http://gateway.test/v1/rules", {
+    method: "POST",
+    headers: { Authorization: `Bearer ${t.adminKey}`, "Content-Type": "application/json" },
+    body: JSON.stringify({ decision: "allow", matcher: { type: "command", prefix: ["npm", "test"] } }),
+  });
+  expect(response.status).toBe(201);
 }
 
 describe("reliability: bounds on waiting", () => {
@@ -50,7 +61,7 @@ describe("reliability: bounds on waiting", () => {
     expect(client.unclaimed().filter((m) => m.method === "session/request_permission")).toEqual([]);
   });
 
-  it("leaves the rules watch list when the agent withdraws its last waiting request", async () => {
+  it("a session that waits on nobody and holds no rules leaves the rules push list at the next change", async () => {
     const t = await seedTenant();
     const agent = await dialInAgent(t);
     const { client, sessionId } = await clientWithSession(t, agent);
@@ -58,26 +69,27 @@ describe("reliability: bounds on waiting", () => {
     await agent.peer.next(isMethod("session/prompt"));
     agent.askPermission(sessionId, { toolCallId: "w", kind: "edit" }, undefined, "pw");
     await client.next(isMethod("session/request_permission"));
-    await watchListBecomes(t.tenantId, [sessionId]);
+    await pushListBecomes(t.tenantId, [sessionId]);
     agent.peer.notify("$/cancel_request", { requestId: "pw" });
     await agent.peer.next(isResponseTo("pw"));
     await barrier(client, agent, sessionId);
-    await watchListBecomes(t.tenantId, []);
+    // Still listed while it holds the tenant's (empty) rules; evicted, it holds nothing.
+    await restartObject(sessionStub(t.tenantId, sessionId));
+    await createRule(t);
+    await pushListBecomes(t.tenantId, []);
   });
 
-  it("leaves the rules watch list when the agent is gone with requests waiting", async () => {
+  it("a session evicted with a request waiting stays on the push list, and a new rule that matches answers the request", async () => {
     const t = await seedTenant();
     const agent = await dialInAgent(t);
     const { client, sessionId } = await clientWithSession(t, agent);
     client.send({ jsonrpc: "2.0", id: "turn", method: "session/prompt", params: { sessionId, prompt: [] } });
     await agent.peer.next(isMethod("session/prompt"));
-    agent.askPermission(sessionId, { toolCallId: "g", kind: "edit" });
+    agent.askPermission(sessionId, { toolCallId: "g", kind: "execute", rawInput: { command: "npm test" } }, undefined, "pg");
     await client.next(isMethod("session/request_permission"));
-    await watchListBecomes(t.tenantId, [sessionId]);
-    agent.peer.close();
-    await client.next(isResponseTo("turn")); // the turn failed: agentGone has run
-    const back = await dialInAgent(t, agent.name);
-    await barrier(client, back, sessionId);
-    await watchListBecomes(t.tenantId, []);
+    await restartObject(sessionStub(t.tenantId, sessionId));
+    await createRule(t);
+    expect((await agent.peer.next(isResponseTo("pg"))).result.outcome).toEqual({ outcome: "selected", optionId: "allow" });
+    await pushListBecomes(t.tenantId, [sessionId]);
   });
 });

@@ -1,0 +1,89 @@
+// What a permission request answered by a client costs beyond the request itself (issue 15): no
+// call to the tenant's RulesObject (the watch is the rules cache's push subscription), no read of
+// the tenant's notification settings in D1 (kept for a while by the session), and no alarm write
+// (the alarm only ever moves earlier). Counted in the real objects after a warm-up request, which
+// pays each of them once.
+
+import { runInDurableObject } from "cloudflare:test";
+import { describe, expect, it, onTestFinished } from "vitest";
+import type { RulesObject } from "../../durable-objects/rules/rules-object";
+import type { SessionObject } from "../../durable-objects/session/session-object";
+import { DEFAULT_OPTIONS, clientWithSession, dialInAgent, isMethod, isResponseTo, seedTenant } from "./helpers";
+import { rulesStub, sessionStub } from "./fuzz-faults";
+
+type Counts = { rulesCalls: number; notifyReads: number; alarmWrites: number };
+
+// SAFETY: `ctx` and `env` are the DurableObject's own (protected) fields; only read or wrapped here.
+const internals = (object: unknown) => object as { ctx: DurableObjectState; env: { DB: D1Database } };
+
+/** Counts, from now on, the calls the session makes beyond its own SQLite (restored when the test ends). */
+async function countCosts(tenantId: string, sessionId: string): Promise<Counts> {
+  const counts: Counts = { rulesCalls: 0, notifyReads: 0, alarmWrites: 0 };
+  await runInDurableObject(rulesStub(tenantId), (instance: RulesObject) => {
+    const proto = Object.getPrototypeOf(instance) as Record<string, unknown>;
+    for (const name of Object.getOwnPropertyNames(proto)) {
+      const original = proto[name];
+      if (name === "constructor" || typeof original !== "function") continue;
+      proto[name] = function (this: RulesObject, ...args: unknown[]) {
+        if (internals(this).ctx.id.name === tenantId) counts.rulesCalls++;
+        return (original as (...a: unknown[]) => unknown).apply(this, args);
+      };
+      onTestFinished(() => {
+        proto[name] = original;
+      });
+    }
+  });
+  await runInDurableObject(sessionStub(tenantId, sessionId), (instance: SessionObject, state) => {
+    const storage = state.storage;
+    const setAlarm = storage.setAlarm.bind(storage);
+    const deleteAlarm = storage.deleteAlarm.bind(storage);
+    storage.setAlarm = (...args: Parameters<typeof setAlarm>) => {
+      counts.alarmWrites++;
+      return setAlarm(...args);
+    };
+    storage.deleteAlarm = (...args: Parameters<typeof deleteAlarm>) => {
+      counts.alarmWrites++;
+      return deleteAlarm(...args);
+    };
+    const env = internals(instance).env;
+    const db = env.DB;
+    const prepare = db.prepare.bind(db);
+    db.prepare = (query: string) => {
+      if (query.includes("notification_targets")) counts.notifyReads++;
+      return prepare(query);
+    };
+    onTestFinished(() =>
+      runInDurableObject(sessionStub(tenantId, sessionId), () => {
+        storage.setAlarm = setAlarm;
+        storage.deleteAlarm = deleteAlarm;
+        db.prepare = prepare;
+      }),
+    );
+  });
+  return counts;
+}
+
+describe("a permission request answered by a client", () => {
+  it("makes no call to the RulesObject, reads no notification settings and writes no alarm once the session is warm", async () => {
+    const t = await seedTenant();
+    const agent = await dialInAgent(t);
+    const { client, sessionId } = await clientWithSession(t, agent);
+    client.send({ jsonrpc: "2.0", id: "turn", method: "session/prompt", params: { sessionId, prompt: [] } });
+    await agent.peer.next(isMethod("session/prompt"));
+    const askAndAnswer = async (toolCallId: string) => {
+      const id = agent.askPermission(
+        sessionId,
+        { toolCallId, kind: "execute", rawInput: { command: `make ${toolCallId}` } },
+        DEFAULT_OPTIONS,
+      );
+      const copy = await client.next(isMethod("session/request_permission"));
+      client.respond(copy.id, { outcome: { outcome: "selected", optionId: "allow" } });
+      expect((await agent.peer.next(isResponseTo(id))).result.outcome).toEqual({ outcome: "selected", optionId: "allow" });
+      await client.next(isMethod("_acp_gateway/permission_resolved"));
+    };
+    await askAndAnswer("warm");
+    const counts = await countCosts(t.tenantId, sessionId);
+    for (let i = 0; i < 5; i++) await askAndAnswer(`c${i}`);
+    expect(counts).toEqual({ rulesCalls: 0, notifyReads: 0, alarmWrites: 0 });
+  });
+});
