@@ -207,7 +207,9 @@ async function stageLines(logFile: string, lastMark: string, lastStage: string):
     const text = existsSync(logFile) ? readFileSync(logFile, "utf8") : "";
     const line = new RegExp(`${STAGE_LINE}(\\{[^}]*\\})`, "g");
     for (const match of text.matchAll(line)) {
-      const entry = JSON.parse(match[1] ?? "{}") as { stage: string; marks: string[]; t: number };
+      const entry = parsedLine(match[1]);
+      // workerd's own warnings can land in the middle of a line: such a reading is dropped, not guessed.
+      if (!entry) continue;
       for (const mark of entry.marks) {
         const list = byMark.get(mark) ?? [];
         list.push({ stage: entry.stage, t: entry.t });
@@ -216,6 +218,16 @@ async function stageLines(logFile: string, lastMark: string, lastStage: string):
     }
     if (byMark.get(lastMark)?.some((e) => e.stage === lastStage) || Date.now() > deadline) return byMark;
     await new Promise((r) => setTimeout(r, 200));
+  }
+}
+
+function parsedLine(text: string | undefined): { stage: string; marks: string[]; t: number } | undefined {
+  try {
+    const entry = JSON.parse(text ?? "") as { stage?: unknown; marks?: unknown; t?: unknown };
+    const ok = typeof entry.stage === "string" && Array.isArray(entry.marks) && typeof entry.t === "number";
+    return ok ? (entry as { stage: string; marks: string[]; t: number }) : undefined;
+  } catch {
+    return undefined;
   }
 }
 
