@@ -5,7 +5,6 @@
 // request that cannot be handed on is answered with an error (and a prompt's turn ends). A
 // session/delete the agent agreed to ends here too: the session is forgotten.
 
-import { deleteSessionIndex } from "../../db/queries/sessions";
 import { type Message, RpcError, errorResponse, isObject, isRequest, isResponse, resultResponse } from "../../protocol/jsonrpc";
 import { AGENT_METHODS, CANCEL_REQUEST, CLIENT_METHODS } from "../../protocol/methods";
 import { CANCELLED_RESULT } from "../../protocol/permissions";
@@ -25,6 +24,7 @@ import type { SessionInfo } from "./session-info";
 import type { InflightRow, SessionStore } from "./store";
 import type { TurnControl } from "./turn";
 import type { TurnWatch } from "./turn-watch";
+import type { SessionUnindex } from "./unindex";
 import { stage } from "../../protocol/stage-timing";
 
 export interface AgentLinkDeps {
@@ -38,6 +38,8 @@ export interface AgentLinkDeps {
   agentRequests: AgentRequests;
   turn: TurnControl;
   rules: RulesLink;
+  /** Takes a deleted session out of the tenant's index, retrying while D1 fails. */
+  unindex: SessionUnindex;
   /** Sets the object's alarm to the earliest deadline, notify time, audit retry or idle time. */
   scheduleDeadline(): void;
 }
@@ -226,7 +228,7 @@ export class AgentLink {
   // ── session/delete went ahead ────────────────────────────────────────────────────────────────
   /** (protocol/session-delete.ts): requests cancelled, the session forgotten, then clients told and detached. */
   private deleteSession(inflight: InflightRow, result: unknown): void {
-    const { ctx, env, store, clients } = this.d;
+    const { ctx, store, clients } = this.d;
     const meta = store.meta;
     if (!meta) return;
     const deleter = clients.byConnection(inflight.connId);
@@ -238,12 +240,12 @@ export class AgentLink {
     const answer = JSON.stringify(resultResponse(inflight.clientId, isObject(result) ? result : {}));
     const notice = sessionDeletedNotice(meta.sessionId, user);
     const attached = clients.all();
-    // Out of the index first, so nobody who hears of the deletion can still list or load the session.
-    const unindexed = deleteSessionIndex(env.DB, meta.tenantId, meta.sessionId).catch((e: unknown) =>
-      console.error("session: index delete failed", e),
-    );
+    // Out of the index first, so nobody who hears of the deletion can still list or load the session;
+    // if D1 fails, the alarm keeps trying (unindex.ts), and the clients are told all the same.
+    const unindexed = this.d.unindex.remove({ tenantId: meta.tenantId, sessionId: meta.sessionId });
     ctx.waitUntil(
       unindexed.then(() => {
+        this.d.scheduleDeadline();
         for (const ws of attached) {
           send(ws, ws === deleter ? answer : notice);
           try {

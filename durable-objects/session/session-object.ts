@@ -41,6 +41,7 @@ import { RulesLink } from "./rules-link";
 import { sessionSnapshot } from "./snapshot";
 import { SessionInfo, loadResult } from "./session-info";
 import { TurnControl } from "./turn";
+import { SessionUnindex } from "./unindex";
 import { stage, stageTimingFrom } from "../../protocol/stage-timing";
 
 export class SessionObject extends DurableObject<Env> {
@@ -55,6 +56,7 @@ export class SessionObject extends DurableObject<Env> {
   private readonly agent: AgentLink;
   private readonly audits: AuditOutbox;
   private readonly turnWatch: TurnWatch;
+  private readonly unindex: SessionUnindex;
 
   constructor(ctx: DurableObjectState, env: Env) {
     super(ctx, env);
@@ -63,6 +65,7 @@ export class SessionObject extends DurableObject<Env> {
     this.clients = new AttachedClients(ctx);
     this.audits = new AuditOutbox(ctx.storage.sql, env.DB, this.store);
     this.turnWatch = new TurnWatch(ctx.storage.sql);
+    this.unindex = new SessionUnindex(this.store, () => this.env.DB);
     this.notifier = new Notifier(ctx, env, this.store, () => this.scheduleDeadline());
     this.rulesLink = new RulesLink(env, this.store);
     this.info = new SessionInfo(ctx, env, this.store, this.clients);
@@ -98,6 +101,7 @@ export class SessionObject extends DurableObject<Env> {
       agentRequests: this.agentRequests,
       turn: this.turn,
       rules: this.rulesLink,
+      unindex: this.unindex,
       scheduleDeadline: () => this.scheduleDeadline(),
     });
   }
@@ -289,7 +293,7 @@ export class SessionObject extends DurableObject<Env> {
   private scheduleDeadline(): void {
     const next = earliest(
       earliest(this.store.nextDeadline(), this.notifier.nextDue()),
-      earliest(this.audits.retryAt(), this.turnWatch.idleAt(this.store)),
+      earliest(earliest(this.audits.retryAt(), this.unindex.retryAt()), this.turnWatch.idleAt(this.store)),
     );
     if (next === undefined || (this.alarmSetTo !== undefined && this.alarmSetTo <= next)) return;
     this.alarmSetTo = next;
@@ -300,6 +304,9 @@ export class SessionObject extends DurableObject<Env> {
     this.alarmSetTo = undefined; // a fired alarm is gone
     const now = Date.now();
     if (this.audits.waiting() > 0) this.ctx.waitUntil(this.permissions.flushAudit());
+    const unindexAt = this.unindex.retryAt(now);
+    // Any alarm tries again: a row is only pending after a delete, when nothing else keeps the alarm busy.
+    if (unindexAt !== undefined) this.ctx.waitUntil(this.unindex.retry().then(() => this.scheduleDeadline()));
     const idleAt = this.turnWatch.idleAt(this.store);
     if (idleAt !== undefined && idleAt <= now) this.turn.endIdle();
     if (this.permissions.overdue(now)) this.turn.deadlinePassed();

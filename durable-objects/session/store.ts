@@ -201,6 +201,15 @@ export class SessionStore {
     this.setMeta("turn", value);
   }
 
+  /** A deleted session's index row that D1 has not removed yet (unindex.ts): set after `forget`. */
+  get unindexPending(): { tenantId: string; sessionId: string } | undefined {
+    return this.getMeta("unindex");
+  }
+  set unindexPending(row: { tenantId: string; sessionId: string } | undefined) {
+    if (row) this.setMeta("unindex", row);
+    else this.sql.exec("DELETE FROM meta WHERE key = 'unindex'");
+  }
+
   /**
    * A fresh id for a message the session sends: to a client (requests) or to the agent (gwId).
    * Ids are handed out in memory from a block of ID_BLOCK reserved with one meta write; after a

@@ -2,9 +2,10 @@
 // (protocol/session-delete.ts): who may delete, what the others are told, the index and the
 // SessionObject afterwards; logout ends only the connection that sent it.
 
-import { env } from "cloudflare:test";
+import { env, runDurableObjectAlarm } from "cloudflare:test";
 import { describe, expect, it } from "vitest";
 import { attachClient, barrier, clientWithSession, connect, dialInAgent, isMethod, isResponseTo, seedTenant } from "./helpers";
+import { setD1 } from "./fuzz-faults";
 
 async function indexed(tenantId: string, sessionId: string): Promise<boolean> {
   const row = await env.DB.prepare("SELECT 1 FROM sessions WHERE tenant_id = ? AND session_id = ?").bind(tenantId, sessionId).first();
@@ -38,6 +39,29 @@ describe("session/delete with several clients", () => {
     expect(await indexed(t.tenantId, sessionId)).toBe(false);
     const object = env.SESSIONS.get(env.SESSIONS.idFromName(`${t.tenantId}/${sessionId}`));
     expect(await object.exists()).toBe(false);
+  });
+
+  it("D1 fails as the session is deleted: the deletion stands and the clients are told, and the alarm takes the index row out once D1 is back", async () => {
+    const t = await seedTenant();
+    const agent = await dialInAgent(t);
+    const { client: alice, sessionId } = await clientWithSession(t, agent);
+    const object = env.SESSIONS.get(env.SESSIONS.idFromName(`${t.tenantId}/${sessionId}`));
+    await setD1(object, "down");
+
+    const deleting = alice.request("session/delete", { sessionId });
+    agent.peer.respond((await agent.peer.next(isMethod("session/delete"))).id, {});
+    expect((await deleting).result).toEqual({});
+    expect(await object.exists()).toBe(false);
+    // D1 refused the delete: the row is still listed, and the session remembers to remove it.
+    expect(await indexed(t.tenantId, sessionId)).toBe(true);
+    expect(await runDurableObjectAlarm(object)).toBe(true); // still down: tried again, kept
+    expect(await indexed(t.tenantId, sessionId)).toBe(true);
+
+    await setD1(object, "up");
+    expect(await runDurableObjectAlarm(object)).toBe(true);
+    await expect.poll(() => indexed(t.tenantId, sessionId)).toBe(false);
+    // Done: nothing is left to retry, so no alarm stays set for it.
+    await expect.poll(() => runDurableObjectAlarm(object)).toBe(false);
   });
 
   it("is refused while a turn is running, with what to do; the agent is not asked and nothing changes", async () => {
