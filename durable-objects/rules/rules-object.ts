@@ -11,6 +11,7 @@
 import { DurableObject } from "cloudflare:workers";
 import { activeRules, insertRule, recordHits } from "../../db/queries/decision-rules";
 import type { Env } from "../../worker/env";
+import { HitTally } from "../../protocol/hit-tally";
 import type { SessionObject } from "../session/session-object";
 import type { RulesSnapshot } from "../session/rules-cache";
 import { type CompiledTenantRules, compileTenantRules, decideWith, deriveFromChoice, toRuleRow } from "./engine";
@@ -32,7 +33,7 @@ export class RulesObject extends DurableObject<Env> {
   private generation: number;
   /** The lease handed out with snapshots (a field, so a test can shorten it). */
   private leaseMs = LEASE_MS;
-  private readonly hits = new Map<string, { count: number; at: number }>();
+  private readonly hits = new HitTally();
   private flushScheduled = false;
   /** How many times each session subscribed in this instance: a push's "remove me" loses to a newer subscription. */
   private readonly subscribed = new Map<string, number>();
@@ -148,9 +149,7 @@ export class RulesObject extends DurableObject<Env> {
     // Without its name (an alarm after a runtime restart), the tenant stored when the hits were counted.
     const tenantId = this.ctx.id.name ?? this.compiled?.tenantId ?? (await this.ctx.storage.get<string>("tenantId"));
     if (!tenantId || this.hits.size === 0) return;
-    const batch = new Map(this.hits);
-    this.hits.clear();
-    await recordHits(this.env.DB, tenantId, batch).catch((e: unknown) => console.error("rules: hit flush failed", e));
+    await recordHits(this.env.DB, tenantId, this.hits.take()).catch((e: unknown) => console.error("rules: hit flush failed", e));
   }
 
   /**
@@ -164,10 +163,7 @@ export class RulesObject extends DurableObject<Env> {
   }
 
   private countHit(tenantId: string, ruleId: string, count: number, at: number): void {
-    const hit = this.hits.get(ruleId) ?? { count: 0, at: 0 };
-    hit.count += count;
-    hit.at = Math.max(hit.at, at);
-    this.hits.set(ruleId, hit);
+    this.hits.add(ruleId, count, at);
     if (this.flushScheduled) return;
     this.flushScheduled = true;
     this.ctx.waitUntil(this.ctx.storage.put("tenantId", tenantId).then(() => this.ctx.storage.setAlarm(Date.now() + HIT_FLUSH_MS)));

@@ -20,6 +20,7 @@
 // Kept in memory only: an evicted session starts empty and fetches a snapshot on its next request.
 
 import type { Rule } from "../../protocol/rules";
+import { HitTally } from "../../protocol/hit-tally";
 import { type CompiledTenantRules, compileRuleList, decideWith, decideWithHash } from "../rules/engine";
 import type { DecideRequest, DecideResult } from "../rules/types";
 
@@ -58,7 +59,7 @@ export class RulesCache {
   private refreshing = false;
   /** The newest generation a push announced: rules older than it are never installed or used. */
   private heard = -1;
-  private readonly hits = new Map<string, { count: number; at: number }>();
+  private readonly hits = new HitTally();
   private flushScheduled = false;
   /** The RulesObject pushes changes to this session: it took a snapshot or checked, and no push since found it holding nothing. */
   private subscribed = false;
@@ -186,10 +187,7 @@ export class RulesCache {
   }
 
   private countHit(ruleId: string): void {
-    const hit = this.hits.get(ruleId) ?? { count: 0, at: 0 };
-    hit.count += 1;
-    hit.at = Date.now();
-    this.hits.set(ruleId, hit);
+    this.hits.add(ruleId, 1, Date.now());
     if (this.flushScheduled) return;
     this.flushScheduled = true;
     setTimeout(() => this.flushHits(), HIT_FLUSH_MS);
@@ -197,8 +195,7 @@ export class RulesCache {
 
   private flushHits(): void {
     this.flushScheduled = false;
-    const batch = [...this.hits].map(([id, h]): [string, number, number] => [id, h.count, h.at]);
-    this.hits.clear();
+    const batch = [...this.hits.take()].map(([id, h]): [string, number, number] => [id, h.count, h.at]);
     if (batch.length === 0) return;
     // Hit counts are statistics shown in the API: a lost batch costs accuracy, never a decision.
     this.source()
