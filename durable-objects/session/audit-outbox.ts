@@ -38,10 +38,7 @@ export class AuditOutbox {
 
   /** Entries below this seq are final: no pending request, no held resolution, is below it. */
   private bound(): number {
-    let bound = this.store.lastSeq() + 1;
-    for (const p of this.store.pending()) bound = Math.min(bound, p.permId);
-    for (const seq of this.store.held) bound = Math.min(bound, seq);
-    return bound;
+    return this.store.unsettledBelow(this.store.lastSeq() + 1);
   }
 
   waiting(): number {

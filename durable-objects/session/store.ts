@@ -267,7 +267,14 @@ export class SessionStore {
    * its way to the agent and no audit entry D1 has not taken is below it.
    */
   private scanFrom(): number {
-    let from = this.auditCursor + 1;
+    return this.unsettledBelow(this.auditCursor + 1);
+  }
+  /**
+   * The lowest seq that may still change, at most `ceiling`: an unresolved request, or a resolution
+   * on its way to the agent (`held`). Shared by the scan bound and the audit outbox's final bound.
+   */
+  unsettledBelow(ceiling: number): number {
+    let from = ceiling;
     for (const seq of this.open.keys()) from = Math.min(from, seq);
     for (const seq of this.held) from = Math.min(from, seq);
     return from;
