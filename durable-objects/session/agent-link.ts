@@ -148,11 +148,9 @@ export class AgentLink {
     const { store, clients, permissions } = this.d;
     const meta = store.meta;
     if (!meta) return;
-    const watching = store.hasAsking();
     for (const pending of store.pending().filter((p) => p.agentEpoch <= info.epoch)) {
       permissions.withdraw(pending, { type: "agent_disconnected", reason: info.reason });
     }
-    if (watching && !store.hasAsking()) this.d.rules.watch(false);
     for (const r of store.agentRequests().filter((r) => r.agentEpoch <= info.epoch)) {
       store.takeAgentRequest(r.outId);
       const ws = clients.byConnection(r.connId);
@@ -235,7 +233,6 @@ export class AgentLink {
     const user = deleter ? (attachmentOf(deleter)?.user ?? null) : null;
     this.d.permissions.cancelAll({ type: "cancel", connectionId: inflight.connId, user });
     store.forget();
-    this.d.rules.watch(false);
     this.d.scheduleDeadline();
     const answer = JSON.stringify(resultResponse(inflight.clientId, isObject(result) ? result : {}));
     const notice = sessionDeletedNotice(meta.sessionId, user);

@@ -157,7 +157,7 @@ export class PermissionLifecycle {
       });
     }
     for (const ws of this.d.clients.all()) this.sendCopy(ws, pending);
-    this.d.rules.watch(true);
+    this.d.rules.watch();
     this.d.scheduleDeadline();
     const tracked = this.d.notifier.track(pending.permId);
     this.d.ctx.waitUntil(tracked.catch((e: unknown) => console.error("session: tracking for notification failed", e)));
@@ -230,7 +230,6 @@ export class PermissionLifecycle {
     else store.appendPermission(pending.permId, append, pending, resolution);
     this.d.audits.hold(pending.permId);
     if (pending.asking) this.withdrawCopies(pending.permId);
-    if (pending.asking && !store.hasAsking()) this.d.rules.watch(false);
     this.d.turnWatch.touch(); // a person's answer is progress: the idle clock starts again (resolved_at records it)
     this.d.scheduleDeadline();
     // Announced only once the agent has the answer: one that cannot reach it is no resolution. It goes
@@ -279,7 +278,6 @@ export class PermissionLifecycle {
     if (!pending) return false;
     this.withdraw(pending, { type: "agent_withdrew" });
     this.d.toAgent({ type: "response", epoch, id: requestId, error: { code: -32800, message: "Request cancelled" } });
-    if (pending.asking && !this.d.store.hasAsking()) this.d.rules.watch(false);
     this.d.scheduleDeadline();
     return true;
   }

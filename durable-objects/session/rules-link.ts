@@ -53,11 +53,11 @@ export class RulesLink {
    * change (`rulesChanged`, rules-cache.ts) is that news: it reaches every session that holds rules or
    * said it has requests waiting, and such a session re-decides them (session-object.ts). So waiting
    * costs no call per request: a session that holds no rules (they could not be fetched) subscribes
-   * once. Nothing to undo when nothing waits any more (`false`): the next push that finds the session
-   * holding no rules and waiting on nobody takes it off the list.
+   * once. Nothing to undo when nothing waits any more: the next push that finds the session holding
+   * no rules and waiting on nobody takes it off the list.
    */
-  watch(waiting: boolean): void {
-    if (waiting && this.store.meta) this.cache.subscribe();
+  watch(): void {
+    if (this.store.meta) this.cache.subscribe();
   }
 
   /** What the rules are asked: the tool call as the session's table holds it, the turn's user. */

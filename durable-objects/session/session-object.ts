@@ -185,8 +185,6 @@ export class SessionObject extends DurableObject<Env> {
   /** A client that leaves loses nothing: its copies go, the requests stay pending for the others. */
   private detach(connId: string): void {
     this.notifier.onDetach(this.clients.list().filter((c) => c.connId !== connId).length);
-    // The last client gone and nothing waiting on people: rule changes need not wake this session.
-    if (this.clients.all().every((ws) => attachmentOf(ws)?.connId === connId) && !this.store.hasAsking()) this.rulesLink.watch(false);
     this.agentRequests.clientGone(connId);
   }
 
