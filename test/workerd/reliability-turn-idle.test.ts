@@ -15,6 +15,19 @@ const idleAtOf = (instance: SessionObject) => {
   return turnWatch.idleAt(store);
 };
 
+/** A running turn whose agent asked a person (the client holds the copy), with the tenant's turnIdleMs. */
+async function turnAskingAPerson(turnIdleMs: number) {
+  const t = await seedTenant({ limits: { turnIdleMs } });
+  const agent = await dialInAgent(t);
+  const { client, sessionId } = await clientWithSession(t, agent);
+  const session = env.SESSIONS.get(env.SESSIONS.idFromName(`${t.tenantId}/${sessionId}`));
+  client.send({ jsonrpc: "2.0", id: "turn", method: "session/prompt", params: { sessionId, prompt: [] } });
+  await agent.peer.next(isMethod("session/prompt"));
+  const agentReqId = agent.askPermission(sessionId, { toolCallId: "human", kind: "edit" });
+  const copy = await client.next(isMethod("session/request_permission"));
+  return { agent, client, session, agentReqId, copy };
+}
+
 describe("reliability: a turn whose agent never answers", () => {
   it("ends after turnIdleMs of silence: the prompt fails naming why, clients get turn_ended, the agent gets session/cancel", async () => {
     const t = await seedTenant({ limits: { turnIdleMs: 1000 } });
@@ -38,14 +51,7 @@ describe("reliability: a turn whose agent never answers", () => {
   });
 
   it("is not idle while a permission request waits on a person; the idle clock starts again at the answer", async () => {
-    const t = await seedTenant({ limits: { turnIdleMs: 1000 } });
-    const agent = await dialInAgent(t);
-    const { client, sessionId } = await clientWithSession(t, agent);
-    const session = env.SESSIONS.get(env.SESSIONS.idFromName(`${t.tenantId}/${sessionId}`));
-    client.send({ jsonrpc: "2.0", id: "turn", method: "session/prompt", params: { sessionId, prompt: [] } });
-    await agent.peer.next(isMethod("session/prompt"));
-    const agentReqId = agent.askPermission(sessionId, { toolCallId: "human", kind: "edit" });
-    const copy = await client.next(isMethod("session/request_permission"));
+    const { agent, client, session, agentReqId, copy } = await turnAskingAPerson(1000);
     expect(await runInDurableObject(session, idleAtOf)).toBeUndefined();
     const answeredAt = Date.now();
     client.respond(copy.id, { outcome: { outcome: "selected", optionId: "allow" } });
@@ -57,14 +63,7 @@ describe("reliability: a turn whose agent never answers", () => {
   });
 
   it("after a restart, the idle clock still starts at a person's answer (its resolution's time, not a row of its own)", async () => {
-    const t = await seedTenant({ limits: { turnIdleMs: 60_000 } });
-    const agent = await dialInAgent(t);
-    const { client, sessionId } = await clientWithSession(t, agent);
-    const session = env.SESSIONS.get(env.SESSIONS.idFromName(`${t.tenantId}/${sessionId}`));
-    client.send({ jsonrpc: "2.0", id: "turn", method: "session/prompt", params: { sessionId, prompt: [] } });
-    await agent.peer.next(isMethod("session/prompt"));
-    const agentReqId = agent.askPermission(sessionId, { toolCallId: "human", kind: "edit" });
-    const copy = await client.next(isMethod("session/request_permission"));
+    const { agent, client, session, agentReqId, copy } = await turnAskingAPerson(60_000);
     // The person takes a while: the answer is well after the log's newest entry (the request).
     await scheduler.wait(600);
     const answeredAt = Date.now();
