@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { attachClient, barrier, clientWithSession, dialInAgent, isMethod, isResponseTo, seedTenant } from "./helpers";
+import { attachClient, barrier, clientWithSession, dialInAgent, isMethod, isResponseTo, seedTenant, startTurn } from "./helpers";
 
 const call = (id: string) => ({ toolCallId: id, title: `Run ${id}`, kind: "execute", rawInput: { command: `echo ${id}` } });
 
@@ -84,8 +84,7 @@ describe("cancellation", () => {
     const t = await seedTenant();
     const agent = await dialInAgent(t);
     const { client, sessionId } = await clientWithSession(t, agent);
-    client.send({ jsonrpc: "2.0", id: "turn", method: "session/prompt", params: { sessionId, prompt: [] } });
-    await agent.peer.next(isMethod("session/prompt"));
+    await startTurn(client, agent, sessionId);
     const agentReqId = agent.askPermission(sessionId, call("x"));
     const copy = await client.next(isMethod("session/request_permission"));
     agent.peer.notify("$/cancel_request", { requestId: agentReqId });

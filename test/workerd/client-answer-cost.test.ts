@@ -8,7 +8,7 @@ import { runInDurableObject } from "cloudflare:test";
 import { describe, expect, it, onTestFinished } from "vitest";
 import type { RulesObject } from "../../durable-objects/rules/rules-object";
 import type { SessionObject } from "../../durable-objects/session/session-object";
-import { DEFAULT_OPTIONS, clientWithSession, dialInAgent, isMethod, isResponseTo, seedTenant } from "./helpers";
+import { clientWithSession, DEFAULT_OPTIONS, dialInAgent, isMethod, isResponseTo, seedTenant, startTurn } from "./helpers";
 import { rulesStub, sessionStub } from "./fuzz-faults";
 
 type Counts = { rulesCalls: number; notifyReads: number; alarmWrites: number };
@@ -68,8 +68,7 @@ describe("a permission request answered by a client", () => {
     const t = await seedTenant();
     const agent = await dialInAgent(t);
     const { client, sessionId } = await clientWithSession(t, agent);
-    client.send({ jsonrpc: "2.0", id: "turn", method: "session/prompt", params: { sessionId, prompt: [] } });
-    await agent.peer.next(isMethod("session/prompt"));
+    await startTurn(client, agent, sessionId);
     const askAndAnswer = async (toolCallId: string) => {
       const id = agent.askPermission(
         sessionId,

@@ -4,7 +4,7 @@
 
 import { SELF, env, runInDurableObject } from "cloudflare:test";
 import { describe, expect, it } from "vitest";
-import { DEFAULT_OPTIONS, clientWithSession, dialInAgent, isMethod, seedTenant } from "./helpers";
+import { clientWithSession, DEFAULT_OPTIONS, dialInAgent, isMethod, seedTenant, startTurn } from "./helpers";
 
 /** Wraps an object's sql.exec to sum the rows each statement wrote; returns a reader of the sum. */
 async function countRowsWritten(stub: DurableObjectStub): Promise<() => number> {
@@ -38,8 +38,7 @@ describe("cost: SQLite rows written per relayed update and per permission reques
     const session = env.SESSIONS.get(env.SESSIONS.idFromName(`${t.tenantId}/${sessionId}`));
     const agentObject = env.AGENTS.get(env.AGENTS.idFromName(`${t.tenantId}/cost`));
     // Permission requests are asked only during a turn.
-    client.send({ jsonrpc: "2.0", id: "turn", method: "session/prompt", params: { sessionId, prompt: [] } });
-    await agent.peer.next(isMethod("session/prompt"));
+    await startTurn(client, agent, sessionId);
     // One request answered by the rule first: the session's rules are then held (rules-cache.ts), as in a running session.
     const warm = agent.askPermission(sessionId, { toolCallId: "warm", kind: "execute", rawInput: { command: "ls" } }, DEFAULT_OPTIONS);
     await agent.peer.next((m) => m.id === warm, 30_000);

@@ -1,6 +1,6 @@
 import { env, evictDurableObject } from "cloudflare:test";
 import { describe, expect, it } from "vitest";
-import { attachClient, clientWithSession, dialInAgent, isMethod, isResponseTo, seedTenant } from "./helpers";
+import { attachClient, clientWithSession, dialInAgent, isMethod, isResponseTo, seedTenant, startTurn } from "./helpers";
 
 const sessionStub = (tenantId: string, sessionId: string) => env.SESSIONS.get(env.SESSIONS.idFromName(`${tenantId}/${sessionId}`));
 const agentStub = (tenantId: string, name: string) => env.AGENTS.get(env.AGENTS.idFromName(`${tenantId}/${name}`));
@@ -37,8 +37,7 @@ describe("faults", () => {
     const t = await seedTenant();
     const agent = await dialInAgent(t);
     const { client, sessionId } = await clientWithSession(t, agent);
-    client.send({ jsonrpc: "2.0", id: "turn", method: "session/prompt", params: { sessionId, prompt: [] } });
-    await agent.peer.next(isMethod("session/prompt"));
+    await startTurn(client, agent, sessionId);
     agent.askPermission(sessionId, { toolCallId: "t1", title: "Run", kind: "execute" });
     const copy = await client.next(isMethod("session/request_permission"));
     agent.peer.close();

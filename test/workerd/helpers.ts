@@ -215,6 +215,12 @@ export async function clientWithSession(t: SeededTenant, agent: ScriptedAgent, k
   return { client, sessionId };
 }
 
+/** A turn started: the client's empty prompt (request `id`) has reached the agent, which has not answered it. */
+export async function startTurn(client: Peer, agent: ScriptedAgent, sessionId: string, id = "turn"): Promise<Json> {
+  client.send({ jsonrpc: "2.0", id, method: "session/prompt", params: { sessionId, prompt: [] } });
+  return agent.peer.next(isMethod("session/prompt"));
+}
+
 /** A second client attached to an existing session with session/load. */
 export async function attachClient(t: SeededTenant, agent: ScriptedAgent, sessionId: string, key = t.clientKey2) {
   const client = await connect(`/acp?agent=${agent.name}`, key);

@@ -8,7 +8,7 @@
 
 import { env, runInDurableObject } from "cloudflare:test";
 import { describe, expect, it } from "vitest";
-import { clientWithSession, dialInAgent, isMethod, isResponseTo, seedTenant } from "./helpers";
+import { clientWithSession, dialInAgent, isMethod, isResponseTo, seedTenant, startTurn } from "./helpers";
 import { restartObject, sessionStub } from "./fuzz-faults";
 
 /** The name the object's own ctx reports, read inside the object, and whether this instance was marked. */
@@ -42,8 +42,7 @@ describe("ctx.id.name inside the gateway's objects", () => {
     const { client, sessionId } = await clientWithSession(t, agent);
     await mark(sessionStub(t.tenantId, sessionId));
     await restartObject(sessionStub(t.tenantId, sessionId));
-    client.send({ jsonrpc: "2.0", id: "p", method: "session/prompt", params: { sessionId, prompt: [] } });
-    await agent.peer.next(isMethod("session/prompt"));
+    await startTurn(client, agent, sessionId, "p");
     expect(await nameInside(sessionStub(t.tenantId, sessionId))).toEqual({ name: `${t.tenantId}/${sessionId}`, marked: false });
   });
 

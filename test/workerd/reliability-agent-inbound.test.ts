@@ -6,7 +6,7 @@
 import { runInDurableObject } from "cloudflare:test";
 import { describe, expect, it } from "vitest";
 import type { ToAgent } from "../../durable-objects/agent/contract";
-import { barrier, clientWithSession, dialInAgent, isMethod, isResponseTo, seedTenant } from "./helpers";
+import { barrier, clientWithSession, dialInAgent, isMethod, isResponseTo, seedTenant, startTurn } from "./helpers";
 import { agentStub, restartObject, sessionStub } from "./fuzz-faults";
 
 /** The AgentObject's current connection epoch, as its store holds it. */
@@ -20,8 +20,7 @@ async function pendingRequest() {
   const t = await seedTenant();
   const agent = await dialInAgent(t);
   const { client, sessionId } = await clientWithSession(t, agent);
-  client.send({ jsonrpc: "2.0", id: "turn", method: "session/prompt", params: { sessionId, prompt: [] } });
-  await agent.peer.next(isMethod("session/prompt"));
+  await startTurn(client, agent, sessionId);
   const agentReqId = agent.askPermission(sessionId, { toolCallId: "t1", title: "Run", kind: "execute" });
   const copy = await client.next(isMethod("session/request_permission"));
   return { t, agent, client, sessionId, agentReqId, copy, stub: agentStub(t.tenantId, agent.name) };

@@ -7,7 +7,7 @@ import { env, evictDurableObject, runDurableObjectAlarm, runInDurableObject } fr
 import { describe, expect, it } from "vitest";
 import type { AgentObject } from "../../durable-objects/agent/agent-object";
 import type { FromAgent } from "../../durable-objects/session/contract";
-import { type Peer, type ScriptedAgent, clientWithSession, dialInAgent, isMethod, isResponseTo, seedTenant } from "./helpers";
+import { clientWithSession, dialInAgent, isMethod, isResponseTo, seedTenant, startTurn, type Peer, type ScriptedAgent } from "./helpers";
 
 const sessionStub = (tenantId: string, sessionId: string) => env.SESSIONS.get(env.SESSIONS.idFromName(`${tenantId}/${sessionId}`));
 const agentStub = (tenantId: string, name: string) => env.AGENTS.get(env.AGENTS.idFromName(`${tenantId}/${name}`));
@@ -107,8 +107,7 @@ describe("reliability: the AgentObject's queue to a session", () => {
     const t = await seedTenant();
     const agent = await dialInAgent(t);
     const { client, sessionId } = await clientWithSession(t, agent);
-    client.send({ jsonrpc: "2.0", id: "turn", method: "session/prompt", params: { sessionId, prompt: [] } });
-    await agent.peer.next(isMethod("session/prompt"));
+    await startTurn(client, agent, sessionId);
     await runInDurableObject(agentStub(t.tenantId, agent.name), failSessionCalls);
     agent.peer.notify("session/update", chunk(sessionId, "last words"));
     await acceptedSoFar(agent);

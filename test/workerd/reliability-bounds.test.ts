@@ -4,7 +4,7 @@
 
 import { SELF, runInDurableObject } from "cloudflare:test";
 import { describe, expect, it } from "vitest";
-import { barrier, clientWithSession, dialInAgent, isMethod, isResponseTo, seedTenant } from "./helpers";
+import { barrier, clientWithSession, dialInAgent, isMethod, isResponseTo, seedTenant, startTurn } from "./helpers";
 import { restartObject, rulesStub, sessionStub } from "./fuzz-faults";
 
 async function pushList(tenantId: string): Promise<string[]> {
@@ -42,8 +42,7 @@ describe("reliability: bounds on waiting", () => {
     const t = await seedTenant({ limits: { pendingPermissionsPerSession: 2 } });
     const agent = await dialInAgent(t);
     const { client, sessionId } = await clientWithSession(t, agent);
-    client.send({ jsonrpc: "2.0", id: "turn", method: "session/prompt", params: { sessionId, prompt: [] } });
-    await agent.peer.next(isMethod("session/prompt"));
+    await startTurn(client, agent, sessionId);
     agent.askPermission(sessionId, { toolCallId: "a", kind: "edit" }, undefined, "p1");
     agent.askPermission(sessionId, { toolCallId: "b", kind: "edit" }, undefined, "p2");
     await client.next(isMethod("session/request_permission"));
@@ -65,8 +64,7 @@ describe("reliability: bounds on waiting", () => {
     const t = await seedTenant();
     const agent = await dialInAgent(t);
     const { client, sessionId } = await clientWithSession(t, agent);
-    client.send({ jsonrpc: "2.0", id: "turn", method: "session/prompt", params: { sessionId, prompt: [] } });
-    await agent.peer.next(isMethod("session/prompt"));
+    await startTurn(client, agent, sessionId);
     agent.askPermission(sessionId, { toolCallId: "w", kind: "edit" }, undefined, "pw");
     await client.next(isMethod("session/request_permission"));
     await pushListBecomes(t.tenantId, [sessionId]);
@@ -83,8 +81,7 @@ describe("reliability: bounds on waiting", () => {
     const t = await seedTenant();
     const agent = await dialInAgent(t);
     const { client, sessionId } = await clientWithSession(t, agent);
-    client.send({ jsonrpc: "2.0", id: "turn", method: "session/prompt", params: { sessionId, prompt: [] } });
-    await agent.peer.next(isMethod("session/prompt"));
+    await startTurn(client, agent, sessionId);
     agent.askPermission(sessionId, { toolCallId: "g", kind: "execute", rawInput: { command: "npm test" } }, undefined, "pg");
     await client.next(isMethod("session/request_permission"));
     await restartObject(sessionStub(t.tenantId, sessionId));

@@ -5,7 +5,7 @@ import { env, runDurableObjectAlarm, runInDurableObject } from "cloudflare:test"
 import { describe, expect, it } from "vitest";
 import type { AuditOutbox } from "../../durable-objects/session/audit-outbox";
 import type { SessionObject } from "../../durable-objects/session/session-object";
-import { clientWithSession, connect, dialInAgent, isMethod, isResponseTo, seedTenant } from "./helpers";
+import { clientWithSession, connect, dialInAgent, isMethod, isResponseTo, seedTenant, startTurn } from "./helpers";
 
 /** Makes the real D1 fail for one table (renamed away) while `body` runs, and puts it back after. */
 async function withTableGone<T>(table: string, body: () => Promise<T>): Promise<T> {
@@ -39,8 +39,7 @@ describe("reliability: the decision audit while D1 fails", () => {
     const agent = await dialInAgent(t);
     const { client, sessionId } = await clientWithSession(t, agent);
     const session = env.SESSIONS.get(env.SESSIONS.idFromName(`${t.tenantId}/${sessionId}`));
-    client.send({ jsonrpc: "2.0", id: "turn", method: "session/prompt", params: { sessionId, prompt: [] } });
-    await agent.peer.next(isMethod("session/prompt"));
+    await startTurn(client, agent, sessionId);
     const agentReqId = agent.askPermission(sessionId, { toolCallId: "audited", kind: "edit", title: "Edit" });
     const copy = await client.next(isMethod("session/request_permission"));
     await withTableGone("decision_audit", async () => {

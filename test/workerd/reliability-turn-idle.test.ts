@@ -7,7 +7,7 @@ import type { SessionObject } from "../../durable-objects/session/session-object
 import type { SessionStore } from "../../durable-objects/session/store";
 import type { TurnWatch } from "../../durable-objects/session/turn-watch";
 import { restartObject } from "./fuzz-faults";
-import { clientWithSession, dialInAgent, isMethod, isResponseTo, seedTenant } from "./helpers";
+import { clientWithSession, dialInAgent, isMethod, isResponseTo, seedTenant, startTurn } from "./helpers";
 
 // SAFETY: the test asks the session when its idle timer would fire (private fields every SessionObject has).
 const idleAtOf = (instance: SessionObject) => {
@@ -21,8 +21,7 @@ async function turnAskingAPerson(turnIdleMs: number) {
   const agent = await dialInAgent(t);
   const { client, sessionId } = await clientWithSession(t, agent);
   const session = env.SESSIONS.get(env.SESSIONS.idFromName(`${t.tenantId}/${sessionId}`));
-  client.send({ jsonrpc: "2.0", id: "turn", method: "session/prompt", params: { sessionId, prompt: [] } });
-  await agent.peer.next(isMethod("session/prompt"));
+  await startTurn(client, agent, sessionId);
   const agentReqId = agent.askPermission(sessionId, { toolCallId: "human", kind: "edit" });
   const copy = await client.next(isMethod("session/request_permission"));
   return { agent, client, session, agentReqId, copy };
@@ -34,8 +33,7 @@ describe("reliability: a turn whose agent never answers", () => {
     const agent = await dialInAgent(t);
     const { client, sessionId } = await clientWithSession(t, agent);
     const started = Date.now();
-    client.send({ jsonrpc: "2.0", id: "turn", method: "session/prompt", params: { sessionId, prompt: [] } });
-    await agent.peer.next(isMethod("session/prompt"));
+    await startTurn(client, agent, sessionId);
     const failed = await client.next(isResponseTo("turn"), 10_000);
     expect(Date.now() - started).toBeGreaterThanOrEqual(1000);
     expect(failed.error).toMatchObject({ code: -32603, data: { reason: "turn_idle" } });

@@ -1,6 +1,6 @@
 import { SELF } from "cloudflare:test";
 import { describe, expect, it } from "vitest";
-import { clientWithSession, dialInAgent, isMethod, isResponseTo, seedTenant } from "./helpers";
+import { clientWithSession, dialInAgent, isMethod, isResponseTo, seedTenant, startTurn } from "./helpers";
 
 const api = (path: string, key: string | undefined, init: { method?: string; body?: unknown } = {}) =>
   SELF.fetch(`http://gateway.test${path}`, {
@@ -93,8 +93,7 @@ describe("the rules API", () => {
     const agent = await dialInAgent(t);
     const { client, sessionId } = await clientWithSession(t, agent);
     const { rule } = (await (await api("/v1/rules", t.adminKey, { method: "POST", body: gitStatus })).json()) as { rule: { id: string } };
-    client.send({ jsonrpc: "2.0", id: "p", method: "session/prompt", params: { sessionId, prompt: [] } });
-    await agent.peer.next(isMethod("session/prompt"));
+    await startTurn(client, agent, sessionId, "p");
     const options = [
       { optionId: "ok", name: "Allow", kind: "allow_once" },
       { optionId: "no", name: "Reject", kind: "reject_once" },
@@ -132,8 +131,7 @@ describe("the audit API", () => {
     const t = await seedTenant();
     const agent = await dialInAgent(t);
     const { client, sessionId } = await clientWithSession(t, agent);
-    client.send({ jsonrpc: "2.0", id: "p", method: "session/prompt", params: { sessionId, prompt: [] } });
-    await agent.peer.next(isMethod("session/prompt"));
+    await startTurn(client, agent, sessionId, "p");
     for (const id of ["q1", "q2", "q3"]) {
       const req = agent.askPermission(sessionId, { toolCallId: id, kind: "read", locations: [{ path: `/p/${id}` }] });
       client.respond((await client.next(isMethod("session/request_permission"))).id, {

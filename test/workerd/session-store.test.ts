@@ -7,7 +7,7 @@ import { describe, expect, it } from "vitest";
 import { AuditOutbox } from "../../durable-objects/session/audit-outbox";
 import { MAX_STORED_ROW_BYTES } from "../../protocol/limits";
 import { type PendingRequest, SessionStore } from "../../durable-objects/session/store";
-import { clientWithSession, dialInAgent, isMethod, isResponseTo, seedTenant } from "./helpers";
+import { clientWithSession, dialInAgent, isMethod, isResponseTo, seedTenant, startTurn } from "./helpers";
 
 let n = 0;
 /** A session object of its own, its storage handed to `fn` (the object's own store is not used). */
@@ -192,8 +192,7 @@ describe("session store: a request at the size limits", () => {
     const t = await seedTenant();
     const agent = await dialInAgent(t);
     const { client, sessionId } = await clientWithSession(t, agent);
-    client.send({ jsonrpc: "2.0", id: "turn", method: "session/prompt", params: { sessionId, prompt: [] } });
-    await agent.peer.next(isMethod("session/prompt"));
+    await startTurn(client, agent, sessionId);
     const near = 1024 * 1024 - 4 * 1024; // each frame within the frame limit; together above SQLite's row cap
     agent.update(sessionId, {
       sessionUpdate: "tool_call",
