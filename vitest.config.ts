@@ -29,6 +29,8 @@ export default defineConfig({
                 TEST_MIGRATIONS: await readD1Migrations("./db/migrations"),
                 GATEWAY_ADMIN_TOKEN: "test-operator-token",
                 KEY_RECHECK_MS: "300",
+                // Agent links close soon after use, so an AgentObject the tests evict is idle within a moment.
+                AGENT_LINK_IDLE_MS: "50",
                 // Streamable HTTP: short keepalive and reconnect window, so tests see both in a second or two.
                 HTTP_KEEPALIVE_MS: "200",
                 HTTP_STREAM_WINDOW_MS: "1500",

@@ -32,6 +32,8 @@ import { AgentRates } from "../tenant/tenant-limits";
 import { AGENT_PRINCIPAL_HEADER, type AgentPrincipal, type AgentStatus, type OpenSessionArgs, type ToAgent } from "./contract";
 import { Dialer } from "./dialer";
 import { SessionOutbox } from "./session-outbox";
+import { LINK_IDLE_MS, SessionLinks } from "./session-links";
+import { AGENT_LINK_HEADER } from "../../protocol/agent-link-wire";
 import { AgentStore } from "./store";
 import { stage, stageTimingFrom } from "../../protocol/stage-timing";
 
@@ -337,7 +339,8 @@ export class AgentObject extends DurableObject<Env> {
           this.enqueue(ref.sessionId, { kind: "response", gwId: frame.gwId, text: JSON.stringify(errorResponse(frame.gwId, error)) });
           return true; // answered, with the error
         }
-        // The session's second try of a call whose answer it lost: the request went already.
+        // The session's second try of a call whose answer it lost: the request went already. Checked
+        // after the waits above, so two tries waiting at once still send it once.
         if (this.store.outboundFor(ref.sessionId, frame.gwId)) return true;
         const agentId = this.store.nextId();
         this.store.addOutbound({ agentId, epoch, kind: "forward", sessionId: ref.sessionId, gwId: frame.gwId });
@@ -620,6 +623,16 @@ export class AgentObject extends DurableObject<Env> {
    */
   private readonly outbox: SessionOutbox;
   private readonly inFlight = new Set<string>();
+  private readonly links = new SessionLinks({
+    open: (sessionId) => this.openLink(sessionId),
+    toAgent: (sessionId, frame) => {
+      const meta = this.store.meta;
+      // SAFETY: a link carries only what its session's AgentLink sends, a ToAgent (agent-link.ts).
+      return meta ? this.toAgent(meta.name, { tenantId: meta.tenantId, sessionId }, frame as ToAgent) : Promise.resolve(false);
+    },
+    waitUntil: (promise) => this.ctx.waitUntil(promise),
+    idleMs: Number(this.env.AGENT_LINK_IDLE_MS ?? LINK_IDLE_MS),
+  });
   private redeliveryArmed = false;
 
   private enqueue(sessionId: string, item: FromAgent): void {
@@ -636,8 +649,7 @@ export class AgentObject extends DurableObject<Env> {
     const last = items.at(-1)?.seq;
     if (last === undefined) return;
     this.inFlight.add(sessionId);
-    const call = this.session(sessionId)
-      .fromAgentBatch(items)
+    const call = (this.links.deliver(sessionId, items) ?? this.session(sessionId).fromAgentBatch(items))
       .then(
         () => {
           this.outbox.delivered(sessionId, last);
@@ -657,6 +669,16 @@ export class AgentObject extends DurableObject<Env> {
         if (ok) this.sendBatch(sessionId);
       });
     this.ctx.waitUntil(call);
+  }
+
+  /** The session's end of a link (session-links.ts), or undefined when the session refuses it. */
+  private async openLink(sessionId: string): Promise<WebSocket | undefined> {
+    const meta = this.store.meta;
+    if (!meta) return undefined;
+    const response = await this.session(sessionId).fetch("https://session.internal/agent-link", {
+      headers: { Upgrade: "websocket", [AGENT_LINK_HEADER]: meta.name },
+    });
+    return response.status === 101 ? (response.webSocket ?? undefined) : undefined;
   }
 
   private watchArmed = false;

@@ -14,6 +14,7 @@ import type { Env } from "../../worker/env";
 import type { AgentObject } from "../agent/agent-object";
 import type { ToAgent } from "../agent/contract";
 import { AgentDelivery } from "./agent-delivery";
+import type { AgentSocket } from "./agent-socket";
 import type { AgentRequests } from "./agent-request-routing";
 import { type AttachedClients, attachmentOf, send, sendRewritable } from "./clients";
 import { appendUpdate, maybeFold } from "./compaction";
@@ -40,6 +41,8 @@ export interface AgentLinkDeps {
   rules: RulesLink;
   /** Takes a deleted session out of the tenant's index, retrying while D1 fails. */
   unindex: SessionUnindex;
+  /** The agent link's session end: the fast lane to the AgentObject. */
+  socket: AgentSocket;
   /** Sets the object's alarm to the earliest deadline, notify time, audit retry or idle time. */
   scheduleDeadline(): void;
 }
@@ -173,35 +176,51 @@ export class AgentLink {
   }
 
   // ── out: towards the agent, through the AgentObject ──────────────────────────────────────────
+  /** RPC calls to the AgentObject not yet returned: while there are any, frames go by RPC too, so none overtakes another. */
+  private rpcInFlight = 0;
+
   /**
-   * Fire and forget, in order: calls on one stub are delivered in the order they are made. A request
-   * that cannot be handed to the agent is answered with an error (and a prompt's turn ends); `after`
-   * learns whether the frame reached the agent (`threw`: the hand-off itself failed). A failed call
-   * is made once more on a fresh stub (a stub whose object crashed stays broken); the AgentObject
-   * skips a frame it already handed on, so the second try never duplicates one.
+   * Fire and forget, in order. A frame goes on the agent link (agent-socket.ts) when there is one and
+   * no RPC call is still out, otherwise as an RPC call (calls on one stub are delivered in the order
+   * they are made). A request that cannot be handed to the agent is answered with an error (and a
+   * prompt's turn ends); `after` learns whether the frame reached the agent (`threw`: the hand-off
+   * itself failed). A failed hand-off is tried once more by RPC on a fresh stub (a stub whose object
+   * crashed stays broken); the AgentObject skips a frame it already handed on, so the second try
+   * never duplicates one.
    */
   toAgent(frame: ToAgent, after?: (delivered: boolean, threw: boolean) => void, retried = false): void {
     stage("session.toAgent", frame);
     const { env, store } = this.d;
     const meta = store.meta;
     if (!meta) return;
-    this.agentStub ??= env.AGENTS.get(env.AGENTS.idFromName(`${meta.tenantId}/${meta.agent}`));
-    const stub = this.agentStub;
-    const ref = { tenantId: meta.tenantId, sessionId: meta.sessionId };
     const settled = (delivered: boolean, threw: boolean, reason: string) => {
       if (!delivered && frame.type === "request") this.requestUndelivered(frame.gwId, reason);
       after?.(delivered, threw);
     };
+    if (!retried && this.rpcInFlight === 0) {
+      const sent = this.d.socket.send(frame, (outcome) => {
+        if (outcome === "failed") this.toAgent(frame, after, true);
+        else settled(outcome === "delivered", false, "the agent does not hold this session");
+      });
+      if (sent) return;
+    }
+    this.agentStub ??= env.AGENTS.get(env.AGENTS.idFromName(`${meta.tenantId}/${meta.agent}`));
+    const stub = this.agentStub;
+    const ref = { tenantId: meta.tenantId, sessionId: meta.sessionId };
+    this.rpcInFlight++;
     this.d.ctx.waitUntil(
-      stub.toAgent(meta.agent, ref, frame).then(
-        (delivered) => settled(delivered, false, "the agent does not hold this session"),
-        (e: unknown) => {
-          console.error("session: agent delivery failed", e);
-          if (this.agentStub === stub) this.agentStub = undefined;
-          if (!retried) this.toAgent(frame, after, true);
-          else settled(false, true, "the hand-off to the agent failed");
-        },
-      ),
+      stub
+        .toAgent(meta.agent, ref, frame)
+        .finally(() => this.rpcInFlight--)
+        .then(
+          (delivered) => settled(delivered, false, "the agent does not hold this session"),
+          (e: unknown) => {
+            console.error("session: agent delivery failed", e);
+            if (this.agentStub === stub) this.agentStub = undefined;
+            if (!retried) this.toAgent(frame, after, true);
+            else settled(false, true, "the hand-off to the agent failed");
+          },
+        ),
     );
   }
 

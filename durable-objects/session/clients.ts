@@ -6,19 +6,30 @@
 import { type ClientAttachment, packFrames, rewritable } from "../../protocol/session-wire";
 import { stage } from "../../protocol/stage-timing";
 
-export function connTag(connId: string): string {
+function connTag(connId: string): string {
   return `conn:${connId}`;
 }
 
+/** Every client socket carries it, so the AgentObject's link (agent-socket.ts) is never taken for a client. */
+const CLIENT_TAG = "client";
+
+/** The tags a client's socket is accepted with. */
+export function clientTags(connId: string): string[] {
+  return [connTag(connId), CLIENT_TAG];
+}
+
+/** What the session knows of a client socket; undefined for any other socket (the agent link). */
 export function attachmentOf(ws: WebSocket): ClientAttachment | undefined {
-  return ws.deserializeAttachment() as ClientAttachment | undefined;
+  const attachment = ws.deserializeAttachment() as Partial<ClientAttachment> | null | undefined;
+  // SAFETY: only client sockets carry an attachment with a connId (session-object.ts `fetch`).
+  return typeof attachment?.connId === "string" ? (attachment as ClientAttachment) : undefined;
 }
 
 export class AttachedClients {
   constructor(private readonly ctx: DurableObjectState) {}
 
   all(): WebSocket[] {
-    return this.ctx.getWebSockets();
+    return this.ctx.getWebSockets(CLIENT_TAG);
   }
 
   byConnection(connId: string): WebSocket | undefined {
@@ -27,7 +38,7 @@ export class AttachedClients {
 
   /** Sends one frame to every attached client, or to all but one connection. */
   broadcast(text: string, exceptConnId?: string): void {
-    for (const ws of this.ctx.getWebSockets()) {
+    for (const ws of this.ctx.getWebSockets(CLIENT_TAG)) {
       if (exceptConnId !== undefined && attachmentOf(ws)?.connId === exceptConnId) continue;
       send(ws, text);
     }

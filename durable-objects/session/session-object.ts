@@ -25,9 +25,11 @@ import { AGENT_METHODS, CANCEL_REQUEST } from "../../protocol/methods";
 import type { Env } from "../../worker/env";
 import type { ApprovalView, FromAgent, InitResult, LinkRefusal, SessionInit, SessionRef, SessionSnapshot } from "./contract";
 import { AgentLink } from "./agent-link";
+import { AgentSocket } from "./agent-socket";
+import { AGENT_LINK_HEADER, encodeLink, linkToSession } from "../../protocol/agent-link-wire";
 import { AuditOutbox } from "./audit-outbox";
 import { TurnWatch } from "./turn-watch";
-import { AttachedClients, attachmentOf, connTag, send, sendPacked } from "./clients";
+import { AttachedClients, attachmentOf, clientTags, send, sendPacked } from "./clients";
 import { ATTACH_HEADER, attachRequestOf } from "../../protocol/session-wire";
 import { SessionStore, permIdOfCopy } from "./store";
 import { splitName } from "../object-name";
@@ -57,12 +59,14 @@ export class SessionObject extends DurableObject<Env> {
   private readonly audits: AuditOutbox;
   private readonly turnWatch: TurnWatch;
   private readonly unindex: SessionUnindex;
+  private readonly agentSocket: AgentSocket;
 
   constructor(ctx: DurableObjectState, env: Env) {
     super(ctx, env);
     stageTimingFrom(env);
     this.store = new SessionStore(ctx.storage.sql);
     this.clients = new AttachedClients(ctx);
+    this.agentSocket = new AgentSocket(ctx);
     this.audits = new AuditOutbox(ctx.storage.sql, env.DB, this.store);
     this.turnWatch = new TurnWatch(ctx.storage.sql);
     this.unindex = new SessionUnindex(this.store, () => this.env.DB);
@@ -102,6 +106,7 @@ export class SessionObject extends DurableObject<Env> {
       turn: this.turn,
       rules: this.rulesLink,
       unindex: this.unindex,
+      socket: this.agentSocket,
       scheduleDeadline: () => this.scheduleDeadline(),
     });
   }
@@ -122,6 +127,8 @@ export class SessionObject extends DurableObject<Env> {
   // ── a client attaches: history, then (for session/load) the answer, then pending requests, then live ──
   override async fetch(request: Request): Promise<Response> {
     if (request.headers.get("Upgrade") !== "websocket") return new Response("expected a WebSocket", { status: 426 });
+    const linkFrom = request.headers.get(AGENT_LINK_HEADER);
+    if (linkFrom !== null) return this.acceptAgentLink(linkFrom);
     const attach = attachRequestOf(request.headers.get(ATTACH_HEADER));
     const meta = this.store.meta;
     if (!attach || !meta || meta.tenantId !== attach.tenantId || meta.sessionId !== attach.sessionId) {
@@ -131,7 +138,7 @@ export class SessionObject extends DurableObject<Env> {
     const [edge, server] = [pair[0], pair[1]];
     // Everything below is synchronous: no other event can run between reading the log and joining
     // the live fan-out, so the client sees no gap and no duplicate.
-    this.ctx.acceptWebSocket(server, [connTag(attach.client.connId)]);
+    this.ctx.acceptWebSocket(server, clientTags(attach.client.connId));
     server.serializeAttachment(attach.client);
     if (attach.mode !== "live") {
       const tally = new CompactionTally();
@@ -145,11 +152,38 @@ export class SessionObject extends DurableObject<Env> {
     return new Response(null, { status: 101, webSocket: edge });
   }
 
+  /**
+   * The AgentObject's link (agent-socket.ts): only the session's own agent opens one. The header
+   * cannot come from outside: only the gateway's own objects and Worker make requests to this object.
+   */
+  private acceptAgentLink(agent: string): Response {
+    const meta = this.store.meta;
+    if (!meta || meta.agent !== agent) return new Response("session not found", { status: 404 });
+    const pair = new WebSocketPair();
+    this.agentSocket.accept(pair[1]);
+    return new Response(null, { status: 101, webSocket: pair[0] });
+  }
+
+  /** A message on the agent link: a batch of the agent's traffic (acked once applied), or the answer to a frame sent on it. */
+  private onLinkMessage(ws: WebSocket, data: string | ArrayBuffer): void {
+    const message = typeof data === "string" ? linkToSession(data) : undefined;
+    if (!message) return;
+    if (message.t !== "batch") return this.agentSocket.answered(message);
+    // SAFETY: batches come only from the AgentObject, which sends FromAgent items (session-links.ts).
+    this.fromAgentBatch(message.items as FromAgent[]);
+    // Held by the output gate until what the batch wrote commits, exactly as an RPC's return.
+    ws.send(encodeLink({ t: "ack" }));
+  }
+
   // ── messages from a client (through the edge Worker, which already checked the frame) ────────
   override webSocketMessage(ws: WebSocket, data: string | ArrayBuffer): void {
-    stage("session.answer", data);
     const client = attachmentOf(ws);
-    if (!client || typeof data !== "string") return;
+    if (!client) {
+      if (this.agentSocket.isLink(ws)) this.onLinkMessage(ws, data);
+      return;
+    }
+    stage("session.answer", data);
+    if (typeof data !== "string") return;
     const parsed = parseFrame(data);
     if (!parsed.ok) {
       if (parsed.reply) send(ws, JSON.stringify(parsed.reply));
@@ -170,6 +204,7 @@ export class SessionObject extends DurableObject<Env> {
   override webSocketClose(ws: WebSocket, code: number): void {
     const client = attachmentOf(ws);
     if (client) this.detach(client.connId);
+    else if (this.agentSocket.isLink(ws)) this.agentSocket.lost(ws);
     try {
       ws.close(code === 1005 ? 1000 : code, "closed");
     } catch {
@@ -180,6 +215,7 @@ export class SessionObject extends DurableObject<Env> {
   override webSocketError(ws: WebSocket): void {
     const client = attachmentOf(ws);
     if (client) this.detach(client.connId);
+    else if (this.agentSocket.isLink(ws)) this.agentSocket.lost(ws);
   }
 
   /** A client that leaves loses nothing: its copies go, the requests stay pending for the others. */

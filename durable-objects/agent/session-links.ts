@@ -1,0 +1,167 @@
+// The AgentObject's ends of the agent links (protocol/agent-link-wire.ts): one WebSocket to each
+// session it delivers to, opened at the first delivery and used from the next one on (a hop over a
+// WebSocket between two objects costs well under half an RPC call's). Until a link is open, and
+// whenever it fails, the RPC method is used: a delivery is one batch at a time per session
+// (agent-object.ts `sendBatch`), so switching between the two never reorders anything.
+//
+// These are outgoing sockets, so they keep the object in memory while they are open: a link unused
+// for the idle time (AGENT_LINK_IDLE_MS, 10 s) is closed, and an idle agent's object can hibernate
+// again. A batch the session has not acked within ACK_TIMEOUT_MS fails (the link is closed and the
+// outbox re-sends it, by RPC; the session applies each item once, by its seq): a link whose far end
+// vanished without a close event can delay a session, never stop it.
+
+import { type LinkToAgent, encodeLink, linkToAgent } from "../../protocol/agent-link-wire";
+
+/** A link nothing went over for this long is closed (the next delivery goes by RPC and opens it again). */
+export const LINK_IDLE_MS = 10_000;
+/** A batch not acked for this long (checked at each idle sweep) counts as failed. */
+const ACK_TIMEOUT_MS = 10_000;
+/** After a link could not be opened, deliveries go by RPC for this long before it is tried again. */
+const REOPEN_AFTER_MS = 5_000;
+
+interface Link {
+  ws: WebSocket;
+  used: boolean;
+  /** The batch sent and not acked yet (one at a time per session). */
+  batch?: { sentAt: number; resolve(): void; reject(error: Error): void };
+}
+
+export interface SessionLinksDeps {
+  /** Opens the session's end (SessionObject `fetch` with AGENT_LINK_HEADER); undefined if it refused. */
+  open(sessionId: string): Promise<WebSocket | undefined>;
+  /** A frame the session sent on the link, handed on as its RPC `toAgent` would be: true if it reached the agent. */
+  toAgent(sessionId: string, frame: unknown): Promise<boolean>;
+  waitUntil(promise: Promise<unknown>): void;
+  /** How long a link may go unused before it is closed (LINK_IDLE_MS; tests set it short). */
+  idleMs: number;
+}
+
+export class SessionLinks {
+  private readonly links = new Map<string, Link>();
+  private readonly opening = new Set<string>();
+  private readonly failedAt = new Map<string, number>();
+  private sweeping = false;
+
+  constructor(private readonly d: SessionLinksDeps) {}
+
+  /**
+   * Delivers a batch on the session's link: resolves when the session acked it (after its commit),
+   * rejects when the link fails first. Undefined when there is no open link (one is then opened for
+   * the next batch): the caller uses RPC.
+   */
+  deliver(sessionId: string, items: unknown[]): Promise<void> | undefined {
+    const link = this.links.get(sessionId);
+    if (!link) {
+      this.openLater(sessionId);
+      return undefined;
+    }
+    if (link.batch) return undefined; // never: one batch at a time per session
+    try {
+      link.ws.send(encodeLink({ t: "batch", items }));
+    } catch {
+      this.drop(sessionId, link);
+      return undefined;
+    }
+    link.used = true;
+    return new Promise<void>((resolve, reject) => {
+      link.batch = { sentAt: Date.now(), resolve, reject };
+    });
+  }
+
+  private openLater(sessionId: string): void {
+    if (this.opening.has(sessionId)) return;
+    const failed = this.failedAt.get(sessionId);
+    if (failed !== undefined && Date.now() - failed < REOPEN_AFTER_MS) return;
+    this.opening.add(sessionId);
+    const opened = this.d
+      .open(sessionId)
+      .catch((error: unknown) => {
+        console.error("agent: opening the link to a session failed; RPC is used", error);
+        return undefined;
+      })
+      .then((ws) => {
+        this.opening.delete(sessionId);
+        if (!ws) {
+          this.failedAt.set(sessionId, Date.now());
+          return;
+        }
+        this.failedAt.delete(sessionId);
+        this.adopt(sessionId, ws);
+      });
+    this.d.waitUntil(opened);
+  }
+
+  private adopt(sessionId: string, ws: WebSocket): void {
+    ws.accept();
+    const link: Link = { ws, used: true };
+    this.links.set(sessionId, link);
+    ws.addEventListener("message", (event) => {
+      if (typeof event.data === "string") this.onMessage(sessionId, link, linkToAgent(event.data));
+    });
+    ws.addEventListener("close", () => this.drop(sessionId, link));
+    ws.addEventListener("error", () => this.drop(sessionId, link));
+    this.sweepLater();
+  }
+
+  private onMessage(sessionId: string, link: Link, message: LinkToAgent | undefined): void {
+    if (!message) return;
+    link.used = true;
+    if (message.t === "ack") {
+      const batch = link.batch;
+      link.batch = undefined;
+      batch?.resolve();
+      return;
+    }
+    const n = message.n;
+    const reply = (answer: Parameters<typeof encodeLink>[0]) => {
+      try {
+        link.ws.send(encodeLink(answer));
+      } catch {
+        // the link is closing: the session fails the frame and tries again by RPC
+      }
+    };
+    this.d.waitUntil(
+      this.d.toAgent(sessionId, message.frame).then(
+        (delivered) => reply({ t: "sent", n, delivered }),
+        (error: unknown) => {
+          console.error("agent: a frame from a session's link failed", error);
+          reply({ t: "failed", n });
+        },
+      ),
+    );
+  }
+
+  /** The link is gone: a batch on it failed (the caller's RPC path and the outbox take over). */
+  private drop(sessionId: string, link: Link): void {
+    if (this.links.get(sessionId) === link) this.links.delete(sessionId);
+    const batch = link.batch;
+    link.batch = undefined;
+    batch?.reject(new Error("the link to the session closed before it acknowledged the batch"));
+    try {
+      link.ws.close(1000, "link closed");
+    } catch {
+      // already closed
+    }
+  }
+
+  /** Closes links that carried nothing since the last sweep, so an idle object can hibernate. */
+  private sweepLater(): void {
+    if (this.sweeping) return;
+    this.sweeping = true;
+    setTimeout(() => {
+      this.sweeping = false;
+      const now = Date.now();
+      for (const [sessionId, link] of this.links) {
+        if (link.batch && now - link.batch.sentAt > ACK_TIMEOUT_MS) this.drop(sessionId, link);
+        else if (link.used || link.batch) link.used = false;
+        else this.drop(sessionId, link);
+      }
+      if (this.links.size > 0) this.sweepLater();
+    }, this.d.idleMs);
+  }
+
+  /** Every link closes (the agent's connection changed hands, the object is shutting down). */
+  closeAll(): void {
+    for (const [sessionId, link] of this.links) this.drop(sessionId, link);
+  }
+}

@@ -1,0 +1,120 @@
+// The session's end of the agent link (protocol/agent-link-wire.ts): the AgentObject opens it and the
+// session accepts it, hibernatable, beside its clients' sockets (never counted as one). Both ways:
+// the agent's batches come in on it (acked after they are applied, so the ack waits for the commit
+// exactly as an RPC's return does), and frames for the agent go out on it, each answered `sent` or
+// `failed`. A frame whose answer is lost with the link is handed to `toAgent`'s RPC path once.
+
+import { type LinkToSession, encodeLink } from "../../protocol/agent-link-wire";
+import type { ToAgent } from "../agent/contract";
+
+const AGENT_LINK_TAG = "agent-link";
+/**
+ * A frame the AgentObject has not answered for this long failed (it is tried again by RPC, which the
+ * AgentObject never hands on twice): a link whose far end vanished without a close event can delay
+ * a frame, never lose it. Longer than any wait of the AgentObject's own (an agent's initialize: 10 s).
+ */
+const ANSWER_TIMEOUT_MS = 30_000;
+
+/** How a frame sent on the link ended: it reached the agent, it did not, or the link or the AgentObject failed it. */
+export type LinkOutcome = "delivered" | "undelivered" | "failed";
+
+interface Awaiting {
+  ws: WebSocket;
+  sentAt: number;
+  settle(outcome: LinkOutcome): void;
+}
+
+export class AgentSocket {
+  /** Numbers start where no earlier instance's could still be answered (a late answer never settles the wrong frame). */
+  private nextN = Date.now() * 1000;
+  /** Frames sent on a link and not answered yet, oldest first (a Map keeps insertion order). */
+  private readonly awaiting = new Map<number, Awaiting>();
+  /** Armed while frames await an answer (one timer, cleared when none does). */
+  private answerTimer: ReturnType<typeof setTimeout> | undefined;
+
+  constructor(private readonly ctx: DurableObjectState) {}
+
+  /** A new link from the AgentObject; an older one (from an instance before) is closed. */
+  accept(server: WebSocket): void {
+    for (const old of this.ctx.getWebSockets(AGENT_LINK_TAG)) {
+      this.lost(old);
+      try {
+        old.close(1000, "replaced by a newer link");
+      } catch {
+        // already closing
+      }
+    }
+    this.ctx.acceptWebSocket(server, [AGENT_LINK_TAG]);
+    server.serializeAttachment({ link: "agent" });
+  }
+
+  isLink(ws: WebSocket): boolean {
+    return (ws.deserializeAttachment() as { link?: string } | null)?.link === "agent";
+  }
+
+  /**
+   * Sends a frame on the link; false when there is none (the caller uses RPC). `settle` is called
+   * exactly once. The object stays in memory until then, as it does for an RPC in flight.
+   */
+  send(frame: ToAgent, settle: (outcome: LinkOutcome) => void): boolean {
+    const ws = this.ctx.getWebSockets(AGENT_LINK_TAG).at(-1);
+    if (!ws) return false;
+    const n = ++this.nextN;
+    try {
+      ws.send(encodeLink({ t: "toAgent", n, frame }));
+    } catch {
+      return false; // closing: its close event follows
+    }
+    let done!: () => void;
+    this.ctx.waitUntil(new Promise<void>((resolve) => (done = resolve)));
+    this.awaiting.set(n, {
+      ws,
+      sentAt: Date.now(),
+      settle: (outcome) => {
+        done();
+        settle(outcome);
+      },
+    });
+    this.watchAnswers();
+    return true;
+  }
+
+  /** The AgentObject's answer to a frame sent on the link. */
+  answered(message: Extract<LinkToSession, { t: "sent" | "failed" }>): void {
+    const awaiting = this.awaiting.get(message.n);
+    if (!awaiting) return; // sent by an instance before this one (hibernated since)
+    this.awaiting.delete(message.n);
+    this.watchAnswers();
+    awaiting.settle(message.t === "failed" ? "failed" : message.delivered ? "delivered" : "undelivered");
+  }
+
+  /** Keeps one timer armed exactly while frames await an answer; when it fires, the overdue ones fail. */
+  private watchAnswers(): void {
+    if (this.awaiting.size === 0) {
+      clearTimeout(this.answerTimer);
+      this.answerTimer = undefined;
+      return;
+    }
+    if (this.answerTimer !== undefined) return;
+    this.answerTimer = setTimeout(() => {
+      this.answerTimer = undefined;
+      const overdue = Date.now() - ANSWER_TIMEOUT_MS;
+      for (const [n, awaiting] of this.awaiting) {
+        if (awaiting.sentAt > overdue) continue;
+        this.awaiting.delete(n);
+        awaiting.settle("failed");
+      }
+      this.watchAnswers();
+    }, ANSWER_TIMEOUT_MS);
+  }
+
+  /** The link closed: what was sent on it and not answered failed, oldest first (the caller tries again, in order). */
+  lost(ws: WebSocket): void {
+    for (const [n, awaiting] of this.awaiting) {
+      if (awaiting.ws !== ws) continue;
+      this.awaiting.delete(n);
+      awaiting.settle("failed");
+    }
+    this.watchAnswers();
+  }
+}

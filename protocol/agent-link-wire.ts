@@ -1,0 +1,57 @@
+// The wire of the agent link: one WebSocket from the AgentObject to each SessionObject it delivers
+// to, the fast lane beside the RPC methods (`fromAgentBatch`, `toAgent`), which stay as the fallback.
+// A message hop between two objects costs about 0.4 ms over a WebSocket and about 1 ms as an RPC
+// call (bench/results/notes.md, "Object to object"), and every relayed update crosses one.
+// Pure: no Cloudflare imports (the sockets are in durable-objects/agent/session-links.ts and
+// durable-objects/session/agent-socket.ts); unit-tested in test/unit/agent-link-wire.test.ts.
+
+/** The header the AgentObject opens a link with; its value is the agent's name (the session checks it owns the session). */
+export const AGENT_LINK_HEADER = "X-Acp-Gateway-Agent-Link";
+
+/** AgentObject → SessionObject. */
+export type LinkToSession =
+  /** What the agent sent for the session (FromAgent items, in order); answered by `ack`. */
+  | { t: "batch"; items: unknown[] }
+  /** A `toAgent` the session sent on the link (`n`) reached the agent, or did not. */
+  | { t: "sent"; n: number; delivered: boolean }
+  /** A `toAgent` failed in the AgentObject: the session treats it as a failed hand-off (and tries again by RPC). */
+  | { t: "failed"; n: number };
+
+/** SessionObject → AgentObject. */
+export type LinkToAgent =
+  /** The batch was applied (sent after the session's commit, as an RPC's return is). */
+  | { t: "ack" }
+  /** A frame towards the agent (a ToAgent), numbered by the session for its answer (`sent`/`failed`). */
+  | { t: "toAgent"; n: number; frame: unknown };
+
+export function encodeLink(message: LinkToSession | LinkToAgent): string {
+  return JSON.stringify(message);
+}
+
+/** A link message as the session reads it; undefined for anything else (never from our own objects). */
+export function linkToSession(text: string): LinkToSession | undefined {
+  const m = parseObject(text);
+  if (m?.t === "batch" && Array.isArray(m.items)) return { t: "batch", items: m.items };
+  if (m?.t === "sent" && typeof m.n === "number" && typeof m.delivered === "boolean") return { t: "sent", n: m.n, delivered: m.delivered };
+  if (m?.t === "failed" && typeof m.n === "number") return { t: "failed", n: m.n };
+  return undefined;
+}
+
+/** A link message as the AgentObject reads it; undefined for anything else. */
+export function linkToAgent(text: string): LinkToAgent | undefined {
+  const m = parseObject(text);
+  if (m?.t === "ack") return { t: "ack" };
+  if (m?.t === "toAgent" && typeof m.n === "number" && typeof m.frame === "object" && m.frame !== null) {
+    return { t: "toAgent", n: m.n, frame: m.frame };
+  }
+  return undefined;
+}
+
+function parseObject(text: string): Record<string, unknown> | undefined {
+  try {
+    const value: unknown = JSON.parse(text);
+    return typeof value === "object" && value !== null && !Array.isArray(value) ? (value as Record<string, unknown>) : undefined;
+  } catch {
+    return undefined;
+  }
+}
