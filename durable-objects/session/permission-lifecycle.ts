@@ -16,7 +16,7 @@ import type { DecideResult } from "../rules/types";
 import type { ToAgent } from "../agent/contract";
 import type { AuditEntry } from "../../db/queries/audit";
 import type { AuditOutbox } from "./audit-outbox";
-import { type AttachedClients, send, sendRewritable } from "./clients";
+import { type AttachedClients, attachmentOf, send, sendRewritable } from "./clients";
 import type { ClientAttachment } from "../../protocol/session-wire";
 import type { Notifier } from "./notify";
 import { auditEntry, fitToRow } from "./permission-audit";
@@ -229,18 +229,20 @@ export class PermissionLifecycle {
     if (append === undefined) store.resolvePermission(pending.permId, resolution);
     else store.appendPermission(pending.permId, append, pending, resolution);
     this.d.audits.hold(pending.permId);
-    if (pending.asking) this.withdrawCopies(pending.permId);
-    this.d.turnWatch.touch(); // a person's answer is progress: the idle clock starts again (resolved_at records it)
-    this.d.scheduleDeadline();
     // Announced only once the agent has the answer: one that cannot reach it is no resolution. It goes
     // to the clients attached now; one attaching meanwhile never saw the request (it is no longer pending).
     const attached = this.d.clients.all();
+    // The answer is handed on first: what this event sends leaves in the order it was sent, after the commit.
     this.d.toAgent({ type: "response", epoch: pending.agentEpoch, id: pending.agentReqId, result }, (delivered, threw) => {
       this.d.audits.release(pending.permId);
       if (delivered) this.announce(text, attached);
       else this.answerUndelivered(pending, by, threw);
       this.scheduleAuditFlush();
     });
+    // The client that answered holds no copy any more (its edge dropped it with the answer).
+    if (pending.asking) this.withdrawCopies(pending.permId, by.type === "person" ? by.connectionId : undefined);
+    this.d.turnWatch.touch(); // a person's answer is progress: the idle clock starts again (resolved_at records it)
+    this.d.scheduleDeadline();
   }
 
   /** Answers every pending request `cancelled` (TC-12). */
@@ -295,10 +297,15 @@ export class PermissionLifecycle {
     this.d.store.resolvePermission(pending.permId, { text, audit: this.auditOf(pending, { outcome: "withdrawn" }, by) });
   }
 
-  /** Every client that may hold a copy is told to withdraw it; the edge drops it for one that holds none (any more). */
-  withdrawCopies(permId: number): void {
+  /**
+   * Every client that may hold a copy is told to withdraw it (but `answeredBy`, whose answer ended
+   * its copy); the edge drops it for one that holds none (any more).
+   */
+  withdrawCopies(permId: number, answeredBy?: string): void {
     const text = JSON.stringify({ jsonrpc: "2.0", method: CANCEL_REQUEST, params: { requestId: copyId(permId) } });
-    for (const ws of this.d.clients.all()) sendRewritable(ws, text);
+    for (const ws of this.d.clients.all()) {
+      if (answeredBy === undefined || attachmentOf(ws)?.connId !== answeredBy) sendRewritable(ws, text);
+    }
   }
 
   // ── audit and notices ─────────────────────────────────────────────────────────────────────────
