@@ -24,8 +24,11 @@ The latest committed run of \`npm run bench\` (${m.date.slice(0, 10)}, ${r.secon
 ratio to a baseline measured **in the same run** on the same workerd: an echo Durable Object (one
 hop), a relay client → Worker → Durable Object → Worker → client with no ACP logic, and the
 **persisted relay** — the same relay with one SQLite insert per frame before it is sent on, the floor
-for any relay that keeps a log. The targets are ratios to the persisted relay. The machines are
-shared and noisy: read the ratios, not the milliseconds. \`BENCH_QUICK=1 npm run bench\` is the
+for any relay that keeps a log. The targets are ratios to the persisted relay, and the latency ones
+are **paired**: the gateway path and the persisted relay are measured in alternating blocks (ten of
+each, the order swapped every block), so both see the same minutes of the machine; the baselines
+table below is the run's first measurement of each. The machines are shared and noisy: read the
+ratios, not the milliseconds. \`BENCH_QUICK=1 npm run bench\` is the
 CI-sized version (about a minute; writes bench/results/quick.json only).
 
 ${r.load ?? ""}

@@ -84,6 +84,21 @@ try {
   const persistedOneWayLarge = await oneWay(persistedA, persistedB, LARGE, n(200, 40));
   const persistedThroughput = await throughput(persistedA, persistedB, SMALL, n(3000, 1000));
   const persistedThroughputLarge = await throughput(persistedA, persistedB, LARGE, n(300, 50));
+  // The persisted relay again, for the paired measurements of the scenarios (see `paired`).
+  let pairedKey = 0;
+  const persistedOneWayStep = (d: string) => async () => {
+    const w = `pw${pairedKey++}`;
+    const arrived = persistedB.next((m) => m.w === w);
+    persistedA.send({ w, d });
+    await arrived;
+  };
+  const persistedRttStep = async () => {
+    const i = `pr${pairedKey++}`;
+    persistedB.onMessage = (m) => persistedB.send(m);
+    persistedA.send({ i, d: SMALL });
+    await persistedA.next((m) => m.i === i);
+    persistedB.onMessage = () => undefined;
+  };
   results.baseline = {
     echoRtt,
     relayRtt,
@@ -112,14 +127,24 @@ try {
         method: "session/update",
         params: { sessionId, update: { sessionUpdate: "agent_message_chunk", content: { type: "text", text: d }, i } },
       });
-    const latency = await sequential(n(2000, 300), async (i) => {
-      send(SMALL, i);
-      await client.next((m) => m.params?.update?.i === i);
-    });
-    const latencyLarge = await sequential(n(200, 40), async (i) => {
-      send(LARGE, i);
-      await client.next((m) => m.params?.update?.i === i);
-    });
+    const small = await paired(
+      n(2000, 300),
+      async (i) => {
+        send(SMALL, i);
+        await client.next((m) => m.params?.update?.i === i);
+      },
+      persistedOneWayStep(SMALL),
+    );
+    const large = await paired(
+      n(200, 40),
+      async (i) => {
+        send(LARGE, i);
+        await client.next((m) => m.params?.update?.i === i);
+      },
+      persistedOneWayStep(LARGE),
+    );
+    const latency = small.gateway;
+    const latencyLarge = large.gateway;
     const rate = await pipelined(
       n(3000, 1000),
       (i) => send(SMALL, i),
@@ -138,7 +163,8 @@ try {
         throughput: rate,
         latencyRatio: ratio(latency.median, relayOneWay.median),
         throughputRatio: ratio(rate, relayThroughput),
-        latencyRatioPersisted: ratio(latency.median, persistedOneWay.median),
+        latencyRatioPersisted: ratio(latency.median, small.baseline.median),
+        persistedPaired: small.baseline,
         throughputRatioPersisted: ratio(rate, persistedThroughput),
       },
       large: {
@@ -146,12 +172,13 @@ try {
         throughput: rateLarge,
         latencyRatio: ratio(latencyLarge.median, relayOneWayLarge.median),
         throughputRatio: ratio(rateLarge, relayThroughputLarge),
-        latencyRatioPersisted: ratio(latencyLarge.median, persistedOneWayLarge.median),
+        latencyRatioPersisted: ratio(latencyLarge.median, large.baseline.median),
+        persistedPaired: large.baseline,
         throughputRatioPersisted: ratio(rateLarge, persistedThroughputLarge),
       },
     };
     log(
-      `1. relay: small ${latency.median} ms (${ratio(latency.median, persistedOneWay.median)}x persisted), ${rate} msg/s (${ratio(rate, persistedThroughput)}x persisted); large ${latencyLarge.median} ms, ${rateLarge} msg/s`,
+      `1. relay: small ${latency.median} ms (${ratio(latency.median, small.baseline.median)}x persisted, paired ${small.baseline.median} ms), ${rate} msg/s (${ratio(rate, persistedThroughput)}x persisted); large ${latencyLarge.median} ms, ${rateLarge} msg/s`,
     );
     agent.close();
     client.close();
@@ -225,30 +252,38 @@ try {
       });
       await agent.next((m) => m.id === id);
     };
-    const person = await sequential(n(1000, 300), (i) => ask(i, `make target${i}`));
+    const personPaired = await paired(n(1000, 300), (i) => ask(i, `make target${i}`), persistedRttStep);
+    const person = personPaired.gateway;
     const auto: Json[] = [];
     for (const count of QUICK ? [10, 10_000] : [10, 1000, 10_000]) {
       await seedRules(count);
-      const rule = await sequential(n(1000, 300), (i) => ask(i, "npm test"));
+      const rulePaired = await paired(n(1000, 300), (i) => ask(i, "npm test"), persistedRttStep);
+      const rule = rulePaired.gateway;
       auto.push({
         rules: count,
         latency: rule,
         ratioToRelayRtt: ratio(rule.median, relayRtt.median),
-        ratioToPersistedRtt: ratio(rule.median, persistedRtt.median),
+        ratioToPersistedRtt: ratio(rule.median, rulePaired.baseline.median),
+        persistedPaired: rulePaired.baseline,
         ratioToPerson: ratio(rule.median, person.median),
       });
-      log(`3. permission auto-answered with ${count} rules: ${rule.median} ms (${ratio(rule.median, persistedRtt.median)}x persisted rtt)`);
+      log(
+        `3. permission auto-answered with ${count} rules: ${rule.median} ms (${ratio(rule.median, rulePaired.baseline.median)}x persisted rtt, paired ${rulePaired.baseline.median} ms)`,
+      );
     }
     results.scenarios.permission = {
       person: {
         latency: person,
         ratioToRelayRtt: ratio(person.median, relayRtt.median),
-        ratioToPersistedRtt: ratio(person.median, persistedRtt.median),
+        ratioToPersistedRtt: ratio(person.median, personPaired.baseline.median),
+        persistedPaired: personPaired.baseline,
         ratioToEchoRtt: ratio(person.median, echoRtt.median),
       },
       auto,
     };
-    log(`3. permission answered by a client: ${person.median} ms (${ratio(person.median, persistedRtt.median)}x persisted rtt)`);
+    log(
+      `3. permission answered by a client: ${person.median} ms (${ratio(person.median, personPaired.baseline.median)}x persisted rtt, paired ${personPaired.baseline.median} ms)`,
+    );
     agent.close();
     client.close();
   }
@@ -476,15 +511,42 @@ process.exit(0);
 
 // ── helpers ─────────────────────────────────────────────────────────────────────────────────────
 async function sequential(count: number, step: (i: number) => Promise<void>) {
+  return summarize(await samplesOf(count, step));
+}
+
+async function samplesOf(count: number, step: (i: number) => Promise<void>, first = 0): Promise<number[]> {
   const warmup = Math.min(20, Math.floor(count / 10));
-  for (let i = 0; i < warmup; i++) await step(-1 - i);
+  for (let i = 0; i < warmup; i++) await step(-1 - first - i);
   const samples: number[] = [];
-  for (let i = 0; i < count; i++) {
+  for (let i = first; i < first + count; i++) {
     const t0 = now();
     await step(i);
     samples.push(now() - t0);
   }
-  return summarize(samples);
+  return samples;
+}
+
+/**
+ * A gateway path and its baseline measured in alternating blocks (PAIRED_ROUNDS of each, the order
+ * swapped every round), so both see the same minutes of a shared machine: a baseline measured once
+ * at the start can be 40% off by the time a scenario runs. The targets read the ratio of these two.
+ */
+async function paired(count: number, gateway: (i: number) => Promise<void>, baseline: (i: number) => Promise<void>) {
+  const PAIRED_ROUNDS = 10;
+  const per = Math.max(1, Math.round(count / PAIRED_ROUNDS));
+  const g: number[] = [];
+  const b: number[] = [];
+  for (let round = 0; round < PAIRED_ROUNDS; round++) {
+    const first = round * per;
+    if (round % 2 === 0) {
+      g.push(...(await samplesOf(per, gateway, first)));
+      b.push(...(await samplesOf(per, baseline, first)));
+    } else {
+      b.push(...(await samplesOf(per, baseline, first)));
+      g.push(...(await samplesOf(per, gateway, first)));
+    }
+  }
+  return { gateway: summarize(g), baseline: summarize(b) };
 }
 
 /** Sends `count` messages without waiting and returns messages per second until the last arrives. */
