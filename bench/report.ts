@@ -52,6 +52,11 @@ ${rows(r.targets, (t) => `| ${t.name} | ${t.value} | ${t.target} | ${t.pass ? "p
 | persisted relay round trip | ${b.persistedRtt.median} ms | ${b.persistedRtt.p99} ms | ${b.persistedRtt.max} ms |
 | persisted relay one way, 100 B | ${b.persistedOneWay.median} ms | ${b.persistedOneWay.p99} ms | ${b.persistedOneWay.max} ms |
 | persisted relay one way, 64 KiB | ${b.persistedOneWayLarge.median} ms | ${b.persistedOneWayLarge.p99} ms | ${b.persistedOneWayLarge.max} ms |
+| relay one way with a second object, reached by RPC | ${b.hopByRpc?.median} ms | ${b.hopByRpc?.p99} ms | ${b.hopByRpc?.max} ms |
+| relay one way with a second object, reached by WebSocket | ${b.hopByWebSocket?.median} ms | ${b.hopByWebSocket?.p99} ms | ${b.hopByWebSocket?.max} ms |
+
+The two "second object" rows are measured in alternating blocks: what one object-to-object hop costs
+by each transport (the gateway's agent link, docs/ARCHITECTURE.md).
 
 Throughput: relay ${b.relayThroughput} msg/s (100 B), ${b.relayThroughputLarge} msg/s (64 KiB); persisted relay
 ${b.persistedThroughput} msg/s (100 B), ${b.persistedThroughputLarge} msg/s (64 KiB).

@@ -84,6 +84,23 @@ try {
   const persistedOneWayLarge = await oneWay(persistedA, persistedB, LARGE, n(200, 40));
   const persistedThroughput = await throughput(persistedA, persistedB, SMALL, n(3000, 1000));
   const persistedThroughputLarge = await throughput(persistedA, persistedB, LARGE, n(300, 50));
+  // One object-to-object hop more, by RPC and by WebSocket, measured in alternating blocks (`paired`).
+  const hopB = await Peer.open(`${bws}/hop?role=b`);
+  const hopByRpc = await Peer.open(`${bws}/hop?role=a&via=rpc`);
+  const hopByWs = await Peer.open(`${bws}/hop?role=a&via=ws`);
+  let hopKey = 0;
+  const hopStep = (a: Peer) => async () => {
+    const w = `h${hopKey++}`;
+    const arrived = hopB.next((m) => m.w === w);
+    a.send({ w, d: SMALL });
+    await arrived;
+  };
+  const hops = await paired(n(2000, 300), hopStep(hopByRpc), hopStep(hopByWs));
+  for (const p of [hopB, hopByRpc, hopByWs]) p.close();
+  log(
+    `baseline: a second object by RPC ${hops.gateway.median} ms, by WebSocket ${hops.baseline.median} ms (one object: ${relayOneWay.median} ms)`,
+  );
+
   // The persisted relay again, for the paired measurements of the scenarios (see `paired`).
   let pairedKey = 0;
   const persistedOneWayStep = (d: string) => async () => {
@@ -100,6 +117,8 @@ try {
     persistedB.onMessage = () => undefined;
   };
   results.baseline = {
+    hopByRpc: hops.gateway,
+    hopByWebSocket: hops.baseline,
     echoRtt,
     relayRtt,
     relayOneWay,

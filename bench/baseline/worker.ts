@@ -6,9 +6,14 @@
 // - /prelay?room=R&role=a|b: the same, but the object inserts each frame into its SQLite log before
 //   it sends it on: the persisted relay, the floor for any relay that keeps a log (the output gate
 //   holds the send until the insert commits, exactly as it does in the gateway).
+// - /hop?via=rpc|ws&role=a|b: the plain relay with a second object in the middle, as the gateway has
+//   (client → Worker → HopEntry → HopExit → Worker → client), the entry reaching the exit by an RPC
+//   call or over a WebSocket it opened: what one object-to-object hop costs each way.
 import { DurableObject } from "cloudflare:workers";
 
 interface Env {
+  HOP_ENTRY: DurableObjectNamespace<HopEntry>;
+  HOP_EXIT: DurableObjectNamespace<HopExit>;
   ECHO: DurableObjectNamespace<Echo>;
   ROOMS: DurableObjectNamespace<Room>;
   PERSISTED: DurableObjectNamespace<PersistedRoom>;
@@ -49,27 +54,78 @@ export class PersistedRoom extends Room {
   }
 }
 
+export class HopExit extends DurableObject<Env> {
+  override async fetch(request: Request): Promise<Response> {
+    const role = new URL(request.url).searchParams.get("role") ?? "b";
+    const pair = new WebSocketPair();
+    this.ctx.acceptWebSocket(pair[1], [role]);
+    return new Response(null, { status: 101, webSocket: pair[0] });
+  }
+  /** A frame from the entry over its WebSocket. */
+  override webSocketMessage(_ws: WebSocket, data: string | ArrayBuffer): void {
+    this.deliver(data);
+  }
+  /** A frame from the entry by RPC. */
+  deliver(data: string | ArrayBuffer): void {
+    for (const ws of this.ctx.getWebSockets("b")) ws.send(data);
+  }
+}
+
+export class HopEntry extends DurableObject<Env> {
+  private readonly exit = this.env.HOP_EXIT.get(this.env.HOP_EXIT.idFromName("exit"));
+  private link?: WebSocket;
+  override async fetch(request: Request): Promise<Response> {
+    if (!this.link) {
+      const opened = await this.exit.fetch("https://exit/?role=entry", { headers: { Upgrade: "websocket" } });
+      const link = opened.webSocket;
+      if (!link) return new Response("no link", { status: 500 });
+      link.accept();
+      this.link = link;
+    }
+    const via = new URL(request.url).searchParams.get("via") ?? "rpc";
+    const pair = new WebSocketPair();
+    this.ctx.acceptWebSocket(pair[1], [via]);
+    return new Response(null, { status: 101, webSocket: pair[0] });
+  }
+  override webSocketMessage(ws: WebSocket, data: string | ArrayBuffer): void {
+    if (this.ctx.getTags(ws).includes("ws") && this.link) this.link.send(data);
+    else void this.exit.deliver(data);
+  }
+}
+
 export default {
   async fetch(request: Request, env: Env): Promise<Response> {
     const url = new URL(request.url);
     if (url.pathname === "/health") return new Response("ok");
     if (url.pathname === "/echo") return env.ECHO.get(env.ECHO.idFromName("echo")).fetch(request);
+    if (url.pathname === "/hop") {
+      const role = url.searchParams.get("role") ?? "a";
+      const target =
+        role === "b" ? env.HOP_EXIT.get(env.HOP_EXIT.idFromName("exit")) : env.HOP_ENTRY.get(env.HOP_ENTRY.idFromName("entry"));
+      return proxied(
+        await target.fetch(`https://hop/?role=${role}&via=${url.searchParams.get("via") ?? "rpc"}`, { headers: { Upgrade: "websocket" } }),
+      );
+    }
     if (url.pathname === "/relay" || url.pathname === "/prelay") {
       const rooms = url.pathname === "/relay" ? env.ROOMS : env.PERSISTED;
       const room = rooms.get(rooms.idFromName(url.searchParams.get("room") ?? "r"));
-      const upstream = await room.fetch(`https://room/?role=${url.searchParams.get("role") ?? "a"}`, { headers: { Upgrade: "websocket" } });
-      const inner = upstream.webSocket;
-      if (!inner) return new Response("no socket", { status: 500 });
-      inner.accept();
-      const pair = new WebSocketPair();
-      const outer = pair[1];
-      outer.accept();
-      outer.addEventListener("message", (e) => inner.send(e.data));
-      inner.addEventListener("message", (e) => outer.send(e.data));
-      outer.addEventListener("close", () => inner.close());
-      inner.addEventListener("close", () => outer.close());
-      return new Response(null, { status: 101, webSocket: pair[0] });
+      return proxied(await room.fetch(`https://room/?role=${url.searchParams.get("role") ?? "a"}`, { headers: { Upgrade: "websocket" } }));
     }
     return new Response("not found", { status: 404 });
   },
 };
+
+/** The Worker terminates the client's socket and relays it to the object's, as the gateway's edge does. */
+function proxied(upstream: Response): Response {
+  const inner = upstream.webSocket;
+  if (!inner) return new Response("no socket", { status: 500 });
+  inner.accept();
+  const pair = new WebSocketPair();
+  const outer = pair[1];
+  outer.accept();
+  outer.addEventListener("message", (e) => inner.send(e.data));
+  inner.addEventListener("message", (e) => outer.send(e.data));
+  outer.addEventListener("close", () => inner.close());
+  inner.addEventListener("close", () => outer.close());
+  return new Response(null, { status: 101, webSocket: pair[0] });
+}

@@ -6,7 +6,7 @@
 // every socket is hibernatable, so an evicted object comes back whole on the next event). The RPC
 // argument and return types are in contract.ts.
 //
-// Traffic:  client ⇄ edge Worker ⇄ (WebSocket per connection) ⇄ SessionObject ⇄ (RPC) ⇄ AgentObject ⇄ agent
+// Traffic:  client ⇄ edge Worker ⇄ (WebSocket per connection) ⇄ SessionObject ⇄ (agent link: a WebSocket, or RPC) ⇄ AgentObject ⇄ agent
 
 import { DurableObject } from "cloudflare:workers";
 import {
