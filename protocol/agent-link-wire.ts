@@ -24,14 +24,33 @@ export type LinkToAgent =
   /** A frame towards the agent (a ToAgent), numbered by the session for its answer (`sent`/`failed`). */
   | { t: "toAgent"; n: number; frame: unknown };
 
+/**
+ * A batch's items carry the agent's frames as text (JSON). They go after the header, each behind a
+ * NUL (which JSON text never contains), instead of as strings inside it: escaping a 64 KiB frame
+ * into a JSON string and parsing it back out cost more than the hop itself.
+ */
+const TEXT_SEPARATOR = "\u0000";
+/** The key an item's text is moved out of, and the mark left in its place (a text is always a string). */
+const TEXT_KEY = "text";
+const TEXT_MOVED = 0;
+
 export function encodeLink(message: LinkToSession | LinkToAgent): string {
-  return JSON.stringify(message);
+  if (message.t !== "batch") return JSON.stringify(message);
+  const texts: string[] = [];
+  const items = message.items.map((item) => {
+    const text = isRecord(item) ? item[TEXT_KEY] : undefined;
+    if (!isRecord(item) || typeof text !== "string" || text.includes(TEXT_SEPARATOR)) return item;
+    texts.push(text);
+    return { ...item, [TEXT_KEY]: TEXT_MOVED };
+  });
+  return [JSON.stringify({ t: "batch", items }), ...texts].join(TEXT_SEPARATOR);
 }
 
 /** A link message as the session reads it; undefined for anything else (never from our own objects). */
 export function linkToSession(text: string): LinkToSession | undefined {
-  const m = parseObject(text);
-  if (m?.t === "batch" && Array.isArray(m.items)) return { t: "batch", items: m.items };
+  const cut = text.indexOf(TEXT_SEPARATOR);
+  const m = parseObject(cut === -1 ? text : text.slice(0, cut));
+  if (m?.t === "batch" && Array.isArray(m.items)) return batchOf(m.items, cut === -1 ? [] : text.slice(cut + 1).split(TEXT_SEPARATOR));
   if (m?.t === "sent" && typeof m.n === "number" && typeof m.delivered === "boolean") return { t: "sent", n: m.n, delivered: m.delivered };
   if (m?.t === "failed" && typeof m.n === "number") return { t: "failed", n: m.n };
   return undefined;
@@ -47,10 +66,24 @@ export function linkToAgent(text: string): LinkToAgent | undefined {
   return undefined;
 }
 
+/** The items with their texts put back in order; undefined when the texts and the marks do not pair up. */
+function batchOf(items: unknown[], texts: string[]): LinkToSession | undefined {
+  let next = 0;
+  const restored = items.map((item) => {
+    if (!isRecord(item) || item[TEXT_KEY] !== TEXT_MOVED) return item;
+    return { ...item, [TEXT_KEY]: texts[next++] };
+  });
+  return next === texts.length ? { t: "batch", items: restored } : undefined;
+}
+
+function isRecord(value: unknown): value is Record<string, unknown> {
+  return typeof value === "object" && value !== null && !Array.isArray(value);
+}
+
 function parseObject(text: string): Record<string, unknown> | undefined {
   try {
     const value: unknown = JSON.parse(text);
-    return typeof value === "object" && value !== null && !Array.isArray(value) ? (value as Record<string, unknown>) : undefined;
+    return isRecord(value) ? value : undefined;
   } catch {
     return undefined;
   }
