@@ -14,6 +14,12 @@ import { type LinkToAgent, encodeLink, linkToAgent } from "../../protocol/agent-
 
 /** A link nothing went over for this long is closed (the next delivery goes by RPC and opens it again). */
 export const LINK_IDLE_MS = 10_000;
+/**
+ * At most this many links per AgentObject: an agent busy in more sessions at once uses RPC for the
+ * rest. (The platform's six-connection limit counts connections waiting for response headers; an
+ * open WebSocket is past them, so a seventh link only waits for an earlier one's 101.)
+ */
+const MAX_LINKS = 256;
 /** A batch not acked for this long (checked at each idle sweep) counts as failed. */
 const ACK_TIMEOUT_MS = 10_000;
 /** After a link could not be opened, deliveries go by RPC for this long before it is tried again. */
@@ -69,7 +75,7 @@ export class SessionLinks {
   }
 
   private openLater(sessionId: string): void {
-    if (this.opening.has(sessionId)) return;
+    if (this.opening.has(sessionId) || this.links.size + this.opening.size >= MAX_LINKS) return;
     const failed = this.failedAt.get(sessionId);
     if (failed !== undefined && Date.now() - failed < REOPEN_AFTER_MS) return;
     this.opening.add(sessionId);
