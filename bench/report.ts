@@ -81,11 +81,13 @@ SQLite rows written are counted by the runtime (each statement's \`rowsWritten\`
 SessionObject and AgentObject by test/workerd/compaction-cost.test.ts, which the bench runs. Object
 calls and billed Durable Object requests are counted from the code path. Prices: Cloudflare Workers
 Paid, read ${r.cost.prices.read} from developers.cloudflare.com/durable-objects/platform/pricing — Durable Object
-requests $${r.cost.prices.doRequestPerM}/million (each RPC call is one; incoming WebSocket messages are billed 20:1),
+requests $${r.cost.prices.doRequestPerM}/million (each RPC call is one; incoming WebSocket messages, the agent link's included, are billed 20:1),
 duration $${r.cost.prices.durationPerMGbS}/million GB-s, SQLite rows written $${r.cost.prices.rowWrittenPerM}/million; before the
 included monthly allowances, and with duration estimated at 1 ms per object per event at 128 MB.
+The requests are for a busy session, whose agent link is open; the first update after 10 s without
+one goes by RPC while the link opens (2.1 requests for that update).
 
-| | SQLite rows written | object-to-object calls | billed DO requests | $ per million |
+| | SQLite rows written | object-to-object hops (agent link messages) | billed DO requests | $ per million |
 |---|---|---|---|---|
 | one update (agent_message_chunk) | ${r.cost.perUpdate.rowsWritten} | ${r.cost.perUpdate.objectCalls} | ${r.cost.perUpdate.doRequests} | $${r.cost.perUpdate.dollarsPerMillion} |
 | one permission request, answered by a client | ${r.cost.perPermission.rowsWritten} | ${r.cost.perPermission.objectCalls} | ${r.cost.perPermission.doRequests} | $${r.cost.perPermission.dollarsPerMillion} |

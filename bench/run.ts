@@ -726,8 +726,11 @@ async function cost(): Promise<Json> {
   // duration $12.50/M GB-s, SQLite rows written $1.00/M; Workers requests $0.30/M (one per connection).
   const prices = { doRequestPerM: 0.15, rowWrittenPerM: 1.0, durationPerMGbS: 12.5, read: "2026-12-03" };
   // Per update: the agent's frame is one incoming WebSocket message at the AgentObject (1/20 of a
-  // request) and at most one RPC call to the SessionObject (fewer when batched under load); the send
-  // to the edge is outgoing and not billed as a request. Duration: both objects awake ~1 ms each at 128 MB.
+  // request), its batch one message on the agent link at the SessionObject (1/20) and the session's
+  // ack one back (1/20, counted although it arrives on a socket the AgentObject opened); the send to
+  // the edge is outgoing and not billed as a request. A link is opened at a session's first batch
+  // after 10 s without one (one request, and that batch goes by RPC: one more), so a busy session
+  // pays 0.15, an update after a quiet spell 2.1. Duration: both objects awake ~1 ms each at 128 MB.
   const update = rows.perUpdate ? round(rows.perUpdate.session + rows.perUpdate.agent, 3) : null;
   const permission = rows.perPermission ? round(rows.perPermission.session + rows.perPermission.agent, 3) : null;
   const perMillion = (rowsEach: number, requestsEach: number, objects: number) =>
@@ -738,17 +741,18 @@ async function cost(): Promise<Json> {
     perUpdate: {
       rowsWritten: update,
       objectCalls: 1,
-      doRequests: 1.05,
-      dollarsPerMillion: update === null ? null : perMillion(update, 1.05, 2),
+      doRequests: 0.15,
+      dollarsPerMillion: update === null ? null : perMillion(update, 0.15, 2),
     },
-    // Per permission: the agent's request (1/20), the RPC to the session, the client's answer (1/20,
-    // at the SessionObject), the RPC back to the AgentObject. No call to the RulesObject: the session
-    // decides from its cached rules (and a tenant with no rules has none to decide).
+    // Per permission: the agent's request (1/20), its batch on the link and the ack (2/20), the
+    // client's answer at the SessionObject (1/20), the answer on the link to the AgentObject and its
+    // `sent` (2/20). No call to the RulesObject: the session decides from its cached rules (and a
+    // tenant with no rules has none to decide).
     perPermission: {
       rowsWritten: permission,
       objectCalls: 2,
-      doRequests: 2.1,
-      dollarsPerMillion: permission === null ? null : perMillion(permission, 2.1, 2),
+      doRequests: 0.3,
+      dollarsPerMillion: permission === null ? null : perMillion(permission, 0.3, 2),
     },
   };
 }
