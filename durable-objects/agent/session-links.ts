@@ -6,9 +6,9 @@
 //
 // These are outgoing sockets, so they keep the object in memory while they are open: a link unused
 // for one to two idle times (AGENT_LINK_IDLE_MS, 10 s; two sweeps) is closed, and an idle agent's
-// object can hibernate again. A batch the session has not acked within ACK_TIMEOUT_MS fails (the link is closed and the
-// outbox re-sends it, by RPC; the session applies each item once, by its seq): a link whose far end
-// vanished without a close event can delay a session, never stop it.
+// object can hibernate again. A batch the session has not acked within ACK_TIMEOUT_MS fails (the
+// link is closed and the outbox re-sends it, by RPC; the session applies each item once, by its
+// seq): a link whose far end vanished without a close event can delay a session, never stop it.
 
 import { type LinkToAgent, encodeLink, linkToAgent } from "../../protocol/agent-link-wire";
 
