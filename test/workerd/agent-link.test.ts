@@ -16,7 +16,7 @@ import type { SessionObject } from "../../durable-objects/session/session-object
 import { AGENT_LINK_HEADER, linkToAgent, linkToSession } from "../../protocol/agent-link-wire";
 import { GATEWAY_NOTIFICATIONS } from "../../protocol/methods";
 import type { Env } from "../../worker/env";
-import { agentStub, sessionStub } from "./fuzz-faults";
+import { agentStub, crashObject, sessionStub } from "./fuzz-faults";
 import {
   barrier,
   clientWithSession,
@@ -287,13 +287,13 @@ describe("agent link: closed while a batch awaits its ack", () => {
 
 describe("agent link: closed while a frame for the agent awaits its answer", () => {
   /** Wraps the AgentObject's hand-off of frames from links: the first response is cut off, before or after it reached the agent. */
-  async function cutAtAnswer(t: SeededTenant, agent: ScriptedAgent, handedOn: boolean): Promise<void> {
+  async function cutAtAnswer(t: SeededTenant, agent: ScriptedAgent, handedOn: boolean, type = "response"): Promise<void> {
     await runInDurableObject(agentStub(t.tenantId, agent.name), (instance: AgentObject) => {
       const links = linksOf(instance);
       const toAgent = links.d.toAgent;
       const counter = cutCounter(instance);
       links.d.toAgent = async (sessionId, frame) => {
-        if (counter.cuts > 0 || (frame as { type?: string }).type !== "response") return toAgent(sessionId, frame);
+        if (counter.cuts > 0 || (frame as { type?: string }).type !== type) return toAgent(sessionId, frame);
         counter.cuts++;
         if (!handedOn) {
           links.closeAll();
@@ -335,6 +335,104 @@ describe("agent link: closed while a frame for the agent awaits its answer", () 
 
   it("cut before the answer reached the agent: the session's second try by RPC delivers it, once", async () => {
     await answerSurvivesCut(false);
+  });
+
+  it("a client's request (a prompt) cut after it reached the agent: the second try sends nothing, the agent has it once and its answer ends the turn", async () => {
+    const t = await seedTenant();
+    const agent = await dialInAgent(t);
+    await keepLinksOpen(t, agent);
+    const { client, sessionId } = await clientWithSession(t, agent);
+    agent.peer.notify("session/update", chunk(sessionId, "zero"));
+    expect(await chunksSeen(client, 1)).toEqual(["zero"]);
+    await linkOpen(t, agent, sessionId);
+    await cutAtAnswer(t, agent, true, "request");
+    const prompt = await startTurn(client, agent, sessionId);
+    expect(await cutsOn(agentStub(t.tenantId, agent.name))).toBe(1);
+    await barrier(client, agent, sessionId);
+    expect(agent.peer.unclaimed().filter((m) => m.method === "session/prompt")).toEqual([]);
+    agent.peer.respond(prompt.id, { stopReason: "end_turn" });
+    expect((await client.next(isResponseTo("turn"))).result.stopReason).toBe("end_turn");
+    await closeLinks(t, agent);
+  });
+
+  // KNOWN GAP, reported to the lead: a notification (and a cancel_request) has no second-try check in
+  // the AgentObject's toAgent, as a request (outboundFor) and a response (takeInbound) have, so one whose
+  // `sent` is lost with the link is handed on again by the session's RPC retry. The RPC path has the
+  // same gap when a call fails after the hand-off. `it.fails` until it is closed: then make it `it`.
+  it.fails("a client's notification cut after it reached the agent: the agent has it once", async () => {
+    const { t, agent, client, sessionId } = await linkedSession();
+    await cutAtAnswer(t, agent, true, "notification");
+    client.notify("_test/once", { sessionId });
+    await agent.peer.next(isMethod("_test/once"));
+    expect(await cutsOn(agentStub(t.tenantId, agent.name))).toBe(1);
+    await barrier(client, agent, sessionId);
+    expect(agent.peer.unclaimed().filter((m) => m.method === "_test/once")).toEqual([]);
+    await closeLinks(t, agent);
+  });
+});
+
+describe("agent link: the AgentObject crashes while a frame for the agent awaits its answer", () => {
+  it("the session's second try by RPC goes on a fresh stub to the new instance, which tells it at once that the agent is gone; no one is asked again", async () => {
+    const { t, agent, client, sessionId, prompt } = await linkedSession();
+    const stub = agentStub(t.tenantId, agent.name);
+    // The hand-off of the answer never ends on this instance (it is stuck when it crashes).
+    await runInDurableObject(stub, (instance: AgentObject) => {
+      const links = linksOf(instance);
+      const toAgent = links.d.toAgent;
+      const counter = cutCounter(instance);
+      links.d.toAgent = (id, frame) => {
+        if (counter.cuts > 0 || (frame as { type?: string }).type !== "response") return toAgent(id, frame);
+        counter.cuts++;
+        return new Promise<boolean>(() => undefined);
+      };
+    });
+    const reqId = agent.askPermission(sessionId, { toolCallId: "t1", title: "Run", kind: "execute" });
+    const copy = await client.next(isMethod("session/request_permission"));
+    client.respond(copy.id, ALLOW);
+    await vi.waitFor(async () => expect(await cutsOn(stub)).toBe(1), { timeout: 5000, interval: 10 });
+    // A crash, not an eviction (an open link is an active reference, which an eviction waits for). The
+    // runtime closes the agent's connection and the link with the object.
+    await crashObject(stub);
+    await expect(agent.peer.closed).resolves.toMatchObject({ code: 1006 });
+    // The session's second try wakes a new instance, which knows the connection is gone: the turn
+    // ends now, not when the agent dials back in (a try on the crashed object's stub only throws).
+    const done = await client.next(isResponseTo("turn"));
+    expect(done.error.data.reason).toBe("agent_disconnected");
+    expect((await client.next(isMethod(GATEWAY_NOTIFICATIONS.turnEnded))).params.reason).toBe("agent_disconnected");
+    // The person's answer was not thrown away and asked for again, for an agent that is gone.
+    expect(client.unclaimed().filter((m) => m.method === "session/request_permission")).toEqual([]);
+    expect(agent.peer.unclaimed().filter((m) => m.id === reqId || m.id === prompt.id)).toEqual([]);
+    expect((await sessionStub(t.tenantId, sessionId).snapshot())?.turn).toEqual({ state: "idle" });
+  });
+});
+
+describe("agent link: closed when idle", () => {
+  it("with the tests' idle time (50 ms) an unused link closes; the next delivery goes by RPC and opens a new one, nothing lost", async () => {
+    const t = await seedTenant();
+    const agent = await dialInAgent(t);
+    const { client, sessionId } = await clientWithSession(t, agent);
+    const stub = agentStub(t.tenantId, agent.name);
+    // Counts the links the session accepted (its answers to the AgentObject's requests to open one).
+    await runInDurableObject(stub, (instance: AgentObject) => {
+      const links = linksOf(instance) as Links & { d: { open(id: string): Promise<WebSocket | undefined> } };
+      const open = links.d.open;
+      const counter = cutCounter(instance);
+      links.d.open = async (id) => {
+        const ws = await open(id);
+        if (ws) counter.cuts++;
+        return ws;
+      };
+    });
+    const open = () => runInDurableObject(stub, (instance: AgentObject) => linksOf(instance).links.size);
+    agent.peer.notify("session/update", chunk(sessionId, "one"));
+    expect(await chunksSeen(client, 1)).toEqual(["one"]);
+    await vi.waitFor(async () => expect(await cutsOn(stub)).toBe(1), { timeout: 5000, interval: 10 });
+    await vi.waitFor(async () => expect(await open()).toBe(0), { timeout: 5000, interval: 10 });
+    agent.peer.notify("session/update", chunk(sessionId, "two"));
+    expect(await chunksSeen(client, 1)).toEqual(["two"]);
+    await vi.waitFor(async () => expect(await cutsOn(stub)).toBe(2), { timeout: 5000, interval: 10 });
+    await barrier(client, agent, sessionId);
+    noMoreChunks(client);
   });
 });
 
