@@ -199,8 +199,12 @@ export class AgentLink {
     };
     if (!retried && this.rpcInFlight === 0) {
       const sent = this.d.socket.send(frame, (outcome) => {
-        if (outcome === "failed") this.toAgent(frame, after, true);
-        else settled(outcome === "delivered", false, "the agent does not hold this session");
+        if (outcome === "failed") {
+          // The link failed, maybe with its AgentObject (a crash): the one try by RPC goes on a fresh
+          // stub, as a second try after a failed call does (a stub whose object crashed stays broken).
+          this.agentStub = undefined;
+          this.toAgent(frame, after, true);
+        } else settled(outcome === "delivered", false, "the agent does not hold this session");
       });
       if (sent) return;
     }
