@@ -27,30 +27,34 @@ export type LinkToAgent =
 /**
  * A batch's items carry the agent's frames as text (JSON). They go after the header, each behind a
  * NUL (which JSON text never contains), instead of as strings inside it: escaping a 64 KiB frame
- * into a JSON string and parsing it back out cost more than the hop itself.
+ * into a JSON string and parsing it back out cost more than the hop itself. The header's `moved`
+ * lists, in order, the items whose `text` was taken out; a text holding a NUL stays in its item.
  */
 const TEXT_SEPARATOR = "\u0000";
-/** The key an item's text is moved out of, and the mark left in its place (a text is always a string). */
-const TEXT_KEY = "text";
-const TEXT_MOVED = 0;
 
 export function encodeLink(message: LinkToSession | LinkToAgent): string {
   if (message.t !== "batch") return JSON.stringify(message);
   const texts: string[] = [];
-  const items = message.items.map((item) => {
-    const text = isRecord(item) ? item[TEXT_KEY] : undefined;
-    if (!isRecord(item) || typeof text !== "string" || text.includes(TEXT_SEPARATOR)) return item;
-    texts.push(text);
-    return { ...item, [TEXT_KEY]: TEXT_MOVED };
+  const moved: number[] = [];
+  const items = message.items.map((item, index) => {
+    if (!isRecord(item) || typeof item.text !== "string" || item.text.includes(TEXT_SEPARATOR)) return item;
+    texts.push(item.text);
+    moved.push(index);
+    const { text: _moved, ...rest } = item;
+    return rest;
   });
-  return [JSON.stringify({ t: "batch", items }), ...texts].join(TEXT_SEPARATOR);
+  if (moved.length === 0) return JSON.stringify({ t: "batch", items });
+  return [JSON.stringify({ t: "batch", items, moved }), ...texts].join(TEXT_SEPARATOR);
 }
 
 /** A link message as the session reads it; undefined for anything else (never from our own objects). */
 export function linkToSession(text: string): LinkToSession | undefined {
   const cut = text.indexOf(TEXT_SEPARATOR);
   const m = parseObject(cut === -1 ? text : text.slice(0, cut));
-  if (m?.t === "batch" && Array.isArray(m.items)) return batchOf(m.items, cut === -1 ? [] : text.slice(cut + 1).split(TEXT_SEPARATOR));
+  if (m?.t === "batch" && Array.isArray(m.items)) {
+    if (cut === -1) return m.moved === undefined ? { t: "batch", items: m.items } : undefined;
+    return batchOf(m.items, m.moved, text.slice(cut + 1).split(TEXT_SEPARATOR));
+  }
   if (m?.t === "sent" && typeof m.n === "number" && typeof m.delivered === "boolean") return { t: "sent", n: m.n, delivered: m.delivered };
   if (m?.t === "failed" && typeof m.n === "number") return { t: "failed", n: m.n };
   return undefined;
@@ -66,14 +70,18 @@ export function linkToAgent(text: string): LinkToAgent | undefined {
   return undefined;
 }
 
-/** The items with their texts put back in order; undefined when the texts and the marks do not pair up. */
-function batchOf(items: unknown[], texts: string[]): LinkToSession | undefined {
-  let next = 0;
-  const restored = items.map((item) => {
-    if (!isRecord(item) || item[TEXT_KEY] !== TEXT_MOVED) return item;
-    return { ...item, [TEXT_KEY]: texts[next++] };
-  });
-  return next === texts.length ? { t: "batch", items: restored } : undefined;
+/** The items with their texts put back; undefined unless `moved` names one object item per text, in order. */
+function batchOf(items: unknown[], moved: unknown, texts: string[]): LinkToSession | undefined {
+  if (!Array.isArray(moved) || moved.length !== texts.length) return undefined;
+  const restored = [...items];
+  let previous = -1;
+  for (const [k, index] of moved.entries()) {
+    const item = typeof index === "number" && Number.isInteger(index) && index > previous ? restored[index] : undefined;
+    if (!isRecord(item) || "text" in item) return undefined;
+    restored[index as number] = { ...item, text: texts[k] };
+    previous = index as number;
+  }
+  return { t: "batch", items: restored };
 }
 
 function isRecord(value: unknown): value is Record<string, unknown> {

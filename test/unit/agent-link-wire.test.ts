@@ -159,3 +159,46 @@ describe("agent link wire: anything else", () => {
     expect(linkToAgent(text)).toBeUndefined();
   });
 });
+
+describe("agent link wire: a batch's frame texts travel after its header, not escaped inside it", () => {
+  const item = fc.record(
+    {
+      kind: fc.constantFrom("frame", "response", "gone"),
+      seq: fc.nat(),
+      // Any text: JSON, quotes and backslashes, empty, or holding a NUL (which then stays in its item).
+      text: fc.oneof(fc.string({ unit: "binary" }), fc.json(), fc.constant(""), fc.constant("a\u0000b")),
+    },
+    { requiredKeys: ["kind", "seq"] },
+  );
+
+  it("a batch of items with any texts, or none, decodes to equal items in the same order", () => {
+    fc.assert(
+      fc.property(fc.array(item, { maxLength: 8 }), (items) => {
+        expect(linkToSession(encodeLink({ t: "batch", items }))).toEqual({ t: "batch", items });
+      }),
+    );
+  });
+
+  it("a frame's JSON follows the header byte for byte, never escaped into a string", () => {
+    const frame = '{"jsonrpc":"2.0","method":"session/update","params":{"text":"say \\"hi\\""}}';
+    const encoded = encodeLink({ t: "batch", items: [{ kind: "frame", epoch: 1, text: frame, seq: 7 }] });
+    expect(encoded.endsWith(`\u0000${frame}`)).toBe(true);
+    expect(encoded.split("\u0000")[0]).not.toContain("jsonrpc");
+  });
+
+  it.each([
+    ["more texts than moved items", '{"t":"batch","items":[{"k":1}],"moved":[0]}\u0000{}\u0000{}'],
+    ["fewer texts than moved items", '{"t":"batch","items":[{"k":1},{"k":2}],"moved":[0,1]}\u0000{}'],
+    ["texts and no moved list", '{"t":"batch","items":[{"k":1}]}\u0000{}'],
+    ["a moved list and no texts", '{"t":"batch","items":[{"k":1}],"moved":[0]}'],
+    ["moved out of order", '{"t":"batch","items":[{"k":1},{"k":2}],"moved":[1,0]}\u0000{}\u0000{}'],
+    ["moved twice", '{"t":"batch","items":[{"k":1}],"moved":[0,0]}\u0000{}\u0000{}'],
+    ["moved past the end", '{"t":"batch","items":[{"k":1}],"moved":[1]}\u0000{}'],
+    ["moved naming a non-object", '{"t":"batch","items":[1],"moved":[0]}\u0000{}'],
+    ["moved naming an item that kept its text", '{"t":"batch","items":[{"text":"x"}],"moved":[0]}\u0000{}'],
+    ["moved not a list", '{"t":"batch","items":[{"k":1}],"moved":0}\u0000{}'],
+    ["a fractional index", '{"t":"batch","items":[{"k":1}],"moved":[0.5]}\u0000{}'],
+  ])("a batch whose texts and moved list do not pair up is refused: %s", (_, text) => {
+    expect(linkToSession(text)).toBeUndefined();
+  });
+});
