@@ -81,6 +81,8 @@ export class AgentObject extends DurableObject<Env> {
   private wholeEpoch = 0;
   /** Answers sent by an instance woken during its epoch (see `inbound`), the newest ANSWERED_KEPT. */
   private readonly answered = new Set<string>();
+  /** The outcome of each session frame handed on, by `${sessionId}:${key}` (`toAgent`), the newest ANSWERED_KEPT. */
+  private readonly handedOn = new Map<string, Promise<boolean>>();
 
   constructor(ctx: DurableObjectState, env: Env) {
     super(ctx, env);
@@ -319,9 +321,26 @@ export class AgentObject extends DurableObject<Env> {
   }
 
   // ── RPC from SessionObjects: deliver to the agent ────────────────────────────────────────────
-  /** Delivers one frame; false when it did not reach the agent (a request was then answered with an error, or must be). */
-  async toAgent(agent: string, ref: SessionRef, frame: ToAgent): Promise<boolean> {
+  /**
+   * Delivers one frame; false when it did not reach the agent (a request was then answered with an
+   * error, or must be). `key`: the session's number for the frame, the same on its second try (by
+   * link, then by RPC): a key seen before gets the first try's outcome and hands nothing on again.
+   */
+  toAgent(agent: string, ref: SessionRef, frame: ToAgent, key?: number): Promise<boolean> {
     stage("agent.toAgent", frame);
+    if (key === undefined) return this.handOn(agent, ref, frame);
+    const once = `${ref.sessionId}:${key}`;
+    const earlier = this.handedOn.get(once);
+    if (earlier) return earlier;
+    const outcome = this.handOn(agent, ref, frame);
+    this.handedOn.set(once, outcome);
+    // A hand-off that threw may be tried again; the kept outcomes are bounded (a second try comes within seconds).
+    outcome.catch(() => this.handedOn.delete(once));
+    if (this.handedOn.size > ANSWERED_KEPT) this.handedOn.delete(this.handedOn.keys().next().value as string);
+    return outcome;
+  }
+
+  private async handOn(agent: string, ref: SessionRef, frame: ToAgent): Promise<boolean> {
     const meta = this.store.meta;
     if (!meta || meta.tenantId !== ref.tenantId || meta.name !== agent || !this.store.ownsSession(ref.sessionId)) return false;
     // A dial-in socket is found synchronously, so frames keep their order; a dial_out agent may be dialled now.
@@ -625,10 +644,10 @@ export class AgentObject extends DurableObject<Env> {
   private readonly inFlight = new Set<string>();
   private readonly links = new SessionLinks({
     open: (sessionId) => this.openLink(sessionId),
-    toAgent: (sessionId, frame) => {
+    toAgent: (sessionId, frame, n) => {
       const meta = this.store.meta;
       // SAFETY: a link carries only what its session's AgentLink sends, a ToAgent (agent-link.ts).
-      return meta ? this.toAgent(meta.name, { tenantId: meta.tenantId, sessionId }, frame as ToAgent) : Promise.resolve(false);
+      return meta ? this.toAgent(meta.name, { tenantId: meta.tenantId, sessionId }, frame as ToAgent, n) : Promise.resolve(false);
     },
     waitUntil: (promise) => this.ctx.waitUntil(promise),
     idleMs: Number(this.env.AGENT_LINK_IDLE_MS ?? LINK_IDLE_MS),

@@ -28,6 +28,8 @@ const REOPEN_AFTER_MS = 5_000;
 interface Link {
   ws: WebSocket;
   used: boolean;
+  /** Frames from the session still being handed on (waiting for the agent's initialize, a dial-out): the link stays. */
+  handing: number;
   /** The batch sent and not acked yet (one at a time per session). */
   batch?: { sentAt: number; resolve(): void; reject(error: Error): void };
 }
@@ -35,8 +37,8 @@ interface Link {
 export interface SessionLinksDeps {
   /** Opens the session's end (SessionObject `fetch` with AGENT_LINK_HEADER); undefined if it refused. */
   open(sessionId: string): Promise<WebSocket | undefined>;
-  /** A frame the session sent on the link, handed on as its RPC `toAgent` would be: true if it reached the agent. */
-  toAgent(sessionId: string, frame: unknown): Promise<boolean>;
+  /** A frame the session sent on the link (under its key `n`), handed on as its RPC `toAgent` would be: true if it reached the agent. */
+  toAgent(sessionId: string, frame: unknown, n: number): Promise<boolean>;
   waitUntil(promise: Promise<unknown>): void;
   /** How long a link may go unused before it is closed (LINK_IDLE_MS; tests set it short). */
   idleMs: number;
@@ -99,7 +101,7 @@ export class SessionLinks {
 
   private adopt(sessionId: string, ws: WebSocket): void {
     ws.accept();
-    const link: Link = { ws, used: true };
+    const link: Link = { ws, used: true, handing: 0 };
     this.links.set(sessionId, link);
     ws.addEventListener("message", (event) => {
       if (typeof event.data === "string") this.onMessage(sessionId, link, linkToAgent(event.data));
@@ -126,14 +128,18 @@ export class SessionLinks {
         // the link is closing: the session fails the frame and tries again by RPC
       }
     };
+    link.handing++;
     this.d.waitUntil(
-      this.d.toAgent(sessionId, message.frame).then(
-        (delivered) => reply({ t: "sent", n, delivered }),
-        (error: unknown) => {
-          console.error("agent: a frame from a session's link failed", error);
-          reply({ t: "failed", n });
-        },
-      ),
+      this.d
+        .toAgent(sessionId, message.frame, n)
+        .finally(() => link.handing--)
+        .then(
+          (delivered) => reply({ t: "sent", n, delivered }),
+          (error: unknown) => {
+            console.error("agent: a frame from a session's link failed", error);
+            reply({ t: "failed", n });
+          },
+        ),
     );
   }
 
@@ -159,15 +165,10 @@ export class SessionLinks {
       const now = Date.now();
       for (const [sessionId, link] of this.links) {
         if (link.batch && now - link.batch.sentAt > ACK_TIMEOUT_MS) this.drop(sessionId, link);
-        else if (link.used || link.batch) link.used = false;
+        else if (link.used || link.batch || link.handing > 0) link.used = false;
         else this.drop(sessionId, link);
       }
       if (this.links.size > 0) this.sweepLater();
     }, this.d.idleMs);
-  }
-
-  /** Every link closes (the agent's connection changed hands, the object is shutting down). */
-  closeAll(): void {
-    for (const [sessionId, link] of this.links) this.drop(sessionId, link);
   }
 }

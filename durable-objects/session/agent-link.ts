@@ -176,6 +176,11 @@ export class AgentLink {
   }
 
   // ── out: towards the agent, through the AgentObject ──────────────────────────────────────────
+  /**
+   * Each frame's key for the AgentObject's once-only hand-off; it starts where no earlier instance's
+   * could still be in use (a late second try never matches another frame).
+   */
+  private nextKey = Date.now() * 1000;
   /** RPC calls to the AgentObject not yet returned: while there are any, frames go by RPC too, so none overtakes another. */
   private rpcInFlight = 0;
 
@@ -185,10 +190,10 @@ export class AgentLink {
    * they are made). A request that cannot be handed to the agent is answered with an error (and a
    * prompt's turn ends); `after` learns whether the frame reached the agent (`threw`: the hand-off
    * itself failed). A failed hand-off is tried once more by RPC on a fresh stub (a stub whose object
-   * crashed stays broken); the AgentObject skips a frame it already handed on, so the second try
-   * never duplicates one.
+   * crashed stays broken); both tries carry the frame's `key`, and the AgentObject hands a key on
+   * once, so the second try never duplicates a frame (a notification included).
    */
-  toAgent(frame: ToAgent, after?: (delivered: boolean, threw: boolean) => void, retried = false): void {
+  toAgent(frame: ToAgent, after?: (delivered: boolean, threw: boolean) => void, retried = false, key = this.nextKey++): void {
     stage("session.toAgent", frame);
     const { env, store } = this.d;
     const meta = store.meta;
@@ -198,12 +203,12 @@ export class AgentLink {
       after?.(delivered, threw);
     };
     if (!retried && this.rpcInFlight === 0) {
-      const sent = this.d.socket.send(frame, (outcome) => {
+      const sent = this.d.socket.send(frame, key, (outcome) => {
         if (outcome === "failed") {
           // The link failed, maybe with its AgentObject (a crash): the one try by RPC goes on a fresh
           // stub, as a second try after a failed call does (a stub whose object crashed stays broken).
           this.agentStub = undefined;
-          this.toAgent(frame, after, true);
+          this.toAgent(frame, after, true, key);
         } else settled(outcome === "delivered", false, "the agent does not hold this session");
       });
       if (sent) return;
@@ -214,14 +219,14 @@ export class AgentLink {
     this.rpcInFlight++;
     this.d.ctx.waitUntil(
       stub
-        .toAgent(meta.agent, ref, frame)
+        .toAgent(meta.agent, ref, frame, key)
         .finally(() => this.rpcInFlight--)
         .then(
           (delivered) => settled(delivered, false, "the agent does not hold this session"),
           (e: unknown) => {
             console.error("session: agent delivery failed", e);
             if (this.agentStub === stub) this.agentStub = undefined;
-            if (!retried) this.toAgent(frame, after, true);
+            if (!retried) this.toAgent(frame, after, true, key);
             else settled(false, true, "the hand-off to the agent failed");
           },
         ),

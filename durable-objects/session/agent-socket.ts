@@ -25,8 +25,6 @@ interface Awaiting {
 }
 
 export class AgentSocket {
-  /** Numbers start where no earlier instance's could still be answered (a late answer never settles the wrong frame). */
-  private nextN = Date.now() * 1000;
   /** Frames sent on a link and not answered yet, oldest first (a Map keeps insertion order). */
   private readonly awaiting = new Map<number, Awaiting>();
   /** Armed while frames await an answer (one timer, cleared when none does). */
@@ -53,13 +51,12 @@ export class AgentSocket {
   }
 
   /**
-   * Sends a frame on the link; false when there is none (the caller uses RPC). `settle` is called
-   * exactly once. The object stays in memory until then, as it does for an RPC in flight.
+   * Sends a frame on the link under its key `n` (unique across this session's instances); false when
+   * there is none (the caller uses RPC). `settle` is called exactly once. The object stays in memory until then, as it does for an RPC in flight.
    */
-  send(frame: ToAgent, settle: (outcome: LinkOutcome) => void): boolean {
+  send(frame: ToAgent, n: number, settle: (outcome: LinkOutcome) => void): boolean {
     const ws = this.ctx.getWebSockets(AGENT_LINK_TAG).at(-1);
     if (!ws) return false;
-    const n = ++this.nextN;
     try {
       ws.send(encodeLink({ t: "toAgent", n, frame }));
     } catch {
