@@ -54,9 +54,12 @@ ${rows(r.targets, (t) => `| ${t.name} | ${t.value} | ${t.target} | ${t.pass ? "p
 | persisted relay one way, 64 KiB | ${b.persistedOneWayLarge.median} ms | ${b.persistedOneWayLarge.p99} ms | ${b.persistedOneWayLarge.max} ms |
 | relay one way with a second object, reached by RPC | ${b.hopByRpc?.median} ms | ${b.hopByRpc?.p99} ms | ${b.hopByRpc?.max} ms |
 | relay one way with a second object, reached by WebSocket | ${b.hopByWebSocket?.median} ms | ${b.hopByWebSocket?.p99} ms | ${b.hopByWebSocket?.max} ms |
+| persisted relay one way with a second object (WebSocket), the second one inserting | ${b.persistedTwoObjects?.median} ms | ${b.persistedTwoObjects?.p99} ms | ${b.persistedTwoObjects?.max} ms |
 
-The two "second object" rows are measured in alternating blocks: what one object-to-object hop costs
-by each transport (the gateway's agent link, docs/ARCHITECTURE.md).
+The "second object" rows are measured in alternating blocks: what one object-to-object hop costs by
+each transport (the gateway's agent link, docs/ARCHITECTURE.md), and the persisted relay with the
+gateway's two objects, which is ${b.persistedTwoObjectsRatio}x the one-object persisted relay in the
+same minutes: the floor for a stream that crosses two objects and commits once.
 
 Throughput: relay ${b.relayThroughput} msg/s (100 B), ${b.relayThroughputLarge} msg/s (64 KiB); persisted relay
 ${b.persistedThroughput} msg/s (100 B), ${b.persistedThroughputLarge} msg/s (64 KiB).

@@ -96,7 +96,6 @@ try {
     await arrived;
   };
   const hops = await paired(n(2000, 300), hopStep(hopByRpc), hopStep(hopByWs));
-  for (const p of [hopB, hopByRpc, hopByWs]) p.close();
   log(
     `baseline: a second object by RPC ${hops.gateway.median} ms, by WebSocket ${hops.baseline.median} ms (one object: ${relayOneWay.median} ms)`,
   );
@@ -116,7 +115,17 @@ try {
     await persistedA.next((m) => m.i === i);
     persistedB.onMessage = () => undefined;
   };
+  // The persisted relay with the gateway's two objects (the second one inserts each frame), against
+  // the one-object persisted relay of the targets: what a second object costs a persisted stream.
+  const hopByWsPersisted = await Peer.open(`${bws}/hop?role=a&via=wsp`);
+  const twoObjects = await paired(n(2000, 300), hopStep(hopByWsPersisted), persistedOneWayStep(SMALL));
+  for (const p of [hopB, hopByRpc, hopByWs, hopByWsPersisted]) p.close();
+  log(
+    `baseline: persisted relay with a second object ${twoObjects.gateway.median} ms, ${ratio(twoObjects.gateway.median, twoObjects.baseline.median)}x the persisted relay (paired ${twoObjects.baseline.median} ms)`,
+  );
   results.baseline = {
+    persistedTwoObjects: twoObjects.gateway,
+    persistedTwoObjectsRatio: ratio(twoObjects.gateway.median, twoObjects.baseline.median),
     hopByRpc: hops.gateway,
     hopByWebSocket: hops.baseline,
     echoRtt,

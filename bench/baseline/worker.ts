@@ -6,9 +6,11 @@
 // - /prelay?room=R&role=a|b: the same, but the object inserts each frame into its SQLite log before
 //   it sends it on: the persisted relay, the floor for any relay that keeps a log (the output gate
 //   holds the send until the insert commits, exactly as it does in the gateway).
-// - /hop?via=rpc|ws&role=a|b: the plain relay with a second object in the middle, as the gateway has
-//   (client → Worker → HopEntry → HopExit → Worker → client), the entry reaching the exit by an RPC
-//   call or over a WebSocket it opened: what one object-to-object hop costs each way.
+// - /hop?via=rpc|ws|wsp&role=a|b: the plain relay with a second object in the middle, as the gateway
+//   has (client → Worker → HopEntry → HopExit → Worker → client), the entry reaching the exit by an
+//   RPC call or over a WebSocket it opened: what one object-to-object hop costs each way. `wsp`: over
+//   a WebSocket, and the exit inserts each frame into SQLite before it sends it on (the persisted
+//   relay with the gateway's two objects: the floor for its stream).
 import { DurableObject } from "cloudflare:workers";
 
 interface Env {
@@ -61,8 +63,12 @@ export class HopExit extends DurableObject<Env> {
     this.ctx.acceptWebSocket(pair[1], [role]);
     return new Response(null, { status: 101, webSocket: pair[0] });
   }
-  /** A frame from the entry over its WebSocket. */
-  override webSocketMessage(_ws: WebSocket, data: string | ArrayBuffer): void {
+  /** A frame from the entry over one of its WebSockets (the `persist` one: inserted first). */
+  override webSocketMessage(ws: WebSocket, data: string | ArrayBuffer): void {
+    if (this.ctx.getTags(ws).includes("persist")) {
+      this.ctx.storage.sql.exec("CREATE TABLE IF NOT EXISTS log (seq INTEGER PRIMARY KEY, body TEXT NOT NULL)");
+      this.ctx.storage.sql.exec("INSERT INTO log (body) VALUES (?)", typeof data === "string" ? data : new TextDecoder().decode(data));
+    }
     this.deliver(data);
   }
   /** A frame from the entry by RPC. */
@@ -74,21 +80,25 @@ export class HopExit extends DurableObject<Env> {
 export class HopEntry extends DurableObject<Env> {
   private readonly exit = this.env.HOP_EXIT.get(this.env.HOP_EXIT.idFromName("exit"));
   private link?: WebSocket;
+  private persistLink?: WebSocket;
+  private async open(role: string): Promise<WebSocket | undefined> {
+    const opened = await this.exit.fetch(`https://exit/?role=${role}`, { headers: { Upgrade: "websocket" } });
+    opened.webSocket?.accept();
+    return opened.webSocket ?? undefined;
+  }
   override async fetch(request: Request): Promise<Response> {
-    if (!this.link) {
-      const opened = await this.exit.fetch("https://exit/?role=entry", { headers: { Upgrade: "websocket" } });
-      const link = opened.webSocket;
-      if (!link) return new Response("no link", { status: 500 });
-      link.accept();
-      this.link = link;
-    }
+    this.link ??= await this.open("entry");
+    this.persistLink ??= await this.open("persist");
+    if (!this.link || !this.persistLink) return new Response("no link", { status: 500 });
     const via = new URL(request.url).searchParams.get("via") ?? "rpc";
     const pair = new WebSocketPair();
     this.ctx.acceptWebSocket(pair[1], [via]);
     return new Response(null, { status: 101, webSocket: pair[0] });
   }
   override webSocketMessage(ws: WebSocket, data: string | ArrayBuffer): void {
-    if (this.ctx.getTags(ws).includes("ws") && this.link) this.link.send(data);
+    const [via] = this.ctx.getTags(ws);
+    if (via === "ws" && this.link) this.link.send(data);
+    else if (via === "wsp" && this.persistLink) this.persistLink.send(data);
     else void this.exit.deliver(data);
   }
 }
