@@ -24,7 +24,7 @@ const UPDATE: Path = {
   boundaries: ["bench.send", "agent.in", "session.in", "session.out", "edge.in", "edge.out", "bench.client"],
   stages: [
     "agent's socket → AgentObject (wrangler's proxy, workerd)",
-    "AgentObject: checks, queue, RPC call → SessionObject",
+    "AgentObject: checks, queue, hand-off → SessionObject (agent link)",
     "SessionObject: parse, log append, fold, send (JavaScript and SQLite, no I/O)",
     "SessionObject → edge: the log commit (output gate) and the socket",
     "edge: id rewrite, send to the client (JavaScript, no I/O)",
@@ -36,9 +36,9 @@ const RULE: Path = {
   boundaries: ["bench.send", "agent.in", "session.in", "session.toAgent", "agent.toAgent", "agent.out", "bench.agent"],
   stages: [
     "agent's socket → AgentObject (wrangler's proxy, workerd)",
-    "AgentObject: checks, open request noted in memory, RPC call → SessionObject",
+    "AgentObject: checks, open request noted in memory, hand-off → SessionObject (agent link)",
     "SessionObject: log, tool call, rules decision, answer handed on (JavaScript and SQLite, no I/O)",
-    "SessionObject → AgentObject: the commit (output gate) and the RPC call",
+    "SessionObject → AgentObject: the commit (output gate) and the agent link",
     "AgentObject: open request taken, send to the agent (JavaScript, no I/O)",
     "AgentObject → agent's socket (workerd, wrangler's proxy)",
   ],
@@ -62,7 +62,7 @@ const CLIENT: Path = {
   ],
   stages: [
     "agent's socket → AgentObject (wrangler's proxy, workerd)",
-    "AgentObject: checks, open request noted in memory, RPC call → SessionObject",
+    "AgentObject: checks, open request noted in memory, hand-off → SessionObject (agent link)",
     "SessionObject: log, tool call, no rule applies, the request's log row, copy sent (JavaScript and SQLite, no I/O)",
     "SessionObject → edge: the commit (output gate) and the socket",
     "edge: id rewrite, send to the client (JavaScript, no I/O)",
@@ -70,7 +70,7 @@ const CLIENT: Path = {
     "client's answer → edge (wrangler's proxy, workerd)",
     "edge: id rewrite; socket → SessionObject",
     "SessionObject: answer judged, the request's row resolved, answer handed on (JavaScript and SQLite, no I/O)",
-    "SessionObject → AgentObject: the commit (output gate) and the RPC call",
+    "SessionObject → AgentObject: the commit (output gate) and the agent link",
     "AgentObject: open request taken, send to the agent (JavaScript, no I/O)",
     "AgentObject → agent's socket (workerd, wrangler's proxy)",
   ],
