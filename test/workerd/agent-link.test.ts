@@ -163,6 +163,37 @@ describe("agent link: once open, it carries the traffic both ways", () => {
   });
 });
 
+describe("agent link: a large batch goes by RPC", () => {
+  it("an update with more than 16 KiB of text goes by RPC with the link open; the small ones before and after it by the link, all in order", async () => {
+    const { t, agent, client, sessionId } = await linkedSession();
+    await runInDurableObject(agentStub(t.tenantId, agent.name), (instance: AgentObject) => {
+      // Counts the RPC deliveries of this instance, passing each on to the real stub.
+      const counter = cutCounter(instance);
+      // SAFETY: `session` is the object's own stub lookup (agent-object.ts); only this instance's copy is wrapped.
+      const inside = instance as unknown as { session(id: string): { fromAgentBatch(items: unknown[]): Promise<void> } };
+      const lookup = inside.session.bind(instance);
+      inside.session = (id: string) => {
+        const stub = lookup(id);
+        return {
+          fromAgentBatch: (items: unknown[]) => {
+            counter.cuts++;
+            return stub.fromAgentBatch(items);
+          },
+        };
+      };
+    });
+    const large = "L".repeat(20 * 1024);
+    for (const text of ["small before", large, "small after"]) {
+      agent.peer.notify("session/update", chunk(sessionId, text));
+      expect(await chunksSeen(client, 1)).toEqual([text]);
+    }
+    expect(await cutsOn(agentStub(t.tenantId, agent.name))).toBe(1);
+    await barrier(client, agent, sessionId);
+    noMoreChunks(client);
+    await closeLinks(t, agent);
+  });
+});
+
 describe("agent link: frames for the agent keep their order across the two paths", () => {
   it("a frame that went by RPC (the link refused it, as a closing link does) is not overtaken on the link by the next one", async () => {
     const { t, agent, client, sessionId } = await linkedSession();
