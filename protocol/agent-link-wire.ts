@@ -1,7 +1,8 @@
 // The wire of the agent link: one WebSocket from the AgentObject to each SessionObject it delivers
 // to, the fast lane beside the RPC methods (`fromAgentBatch`, `toAgent`), which stay as the fallback.
-// A message hop between two objects costs about 0.4 ms over a WebSocket and about 1 ms as an RPC
-// call (bench/results/notes.md, "Object to object"), and every relayed update crosses one.
+// A message hop between two objects costs about 0.5 ms over a WebSocket and about 1.1 ms as an RPC
+// call (the bench's baselines; bench/results/notes.md, "The agent link"), and every relayed update
+// and permission answer crosses one.
 // Pure: no Cloudflare imports (the sockets are in durable-objects/agent/session-links.ts and
 // durable-objects/session/agent-socket.ts); unit-tested in test/unit/agent-link-wire.test.ts.
 
