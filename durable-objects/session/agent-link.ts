@@ -1,8 +1,9 @@
 // The session's side of its link to the agent, whose single connection the AgentObject holds. In:
 // what the AgentObject delivers (the agent's frames, its answers to client requests, the news that
 // its connection is gone), applied in order and once each (agent-delivery.ts), and dispatched to the
-// modules that act on it. Out: `toAgent`, fire and forget, retried once on a fresh stub; a client
-// request that cannot be handed on is answered with an error (and a prompt's turn ends). A
+// modules that act on it. Out: `toAgent`, fire and forget, over the agent link (agent-socket.ts) or
+// by RPC, retried once by RPC on a fresh stub; a client request that cannot be handed on is
+// answered with an error (and a prompt's turn ends). A
 // session/delete the agent agreed to ends here too: the session is forgotten.
 
 import { type Message, RpcError, errorResponse, isObject, isRequest, isResponse, resultResponse } from "../../protocol/jsonrpc";
