@@ -24,6 +24,11 @@ interface Awaiting {
   settle(outcome: LinkOutcome): void;
 }
 
+/** Whether a socket's attachment (read once by the caller) is the agent link's. */
+export function isLinkAttachment(attachment: unknown): boolean {
+  return (attachment as { link?: string } | null | undefined)?.link === "agent";
+}
+
 export class AgentSocket {
   /** Frames sent on a link and not answered yet, oldest first (a Map keeps insertion order). */
   private readonly awaiting = new Map<number, Awaiting>();
@@ -44,10 +49,6 @@ export class AgentSocket {
     }
     this.ctx.acceptWebSocket(server, [AGENT_LINK_TAG]);
     server.serializeAttachment({ link: "agent" });
-  }
-
-  isLink(ws: WebSocket): boolean {
-    return (ws.deserializeAttachment() as { link?: string } | null)?.link === "agent";
   }
 
   /**
@@ -96,19 +97,19 @@ export class AgentSocket {
     this.answerTimer = setTimeout(() => {
       this.answerTimer = undefined;
       const overdue = Date.now() - ANSWER_TIMEOUT_MS;
-      for (const [n, awaiting] of this.awaiting) {
-        if (awaiting.sentAt > overdue) continue;
-        this.awaiting.delete(n);
-        awaiting.settle("failed");
-      }
-      this.watchAnswers();
+      this.fail((awaiting) => awaiting.sentAt <= overdue);
     }, ANSWER_TIMEOUT_MS);
   }
 
-  /** The link closed: what was sent on it and not answered failed, oldest first (the caller tries again, in order). */
+  /** The link closed: what was sent on it and not answered failed (the caller tries again, in order). */
   lost(ws: WebSocket): void {
+    this.fail((awaiting) => awaiting.ws === ws);
+  }
+
+  /** The awaiting frames that match fail, oldest first; the timer follows what is left. */
+  private fail(matches: (awaiting: Awaiting) => boolean): void {
     for (const [n, awaiting] of this.awaiting) {
-      if (awaiting.ws !== ws) continue;
+      if (!matches(awaiting)) continue;
       this.awaiting.delete(n);
       awaiting.settle("failed");
     }

@@ -20,9 +20,14 @@ export function clientTags(connId: string): string[] {
 
 /** What the session knows of a client socket; undefined for any other socket (the agent link). */
 export function attachmentOf(ws: WebSocket): ClientAttachment | undefined {
-  const attachment = ws.deserializeAttachment() as Partial<ClientAttachment> | null | undefined;
+  return clientOf(ws.deserializeAttachment());
+}
+
+/** A socket's attachment, read once, as a client's; undefined for any other socket's. */
+export function clientOf(attachment: unknown): ClientAttachment | undefined {
+  const client = attachment as Partial<ClientAttachment> | null | undefined;
   // SAFETY: only client sockets carry an attachment with a connId (session-object.ts `fetch`).
-  return typeof attachment?.connId === "string" ? (attachment as ClientAttachment) : undefined;
+  return typeof client?.connId === "string" ? (client as ClientAttachment) : undefined;
 }
 
 export class AttachedClients {

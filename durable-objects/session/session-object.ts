@@ -25,11 +25,11 @@ import { AGENT_METHODS, CANCEL_REQUEST } from "../../protocol/methods";
 import type { Env } from "../../worker/env";
 import type { ApprovalView, FromAgent, InitResult, LinkRefusal, SessionInit, SessionRef, SessionSnapshot } from "./contract";
 import { AgentLink } from "./agent-link";
-import { AgentSocket } from "./agent-socket";
+import { AgentSocket, isLinkAttachment } from "./agent-socket";
 import { AGENT_LINK_HEADER, encodeLink, linkToSession } from "../../protocol/agent-link-wire";
 import { AuditOutbox } from "./audit-outbox";
 import { TurnWatch } from "./turn-watch";
-import { AttachedClients, attachmentOf, clientTags, send, sendPacked } from "./clients";
+import { AttachedClients, attachmentOf, clientOf, clientTags, send, sendPacked } from "./clients";
 import { ATTACH_HEADER, attachRequestOf } from "../../protocol/session-wire";
 import { SessionStore, permIdOfCopy } from "./store";
 import { splitName } from "../object-name";
@@ -177,9 +177,10 @@ export class SessionObject extends DurableObject<Env> {
 
   // ── messages from a client (through the edge Worker, which already checked the frame) ────────
   override webSocketMessage(ws: WebSocket, data: string | ArrayBuffer): void {
-    const client = attachmentOf(ws);
+    const attached: unknown = ws.deserializeAttachment();
+    const client = clientOf(attached);
     if (!client) {
-      if (this.agentSocket.isLink(ws)) this.onLinkMessage(ws, data);
+      if (isLinkAttachment(attached)) this.onLinkMessage(ws, data);
       return;
     }
     stage("session.answer", data);
@@ -202,9 +203,7 @@ export class SessionObject extends DurableObject<Env> {
   }
 
   override webSocketClose(ws: WebSocket, code: number): void {
-    const client = attachmentOf(ws);
-    if (client) this.detach(client.connId);
-    else if (this.agentSocket.isLink(ws)) this.agentSocket.lost(ws);
+    this.socketGone(ws);
     try {
       ws.close(code === 1005 ? 1000 : code, "closed");
     } catch {
@@ -213,9 +212,15 @@ export class SessionObject extends DurableObject<Env> {
   }
 
   override webSocketError(ws: WebSocket): void {
-    const client = attachmentOf(ws);
+    this.socketGone(ws);
+  }
+
+  /** A client's socket gone detaches it; the agent link's gone fails what awaits an answer on it. */
+  private socketGone(ws: WebSocket): void {
+    const attached: unknown = ws.deserializeAttachment();
+    const client = clientOf(attached);
     if (client) this.detach(client.connId);
-    else if (this.agentSocket.isLink(ws)) this.agentSocket.lost(ws);
+    else if (isLinkAttachment(attached)) this.agentSocket.lost(ws);
   }
 
   /** A client that leaves loses nothing: its copies go, the requests stay pending for the others. */
