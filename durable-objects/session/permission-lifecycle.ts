@@ -16,8 +16,8 @@ import type { DecideResult } from "../rules/types";
 import type { ToAgent } from "../agent/contract";
 import type { AuditEntry } from "../../db/queries/audit";
 import type { AuditOutbox } from "./audit-outbox";
-import { type AttachedClients, attachmentOf, send, sendRewritable } from "./clients";
-import type { ClientAttachment } from "../../protocol/session-wire";
+import { type AttachedClients, send, sendRewritable } from "./clients";
+import { type ClientAttachment, rewritable } from "../../protocol/session-wire";
 import type { Notifier } from "./notify";
 import { auditEntry, fitToRow } from "./permission-audit";
 import type { DecidedBy, LinkRefusal } from "./contract";
@@ -303,9 +303,7 @@ export class PermissionLifecycle {
    */
   withdrawCopies(permId: number, answeredBy?: string): void {
     const text = JSON.stringify({ jsonrpc: "2.0", method: CANCEL_REQUEST, params: { requestId: copyId(permId) } });
-    for (const ws of this.d.clients.all()) {
-      if (answeredBy === undefined || attachmentOf(ws)?.connId !== answeredBy) sendRewritable(ws, text);
-    }
+    this.d.clients.broadcast(rewritable(text), answeredBy);
   }
 
   // ── audit and notices ─────────────────────────────────────────────────────────────────────────
