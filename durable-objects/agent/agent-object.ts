@@ -293,7 +293,7 @@ export class AgentObject extends DurableObject<Env> {
     } else if (epoch === this.wholeEpoch || this.answered.has(key)) return false;
     if (epoch !== this.wholeEpoch) {
       this.answered.add(key);
-      if (this.answered.size > ANSWERED_KEPT) this.answered.delete(this.answered.values().next().value as string);
+      dropOldest(this.answered, ANSWERED_KEPT);
     }
     return true;
   }
@@ -336,7 +336,7 @@ export class AgentObject extends DurableObject<Env> {
     this.handedOn.set(once, outcome);
     // A hand-off that threw may be tried again; the kept outcomes are bounded (a second try comes within seconds).
     outcome.catch(() => this.handedOn.delete(once));
-    if (this.handedOn.size > ANSWERED_KEPT) this.handedOn.delete(this.handedOn.keys().next().value as string);
+    dropOldest(this.handedOn, ANSWERED_KEPT);
     return outcome;
   }
 
@@ -726,6 +726,11 @@ export class AgentObject extends DurableObject<Env> {
 
 /** How many answers a woken instance remembers against second tries (a retry comes within seconds). */
 const ANSWERED_KEPT = 1024;
+
+/** Keeps the newest `kept` entries of a Set or Map (both iterate in insertion order). */
+function dropOldest(entries: { size: number; keys(): Iterator<string>; delete(key: string): boolean }, kept: number): void {
+  while (entries.size > kept) entries.delete(entries.keys().next().value as string);
+}
 
 /** The key of one of the agent's requests: its id (as JSON, so 1 and "1" differ) on one connection. */
 function inboundKey(id: JsonRpcId, epoch: number): string {
