@@ -199,6 +199,7 @@ export class AgentLink {
     const { env, store } = this.d;
     const meta = store.meta;
     if (!meta) return;
+    const notHeld = "the agent does not hold this session";
     const settled = (delivered: boolean, threw: boolean, reason: string) => {
       if (!delivered && frame.type === "request") this.requestUndelivered(frame.gwId, reason);
       after?.(delivered, threw);
@@ -210,7 +211,7 @@ export class AgentLink {
           // stub, as a second try after a failed call does (a stub whose object crashed stays broken).
           this.agentStub = undefined;
           this.toAgent(frame, after, true, key);
-        } else settled(outcome === "delivered", false, "the agent does not hold this session");
+        } else settled(outcome === "delivered", false, notHeld);
       });
       if (sent) return;
     }
@@ -223,7 +224,7 @@ export class AgentLink {
         .toAgent(meta.agent, ref, frame, key)
         .finally(() => this.rpcInFlight--)
         .then(
-          (delivered) => settled(delivered, false, "the agent does not hold this session"),
+          (delivered) => settled(delivered, false, notHeld),
           (e: unknown) => {
             console.error("session: agent delivery failed", e);
             if (this.agentStub === stub) this.agentStub = undefined;
