@@ -34,10 +34,7 @@ export class Echo extends DurableObject<Env> {
 
 export class Room extends DurableObject<Env> {
   override async fetch(request: Request): Promise<Response> {
-    const role = new URL(request.url).searchParams.get("role") ?? "a";
-    const pair = new WebSocketPair();
-    this.ctx.acceptWebSocket(pair[1], [role]);
-    return new Response(null, { status: 101, webSocket: pair[0] });
+    return accepted(this.ctx, new URL(request.url).searchParams.get("role") ?? "a");
   }
   override webSocketMessage(ws: WebSocket, data: string | ArrayBuffer): void {
     const [role] = this.ctx.getTags(ws);
@@ -48,27 +45,25 @@ export class Room extends DurableObject<Env> {
 export class PersistedRoom extends Room {
   constructor(ctx: DurableObjectState, env: Env) {
     super(ctx, env);
-    ctx.storage.sql.exec("CREATE TABLE IF NOT EXISTS log (seq INTEGER PRIMARY KEY, body TEXT NOT NULL)");
+    createLog(ctx.storage.sql);
   }
   override webSocketMessage(ws: WebSocket, data: string | ArrayBuffer): void {
-    this.ctx.storage.sql.exec("INSERT INTO log (body) VALUES (?)", typeof data === "string" ? data : new TextDecoder().decode(data));
+    insertFrame(this.ctx.storage.sql, data);
     super.webSocketMessage(ws, data);
   }
 }
 
 export class HopExit extends DurableObject<Env> {
+  constructor(ctx: DurableObjectState, env: Env) {
+    super(ctx, env);
+    createLog(ctx.storage.sql);
+  }
   override async fetch(request: Request): Promise<Response> {
-    const role = new URL(request.url).searchParams.get("role") ?? "b";
-    const pair = new WebSocketPair();
-    this.ctx.acceptWebSocket(pair[1], [role]);
-    return new Response(null, { status: 101, webSocket: pair[0] });
+    return accepted(this.ctx, new URL(request.url).searchParams.get("role") ?? "b");
   }
   /** A frame from the entry over one of its WebSockets (the `persist` one: inserted first). */
   override webSocketMessage(ws: WebSocket, data: string | ArrayBuffer): void {
-    if (this.ctx.getTags(ws).includes("persist")) {
-      this.ctx.storage.sql.exec("CREATE TABLE IF NOT EXISTS log (seq INTEGER PRIMARY KEY, body TEXT NOT NULL)");
-      this.ctx.storage.sql.exec("INSERT INTO log (body) VALUES (?)", typeof data === "string" ? data : new TextDecoder().decode(data));
-    }
+    if (this.ctx.getTags(ws).includes("persist")) insertFrame(this.ctx.storage.sql, data);
     this.deliver(data);
   }
   /** A frame from the entry by RPC. */
@@ -90,10 +85,7 @@ export class HopEntry extends DurableObject<Env> {
     this.link ??= await this.open("entry");
     this.persistLink ??= await this.open("persist");
     if (!this.link || !this.persistLink) return new Response("no link", { status: 500 });
-    const via = new URL(request.url).searchParams.get("via") ?? "rpc";
-    const pair = new WebSocketPair();
-    this.ctx.acceptWebSocket(pair[1], [via]);
-    return new Response(null, { status: 101, webSocket: pair[0] });
+    return accepted(this.ctx, new URL(request.url).searchParams.get("via") ?? "rpc");
   }
   override webSocketMessage(ws: WebSocket, data: string | ArrayBuffer): void {
     const [via] = this.ctx.getTags(ws);
@@ -124,6 +116,22 @@ export default {
     return new Response("not found", { status: 404 });
   },
 };
+
+/** A hibernatable WebSocket accepted under one tag (its role), handed back as the 101. */
+function accepted(ctx: DurableObjectState, tag: string): Response {
+  const pair = new WebSocketPair();
+  ctx.acceptWebSocket(pair[1], [tag]);
+  return new Response(null, { status: 101, webSocket: pair[0] });
+}
+
+/** The persisted relays' log: created once per object, one insert per frame. */
+function createLog(sql: SqlStorage): void {
+  sql.exec("CREATE TABLE IF NOT EXISTS log (seq INTEGER PRIMARY KEY, body TEXT NOT NULL)");
+}
+
+function insertFrame(sql: SqlStorage, data: string | ArrayBuffer): void {
+  sql.exec("INSERT INTO log (body) VALUES (?)", typeof data === "string" ? data : new TextDecoder().decode(data));
+}
 
 /** The Worker terminates the client's socket and relays it to the object's, as the gateway's edge does. */
 function proxied(upstream: Response): Response {
