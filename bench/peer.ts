@@ -84,3 +84,9 @@ export async function loadSession(client: Peer, sessionId: string): Promise<void
   client.send({ jsonrpc: "2.0", id, method: "session/load", params: { sessionId, cwd: "/bench", mcpServers: [] } });
   await client.next((m) => m.id === id);
 }
+
+/** Starts a turn and leaves it running (permission requests are asked only during one): the prompt is sent and seen at the agent. */
+export async function startTurn(client: Peer, agent: Peer, sessionId: string, id: string): Promise<void> {
+  client.send({ jsonrpc: "2.0", id, method: "session/prompt", params: { sessionId, prompt: [{ type: "text", text: "go" }] } });
+  await agent.next((m) => m.method === "session/prompt");
+}

@@ -11,7 +11,7 @@ import { mkdtempSync, readFileSync, readdirSync, rmSync, writeFileSync } from "n
 import { cpus, loadavg, tmpdir, totalmem } from "node:os";
 import { join } from "node:path";
 import { ROOT, WRANGLER, startLocalGateway, stopProcessGroup, waitForHealth, wrangler, wranglerEnv } from "../scripts/local-gateway.ts";
-import { type Json, Peer, benchAgent, benchClient, loadSession, newSession } from "./peer.ts";
+import { type Json, Peer, benchAgent, benchClient, loadSession, newSession, startTurn } from "./peer.ts";
 import { writeReport } from "./report.ts";
 import { measureStages } from "./stages.ts";
 import { now, ratio, round, summarize } from "./stats.ts";
@@ -155,22 +155,12 @@ try {
         method: "session/update",
         params: { sessionId, update: { sessionUpdate: "agent_message_chunk", content: { type: "text", text: d }, i } },
       });
-    const small = await paired(
-      n(2000, 300),
-      async (i) => {
-        send(SMALL, i);
-        await client.next((m) => m.params?.update?.i === i);
-      },
-      persistedOneWayStep(SMALL),
-    );
-    const large = await paired(
-      n(200, 40),
-      async (i) => {
-        send(LARGE, i);
-        await client.next((m) => m.params?.update?.i === i);
-      },
-      persistedOneWayStep(LARGE),
-    );
+    const updateStep = (d: string) => async (i: number) => {
+      send(d, i);
+      await client.next((m) => m.params?.update?.i === i);
+    };
+    const small = await paired(n(2000, 300), updateStep(SMALL), persistedOneWayStep(SMALL));
+    const large = await paired(n(200, 40), updateStep(LARGE), persistedOneWayStep(LARGE));
     const latency = small.gateway;
     const latencyLarge = large.gateway;
     const rate = await pipelined(
@@ -255,13 +245,7 @@ try {
     const client = await benchClient(ws, clientKey, "perm");
     const sessionId = await newSession(client, "/bench/perm");
     // Permission requests are asked only during a turn: one prompt, left running for the scenario.
-    client.send({
-      jsonrpc: "2.0",
-      id: "perm-turn",
-      method: "session/prompt",
-      params: { sessionId, prompt: [{ type: "text", text: "go" }] },
-    });
-    await agent.next((m) => m.method === "session/prompt");
+    await startTurn(client, agent, sessionId, "perm-turn");
     client.onMessage = (m) => {
       if (m.method === "session/request_permission")
         client.send({ jsonrpc: "2.0", id: m.id, result: { outcome: { outcome: "selected", optionId: "ok" } } });

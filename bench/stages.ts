@@ -11,7 +11,7 @@
 
 import { existsSync, readFileSync } from "node:fs";
 import { STAGE_FLUSH, STAGE_LINE, STAGE_MARK } from "../protocol/stage-timing.ts";
-import { type Json, type Peer, benchAgent, benchClient, newSession } from "./peer.ts";
+import { type Json, type Peer, benchAgent, benchClient, newSession, startTurn } from "./peer.ts";
 import { round } from "./stats.ts";
 
 /** A path: its boundaries in order ("bench.*" are the bench's own readings), and the name of each interval between two. */
@@ -100,13 +100,7 @@ export async function measureStages(o: StageProbeOptions): Promise<Json> {
   const agent = await benchAgent(o.ws, o.keys.agent, "stages");
   const client = await benchClient(o.ws, o.keys.client, "stages");
   const sessionId = await newSession(client, "/bench/stages");
-  client.send({
-    jsonrpc: "2.0",
-    id: "stage-turn",
-    method: "session/prompt",
-    params: { sessionId, prompt: [{ type: "text", text: "go" }] },
-  });
-  await agent.next((m) => m.method === "session/prompt");
+  await startTurn(client, agent, sessionId, "stage-turn");
 
   const bench = new Map<string, Record<string, number>>(); // mark → the bench's readings
   let next = 1;
