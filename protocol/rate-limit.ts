@@ -98,7 +98,7 @@ export class TenantLease {
   private tokens = 0;
   private expiresAt = 0;
   private deniedUntil = 0;
-  private asking = false;
+  private asking: Promise<void> | undefined;
 
   constructor(
     readonly batch: number,
@@ -120,23 +120,40 @@ export class TenantLease {
     return { ok: true };
   }
 
-  private refill(): void {
-    if (this.asking) return;
-    this.asking = true;
-    const want = this.batch + Math.max(0, -this.tokens);
-    this.ask(want).then(
-      (grant) => this.granted(grant),
-      // The tenant's count unreachable: not enforced meanwhile (each connection's own rate still is).
-      () => this.granted({ granted: want, retryAfterMs: 0 }),
-    );
+  /** Takes the first batch before any message needs it; resolves when it is here. */
+  warm(): Promise<void> {
+    return this.tokens <= 0 && this.expiresAt === 0 ? this.refill() : Promise.resolve();
   }
 
-  private granted(grant: LeaseGrant): void {
-    this.asking = false;
+  /**
+   * The lease on its way while the credit is used up: a caller that can hold its messages in order
+   * (the edge's agent connection) waits for it instead of having them refused. The edge takes a
+   * burst of frames before any answer to its own calls arrives, so without this a burst longer than
+   * the credit would be refused however much room the tenant has.
+   */
+  awaiting(): Promise<void> | undefined {
+    return this.tokens <= -this.batch && this.now() >= this.deniedUntil ? this.asking : undefined;
+  }
+
+  private refill(): Promise<void> {
+    if (this.asking) return this.asking;
+    const want = this.batch + Math.max(0, -this.tokens);
+    this.asking = this.ask(want).then(
+      (grant) => this.granted(grant, want),
+      // The tenant's count unreachable: not enforced meanwhile (each connection's own rate still is).
+      () => this.granted({ granted: want, retryAfterMs: 0 }, want),
+    );
+    return this.asking;
+  }
+
+  private granted(grant: LeaseGrant, want: number): void {
+    this.asking = undefined;
     const now = this.now();
     this.tokens += grant.granted;
     this.expiresAt = now + LEASE_MS;
-    if (this.tokens <= 0) this.deniedUntil = now + Math.max(1, grant.retryAfterMs);
+    // Refused only when the tenant gave less than was asked: a lease granted in full that the
+    // connection had already spent on credit is asked for again at the next message, not refused.
+    if (this.tokens <= 0 && grant.granted < want) this.deniedUntil = now + Math.max(1, grant.retryAfterMs);
   }
 }
 
@@ -162,6 +179,16 @@ export class RateGate {
     this.ownLimit = role === "agent" ? "messagesPerSecondPerAgentConnection" : "messagesPerSecondPerConnection";
     this.own = new MessageRate(limits[this.ownLimit], now());
     this.tenant = new TenantLease(leaseBatch(limits.messagesPerSecondPerTenant), askTenant, now);
+  }
+
+  /** Takes the tenant's first lease now (a connection that just opened); resolves when it is here. */
+  warm(): Promise<void> {
+    return this.tenant.warm();
+  }
+
+  /** The tenant's lease on its way, when its credit is used up (TenantLease `awaiting`). */
+  awaiting(): Promise<void> | undefined {
+    return this.tenant.awaiting();
   }
 
   /** Whether one message (a request or notification named `method`) may pass. */

@@ -31,9 +31,10 @@ import type { SessionObject } from "../session/session-object";
 import { AgentRates } from "../tenant/tenant-limits";
 import { AGENT_PRINCIPAL_HEADER, type AgentPrincipal, type AgentStatus, type OpenSessionArgs, type ToAgent } from "./contract";
 import { Dialer } from "./dialer";
-import { SessionOutbox } from "./session-outbox";
+import { MAX_BATCH_BYTES, SessionOutbox, type Stamped, batchPrefix } from "./session-outbox";
 import { LINK_IDLE_MS, SessionLinks } from "./session-links";
 import { AGENT_LINK_HEADER } from "../../protocol/agent-link-wire";
+import { AGENT_EDGE_HEADER, decodeControl, encodeControl } from "../../protocol/agent-edge-wire";
 import { AgentStore } from "./store";
 import { stage, stageTimingFrom } from "../../protocol/stage-timing";
 
@@ -63,7 +64,12 @@ export class AgentObject extends DurableObject<Env> {
   /** The agent connection's message rates (its own and its share of the tenant's). */
   private readonly rates: AgentRates;
   /** The current epoch's dial-in socket once found (finding it deserialises every socket's attachment). */
-  private dialIn?: { ws: WebSocket; epoch: number };
+  private dialIn?: { ws: WebSocket; epoch: number; edge: boolean };
+  /**
+   * Per session, how many frames the edge has sent through this object on the current connection
+   * (its count, from the newest frame): a grant names it (`maybeGrant`). Cleared with each connection.
+   */
+  private readonly edgeCounts = new Map<string, number>();
   /**
    * The agent's requests that went to a session and are not answered yet, by `inboundKey`: in
    * memory only, so no commit stands in front of a request on its way to the session or of its
@@ -122,6 +128,7 @@ export class AgentObject extends DurableObject<Env> {
     this.outbox.reserve();
     this.wholeEpoch = epoch;
     this.dialIn = undefined;
+    this.edgeCounts.clear();
     for (const old of previous) {
       try {
         old.close(4000, "replaced by a newer connection of the same agent");
@@ -132,8 +139,9 @@ export class AgentObject extends DurableObject<Env> {
     if (previous.length > 0) this.agentGone(epoch - 1, "replaced by a newer connection");
     const pair = new WebSocketPair();
     this.ctx.acceptWebSocket(pair[1], [`key:${who.keyId}`]);
-    pair[1].serializeAttachment({ epoch, keyId: who.keyId, expiresAt: who.expiresAt ?? null, limits: who.limits });
-    this.dialIn = { ws: pair[1], epoch };
+    const edge = request.headers.get(AGENT_EDGE_HEADER) === "1";
+    pair[1].serializeAttachment({ epoch, keyId: who.keyId, expiresAt: who.expiresAt ?? null, limits: who.limits, edge });
+    this.dialIn = { ws: pair[1], epoch, edge };
     this.rates.overrides = who.limits;
     if (typeof who.expiresAt === "number") this.ctx.waitUntil(this.armAlarmBy(who.expiresAt));
     this.sendInitialize(pair[1], epoch);
@@ -159,17 +167,66 @@ export class AgentObject extends DurableObject<Env> {
   }
 
   override webSocketMessage(ws: WebSocket, data: string | ArrayBuffer): void {
-    stage("agent.in", data);
-    if (this.dialIn?.ws === ws) return this.onAgentFrame(ws, this.dialIn.epoch, data);
-    const attachment = ws.deserializeAttachment() as { epoch: number; limits?: Partial<Limits> } | undefined;
-    this.rates.overrides ??= attachment?.limits;
-    if (!attachment) return;
-    if (attachment.epoch === this.store.epoch) this.dialIn = { ws, epoch: attachment.epoch };
-    this.onAgentFrame(ws, attachment.epoch, data);
+    let dialIn = this.dialIn?.ws === ws ? this.dialIn : undefined;
+    if (!dialIn) {
+      const attachment = ws.deserializeAttachment() as { epoch: number; limits?: Partial<Limits>; edge?: boolean } | undefined;
+      this.rates.overrides ??= attachment?.limits;
+      if (!attachment) return;
+      dialIn = { ws, epoch: attachment.epoch, edge: attachment.edge === true };
+      if (attachment.epoch === this.store.epoch) this.dialIn = dialIn;
+    }
+    // The edge (worker/agent-connection.ts) marks where the gateway first has the agent's frame.
+    if (!dialIn.edge) {
+      stage("agent.in", data);
+      return this.onAgentFrame(ws, dialIn.epoch, data);
+    }
+    if (typeof data !== "string" || dialIn.epoch !== this.store.epoch) return;
+    this.onEdgeFrame(ws, dialIn.epoch, data);
   }
 
-  /** One frame from the agent, on a dial-in or a dial-out connection. */
-  private onAgentFrame(ws: WebSocket, epoch: number, data: string | ArrayBuffer): void {
+  /**
+   * A frame on the edge's control socket (protocol/agent-edge-wire.ts): the agent's own, as it sent
+   * it, with the session the edge counts it as, or frames the edge numbered and hands back. The edge
+   * has already held it to the connection's message rates.
+   */
+  private onEdgeFrame(ws: WebSocket, epoch: number, data: string): void {
+    const control = decodeControl(data);
+    if (!control) return console.error("agent: a malformed frame on the edge's control socket was dropped");
+    if (control.t === "plain") return this.onAgentFrame(ws, epoch, control.text, true);
+    if (control.t === "attributed") {
+      this.edgeCounts.set(control.s, control.c);
+      this.onAgentFrame(ws, epoch, control.text, true);
+      return this.maybeGrant(control.s);
+    }
+    if (control.t === "handover") {
+      this.edgeCounts.set(control.s, control.c);
+      const items: Stamped[] = control.texts.map((text, k) => ({ kind: "frame", epoch, text, seq: control.seqs[k] as number }));
+      this.outbox.addNumbered(control.s, items);
+      return this.sendBatch(control.s);
+    }
+  }
+
+  /**
+   * The edge may deliver the session's notifications itself once everything it sent for the session
+   * through this object has been applied: nothing of the session is queued here or in flight. The
+   * grant names the count it covers, so the edge takes it only if it sent nothing since.
+   */
+  private maybeGrant(sessionId: string): void {
+    const c = this.edgeCounts.get(sessionId);
+    const socket = this.dialIn;
+    if (c === undefined || !socket?.edge || socket.epoch !== this.store.epoch) return;
+    if (this.inFlight.has(sessionId) || this.outbox.pendingFor(sessionId).length > 0 || !this.store.ownsSession(sessionId)) return;
+    this.edgeCounts.delete(sessionId);
+    const { from, to } = this.outbox.reserveRange(GRANT_NUMBERS);
+    try {
+      socket.ws.send(encodeControl({ t: "grant", s: sessionId, c, from, to, epoch: socket.epoch }));
+    } catch {
+      // closing: the edge is going too
+    }
+  }
+
+  /** One frame from the agent, on a dial-in or a dial-out connection (`viaEdge`: the edge applied the rates). */
+  private onAgentFrame(ws: WebSocket, epoch: number, data: string | ArrayBuffer, viaEdge = false): void {
     if (epoch !== this.store.epoch || typeof data !== "string") return;
     const parsed = parseFrame(data);
     if (!parsed.ok) {
@@ -181,7 +238,7 @@ export class AgentObject extends DurableObject<Env> {
     }
     const message = parsed.message;
     const tenantId = this.store.meta?.tenantId;
-    if (!isResponse(message) && tenantId !== undefined) {
+    if (!isResponse(message) && tenantId !== undefined && !viaEdge) {
       const rate = this.rates.admit(ws, epoch, tenantId, message.method, isRequest(message) ? message.id : undefined);
       if (rate === "closing") {
         if (this.dialOut?.ws === ws) this.dialOut = undefined;
@@ -365,7 +422,9 @@ export class AgentObject extends DurableObject<Env> {
         this.store.addOutbound({ agentId, epoch, kind: "forward", sessionId: ref.sessionId, gwId: frame.gwId });
         this.markActive(ref.sessionId, epoch);
         this.armWatch();
-        ws.send(JSON.stringify(withParams({ jsonrpc: "2.0", id: agentId, method: frame.method }, frame.params)));
+        const text = JSON.stringify(withParams({ jsonrpc: "2.0", id: agentId, method: frame.method }, frame.params));
+        // The edge routes the answer to the session itself, in order with the session's notifications.
+        ws.send(this.dialIn?.ws === ws && this.dialIn.edge ? encodeControl({ t: "request", s: ref.sessionId, id: agentId, text }) : text);
         return true;
       }
       case "notification":
@@ -551,9 +610,13 @@ export class AgentObject extends DurableObject<Env> {
     const epoch = this.store.epoch;
     if (this.dialOut?.epoch === epoch) return this.dialOut.ws;
     if (this.dialIn?.epoch === epoch) return this.dialIn.ws;
-    const ws = this.ctx.getWebSockets().find((s) => (s.deserializeAttachment() as { epoch: number } | undefined)?.epoch === epoch);
-    if (ws) this.dialIn = { ws, epoch };
-    return ws;
+    for (const ws of this.ctx.getWebSockets()) {
+      const attachment = ws.deserializeAttachment() as { epoch: number; edge?: boolean } | undefined;
+      if (attachment?.epoch !== epoch) continue;
+      this.dialIn = { ws, epoch, edge: attachment.edge === true };
+      return ws;
+    }
+    return undefined;
   }
 
   /** The agent's connection: the dial-in socket, or for a dial_out agent one opened now. */
@@ -685,7 +748,9 @@ export class AgentObject extends DurableObject<Env> {
       )
       .then((ok) => {
         this.inFlight.delete(sessionId);
-        if (ok) this.sendBatch(sessionId);
+        if (!ok) return;
+        this.sendBatch(sessionId);
+        this.maybeGrant(sessionId);
       });
     this.ctx.waitUntil(call);
   }
@@ -724,6 +789,9 @@ export class AgentObject extends DurableObject<Env> {
   }
 }
 
+/** How many numbers a grant reserves: the edge comes back through this object when it has used them. */
+const GRANT_NUMBERS = 4096;
+
 /** How many answers a woken instance remembers against second tries (a retry comes within seconds). */
 const ANSWERED_KEPT = 1024;
 
@@ -740,20 +808,6 @@ function inboundKey(id: JsonRpcId, epoch: number): string {
 function withParams(message: Record<string, unknown>, params: unknown): Record<string, unknown> {
   if (params !== undefined) message.params = params;
   return message;
-}
-
-/** A batch of agent frames for one session is at most this many bytes (of UTF-16 text, 2 per unit). */
-const MAX_BATCH_BYTES = 8 * 1024 * 1024;
-
-/** How many items from the start fit the budget (always at least one). */
-function batchPrefix(items: FromAgent[], budget: number): number {
-  let used = 0;
-  for (let i = 0; i < items.length; i++) {
-    const item = items[i];
-    used += (item && "text" in item ? item.text.length : 0) * 2;
-    if (used > budget && i > 0) return i;
-  }
-  return items.length;
 }
 
 /** The answer the gateway stands in for when the agent's own answer (naming `requestId`) was refused. */

@@ -163,6 +163,11 @@ export class SessionLinks {
     }
   }
 
+  /** Closes every link (its batch in flight, if any, fails). */
+  closeAll(): void {
+    for (const [sessionId, link] of this.links) this.drop(sessionId, link);
+  }
+
   /** Closes links that carried nothing since the last sweep, so an idle object can hibernate. */
   private sweepLater(): void {
     if (this.sweeping) return;

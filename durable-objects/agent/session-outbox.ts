@@ -26,7 +26,7 @@ const MAX_DELIVERY_ATTEMPTS = 20;
 /** Sequence numbers reserved at a time (one row written per block). */
 const SEQ_BLOCK = 1 << 20;
 
-type Stamped = FromAgent & { seq: number };
+export type Stamped = FromAgent & { seq: number };
 
 interface Queue {
   items: Stamped[];
@@ -87,6 +87,44 @@ export class SessionOutbox {
   private stamp(): number {
     this.reserve();
     return this.nextSeq++;
+  }
+
+  /**
+   * Numbers `count` items ahead, for the edge to stamp a session's notifications with
+   * (protocol/agent-edge-wire.ts `grant`): every number stamped here afterwards is above them.
+   */
+  reserveRange(count: number): { from: number; to: number } {
+    const from = this.nextSeq;
+    this.nextSeq += count;
+    if (this.nextSeq - 1 > this.reservedUpTo) {
+      this.reservedUpTo = this.nextSeq - 1 + SEQ_BLOCK;
+      this.sql.exec(
+        "INSERT INTO session_outbox_seq (id, last) VALUES (1, ?) ON CONFLICT (id) DO UPDATE SET last = excluded.last",
+        this.reservedUpTo,
+      );
+    }
+    return { from, to: this.nextSeq };
+  }
+
+  /**
+   * Queues items the edge numbered from a range it was granted and could not deliver (a `handover`),
+   * in their place by number: they were taken from the agent before anything queued since.
+   */
+  addNumbered(sessionId: string, items: Stamped[]): void {
+    const queue = this.queue(sessionId);
+    const last = items.at(-1);
+    if (!last) return;
+    queue.items = [...items, ...queue.items].sort((a, b) => a.seq - b.seq);
+    // A stalled queue is in SQLite: these go in a row of their own (they may be below what is stored).
+    if (queue.storedUpTo > 0) {
+      this.sql.exec(
+        "INSERT INTO session_outbox (seq, session_id, item, attempts) VALUES (?, ?, ?, ?)",
+        last.seq,
+        sessionId,
+        JSON.stringify(items),
+        queue.attempts,
+      );
+    }
   }
 
   /** Queues an item for a session, stamped with the next sequence number; written only if the session is stalled. */
@@ -158,4 +196,18 @@ export class SessionOutbox {
   isEmpty(): boolean {
     return this.sessions().length === 0;
   }
+}
+
+/** A batch of agent frames for one session is at most this many bytes (of UTF-16 text, 2 per unit). */
+export const MAX_BATCH_BYTES = 8 * 1024 * 1024;
+
+/** How many items from the start fit the budget (always at least one). */
+export function batchPrefix(items: FromAgent[], budget: number): number {
+  let used = 0;
+  for (let i = 0; i < items.length; i++) {
+    const item = items[i];
+    used += (item && "text" in item ? item.text.length : 0) * 2;
+    if (used > budget && i > 0) return i;
+  }
+  return items.length;
 }

@@ -24,6 +24,14 @@ interface Awaiting {
   settle(outcome: LinkOutcome): void;
 }
 
+/** The tag of the edge's links (session-object.ts `acceptEdgeLink`): in only, never this class's. */
+export const EDGE_LINK_TAG = "edge-link";
+
+/** Whether a socket's attachment (read once by the caller) is an edge link's. */
+export function isEdgeLinkAttachment(attachment: unknown): boolean {
+  return (attachment as { link?: string } | null | undefined)?.link === "edge";
+}
+
 /** Whether a socket's attachment (read once by the caller) is the agent link's. */
 export function isLinkAttachment(attachment: unknown): boolean {
   return (attachment as { link?: string } | null | undefined)?.link === "agent";

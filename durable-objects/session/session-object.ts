@@ -25,8 +25,9 @@ import { AGENT_METHODS, CANCEL_REQUEST } from "../../protocol/methods";
 import type { Env } from "../../worker/env";
 import type { ApprovalView, FromAgent, InitResult, LinkRefusal, SessionInit, SessionRef, SessionSnapshot } from "./contract";
 import { AgentLink } from "./agent-link";
-import { AgentSocket, isLinkAttachment } from "./agent-socket";
+import { AgentSocket, EDGE_LINK_TAG, isEdgeLinkAttachment, isLinkAttachment } from "./agent-socket";
 import { AGENT_LINK_HEADER, encodeLink, linkToSession } from "../../protocol/agent-link-wire";
+import { EDGE_LINK_HEADER } from "../../protocol/agent-edge-wire";
 import { AuditOutbox } from "./audit-outbox";
 import { TurnWatch } from "./turn-watch";
 import { AttachedClients, attachmentOf, clientOf, clientTags, send, sendPacked } from "./clients";
@@ -129,6 +130,8 @@ export class SessionObject extends DurableObject<Env> {
     if (request.headers.get("Upgrade") !== "websocket") return new Response("expected a WebSocket", { status: 426 });
     const linkFrom = request.headers.get(AGENT_LINK_HEADER);
     if (linkFrom !== null) return this.acceptAgentLink(linkFrom);
+    const edgeFrom = request.headers.get(EDGE_LINK_HEADER);
+    if (edgeFrom !== null) return this.acceptEdgeLink(edgeFrom);
     const attach = attachRequestOf(request.headers.get(ATTACH_HEADER));
     const meta = this.store.meta;
     if (!attach || !meta || meta.tenantId !== attach.tenantId || meta.sessionId !== attach.sessionId) {
@@ -164,12 +167,26 @@ export class SessionObject extends DurableObject<Env> {
     return new Response(null, { status: 101, webSocket: pair[0] });
   }
 
+  /**
+   * The edge's link (worker/agent-connection.ts): the agent's notifications for this session, which
+   * the edge delivers itself while its AgentObject has granted it (protocol/agent-edge-wire.ts). In
+   * only: nothing is sent to the agent on it. Only the session's own agent's edge opens one.
+   */
+  private acceptEdgeLink(agent: string): Response {
+    const meta = this.store.meta;
+    if (!meta || meta.agent !== agent) return new Response("session not found", { status: 404 });
+    const pair = new WebSocketPair();
+    this.ctx.acceptWebSocket(pair[1], [EDGE_LINK_TAG]);
+    pair[1].serializeAttachment({ link: "edge" });
+    return new Response(null, { status: 101, webSocket: pair[0] });
+  }
+
   /** A message on the agent link: a batch of the agent's traffic (acked once applied), or the answer to a frame sent on it. */
   private onLinkMessage(ws: WebSocket, data: string | ArrayBuffer): void {
     const message = typeof data === "string" ? linkToSession(data) : undefined;
     if (!message) return;
     if (message.t !== "batch") return this.agentSocket.answered(message);
-    // SAFETY: batches come only from the AgentObject, which sends FromAgent items (session-links.ts).
+    // SAFETY: batches come only from the AgentObject and the edge's agent connection, which send FromAgent items.
     this.fromAgentBatch(message.items as FromAgent[]);
     // Held by the output gate until what the batch wrote commits, exactly as an RPC's return.
     ws.send(encodeLink({ t: "ack" }));
@@ -180,7 +197,7 @@ export class SessionObject extends DurableObject<Env> {
     const attached: unknown = ws.deserializeAttachment();
     const client = clientOf(attached);
     if (!client) {
-      if (isLinkAttachment(attached)) this.onLinkMessage(ws, data);
+      if (isLinkAttachment(attached) || isEdgeLinkAttachment(attached)) this.onLinkMessage(ws, data);
       return;
     }
     stage("session.answer", data);

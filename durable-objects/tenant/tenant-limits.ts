@@ -73,6 +73,21 @@ export class AgentRates {
 
   constructor(private readonly env: Env) {}
 
+  /** The connection (epoch) opened: its gate takes the tenant's first lease now; resolves when it has. */
+  warm(epoch: number, tenantId: string): Promise<void> {
+    return this.gateFor(epoch, tenantId).gate.warm();
+  }
+
+  /** The tenant's lease on its way when the connection's credit is used up: a caller that can hold frames waits for it. */
+  awaiting(epoch: number, tenantId: string): Promise<void> | undefined {
+    return this.gateFor(epoch, tenantId).gate.awaiting();
+  }
+
+  private gateFor(epoch: number, tenantId: string): { epoch: number; gate: RateGate; closed: boolean } {
+    if (this.current?.epoch !== epoch) this.current = { epoch, gate: rateGate(this.env, tenantId, this.overrides, "agent"), closed: false };
+    return this.current;
+  }
+
   /**
    * "ok" to relay the frame; "refused" when it was answered with an error; "closing" when this frame
    * made the gateway close the connection (the caller then ends the connection's epoch); "closed"
@@ -85,9 +100,9 @@ export class AgentRates {
     method: string,
     id: JsonRpcId | undefined,
   ): "ok" | "refused" | "closing" | "closed" {
-    if (this.current?.epoch !== epoch) this.current = { epoch, gate: rateGate(this.env, tenantId, this.overrides, "agent"), closed: false };
-    if (this.current.closed) return "closed";
-    const admission = this.current.gate.admit(method);
+    const current = this.gateFor(epoch, tenantId);
+    if (current.closed) return "closed";
+    const admission = current.gate.admit(method);
     if (admission.ok) return "ok";
     if (!admission.close) {
       try {
@@ -97,7 +112,7 @@ export class AgentRates {
       }
       return "refused";
     }
-    this.current.closed = true;
+    current.closed = true;
     const { limit, value } = admission.error.data;
     const whose = limit === "messagesPerSecondPerTenant" ? "while the tenant was over its" : "over";
     try {

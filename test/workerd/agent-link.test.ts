@@ -18,6 +18,7 @@ import { GATEWAY_NOTIFICATIONS } from "../../protocol/methods";
 import type { Env } from "../../worker/env";
 import { agentStub, crashObject, sessionStub } from "./fuzz-faults";
 import {
+  AGENT_OBJECT_LOST,
   barrier,
   clientWithSession,
   dialInAgent,
@@ -124,9 +125,23 @@ function noMoreChunks(client: Peer): void {
 const ALLOW = { outcome: { outcome: "selected", optionId: "allow" } };
 
 /** A session with a turn going and its link open: the first update went by RPC and opened it. */
+/**
+ * These tests are about the AgentObject's link, which carries everything of a session the edge
+ * does not deliver itself (and all of a dial-out agent's traffic): the AgentObject instance grants
+ * the edge nothing, so the session's notifications stay on this path too (test/workerd/agent-edge.test.ts
+ * covers the edge's direct path).
+ */
+async function noEdgeGrants(t: SeededTenant, agent: ScriptedAgent): Promise<void> {
+  await runInDurableObject(agentStub(t.tenantId, agent.name), (instance: AgentObject) => {
+    // SAFETY: `maybeGrant` is the object's own method (agent-object.ts); only this instance's copy is replaced.
+    (instance as unknown as { maybeGrant(sessionId: string): void }).maybeGrant = () => undefined;
+  });
+}
+
 async function linkedSession() {
   const t = await seedTenant();
   const agent = await dialInAgent(t);
+  await noEdgeGrants(t, agent);
   await keepLinksOpen(t, agent);
   const { client, sessionId } = await clientWithSession(t, agent);
   const prompt = await startTurn(client, agent, sessionId);
@@ -425,9 +440,9 @@ describe("agent link: the AgentObject crashes while a frame for the agent awaits
     client.respond(copy.id, ALLOW);
     await vi.waitFor(async () => expect(await cutsOn(stub)).toBe(1), { timeout: 5000, interval: 10 });
     // A crash, not an eviction (an open link is an active reference, which an eviction waits for). The
-    // runtime closes the agent's connection and the link with the object.
+    // runtime closes the control socket (so the edge the agent's connection) and the link with the object.
     await crashObject(stub);
-    await expect(agent.peer.closed).resolves.toMatchObject({ code: 1006 });
+    await expect(agent.peer.closed).resolves.toMatchObject(AGENT_OBJECT_LOST);
     // The session's second try wakes a new instance, which knows the connection is gone: the turn
     // ends now, not when the agent dials back in (a try on the crashed object's stub only throws).
     const done = await client.next(isResponseTo("turn"));
@@ -444,6 +459,7 @@ describe("agent link: closed when idle", () => {
   it("with the tests' idle time (50 ms) an unused link closes; the next delivery goes by RPC and opens a new one, nothing lost", async () => {
     const t = await seedTenant();
     const agent = await dialInAgent(t);
+    await noEdgeGrants(t, agent);
     const { client, sessionId } = await clientWithSession(t, agent);
     const stub = agentStub(t.tenantId, agent.name);
     // Counts the links the session accepted (its answers to the AgentObject's requests to open one).

@@ -5,7 +5,7 @@
 
 import { afterAll, describe, expect, it } from "vitest";
 import { runDurableObjectAlarm } from "cloudflare:test";
-import { type ScriptedAgent, barrier, clientWithSession, dialInAgent, isMethod, isResponseTo, seedTenant } from "./helpers";
+import { AGENT_OBJECT_LOST, type ScriptedAgent, barrier, clientWithSession, dialInAgent, isMethod, isResponseTo, seedTenant } from "./helpers";
 import { agentStub, crashObject, faultCounters, injected, printCounters, restartBoth, restartObject, sessionStub } from "./fuzz-faults";
 
 afterAll(() => printCounters("faults-restarts"));
@@ -120,8 +120,8 @@ async function turnWithCrash(step: number, back: "redial" | "alarm" = "redial") 
   injected("agent_crash");
   faultCounters.steps += step;
 
-  // The runtime closed the agent's connection with the object.
-  await expect(agent.peer.closed).resolves.toMatchObject({ code: 1006 });
+  // The runtime closed the control socket with the object, and the edge the agent's connection.
+  await expect(agent.peer.closed).resolves.toMatchObject(AGENT_OBJECT_LOST);
   const again = back === "redial" ? await dialInAgent(t, agent.name) : undefined;
   // Step 1's prompt may still be on its way to the AgentObject when it crashes; it then reaches the
   // agent's new connection, which is right, and that agent answers it (seen under load).
@@ -185,7 +185,7 @@ describe("faults: object restarts in the middle of a turn", () => {
   }
 
   // A crash (ctx.abort) is not an eviction: the runtime drops the AgentObject's memory and closes the
-  // agent's socket with it (1006), so what was in flight between the objects or to the agent is
+  // edge's control socket with it (the edge then closes the agent's with 1012), so what was in flight between the objects or to the agent is
   // gone. The new instance finds its connection missing and tells every session it spoke for; a turn
   // that waited on the lost connection ends once, naming the cause, and the agent can dial back in.
   for (const step of [1, 2, 3, 4, 5, 6]) {
@@ -237,7 +237,7 @@ describe("faults: object restarts in the middle of a turn", () => {
       await client.next((m) => m.params?.update?.content?.text === "0");
       await crashObject(agentStub(t.tenantId, agent.name));
       injected("agent_crash");
-      await expect(agent.peer.closed).resolves.toMatchObject({ code: 1006 });
+      await expect(agent.peer.closed).resolves.toMatchObject(AGENT_OBJECT_LOST);
       const again = await dialInAgent(t, agent.name);
       const done = await client.next(isResponseTo("turn"), 15_000);
       const texts = client

@@ -3,6 +3,7 @@
 // where a test needs an exact message sequence that no real agent produces on demand.
 
 import { SELF, env } from "cloudflare:test";
+import { expect } from "vitest";
 import { insertKey } from "../../db/queries/keys";
 import { type KeyKind, mintKey } from "../../protocol/api-keys";
 import { randomId } from "../../protocol/ids";
@@ -150,6 +151,9 @@ export async function connect(path: string, key?: string, headers: Record<string
   }
   return new Peer(response.webSocket, response);
 }
+
+/** How the edge closes an agent's connection when the AgentObject behind it is lost (worker/agent-connection.ts). */
+export const AGENT_OBJECT_LOST = { code: 1012, reason: expect.stringMatching(/agent connection restarted; reconnect/) };
 
 export const isMethod = (method: string) => (m: Json) => m.method === method;
 export const isResponseTo = (id: unknown) => (m: Json) => m.id === id && !("method" in m);

@@ -1,10 +1,13 @@
-// GET /agents/NAME/connect — a cloud agent dials in over WebSocket with an agent key. The
-// AgentObject of (tenant, NAME) takes the socket; the gateway is the agent's client from then on.
+// GET /agents/NAME/connect — a cloud agent dials in over WebSocket with an agent key. The edge holds
+// the agent's socket (worker/agent-connection.ts) and the AgentObject of (tenant, NAME) its control
+// socket; the gateway is the agent's client from then on.
 
 import { Hono } from "hono";
 import { agentNameClaim, registerDialIn } from "../../db/queries/agents";
 import { AGENT_PRINCIPAL_HEADER, type AgentPrincipal } from "../../durable-objects/agent/contract";
 import { isAgentName } from "../../protocol/names";
+import { AGENT_EDGE_HEADER } from "../../protocol/agent-edge-wire";
+import { AgentConnection } from "../agent-connection";
 import { ApiError } from "../http-error";
 import { requireKey } from "../middleware/require-key";
 import type { AppEnv } from "../types";
@@ -44,5 +47,23 @@ agentConnectRoutes.get("/agents/:name/connect", requireKey("agent"), async (c) =
       limits: principal.settings.limits,
     } satisfies AgentPrincipal),
   );
-  return stub.fetch(new Request(c.req.raw.url, { headers }));
+  headers.set(AGENT_EDGE_HEADER, "1");
+  const upstream = await stub.fetch(new Request(c.req.raw.url, { headers }));
+  const control = upstream.webSocket;
+  if (upstream.status !== 101 || !control) return upstream;
+  // The edge terminates the agent's socket (worker/agent-connection.ts): the AgentObject gets the
+  // control socket, and a session's stream goes from here to its SessionObject once granted.
+  control.accept();
+  const pair = new WebSocketPair();
+  const [agentEnd, server] = [pair[0], pair[1]];
+  server.accept();
+  const connection = new AgentConnection(
+    c.env,
+    { tenantId: principal.tenantId, agent: name, limits: principal.settings.limits },
+    server,
+    control,
+    (p) => c.executionCtx.waitUntil(p),
+  );
+  await connection.ready();
+  return new Response(null, { status: 101, webSocket: agentEnd });
 });

@@ -1,0 +1,384 @@
+// The edge's end of a dial-in agent's connection. The edge terminates the agent's WebSocket, as it
+// does a client's, and opens one to the AgentObject (the control socket), which takes it as the
+// agent's own: initialize, session/new and /load, the agent's requests and answers, and everything
+// of a session that has no grant go through the AgentObject exactly as before. A session's
+// notifications (the stream) go from here straight to its SessionObject once the AgentObject has
+// granted it, so the stream crosses one object, not two (docs/ARCHITECTURE.md, "The stream at the
+// edge"; the wire is protocol/agent-edge-wire.ts).
+//
+// Order: a session's frames are applied in the order the agent sent them, because at any moment only
+// one path has anything of the session unapplied. A notification goes direct only while the session
+// holds a grant; any other frame of the session revokes the grant and waits here until what went
+// direct is applied, then goes through the AgentObject; a new grant comes only once the AgentObject
+// has applied everything the edge sent it for the session (it names the edge's count, so a grant
+// overtaken by a later frame is ignored).
+// Once: direct items are numbered from the granted range, which the AgentObject reserved from its own
+// numbering, so the session applies each once (agent-delivery.ts) whichever path carried it. A
+// delivery that fails hands its items, numbered, back to the AgentObject, whose outbox re-sends them.
+// Checks: the connection's message rates are applied here to every frame (the AgentObject skips them
+// for the edge's); the gateway's namespace is applied here to what goes direct.
+
+import { MAX_BATCH_BYTES, type Stamped, batchPrefix } from "../durable-objects/agent/session-outbox";
+import { SessionLinks, LINK_IDLE_MS } from "../durable-objects/agent/session-links";
+import type { SessionObject } from "../durable-objects/session/session-object";
+import { AgentRates } from "../durable-objects/tenant/tenant-limits";
+import { type AgentObjectToEdge, EDGE_LINK_HEADER, decodeControl, encodeControl } from "../protocol/agent-edge-wire";
+import { isGatewayMethod, stripGatewayMarks } from "../protocol/gateway-namespace";
+import {
+  type JsonRpcId,
+  type ResponseMessage,
+  isObject,
+  isRequest,
+  isResponse,
+  parseFrame,
+  sessionIdOf,
+  type Message,
+} from "../protocol/jsonrpc";
+import { CANCEL_REQUEST } from "../protocol/methods";
+import type { Limits } from "../protocol/tenant-limits";
+import { stage, stageTimingFrom } from "../protocol/stage-timing";
+import type { Env } from "./env";
+
+/** The rates' gate is per connection, and this object is one connection. */
+const EDGE_EPOCH = 1;
+
+/** Who dialled in, as the route resolved it. */
+export interface AgentConnectionPrincipal {
+  tenantId: string;
+  agent: string;
+  limits?: Partial<Limits> | undefined;
+}
+
+/** One session's path: through the AgentObject, or (granted) direct. */
+interface Route {
+  /** Frames of the session sent through the AgentObject on this connection: the count a grant must name. */
+  sent: number;
+  /** While granted: the next number to stamp, the end of the range, and the AgentObject's connection epoch. */
+  grant?: { next: number; to: number; epoch: number };
+  /** Direct items not applied yet, oldest first; the first `inFlight` are in the delivery under way. */
+  queue: Stamped[];
+  inFlight: number;
+  /** Frames waiting for the direct ones to be applied before they go through the AgentObject. */
+  held: string[];
+}
+
+export class AgentConnection {
+  private readonly routes = new Map<string, Route>();
+  /** The AgentObject's requests to the agent that a session made, by their agent-side id: whose the answer is. */
+  private readonly answerOwners = new Map<number, string>();
+  /** The agent's open requests of a session, by their id as JSON: where its `$/cancel_request` for one belongs. */
+  private readonly requestSessions = new Map<string, string>();
+  private readonly stubs = new Map<string, DurableObjectStub<SessionObject>>();
+  private readonly links: SessionLinks;
+  private readonly rates: AgentRates;
+  /** The agent's connection ended: what went direct is applied (or handed back) before the control socket closes. */
+  private closing?: { code: number; reason: string };
+  /** The agent's frames waiting for the tenant's lease (`handle`), oldest first. */
+  private readonly inbox: string[] = [];
+  private paused = false;
+  private controlOpen = true;
+
+  constructor(
+    private readonly env: Env,
+    private readonly principal: AgentConnectionPrincipal,
+    private readonly agent: WebSocket,
+    private readonly control: WebSocket,
+    private readonly waitUntil: (promise: Promise<unknown>) => void,
+  ) {
+    stageTimingFrom(env);
+    this.rates = new AgentRates(env);
+    this.rates.overrides = principal.limits;
+    this.links = new SessionLinks({
+      open: (sessionId) => this.openLink(sessionId),
+      // Edge links carry batches in only; a session never sends the agent anything on them.
+      toAgent: () => Promise.resolve(false),
+      waitUntil,
+      idleMs: Number(env.AGENT_LINK_IDLE_MS ?? LINK_IDLE_MS),
+    });
+    agent.addEventListener("message", (event) => this.fromAgent(event.data));
+    agent.addEventListener("close", (event) => this.agentClosed(event.code, event.reason));
+    agent.addEventListener("error", () => this.agentClosed(1011, "connection error"));
+    control.addEventListener("message", (event) => this.fromAgentObject(event.data));
+    control.addEventListener("close", (event) => this.controlClosed(event.code, event.reason));
+    control.addEventListener("error", () => this.controlClosed(1011, "the gateway's agent object failed"));
+  }
+
+  /** Before the agent's first frame: the tenant's first lease of its message rate (one call to its counter). */
+  ready(): Promise<void> {
+    return this.rates.warm(EDGE_EPOCH, this.principal.tenantId);
+  }
+
+  // ── from the agent ────────────────────────────────────────────────────────────────────────────
+  private fromAgent(data: unknown): void {
+    if (this.closing || typeof data !== "string") return;
+    stage("agent.in", data);
+    if (this.paused || this.inbox.length > 0) this.inbox.push(data);
+    else this.handle(data);
+  }
+
+  /**
+   * One frame, in the order the agent sent it. When the connection's credit of the tenant's rate is
+   * used up and its next lease is on the way, frames wait for it here (in order) rather than being
+   * refused: the edge takes a burst before any answer to its own calls (TenantLease `awaiting`).
+   */
+  private handle(data: string): void {
+    const lease = this.rates.awaiting(EDGE_EPOCH, this.principal.tenantId);
+    if (lease) {
+      this.inbox.unshift(data);
+      this.paused = true;
+      this.waitUntil(lease.then(() => this.resume()));
+      return;
+    }
+    const parsed = parseFrame(data);
+    if (!parsed.ok) {
+      // The AgentObject answers it, and stands in for an answer refused here: that answer is the session's.
+      const owner = this.takeAnswerOwner(refusedRequestId(parsed.reply));
+      return owner === undefined ? this.sendControl(data) : this.viaAgentObject(owner, data);
+    }
+    const message = parsed.message;
+    if (!isResponse(message) && !this.admitted(message)) return;
+    if (isResponse(message)) {
+      const owner = this.takeAnswerOwner(message.id);
+      return owner === undefined ? this.sendControl(data) : this.viaAgentObject(owner, data);
+    }
+    if (message.method === CANCEL_REQUEST && !isRequest(message)) {
+      const requestId = isObject(message.params) ? message.params.requestId : undefined;
+      const owner = requestId === undefined ? undefined : this.requestSessions.get(JSON.stringify(requestId));
+      return owner === undefined ? this.sendControl(data) : this.viaAgentObject(owner, data);
+    }
+    const sessionId = sessionIdOf(message);
+    if (sessionId === undefined) return this.sendControl(data);
+    if (isRequest(message)) {
+      this.requestSessions.set(JSON.stringify(message.id), sessionId);
+      return this.viaAgentObject(sessionId, data);
+    }
+    this.notification(sessionId, message, data);
+  }
+
+  private resume(): void {
+    this.paused = false;
+    while (!this.paused) {
+      const next = this.inbox.shift();
+      if (next === undefined) break;
+      this.handle(next);
+    }
+    this.closeWhenDrained();
+  }
+
+  /** The connection's message rates, for every frame but answers (as the AgentObject applied them before). */
+  private admitted(message: Exclude<Message, ResponseMessage>): boolean {
+    const rate = this.rates.admit(this.agent, EDGE_EPOCH, this.principal.tenantId, message.method, isRequest(message) ? message.id : undefined);
+    if (rate === "closing") this.agentClosed(1000, "kept sending over its message rate");
+    return rate === "ok";
+  }
+
+  private takeAnswerOwner(id: JsonRpcId | null | undefined): string | undefined {
+    if (typeof id !== "number") return undefined;
+    const owner = this.answerOwners.get(id);
+    this.answerOwners.delete(id);
+    return owner;
+  }
+
+  /** A session's notification: direct while granted, otherwise through the AgentObject. */
+  private notification(sessionId: string, message: Message, text: string): void {
+    const route = this.route(sessionId);
+    const grant = route.grant;
+    if (!grant || route.held.length > 0 || grant.next >= grant.to) return this.viaAgentObject(sessionId, text);
+    // What the AgentObject does to what passes through it (gateway-namespace.ts).
+    if (!isResponse(message) && isGatewayMethod(message.method)) return;
+    if (stripGatewayMarks(message)) text = JSON.stringify(message);
+    route.queue.push({ kind: "frame", epoch: grant.epoch, text, seq: grant.next++ });
+    this.deliver(sessionId, route);
+  }
+
+  /** A frame of the session through the AgentObject: after what went direct is applied, and ending the grant. */
+  private viaAgentObject(sessionId: string, text: string): void {
+    const route = this.route(sessionId);
+    route.grant = undefined;
+    if (route.queue.length > 0 || route.held.length > 0) {
+      route.held.push(text);
+      return;
+    }
+    route.sent++;
+    this.sendControl(encodeControl({ t: "attributed", s: sessionId, c: route.sent, text }));
+  }
+
+  private route(sessionId: string): Route {
+    let route = this.routes.get(sessionId);
+    if (!route) {
+      route = { sent: 0, queue: [], inFlight: 0, held: [] };
+      this.routes.set(sessionId, route);
+    }
+    return route;
+  }
+
+  // ── direct delivery ───────────────────────────────────────────────────────────────────────────
+  /** One batch in flight per session, over its link (or by RPC while there is none). */
+  private deliver(sessionId: string, route: Route): void {
+    if (route.inFlight > 0 || route.queue.length === 0) return;
+    const items = route.queue.slice(0, batchPrefix(route.queue, MAX_BATCH_BYTES));
+    route.inFlight = items.length;
+    const delivery = this.links.deliver(sessionId, items) ?? this.session(sessionId).fromAgentBatch(items);
+    this.waitUntil(
+      delivery.then(
+        () => {
+          route.queue.splice(0, items.length);
+          route.inFlight = 0;
+          if (route.queue.length > 0) return this.deliver(sessionId, route);
+          this.drained(sessionId, route);
+        },
+        (error: unknown) => {
+          console.error("edge: delivering an agent's frames to a session failed; the agent object takes them over", error);
+          this.stubs.delete(sessionId); // a stub that threw may be broken for good
+          route.inFlight = 0;
+          this.handOver(sessionId, route);
+        },
+      ),
+    );
+  }
+
+  /** Everything direct is applied: what waited for it goes through the AgentObject, in order. */
+  private drained(sessionId: string, route: Route): void {
+    for (const text of route.held.splice(0)) {
+      route.sent++;
+      this.sendControl(encodeControl({ t: "attributed", s: sessionId, c: route.sent, text }));
+    }
+    this.closeWhenDrained();
+  }
+
+  /** A delivery failed: its items, and all queued after them, go back to the AgentObject numbered. */
+  private handOver(sessionId: string, route: Route): void {
+    const items = route.queue.splice(0);
+    route.grant = undefined;
+    if (items.length > 0) {
+      route.sent++;
+      const texts = items.map((item) => (item.kind === "frame" ? item.text : ""));
+      this.sendControl(encodeControl({ t: "handover", s: sessionId, c: route.sent, seqs: items.map((item) => item.seq), texts }));
+    }
+    this.drained(sessionId, route);
+  }
+
+  private session(sessionId: string): DurableObjectStub<SessionObject> {
+    let stub = this.stubs.get(sessionId);
+    if (!stub) {
+      stub = this.env.SESSIONS.get(this.env.SESSIONS.idFromName(`${this.principal.tenantId}/${sessionId}`));
+      this.stubs.set(sessionId, stub);
+    }
+    return stub;
+  }
+
+  /** The session's end of an edge link; undefined when it refuses (not this agent's session). */
+  private async openLink(sessionId: string): Promise<WebSocket | undefined> {
+    const response = await this.session(sessionId).fetch("https://session.internal/edge-link", {
+      headers: { Upgrade: "websocket", [EDGE_LINK_HEADER]: this.principal.agent },
+    });
+    return response.status === 101 ? (response.webSocket ?? undefined) : undefined;
+  }
+
+  // ── from the AgentObject ──────────────────────────────────────────────────────────────────────
+  private fromAgentObject(data: unknown): void {
+    if (typeof data !== "string") return;
+    const message = decodeControl(data);
+    if (!message) return console.error("edge: a malformed frame from the agent object was dropped");
+    if (message.t === "plain") {
+      this.forgetAnswered(message.text);
+      return this.toAgent(message.text);
+    }
+    if (message.t === "request") {
+      this.answerOwners.set(message.id, message.s);
+      return this.toAgent(message.text);
+    }
+    if (message.t === "grant") return this.granted(message);
+  }
+
+  private granted(grant: Extract<AgentObjectToEdge, { t: "grant" }>): void {
+    const route = this.routes.get(grant.s);
+    if (!route || this.closing || grant.c !== route.sent || route.grant || route.queue.length > 0 || route.held.length > 0) return;
+    route.grant = { next: grant.from, to: grant.to, epoch: grant.epoch };
+  }
+
+  /** An answer to one of the agent's requests is on its way: a later cancel of that id is nobody's. */
+  private forgetAnswered(text: string): void {
+    if (this.requestSessions.size === 0) return;
+    try {
+      const value: unknown = JSON.parse(text);
+      if (isObject(value) && "id" in value && !("method" in value)) this.requestSessions.delete(JSON.stringify(value.id));
+    } catch {
+      // not JSON: never from the AgentObject
+    }
+  }
+
+  private toAgent(text: string): void {
+    try {
+      this.agent.send(text);
+    } catch {
+      // closing: its close event follows
+    }
+  }
+
+  private sendControl(text: string): void {
+    if (!this.controlOpen) return;
+    try {
+      this.control.send(text);
+    } catch {
+      // closing: its close event follows
+    }
+  }
+
+  // ── the ends ──────────────────────────────────────────────────────────────────────────────────
+  /** The agent went: once what went direct is applied or handed back, the AgentObject hears it, with the reason. */
+  private agentClosed(code: number, reason: string): void {
+    if (this.closing) return;
+    this.closing = { code: sendableCode(code), reason: closeReason(reason || `closed with code ${code}`) };
+    try {
+      this.agent.close(this.closing.code, this.closing.reason);
+    } catch {
+      // already closed
+    }
+    this.closeWhenDrained();
+  }
+
+  private closeWhenDrained(): void {
+    if (!this.closing || !this.controlOpen || this.paused || this.inbox.length > 0) return;
+    for (const route of this.routes.values()) if (route.queue.length > 0) return;
+    this.controlOpen = false;
+    try {
+      this.control.close(this.closing.code, this.closing.reason);
+    } catch {
+      // already closed
+    }
+    this.links.closeAll();
+  }
+
+  /** The AgentObject closed the connection (replaced, key revoked, object restarted): the agent is told, and reconnects. */
+  private controlClosed(code: number, reason: string): void {
+    this.controlOpen = false;
+    this.links.closeAll();
+    if (this.closing) return;
+    this.closing = { code: 1000, reason };
+    const passOn = code >= 4000 && code <= 4999;
+    try {
+      this.agent.close(passOn ? code : 1012, closeReason(passOn ? reason : `the gateway's agent connection restarted; reconnect (${reason || code})`));
+    } catch {
+      // already closed
+    }
+  }
+}
+
+/** The id of the request whose answer the edge refused (too large, too deep), named in the error's data. */
+function refusedRequestId(reply: ResponseMessage | null): JsonRpcId | undefined {
+  const data = reply?.error?.data;
+  const requestId = isObject(data) ? data.requestId : undefined;
+  return reply?.id === null && typeof requestId === "number" ? requestId : undefined;
+}
+
+/** A code `close()` accepts (1000 or 3000–4999); others are named in the reason. */
+function sendableCode(code: number): number {
+  return code === 1000 || (code >= 3000 && code <= 4999) ? code : 1000;
+}
+
+/** A close reason fits in 123 bytes. */
+function closeReason(reason: string): string {
+  const bytes = new TextEncoder().encode(reason);
+  return bytes.length <= 123 ? reason : new TextDecoder().decode(bytes.slice(0, 120)).replace(/\uFFFD$/, "") + "…";
+}
