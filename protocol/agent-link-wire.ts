@@ -25,6 +25,20 @@ export type LinkToAgent =
   /** A frame towards the agent (a ToAgent), numbered by the session for its answer (`sent`/`failed`). */
   | { t: "toAgent"; n: number; frame: unknown };
 
+/** A batch of agent frames for one session is at most this many bytes (of UTF-16 text, 2 per unit). */
+export const MAX_BATCH_BYTES = 8 * 1024 * 1024;
+
+/** How many items from the start fit the budget, counting their `text` (always at least one). */
+export function batchPrefix(items: readonly object[], budget: number): number {
+  let used = 0;
+  for (let i = 0; i < items.length; i++) {
+    const text = (items[i] as { text?: unknown }).text;
+    used += (typeof text === "string" ? text.length : 0) * 2;
+    if (used > budget && i > 0) return i;
+  }
+  return items.length;
+}
+
 /**
  * A batch's items carry the agent's frames as text (JSON). They go after the header, each behind a
  * NUL (which JSON text never contains), instead of as strings inside it: escaping a 64 KiB frame

@@ -6,23 +6,16 @@
 // granted it, so the stream crosses one object, not two (docs/ARCHITECTURE.md, "The stream at the
 // edge"; the wire is protocol/agent-edge-wire.ts).
 //
-// Order: a session's frames are applied in the order the agent sent them, because at any moment only
-// one path has anything of the session unapplied. A notification goes direct only while the session
-// holds a grant; any other frame of the session revokes the grant and waits here until what went
-// direct is applied, then goes through the AgentObject; a new grant comes only once the AgentObject
-// has applied everything the edge sent it for the session (it names the edge's count, so a grant
-// overtaken by a later frame is ignored).
-// Once: direct items are numbered from the granted range, which the AgentObject reserved from its own
-// numbering, so the session applies each once (agent-delivery.ts) whichever path carried it. A
-// delivery that fails hands its items, numbered, back to the AgentObject, whose outbox re-sends them.
-// Checks: the connection's message rates are applied here to every frame (the AgentObject skips them
-// for the edge's); the gateway's namespace is applied here to what goes direct.
+// Order and exactly-once across the two paths: protocol/edge-routing.ts. Checks: the connection's
+// message rates are applied here to every frame (the AgentObject skips them for the edge's); the
+// gateway's namespace is applied here to what goes direct, as the AgentObject applies it to the rest.
 
-import { MAX_BATCH_BYTES, type Stamped, batchPrefix } from "../durable-objects/agent/session-outbox";
 import { SessionLinks, LINK_IDLE_MS } from "../durable-objects/agent/session-links";
 import type { SessionObject } from "../durable-objects/session/session-object";
 import { AgentRates } from "../durable-objects/tenant/tenant-limits";
-import { type AgentObjectToEdge, EDGE_LINK_HEADER, decodeControl, encodeControl } from "../protocol/agent-edge-wire";
+import { EDGE_LINK_HEADER, decodeControl, encodeControl } from "../protocol/agent-edge-wire";
+import { type DirectItem, EdgeRouting } from "../protocol/edge-routing";
+import { refusedAnswer } from "../protocol/refused-answer";
 import { isGatewayMethod, stripGatewayMarks } from "../protocol/gateway-namespace";
 import {
   type JsonRpcId,
@@ -49,21 +42,8 @@ export interface AgentConnectionPrincipal {
   limits?: Partial<Limits> | undefined;
 }
 
-/** One session's path: through the AgentObject, or (granted) direct. */
-interface Route {
-  /** Frames of the session sent through the AgentObject on this connection: the count a grant must name. */
-  sent: number;
-  /** While granted: the next number to stamp, the end of the range, and the AgentObject's connection epoch. */
-  grant?: { next: number; to: number; epoch: number };
-  /** Direct items not applied yet, oldest first; the first `inFlight` are in the delivery under way. */
-  queue: Stamped[];
-  inFlight: number;
-  /** Frames waiting for the direct ones to be applied before they go through the AgentObject. */
-  held: string[];
-}
-
 export class AgentConnection {
-  private readonly routes = new Map<string, Route>();
+  private readonly routing: EdgeRouting;
   /** The AgentObject's requests to the agent that a session made, by their agent-side id: whose the answer is. */
   private readonly answerOwners = new Map<number, string>();
   /** The agent's open requests of a session, by their id as JSON: where its `$/cancel_request` for one belongs. */
@@ -88,6 +68,11 @@ export class AgentConnection {
     stageTimingFrom(env);
     this.rates = new AgentRates(env);
     this.rates.overrides = principal.limits;
+    this.routing = new EdgeRouting({
+      toAgentObject: (message) => this.sendControl(encodeControl(message)),
+      deliver: (sessionId, items) => this.deliver(sessionId, items),
+      drained: () => this.closeWhenDrained(),
+    });
     this.links = new SessionLinks({
       open: (sessionId) => this.openLink(sessionId),
       // Edge links carry batches in only; a session never sends the agent anything on them.
@@ -131,26 +116,33 @@ export class AgentConnection {
     }
     const parsed = parseFrame(data);
     if (!parsed.ok) {
-      // The AgentObject answers it, and stands in for an answer refused here: that answer is the session's.
-      const owner = this.takeAnswerOwner(refusedRequestId(parsed.reply));
-      return owner === undefined ? this.sendControl(data) : this.viaAgentObject(owner, data);
+      // Answered here, and never passed on as it came: only frames that parsed reach the AgentObject,
+      // so nothing the agent sends can pass for a control frame (CONTROL_MARK). An answer refused
+      // here (too large, too deep) must not leave the session's request waiting: the AgentObject gets
+      // the error in its place, as the answer.
+      if (parsed.reply) this.toAgent(JSON.stringify(parsed.reply));
+      const refused = refusedAnswer(parsed.reply);
+      if (!refused) return;
+      const owner = this.takeAnswerOwner(refused.id);
+      const text = JSON.stringify(refused);
+      return owner === undefined ? this.sendControl(text) : this.routing.viaAgentObject(owner, text);
     }
     const message = parsed.message;
     if (!isResponse(message) && !this.admitted(message)) return;
     if (isResponse(message)) {
       const owner = this.takeAnswerOwner(message.id);
-      return owner === undefined ? this.sendControl(data) : this.viaAgentObject(owner, data);
+      return owner === undefined ? this.sendControl(data) : this.routing.viaAgentObject(owner, data);
     }
     if (message.method === CANCEL_REQUEST && !isRequest(message)) {
       const requestId = isObject(message.params) ? message.params.requestId : undefined;
       const owner = requestId === undefined ? undefined : this.requestSessions.get(JSON.stringify(requestId));
-      return owner === undefined ? this.sendControl(data) : this.viaAgentObject(owner, data);
+      return owner === undefined ? this.sendControl(data) : this.routing.viaAgentObject(owner, data);
     }
     const sessionId = sessionIdOf(message);
     if (sessionId === undefined) return this.sendControl(data);
     if (isRequest(message)) {
       this.requestSessions.set(JSON.stringify(message.id), sessionId);
-      return this.viaAgentObject(sessionId, data);
+      return this.routing.viaAgentObject(sessionId, data);
     }
     this.notification(sessionId, message, data);
   }
@@ -181,81 +173,23 @@ export class AgentConnection {
 
   /** A session's notification: direct while granted, otherwise through the AgentObject. */
   private notification(sessionId: string, message: Message, text: string): void {
-    const route = this.route(sessionId);
-    const grant = route.grant;
-    if (!grant || route.held.length > 0 || grant.next >= grant.to) return this.viaAgentObject(sessionId, text);
+    if (!this.routing.direct(sessionId)) return this.routing.viaAgentObject(sessionId, text);
     // What the AgentObject does to what passes through it (gateway-namespace.ts).
     if (!isResponse(message) && isGatewayMethod(message.method)) return;
     if (stripGatewayMarks(message)) text = JSON.stringify(message);
-    route.queue.push({ kind: "frame", epoch: grant.epoch, text, seq: grant.next++ });
-    this.deliver(sessionId, route);
+    this.routing.notification(sessionId, text);
   }
 
-  /** A frame of the session through the AgentObject: after what went direct is applied, and ending the grant. */
-  private viaAgentObject(sessionId: string, text: string): void {
-    const route = this.route(sessionId);
-    route.grant = undefined;
-    if (route.queue.length > 0 || route.held.length > 0) {
-      route.held.push(text);
-      return;
-    }
-    route.sent++;
-    this.sendControl(encodeControl({ t: "attributed", s: sessionId, c: route.sent, text }));
-  }
-
-  private route(sessionId: string): Route {
-    let route = this.routes.get(sessionId);
-    if (!route) {
-      route = { sent: 0, queue: [], inFlight: 0, held: [] };
-      this.routes.set(sessionId, route);
-    }
-    return route;
-  }
-
-  // ── direct delivery ───────────────────────────────────────────────────────────────────────────
-  /** One batch in flight per session, over its link (or by RPC while there is none). */
-  private deliver(sessionId: string, route: Route): void {
-    if (route.inFlight > 0 || route.queue.length === 0) return;
-    const items = route.queue.slice(0, batchPrefix(route.queue, MAX_BATCH_BYTES));
-    route.inFlight = items.length;
+  /** A batch of direct items: over the session's edge link, or by RPC while there is none. */
+  private deliver(sessionId: string, items: DirectItem[]): Promise<void> {
     const delivery = this.links.deliver(sessionId, items) ?? this.session(sessionId).fromAgentBatch(items);
-    this.waitUntil(
-      delivery.then(
-        () => {
-          route.queue.splice(0, items.length);
-          route.inFlight = 0;
-          if (route.queue.length > 0) return this.deliver(sessionId, route);
-          this.drained(sessionId, route);
-        },
-        (error: unknown) => {
-          console.error("edge: delivering an agent's frames to a session failed; the agent object takes them over", error);
-          this.stubs.delete(sessionId); // a stub that threw may be broken for good
-          route.inFlight = 0;
-          this.handOver(sessionId, route);
-        },
-      ),
-    );
-  }
-
-  /** Everything direct is applied: what waited for it goes through the AgentObject, in order. */
-  private drained(sessionId: string, route: Route): void {
-    for (const text of route.held.splice(0)) {
-      route.sent++;
-      this.sendControl(encodeControl({ t: "attributed", s: sessionId, c: route.sent, text }));
-    }
-    this.closeWhenDrained();
-  }
-
-  /** A delivery failed: its items, and all queued after them, go back to the AgentObject numbered. */
-  private handOver(sessionId: string, route: Route): void {
-    const items = route.queue.splice(0);
-    route.grant = undefined;
-    if (items.length > 0) {
-      route.sent++;
-      const texts = items.map((item) => (item.kind === "frame" ? item.text : ""));
-      this.sendControl(encodeControl({ t: "handover", s: sessionId, c: route.sent, seqs: items.map((item) => item.seq), texts }));
-    }
-    this.drained(sessionId, route);
+    const settled = delivery.catch((error: unknown) => {
+      console.error("edge: delivering an agent's frames to a session failed; the agent object takes them over", error);
+      this.stubs.delete(sessionId); // a stub that threw may be broken for good
+      throw error;
+    });
+    this.waitUntil(settled.catch(() => undefined));
+    return settled;
   }
 
   private session(sessionId: string): DurableObjectStub<SessionObject> {
@@ -288,13 +222,7 @@ export class AgentConnection {
       this.answerOwners.set(message.id, message.s);
       return this.toAgent(message.text);
     }
-    if (message.t === "grant") return this.granted(message);
-  }
-
-  private granted(grant: Extract<AgentObjectToEdge, { t: "grant" }>): void {
-    const route = this.routes.get(grant.s);
-    if (!route || this.closing || grant.c !== route.sent || route.grant || route.queue.length > 0 || route.held.length > 0) return;
-    route.grant = { next: grant.from, to: grant.to, epoch: grant.epoch };
+    if (message.t === "grant" && !this.closing) this.routing.granted(message);
   }
 
   /** An answer to one of the agent's requests is on its way: a later cancel of that id is nobody's. */
@@ -339,8 +267,7 @@ export class AgentConnection {
   }
 
   private closeWhenDrained(): void {
-    if (!this.closing || !this.controlOpen || this.paused || this.inbox.length > 0) return;
-    for (const route of this.routes.values()) if (route.queue.length > 0) return;
+    if (!this.closing || !this.controlOpen || this.paused || this.inbox.length > 0 || !this.routing.idle()) return;
     this.controlOpen = false;
     try {
       this.control.close(this.closing.code, this.closing.reason);
@@ -365,12 +292,7 @@ export class AgentConnection {
   }
 }
 
-/** The id of the request whose answer the edge refused (too large, too deep), named in the error's data. */
-function refusedRequestId(reply: ResponseMessage | null): JsonRpcId | undefined {
-  const data = reply?.error?.data;
-  const requestId = isObject(data) ? data.requestId : undefined;
-  return reply?.id === null && typeof requestId === "number" ? requestId : undefined;
-}
+
 
 /** A code `close()` accepts (1000 or 3000–4999); others are named in the reason. */
 function sendableCode(code: number): number {

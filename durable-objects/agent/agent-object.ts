@@ -31,11 +31,12 @@ import type { SessionObject } from "../session/session-object";
 import { AgentRates } from "../tenant/tenant-limits";
 import { AGENT_PRINCIPAL_HEADER, type AgentPrincipal, type AgentStatus, type OpenSessionArgs, type ToAgent } from "./contract";
 import { Dialer } from "./dialer";
-import { MAX_BATCH_BYTES, SessionOutbox, type Stamped, batchPrefix } from "./session-outbox";
+import { SessionOutbox, type Stamped } from "./session-outbox";
 import { LINK_IDLE_MS, SessionLinks } from "./session-links";
-import { AGENT_LINK_HEADER } from "../../protocol/agent-link-wire";
+import { AGENT_LINK_HEADER, MAX_BATCH_BYTES, batchPrefix } from "../../protocol/agent-link-wire";
 import { AGENT_EDGE_HEADER, decodeControl, encodeControl } from "../../protocol/agent-edge-wire";
 import { AgentStore } from "./store";
+import { refusedAnswer } from "../../protocol/refused-answer";
 import { stage, stageTimingFrom } from "../../protocol/stage-timing";
 
 /** How long session/new or session/load may take before the client is told the agent did not answer. */
@@ -200,6 +201,8 @@ export class AgentObject extends DurableObject<Env> {
     }
     if (control.t === "handover") {
       this.edgeCounts.set(control.s, control.c);
+      // Only what the edge numbered under a grant, so only for a session of this agent.
+      if (!this.store.ownsSession(control.s)) return;
       const items: Stamped[] = control.texts.map((text, k) => ({ kind: "frame", epoch, text, seq: control.seqs[k] as number }));
       this.outbox.addNumbered(control.s, items);
       return this.sendBatch(control.s);
@@ -808,14 +811,6 @@ function inboundKey(id: JsonRpcId, epoch: number): string {
 function withParams(message: Record<string, unknown>, params: unknown): Record<string, unknown> {
   if (params !== undefined) message.params = params;
   return message;
-}
-
-/** The answer the gateway stands in for when the agent's own answer (naming `requestId`) was refused. */
-function refusedAnswer(reply: ResponseMessage | null): ResponseMessage | undefined {
-  const data = reply?.error?.data;
-  const requestId = isObject(data) ? data.requestId : undefined;
-  if (reply?.id !== null || typeof requestId !== "number") return undefined;
-  return errorResponse(requestId, RpcError.internal(`The agent's answer was refused by the gateway: ${reply.error?.message ?? "invalid"}`));
 }
 
 function gatewayMethodRefused(method: string): RpcError {

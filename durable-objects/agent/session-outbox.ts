@@ -198,16 +198,3 @@ export class SessionOutbox {
   }
 }
 
-/** A batch of agent frames for one session is at most this many bytes (of UTF-16 text, 2 per unit). */
-export const MAX_BATCH_BYTES = 8 * 1024 * 1024;
-
-/** How many items from the start fit the budget (always at least one). */
-export function batchPrefix(items: FromAgent[], budget: number): number {
-  let used = 0;
-  for (let i = 0; i < items.length; i++) {
-    const item = items[i];
-    used += (item && "text" in item ? item.text.length : 0) * 2;
-    if (used > budget && i > 0) return i;
-  }
-  return items.length;
-}
