@@ -58,7 +58,7 @@ export function decodeControl(text: string): { t: "plain"; text: string } | Edge
     case "handover": {
       const seqs = header.seqs;
       if (!isCount(header.c) || body === undefined || !Array.isArray(seqs) || !seqs.every(isCount)) return undefined;
-      const texts = body.split(END);
+      const texts = seqs.length === 0 && body === "" ? [] : body.split(END);
       return texts.length === seqs.length ? { t: "handover", s, c: header.c, seqs, texts } : undefined;
     }
     case "request":

@@ -132,7 +132,9 @@ export class TenantLease {
    * the credit would be refused however much room the tenant has.
    */
   awaiting(): Promise<void> | undefined {
-    return this.tokens <= -this.batch && this.now() >= this.deniedUntil ? this.asking : undefined;
+    if (this.tokens > -this.batch || this.now() < this.deniedUntil) return undefined;
+    // A refusal that has lapsed with the credit still used up: the next lease is asked for now.
+    return this.refill();
   }
 
   private refill(): Promise<void> {

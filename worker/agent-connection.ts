@@ -251,7 +251,8 @@ export class AgentConnection {
   }
 
   private sendControl(text: string): void {
-    if (!this.controlOpen) return;
+    // The connection is over: what the agent sent meanwhile is lost with it, as frames in its socket are.
+    if (!this.controlOpen) return console.error("edge: the agent object's connection is closed; a frame for it was dropped");
     try {
       this.control.send(text);
     } catch {
@@ -273,21 +274,24 @@ export class AgentConnection {
   }
 
   private closeWhenDrained(): void {
-    if (!this.closing || !this.controlOpen || this.paused || this.inbox.length > 0 || !this.routing.idle()) return;
+    if (!this.closing || this.paused || this.inbox.length > 0 || !this.routing.idle()) return;
+    this.links.closeAll();
+    if (!this.controlOpen) return;
     this.controlOpen = false;
     try {
       this.control.close(this.closing.code, this.closing.reason);
     } catch {
       // already closed
     }
-    this.links.closeAll();
   }
 
-  /** The AgentObject closed the connection (replaced, key revoked, object restarted): the agent is told, and reconnects. */
+  /**
+   * The AgentObject closed the connection (replaced, key revoked, object restarted): the agent is
+   * told, and reconnects. What went direct and is on its way is left to arrive (links close once idle).
+   */
   private controlClosed(code: number, reason: string): void {
     this.controlOpen = false;
-    this.links.closeAll();
-    if (this.closing) return;
+    if (this.closing) return this.closeWhenDrained();
     this.closing = { code: 1000, reason };
     const passOn = code >= 4000 && code <= 4999;
     try {
@@ -298,6 +302,7 @@ export class AgentConnection {
     } catch {
       // already closed
     }
+    this.closeWhenDrained();
   }
 }
 

@@ -255,7 +255,7 @@ export class AgentObject extends DurableObject<Env> {
     }
     if (stripGatewayMarks(message)) data = JSON.stringify(message);
     if (isResponse(message)) return this.onAgentResponse(message, data);
-    if (message.method === CANCEL_REQUEST && !isRequest(message)) return this.cancelFromAgent(message.params, epoch, data);
+    if (message.method === CANCEL_REQUEST && !isRequest(message)) return this.cancelFromAgent(message.params, epoch, data, viaEdge);
     const sessionId = sessionIdOf(message);
     if (sessionId === undefined || !this.store.ownsSession(sessionId)) {
       if (isRequest(message)) {
@@ -331,11 +331,15 @@ export class AgentObject extends DurableObject<Env> {
    * request went to. An instance woken during the epoch may not know it (see `inbound`): then every
    * session active in the epoch hears it, and those that do not hold the request ignore it.
    */
-  private cancelFromAgent(params: unknown, epoch: number, text: string): void {
+  private cancelFromAgent(params: unknown, epoch: number, text: string, viaEdge: boolean): void {
     const requestId = isObject(params) ? params.requestId : undefined;
     if (typeof requestId !== "string" && typeof requestId !== "number") return;
     const open = this.inbound.get(inboundKey(requestId, epoch));
-    const sessions = open ? [open.sessionId] : epoch === this.wholeEpoch ? [] : this.store.activeSessions(epoch);
+    // The edge sees every request of its connection and names the session of a cancel for an open
+    // one: a cancel it could not name is for no open request, and is not sent to every session (a
+    // frame numbered here could overtake the edge's own for a session it holds a grant for).
+    const broadcast = epoch !== this.wholeEpoch && !viaEdge;
+    const sessions = open ? [open.sessionId] : broadcast ? this.store.activeSessions(epoch) : [];
     for (const sessionId of sessions) this.enqueue(sessionId, { kind: "frame", epoch, text });
   }
 

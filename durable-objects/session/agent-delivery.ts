@@ -20,9 +20,15 @@ export class AgentDelivery {
     if (legacy !== undefined && legacy > store.appliedAgentSeq) store.appliedAgentSeq = legacy;
   }
 
-  /** True the first time an item is seen; it then counts as applied (also if applying it throws). */
+  /**
+   * True the first time an item is seen; it then counts as applied (also if applying it throws).
+   * The agent's departure and answers are applied idempotently and neither checked nor counted: the
+   * AgentObject numbers the items it makes itself (a departure, an error in place of an answer) from
+   * its own counter, above any range it granted the edge, and counting them would make the session
+   * skip the edge's items still on their way from that range (protocol/edge-routing.ts).
+   */
   take(item: FromAgent): boolean {
-    if (item.seq === undefined) return true;
+    if (item.seq === undefined || item.kind === "gone" || item.kind === "response") return true;
     if (item.seq <= this.store.appliedAgentSeq) return false;
     this.store.appliedAgentSeq = item.seq;
     return true;
