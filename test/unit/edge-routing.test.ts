@@ -40,7 +40,7 @@ type Op =
   | "breakStub" // the edge's next deliver call throws
   | "aoOwn" // the AgentObject queues an item of its own for a session (not generated: see the it.fails case)
   | "quiet"; // a quiet moment: the AgentObject reads everything, delivers, grants; grants reach the router
-export interface Step {
+interface Step {
   op: Op;
   /** Which session / delivery (modulo what there is). */
   pick: number;
