@@ -4,7 +4,7 @@
 
 import fc from "fast-check";
 import { describe, expect, it } from "vitest";
-import { type LeaseGrant, RateGate, TenantLease, TokenBucket, leaseBatch } from "../../protocol/rate-limit";
+import { type Admission, type LeaseGrant, RateGate, TenantLease, TokenBucket, leaseBatch } from "../../protocol/rate-limit";
 import { DEFAULT_LIMITS } from "../../protocol/tenant-limits";
 
 /** A tenant bucket reached through asks that stay pending until the test flushes them (the round trip to the object). */
@@ -183,5 +183,158 @@ describe("rate gate of a connection", () => {
     expect(verdicts.every((v) => !v.ok && !v.close)).toBe(true);
     const more = Array.from({ length: 60 }, () => gate.admit("a"));
     expect(more.some((v) => !v.ok && v.close)).toBe(true);
+  });
+});
+
+describe("tenant message rate: a caller that holds its messages waits for the lease (the edge, TenantLease awaiting)", () => {
+  it("awaiting(): nothing while credit remains; the lease on its way once the credit is used up; nothing once it is here", async () => {
+    const clock = { now: 0 };
+    const t = tenant(1000, clock);
+    const lease = new TenantLease(8, t.ask, () => clock.now);
+    for (let i = 0; i < 7; i++) expect(lease.admit().ok).toBe(true);
+    expect(lease.awaiting()).toBeUndefined(); // one message of credit left
+    expect(lease.admit().ok).toBe(true);
+    const waiting = lease.awaiting();
+    expect(waiting).toBeInstanceOf(Promise);
+    expect(lease.awaiting()).toBe(waiting); // the one lease on its way, not a second ask
+    expect(t.calls).toBe(1);
+    let arrived = false;
+    void waiting?.then(() => (arrived = true));
+    await Promise.resolve();
+    expect(arrived).toBe(false); // it waits for the tenant's answer
+    await t.flush();
+    expect(arrived).toBe(true);
+    expect(lease.awaiting()).toBeUndefined();
+    expect(lease.admit().ok).toBe(true);
+  });
+
+  it("awaiting(): nothing to wait for while the tenant refuses (the caller refuses instead)", async () => {
+    const clock = { now: 0 };
+    const lease = new TenantLease(
+      8,
+      () => Promise.resolve({ granted: 0, retryAfterMs: 300 }),
+      () => clock.now,
+    );
+    for (let i = 0; i < 8; i++) lease.admit();
+    await Promise.resolve();
+    await Promise.resolve();
+    expect(lease.awaiting()).toBeUndefined();
+    expect(lease.admit()).toEqual({ ok: false, retryAfterMs: 300 });
+  });
+
+  it("awaiting(): the tenant's count unreachable, the wait ends and the messages pass", async () => {
+    const lease = new TenantLease(
+      8,
+      () => Promise.reject(new Error("down")),
+      () => 0,
+    );
+    for (let i = 0; i < 8; i++) lease.admit();
+    await lease.awaiting();
+    expect(lease.admit().ok).toBe(true);
+  });
+
+  it("a lease granted in full that the credit had already spent is not a refusal: the next message passes and asks again", async () => {
+    const clock = { now: 0 };
+    const asks: { want: number; resolve: (grant: LeaseGrant) => void }[] = [];
+    const lease = new TenantLease(
+      8,
+      (want) => new Promise((resolve) => asks.push({ want, resolve })),
+      () => clock.now,
+    );
+    const answer = async (granted: (want: number) => number, retryAfterMs = 0) => {
+      const ask = asks.shift();
+      ask?.resolve({ granted: granted(ask.want), retryAfterMs });
+      await Promise.resolve();
+      await Promise.resolve();
+    };
+    lease.admit(); // credit -1; asks for 9
+    await answer((want) => want); // 8 left
+    for (let i = 0; i < 5; i++) lease.admit(); // 3 left: below half a batch, asks for 8
+    expect(asks.map((a) => a.want)).toEqual([8]);
+    let passed = 0;
+    while (lease.admit().ok) passed++; // the 3, then the credit of 8
+    expect(passed).toBe(11);
+    await answer((want) => want); // in full, and all of it spent: 0 left
+    expect(lease.admit().ok).toBe(true); // not refused (the clock has not moved)
+    expect(asks).toHaveLength(1);
+    // A grant short of what was asked that leaves nothing is a refusal, for as long as the tenant says.
+    while (lease.admit().ok);
+    await answer((want) => want - 1, 400);
+    expect(lease.admit()).toEqual({ ok: false, retryAfterMs: 400 });
+    expect(asks).toHaveLength(0); // and no asking meanwhile
+    clock.now += 400;
+    expect(lease.admit().ok).toBe(true);
+  });
+
+  /** The edge's loop (agent-connection.ts `handle`): wait while the lease is on its way, then admit. */
+  async function burst(gate: RateGate, t: ReturnType<typeof tenant>, messages: number, wait: boolean) {
+    const verdicts: Admission[] = [];
+    for (let i = 0; i < messages; i++) {
+      const lease = wait ? gate.awaiting() : undefined;
+      if (lease) {
+        await t.flush(); // the tenant's answer arrives
+        await lease;
+      }
+      verdicts.push(gate.admit("session/update"));
+    }
+    return verdicts;
+  }
+
+  it("a burst longer than the credit: every message admitted when the tenant has room, refused with the tenant's limit when it has not", async () => {
+    await fc.assert(
+      fc.asyncProperty(fc.integer({ min: 1, max: 3000 }), fc.integer({ min: 1, max: 12 }), async (tenantRate, batches) => {
+        const clock = { now: 0 }; // a burst: the clock does not move, so the tenant's bucket does not refill
+        const limits = { ...DEFAULT_LIMITS, messagesPerSecondPerAgentConnection: 1_000_000, messagesPerSecondPerTenant: tenantRate };
+        const batch = leaseBatch(tenantRate);
+        const messages = batch * batches + 1; // more than the credit
+        const room = 2 * tenantRate; // the tenant's bucket
+        const t = tenant(tenantRate, clock);
+        const verdicts = await burst(new RateGate(limits, "agent", t.ask, () => clock.now), t, messages, true);
+        const admitted = verdicts.filter((v) => v.ok).length;
+        if (messages <= room) expect(admitted).toBe(messages);
+        else {
+          expect(admitted).toBeGreaterThanOrEqual(room);
+          expect(admitted).toBeLessThanOrEqual(room + batch);
+          for (const v of verdicts)
+            if (!v.ok) expect(v.error.data).toMatchObject({ limit: "messagesPerSecondPerTenant", value: tenantRate });
+        }
+      }),
+      { numRuns: 200 },
+    );
+  });
+
+  it("without waiting, the same burst is refused beyond the credit however much room the tenant has (why the edge waits)", async () => {
+    const clock = { now: 0 };
+    const limits = { ...DEFAULT_LIMITS, messagesPerSecondPerAgentConnection: 1_000_000, messagesPerSecondPerTenant: 5000 };
+    const t = tenant(5000, clock);
+    const verdicts = await burst(new RateGate(limits, "agent", t.ask, () => clock.now), t, 200, false);
+    expect(verdicts.filter((v) => v.ok)).toHaveLength(leaseBatch(5000));
+  });
+
+  // BUG (protocol/rate-limit.ts `awaiting`, ~line 138): after the tenant refused a lease (a grant
+  // short of what was asked, credit used up) and its retry time has passed, `awaiting()` returns
+  // undefined, since no lease is on its way (`asking` is unset), though the credit is still used up.
+  // So the edge (agent-connection.ts `handle`) does not wait and calls `admit`, which refuses the
+  // message with the tenant's limit (and only then asks). That happens once per refusal, however much
+  // room the tenant has again. Minimal sequence: batch 8; 8 messages on credit; the lease comes back
+  // short (granted 0, retry 100 ms); the clock passes 100 ms; the tenant has room; the next message
+  // is refused. Fix idea: awaiting() starts the ask (`refill()`) when the credit is used up and no
+  // refusal holds.
+  it.fails("after the tenant's refusal lapses, the next message waits for a lease instead of being refused", async () => {
+    const clock = { now: 0 };
+    let room = false;
+    const lease = new TenantLease(
+      8,
+      (want) => Promise.resolve({ granted: room ? want : 0, retryAfterMs: 100 }),
+      () => clock.now,
+    );
+    for (let i = 0; i < 8; i++) lease.admit();
+    await lease.awaiting();
+    expect(lease.admit().ok).toBe(false); // refused while the tenant is over its rate
+    clock.now += 100;
+    room = true;
+    const waiting = lease.awaiting();
+    if (waiting) await waiting;
+    expect(lease.admit().ok).toBe(true);
   });
 });
