@@ -19,7 +19,7 @@ export const AGENT_EDGE_HEADER = "X-Acp-Gateway-Agent-Edge";
 /** The header the edge opens a session link with (value: the agent's name), beside AGENT_LINK_HEADER's. */
 export const EDGE_LINK_HEADER = "X-Acp-Gateway-Edge-Link";
 
-const CONTROL_MARK = "\u0001";
+export const CONTROL_MARK = "\u0001";
 const END = "\u0000";
 
 export type EdgeToAgentObject =

@@ -311,16 +311,12 @@ describe("tenant message rate: a caller that holds its messages waits for the le
     expect(verdicts.filter((v) => v.ok)).toHaveLength(leaseBatch(5000));
   });
 
-  // BUG (protocol/rate-limit.ts `awaiting`, ~line 138): after the tenant refused a lease (a grant
-  // short of what was asked, credit used up) and its retry time has passed, `awaiting()` returns
-  // undefined, since no lease is on its way (`asking` is unset), though the credit is still used up.
-  // So the edge (agent-connection.ts `handle`) does not wait and calls `admit`, which refuses the
-  // message with the tenant's limit (and only then asks). That happens once per refusal, however much
-  // room the tenant has again. Minimal sequence: batch 8; 8 messages on credit; the lease comes back
-  // short (granted 0, retry 100 ms); the clock passes 100 ms; the tenant has room; the next message
-  // is refused. Fix idea: awaiting() starts the ask (`refill()`) when the credit is used up and no
-  // refusal holds.
-  it.fails("after the tenant's refusal lapses, the next message waits for a lease instead of being refused", async () => {
+  // Found by this suite (fixed): once a refusal had lapsed with the credit still used up, `awaiting()`
+  // returned undefined (no lease on its way), so the edge did not wait and `admit` refused one message
+  // with the tenant's limit however much room the tenant had again. `awaiting()` now asks for the
+  // lease then. Sequence: batch 8; 8 messages on credit; the lease comes back short (granted 0, retry
+  // 100 ms); the clock passes 100 ms; the tenant has room; the next message waits and is admitted.
+  it("after the tenant's refusal lapses, the next message waits for a lease instead of being refused", async () => {
     const clock = { now: 0 };
     let room = false;
     const lease = new TenantLease(
