@@ -196,7 +196,7 @@ export class AgentObject extends DurableObject<Env> {
     if (control.t === "plain") return this.onAgentFrame(ws, epoch, control.text, true);
     if (control.t === "attributed") {
       this.edgeCounts.set(control.s, control.c);
-      this.onAgentFrame(ws, epoch, control.text, true);
+      this.onAgentFrame(ws, epoch, control.text, true, control.s);
       return this.maybeGrant(control.s);
     }
     if (control.t === "handover") {
@@ -228,8 +228,11 @@ export class AgentObject extends DurableObject<Env> {
     }
   }
 
-  /** One frame from the agent, on a dial-in or a dial-out connection (`viaEdge`: the edge applied the rates). */
-  private onAgentFrame(ws: WebSocket, epoch: number, data: string | ArrayBuffer, viaEdge = false): void {
+  /**
+   * One frame from the agent, on a dial-in or a dial-out connection. `viaEdge`: the edge applied the
+   * rates; `edgeSession`: the session the edge counts the frame as (it saw the request a cancel names).
+   */
+  private onAgentFrame(ws: WebSocket, epoch: number, data: string | ArrayBuffer, viaEdge = false, edgeSession?: string): void {
     if (epoch !== this.store.epoch || typeof data !== "string") return;
     const parsed = parseFrame(data);
     if (!parsed.ok) {
@@ -255,7 +258,8 @@ export class AgentObject extends DurableObject<Env> {
     }
     if (stripGatewayMarks(message)) data = JSON.stringify(message);
     if (isResponse(message)) return this.onAgentResponse(message, data);
-    if (message.method === CANCEL_REQUEST && !isRequest(message)) return this.cancelFromAgent(message.params, epoch, data, viaEdge);
+    if (message.method === CANCEL_REQUEST && !isRequest(message))
+      return this.cancelFromAgent(message.params, epoch, data, viaEdge, edgeSession);
     const sessionId = sessionIdOf(message);
     if (sessionId === undefined || !this.store.ownsSession(sessionId)) {
       if (isRequest(message)) {
@@ -331,15 +335,17 @@ export class AgentObject extends DurableObject<Env> {
    * request went to. An instance woken during the epoch may not know it (see `inbound`): then every
    * session active in the epoch hears it, and those that do not hold the request ignore it.
    */
-  private cancelFromAgent(params: unknown, epoch: number, text: string, viaEdge: boolean): void {
+  private cancelFromAgent(params: unknown, epoch: number, text: string, viaEdge: boolean, edgeSession: string | undefined): void {
     const requestId = isObject(params) ? params.requestId : undefined;
     if (typeof requestId !== "string" && typeof requestId !== "number") return;
     const open = this.inbound.get(inboundKey(requestId, epoch));
     // The edge sees every request of its connection and names the session of a cancel for an open
-    // one: a cancel it could not name is for no open request, and is not sent to every session (a
-    // frame numbered here could overtake the edge's own for a session it holds a grant for).
-    const broadcast = epoch !== this.wholeEpoch && !viaEdge;
-    const sessions = open ? [open.sessionId] : broadcast ? this.store.activeSessions(epoch) : [];
+    // one, also when this instance was woken and does not know it; a cancel it could not name is for
+    // no open request, and is not sent to every session (a frame numbered here could overtake the
+    // edge's own for a session it holds a grant for).
+    const named = edgeSession !== undefined && this.store.ownsSession(edgeSession) ? [edgeSession] : [];
+    const unknown = viaEdge ? named : epoch === this.wholeEpoch ? [] : this.store.activeSessions(epoch);
+    const sessions = open ? [open.sessionId] : unknown;
     for (const sessionId of sessions) this.enqueue(sessionId, { kind: "frame", epoch, text });
   }
 

@@ -64,7 +64,9 @@ describe("the agent's open requests, mapped in the AgentObject's memory", () => 
     expect(withdrawn.params.requestId).toBe(copy.id);
     // The session confirms the withdrawal to the agent (-32800), through the woken object.
     expect((await agent.peer.next(isResponseTo(agentReqId))).error.code).toBe(-32800);
-    // The other session heard the cancel too (the woken object did not know where it went) and ignored it.
+    // The woken object did not know where the request went; the edge, which saw it, named the session,
+    // so the other session's request is untouched (a dial-out agent's cancel would reach every active
+    // session, and those that do not hold the id ignore it).
     await barrier(other.client, agent, other.sessionId);
     expect((await sessionStub(t.tenantId, other.sessionId).snapshot())?.pendingPermissions).toHaveLength(1);
     expect(agent.peer.unclaimed().filter((m) => m.id === otherReqId)).toEqual([]);
