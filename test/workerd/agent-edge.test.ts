@@ -39,12 +39,17 @@ interface AgentWatch {
   /** Grants it gave the edge (each reserves a range of numbers). */
   grants: number;
 }
+type Cut = "close" | "applied" | "hang";
 interface SessionWatch {
   /** Batches that came on an edge link, and the open edge links the session had at the last one. */
   edgeBatches: number;
   edgeLinksOpen: number;
-  /** What the next edge-link batch meets: applied and acked (as the real object does), or cut. */
-  cut?: "close" | "hang";
+  /**
+   * What the next edge-link batch meets: applied and acked (as the real object does), or cut: the link
+   * closed before applying it (`close`), applied and the link closed before the ack (`applied`), or
+   * neither applied nor acked, left hanging (`hang`).
+   */
+  cut?: Cut;
   cuts: number;
 }
 
@@ -104,8 +109,9 @@ async function watchSession(t: SeededTenant, sessionId: string): Promise<void> {
       if (!cut) return onLinkMessage(ws, data);
       watch.cut = undefined;
       watch.cuts++;
-      // Neither applied nor acked: the batch is in flight when the link closes (now, or with the object).
-      if (cut === "close") ws.close(1011, "cut by a test");
+      // Applied (and committed) with its ack swallowed, or neither: in flight when the link closes.
+      if (cut === "applied") onLinkMessage({ send: () => undefined } as unknown as WebSocket, data);
+      if (cut !== "hang") ws.close(1011, "cut by a test");
     };
   });
 }
@@ -116,7 +122,7 @@ async function sessionWatch(t: SeededTenant, sessionId: string): Promise<Session
   );
 }
 
-async function cutNextEdgeBatch(t: SeededTenant, sessionId: string, cut: "close" | "hang"): Promise<void> {
+async function cutNextEdgeBatch(t: SeededTenant, sessionId: string, cut: Cut): Promise<void> {
   await runInDurableObject(sessionStub(t.tenantId, sessionId), (instance: SessionObject) => {
     ((instance as unknown as SessionInsides).watch as SessionWatch).cut = cut;
   });
@@ -278,24 +284,30 @@ describe("agent edge: the edge link", () => {
     link.close(1000, "done");
   });
 
-  it("a batch cut when the edge link closes before its ack reaches the client once and in order (handed back through the AgentObject), and so do later updates", async () => {
-    const { t, agent, client, sessionId, prompt } = await turnGoing();
-    await untilEdgeLink(t, agent, client, sessionId);
-    await cutNextEdgeBatch(t, sessionId, "close");
-    const texts = Array.from({ length: 20 }, (_, i) => `burst-${i}`);
-    for (const text of texts) agent.peer.notify("session/update", chunk(sessionId, text));
-    expect(await chunksSeen(client, texts.length)).toEqual(texts);
-    expect((await sessionWatch(t, sessionId)).cuts).toBe(1);
-    const later = Array.from({ length: 5 }, (_, i) => `later-${i}`);
-    for (const text of later) agent.peer.notify("session/update", chunk(sessionId, text));
-    agent.peer.respond(prompt.id, { stopReason: "end_turn" });
-    expect(await chunksSeen(client, later.length)).toEqual(later);
-    expect((await client.next(isResponseTo("turn"))).result).toEqual({ stopReason: "end_turn" });
-    await barrier(client, agent, sessionId);
-    noMoreChunks(client);
-    const logged = await loggedChunks(t, sessionId);
-    expect(logged.slice(logged.indexOf("burst-0"))).toEqual([...texts, ...later]);
-  });
+  it.each([
+    ["before the session applied it", "close"],
+    ["after the session applied it, before its ack", "applied"],
+  ] as const)(
+    "a direct batch cut by the edge link closing %s reaches the client once and in order (handed back through the AgentObject), and so do later updates",
+    async (_, cut) => {
+      const { t, agent, client, sessionId, prompt } = await turnGoing();
+      await untilEdgeLink(t, agent, client, sessionId);
+      await cutNextEdgeBatch(t, sessionId, cut);
+      const texts = Array.from({ length: 20 }, (_, i) => `burst-${i}`);
+      for (const text of texts) agent.peer.notify("session/update", chunk(sessionId, text));
+      expect(await chunksSeen(client, texts.length)).toEqual(texts);
+      expect((await sessionWatch(t, sessionId)).cuts).toBe(1);
+      const later = Array.from({ length: 5 }, (_, i) => `later-${i}`);
+      for (const text of later) agent.peer.notify("session/update", chunk(sessionId, text));
+      agent.peer.respond(prompt.id, { stopReason: "end_turn" });
+      expect(await chunksSeen(client, later.length)).toEqual(later);
+      expect((await client.next(isResponseTo("turn"))).result).toEqual({ stopReason: "end_turn" });
+      await barrier(client, agent, sessionId);
+      noMoreChunks(client);
+      const logged = await loggedChunks(t, sessionId);
+      expect(logged.slice(logged.indexOf("burst-0"))).toEqual([...texts, ...later]);
+    },
+  );
 
   it("the session crashes with a direct batch in flight: a reloading client gets every update once, the log holds each once", async () => {
     const { t, agent, client, sessionId, prompt } = await turnGoing();
@@ -327,16 +339,16 @@ describe("agent edge: the agent's end", () => {
     const texts = Array.from({ length: 50 }, (_, i) => `final-${i}`);
     for (const text of texts) agent.peer.notify("session/update", chunk(sessionId, text));
     agent.peer.close();
+    expect(await chunksSeen(client, texts.length)).toEqual(texts);
     const answer = await client.next(isResponseTo("turn"));
     expect(answer.error?.data?.reason).toBe("agent_disconnected");
     expect((await client.next(isMethod("_acp_gateway/turn_ended"))).params.reason).toBe("agent_disconnected");
-    expect(await chunksSeen(client, texts.length)).toEqual(texts);
     // In the order the client received them: the burst, then the prompt's error, then turn_ended.
     const order = client.raw.map((text) => JSON.parse(text) as Json);
     const lastUpdate = order.findLastIndex(isChunk);
     expect(order.findIndex((m) => m.id === "turn" && !("method" in m))).toBeGreaterThan(lastUpdate);
     expect(order.findIndex(isMethod("_acp_gateway/turn_ended"))).toBeGreaterThan(lastUpdate);
-  });
+  }, 20_000);
 
   it("a frame forged as a control frame (\\u0001{handover...}) is answered as a parse error and never reaches another session", async () => {
     const t = await seedTenant();
@@ -371,10 +383,16 @@ describe("agent edge: the agent's end", () => {
     const texts = Array.from({ length: 2000 }, (_, i) => `b${i}`);
     for (const text of texts) agent.peer.notify("session/update", chunk(sessionId, text));
     agent.peer.respond(prompt.id, { stopReason: "end_turn" });
-    expect(await chunksSeen(client, texts.length, 20_000)).toEqual(texts);
-    expect((await client.next(isResponseTo("turn"), 20_000)).result).toEqual({ stopReason: "end_turn" });
+    // The answer comes after the updates: by then every one of them has arrived.
+    expect((await client.next(isResponseTo("turn"), 30_000)).result).toEqual({ stopReason: "end_turn" });
     await barrier(client, agent, sessionId);
-    noMoreChunks(client);
+    // Each once, in order, and nothing more.
+    expect(
+      client
+        .unclaimed()
+        .filter(isChunk)
+        .flatMap((m) => textsOf(m.params.update.content.text as string)),
+    ).toEqual(texts);
     // Nothing was refused or dropped for the rate: no error, no notice, the connection open.
     expect(agent.peer.unclaimed()).toEqual([]);
   }, 60_000);
