@@ -13,7 +13,7 @@ import fc from "fast-check";
 import { describe, expect, it, vi } from "vitest";
 import type { AgentObject } from "../../durable-objects/agent/agent-object";
 import type { SessionObject } from "../../durable-objects/session/session-object";
-import { EDGE_LINK_HEADER } from "../../protocol/agent-edge-wire";
+import { EDGE_LINK_HEADER, decodeControl, encodeControl } from "../../protocol/agent-edge-wire";
 import { agentStub, crashObject, sessionStub } from "./fuzz-faults";
 import {
   attachClient,
@@ -250,6 +250,205 @@ describe("agent edge: the direct path", () => {
     expect(
       later.unclaimed().filter((m) => m.method === "_acp_gateway/turn_ended" || m.method === "_acp_gateway/permission_resolved"),
     ).toEqual([]);
+  });
+});
+
+// ── order across the two paths, model-based ───────────────────────────────────────────────────────
+/**
+ * One frame of the agent in a turn, or a wait: `await` waits until the client has seen everything
+ * sent so far (so a grant lands between frames); without it the agent sends in one burst.
+ */
+type Step = "chunk" | "tool_call" | "tool_call_update" | "ext" | "permission" | "await";
+const stepArb = fc.constantFrom<Step>("chunk", "chunk", "chunk", "tool_call", "tool_call_update", "ext", "permission", "await", "await");
+
+/** What the client sees of an agent's frame, as a key; the gateway's own notifications are none. */
+function keyOf(m: Json): string | undefined {
+  if (String(m.method).startsWith("_acp_gateway/")) return undefined;
+  if (m.method === "session/request_permission") return `p:${m.params.toolCall.toolCallId}`;
+  if (m.method === "_vendor/note") return `x:${m.params.n}`;
+  const update = m.method === "session/update" ? m.params?.update : undefined;
+  if (update?.sessionUpdate === "agent_message_chunk") return `c:${textsOf(update.content.text as string).join(",")}`;
+  if (update?.sessionUpdate === "tool_call") return `tc:${update.toolCallId}`;
+  if (update?.sessionUpdate === "tool_call_update") return `tcu:${update.toolCallId}:${update.title}`;
+  return `?:${JSON.stringify(m)}`;
+}
+
+/** The client's side of a turn: records what it sees, answers every permission request, until the prompt's answer. */
+class Watcher {
+  readonly seen: string[] = [];
+  private readonly waiting: { n: number; wake(): void }[] = [];
+  readonly done: Promise<void>;
+
+  constructor(private readonly client: Peer) {
+    this.done = this.run();
+  }
+
+  private async run(): Promise<void> {
+    for (;;) {
+      const m = await this.client.next(() => true, 10_000);
+      if (m.id === "turn" && !("method" in m)) return this.record("answer");
+      if (m.method === "session/request_permission") this.client.respond(m.id, { outcome: { outcome: "selected", optionId: "allow" } });
+      const key = keyOf(m);
+      if (key !== undefined) this.record(key);
+    }
+  }
+
+  private record(key: string): void {
+    this.seen.push(key);
+    for (const w of this.waiting.filter((w) => this.seen.length >= w.n)) w.wake();
+  }
+
+  /** Resolves once the client has seen `n` frames (or rejects when the watcher stopped). */
+  until(n: number): Promise<void> {
+    if (this.seen.length >= n) return Promise.resolve();
+    const reached = new Promise<void>((wake) => this.waiting.push({ n, wake }));
+    return Promise.race([reached, this.done.then(() => reached)]);
+  }
+}
+
+/**
+ * The client saw the agent's frames once each, and the prompt's answer last. The notifications in the
+ * agent's order exactly; a permission request after every frame the agent sent before it, though
+ * not always before those after it: the session shows it to people once the tenant's rules are
+ * consulted, which may mean loading them (permission-lifecycle.ts `askAfterRules`; so on the
+ * AgentObject's path alone too), while the updates after it are fanned out as they come.
+ */
+function expectAgentOrder(seen: string[], expected: string[]): void {
+  const isAsk = (key: string) => key.startsWith("p:");
+  expect(seen.filter((key) => !isAsk(key))).toEqual([...expected.filter((key) => !isAsk(key)), "answer"]);
+  expect(seen.filter(isAsk).sort()).toEqual(expected.filter(isAsk).sort());
+  for (const [j, key] of expected.entries()) {
+    if (!isAsk(key)) continue;
+    const shownAt = seen.indexOf(key);
+    for (const before of expected.slice(0, j)) expect(seen.indexOf(before), `${before} before ${key}`).toBeLessThan(shownAt);
+  }
+}
+
+/** Per run: frames the agent sent, and how many of them the AgentObject queued (the rest went direct). */
+const pathCounts = { notifications: 0, viaAgentObject: 0, runs: 0 };
+
+/** One turn: the agent's frames as the steps say, then the prompt's answer; the client must see exactly them, in order. */
+async function turnInOrder(steps: Step[]): Promise<void> {
+  const { t, agent, client, sessionId, prompt } = await turnGoing();
+  const watcher = new Watcher(client);
+  const expected: string[] = [];
+  const permissions: (string | number)[] = [];
+  const toolCalls: string[] = [];
+  let notifications = 0;
+  for (const [i, step] of steps.entries()) {
+    if (step === "await") {
+      await watcher.until(expected.length);
+      continue;
+    }
+    if (step === "permission") {
+      permissions.push(agent.askPermission(sessionId, { toolCallId: `perm-${i}`, title: "Run", kind: "execute" }));
+      expected.push(`p:perm-${i}`);
+      continue;
+    }
+    notifications++;
+    if (step === "chunk") {
+      agent.peer.notify("session/update", chunk(sessionId, `t${i}`));
+      expected.push(`c:t${i}`);
+    } else if (step === "ext") {
+      agent.peer.notify("_vendor/note", { sessionId, n: i });
+      expected.push(`x:${i}`);
+    } else if (step === "tool_call" || toolCalls.length === 0) {
+      toolCalls.push(`tc-${i}`);
+      agent.update(sessionId, { sessionUpdate: "tool_call", toolCallId: `tc-${i}`, title: "Read", kind: "read", status: "pending" });
+      expected.push(`tc:tc-${i}`);
+    } else {
+      const id = toolCalls[i % toolCalls.length] as string;
+      agent.update(sessionId, { sessionUpdate: "tool_call_update", toolCallId: id, title: `u${i}`, status: "in_progress" });
+      expected.push(`tcu:${id}:u${i}`);
+    }
+  }
+  // The agent ends its turn once every person has answered it.
+  for (const id of permissions) await agent.peer.next(isResponseTo(id), 10_000);
+  agent.peer.respond(prompt.id, { stopReason: "end_turn" });
+  await watcher.done;
+  expectAgentOrder(watcher.seen, expected);
+  await barrier(client, agent, sessionId);
+  expect(client.unclaimed().filter((m) => keyOf(m) !== undefined)).toEqual([]);
+  pathCounts.runs++;
+  pathCounts.notifications += notifications;
+  pathCounts.viaAgentObject += (await agentWatch(t, agent)).viaAgentObject[sessionId] ?? 0;
+}
+
+describe("agent edge: order across the two paths", () => {
+  it("model-based: the client sees exactly the agent's frames of a turn, in the agent's order, each once, and the prompt's answer last", async () => {
+    await fc.assert(
+      fc.asyncProperty(fc.array(stepArb, { minLength: 1, maxLength: 30 }), (steps) => turnInOrder(steps)),
+      { numRuns: 20 },
+    );
+    // Not vacuous: some frames went direct, others through the AgentObject.
+    expect(pathCounts.viaAgentObject).toBeGreaterThan(0);
+    expect(pathCounts.viaAgentObject).toBeLessThan(pathCounts.notifications);
+  }, 120_000);
+
+  it.each<[string, Step[]]>([
+    [
+      "a permission request between direct updates",
+      ["chunk", "await", "chunk", "chunk", "await", "chunk", "permission", "chunk", "chunk", "await", "chunk"],
+    ],
+    ["a burst with no waits", ["chunk", "tool_call", "tool_call_update", "ext", "permission", "chunk", "tool_call_update", "chunk"]],
+    [
+      "the grant between every frame",
+      ["chunk", "await", "ext", "await", "tool_call", "await", "tool_call_update", "await", "permission", "await", "chunk"],
+    ],
+  ])("fixed: %s", async (_, steps) => {
+    await turnInOrder(steps);
+  });
+});
+
+describe("agent edge: grants", () => {
+  it("a grant that names an older count than the edge's (it sent a frame since) is ignored: the next update waits behind that frame", async () => {
+    const { t, agent, client, sessionId } = await turnGoing();
+    // The AgentObject grants nothing by itself; when the session's second frame comes, its delivery is
+    // held, and the edge gets a grant naming the count before that frame (as if it had crossed it).
+    await runInDurableObject(agentStub(t.tenantId, agent.name), (instance: AgentObject) => {
+      // SAFETY: the object's own methods (agent-object.ts); only this instance's copies are replaced.
+      const inside = instance as unknown as AgentInsides & {
+        maybeGrant(sessionId: string): void;
+        sendBatch(sessionId: string): void;
+        onEdgeFrame(ws: WebSocket, epoch: number, data: string): void;
+        stale?: { held: boolean; release(): void };
+      };
+      inside.maybeGrant = () => undefined;
+      const sendBatch = inside.sendBatch.bind(instance);
+      const onEdgeFrame = inside.onEdgeFrame.bind(instance);
+      const stale = { held: false, release: () => undefined as void };
+      inside.stale = stale;
+      inside.sendBatch = (id) => (id === sessionId && stale.held ? undefined : sendBatch(id));
+      inside.onEdgeFrame = (ws, epoch, data) => {
+        const control = decodeControl(data);
+        if (control?.t !== "attributed" || control.s !== sessionId || control.c !== 2) return onEdgeFrame(ws, epoch, data);
+        stale.held = true;
+        stale.release = () => {
+          stale.held = false;
+          sendBatch(sessionId);
+        };
+        onEdgeFrame(ws, epoch, data);
+        const { from, to } = inside.outbox.reserveRange(4096);
+        ws.send(encodeControl({ t: "grant", s: sessionId, c: 1, from, to, epoch }));
+      };
+    });
+    agent.peer.notify("session/update", chunk(sessionId, "one"));
+    expect(await chunksSeen(client, 1)).toEqual(["one"]);
+    agent.peer.notify("session/update", chunk(sessionId, "two"));
+    const held = () =>
+      runInDurableObject(agentStub(t.tenantId, agent.name), (instance: AgentObject) => {
+        return (instance as unknown as { stale: { held: boolean } }).stale.held;
+      });
+    await vi.waitFor(async () => expect(await held()).toBe(true), { timeout: 5000, interval: 10 });
+    agent.peer.notify("session/update", chunk(sessionId, "three"));
+    // "three" went through the AgentObject too (it counts 3 frames), queued behind "two".
+    await vi.waitFor(async () => expect((await agentWatch(t, agent)).viaAgentObject[sessionId]).toBe(3), { timeout: 5000, interval: 10 });
+    await runInDurableObject(agentStub(t.tenantId, agent.name), (instance: AgentObject) => {
+      (instance as unknown as { stale: { release(): void } }).stale.release();
+    });
+    expect(await chunksSeen(client, 2)).toEqual(["two", "three"]);
+    await barrier(client, agent, sessionId);
+    noMoreChunks(client);
   });
 });
 
