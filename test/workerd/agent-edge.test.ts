@@ -16,6 +16,7 @@ import type { SessionObject } from "../../durable-objects/session/session-object
 import { EDGE_LINK_HEADER, decodeControl, encodeControl } from "../../protocol/agent-edge-wire";
 import { agentStub, crashObject, sessionStub } from "./fuzz-faults";
 import {
+  AGENT_OBJECT_LOST,
   attachClient,
   barrier,
   clientWithSession,
@@ -548,6 +549,57 @@ describe("agent edge: the agent's end", () => {
     expect(order.findIndex((m) => m.id === "turn" && !("method" in m))).toBeGreaterThan(lastUpdate);
     expect(order.findIndex(isMethod("_acp_gateway/turn_ended"))).toBeGreaterThan(lastUpdate);
   }, 20_000);
+
+  it("the agent closes its socket right after a burst of 2,000 (some waiting at the edge for the tenant's lease): all arrive, then the turn's end", async () => {
+    const { agent, client, sessionId } = await turnGoing();
+    const texts = Array.from({ length: 2000 }, (_, i) => `b${i}`);
+    for (const text of texts) agent.peer.notify("session/update", chunk(sessionId, text));
+    agent.peer.close();
+    const answer = await client.next(isResponseTo("turn"), 30_000);
+    expect(answer.error?.data?.reason).toBe("agent_disconnected");
+    expect((await client.next(isMethod("_acp_gateway/turn_ended"))).params.reason).toBe("agent_disconnected");
+    // The answer and turn_ended come after the updates: by then every one of them has arrived.
+    expect(
+      client
+        .unclaimed()
+        .filter(isChunk)
+        .flatMap((m) => textsOf(m.params.update.content.text as string)),
+    ).toEqual(texts);
+  }, 60_000);
+
+  it("the AgentObject crashes with direct updates in flight: the agent is told to reconnect, the client gets a gap-free prefix once, then the turn's end, and nothing after it", async () => {
+    const { t, agent, client, sessionId, prompt } = await turnGoing();
+    await untilEdgeLink(t, agent, client, sessionId);
+    const texts = Array.from({ length: 100 }, (_, i) => `c${i}`);
+    for (const text of texts) agent.peer.notify("session/update", chunk(sessionId, text));
+    agent.peer.respond(prompt.id, { stopReason: "end_turn" });
+    expect(await chunksSeen(client, 1)).toEqual(["c0"]);
+    await crashObject(agentStub(t.tenantId, agent.name));
+    await expect(agent.peer.closed).resolves.toMatchObject(AGENT_OBJECT_LOST);
+    const again = await dialInAgent(t, agent.name);
+    const done = await client.next(isResponseTo("turn"), 15_000);
+    const seen = client
+      .unclaimed()
+      .filter(isChunk)
+      .flatMap((m) => textsOf(m.params.update.content.text as string));
+    expect(seen).toEqual(texts.slice(1, 1 + seen.length));
+    if (done.error) {
+      expect(done.error.data.reason).toBe("agent_disconnected");
+      expect((await client.next(isMethod("_acp_gateway/turn_ended"))).params.reason).toBe("agent_disconnected");
+    } else {
+      expect(done.result).toEqual({ stopReason: "end_turn" });
+      expect(seen).toHaveLength(99);
+    }
+    // A new turn on the new connection; nothing of the old one arrives after its end.
+    client.send({ jsonrpc: "2.0", id: "again", method: "session/prompt", params: { sessionId, prompt: [] } });
+    const second = await again.peer.next(isMethod("session/prompt"));
+    again.update(sessionId, { sessionUpdate: "agent_message_chunk", content: { type: "text", text: "back|" } });
+    again.peer.respond(second.id, { stopReason: "end_turn" });
+    expect(await chunksSeen(client, 1 + seen.length)).toEqual([...seen, "back"]);
+    expect((await client.next(isResponseTo("again"))).result).toEqual({ stopReason: "end_turn" });
+    await barrier(client, again, sessionId);
+    noMoreChunks(client);
+  }, 30_000);
 
   it("a frame forged as a control frame (\\u0001{handover...}) is answered as a parse error and never reaches another session", async () => {
     const t = await seedTenant();
