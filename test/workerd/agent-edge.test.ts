@@ -8,7 +8,7 @@
 //
 // The workerd tests close links (the AgentObject's and the edge's) unused for 50 ms (vitest.config.ts).
 
-import { runInDurableObject } from "cloudflare:test";
+import { SELF, runInDurableObject } from "cloudflare:test";
 import fc from "fast-check";
 import { describe, expect, it, vi } from "vitest";
 import type { AgentObject } from "../../durable-objects/agent/agent-object";
@@ -259,8 +259,19 @@ describe("agent edge: the direct path", () => {
  * One frame of the agent in a turn, or a wait: `await` waits until the client has seen everything
  * sent so far (so a grant lands between frames); without it the agent sends in one burst.
  */
-type Step = "chunk" | "tool_call" | "tool_call_update" | "ext" | "permission" | "await";
-const stepArb = fc.constantFrom<Step>("chunk", "chunk", "chunk", "tool_call", "tool_call_update", "ext", "permission", "await", "await");
+type Step = "chunk" | "tool_call" | "tool_call_update" | "ext" | "permission" | "ruled" | "await";
+const stepArb = fc.constantFrom<Step>(
+  "chunk",
+  "chunk",
+  "chunk",
+  "tool_call",
+  "tool_call_update",
+  "ext",
+  "permission",
+  "ruled",
+  "await",
+  "await",
+);
 
 /** What the client sees of an agent's frame, as a key; the gateway's own notifications are none. */
 function keyOf(m: Json): string | undefined {
@@ -272,6 +283,18 @@ function keyOf(m: Json): string | undefined {
   if (update?.sessionUpdate === "tool_call") return `tc:${update.toolCallId}`;
   if (update?.sessionUpdate === "tool_call_update") return `tcu:${update.toolCallId}:${update.title}`;
   return `?:${JSON.stringify(m)}`;
+}
+
+const ALLOW = { outcome: { outcome: "selected", optionId: "allow" } };
+
+/** The tenant's rule that allows `npm test`. */
+async function allowNpmTest(t: SeededTenant): Promise<void> {
+  const response = await SELF.fetch("http://gateway.test/v1/rules", {
+    method: "POST",
+    headers: { Authorization: `Bearer ${t.adminKey}`, "Content-Type": "application/json" },
+    body: JSON.stringify({ decision: "allow", matcher: { type: "command", prefix: ["npm", "test"] } }),
+  });
+  expect(response.status).toBe(201);
 }
 
 /** The client's side of a turn: records what it sees, answers every permission request, until the prompt's answer. */
@@ -288,7 +311,7 @@ class Watcher {
     for (;;) {
       const m = await this.client.next(() => true, 10_000);
       if (m.id === "turn" && !("method" in m)) return this.record("answer");
-      if (m.method === "session/request_permission") this.client.respond(m.id, { outcome: { outcome: "selected", optionId: "allow" } });
+      if (m.method === "session/request_permission") this.client.respond(m.id, ALLOW);
       const key = keyOf(m);
       if (key !== undefined) this.record(key);
     }
@@ -325,20 +348,28 @@ function expectAgentOrder(seen: string[], expected: string[]): void {
   }
 }
 
-/** Per run: frames the agent sent, and how many of them the AgentObject queued (the rest went direct). */
-const pathCounts = { notifications: 0, viaAgentObject: 0, runs: 0 };
+/** Over the runs: frames the agent sent in them, and how many of them the AgentObject queued (the rest went direct). */
+const pathCounts = { frames: 0, viaAgentObject: 0 };
 
 /** One turn: the agent's frames as the steps say, then the prompt's answer; the client must see exactly them, in order. */
 async function turnInOrder(steps: Step[]): Promise<void> {
   const { t, agent, client, sessionId, prompt } = await turnGoing();
+  if (steps.includes("ruled")) await allowNpmTest(t);
   const watcher = new Watcher(client);
   const expected: string[] = [];
   const permissions: (string | number)[] = [];
+  const ruled: (string | number)[] = [];
   const toolCalls: string[] = [];
-  let notifications = 0;
+  let frames = 0;
   for (const [i, step] of steps.entries()) {
     if (step === "await") {
       await watcher.until(expected.length);
+      continue;
+    }
+    frames++;
+    if (step === "ruled") {
+      // Answered by the tenant's rule: no person is asked, so the client sees only the gateway's notice.
+      ruled.push(agent.askPermission(sessionId, { toolCallId: `ruled-${i}`, kind: "execute", rawInput: { command: "npm test" } }));
       continue;
     }
     if (step === "permission") {
@@ -346,7 +377,6 @@ async function turnInOrder(steps: Step[]): Promise<void> {
       expected.push(`p:perm-${i}`);
       continue;
     }
-    notifications++;
     if (step === "chunk") {
       agent.peer.notify("session/update", chunk(sessionId, `t${i}`));
       expected.push(`c:t${i}`);
@@ -365,25 +395,25 @@ async function turnInOrder(steps: Step[]): Promise<void> {
   }
   // The agent ends its turn once every person has answered it.
   for (const id of permissions) await agent.peer.next(isResponseTo(id), 10_000);
+  for (const id of ruled) expect((await agent.peer.next(isResponseTo(id), 10_000)).result).toEqual(ALLOW);
   agent.peer.respond(prompt.id, { stopReason: "end_turn" });
   await watcher.done;
   expectAgentOrder(watcher.seen, expected);
   await barrier(client, agent, sessionId);
   expect(client.unclaimed().filter((m) => keyOf(m) !== undefined)).toEqual([]);
-  pathCounts.runs++;
-  pathCounts.notifications += notifications;
+  pathCounts.frames += frames;
   pathCounts.viaAgentObject += (await agentWatch(t, agent)).viaAgentObject[sessionId] ?? 0;
 }
 
 describe("agent edge: order across the two paths", () => {
   it("model-based: the client sees exactly the agent's frames of a turn, in the agent's order, each once, and the prompt's answer last", async () => {
     await fc.assert(
-      fc.asyncProperty(fc.array(stepArb, { minLength: 1, maxLength: 30 }), (steps) => turnInOrder(steps)),
+      fc.asyncProperty(fc.array(stepArb, { minLength: 2, maxLength: 30, size: "max" }), (steps) => turnInOrder(steps)),
       { numRuns: 20 },
     );
     // Not vacuous: some frames went direct, others through the AgentObject.
     expect(pathCounts.viaAgentObject).toBeGreaterThan(0);
-    expect(pathCounts.viaAgentObject).toBeLessThan(pathCounts.notifications);
+    expect(pathCounts.viaAgentObject).toBeLessThan(pathCounts.frames);
   }, 120_000);
 
   it.each<[string, Step[]]>([
@@ -395,6 +425,10 @@ describe("agent edge: order across the two paths", () => {
     [
       "the grant between every frame",
       ["chunk", "await", "ext", "await", "tool_call", "await", "tool_call_update", "await", "permission", "await", "chunk"],
+    ],
+    [
+      "requests answered by a rule between direct updates",
+      ["chunk", "await", "chunk", "ruled", "chunk", "await", "ruled", "permission", "chunk"],
     ],
   ])("fixed: %s", async (_, steps) => {
     await turnInOrder(steps);
