@@ -87,10 +87,12 @@ Paid, read ${r.cost.prices.read} from developers.cloudflare.com/durable-objects/
 requests $${r.cost.prices.doRequestPerM}/million (each RPC call is one; incoming WebSocket messages, the agent link's included, are billed 20:1),
 duration $${r.cost.prices.durationPerMGbS}/million GB-s, SQLite rows written $${r.cost.prices.rowWrittenPerM}/million; before the
 included monthly allowances, and with duration estimated at 1 ms per object per event at 128 MB.
-The requests are for a busy session, whose agent link is open; the first update after 10 s without
-one goes by RPC while the link opens (2.1 requests for that update).
+The requests are for a busy session of a dial-in agent: its updates go from the edge over the
+session's open edge link (a Worker's WebSocket messages are not billed as requests, and the edge's
+CPU time, about 0.1 ms an update at $0.02 per million CPU-ms, is left out); the first update after
+10 s without a link goes by RPC while the link opens (2.05 requests for that update).
 
-| | SQLite rows written | object-to-object hops (agent link messages) | billed DO requests | $ per million |
+| | SQLite rows written | object-to-object hops (link messages) | billed DO requests | $ per million |
 |---|---|---|---|---|
 | one update (agent_message_chunk) | ${r.cost.perUpdate.rowsWritten} | ${r.cost.perUpdate.objectCalls} | ${r.cost.perUpdate.doRequests} | $${r.cost.perUpdate.dollarsPerMillion} |
 | one permission request, answered by a client | ${r.cost.perPermission.rowsWritten} | ${r.cost.perPermission.objectCalls} | ${r.cost.perPermission.doRequests} | $${r.cost.perPermission.dollarsPerMillion} |

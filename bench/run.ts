@@ -680,7 +680,7 @@ function stages(r: Json): Json {
     update: [
       { stage: "edge Worker + one object hop, both ways of the socket (relay one way)", ms: b.relayOneWay.median },
       { stage: "one SQLite commit before the send (persisted − plain relay)", ms: round(b.persistedOneWay.median - b.relayOneWay.median) },
-      { stage: "AgentObject hop + session logic (gateway − persisted relay)", ms: round(update - b.persistedOneWay.median) },
+      { stage: "the edge's checks and routing + session logic (gateway − persisted relay)", ms: round(update - b.persistedOneWay.median) },
     ],
     permission: [
       { stage: "edge + object hop, there and back (relay round trip)", ms: b.relayRtt.median },
@@ -718,12 +718,13 @@ async function cost(): Promise<Json> {
   // (Workers Paid): DO requests $0.15/M (RPC call = 1 request, incoming WebSocket messages billed 20:1),
   // duration $12.50/M GB-s, SQLite rows written $1.00/M; Workers requests $0.30/M (one per connection).
   const prices = { doRequestPerM: 0.15, rowWrittenPerM: 1.0, durationPerMGbS: 12.5, read: "2026-12-03" };
-  // Per update: the agent's frame is one incoming WebSocket message at the AgentObject (1/20 of a
-  // request), its batch one message on the agent link at the SessionObject (1/20) and the session's
-  // ack one back (1/20, counted although it arrives on a socket the AgentObject opened); the send to
-  // the edge is outgoing and not billed as a request. A link is opened at a session's first batch
-  // after 10 s without one (one request, and that batch goes by RPC: one more), so a busy session
-  // pays 0.15, an update after a quiet spell 2.1. Duration: both objects awake ~1 ms each at 128 MB.
+  // Per update (a dial-in agent, the session granted to the edge): the agent's frame arrives at the
+  // edge Worker, whose invocation holds the connection (one Workers request per connection, and
+  // CPU time, $0.02/M CPU-ms: about 0.1 ms an update, $0.002/M, left out); the edge's batch is one
+  // incoming WebSocket message at the SessionObject (1/20 of a request); its ack and the send to the
+  // client's edge are outgoing and not billed as requests. No object-to-object call. An edge link is
+  // opened at a session's first direct batch after 10 s without one (one request, and that batch
+  // goes by RPC: one more). Duration: the session awake ~1 ms at 128 MB.
   const update = rows.perUpdate ? round(rows.perUpdate.session + rows.perUpdate.agent, 3) : null;
   const permission = rows.perPermission ? round(rows.perPermission.session + rows.perPermission.agent, 3) : null;
   const perMillion = (rowsEach: number, requestsEach: number, objects: number) =>
@@ -733,13 +734,13 @@ async function cost(): Promise<Json> {
     rows,
     perUpdate: {
       rowsWritten: update,
-      objectCalls: 1,
-      doRequests: 0.15,
-      dollarsPerMillion: update === null ? null : perMillion(update, 0.15, 2),
+      objectCalls: 0,
+      doRequests: 0.05,
+      dollarsPerMillion: update === null ? null : perMillion(update, 0.05, 1),
     },
-    // Per permission: the agent's request (1/20), its batch on the link and the ack (2/20), the
-    // client's answer at the SessionObject (1/20), the answer on the link to the AgentObject and its
-    // `sent` (2/20). No call to the RulesObject: the session decides from its cached rules (and a
+    // Per permission: the agent's request on the control socket at the AgentObject (1/20), its batch
+    // on the link and the ack (2/20), the client's answer at the SessionObject (1/20), the answer on
+    // the link to the AgentObject and its `sent` (2/20). No call to the RulesObject: the session decides from its cached rules (and a
     // tenant with no rules has none to decide).
     perPermission: {
       rowsWritten: permission,

@@ -23,8 +23,8 @@ interface Path {
 const UPDATE: Path = {
   boundaries: ["bench.send", "agent.in", "session.in", "session.out", "edge.in", "edge.out", "bench.client"],
   stages: [
-    "agent's socket → AgentObject (wrangler's proxy, workerd)",
-    "AgentObject: checks, queue, hand-off → SessionObject (agent link)",
+    "agent's socket → edge (wrangler's proxy, workerd)",
+    "edge: checks, hand-off → SessionObject (edge link, the session granted)",
     "SessionObject: parse, log append, fold, send (JavaScript and SQLite, no I/O)",
     "SessionObject → edge: the log commit (output gate) and the socket",
     "edge: id rewrite, send to the client (JavaScript, no I/O)",
@@ -35,12 +35,12 @@ const UPDATE: Path = {
 const RULE: Path = {
   boundaries: ["bench.send", "agent.in", "session.in", "session.toAgent", "agent.toAgent", "agent.out", "bench.agent"],
   stages: [
-    "agent's socket → AgentObject (wrangler's proxy, workerd)",
-    "AgentObject: checks, open request noted in memory, hand-off → SessionObject (agent link)",
+    "agent's socket → edge (wrangler's proxy, workerd)",
+    "edge → AgentObject (control socket): checks, open request noted in memory, hand-off → SessionObject (agent link)",
     "SessionObject: log, tool call, rules decision, answer handed on (JavaScript and SQLite, no I/O)",
     "SessionObject → AgentObject: the commit (output gate) and the agent link",
     "AgentObject: open request taken, send to the agent (JavaScript, no I/O)",
-    "AgentObject → agent's socket (workerd, wrangler's proxy)",
+    "AgentObject → edge → agent's socket (control socket, workerd, wrangler's proxy)",
   ],
 };
 
@@ -61,8 +61,8 @@ const CLIENT: Path = {
     "bench.agent",
   ],
   stages: [
-    "agent's socket → AgentObject (wrangler's proxy, workerd)",
-    "AgentObject: checks, open request noted in memory, hand-off → SessionObject (agent link)",
+    "agent's socket → edge (wrangler's proxy, workerd)",
+    "edge → AgentObject (control socket): checks, open request noted in memory, hand-off → SessionObject (agent link)",
     "SessionObject: log, tool call, no rule applies, the request's log row, copy sent (JavaScript and SQLite, no I/O)",
     "SessionObject → edge: the commit (output gate) and the socket",
     "edge: id rewrite, send to the client (JavaScript, no I/O)",
@@ -72,7 +72,7 @@ const CLIENT: Path = {
     "SessionObject: answer judged, the request's row resolved, answer handed on (JavaScript and SQLite, no I/O)",
     "SessionObject → AgentObject: the commit (output gate) and the agent link",
     "AgentObject: open request taken, send to the agent (JavaScript, no I/O)",
-    "AgentObject → agent's socket (workerd, wrangler's proxy)",
+    "AgentObject → edge → agent's socket (control socket, workerd, wrangler's proxy)",
   ],
 };
 
@@ -160,8 +160,8 @@ export async function measureStages(o: StageProbeOptions): Promise<Json> {
     }
     results[kind] = { path, first, last: next - 1, unmarked };
   }
-  // The gateway holds its readings until this update: it crosses the AgentObject, the SessionObject
-  // and the edge, and each prints what it recorded.
+  // The gateway holds its readings until this update: it crosses the edge and the SessionObject,
+  // which share the isolate with the AgentObject in local workerd, and prints what all of them recorded.
   const flushed = client.next((m) => m.params?.update?.content?.text === STAGE_FLUSH);
   agent.send({
     jsonrpc: "2.0",

@@ -19,23 +19,23 @@ export const AGENT_EDGE_HEADER = "X-Acp-Gateway-Agent-Edge";
 /** The header the edge opens a session link with (value: the agent's name), beside AGENT_LINK_HEADER's. */
 export const EDGE_LINK_HEADER = "X-Acp-Gateway-Edge-Link";
 
-export const CONTROL_MARK = "\u0001";
+const CONTROL_MARK = "\u0001";
 const END = "\u0000";
 
 export type EdgeToAgentObject =
-  | { t: "attributed"; s: string; c: number; text: string }
-  | { t: "handover"; s: string; c: number; seqs: number[]; texts: string[] };
+  { t: "attributed"; s: string; c: number; text: string } | { t: "handover"; s: string; c: number; seqs: number[]; texts: string[] };
 
 export type AgentObjectToEdge =
-  | { t: "request"; s: string; id: number; text: string }
-  | { t: "grant"; s: string; c: number; from: number; to: number; epoch: number };
+  { t: "request"; s: string; id: number; text: string } | { t: "grant"; s: string; c: number; from: number; to: number; epoch: number };
 
 export function encodeControl(message: EdgeToAgentObject | AgentObjectToEdge): string {
   switch (message.t) {
     case "attributed":
       return CONTROL_MARK + JSON.stringify({ t: message.t, s: message.s, c: message.c }) + END + message.text;
     case "handover":
-      return CONTROL_MARK + JSON.stringify({ t: message.t, s: message.s, c: message.c, seqs: message.seqs }) + END + message.texts.join(END);
+      return (
+        CONTROL_MARK + JSON.stringify({ t: message.t, s: message.s, c: message.c, seqs: message.seqs }) + END + message.texts.join(END)
+      );
     case "request":
       return CONTROL_MARK + JSON.stringify({ t: message.t, s: message.s, id: message.id }) + END + message.text;
     case "grant":

@@ -112,11 +112,11 @@ export class TenantLease {
     if (now >= this.expiresAt && this.tokens > 0) this.tokens = 0;
     if (now < this.deniedUntil) return { ok: false, retryAfterMs: this.deniedUntil - now };
     if (this.tokens <= -this.batch) {
-      this.refill();
+      void this.refill(); // never rejects: an unreachable count grants
       return { ok: false, retryAfterMs: LEASE_MS / 10 };
     }
     this.tokens -= 1;
-    if (this.tokens < this.batch / 2) this.refill();
+    if (this.tokens < this.batch / 2) void this.refill();
     return { ok: true };
   }
 

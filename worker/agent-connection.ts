@@ -159,7 +159,13 @@ export class AgentConnection {
 
   /** The connection's message rates, for every frame but answers (as the AgentObject applied them before). */
   private admitted(message: Exclude<Message, ResponseMessage>): boolean {
-    const rate = this.rates.admit(this.agent, EDGE_EPOCH, this.principal.tenantId, message.method, isRequest(message) ? message.id : undefined);
+    const rate = this.rates.admit(
+      this.agent,
+      EDGE_EPOCH,
+      this.principal.tenantId,
+      message.method,
+      isRequest(message) ? message.id : undefined,
+    );
     if (rate === "closing") this.agentClosed(1000, "kept sending over its message rate");
     return rate === "ok";
   }
@@ -285,14 +291,15 @@ export class AgentConnection {
     this.closing = { code: 1000, reason };
     const passOn = code >= 4000 && code <= 4999;
     try {
-      this.agent.close(passOn ? code : 1012, closeReason(passOn ? reason : `the gateway's agent connection restarted; reconnect (${reason || code})`));
+      this.agent.close(
+        passOn ? code : 1012,
+        closeReason(passOn ? reason : `the gateway's agent connection restarted; reconnect (${reason || code})`),
+      );
     } catch {
       // already closed
     }
   }
 }
-
-
 
 /** A code `close()` accepts (1000 or 3000–4999); others are named in the reason. */
 function sendableCode(code: number): number {

@@ -197,4 +197,3 @@ export class SessionOutbox {
     return this.sessions().length === 0;
   }
 }
-

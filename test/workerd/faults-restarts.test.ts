@@ -5,7 +5,16 @@
 
 import { afterAll, describe, expect, it } from "vitest";
 import { runDurableObjectAlarm } from "cloudflare:test";
-import { AGENT_OBJECT_LOST, type ScriptedAgent, barrier, clientWithSession, dialInAgent, isMethod, isResponseTo, seedTenant } from "./helpers";
+import {
+  AGENT_OBJECT_LOST,
+  type ScriptedAgent,
+  barrier,
+  clientWithSession,
+  dialInAgent,
+  isMethod,
+  isResponseTo,
+  seedTenant,
+} from "./helpers";
 import { agentStub, crashObject, faultCounters, injected, printCounters, restartBoth, restartObject, sessionStub } from "./fuzz-faults";
 
 afterAll(() => printCounters("faults-restarts"));
