@@ -224,6 +224,23 @@ describe("agent edge: the direct path", () => {
     noMoreChunks(client);
   });
 
+  it("a second client that loads the session in the middle of a direct burst gets every update once, in order (replay, then live)", async () => {
+    const { t, agent, client, sessionId } = await turnGoing();
+    await untilEdgeLink(t, agent, client, sessionId);
+    const texts = Array.from({ length: 200 }, (_, i) => `m${i}`);
+    for (const text of texts.slice(0, 100)) agent.peer.notify("session/update", chunk(sessionId, text));
+    const loading = attachClient(t, agent, sessionId);
+    for (const text of texts.slice(100)) agent.peer.notify("session/update", chunk(sessionId, text));
+    const later = await loading;
+    expect(await chunksSeen(client, texts.length)).toEqual(texts);
+    // The first client saw the last one: the log has them all, and the second client sees exactly the log.
+    const logged = await loggedChunks(t, sessionId);
+    expect(logged.slice(logged.indexOf("m0"))).toEqual(texts);
+    expect(await chunksSeen(later, logged.length, 10_000)).toEqual(logged);
+    await barrier(later, agent, sessionId);
+    noMoreChunks(later);
+  });
+
   it("after the grant, _acp_gateway/* notifications are dropped and _meta.acpGateway marks removed on the direct path too", async () => {
     const { t, agent, client, sessionId } = await turnGoing();
     await untilDirect(t, agent, client, sessionId);
