@@ -217,6 +217,8 @@ describe("agent edge: the direct path", () => {
     const after = await sessionWatch(t, sessionId);
     expect(after.edgeBatches).toBeGreaterThan(batchesBefore);
     expect(after.edgeLinksOpen).toBe(1);
+    // The edge link is no client.
+    expect((await sessionStub(t.tenantId, sessionId).snapshot())?.clients).toHaveLength(1);
     // The prompt's answer goes through the AgentObject, after the updates.
     agent.peer.respond(prompt.id, { stopReason: "end_turn" });
     expect((await client.next(isResponseTo("turn"))).result).toEqual({ stopReason: "end_turn" });
