@@ -1,0 +1,703 @@
+// The stream at the edge (worker/agent-connection.ts, protocol/edge-routing.ts): once the AgentObject
+// grants a session, the edge delivers the agent's notifications for it straight to the SessionObject
+// (an edge link, or RPC while none is open), and everything else still goes through the AgentObject.
+// Whichever path a frame takes, each client must see the agent's frames of a session once and in the
+// agent's order, checked by the gateway's rules as before. The edge lives in the Worker invocation,
+// out of reach of runInDurableObject: faults are injected on the SessionObject and AgentObject
+// instances, and what went which way is counted there.
+//
+// The workerd tests close links (the AgentObject's and the edge's) unused for 50 ms (vitest.config.ts).
+
+import { SELF, runInDurableObject } from "cloudflare:test";
+import fc from "fast-check";
+import { describe, expect, it, vi } from "vitest";
+import type { AgentObject } from "../../durable-objects/agent/agent-object";
+import type { SessionObject } from "../../durable-objects/session/session-object";
+import { EDGE_LINK_HEADER, decodeControl, encodeControl } from "../../protocol/agent-edge-wire";
+import { agentStub, crashObject, sessionStub } from "./fuzz-faults";
+import {
+  AGENT_OBJECT_LOST,
+  attachClient,
+  barrier,
+  clientWithSession,
+  dialInAgent,
+  isMethod,
+  isResponseTo,
+  seedTenant,
+  startTurn,
+  type Peer,
+  type ScriptedAgent,
+  type SeededTenant,
+} from "./helpers";
+
+type Json = Record<string, any>;
+
+// ── what the tests count on the objects' instances ───────────────────────────────────────────────
+/** Counters a test keeps on one object instance (set by `watchAgentObject` / `watchSession`). */
+interface AgentWatch {
+  /** Frames of the agent the AgentObject queued for a session (`enqueue`): what went through it. */
+  viaAgentObject: Record<string, number>;
+  /** Grants it gave the edge (each reserves a range of numbers). */
+  grants: number;
+}
+type Cut = "close" | "applied" | "hang";
+interface SessionWatch {
+  /** Batches that came on an edge link, and the open edge links the session had at the last one. */
+  edgeBatches: number;
+  edgeLinksOpen: number;
+  /**
+   * What the next edge-link batch meets: applied and acked (as the real object does), or cut: the link
+   * closed before applying it (`close`), applied and the link closed before the ack (`applied`), or
+   * neither applied nor acked, left hanging (`hang`).
+   */
+  cut?: Cut;
+  cuts: number;
+}
+
+// SAFETY: private members of the objects, wrapped by the tests on one instance only.
+type AgentInsides = {
+  enqueue(sessionId: string, item: { kind: string }): void;
+  outbox: { reserveRange(count: number): { from: number; to: number } };
+  watch?: AgentWatch;
+};
+type SessionInsides = {
+  onLinkMessage(ws: WebSocket, data: string | ArrayBuffer): void;
+  store: { replayable(): Iterable<{ seq: number; body: string }> };
+  watch?: SessionWatch;
+};
+
+/** Counts, on the AgentObject's instance, the frames it queues for each session and the grants it gives. */
+async function watchAgentObject(t: SeededTenant, agent: ScriptedAgent): Promise<void> {
+  await runInDurableObject(agentStub(t.tenantId, agent.name), (instance: AgentObject) => {
+    const inside = instance as unknown as AgentInsides;
+    if (inside.watch) return;
+    const watch: AgentWatch = { viaAgentObject: {}, grants: 0 };
+    inside.watch = watch;
+    const enqueue = inside.enqueue.bind(instance);
+    inside.enqueue = (sessionId, item) => {
+      if (item.kind === "frame") watch.viaAgentObject[sessionId] = (watch.viaAgentObject[sessionId] ?? 0) + 1;
+      enqueue(sessionId, item);
+    };
+    const outbox = inside.outbox;
+    const reserveRange = outbox.reserveRange.bind(outbox);
+    outbox.reserveRange = (count) => {
+      watch.grants++;
+      return reserveRange(count);
+    };
+  });
+}
+
+async function agentWatch(t: SeededTenant, agent: ScriptedAgent): Promise<AgentWatch> {
+  return runInDurableObject(agentStub(t.tenantId, agent.name), (instance: AgentObject) =>
+    structuredClone((instance as unknown as AgentInsides).watch as AgentWatch),
+  );
+}
+
+/** Counts, on the SessionObject's instance, the batches that come on an edge link; cuts the next one when told. */
+async function watchSession(t: SeededTenant, sessionId: string): Promise<void> {
+  await runInDurableObject(sessionStub(t.tenantId, sessionId), (instance: SessionObject, state: DurableObjectState) => {
+    const inside = instance as unknown as SessionInsides;
+    if (inside.watch) return;
+    const watch: SessionWatch = { edgeBatches: 0, edgeLinksOpen: 0, cuts: 0 };
+    inside.watch = watch;
+    const onLinkMessage = inside.onLinkMessage.bind(instance);
+    inside.onLinkMessage = (ws, data) => {
+      const attachment = ws.deserializeAttachment() as { link?: string } | null;
+      if (attachment?.link !== "edge") return onLinkMessage(ws, data);
+      watch.edgeBatches++;
+      watch.edgeLinksOpen = state.getWebSockets("edge-link").length;
+      const cut = watch.cut;
+      if (!cut) return onLinkMessage(ws, data);
+      watch.cut = undefined;
+      watch.cuts++;
+      // Applied (and committed) with its ack swallowed, or neither: in flight when the link closes.
+      if (cut === "applied") onLinkMessage({ send: () => undefined } as unknown as WebSocket, data);
+      if (cut !== "hang") ws.close(1011, "cut by a test");
+    };
+  });
+}
+
+async function sessionWatch(t: SeededTenant, sessionId: string): Promise<SessionWatch> {
+  return runInDurableObject(sessionStub(t.tenantId, sessionId), (instance: SessionObject) =>
+    structuredClone((instance as unknown as SessionInsides).watch as SessionWatch),
+  );
+}
+
+async function cutNextEdgeBatch(t: SeededTenant, sessionId: string, cut: Cut): Promise<void> {
+  await runInDurableObject(sessionStub(t.tenantId, sessionId), (instance: SessionObject) => {
+    ((instance as unknown as SessionInsides).watch as SessionWatch).cut = cut;
+  });
+}
+
+/** The texts of a chunk (see `chunk`): each ends with "|". */
+const textsOf = (text: string) => text.split("|").slice(0, -1);
+
+/** The session's log as a later session/load replays it: the texts of its agent_message_chunk updates. */
+async function loggedChunks(t: SeededTenant, sessionId: string): Promise<string[]> {
+  return runInDurableObject(sessionStub(t.tenantId, sessionId), (instance: SessionObject) => {
+    const texts: string[] = [];
+    for (const entry of (instance as unknown as SessionInsides).store.replayable()) {
+      const body = JSON.parse(entry.body) as Json;
+      if (body.params?.update?.sessionUpdate === "agent_message_chunk") texts.push(...textsOf(body.params.update.content.text as string));
+    }
+    return texts;
+  });
+}
+
+// ── the agent's frames and what the client sees of them ──────────────────────────────────────────
+/** An update whose text ends with "|": the log (and a replay) merges consecutive chunks, and the texts stay apart. */
+function chunk(sessionId: string, text: string) {
+  return { sessionId, update: { sessionUpdate: "agent_message_chunk", content: { type: "text", text: `${text}|` } } };
+}
+
+const isChunk = (m: Json) => m.method === "session/update" && m.params?.update?.sessionUpdate === "agent_message_chunk";
+
+/** The texts of the next `n` updates the client sees (a replayed chunk may carry several). */
+async function chunksSeen(client: Peer, n: number, timeoutMs = 5000): Promise<string[]> {
+  const seen: string[] = [];
+  while (seen.length < n) seen.push(...textsOf((await client.next(isChunk, timeoutMs)).params.update.content.text as string));
+  return seen;
+}
+
+function noMoreChunks(client: Peer): void {
+  expect(client.unclaimed().filter(isChunk)).toEqual([]);
+}
+
+/** A tenant, a dial-in agent and a client whose session has a turn going; both objects watched. */
+async function turnGoing(settings: Record<string, unknown> = {}) {
+  const t = await seedTenant(settings);
+  const agent = await dialInAgent(t);
+  await watchAgentObject(t, agent);
+  const { client, sessionId } = await clientWithSession(t, agent);
+  await watchSession(t, sessionId);
+  const prompt = await startTurn(client, agent, sessionId);
+  return { t, agent, client, sessionId, prompt };
+}
+
+/**
+ * The session's notifications go direct: updates sent one at a time (each awaited by the client)
+ * until one reached the client without the AgentObject queuing it. The first goes through the
+ * AgentObject (nothing is granted before), and its grant follows once the session applied it.
+ */
+async function untilDirect(t: SeededTenant, agent: ScriptedAgent, client: Peer, sessionId: string): Promise<void> {
+  for (let i = 0; i < 50; i++) {
+    const before = (await agentWatch(t, agent)).viaAgentObject[sessionId] ?? 0;
+    agent.peer.notify("session/update", chunk(sessionId, `warm-${i}`));
+    expect(await chunksSeen(client, 1)).toEqual([`warm-${i}`]);
+    if (((await agentWatch(t, agent)).viaAgentObject[sessionId] ?? 0) === before) return;
+  }
+  throw new Error("no update of the session went direct after 50 tries");
+}
+
+/** Direct, and over the edge link (the first direct batch goes by RPC and opens it). */
+async function untilEdgeLink(t: SeededTenant, agent: ScriptedAgent, client: Peer, sessionId: string): Promise<void> {
+  await untilDirect(t, agent, client, sessionId);
+  for (let i = 0; i < 50; i++) {
+    if ((await sessionWatch(t, sessionId)).edgeBatches > 0) return;
+    agent.peer.notify("session/update", chunk(sessionId, `link-${i}`));
+    expect(await chunksSeen(client, 1)).toEqual([`link-${i}`]);
+  }
+  throw new Error("no batch came on an edge link after 50 tries");
+}
+
+describe("agent edge: the direct path", () => {
+  it("once granted, a session's updates reach the client without the AgentObject handling them, over an edge link", async () => {
+    const { t, agent, client, sessionId, prompt } = await turnGoing();
+    await untilEdgeLink(t, agent, client, sessionId);
+    const before = await agentWatch(t, agent);
+    const batchesBefore = (await sessionWatch(t, sessionId)).edgeBatches;
+    expect(before.grants).toBeGreaterThanOrEqual(1);
+    const texts = Array.from({ length: 10 }, (_, i) => `direct-${i}`);
+    for (const text of texts) {
+      agent.peer.notify("session/update", chunk(sessionId, text));
+      expect(await chunksSeen(client, 1)).toEqual([text]);
+    }
+    // None of the ten went through the AgentObject; they came over the session's edge link.
+    expect((await agentWatch(t, agent)).viaAgentObject[sessionId]).toBe(before.viaAgentObject[sessionId]);
+    const after = await sessionWatch(t, sessionId);
+    expect(after.edgeBatches).toBeGreaterThan(batchesBefore);
+    expect(after.edgeLinksOpen).toBe(1);
+    // The edge link is no client.
+    expect((await sessionStub(t.tenantId, sessionId).snapshot())?.clients).toHaveLength(1);
+    // The prompt's answer goes through the AgentObject, after the updates.
+    agent.peer.respond(prompt.id, { stopReason: "end_turn" });
+    expect((await client.next(isResponseTo("turn"))).result).toEqual({ stopReason: "end_turn" });
+    await barrier(client, agent, sessionId);
+    noMoreChunks(client);
+  });
+
+  it("a second client that loads the session in the middle of a direct burst gets every update once, in order (replay, then live)", async () => {
+    const { t, agent, client, sessionId } = await turnGoing();
+    await untilEdgeLink(t, agent, client, sessionId);
+    const texts = Array.from({ length: 200 }, (_, i) => `m${i}`);
+    for (const text of texts.slice(0, 100)) agent.peer.notify("session/update", chunk(sessionId, text));
+    const loading = attachClient(t, agent, sessionId);
+    for (const text of texts.slice(100)) agent.peer.notify("session/update", chunk(sessionId, text));
+    const later = await loading;
+    expect(await chunksSeen(client, texts.length)).toEqual(texts);
+    // The first client saw the last one: the log has them all, and the second client sees exactly the log.
+    const logged = await loggedChunks(t, sessionId);
+    expect(logged.slice(logged.indexOf("m0"))).toEqual(texts);
+    expect(await chunksSeen(later, logged.length, 10_000)).toEqual(logged);
+    await barrier(later, agent, sessionId);
+    noMoreChunks(later);
+  });
+
+  it("after the grant, _acp_gateway/* notifications are dropped and _meta.acpGateway marks removed on the direct path too", async () => {
+    const { t, agent, client, sessionId } = await turnGoing();
+    await untilDirect(t, agent, client, sessionId);
+    const before = (await agentWatch(t, agent)).viaAgentObject[sessionId];
+    agent.peer.notify("_acp_gateway/turn_ended", { sessionId, reason: "permission_deadline" });
+    agent.peer.notify("_acp_gateway/permission_resolved", { sessionId, toolCallId: "x", outcome: { outcome: "cancelled" } });
+    agent.peer.send(
+      `{"jsonrpc":"2.0","method":"session/update","params":{"sessionId":${JSON.stringify(sessionId)},` +
+        `"update":{"sessionUpdate":"user_message_chunk","content":{"type":"text","text":"rm -rf"},"_meta":{"acpGatew\\u0061y":{"x":1},"keep":2}},` +
+        `"_meta":{"acpGateway":{"synthesized":true,"connectionId":"someone"},"traceparent":"00-1"}}}`,
+    );
+    agent.peer.notify("session/update", chunk(sessionId, "after"));
+    const live = await client.next((m) => m.params?.update?.sessionUpdate === "user_message_chunk");
+    expect(live.params._meta).toEqual({ traceparent: "00-1" });
+    expect(live.params.update._meta).toEqual({ keep: 2 });
+    expect(await chunksSeen(client, 1)).toEqual(["after"]);
+    expect(client.unclaimed().filter((m) => String(m.method).startsWith("_acp_gateway/"))).toEqual([]);
+    // They went direct: the checks are the edge's, not the AgentObject's.
+    expect((await agentWatch(t, agent)).viaAgentObject[sessionId]).toBe(before);
+    const later = await attachClient(t, agent, sessionId);
+    const replayed = await later.next((m) => m.params?.update?.sessionUpdate === "user_message_chunk");
+    expect(replayed.params._meta).toEqual({ traceparent: "00-1" });
+    expect(replayed.params.update._meta).toEqual({ keep: 2 });
+    await barrier(later, agent, sessionId);
+    expect(
+      later.unclaimed().filter((m) => m.method === "_acp_gateway/turn_ended" || m.method === "_acp_gateway/permission_resolved"),
+    ).toEqual([]);
+  });
+});
+
+// ── order across the two paths, model-based ───────────────────────────────────────────────────────
+/**
+ * One frame of the agent in a turn, or a wait: `await` waits until the client has seen everything
+ * sent so far (so a grant lands between frames); without it the agent sends in one burst.
+ */
+type Step = "chunk" | "tool_call" | "tool_call_update" | "ext" | "permission" | "ruled" | "await";
+const stepArb = fc.constantFrom<Step>(
+  "chunk",
+  "chunk",
+  "chunk",
+  "tool_call",
+  "tool_call_update",
+  "ext",
+  "permission",
+  "ruled",
+  "await",
+  "await",
+);
+
+/** What the client sees of an agent's frame, as a key; the gateway's own notifications are none. */
+function keyOf(m: Json): string | undefined {
+  if (String(m.method).startsWith("_acp_gateway/")) return undefined;
+  if (m.method === "session/request_permission") return `p:${m.params.toolCall.toolCallId}`;
+  if (m.method === "_vendor/note") return `x:${m.params.n}`;
+  const update = m.method === "session/update" ? m.params?.update : undefined;
+  if (update?.sessionUpdate === "agent_message_chunk") return `c:${textsOf(update.content.text as string).join(",")}`;
+  if (update?.sessionUpdate === "tool_call") return `tc:${update.toolCallId}`;
+  if (update?.sessionUpdate === "tool_call_update") return `tcu:${update.toolCallId}:${update.title}`;
+  return `?:${JSON.stringify(m)}`;
+}
+
+const ALLOW = { outcome: { outcome: "selected", optionId: "allow" } };
+
+/** The tenant's rule that allows `npm test`. */
+async function allowNpmTest(t: SeededTenant): Promise<void> {
+  const response = await SELF.fetch("http://gateway.test/v1/rules", {
+    method: "POST",
+    headers: { Authorization: `Bearer ${t.adminKey}`, "Content-Type": "application/json" },
+    body: JSON.stringify({ decision: "allow", matcher: { type: "command", prefix: ["npm", "test"] } }),
+  });
+  expect(response.status).toBe(201);
+}
+
+/** The client's side of a turn: records what it sees, answers every permission request, until the prompt's answer. */
+class Watcher {
+  readonly seen: string[] = [];
+  private readonly waiting: { n: number; wake(): void }[] = [];
+  readonly done: Promise<void>;
+
+  constructor(private readonly client: Peer) {
+    this.done = this.run();
+  }
+
+  private async run(): Promise<void> {
+    for (;;) {
+      const m = await this.client.next(() => true, 10_000);
+      if (m.id === "turn" && !("method" in m)) return this.record("answer");
+      if (m.method === "session/request_permission") this.client.respond(m.id, ALLOW);
+      const key = keyOf(m);
+      if (key !== undefined) this.record(key);
+    }
+  }
+
+  private record(key: string): void {
+    this.seen.push(key);
+    for (const w of this.waiting.filter((w) => this.seen.length >= w.n)) w.wake();
+  }
+
+  /** Resolves once the client has seen `n` frames (or rejects when the watcher stopped). */
+  until(n: number): Promise<void> {
+    if (this.seen.length >= n) return Promise.resolve();
+    const reached = new Promise<void>((wake) => this.waiting.push({ n, wake }));
+    return Promise.race([reached, this.done.then(() => reached)]);
+  }
+}
+
+/**
+ * The client saw the agent's frames once each, and the prompt's answer last. The notifications in the
+ * agent's order exactly; a permission request after every frame the agent sent before it, though
+ * not always before those after it: the session shows it to people once the tenant's rules are
+ * consulted, which may mean loading them (permission-lifecycle.ts `askAfterRules`; so on the
+ * AgentObject's path alone too), while the updates after it are fanned out as they come.
+ */
+function expectAgentOrder(seen: string[], expected: string[]): void {
+  const isAsk = (key: string) => key.startsWith("p:");
+  expect(seen.filter((key) => !isAsk(key))).toEqual([...expected.filter((key) => !isAsk(key)), "answer"]);
+  expect(seen.filter(isAsk).sort()).toEqual(expected.filter(isAsk).sort());
+  for (const [j, key] of expected.entries()) {
+    if (!isAsk(key)) continue;
+    const shownAt = seen.indexOf(key);
+    for (const before of expected.slice(0, j)) expect(seen.indexOf(before), `${before} before ${key}`).toBeLessThan(shownAt);
+  }
+}
+
+/** Over the runs: frames the agent sent in them, and how many of them the AgentObject queued (the rest went direct). */
+const pathCounts = { frames: 0, viaAgentObject: 0 };
+
+/** One turn: the agent's frames as the steps say, then the prompt's answer; the client must see exactly them, in order. */
+async function turnInOrder(steps: Step[]): Promise<void> {
+  const { t, agent, client, sessionId, prompt } = await turnGoing();
+  if (steps.includes("ruled")) await allowNpmTest(t);
+  const watcher = new Watcher(client);
+  const expected: string[] = [];
+  const permissions: (string | number)[] = [];
+  const ruled: (string | number)[] = [];
+  const toolCalls: string[] = [];
+  let frames = 0;
+  for (const [i, step] of steps.entries()) {
+    if (step === "await") {
+      await watcher.until(expected.length);
+      continue;
+    }
+    frames++;
+    if (step === "ruled") {
+      // Answered by the tenant's rule: no person is asked, so the client sees only the gateway's notice.
+      ruled.push(agent.askPermission(sessionId, { toolCallId: `ruled-${i}`, kind: "execute", rawInput: { command: "npm test" } }));
+      continue;
+    }
+    if (step === "permission") {
+      permissions.push(agent.askPermission(sessionId, { toolCallId: `perm-${i}`, title: "Run", kind: "execute" }));
+      expected.push(`p:perm-${i}`);
+      continue;
+    }
+    if (step === "chunk") {
+      agent.peer.notify("session/update", chunk(sessionId, `t${i}`));
+      expected.push(`c:t${i}`);
+    } else if (step === "ext") {
+      agent.peer.notify("_vendor/note", { sessionId, n: i });
+      expected.push(`x:${i}`);
+    } else if (step === "tool_call" || toolCalls.length === 0) {
+      toolCalls.push(`tc-${i}`);
+      agent.update(sessionId, { sessionUpdate: "tool_call", toolCallId: `tc-${i}`, title: "Read", kind: "read", status: "pending" });
+      expected.push(`tc:tc-${i}`);
+    } else {
+      const id = toolCalls[i % toolCalls.length] as string;
+      agent.update(sessionId, { sessionUpdate: "tool_call_update", toolCallId: id, title: `u${i}`, status: "in_progress" });
+      expected.push(`tcu:${id}:u${i}`);
+    }
+  }
+  // The agent ends its turn once every person has answered it.
+  for (const id of permissions) await agent.peer.next(isResponseTo(id), 10_000);
+  for (const id of ruled) expect((await agent.peer.next(isResponseTo(id), 10_000)).result).toEqual(ALLOW);
+  agent.peer.respond(prompt.id, { stopReason: "end_turn" });
+  await watcher.done;
+  expectAgentOrder(watcher.seen, expected);
+  await barrier(client, agent, sessionId);
+  expect(client.unclaimed().filter((m) => keyOf(m) !== undefined)).toEqual([]);
+  pathCounts.frames += frames;
+  pathCounts.viaAgentObject += (await agentWatch(t, agent)).viaAgentObject[sessionId] ?? 0;
+}
+
+describe("agent edge: order across the two paths", () => {
+  it("model-based: the client sees exactly the agent's frames of a turn, in the agent's order, each once, and the prompt's answer last", async () => {
+    await fc.assert(
+      fc.asyncProperty(fc.array(stepArb, { minLength: 2, maxLength: 30, size: "max" }), (steps) => turnInOrder(steps)),
+      { numRuns: 20 },
+    );
+    // Not vacuous: some frames went direct, others through the AgentObject.
+    expect(pathCounts.viaAgentObject).toBeGreaterThan(0);
+    expect(pathCounts.viaAgentObject).toBeLessThan(pathCounts.frames);
+  }, 120_000);
+
+  it.each<[string, Step[]]>([
+    [
+      "a permission request between direct updates",
+      ["chunk", "await", "chunk", "chunk", "await", "chunk", "permission", "chunk", "chunk", "await", "chunk"],
+    ],
+    ["a burst with no waits", ["chunk", "tool_call", "tool_call_update", "ext", "permission", "chunk", "tool_call_update", "chunk"]],
+    [
+      "the grant between every frame",
+      ["chunk", "await", "ext", "await", "tool_call", "await", "tool_call_update", "await", "permission", "await", "chunk"],
+    ],
+    [
+      "requests answered by a rule between direct updates",
+      ["chunk", "await", "chunk", "ruled", "chunk", "await", "ruled", "permission", "chunk"],
+    ],
+  ])("fixed: %s", async (_, steps) => {
+    await turnInOrder(steps);
+  });
+});
+
+describe("agent edge: grants", () => {
+  it("a grant that names an older count than the edge's (it sent a frame since) is ignored: the next update waits behind that frame", async () => {
+    const { t, agent, client, sessionId } = await turnGoing();
+    // The AgentObject grants nothing by itself; when the session's second frame comes, its delivery is
+    // held, and the edge gets a grant naming the count before that frame (as if it had crossed it).
+    await runInDurableObject(agentStub(t.tenantId, agent.name), (instance: AgentObject) => {
+      // SAFETY: the object's own methods (agent-object.ts); only this instance's copies are replaced.
+      const inside = instance as unknown as AgentInsides & {
+        maybeGrant(sessionId: string): void;
+        sendBatch(sessionId: string): void;
+        onEdgeFrame(ws: WebSocket, epoch: number, data: string): void;
+        stale?: { held: boolean; release(): void };
+      };
+      inside.maybeGrant = () => undefined;
+      const sendBatch = inside.sendBatch.bind(instance);
+      const onEdgeFrame = inside.onEdgeFrame.bind(instance);
+      const stale = { held: false, release: () => undefined as void };
+      inside.stale = stale;
+      inside.sendBatch = (id) => (id === sessionId && stale.held ? undefined : sendBatch(id));
+      inside.onEdgeFrame = (ws, epoch, data) => {
+        const control = decodeControl(data);
+        if (control?.t !== "attributed" || control.s !== sessionId || control.c !== 2) return onEdgeFrame(ws, epoch, data);
+        stale.held = true;
+        stale.release = () => {
+          stale.held = false;
+          sendBatch(sessionId);
+        };
+        onEdgeFrame(ws, epoch, data);
+        const { from, to } = inside.outbox.reserveRange(4096);
+        ws.send(encodeControl({ t: "grant", s: sessionId, c: 1, from, to, epoch }));
+      };
+    });
+    agent.peer.notify("session/update", chunk(sessionId, "one"));
+    expect(await chunksSeen(client, 1)).toEqual(["one"]);
+    agent.peer.notify("session/update", chunk(sessionId, "two"));
+    const held = () =>
+      runInDurableObject(agentStub(t.tenantId, agent.name), (instance: AgentObject) => {
+        return (instance as unknown as { stale: { held: boolean } }).stale.held;
+      });
+    await vi.waitFor(async () => expect(await held()).toBe(true), { timeout: 5000, interval: 10 });
+    agent.peer.notify("session/update", chunk(sessionId, "three"));
+    // "three" went through the AgentObject too (it counts 3 frames), queued behind "two".
+    await vi.waitFor(async () => expect((await agentWatch(t, agent)).viaAgentObject[sessionId]).toBe(3), { timeout: 5000, interval: 10 });
+    await runInDurableObject(agentStub(t.tenantId, agent.name), (instance: AgentObject) => {
+      (instance as unknown as { stale: { release(): void } }).stale.release();
+    });
+    expect(await chunksSeen(client, 2)).toEqual(["two", "three"]);
+    await barrier(client, agent, sessionId);
+    noMoreChunks(client);
+  });
+});
+
+describe("agent edge: the edge link", () => {
+  it("a session accepts an edge link only from its own agent (404 for another name, 101 for its own), and never takes it for a client", async () => {
+    const { t, agent, client, sessionId, prompt } = await turnGoing();
+    const stub = sessionStub(t.tenantId, sessionId);
+    const open = (name: string) =>
+      stub.fetch("https://session.internal/edge-link", { headers: { Upgrade: "websocket", [EDGE_LINK_HEADER]: name } });
+    const other = await open("other-agent");
+    expect(other.status).toBe(404);
+    const own = await open(agent.name);
+    expect(own.status).toBe(101);
+    const link = own.webSocket as WebSocket;
+    link.accept();
+    const onLink: string[] = [];
+    link.addEventListener("message", (e) => onLink.push(String(e.data)));
+    // Traffic both ways, on both of the agent's paths: none of it is fanned out to the link.
+    await untilDirect(t, agent, client, sessionId);
+    const reqId = agent.askPermission(sessionId, { toolCallId: "t1", title: "Run", kind: "execute" });
+    const copy = await client.next(isMethod("session/request_permission"));
+    client.respond(copy.id, { outcome: { outcome: "selected", optionId: "allow" } });
+    await agent.peer.next(isResponseTo(reqId));
+    agent.peer.notify("session/update", chunk(sessionId, "last"));
+    agent.peer.respond(prompt.id, { stopReason: "end_turn" });
+    expect(await chunksSeen(client, 1)).toEqual(["last"]);
+    await client.next(isResponseTo("turn"));
+    await barrier(client, agent, sessionId);
+    const snapshot = await stub.snapshot();
+    expect(snapshot?.clients).toHaveLength(1);
+    expect(onLink).toEqual([]);
+    link.close(1000, "done");
+  });
+
+  it.each([
+    ["before the session applied it", "close"],
+    ["after the session applied it, before its ack", "applied"],
+  ] as const)(
+    "a direct batch cut by the edge link closing %s reaches the client once and in order (handed back through the AgentObject), and so do later updates",
+    async (_, cut) => {
+      const { t, agent, client, sessionId, prompt } = await turnGoing();
+      await untilEdgeLink(t, agent, client, sessionId);
+      await cutNextEdgeBatch(t, sessionId, cut);
+      const texts = Array.from({ length: 20 }, (_, i) => `burst-${i}`);
+      for (const text of texts) agent.peer.notify("session/update", chunk(sessionId, text));
+      expect(await chunksSeen(client, texts.length)).toEqual(texts);
+      expect((await sessionWatch(t, sessionId)).cuts).toBe(1);
+      const later = Array.from({ length: 5 }, (_, i) => `later-${i}`);
+      for (const text of later) agent.peer.notify("session/update", chunk(sessionId, text));
+      agent.peer.respond(prompt.id, { stopReason: "end_turn" });
+      expect(await chunksSeen(client, later.length)).toEqual(later);
+      expect((await client.next(isResponseTo("turn"))).result).toEqual({ stopReason: "end_turn" });
+      await barrier(client, agent, sessionId);
+      noMoreChunks(client);
+      const logged = await loggedChunks(t, sessionId);
+      expect(logged.slice(logged.indexOf("burst-0"))).toEqual([...texts, ...later]);
+    },
+  );
+
+  it("the session crashes with a direct batch in flight: a reloading client gets every update once, the log holds each once", async () => {
+    const { t, agent, client, sessionId, prompt } = await turnGoing();
+    await untilEdgeLink(t, agent, client, sessionId);
+    const seenBefore = await loggedChunks(t, sessionId);
+    await cutNextEdgeBatch(t, sessionId, "hang");
+    const inFlight = Array.from({ length: 10 }, (_, i) => `flight-${i}`);
+    for (const text of inFlight) agent.peer.notify("session/update", chunk(sessionId, text));
+    await vi.waitFor(async () => expect((await sessionWatch(t, sessionId)).cuts).toBe(1), { timeout: 5000, interval: 10 });
+    await crashObject(sessionStub(t.tenantId, sessionId));
+    // The client's session socket dropped: it reconnects and loads the session.
+    await client.closed;
+    const reloaded = await attachClient(t, agent, sessionId);
+    const after = Array.from({ length: 5 }, (_, i) => `after-${i}`);
+    for (const text of after) agent.peer.notify("session/update", chunk(sessionId, text));
+    agent.peer.respond(prompt.id, { stopReason: "end_turn" });
+    const expected = [...seenBefore, ...inFlight, ...after];
+    expect(await chunksSeen(reloaded, expected.length)).toEqual(expected);
+    await barrier(reloaded, agent, sessionId);
+    noMoreChunks(reloaded);
+    expect(await loggedChunks(t, sessionId)).toEqual(expected);
+  });
+});
+
+describe("agent edge: the agent's end", () => {
+  it("the agent closes its socket right after a burst of direct updates: the turn's end reaches the client after the burst's last update", async () => {
+    const { t, agent, client, sessionId } = await turnGoing();
+    await untilEdgeLink(t, agent, client, sessionId);
+    const texts = Array.from({ length: 50 }, (_, i) => `final-${i}`);
+    for (const text of texts) agent.peer.notify("session/update", chunk(sessionId, text));
+    agent.peer.close();
+    expect(await chunksSeen(client, texts.length)).toEqual(texts);
+    const answer = await client.next(isResponseTo("turn"));
+    expect(answer.error?.data?.reason).toBe("agent_disconnected");
+    expect((await client.next(isMethod("_acp_gateway/turn_ended"))).params.reason).toBe("agent_disconnected");
+    // In the order the client received them: the burst, then the prompt's error, then turn_ended.
+    const order = client.raw.map((text) => JSON.parse(text) as Json);
+    const lastUpdate = order.findLastIndex(isChunk);
+    expect(order.findIndex((m) => m.id === "turn" && !("method" in m))).toBeGreaterThan(lastUpdate);
+    expect(order.findIndex(isMethod("_acp_gateway/turn_ended"))).toBeGreaterThan(lastUpdate);
+  }, 20_000);
+
+  it("the agent closes its socket right after a burst of 2,000 (some waiting at the edge for the tenant's lease): all arrive, then the turn's end", async () => {
+    const { agent, client, sessionId } = await turnGoing();
+    const texts = Array.from({ length: 2000 }, (_, i) => `b${i}`);
+    for (const text of texts) agent.peer.notify("session/update", chunk(sessionId, text));
+    agent.peer.close();
+    const answer = await client.next(isResponseTo("turn"), 30_000);
+    expect(answer.error?.data?.reason).toBe("agent_disconnected");
+    expect((await client.next(isMethod("_acp_gateway/turn_ended"))).params.reason).toBe("agent_disconnected");
+    // The answer and turn_ended come after the updates: by then every one of them has arrived.
+    expect(
+      client
+        .unclaimed()
+        .filter(isChunk)
+        .flatMap((m) => textsOf(m.params.update.content.text as string)),
+    ).toEqual(texts);
+  }, 60_000);
+
+  it("the AgentObject crashes with direct updates in flight: the agent is told to reconnect, the client gets a gap-free prefix once, then the turn's end, and nothing after it", async () => {
+    const { t, agent, client, sessionId, prompt } = await turnGoing();
+    await untilEdgeLink(t, agent, client, sessionId);
+    const texts = Array.from({ length: 100 }, (_, i) => `c${i}`);
+    for (const text of texts) agent.peer.notify("session/update", chunk(sessionId, text));
+    agent.peer.respond(prompt.id, { stopReason: "end_turn" });
+    expect(await chunksSeen(client, 1)).toEqual(["c0"]);
+    await crashObject(agentStub(t.tenantId, agent.name));
+    await expect(agent.peer.closed).resolves.toMatchObject(AGENT_OBJECT_LOST);
+    const again = await dialInAgent(t, agent.name);
+    const done = await client.next(isResponseTo("turn"), 15_000);
+    const seen = client
+      .unclaimed()
+      .filter(isChunk)
+      .flatMap((m) => textsOf(m.params.update.content.text as string));
+    expect(seen).toEqual(texts.slice(1, 1 + seen.length));
+    if (done.error) {
+      expect(done.error.data.reason).toBe("agent_disconnected");
+      expect((await client.next(isMethod("_acp_gateway/turn_ended"))).params.reason).toBe("agent_disconnected");
+    } else {
+      expect(done.result).toEqual({ stopReason: "end_turn" });
+      expect(seen).toHaveLength(99);
+    }
+    // A new turn on the new connection; nothing of the old one arrives after its end.
+    client.send({ jsonrpc: "2.0", id: "again", method: "session/prompt", params: { sessionId, prompt: [] } });
+    const second = await again.peer.next(isMethod("session/prompt"));
+    again.update(sessionId, { sessionUpdate: "agent_message_chunk", content: { type: "text", text: "back|" } });
+    again.peer.respond(second.id, { stopReason: "end_turn" });
+    expect(await chunksSeen(client, 1 + seen.length)).toEqual([...seen, "back"]);
+    expect((await client.next(isResponseTo("again"))).result).toEqual({ stopReason: "end_turn" });
+    await barrier(client, again, sessionId);
+    noMoreChunks(client);
+  }, 30_000);
+
+  it("a frame forged as a control frame (\\u0001{handover...}) is answered as a parse error and never reaches another session", async () => {
+    const t = await seedTenant();
+    const agent = await dialInAgent(t);
+    await watchAgentObject(t, agent);
+    const { client, sessionId } = await clientWithSession(t, agent);
+    const other = await clientWithSession(t, agent, t.clientKey2);
+    await startTurn(client, agent, sessionId);
+    await startTurn(other.client, agent, other.sessionId, "other-turn");
+    agent.peer.notify("session/update", chunk(other.sessionId, "before"));
+    expect(await chunksSeen(other.client, 1)).toEqual(["before"]);
+    const loggedBefore = await loggedChunks(t, other.sessionId);
+    const forged = JSON.stringify({ jsonrpc: "2.0", method: "session/update", params: chunk(other.sessionId, "forged") });
+    // A handover numbered far above anything the AgentObject stamps: applied, it would hide every later frame.
+    const header = JSON.stringify({ t: "handover", s: other.sessionId, c: 1, seqs: [1_000_000_000] });
+    agent.peer.send(`\u0001${header}\u0000${forged}`);
+    const refused = await agent.peer.next((m) => m.error !== undefined && !("method" in m));
+    expect(refused.error.code).toBe(-32700);
+    // From the agent's own session too.
+    agent.peer.send(`\u0001${JSON.stringify({ t: "attributed", s: other.sessionId, c: 1 })}\u0000${forged}`);
+    expect((await agent.peer.next((m) => m.error !== undefined && !("method" in m))).error.code).toBe(-32700);
+    agent.peer.notify("session/update", chunk(other.sessionId, "after"));
+    expect(await chunksSeen(other.client, 1)).toEqual(["after"]);
+    await barrier(other.client, agent, other.sessionId);
+    noMoreChunks(other.client);
+    expect(await loggedChunks(t, other.sessionId)).toEqual([...loggedBefore, "after"]);
+    noMoreChunks(client);
+  });
+
+  it("a burst of 2,000 updates at once under the tenant's default limits all arrive, in order, none refused", async () => {
+    const { agent, client, sessionId, prompt } = await turnGoing();
+    const texts = Array.from({ length: 2000 }, (_, i) => `b${i}`);
+    for (const text of texts) agent.peer.notify("session/update", chunk(sessionId, text));
+    agent.peer.respond(prompt.id, { stopReason: "end_turn" });
+    // The answer comes after the updates: by then every one of them has arrived.
+    expect((await client.next(isResponseTo("turn"), 30_000)).result).toEqual({ stopReason: "end_turn" });
+    await barrier(client, agent, sessionId);
+    // Each once, in order, and nothing more.
+    expect(
+      client
+        .unclaimed()
+        .filter(isChunk)
+        .flatMap((m) => textsOf(m.params.update.content.text as string)),
+    ).toEqual(texts);
+    // Nothing was refused or dropped for the rate: no error, no notice, the connection open.
+    expect(agent.peer.unclaimed()).toEqual([]);
+  }, 60_000);
+});
