@@ -1,6 +1,6 @@
 // The gateway as `npm start` runs it, driven by real SDK peers over WebSocket on loopback.
 import { describe, expect, inject, it } from "vitest";
-import { connectClient, dialInAgent, rawClient, waitForAgent } from "./peers";
+import { type TestClient, connectClient, dialInAgent, rawClient, waitForAgent } from "./peers";
 
 const url = inject("gatewayUrl");
 const keys = inject("keys");
@@ -177,6 +177,77 @@ describe("end to end with SDK peers", () => {
     client.close();
     agent.close();
   });
+});
+
+describe("the stream at the edge, end to end", () => {
+  // A dial-in agent's updates go from the edge straight to the session once it is granted, and
+  // everything else through the AgentObject (docs/ARCHITECTURE.md, "The stream at the edge"). Real SDK
+  // peers on both transports: whatever path each frame took, every client sees the agent's updates
+  // once, in the agent's order, and the prompt's answer only after the last of them. (Checked to fail
+  // when the edge drops what it delivers itself: only each turn's first update arrives. The races
+  // between the two paths are driven on purpose in test/workerd/agent-edge.test.ts and
+  // test/unit/edge-routing.test.ts.)
+  it("streams three turns of 300 updates (bursts and paced), a permission request in each, to a WebSocket and a Streamable HTTP client: each once, in order, the answer last", async () => {
+    const name = `e2e-edge-${Date.now()}`;
+    const agent = await dialInAgent({
+      url,
+      key: keys.agent,
+      name,
+      script: async (turn) => {
+        for (let i = 0; i < 300; i++) {
+          // Bursts (not awaited) and paced updates (awaited), so frames go both ways.
+          const sent = turn.update({ sessionUpdate: "agent_thought_chunk", content: { type: "text", text: `${turn.sessionId}:${i}|` } });
+          if (i % 50 < 25) await sent;
+          else void sent;
+          if (i === 150) {
+            const answer = await turn.askPermission({ toolCallId: `p${i}`, title: "Run", kind: "execute", status: "pending" });
+            await turn.update({ sessionUpdate: "tool_call_update", toolCallId: `p${i}`, status: "completed", rawOutput: answer });
+          }
+        }
+        return "end_turn";
+      },
+    });
+    await waitForAgent(url, keys.client, name);
+    const ws = await connectClient({ url, key: keys.client, agent: name });
+    const { sessionId } = await ws.request<{ sessionId: string }>("session/new", { cwd: "/w", mcpServers: [] });
+    const http = await connectClient({ url, key: keys.client, agent: name, transport: "http" });
+    await http.request("session/load", { sessionId, cwd: "/w", mcpServers: [] });
+    const expected: string[] = [];
+    for (let round = 0; round < 3; round++) {
+      const before = { ws: ws.updates.items.length, http: http.updates.items.length };
+      const prompt = ws.request("session/prompt", { sessionId, prompt: [{ type: "text", text: `round ${round}` }] });
+      const copy = await ws.permissions.waitFor(
+        (p) => p.params.toolCall.toolCallId === "p150" && !ws.permissions.items.slice(0, round).includes(p),
+      );
+      copy.answer({ outcome: { outcome: "selected", optionId: "allow-once" } });
+      expect(await prompt).toEqual({ stopReason: "end_turn" });
+      // The answer came after every update of the turn: the clients already hold all of them.
+      const thoughts = (from: number, c: TestClient) =>
+        c.updates.items
+          .slice(from)
+          .filter((u) => u.update.sessionUpdate === "agent_thought_chunk")
+          .map((u) => u.update.content.text as string);
+      const turnThoughts = Array.from({ length: 300 }, (_, i) => `${sessionId}:${i}|`);
+      expected.push(...turnThoughts);
+      expect(thoughts(before.ws, ws)).toEqual(turnThoughts);
+      const done = ws.updates.items.slice(before.ws).find((u) => u.update.sessionUpdate === "tool_call_update");
+      expect(done?.update.rawOutput).toEqual({ outcome: { outcome: "selected", optionId: "allow-once" } });
+      // The other client, on the other transport, sees the same stream (it may still be arriving).
+      await http.updates.waitFor((u) => u.update.content?.text === `${sessionId}:299|` && http.updates.items.indexOf(u) >= before.http);
+      expect(thoughts(before.http, http)).toEqual(turnThoughts);
+    }
+    // A third client attaching now replays the three turns: every thought once, in order (merged into
+    // longer chunks in the log, so compared as one text).
+    const late = await connectClient({ url, key: keys.client, agent: name });
+    await late.request("session/load", { sessionId, cwd: "/w", mcpServers: [] });
+    const replayed = late.updates.items
+      .filter((u) => u.update.sessionUpdate === "agent_thought_chunk")
+      .map((u) => u.update.content.text as string)
+      .join("");
+    expect(replayed).toEqual(expected.join(""));
+    for (const c of [ws, http, late]) c.close();
+    agent.close();
+  }, 60_000);
 });
 
 describe("remembered decisions end to end", () => {
