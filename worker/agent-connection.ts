@@ -28,9 +28,13 @@ import {
   type Message,
 } from "../protocol/jsonrpc";
 import { CANCEL_REQUEST } from "../protocol/methods";
-import type { Limits } from "../protocol/tenant-limits";
+import { type Limits, limitsOf } from "../protocol/tenant-limits";
+import { CLOSE_RATE_EXCEEDED } from "../protocol/rate-limit";
 import { stage, stageTimingFrom } from "../protocol/stage-timing";
 import type { Env } from "./env";
+
+/** At most this much frame text (UTF-16 units) is held for the tenant's lease: 32 MiB. */
+const MAX_HELD_CHARS = 16 * 1024 * 1024;
 
 /** The rates' gate is per connection, and this object is one connection. */
 const EDGE_EPOCH = 1;
@@ -55,6 +59,9 @@ export class AgentConnection {
   private closing?: { code: number; reason: string };
   /** The agent's frames waiting for the tenant's lease (`handle`), oldest first. */
   private readonly inbox: string[] = [];
+  private heldChars = 0;
+  /** At most the connection's own burst is held (twice its rate, as its bucket holds). */
+  private readonly maxHeld: number;
   private paused = false;
   private controlOpen = true;
 
@@ -68,6 +75,7 @@ export class AgentConnection {
     stageTimingFrom(env);
     this.rates = new AgentRates(env);
     this.rates.overrides = principal.limits;
+    this.maxHeld = 2 * limitsOf(principal.limits).messagesPerSecondPerAgentConnection;
     this.routing = new EdgeRouting({
       toAgentObject: (message) => this.sendControl(encodeControl(message)),
       deliver: (sessionId, items) => this.deliver(sessionId, items),
@@ -97,8 +105,24 @@ export class AgentConnection {
   private fromAgent(data: unknown): void {
     if (this.closing || typeof data !== "string") return;
     stage("agent.in", data);
-    if (this.paused || this.inbox.length > 0) this.inbox.push(data);
-    else this.handle(data);
+    if (!this.paused && this.inbox.length === 0) return this.handle(data);
+    // Held for the tenant's lease, within bounds: more than the connection's own burst while a lease
+    // is on its way (milliseconds) is a flood, closed as the rate gate closes one.
+    if (this.inbox.length >= this.maxHeld || this.heldChars + data.length > MAX_HELD_CHARS) {
+      try {
+        this.agent.close(CLOSE_RATE_EXCEEDED, `kept sending over ${this.maxHeld / 2} messages a second`);
+      } catch {
+        // already closing
+      }
+      return this.agentClosed(1000, "kept sending over its message rate");
+    }
+    this.hold(data);
+  }
+
+  private hold(data: string, first = false): void {
+    if (first) this.inbox.unshift(data);
+    else this.inbox.push(data);
+    this.heldChars += data.length;
   }
 
   /**
@@ -109,7 +133,7 @@ export class AgentConnection {
   private handle(data: string): void {
     const lease = this.rates.awaiting(EDGE_EPOCH, this.principal.tenantId);
     if (lease) {
-      this.inbox.unshift(data);
+      this.hold(data, true);
       this.paused = true;
       this.waitUntil(lease.then(() => this.resume()));
       return;
@@ -152,6 +176,7 @@ export class AgentConnection {
     while (!this.paused) {
       const next = this.inbox.shift();
       if (next === undefined) break;
+      this.heldChars -= next.length;
       this.handle(next);
     }
     this.closeWhenDrained();

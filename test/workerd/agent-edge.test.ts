@@ -700,4 +700,24 @@ describe("agent edge: the agent's end", () => {
     // Nothing was refused or dropped for the rate: no error, no notice, the connection open.
     expect(agent.peer.unclaimed()).toEqual([]);
   }, 60_000);
+
+  it("a flood that outgrows what the edge holds for the tenant's lease (twice the connection's rate) is closed 4429 at once; frames past it are never taken in", async () => {
+    // The tenant's share comes in batches of 8 (16 with the credit), the connection's own rate is 50
+    // a second: the edge holds at most 100 frames while the next lease is on its way.
+    const { agent, client, sessionId } = await turnGoing({
+      limits: { messagesPerSecondPerTenant: 100, messagesPerSecondPerAgentConnection: 50 },
+    });
+    for (let i = 0; i < 1000; i++) agent.peer.notify("session/update", chunk(sessionId, `f${i}`));
+    expect(await agent.peer.closed).toEqual({ code: 4429, reason: "kept sending over 50 messages a second" });
+    // Taken in: the frames before the bound (a burst over the connection's rate is refused, each
+    // answered with an error); the hundreds after it were never held, never answered.
+    await vi.waitFor(() => expect(client.unclaimed().some((m) => m.method === "_acp_gateway/turn_ended")).toBe(true));
+    const relayed = client
+      .unclaimed()
+      .filter(isChunk)
+      .flatMap((m) => textsOf(m.params.update.content.text as string));
+    const refused = agent.peer.unclaimed().filter((m) => m.error?.code === -32029);
+    expect(relayed.length + refused.length).toBeLessThanOrEqual(16 + 100 + 1);
+    expect(relayed).toEqual(relayed.map((_, i) => `f${i}`));
+  }, 30_000);
 });
