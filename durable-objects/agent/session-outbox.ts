@@ -76,7 +76,12 @@ export class SessionOutbox {
    * waits for it; a frame that finds none reserved (an instance woken after an eviction) pays it.
    */
   reserve(): void {
-    if (this.nextSeq <= this.reservedUpTo) return;
+    this.reserveThrough(this.nextSeq);
+  }
+
+  /** Makes sure every number up to `last` is reserved: if not, a new block from `nextSeq` on (one row). */
+  private reserveThrough(last: number): void {
+    if (last <= this.reservedUpTo) return;
     this.reservedUpTo = this.nextSeq - 1 + SEQ_BLOCK;
     this.sql.exec(
       "INSERT INTO session_outbox_seq (id, last) VALUES (1, ?) ON CONFLICT (id) DO UPDATE SET last = excluded.last",
@@ -96,13 +101,7 @@ export class SessionOutbox {
   reserveRange(count: number): { from: number; to: number } {
     const from = this.nextSeq;
     this.nextSeq += count;
-    if (this.nextSeq - 1 > this.reservedUpTo) {
-      this.reservedUpTo = this.nextSeq - 1 + SEQ_BLOCK;
-      this.sql.exec(
-        "INSERT INTO session_outbox_seq (id, last) VALUES (1, ?) ON CONFLICT (id) DO UPDATE SET last = excluded.last",
-        this.reservedUpTo,
-      );
-    }
+    this.reserveThrough(this.nextSeq - 1);
     return { from, to: this.nextSeq };
   }
 
@@ -116,15 +115,7 @@ export class SessionOutbox {
     if (!last) return;
     queue.items = [...items, ...queue.items].sort((a, b) => a.seq - b.seq);
     // A stalled queue is in SQLite: these go in a row of their own (they may be below what is stored).
-    if (queue.storedUpTo > 0) {
-      this.sql.exec(
-        "INSERT INTO session_outbox (seq, session_id, item, attempts) VALUES (?, ?, ?, ?)",
-        last.seq,
-        sessionId,
-        JSON.stringify(items),
-        queue.attempts,
-      );
-    }
+    if (queue.storedUpTo > 0) this.insertRow(sessionId, items, queue.attempts);
   }
 
   /** Queues an item for a session, stamped with the next sequence number; written only if the session is stalled. */
@@ -183,14 +174,21 @@ export class SessionOutbox {
     const unstored = queue.items.filter((item) => item.seq > queue.storedUpTo);
     const last = unstored.at(-1);
     if (!last) return;
+    this.insertRow(sessionId, unstored, queue.attempts);
+    queue.storedUpTo = last.seq;
+  }
+
+  /** One row of waiting items (in order), keyed by the last one's number. */
+  private insertRow(sessionId: string, items: Stamped[], attempts: number): void {
+    const last = items.at(-1);
+    if (!last) return;
     this.sql.exec(
       "INSERT INTO session_outbox (seq, session_id, item, attempts) VALUES (?, ?, ?, ?)",
       last.seq,
       sessionId,
-      JSON.stringify(unstored),
-      queue.attempts,
+      JSON.stringify(items),
+      attempts,
     );
-    queue.storedUpTo = last.seq;
   }
 
   isEmpty(): boolean {
