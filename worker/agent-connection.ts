@@ -10,7 +10,7 @@
 // message rates are applied here to every frame (the AgentObject skips them for the edge's); the
 // gateway's namespace is applied here to what goes direct, as the AgentObject applies it to the rest.
 
-import { SessionLinks, LINK_IDLE_MS } from "../durable-objects/agent/session-links";
+import { SessionLinks, LINK_IDLE_MS, openSessionLink } from "../durable-objects/agent/session-links";
 import type { SessionObject } from "../durable-objects/session/session-object";
 import { AgentRates } from "../durable-objects/tenant/tenant-limits";
 import { EDGE_LINK_HEADER, decodeControl, encodeControl } from "../protocol/agent-edge-wire";
@@ -82,7 +82,7 @@ export class AgentConnection {
       drained: () => this.closeWhenDrained(),
     });
     this.links = new SessionLinks({
-      open: (sessionId) => this.openLink(sessionId),
+      open: (sessionId) => openSessionLink(this.session(sessionId), EDGE_LINK_HEADER, principal.agent),
       // Edge links carry batches in only; a session never sends the agent anything on them.
       toAgent: () => Promise.resolve(false),
       waitUntil,
@@ -230,14 +230,6 @@ export class AgentConnection {
       this.stubs.set(sessionId, stub);
     }
     return stub;
-  }
-
-  /** The session's end of an edge link; undefined when it refuses (not this agent's session). */
-  private async openLink(sessionId: string): Promise<WebSocket | undefined> {
-    const response = await this.session(sessionId).fetch("https://session.internal/edge-link", {
-      headers: { Upgrade: "websocket", [EDGE_LINK_HEADER]: this.principal.agent },
-    });
-    return response.status === 101 ? (response.webSocket ?? undefined) : undefined;
   }
 
   // ── from the AgentObject ──────────────────────────────────────────────────────────────────────

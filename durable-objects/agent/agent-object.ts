@@ -32,7 +32,7 @@ import { AgentRates } from "../tenant/tenant-limits";
 import { AGENT_PRINCIPAL_HEADER, type AgentPrincipal, type AgentStatus, type OpenSessionArgs, type ToAgent } from "./contract";
 import { Dialer } from "./dialer";
 import { SessionOutbox, type Stamped } from "./session-outbox";
-import { LINK_IDLE_MS, SessionLinks } from "./session-links";
+import { LINK_IDLE_MS, SessionLinks, openSessionLink } from "./session-links";
 import { AGENT_LINK_HEADER, MAX_BATCH_BYTES, batchPrefix } from "../../protocol/agent-link-wire";
 import { AGENT_EDGE_HEADER, decodeControl, encodeControl } from "../../protocol/agent-edge-wire";
 import { AgentStore } from "./store";
@@ -771,11 +771,7 @@ export class AgentObject extends DurableObject<Env> {
   /** The session's end of a link (session-links.ts), or undefined when the session refuses it. */
   private async openLink(sessionId: string): Promise<WebSocket | undefined> {
     const meta = this.store.meta;
-    if (!meta) return undefined;
-    const response = await this.session(sessionId).fetch("https://session.internal/agent-link", {
-      headers: { Upgrade: "websocket", [AGENT_LINK_HEADER]: meta.name },
-    });
-    return response.status === 101 ? (response.webSocket ?? undefined) : undefined;
+    return meta ? openSessionLink(this.session(sessionId), AGENT_LINK_HEADER, meta.name) : undefined;
   }
 
   private watchArmed = false;

@@ -50,6 +50,16 @@ export interface SessionLinksDeps {
   idleMs: number;
 }
 
+/**
+ * Opens a link to a session: its `fetch` with `header` naming the agent (AGENT_LINK_HEADER from the
+ * AgentObject, EDGE_LINK_HEADER from the edge). Undefined when the session refuses it (not this
+ * agent's session).
+ */
+export async function openSessionLink(session: { fetch: Fetcher["fetch"] }, header: string, agent: string): Promise<WebSocket | undefined> {
+  const response = await session.fetch("https://session.internal/link", { headers: { Upgrade: "websocket", [header]: agent } });
+  return response.status === 101 ? (response.webSocket ?? undefined) : undefined;
+}
+
 export class SessionLinks {
   private readonly links = new Map<string, Link>();
   private readonly opening = new Set<string>();
