@@ -12,7 +12,7 @@
 
 import { SessionLinks, LINK_IDLE_MS, openSessionLink } from "../durable-objects/agent/session-links";
 import type { SessionObject } from "../durable-objects/session/session-object";
-import { AgentRates } from "../durable-objects/tenant/tenant-limits";
+import { AgentRates, FLOOD_REASON } from "../durable-objects/tenant/tenant-limits";
 import { EDGE_LINK_HEADER, decodeControl, encodeControl } from "../protocol/agent-edge-wire";
 import { type DirectItem, EdgeRouting } from "../protocol/edge-routing";
 import { refusedAnswer } from "../protocol/refused-answer";
@@ -29,7 +29,6 @@ import {
 } from "../protocol/jsonrpc";
 import { CANCEL_REQUEST } from "../protocol/methods";
 import { type Limits, limitsOf } from "../protocol/tenant-limits";
-import { CLOSE_RATE_EXCEEDED } from "../protocol/rate-limit";
 import { stage, stageTimingFrom } from "../protocol/stage-timing";
 import type { Env } from "./env";
 
@@ -109,12 +108,8 @@ export class AgentConnection {
     // Held for the tenant's lease, within bounds: more than the connection's own burst while a lease
     // is on its way (milliseconds) is a flood, closed as the rate gate closes one.
     if (this.inbox.length >= this.maxHeld || this.heldChars + data.length > MAX_HELD_CHARS) {
-      try {
-        this.agent.close(CLOSE_RATE_EXCEEDED, `kept sending over ${this.maxHeld / 2} messages a second`);
-      } catch {
-        // already closing
-      }
-      return this.agentClosed(1000, "kept sending over its message rate");
+      this.rates.closeOverOwnRate(this.agent);
+      return this.agentClosed(1000, FLOOD_REASON);
     }
     this.hold(data);
   }
@@ -191,7 +186,7 @@ export class AgentConnection {
       message.method,
       isRequest(message) ? message.id : undefined,
     );
-    if (rate === "closing") this.agentClosed(1000, "kept sending over its message rate");
+    if (rate === "closing") this.agentClosed(1000, FLOOD_REASON);
     return rate === "ok";
   }
 

@@ -28,7 +28,7 @@ import { isGatewayMethod, stripGatewayMarks } from "../../protocol/gateway-names
 import type { Env } from "../../worker/env";
 import type { FromAgent, SessionRef } from "../session/contract";
 import type { SessionObject } from "../session/session-object";
-import { AgentRates } from "../tenant/tenant-limits";
+import { AgentRates, FLOOD_REASON } from "../tenant/tenant-limits";
 import { AGENT_PRINCIPAL_HEADER, type AgentPrincipal, type AgentStatus, type OpenSessionArgs, type ToAgent } from "./contract";
 import { Dialer } from "./dialer";
 import { SessionOutbox, type Stamped } from "./session-outbox";
@@ -248,7 +248,7 @@ export class AgentObject extends DurableObject<Env> {
       const rate = this.rates.admit(ws, epoch, tenantId, message.method, isRequest(message) ? message.id : undefined);
       if (rate === "closing") {
         if (this.dialOut?.ws === ws) this.dialOut = undefined;
-        this.agentGone(epoch, "kept sending over its message rate");
+        this.agentGone(epoch, FLOOD_REASON);
       }
       if (rate !== "ok") return;
     }

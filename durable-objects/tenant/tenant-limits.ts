@@ -114,12 +114,26 @@ export class AgentRates {
     }
     current.closed = true;
     const { limit, value } = admission.error.data;
-    const whose = limit === "messagesPerSecondPerTenant" ? "while the tenant was over its" : "over";
-    try {
-      ws.close(CLOSE_RATE_EXCEEDED, `kept sending ${whose} ${value} messages a second`);
-    } catch {
-      // already closing
-    }
+    closeFlood(ws, limit === "messagesPerSecondPerTenant" ? "while the tenant was over its" : "over", value);
     return "closing";
+  }
+
+  /**
+   * The edge holds more of the agent's frames than the connection's own burst while the tenant's
+   * lease is on its way: a flood, closed as `admit` closes one over the connection's own rate.
+   */
+  closeOverOwnRate(ws: WebSocket): void {
+    closeFlood(ws, "over", limitsOf(this.overrides).messagesPerSecondPerAgentConnection);
+  }
+}
+
+/** Why the gateway ended an agent's connection for a flood, as the sessions are told it. */
+export const FLOOD_REASON = "kept sending over its message rate";
+
+function closeFlood(ws: WebSocket, whose: string, perSecond: number): void {
+  try {
+    ws.close(CLOSE_RATE_EXCEEDED, `kept sending ${whose} ${perSecond} messages a second`);
+  } catch {
+    // already closing
   }
 }
