@@ -159,6 +159,14 @@ async function chunksSeen(client: Peer, n: number, timeoutMs = 5000): Promise<st
   return seen;
 }
 
+/** The texts of the chunks the client holds and no test has taken yet, in the order it got them. */
+function unclaimedChunks(client: Peer): string[] {
+  return client
+    .unclaimed()
+    .filter(isChunk)
+    .flatMap((m) => textsOf(m.params.update.content.text as string));
+}
+
 function noMoreChunks(client: Peer): void {
   expect(client.unclaimed().filter(isChunk)).toEqual([]);
 }
@@ -612,12 +620,7 @@ describe("agent edge: the agent's end", () => {
     expect(answer.error?.data?.reason).toBe("agent_disconnected");
     expect((await client.next(isMethod("_acp_gateway/turn_ended"))).params.reason).toBe("agent_disconnected");
     // The answer and turn_ended come after the updates: by then every one of them has arrived.
-    expect(
-      client
-        .unclaimed()
-        .filter(isChunk)
-        .flatMap((m) => textsOf(m.params.update.content.text as string)),
-    ).toEqual(texts);
+    expect(unclaimedChunks(client)).toEqual(texts);
   }, 60_000);
 
   it("the AgentObject crashes with direct updates in flight: the agent is told to reconnect, the client gets a gap-free prefix once, then the turn's end, and nothing after it", async () => {
@@ -631,10 +634,7 @@ describe("agent edge: the agent's end", () => {
     await expect(agent.peer.closed).resolves.toMatchObject(AGENT_OBJECT_LOST);
     const again = await dialInAgent(t, agent.name);
     const done = await client.next(isResponseTo("turn"), 15_000);
-    const seen = client
-      .unclaimed()
-      .filter(isChunk)
-      .flatMap((m) => textsOf(m.params.update.content.text as string));
+    const seen = unclaimedChunks(client);
     expect(seen).toEqual(texts.slice(1, 1 + seen.length));
     if (done.error) {
       expect(done.error.data.reason).toBe("agent_disconnected");
@@ -691,12 +691,7 @@ describe("agent edge: the agent's end", () => {
     expect((await client.next(isResponseTo("turn"), 30_000)).result).toEqual({ stopReason: "end_turn" });
     await barrier(client, agent, sessionId);
     // Each once, in order, and nothing more.
-    expect(
-      client
-        .unclaimed()
-        .filter(isChunk)
-        .flatMap((m) => textsOf(m.params.update.content.text as string)),
-    ).toEqual(texts);
+    expect(unclaimedChunks(client)).toEqual(texts);
     // Nothing was refused or dropped for the rate: no error, no notice, the connection open.
     expect(agent.peer.unclaimed()).toEqual([]);
   }, 60_000);
@@ -712,10 +707,7 @@ describe("agent edge: the agent's end", () => {
     // Taken in: the frames before the bound (a burst over the connection's rate is refused, each
     // answered with an error); the hundreds after it were never held, never answered.
     await vi.waitFor(() => expect(client.unclaimed().some((m) => m.method === "_acp_gateway/turn_ended")).toBe(true));
-    const relayed = client
-      .unclaimed()
-      .filter(isChunk)
-      .flatMap((m) => textsOf(m.params.update.content.text as string));
+    const relayed = unclaimedChunks(client);
     const refused = agent.peer.unclaimed().filter((m) => m.error?.code === -32029);
     expect(relayed.length + refused.length).toBeLessThanOrEqual(16 + 100 + 1);
     expect(relayed).toEqual(relayed.map((_, i) => `f${i}`));
