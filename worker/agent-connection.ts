@@ -198,10 +198,10 @@ export class AgentConnection {
   }
 
   /** A session's notification: direct while granted, otherwise through the AgentObject. */
-  private notification(sessionId: string, message: Message, text: string): void {
+  private notification(sessionId: string, message: Exclude<Message, ResponseMessage>, text: string): void {
     if (!this.routing.direct(sessionId)) return this.routing.viaAgentObject(sessionId, text);
     // What the AgentObject does to what passes through it (gateway-namespace.ts).
-    if (!isResponse(message) && isGatewayMethod(message.method)) return;
+    if (isGatewayMethod(message.method)) return;
     if (stripGatewayMarks(message)) text = JSON.stringify(message);
     this.routing.notification(sessionId, text);
   }

@@ -24,7 +24,7 @@ export interface Env extends Bindings {
   HTTP_STREAM_MAX_BYTES?: string;
   /** HMAC key of approval links (wrangler secret put APPROVAL_LINK_SECRET); without it no link is issued or accepted. */
   APPROVAL_LINK_SECRET?: string;
-  /** How long the AgentObject keeps an unused link to a session open, in ms (default 10000; durable-objects/agent/session-links.ts). */
+  /** How long an unused link to a session stays open (the AgentObject's and the edge's), in ms (default 10000; durable-objects/agent/session-links.ts). */
   AGENT_LINK_IDLE_MS?: string;
   /** "1": log the stage timings of the bench's probe frames (protocol/stage-timing.ts); unset in production. */
   STAGE_TIMING?: string;
