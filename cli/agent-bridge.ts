@@ -14,6 +14,7 @@ import { OutageBuffer, classify, unanswerable } from "./agent-outage.ts";
 import { webSocketUrl } from "./args.ts";
 import { connectWithRetry } from "./connect.ts";
 import { backoff, log, readLines } from "./ndjson.ts";
+import { CLOSE } from "../core/close-codes.ts";
 
 type Json = Record<string, any>;
 
@@ -41,7 +42,7 @@ export async function runAgent(opts: {
   const done = new Promise<number>((resolve) => (finished = resolve));
   const stop = (code: number) => {
     stopping = true;
-    socket?.close(1000, "bridge stopped");
+    socket?.close(CLOSE.normal, "bridge stopped");
     child?.kill("SIGTERM");
     finished(code);
   };
@@ -65,7 +66,7 @@ export async function runAgent(opts: {
       const wait = backoff(childAttempts++);
       log(`the agent process exited (${signal ?? code}); restarting it in ${wait} ms`);
       // The gateway must initialize the new process: reopen the socket after the restart.
-      socket?.close(1012, "agent process restarting");
+      socket?.close(CLOSE.serviceRestart, "agent process restarting");
       setTimeout(() => {
         if (stopping) return;
         startChild();
@@ -143,12 +144,12 @@ export async function runAgent(opts: {
       // The gateway withdrew what the agent asked on this connection: answer it, or the agent waits for ever.
       for (const open of [...openRequests.values()]) answerUnanswerable(open.id, open.method);
       openRequests.clear();
-      if (code === 4401) {
+      if (code === CLOSE.credentialsRevoked) {
         log(`the gateway closed the connection: ${reason.toString() || "the key was revoked"}`);
         stop(2);
         return;
       }
-      if (code === 4000) {
+      if (code === CLOSE.replaced) {
         log(`another connection took over the agent name "${opts.name}"; stopping`);
         stop(1);
         return;

@@ -1,3 +1,5 @@
+import { ErrorCode } from "../core/rpc-errors.ts";
+import { AGENT_BRIDGE_NOTIFICATIONS } from "../core/gateway-notifications.ts";
 // What the agent bridge does with the agent's output while its socket to the gateway is down.
 //
 // The gateway treats a new connection as a new epoch: answers meant for the old connection are
@@ -18,9 +20,6 @@ export interface BufferLimits {
 }
 
 const DEFAULT_BUFFER_LIMITS: BufferLimits = { messages: 10_000, bytes: 16 * 1024 * 1024 };
-
-/** The notification the bridge sends for a session whose messages did not fit in the buffer. */
-export const OUTPUT_DROPPED = "_acp_gateway_agent/output_dropped";
 
 export class OutageBuffer {
   private readonly lines: { text: string; sessionId: string | undefined }[] = [];
@@ -58,7 +57,7 @@ export class OutageBuffer {
       out.push(
         JSON.stringify({
           jsonrpc: "2.0",
-          method: OUTPUT_DROPPED,
+          method: AGENT_BRIDGE_NOTIFICATIONS.outputDropped,
           params: {
             sessionId,
             dropped: count,
@@ -114,7 +113,7 @@ export function unanswerable(id: string | number, method: string): string {
     jsonrpc: "2.0",
     id,
     error: {
-      code: -32603,
+      code: ErrorCode.internalError,
       message: `The connection to the gateway dropped; ${method} cannot be answered (the clients that could serve it were on the old connection)`,
       data: { reason: "gateway_disconnected" },
     },

@@ -12,6 +12,8 @@ import type { WebSocket } from "ws";
 import { webSocketUrl } from "./args.ts";
 import { connectWithRetry } from "./connect.ts";
 import { log, readLines } from "./ndjson.ts";
+import { CLOSE } from "../core/close-codes.ts";
+import { ErrorCode } from "../core/rpc-errors.ts";
 
 type Json = Record<string, any>;
 type Id = string | number;
@@ -184,7 +186,7 @@ export async function runClient(opts: { url: URL; key: string; agent: string | u
   function onClosed(gen: number, code: number, reason: string): void {
     if (gen !== generation) return;
     socket = undefined;
-    if (code === 4401) {
+    if (code === CLOSE.credentialsRevoked) {
       log(`the gateway closed the connection: ${reason || "the key was revoked"}`);
       finished(2);
       return;
@@ -196,7 +198,7 @@ export async function runClient(opts: { url: URL; key: string; agent: string | u
         jsonrpc: "2.0",
         id: request.id,
         error: {
-          code: -32603,
+          code: ErrorCode.internalError,
           message: `The connection to the gateway dropped while ${request.method} was in flight; the bridge is reconnecting`,
         },
       });
@@ -229,6 +231,6 @@ export async function runClient(opts: { url: URL; key: string; agent: string | u
   firstAttempt = connect();
   await firstAttempt;
   const code = await done;
-  socket?.close(1000, "bridge stopped");
+  socket?.close(CLOSE.normal, "bridge stopped");
   return code;
 }

@@ -2,9 +2,8 @@
 // the key in lists. The one place keys are made (the API, the tests, the local dev seed).
 
 // With its extension: Node (scripts/local-gateway.ts seeds the dev keys) imports this file too.
+import type { KeyKind } from "../core/principal.ts";
 import { randomId, sha256Hex } from "./ids.ts";
-
-export type KeyKind = "client" | "agent" | "admin";
 
 /** How many characters of a key are kept in the clear, to recognise it in lists. */
 const PREFIX_LENGTH = 16;

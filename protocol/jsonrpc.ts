@@ -2,6 +2,7 @@
 // The gateway relays messages as parsed objects and re-serialises them with JSON.stringify, which keeps
 // every field (unknown ones and `_meta` included); it only ever changes `id` and `requestId`.
 
+import { ErrorCode } from "../core/rpc-errors";
 import { MAX_FRAME_BYTES as MAX_LIMITED_FRAME_BYTES, MAX_JSON_DEPTH, checkFrameLimits } from "./limits";
 
 export type JsonRpcId = string | number;
@@ -26,17 +27,6 @@ export interface ResponseMessage {
   error?: { code: number; message: string; data?: unknown };
 }
 export type Message = RequestMessage | NotificationMessage | ResponseMessage;
-
-export const ErrorCode = {
-  parseError: -32700,
-  invalidRequest: -32600,
-  methodNotFound: -32601,
-  invalidParams: -32602,
-  internalError: -32603,
-  requestCancelled: -32800,
-  authRequired: -32000,
-  resourceNotFound: -32002,
-} as const;
 
 /** The one JSON-RPC error type: thrown anywhere, turned into a response by `errorResponse`. */
 export class RpcError extends Error {

@@ -45,21 +45,6 @@ export const CANCEL_REQUEST: (typeof SDK_PROTOCOL_METHODS)["cancel_request"] = "
 
 export const PROTOCOL_VERSION: typeof SDK_PROTOCOL_VERSION = 1;
 
-/**
- * Notifications the gateway itself sends to clients. ACP reserves names starting with `_` for
- * extensions; clients that do not know them ignore them.
- */
-export const GATEWAY_NOTIFICATIONS = {
-  /** A permission request was resolved: by whom, with which outcome. Sent beside `$/cancel_request`. */
-  permissionResolved: "_acp_gateway/permission_resolved",
-  /** A person's allow_always / reject_always became a tenant rule: its description, so people see the scope. */
-  ruleCreated: "_acp_gateway/rule_created",
-  /** The gateway ended a turn (deadline, agent gone): why. */
-  turnEnded: "_acp_gateway/turn_ended",
-  /** Another client deleted the session (session/delete): this client was detached from it. */
-  sessionDeleted: "_acp_gateway/session_deleted",
-} as const;
-
 /** Names starting with `_` are extensions (ACP reserves them; the gateway relays them). */
 export function isExtension(method: string): boolean {
   return method.startsWith("_");

@@ -44,10 +44,9 @@ export const CANCELLED_RESULT = { outcome: { outcome: "cancelled" } } as const;
 /**
  * Told to the people asked when the tenant's remembered decisions (rules) could not be read: the
  * request reached them without any rule having been applied, so an "always" they chose earlier did
- * not answer it. Sent once as this notification, and as `_meta.acpGateway.rulesUnavailable` on every
+ * not answer it. Sent once as `GATEWAY_NOTIFICATIONS.rulesUnavailable`, and as `_meta.acpGateway.rulesUnavailable` on every
  * copy of the request (also those sent to a client attaching later).
  */
-export const RULES_UNAVAILABLE_NOTICE = "_acp_gateway/rules_unavailable";
 export const RULES_UNAVAILABLE_MESSAGE =
   "The tenant's remembered decisions (rules) could not be consulted, so none was applied to this request; it is asked of you instead.";
 

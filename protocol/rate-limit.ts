@@ -67,9 +67,6 @@ export class MessageRate {
   }
 }
 
-/** Close code for a connection that kept sending over its message rate (4000–4999 are the application's). */
-export const CLOSE_RATE_EXCEEDED = 4429;
-
 /** What a tenant's shared bucket grants a connection asking for `want` tokens. */
 export interface LeaseGrant {
   granted: number;

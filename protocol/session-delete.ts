@@ -12,11 +12,9 @@
 //   SessionObject forgets the session (its log, tool calls and requests), keeping only audit rows not
 //   yet written to D1.
 
-import { ErrorCode, RpcError } from "./jsonrpc";
-import { GATEWAY_NOTIFICATIONS } from "./methods";
-
-/** Close code of a client's session socket when the session was deleted: the edge detaches, the client's connection stays. */
-export const CLOSE_SESSION_DELETED = 4404;
+import { RpcError } from "./jsonrpc";
+import { ErrorCode } from "../core/rpc-errors";
+import { GATEWAY_NOTIFICATIONS } from "../core/gateway-notifications";
 
 export function deleteDuringTurn(sessionId: string, startedBy: string | null | undefined): RpcError {
   return new RpcError(

@@ -1,3 +1,4 @@
+import { ErrorCode } from "../core/rpc-errors";
 // Per-tenant limits: the defaults, and reading a tenant's overrides (tenants.settings.limits); the
 // limits on one frame are protocol/limits.ts. The
 // defaults are sized for a team that leaves agents running for hours: far above what people and
@@ -44,12 +45,6 @@ export function limitsOf(overrides: unknown): Limits {
   return limits;
 }
 
-/** The JSON-RPC error code of a refusal by a limit (the implementation-defined server range; 429 in spirit). */
-const LIMIT_EXCEEDED = -32029;
-
-/** The notice clients get when the gateway refused something of the agent's by a limit. */
-export const LIMIT_REACHED_NOTICE = "_acp_gateway/limit_reached";
-
 export interface LimitError {
   code: number;
   message: string;
@@ -57,7 +52,7 @@ export interface LimitError {
 }
 
 function limitError(limit: keyof Limits, value: number, message: string, reason = "limit_exceeded"): LimitError {
-  return { code: LIMIT_EXCEEDED, message, data: { reason, limit, value } };
+  return { code: ErrorCode.limitExceeded, message, data: { reason, limit, value } };
 }
 
 export function pendingLimitError(sessionId: string, value: number): LimitError {

@@ -30,7 +30,8 @@ import {
 import { CANCEL_REQUEST } from "../protocol/methods";
 import { type Limits, limitsOf } from "../protocol/tenant-limits";
 import { stage, stageTimingFrom } from "../protocol/stage-timing";
-import type { Env } from "./env";
+import type { Env } from "../core/env";
+import { CLOSE, isApplicationCloseCode } from "../core/close-codes";
 
 /** At most this much frame text (UTF-16 units) is held for the tenant's lease: 32 MiB. */
 const MAX_HELD_CHARS = 16 * 1024 * 1024;
@@ -305,10 +306,10 @@ export class AgentConnection {
     this.controlOpen = false;
     if (this.closing) return this.closeWhenDrained();
     this.closing = { code: 1000, reason };
-    const passOn = code >= 4000 && code <= 4999;
+    const passOn = isApplicationCloseCode(code);
     try {
       this.agent.close(
-        passOn ? code : 1012,
+        passOn ? code : CLOSE.serviceRestart,
         closeReason(passOn ? reason : `the gateway's agent connection restarted; reconnect (${reason || code})`),
       );
     } catch {

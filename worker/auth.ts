@@ -3,37 +3,9 @@
 // in constant time so that no timing difference depends on the secret.
 
 import { keyWithTenantByHash, markKeyUsed } from "../db/queries/keys";
-import type { KeyKind } from "../protocol/api-keys";
+import type { Principal, TenantSettings } from "../core/principal";
 import { sha256Hex } from "../protocol/ids";
-import type { Limits } from "../protocol/tenant-limits";
-import type { Env } from "./env";
-
-export type { KeyKind };
-
-interface TenantSettings {
-  /** Deadline of a pending permission request, in ms. */
-  permissionDeadlineMs?: number;
-  /** Relay a person's allow_always / reject_always to the agent as made (default: as the *_once). */
-  relayAlwaysAsMade?: boolean;
-  /** How long a permission request waits with nobody attached before the notification targets are told, in ms. */
-  notifyAfterMs?: number;
-  /** Overrides of the per-tenant limits (protocol/tenant-limits.ts); each omitted one is the default. */
-  limits?: Partial<Limits>;
-}
-
-export interface Principal {
-  tenantId: string;
-  tenantSlug: string;
-  keyId: string;
-  kind: KeyKind;
-  /** Who is behind the key: the actor recorded on decisions. */
-  label: string | null;
-  /** For agent keys: the one agent name the key may dial in as, or null for any. */
-  agent: string | null;
-  settings: TenantSettings;
-  /** When the key was last used (ms), to refresh api_keys.last_used_at at most once a minute. */
-  lastUsedAt: number | null;
-}
+import type { Env } from "../core/env";
 
 /** The subprotocol browsers use to carry the key: `acp.bearer.<KEY>`, offered beside `acp.v1`. */
 const BEARER_SUBPROTOCOL_PREFIX = "acp.bearer.";

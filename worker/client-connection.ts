@@ -11,7 +11,6 @@ import { recentSessionsOfAgent, sessionIndexed } from "../db/queries/sessions";
 import { ATTACH_HEADER, type AttachRequest, type ClientAttachment, readSessionFrame } from "../protocol/session-wire";
 import { ConnectionIds } from "../protocol/connection-ids";
 import {
-  ErrorCode,
   type JsonRpcId,
   type Message,
   RpcError,
@@ -29,25 +28,19 @@ import type { ResponseMessage } from "../protocol/jsonrpc";
 import { AGENT_METHODS, CANCEL_REQUEST, PROTOCOL_VERSION } from "../protocol/methods";
 import { LIVE_SESSION_WINDOW_MS, limitsOf, liveSessionsError } from "../protocol/tenant-limits";
 import { liveSessionCount } from "../db/queries/sessions";
-import { type Admission, CLOSE_RATE_EXCEEDED, type RateGate } from "../protocol/rate-limit";
+import { type Admission, type RateGate } from "../protocol/rate-limit";
 import { ConnectionSlot, rateGate } from "../durable-objects/tenant/tenant-limits";
-import { type Principal, permissionDeadlineMs } from "./auth";
+import { permissionDeadlineMs } from "./auth";
 import type { ClientSink } from "./client-sink";
-import type { Env } from "./env";
-import {
-  CLOSE_CREDENTIALS_REVOKED,
-  CLOSE_KEY_UNVERIFIED,
-  DEFAULT_KEY_RECHECK_MS,
-  DEFAULT_KEY_UNVERIFIED_GRACE_MS,
-  KeyRecheck,
-  keyStillValid,
-} from "./revocation";
+import type { Env } from "../core/env";
+import { DEFAULT_KEY_RECHECK_MS, DEFAULT_KEY_UNVERIFIED_GRACE_MS, KeyRecheck, keyStillValid } from "./revocation";
 import { logTracedRequest } from "./trace";
-import { CLOSE_SESSION_DELETED } from "../protocol/session-delete";
 import { stage, stageTimingFrom } from "../protocol/stage-timing";
+import type { Principal } from "../core/principal";
+import { CLOSE } from "../core/close-codes";
+import { ErrorCode } from "../core/rpc-errors";
 
 /** WebSocket close code for a protocol violation (RFC 6455). */
-const CLOSE_PROTOCOL_ERROR = 1002;
 
 export class ClientConnection {
   /** Attached sessions; a promise while attaching, so later messages wait their turn in order. */
@@ -114,8 +107,8 @@ export class ClientConnection {
     if (verdict === "keep" || this.closed) return;
     try {
       if (verdict === "unverified") {
-        this.sink.close(CLOSE_KEY_UNVERIFIED, "the gateway could not verify the API key (its database is unavailable); reconnect later");
-      } else this.sink.close(CLOSE_CREDENTIALS_REVOKED, "the API key was revoked or expired, or the tenant was disabled");
+        this.sink.close(CLOSE.tryAgainLater, "the gateway could not verify the API key (its database is unavailable); reconnect later");
+      } else this.sink.close(CLOSE.credentialsRevoked, "the API key was revoked or expired, or the tenant was disabled");
     } catch {
       // already closed
     }
@@ -132,7 +125,7 @@ export class ClientConnection {
     const message = parsed.message;
     if (!this.initialized) {
       if (!isRequest(message) || message.method !== AGENT_METHODS.initialize) {
-        this.sink.close(CLOSE_PROTOCOL_ERROR, "the first message must be an initialize request");
+        this.sink.close(CLOSE.protocolError, "the first message must be an initialize request");
         this.close();
         return;
       }
@@ -163,7 +156,7 @@ export class ClientConnection {
       case AGENT_METHODS.logout:
         // Ends this connection's authentication only: never relayed (the agent's login is every client's).
         this.reply(resultResponse(id, {}));
-        this.sink.close(1000, "logged out");
+        this.sink.close(CLOSE.normal, "logged out");
         return this.close();
       case AGENT_METHODS.sessionNew:
         return this.openSession(id, AGENT_METHODS.sessionNew, params);
@@ -364,7 +357,7 @@ export class ClientConnection {
     });
     ws.addEventListener("close", (event) => this.onSessionLost(sessionId, ws, event.code));
     ws.addEventListener("error", () => this.onSessionLost(sessionId, ws));
-    if (this.closed) ws.close(1000, "client gone");
+    if (this.closed) ws.close(CLOSE.normal, "client gone");
     return ws;
   }
 
@@ -372,7 +365,7 @@ export class ClientConnection {
     const existing = this.sessions.get(sessionId);
     if (!existing) return;
     this.sessions.delete(sessionId);
-    void existing.then((ws) => ws.close(1000, "re-attached")).catch(() => undefined);
+    void existing.then((ws) => ws.close(CLOSE.normal, "re-attached")).catch(() => undefined);
   }
 
   /** A session socket that drops under a live client loses messages: the client must reconnect and load. */
@@ -381,12 +374,12 @@ export class ClientConnection {
     const attached = this.sessions.get(sessionId);
     void attached?.then((current) => {
       if (current !== ws) return; // a socket we replaced on purpose
-      if (code === CLOSE_SESSION_DELETED) {
+      if (code === CLOSE.sessionDeleted) {
         // session/delete: this client was told (_acp_gateway/session_deleted) and leaves; its connection stays.
         if (this.sessions.get(sessionId) === attached) this.sessions.delete(sessionId);
         return;
       }
-      this.sink.close(1012, `session ${sessionId} was interrupted; reconnect and session/load to resume`);
+      this.sink.close(CLOSE.serviceRestart, `session ${sessionId} was interrupted; reconnect and session/load to resume`);
       this.close();
     });
   }
@@ -459,7 +452,7 @@ export class ClientConnection {
     }
     const { limit, value } = admission.error.data;
     const whose = limit === "messagesPerSecondPerTenant" ? "while the tenant was over its" : "over";
-    this.sink.close(CLOSE_RATE_EXCEEDED, `kept sending ${whose} ${value} messages a second`);
+    this.sink.close(CLOSE.rateExceeded, `kept sending ${whose} ${value} messages a second`);
     this.close();
     return false;
   }
@@ -489,10 +482,10 @@ export class ClientConnection {
     clearInterval(this.recheck);
     void this.slot.release();
     for (const pending of this.sessions.values()) {
-      void pending.then((ws) => ws.close(1000, "client gone")).catch(() => undefined);
+      void pending.then((ws) => ws.close(CLOSE.normal, "client gone")).catch(() => undefined);
     }
     this.sessions.clear();
-    this.sink.close(1000, "closed");
+    this.sink.close(CLOSE.normal, "closed");
   }
 }
 

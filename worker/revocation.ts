@@ -5,15 +5,9 @@
 
 import { agentNames } from "../db/queries/agents";
 import { keyValidity } from "../db/queries/keys";
-import type { Env } from "./env";
-
-/** Close code for a connection whose key was revoked or expired, or whose tenant was disabled. */
-export const CLOSE_CREDENTIALS_REVOKED = 4401;
+import type { Env } from "../core/env";
 
 export const DEFAULT_KEY_RECHECK_MS = 2000;
-
-/** Close code for a connection whose key could not be verified for too long: try again later. */
-export const CLOSE_KEY_UNVERIFIED = 1013;
 
 /** How long a connection is trusted while D1 cannot answer the re-check (D1 having a bad minute). */
 export const DEFAULT_KEY_UNVERIFIED_GRACE_MS = 60_000;

@@ -1,5 +1,5 @@
-import type { Principal } from "./auth";
-import type { Env } from "./env";
+import type { Env } from "../core/env";
+import type { Principal } from "../core/principal";
 
 /** The one environment type of the Hono app: bindings, and the variables middleware sets. */
 export type AppEnv = { Bindings: Env; Variables: { principal: Principal } };

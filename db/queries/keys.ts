@@ -1,9 +1,10 @@
 // API keys of a tenant. Secrets are never stored: only their SHA-256 and a short prefix.
 
 import { and, asc, eq, gt, sql } from "drizzle-orm";
-import type { KeyKind, MintedKey } from "../../protocol/api-keys";
+import type { MintedKey } from "../../protocol/api-keys";
 import { dbOf } from "../client";
 import { type ApiKey, apiKeys, tenants } from "../schema";
+import type { KeyKind } from "../../core/principal";
 
 export type KeyListing = Omit<ApiKey, "tenantId" | "hash">;
 

@@ -25,7 +25,7 @@ import {
 import type { Limits } from "../../protocol/tenant-limits";
 import { AGENT_METHODS, CANCEL_REQUEST, PROTOCOL_VERSION } from "../../protocol/methods";
 import { isGatewayMethod, stripGatewayMarks } from "../../protocol/gateway-namespace";
-import type { Env } from "../../worker/env";
+import type { Env } from "../../core/env";
 import type { FromAgent, SessionRef } from "../session/contract";
 import type { SessionObject } from "../session/session-object";
 import { AgentRates, FLOOD_REASON } from "../tenant/tenant-limits";
@@ -38,6 +38,8 @@ import { AGENT_EDGE_HEADER, decodeControl, encodeControl } from "../../protocol/
 import { AgentStore } from "./store";
 import { refusedAnswer } from "../../protocol/refused-answer";
 import { stage, stageTimingFrom } from "../../protocol/stage-timing";
+import { CLOSE } from "../../core/close-codes";
+import { ErrorCode } from "../../core/rpc-errors";
 
 /** How long session/new or session/load may take before the client is told the agent did not answer. */
 const OPEN_TIMEOUT_MS = 60_000;
@@ -132,7 +134,7 @@ export class AgentObject extends DurableObject<Env> {
     this.edgeCounts.clear();
     for (const old of previous) {
       try {
-        old.close(4000, "replaced by a newer connection of the same agent");
+        old.close(CLOSE.replaced, "replaced by a newer connection of the same agent");
       } catch {
         // already closing
       }
@@ -265,7 +267,7 @@ export class AgentObject extends DurableObject<Env> {
       if (isRequest(message)) {
         const error =
           sessionId === undefined
-            ? new RpcError(-32601, `The gateway routes agent requests by params.sessionId; ${message.method} has none`)
+            ? new RpcError(ErrorCode.methodNotFound, `The gateway routes agent requests by params.sessionId; ${message.method} has none`)
             : RpcError.sessionNotFound(sessionId);
         ws.send(JSON.stringify(errorResponse(message.id, error)));
       }
@@ -284,7 +286,7 @@ export class AgentObject extends DurableObject<Env> {
     if (this.dialIn?.ws === ws) this.dialIn = undefined;
     const attachment = ws.deserializeAttachment() as { epoch: number } | undefined;
     try {
-      ws.close(code === 1005 ? 1000 : code, "closed");
+      ws.close(code === CLOSE.noStatus ? CLOSE.normal : code, "closed");
     } catch {
       // already closed
     }
@@ -493,7 +495,7 @@ export class AgentObject extends DurableObject<Env> {
       if (this.dialIn?.ws === ws) this.dialIn = undefined;
       const attachment = ws.deserializeAttachment() as { epoch: number } | undefined;
       try {
-        ws.close(4401, reason);
+        ws.close(CLOSE.credentialsRevoked, reason);
       } catch {
         // already closing
       }
@@ -504,7 +506,7 @@ export class AgentObject extends DurableObject<Env> {
     if (dialOut) {
       this.dialOut = undefined;
       try {
-        dialOut.ws.close(1000, reason);
+        dialOut.ws.close(CLOSE.normal, reason);
       } catch {
         // already closing
       }
@@ -596,7 +598,7 @@ export class AgentObject extends DurableObject<Env> {
           );
     if (!claimed.ok) {
       return new RpcError(
-        -32603,
+        ErrorCode.internalError,
         `The agent "${args.agent}" answered ${args.method} with a session id the gateway refused: ${claimed.message}. That session is unchanged; try again, and if this repeats the agent is misbehaving.`,
         { reason: "session_id_taken", sessionId },
       );
@@ -670,8 +672,8 @@ export class AgentObject extends DurableObject<Env> {
   private notConnected(agent: string): RpcError {
     const unreachable = this.dialer.lastError;
     return unreachable
-      ? new RpcError(-32603, `The agent "${agent}" is unreachable: ${unreachable}`, { reason: "agent_unreachable" })
-      : new RpcError(-32603, `The agent "${agent}" is not connected to the gateway; start it or try again later`, {
+      ? new RpcError(ErrorCode.internalError, `The agent "${agent}" is unreachable: ${unreachable}`, { reason: "agent_unreachable" })
+      : new RpcError(ErrorCode.internalError, `The agent "${agent}" is not connected to the gateway; start it or try again later`, {
           reason: "agent_not_connected",
         });
   }
@@ -820,10 +822,14 @@ function withParams(message: Record<string, unknown>, params: unknown): Record<s
 }
 
 function gatewayMethodRefused(method: string): RpcError {
-  return new RpcError(-32601, `${method} is refused: methods named _acp_gateway/* belong to the gateway, and agents may not send them`, {
-    method,
-    reason: "gateway_namespace",
-  });
+  return new RpcError(
+    ErrorCode.methodNotFound,
+    `${method} is refused: methods named _acp_gateway/* belong to the gateway, and agents may not send them`,
+    {
+      method,
+      reason: "gateway_namespace",
+    },
+  );
 }
 
 function sessionIdOfParams(params: unknown): string | undefined {

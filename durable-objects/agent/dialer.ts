@@ -4,7 +4,7 @@
 // at 30 s) and, until the next attempt is due, callers get the last error at once.
 
 import { agentByName } from "../../db/queries/agents";
-import type { Env } from "../../worker/env";
+import type { Env } from "../../core/env";
 import type { AgentMeta } from "./store";
 
 const BASE_BACKOFF_MS = 500;

@@ -11,6 +11,7 @@
 // seq): a link whose far end vanished without a close event can delay a session, never stop it.
 
 import { type LinkToAgent, encodeLink, linkToAgent } from "../../protocol/agent-link-wire";
+import { CLOSE } from "../../core/close-codes";
 
 /** A link nothing went over for this long is closed (the next delivery goes by RPC and opens it again). */
 export const LINK_IDLE_MS = 10_000;
@@ -167,7 +168,7 @@ export class SessionLinks {
     link.batch = undefined;
     batch?.reject(new Error("the link to the session closed before it acknowledged the batch"));
     try {
-      link.ws.close(1000, "link closed");
+      link.ws.close(CLOSE.normal, "link closed");
     } catch {
       // already closed
     }

@@ -9,10 +9,11 @@
 
 import { DurableObject } from "cloudflare:workers";
 import { isObject, type JsonRpcId } from "../../protocol/jsonrpc";
-import type { Principal } from "../../worker/auth";
-import type { Env } from "../../worker/env";
+import type { Env } from "../../core/env";
 import { HttpConnection, type PostedMessage, type PostOutcome } from "./http-connection";
 import { DEFAULT_STREAM_LIMITS, type StreamLimits } from "./outbound-stream";
+import type { Principal } from "../../core/principal";
+import { ErrorCode } from "../../core/rpc-errors";
 
 /** Header on the internal stream request: the principal the edge authenticated. */
 export const PRINCIPAL_HEADER = "X-Acp-Gateway-Principal";
@@ -53,7 +54,7 @@ export class ConnectionObject extends DurableObject<Env> {
       const message = error instanceof Error ? error.message : String(error);
       return {
         status: 500,
-        answer: JSON.stringify({ jsonrpc: "2.0", id, error: { code: -32603, message: `Initialize failed: ${message}` } }),
+        answer: JSON.stringify({ jsonrpc: "2.0", id, error: { code: ErrorCode.internalError, message: `Initialize failed: ${message}` } }),
       };
     }
   }

@@ -7,11 +7,11 @@
 import { isObject, type JsonRpcId } from "../../protocol/jsonrpc";
 import { AGENT_METHODS } from "../../protocol/methods";
 import type { LimitError } from "../../protocol/tenant-limits";
-import type { Principal } from "../../worker/auth";
 import { ClientConnection } from "../../worker/client-connection";
 import type { ClientSink } from "../../worker/client-sink";
-import type { Env } from "../../worker/env";
+import type { Env } from "../../core/env";
 import { OutboundStream, type StreamLimits } from "./outbound-stream";
+import type { Principal } from "../../core/principal";
 
 /** Requests whose answers are routed by the session they named; bounded, oldest forgotten first. */
 const ROUTED_REQUESTS_MEMORY = 256;

@@ -10,7 +10,7 @@
 
 import { DurableObject } from "cloudflare:workers";
 import { activeRules, insertRule, recordHits } from "../../db/queries/decision-rules";
-import type { Env } from "../../worker/env";
+import type { Env } from "../../core/env";
 import { HitTally } from "../../protocol/hit-tally";
 import type { SessionObject } from "../session/session-object";
 import type { RulesSnapshot } from "../session/rules-cache";

@@ -41,6 +41,3 @@ export interface RuleCreated {
 export interface RuleNotCreated {
   reason: string;
 }
-
-/** The notice a session sends when an *_always answer could not be remembered. */
-export const RULE_NOT_CREATED = "_acp_gateway/rule_not_created";

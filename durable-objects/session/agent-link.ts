@@ -9,9 +9,9 @@
 import { type Message, RpcError, errorResponse, isObject, isRequest, isResponse, resultResponse } from "../../protocol/jsonrpc";
 import { AGENT_METHODS, CANCEL_REQUEST, CLIENT_METHODS } from "../../protocol/methods";
 import { CANCELLED_RESULT } from "../../protocol/permissions";
-import { CLOSE_SESSION_DELETED, deletionGoesAhead, sessionDeletedNotice } from "../../protocol/session-delete";
+import { deletionGoesAhead, sessionDeletedNotice } from "../../protocol/session-delete";
 import { isToolCallUpdate } from "../../protocol/tool-calls";
-import type { Env } from "../../worker/env";
+import type { Env } from "../../core/env";
 import type { AgentObject } from "../agent/agent-object";
 import type { ToAgent } from "../agent/contract";
 import { AgentDelivery } from "./agent-delivery";
@@ -28,6 +28,8 @@ import type { TurnControl } from "./turn";
 import type { TurnWatch } from "./turn-watch";
 import type { SessionUnindex } from "./unindex";
 import { stage } from "../../protocol/stage-timing";
+import { CLOSE } from "../../core/close-codes";
+import { ErrorCode } from "../../core/rpc-errors";
 
 export interface AgentLinkDeps {
   ctx: DurableObjectState;
@@ -165,7 +167,7 @@ export class AgentLink {
       const inflight = store.takeInflight(gwId);
       if (!inflight) continue;
       const ws = clients.byConnection(inflight.connId);
-      const error = new RpcError(-32603, `${message} ${inflight.method}`, { reason: "agent_disconnected" });
+      const error = new RpcError(ErrorCode.internalError, `${message} ${inflight.method}`, { reason: "agent_disconnected" });
       if (ws) send(ws, JSON.stringify(errorResponse(inflight.clientId, error)));
     }
     const turn = store.turn;
@@ -244,7 +246,11 @@ export class AgentLink {
     if (inflight.method === AGENT_METHODS.sessionDelete) return this.deleteSession(inflight, {});
     const message = `The gateway could not hand ${inflight.method} to the agent "${meta.agent}" (${reason}); nothing was done, try again`;
     const ws = this.d.clients.byConnection(inflight.connId);
-    if (ws) send(ws, JSON.stringify(errorResponse(inflight.clientId, new RpcError(-32603, message, { reason: "agent_unreachable" }))));
+    if (ws)
+      send(
+        ws,
+        JSON.stringify(errorResponse(inflight.clientId, new RpcError(ErrorCode.internalError, message, { reason: "agent_unreachable" }))),
+      );
     const turn = store.turn;
     if (turn.state !== "idle" && turn.gwId === gwId) {
       for (const pending of store.pending()) this.d.permissions.resolve(pending, CANCELLED_RESULT, { type: "turn_end" });
@@ -276,7 +282,7 @@ export class AgentLink {
         for (const ws of attached) {
           send(ws, ws === deleter ? answer : notice);
           try {
-            ws.close(CLOSE_SESSION_DELETED, "the session was deleted");
+            ws.close(CLOSE.sessionDeleted, "the session was deleted");
           } catch {
             // already closed
           }

@@ -9,6 +9,7 @@ import type { ToAgent } from "../agent/contract";
 import { type AttachedClients, attachmentOf, sendRewritable } from "./clients";
 import type { ClientAttachment } from "../../protocol/session-wire";
 import type { SessionStore, TurnState } from "./store";
+import { ErrorCode } from "../../core/rpc-errors";
 
 /** The agent's requests a session routed to one client, until that client answers or goes. */
 export class AgentRequests {
@@ -24,7 +25,7 @@ export class AgentRequests {
     const ws = turn.state !== "idle" ? this.clients.byConnection(turn.connId) : undefined;
     const target = agentRequestTarget(turn, this.store.meta?.sessionId ?? "", method, params, ws ? attachmentOf(ws) : undefined);
     if (!ws || !target.ok) {
-      const error = target.ok ? new RpcError(-32603, `The client serving ${method} is gone`) : target.error;
+      const error = target.ok ? new RpcError(ErrorCode.internalError, `The client serving ${method} is gone`) : target.error;
       this.toAgent({ type: "response", epoch, id: agentReqId, error: errorResponse(agentReqId, error).error });
       return;
     }
@@ -50,7 +51,7 @@ export class AgentRequests {
   clientGone(connId: string): void {
     for (const r of this.store.agentRequests({ connId })) {
       this.store.takeAgentRequest(r.outId);
-      const error = { code: -32603, message: `The client serving ${r.method} disconnected` };
+      const error = { code: ErrorCode.internalError, message: `The client serving ${r.method} disconnected` };
       this.toAgent({ type: "response", epoch: r.agentEpoch, id: r.agentReqId, error });
     }
   }
@@ -78,7 +79,7 @@ function agentRequestTarget(
     ({
       ok: false,
       error: new RpcError(
-        -32601,
+        ErrorCode.methodNotFound,
         `${method} was not delivered: ${why}. The gateway sends an agent's fs, terminal, elicitation and extension requests only to the client whose prompt is running, and only if it advertised the capability.`,
         { method, sessionId, reason },
       ),

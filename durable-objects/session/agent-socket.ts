@@ -6,6 +6,7 @@
 
 import { type LinkToSession, encodeLink } from "../../protocol/agent-link-wire";
 import type { ToAgent } from "../agent/contract";
+import { CLOSE } from "../../core/close-codes";
 
 const AGENT_LINK_TAG = "agent-link";
 /**
@@ -50,7 +51,7 @@ export class AgentSocket {
     for (const old of this.ctx.getWebSockets(AGENT_LINK_TAG)) {
       this.lost(old);
       try {
-        old.close(1000, "replaced by a newer link");
+        old.close(CLOSE.normal, "replaced by a newer link");
       } catch {
         // already closing
       }

@@ -12,8 +12,8 @@
 
 import { isObject, type JsonObject } from "../../protocol/jsonrpc";
 import { reduceToolCall, type ToolCallRow } from "../../protocol/tool-calls";
+import { GATEWAY_NOTIFICATIONS } from "../../core/gateway-notifications";
 
-export const HISTORY_COMPACTED = "_acp_gateway/history_compacted";
 /** A merged chunk stops growing at this many characters of text, so no log row is rewritten for ever. */
 export const MAX_MERGED_TEXT = 8 * 1024;
 /** Default for the session's fold threshold: log entries appended between two folds. */
@@ -249,7 +249,7 @@ export class CompactionTally {
   notice(sessionId: string): string {
     return JSON.stringify({
       jsonrpc: "2.0",
-      method: HISTORY_COMPACTED,
+      method: GATEWAY_NOTIFICATIONS.historyCompacted,
       params: {
         sessionId,
         framesReplayed: this.frames,

@@ -17,7 +17,7 @@ import { isObject } from "../../protocol/jsonrpc";
 import { randomId } from "../../protocol/ids";
 import { signApprovalToken, usableSecret } from "../../protocol/approval-token";
 import { describeOperation, linkOptions } from "../../protocol/operation-view";
-import type { Env } from "../../worker/env";
+import type { Env } from "../../core/env";
 import { deliverWebhook } from "../../worker/notifications/deliver";
 import { NOTIFICATION_EVENT, type WaitingRequestPayload, optionsForPayload } from "../../worker/notifications/payload";
 import type { ApprovalView, LinkDecidedBy, LinkRefusal } from "./contract";

@@ -2,14 +2,13 @@
 // approval when invalid: TC-10, TC-17), and a person's *_always choice remembered as a tenant rule.
 
 import { RpcError, errorResponse } from "../../protocol/jsonrpc";
-import { GATEWAY_NOTIFICATIONS } from "../../protocol/methods";
 import { type PermissionOption, judgeAnswer } from "../../protocol/permissions";
-import { RULE_NOT_CREATED } from "../rules/types";
 import { sendRewritable } from "./clients";
 import type { ClientAttachment } from "../../protocol/session-wire";
 import type { DecidedBy } from "./contract";
 import type { LifecycleDeps, PermissionLifecycle } from "./permission-lifecycle";
 import { type PendingRequest, copyId } from "./store";
+import { GATEWAY_NOTIFICATIONS } from "../../core/gateway-notifications";
 
 /** How many times a client that answered a permission request wrongly is asked again. */
 const MAX_RESENDS = 3;
@@ -91,7 +90,8 @@ function remember(
     .then((rule) => {
       if (!rule) return;
       // Nothing remembered: the person is told why, and will be asked again next time.
-      if ("reason" in rule) return d.info.notice(RULE_NOT_CREATED, { sessionId, toolCallId: pending.toolCallId, reason: rule.reason });
+      if ("reason" in rule)
+        return d.info.notice(GATEWAY_NOTIFICATIONS.ruleNotCreated, { sessionId, toolCallId: pending.toolCallId, reason: rule.reason });
       d.info.notice(GATEWAY_NOTIFICATIONS.ruleCreated, { sessionId, toolCallId: pending.toolCallId, rule, createdBy: client.user });
     })
     .catch((error: unknown) => console.error("session: remembering the decision failed", error));

@@ -3,15 +3,9 @@
 // from clients are judged in permission-answer.ts; the rules are reached through rules-link.ts.
 
 import { type JsonRpcId, isObject } from "../../protocol/jsonrpc";
-import { CANCEL_REQUEST, CLIENT_METHODS, GATEWAY_NOTIFICATIONS } from "../../protocol/methods";
-import {
-  CANCELLED_RESULT,
-  type PermissionOption,
-  RULES_UNAVAILABLE_MESSAGE,
-  RULES_UNAVAILABLE_NOTICE,
-  markedRulesUnknown,
-} from "../../protocol/permissions";
-import { LIMIT_REACHED_NOTICE, type LimitError, limitsOf, pendingLimitError } from "../../protocol/tenant-limits";
+import { CANCEL_REQUEST, CLIENT_METHODS } from "../../protocol/methods";
+import { CANCELLED_RESULT, type PermissionOption, RULES_UNAVAILABLE_MESSAGE, markedRulesUnknown } from "../../protocol/permissions";
+import { type LimitError, limitsOf, pendingLimitError } from "../../protocol/tenant-limits";
 import type { DecideResult } from "../rules/types";
 import type { ToAgent } from "../agent/contract";
 import type { AuditEntry } from "../../db/queries/audit";
@@ -27,6 +21,8 @@ import type { SessionInfo } from "./session-info";
 import { answerPermission } from "./permission-answer";
 import { type PendingRequest, type SessionStore, copyId } from "./store";
 import type { TurnWatch } from "./turn-watch";
+import { ErrorCode } from "../../core/rpc-errors";
+import { GATEWAY_NOTIFICATIONS } from "../../core/gateway-notifications";
 
 export interface LifecycleDeps {
   ctx: DurableObjectState;
@@ -106,7 +102,7 @@ export class PermissionLifecycle {
   /** A permission request beyond the session's bound: the agent gets an error saying why, the clients a notice. */
   private refuseOverLimit(epoch: number, agentReqId: JsonRpcId, error: LimitError): void {
     this.d.toAgent({ type: "response", epoch, id: agentReqId, error });
-    this.d.info.notice(LIMIT_REACHED_NOTICE, { sessionId: this.d.store.meta?.sessionId, ...error });
+    this.d.info.notice(GATEWAY_NOTIFICATIONS.limitReached, { sessionId: this.d.store.meta?.sessionId, ...error });
   }
 
   /** A permission request while no turn runs, or after the turn was cancelled: `cancelled` at once, audited (one entry, resolved). */
@@ -150,7 +146,7 @@ export class PermissionLifecycle {
     else if (write === "reopen") this.d.store.reopenPermission(pending);
     else this.d.store.appendPermission(pending.permId, write.append, pending);
     if (asking === ASKING_RULES_UNKNOWN) {
-      this.d.info.notice(RULES_UNAVAILABLE_NOTICE, {
+      this.d.info.notice(GATEWAY_NOTIFICATIONS.rulesUnavailable, {
         sessionId: this.d.store.meta?.sessionId,
         toolCallId: pending.toolCallId,
         message: RULES_UNAVAILABLE_MESSAGE,
@@ -279,7 +275,7 @@ export class PermissionLifecycle {
     const pending = this.d.store.pendingByAgentId(requestId, epoch);
     if (!pending) return false;
     this.withdraw(pending, { type: "agent_withdrew" });
-    this.d.toAgent({ type: "response", epoch, id: requestId, error: { code: -32800, message: "Request cancelled" } });
+    this.d.toAgent({ type: "response", epoch, id: requestId, error: { code: ErrorCode.requestCancelled, message: "Request cancelled" } });
     this.d.scheduleDeadline();
     return true;
   }

@@ -5,7 +5,7 @@
 
 import type { RulesObject } from "../rules/rules-object";
 import type { DecideRequest, DecideResult, RememberRequest, RuleCreated, RuleNotCreated } from "../rules/types";
-import type { Env } from "../../worker/env";
+import type { Env } from "../../core/env";
 import { RulesCache } from "./rules-cache";
 import type { PendingRequest, SessionMeta, SessionStore } from "./store";
 

@@ -5,7 +5,7 @@
 import { touchSession } from "../../db/queries/sessions";
 import { isObject } from "../../protocol/jsonrpc";
 import { CLIENT_METHODS } from "../../protocol/methods";
-import type { Env } from "../../worker/env";
+import type { Env } from "../../core/env";
 import type { AttachedClients } from "./clients";
 import { appendUpdate } from "./compaction";
 import type { SessionMeta, SessionStore } from "./store";

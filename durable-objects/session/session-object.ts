@@ -22,7 +22,7 @@ import {
   toRpcError,
 } from "../../protocol/jsonrpc";
 import { AGENT_METHODS, CANCEL_REQUEST } from "../../protocol/methods";
-import type { Env } from "../../worker/env";
+import type { Env } from "../../core/env";
 import type { ApprovalView, FromAgent, InitResult, LinkRefusal, SessionInit, SessionRef, SessionSnapshot } from "./contract";
 import { AgentLink } from "./agent-link";
 import { AgentSocket, EDGE_LINK_TAG, isEdgeLinkAttachment, isLinkAttachment } from "./agent-socket";
@@ -46,6 +46,7 @@ import { SessionInfo, loadResult } from "./session-info";
 import { TurnControl } from "./turn";
 import { SessionUnindex } from "./unindex";
 import { stage, stageTimingFrom } from "../../protocol/stage-timing";
+import { CLOSE } from "../../core/close-codes";
 
 export class SessionObject extends DurableObject<Env> {
   private readonly store: SessionStore;
@@ -222,7 +223,7 @@ export class SessionObject extends DurableObject<Env> {
   override webSocketClose(ws: WebSocket, code: number): void {
     this.socketGone(ws);
     try {
-      ws.close(code === 1005 ? 1000 : code, "closed");
+      ws.close(code === CLOSE.noStatus ? CLOSE.normal : code, "closed");
     } catch {
       // already closed
     }

@@ -3,7 +3,7 @@
 // end it early, the requests still pending answered `cancelled` (TC-12) and the clients told why.
 
 import { type JsonRpcId, RpcError, errorResponse } from "../../protocol/jsonrpc";
-import { AGENT_METHODS, GATEWAY_NOTIFICATIONS } from "../../protocol/methods";
+import { AGENT_METHODS } from "../../protocol/methods";
 import { limitsOf } from "../../protocol/tenant-limits";
 import type { ToAgent } from "../agent/contract";
 import { type AttachedClients, send } from "./clients";
@@ -12,6 +12,8 @@ import type { DecidedBy } from "./contract";
 import type { PermissionLifecycle } from "./permission-lifecycle";
 import type { SessionInfo } from "./session-info";
 import type { SessionStore } from "./store";
+import { ErrorCode } from "../../core/rpc-errors";
+import { GATEWAY_NOTIFICATIONS } from "../../core/gateway-notifications";
 
 export interface TurnDeps {
   store: SessionStore;
@@ -31,7 +33,7 @@ export class TurnControl {
     const turn = store.turn;
     if (turn.state !== "idle") {
       throw new RpcError(
-        -32600,
+        ErrorCode.invalidRequest,
         `A turn is already running in session ${store.meta?.sessionId}${turn.user ? ` (started by ${turn.user})` : ""}; wait for it to end or send session/cancel. Prompts are not queued.`,
         { reason: "turn_in_progress" },
       );
@@ -83,7 +85,8 @@ export class TurnControl {
     const message = `The agent "${meta.agent}" made no progress for ${seconds} s (no message, nobody asked); the gateway ended the turn.`;
     const inflight = store.takeInflight(turn.gwId);
     const ws = inflight ? this.d.clients.byConnection(inflight.connId) : undefined;
-    if (inflight && ws) send(ws, JSON.stringify(errorResponse(inflight.clientId, new RpcError(-32603, message, { reason: "turn_idle" }))));
+    if (inflight && ws)
+      send(ws, JSON.stringify(errorResponse(inflight.clientId, new RpcError(ErrorCode.internalError, message, { reason: "turn_idle" }))));
     store.turn = { state: "idle" };
     this.d.toAgent({ type: "notification", method: AGENT_METHODS.sessionCancel, params: { sessionId: meta.sessionId } });
     this.ended("turn_idle", message);

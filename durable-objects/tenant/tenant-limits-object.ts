@@ -7,7 +7,7 @@
 
 import { DurableObject } from "cloudflare:workers";
 import { type LeaseGrant, TokenBucket } from "../../protocol/rate-limit";
-import type { Env } from "../../worker/env";
+import type { Env } from "../../core/env";
 
 /** How often a live connection renews its slot; a slot not renewed for CONNECTION_TTL_MS is freed. */
 export const CONNECTION_RENEW_MS = 20_000;

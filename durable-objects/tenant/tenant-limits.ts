@@ -2,10 +2,11 @@
 // the tenant's), and its slot among the connections of its key.
 
 import type { JsonRpcId } from "../../protocol/jsonrpc";
-import { CLOSE_RATE_EXCEEDED, RateGate } from "../../protocol/rate-limit";
+import { RateGate } from "../../protocol/rate-limit";
 import { type Limits, limitsOf } from "../../protocol/tenant-limits";
-import type { Env } from "../../worker/env";
+import type { Env } from "../../core/env";
 import { CONNECTION_RENEW_MS, type SlotOutcome } from "./tenant-limits-object";
+import { CLOSE } from "../../core/close-codes";
 
 function tenantLimits(env: Env, tenantId: string) {
   return env.TENANT_LIMITS.get(env.TENANT_LIMITS.idFromName(tenantId));
@@ -132,7 +133,7 @@ export const FLOOD_REASON = "kept sending over its message rate";
 
 function closeFlood(ws: WebSocket, whose: string, perSecond: number): void {
   try {
-    ws.close(CLOSE_RATE_EXCEEDED, `kept sending ${whose} ${perSecond} messages a second`);
+    ws.close(CLOSE.rateExceeded, `kept sending ${whose} ${perSecond} messages a second`);
   } catch {
     // already closing
   }

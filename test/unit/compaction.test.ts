@@ -7,7 +7,6 @@ import { describe, expect, it } from "vitest";
 import {
   type CompactableLog,
   CompactionTally,
-  HISTORY_COMPACTED,
   MAX_MERGED_TEXT,
   appendUpdate,
   maybeFold,
@@ -15,6 +14,7 @@ import {
   planFold,
 } from "../../durable-objects/session/compaction";
 import { reduceToolCall, type ToolCallRow } from "../../protocol/tool-calls";
+import { GATEWAY_NOTIFICATIONS } from "../../core/gateway-notifications";
 
 type Json = Record<string, any>;
 
@@ -171,7 +171,7 @@ describe("folding tool-call updates", () => {
 });
 
 describe("the attaching client is told", () => {
-  it(`sends ${HISTORY_COMPACTED} with what the compacted frames stand for`, () => {
+  it(`sends ${GATEWAY_NOTIFICATIONS.historyCompacted} with what the compacted frames stand for`, () => {
     const log = new MemoryLog();
     for (const t of ["a", "b", "c"]) appendUpdate(log, chunk(t));
     log.append("update", frame({ sessionUpdate: "tool_call", toolCallId: "t1" }));

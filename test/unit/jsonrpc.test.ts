@@ -1,6 +1,7 @@
 import { describe, expect, it } from "vitest";
-import { ErrorCode, parseFrame } from "../../protocol/jsonrpc";
+import { parseFrame } from "../../protocol/jsonrpc";
 import { judgeAnswer } from "../../protocol/permissions";
+import { ErrorCode } from "../../core/rpc-errors";
 
 describe("parseFrame", () => {
   it("answers malformed JSON with a parse error and a null id", () => {

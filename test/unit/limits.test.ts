@@ -1,6 +1,6 @@
 import fc from "fast-check";
 import { describe, expect, it } from "vitest";
-import { ErrorCode, parseFrame } from "../../protocol/jsonrpc";
+import { parseFrame } from "../../protocol/jsonrpc";
 import {
   MAX_FRAME_BYTES,
   MAX_JSON_DEPTH,
@@ -10,6 +10,7 @@ import {
   topLevelFields,
   utf8LongerThan,
 } from "../../protocol/limits";
+import { ErrorCode } from "../../core/rpc-errors";
 
 /** The nesting depth of a parsed value, by definition: a scalar is 0, a container one more than its deepest child. */
 function depthOf(value: unknown): number {

@@ -14,8 +14,7 @@ import type { AgentObject } from "../../durable-objects/agent/agent-object";
 import { LINK_IDLE_MS } from "../../durable-objects/agent/session-links";
 import type { SessionObject } from "../../durable-objects/session/session-object";
 import { AGENT_LINK_HEADER, linkToAgent, linkToSession } from "../../protocol/agent-link-wire";
-import { GATEWAY_NOTIFICATIONS } from "../../protocol/methods";
-import type { Env } from "../../worker/env";
+import type { Env } from "../../core/env";
 import { agentStub, crashObject, sessionStub } from "./fuzz-faults";
 import {
   AGENT_OBJECT_LOST,
@@ -30,6 +29,7 @@ import {
   type ScriptedAgent,
   type SeededTenant,
 } from "./helpers";
+import { GATEWAY_NOTIFICATIONS } from "../../core/gateway-notifications";
 
 // ── the objects' insides, as the tests reach them ─────────────────────────────────────────────────
 interface LinkEnd {

@@ -4,9 +4,10 @@
 
 import { env, runInDurableObject } from "cloudflare:test";
 import { describe, expect, it } from "vitest";
-import { HISTORY_COMPACTED, appendUpdate, maybeFold } from "../../durable-objects/session/compaction";
+import { appendUpdate, maybeFold } from "../../durable-objects/session/compaction";
 import { SessionStore } from "../../durable-objects/session/store";
 import { attachClient, barrier, clientWithSession, connect, dialInAgent, isMethod, seedTenant } from "./helpers";
+import { GATEWAY_NOTIFICATIONS } from "../../core/gateway-notifications";
 
 type Json = Record<string, any>;
 
@@ -49,7 +50,7 @@ describe("compact replay", () => {
       "tool_call_update",
       "agent_thought_chunk",
     ]);
-    const notice = late.unclaimed().find((m) => m.method === HISTORY_COMPACTED);
+    const notice = late.unclaimed().find((m) => m.method === GATEWAY_NOTIFICATIONS.historyCompacted);
     expect(notice?.params).toMatchObject({ sessionId, chunksMerged: 4, toolCallUpdatesFolded: 0 });
 
     // Live after history: the next chunk continues the logged message but reaches the client raw, once.
@@ -85,7 +86,9 @@ describe("compact replay", () => {
     // Every call is there once its updates were folded, in the order the calls first appeared.
     const firstSeen = history.filter((m) => m.params.update.sessionUpdate === "tool_call").map((m) => m.params.update.toolCallId);
     expect(firstSeen).toEqual(Array.from({ length: calls }, (_, c) => `tc${c}`));
-    expect(late.unclaimed().find((m) => m.method === HISTORY_COMPACTED)?.params.toolCallUpdatesFolded).toBeGreaterThan(0);
+    expect(late.unclaimed().find((m) => m.method === GATEWAY_NOTIFICATIONS.historyCompacted)?.params.toolCallUpdatesFolded).toBeGreaterThan(
+      0,
+    );
   }, 120_000);
 
   // The bench's replay scenario at a size streaming cannot reach in its time (100,000 events take

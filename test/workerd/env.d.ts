@@ -1,5 +1,5 @@
 import type { D1Migration } from "cloudflare:test";
-import type { Env as GatewayEnv } from "../../worker/env";
+import type { Env as GatewayEnv } from "../../core/env";
 
 declare global {
   namespace Cloudflare {

@@ -4,7 +4,7 @@
 // wrapper of the real binding whose calls fail (or wait) until it is swapped back.
 
 import { env, evictDurableObject, runInDurableObject } from "cloudflare:test";
-import type { Env } from "../../worker/env";
+import type { Env } from "../../core/env";
 import { countFault, newCounters } from "./fuzz-session";
 
 /** Counters of one fault-test file, printed for scripts/reliability-summary.ts by `printCounters`. */

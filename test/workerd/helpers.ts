@@ -5,8 +5,9 @@
 import { SELF, env } from "cloudflare:test";
 import { expect } from "vitest";
 import { insertKey } from "../../db/queries/keys";
-import { type KeyKind, mintKey } from "../../protocol/api-keys";
+import { mintKey } from "../../protocol/api-keys";
 import { randomId } from "../../protocol/ids";
+import type { KeyKind } from "../../core/principal";
 
 export interface SeededTenant {
   tenantId: string;

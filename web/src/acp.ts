@@ -1,3 +1,5 @@
+import { CLOSE } from "../../core/close-codes";
+import { ErrorCode } from "../../core/rpc-errors";
 // An ACP client over the gateway's WebSocket, speaking raw JSON-RPC 2.0: requests with their
 // answers, notifications, and requests from the gateway (permission requests) answered by id.
 // Browsers cannot set headers on a WebSocket, so the key travels as the `acp.bearer.<KEY>`
@@ -96,7 +98,7 @@ export class AcpClient {
 
   close(): void {
     this.closed = true;
-    this.ws.close(1000, "signed out");
+    this.ws.close(CLOSE.normal, "signed out");
   }
 
   private send(message: JsonObject): void {
@@ -133,7 +135,7 @@ export class AcpClient {
       const error = message.error;
       waiter.reject(
         new AcpRequestError(waiter.method, {
-          code: typeof error.code === "number" ? error.code : -32603,
+          code: typeof error.code === "number" ? error.code : ErrorCode.internalError,
           message: typeof error.message === "string" ? error.message : "the gateway answered with an error",
           data: error.data,
         }),

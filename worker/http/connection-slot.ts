@@ -3,9 +3,9 @@
 
 import { ConnectionSlot } from "../../durable-objects/tenant/tenant-limits";
 import { connectionsPerKeyMessage, limitsOf } from "../../protocol/tenant-limits";
-import type { Principal } from "../auth";
-import type { Env } from "../env";
+import type { Env } from "../../core/env";
 import { ApiError } from "../http-error";
+import type { Principal } from "../../core/principal";
 
 /** Takes a slot for `connectionId` under the principal's key; 429 with what to do when the key has all its slots in use. */
 export async function takeConnectionSlot(env: Env, principal: Principal, connectionId: string): Promise<void> {

@@ -5,14 +5,15 @@
 
 import type { Context } from "hono";
 import type { ContentfulStatusCode } from "hono/utils/http-status";
-import { ErrorCode, type JsonRpcId, MAX_FRAME_BYTES, RpcError, errorResponse, isObject } from "../../protocol/jsonrpc";
+import { type JsonRpcId, MAX_FRAME_BYTES, RpcError, errorResponse, isObject } from "../../protocol/jsonrpc";
 import { checkFrameLimits } from "../../protocol/limits";
 import { AGENT_METHODS } from "../../protocol/methods";
 import { PRINCIPAL_HEADER } from "../../durable-objects/connection/connection-object";
-import type { Principal } from "../auth";
 import { ApiError } from "../http-error";
 import { takeConnectionSlot } from "./connection-slot";
 import type { AppEnv } from "../types";
+import type { Principal } from "../../core/principal";
+import { ErrorCode } from "../../core/rpc-errors";
 
 const CONNECTION_ID_HEADER = "Acp-Connection-Id";
 const SESSION_ID_HEADER = "Acp-Session-Id";

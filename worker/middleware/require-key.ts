@@ -2,9 +2,10 @@
 // A missing or bad key is 401; a valid key of the wrong kind is 403.
 
 import { createMiddleware } from "hono/factory";
-import { type KeyKind, authenticate, presentedKey, touchKey } from "../auth";
+import { authenticate, presentedKey, touchKey } from "../auth";
 import { ApiError } from "../http-error";
 import type { AppEnv } from "../types";
+import type { KeyKind } from "../../core/principal";
 
 export function requireKey(...kinds: KeyKind[]) {
   if (kinds.length === 0) throw new Error("requireKey needs at least one key kind");

@@ -1,5 +1,6 @@
 import { describe, expect, it } from "vitest";
-import { OUTPUT_DROPPED, OutageBuffer, classify, unanswerable } from "../../../cli/agent-outage";
+import { OutageBuffer, classify, unanswerable } from "../../../cli/agent-outage";
+import { AGENT_BRIDGE_NOTIFICATIONS } from "../../../core/gateway-notifications";
 
 const update = (sessionId: string, text: string) =>
   JSON.stringify({
@@ -24,7 +25,7 @@ describe("the agent bridge while its socket is down", () => {
     const out = buffer.drain();
     expect(out.slice(0, 2)).toEqual([update("s1", "3"), update("s2", "4")]);
     const notice = JSON.parse(out[2] as string);
-    expect(notice).toMatchObject({ method: OUTPUT_DROPPED, params: { sessionId: "s1", dropped: 2 } });
+    expect(notice).toMatchObject({ method: AGENT_BRIDGE_NOTIFICATIONS.outputDropped, params: { sessionId: "s1", dropped: 2 } });
     expect(notice.params.message).toMatch(/dropped while its connection to the gateway was down/);
     expect(out).toHaveLength(3);
   });

@@ -21,6 +21,8 @@ import {
   userMessage,
 } from "../transcript";
 import { Markdown, PermissionCard, PlanView, ToolCard } from "./cards";
+import { ErrorCode } from "../../../core/rpc-errors";
+import { GATEWAY_NOTIFICATIONS } from "../../../core/gateway-notifications";
 
 /** How often a turn started elsewhere is checked for its end. */
 const TURN_POLL_MS = 3000;
@@ -63,24 +65,24 @@ export function SessionView({ api, link, session, isNew, onBack }: Props) {
         case "$/cancel_request":
           update((t) => permissionWithdrawn(t, m.params.requestId));
           return;
-        case "_acp_gateway/permission_resolved":
+        case GATEWAY_NOTIFICATIONS.permissionResolved:
           update((t) => permissionResolved(t, m.params, link.connectionId));
           return;
-        case "_acp_gateway/rule_created":
+        case GATEWAY_NOTIFICATIONS.ruleCreated:
           update((t) => ruleCreated(t, m.params));
           return;
-        case "_acp_gateway/rules_unavailable":
+        case GATEWAY_NOTIFICATIONS.rulesUnavailable:
           // A request reached people without the tenant's rules: say so beside it (README, "Permission requests").
           update((t) => notice(t, typeof m.params.message === "string" ? m.params.message : "The rules could not be consulted.", "warn"));
           return;
-        case "_acp_gateway/turn_ended":
+        case GATEWAY_NOTIFICATIONS.turnEnded:
           setTurn("idle");
           update((t) => turnEnded(t, typeof m.params.message === "string" ? m.params.message : "The gateway ended the turn."));
           return;
         default:
           // A request this console does not serve (file system, terminals) gets a clear error.
           if (m.id !== undefined)
-            link.client.respondError(m.id, { code: -32601, message: `${m.method} is not supported by the web console` });
+            link.client.respondError(m.id, { code: ErrorCode.methodNotFound, message: `${m.method} is not supported by the web console` });
       }
     };
     const onClose = (code: number, reason: string) =>

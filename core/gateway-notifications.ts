@@ -1,0 +1,28 @@
+// Every notification the gateway itself sends, in one place: the objects send them, the console and
+// the CLI act on them. ACP reserves names starting with `_` for extensions; a client that does not
+// know one ignores it. `_acp_gateway/*` belongs to the gateway: agents may not send it
+// (protocol/gateway-namespace.ts), so a client can trust what arrives under it.
+
+export const GATEWAY_NOTIFICATIONS = {
+  /** A permission request was resolved: by whom, with which outcome. Sent beside `$/cancel_request`. */
+  permissionResolved: "_acp_gateway/permission_resolved",
+  /** A person's allow_always / reject_always became a tenant rule: its description, so people see the scope. */
+  ruleCreated: "_acp_gateway/rule_created",
+  /** A person's allow_always / reject_always was applied once and NOT remembered: why. */
+  ruleNotCreated: "_acp_gateway/rule_not_created",
+  /** The tenant's remembered decisions could not be consulted: people are asked. */
+  rulesUnavailable: "_acp_gateway/rules_unavailable",
+  /** The gateway ended a turn (deadline, agent gone): why. */
+  turnEnded: "_acp_gateway/turn_ended",
+  /** Another client deleted the session (session/delete): this client was detached from it. */
+  sessionDeleted: "_acp_gateway/session_deleted",
+  /** The replay just sent folded older tool-call updates into their current state. */
+  historyCompacted: "_acp_gateway/history_compacted",
+  /** The gateway refused something of the agent's by a limit: which, and the value. */
+  limitReached: "_acp_gateway/limit_reached",
+} as const;
+
+/** The notice `acp-gateway agent` sends the gateway for each session whose output it dropped while disconnected. */
+export const AGENT_BRIDGE_NOTIFICATIONS = {
+  outputDropped: "_acp_gateway_agent/output_dropped",
+} as const;

@@ -1,0 +1,15 @@
+// Every JSON-RPC error code the gateway answers with, in one place (protocol/jsonrpc.ts's RpcError
+// carries them). The first eight are JSON-RPC's and ACP's; -32029 is the gateway's own, in the
+// implementation-defined server range, for a refusal by a limit (429 in spirit).
+
+export const ErrorCode = {
+  parseError: -32700,
+  invalidRequest: -32600,
+  methodNotFound: -32601,
+  invalidParams: -32602,
+  internalError: -32603,
+  requestCancelled: -32800,
+  authRequired: -32000,
+  resourceNotFound: -32002,
+  limitExceeded: -32029,
+} as const;
