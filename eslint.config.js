@@ -23,6 +23,21 @@ export default tseslint.config(
     },
   },
   {
+    // Objects are named in one place (durable-objects/objects.ts), which types each stub by its contract.
+    files: ["core/**", "protocol/**", "db/**", "connection/**", "durable-objects/**", "worker/**"],
+    ignores: ["durable-objects/objects.ts"],
+    rules: {
+      "no-restricted-syntax": [
+        "error",
+        {
+          selector: "MemberExpression[property.name=/^(idFromName|getByName|idFromString|newUniqueId)$/]",
+          message:
+            "Reach a Durable Object through durable-objects/objects.ts (objects.session(env, …) etc.): names are built and stubs typed there.",
+        },
+      ],
+    },
+  },
+  {
     // Command-line programs and scripts talk to people on stdout.
     files: ["cli/**", "scripts/**", "bench/**", "demo/**", "test/**"],
     rules: { "no-console": "off" },

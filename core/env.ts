@@ -1,10 +1,14 @@
 // The Worker's environment. The bindings wrangler.toml declares (D1, the Durable Object namespaces,
 // the console's assets, the API rate limit, vars) are generated from it by `wrangler types` into
 // ../worker-configuration.d.ts as the global `Bindings` (`npm run types`; `npm run check` fails
-// when that file is stale). So this module imports no Durable Object class, and the objects that
-// import `Env` from it import nothing back. Added here: what wrangler.toml does not declare.
+// when that file is stale): a global type, so this module imports nothing. Added here: what
+// wrangler.toml does not declare.
 
-/** The bindings of the Worker and its Durable Objects (wrangler.toml, .dev.vars, secrets). */
+/**
+ * The bindings of the Worker and its Durable Objects (wrangler.toml, .dev.vars, secrets). Its
+ * Durable Object namespaces are used only by durable-objects/objects.ts, which hands out stubs
+ * typed by each object's contract (the lint gate refuses `idFromName`/`getByName` anywhere else).
+ */
 export interface Env extends Bindings {
   /** The operator's bootstrap secret (wrangler secret put GATEWAY_ADMIN_TOKEN). */
   GATEWAY_ADMIN_TOKEN?: string;

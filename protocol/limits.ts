@@ -9,7 +9,8 @@
 // Depth: ACP messages nest a handful of levels (params.update.content…, rawInput); 64 is plenty,
 // and a bound keeps recursive code on every hop (structured clone for RPC, JSON.stringify) safe.
 
-import type { JsonRpcId } from "./jsonrpc";
+/** A JSON-RPC id as jsonrpc.ts names it (`JsonRpcId`); spelled out here, since jsonrpc.ts imports this module. */
+type JsonRpcId = string | number;
 
 export const MAX_FRAME_BYTES = 1024 * 1024 - 1024;
 export const MAX_JSON_DEPTH = 64;

@@ -31,6 +31,9 @@ export const DEFAULT_LIMITS: Readonly<Limits> = {
   turnIdleMs: 30 * 60 * 1000,
 };
 
+/** How often a live connection renews its slot in the tenant's count; a slot not renewed for three times this is freed. */
+export const CONNECTION_RENEW_MS = 20_000;
+
 /** A session counts as live while it was used within this window (the sessions index's updated_at). */
 export const LIVE_SESSION_WINDOW_MS = 24 * 3600 * 1000;
 

@@ -11,8 +11,7 @@
 // gateway's namespace is applied here to what goes direct, as the AgentObject applies it to the rest.
 
 import { SessionLinks, LINK_IDLE_MS, openSessionLink } from "../durable-objects/agent/session-links";
-import type { SessionObject } from "../durable-objects/session/session-object";
-import { AgentRates, FLOOD_REASON } from "../durable-objects/tenant/tenant-limits";
+import { AgentRates, FLOOD_REASON } from "../connection/tenant-limits";
 import { EDGE_LINK_HEADER, decodeControl, encodeControl } from "../protocol/agent-edge-wire";
 import { type DirectItem, EdgeRouting } from "../protocol/edge-routing";
 import { refusedAnswer } from "../protocol/refused-answer";
@@ -32,6 +31,7 @@ import { type Limits, limitsOf } from "../protocol/tenant-limits";
 import { stage, stageTimingFrom } from "../protocol/stage-timing";
 import type { Env } from "../core/env";
 import { CLOSE, isApplicationCloseCode } from "../core/close-codes";
+import { type SessionStub, gatewayObjects, objects } from "../durable-objects/objects";
 
 /** At most this much frame text (UTF-16 units) is held for the tenant's lease: 32 MiB. */
 const MAX_HELD_CHARS = 16 * 1024 * 1024;
@@ -52,7 +52,7 @@ export class AgentConnection {
   private readonly answerOwners = new Map<number, string>();
   /** The agent's open requests of a session, by their id as JSON: where its `$/cancel_request` for one belongs. */
   private readonly requestSessions = new Map<string, string>();
-  private readonly stubs = new Map<string, DurableObjectStub<SessionObject>>();
+  private readonly stubs = new Map<string, SessionStub>();
   private readonly links: SessionLinks;
   private readonly rates: AgentRates;
   /** The agent's connection ended: what went direct is applied (or handed back) before the control socket closes. */
@@ -73,7 +73,7 @@ export class AgentConnection {
     private readonly waitUntil: (promise: Promise<unknown>) => void,
   ) {
     stageTimingFrom(env);
-    this.rates = new AgentRates(env);
+    this.rates = new AgentRates(gatewayObjects(env));
     this.rates.overrides = principal.limits;
     this.maxHeld = 2 * limitsOf(principal.limits).messagesPerSecondPerAgentConnection;
     this.routing = new EdgeRouting({
@@ -219,12 +219,11 @@ export class AgentConnection {
     return settled;
   }
 
-  private session(sessionId: string): DurableObjectStub<SessionObject> {
-    let stub = this.stubs.get(sessionId);
-    if (!stub) {
-      stub = this.env.SESSIONS.get(this.env.SESSIONS.idFromName(`${this.principal.tenantId}/${sessionId}`));
-      this.stubs.set(sessionId, stub);
-    }
+  private session(sessionId: string): SessionStub {
+    const known = this.stubs.get(sessionId);
+    if (known) return known;
+    const stub = objects.session(this.env, this.principal.tenantId, sessionId);
+    this.stubs.set(sessionId, stub);
     return stub;
   }
 

@@ -70,13 +70,6 @@ function parseSettings(text: string): TenantSettings {
   }
 }
 
-export function permissionDeadlineMs(env: Env, principal: Principal): number {
-  const fromTenant = principal.settings.permissionDeadlineMs;
-  if (typeof fromTenant === "number" && fromTenant > 0) return fromTenant;
-  const fromEnv = Number(env.PERMISSION_DEADLINE_MS);
-  return Number.isFinite(fromEnv) && fromEnv > 0 ? fromEnv : 600_000;
-}
-
 /** Records that a key was used, at most once a minute per key, off the request's path. */
 export function touchKey(env: Env, principal: Principal, now = Date.now()): Promise<unknown> | undefined {
   if (principal.lastUsedAt !== null && now - principal.lastUsedAt < 60_000) return undefined;

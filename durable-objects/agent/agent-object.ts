@@ -27,9 +27,9 @@ import { AGENT_METHODS, CANCEL_REQUEST, PROTOCOL_VERSION } from "../../protocol/
 import { isGatewayMethod, stripGatewayMarks } from "../../protocol/gateway-namespace";
 import type { Env } from "../../core/env";
 import type { FromAgent, SessionRef } from "../session/contract";
-import type { SessionObject } from "../session/session-object";
-import { AgentRates, FLOOD_REASON } from "../tenant/tenant-limits";
-import { AGENT_PRINCIPAL_HEADER, type AgentPrincipal, type AgentStatus, type OpenSessionArgs, type ToAgent } from "./contract";
+import { AgentRates, FLOOD_REASON } from "../../connection/tenant-limits";
+import type { AgentStatus, OpenSessionArgs } from "../../connection/gateway-objects";
+import { AGENT_PRINCIPAL_HEADER, type AgentContract, type AgentPrincipal, type ToAgent } from "./contract";
 import { Dialer } from "./dialer";
 import { SessionOutbox, type Stamped } from "./session-outbox";
 import { LINK_IDLE_MS, SessionLinks, openSessionLink } from "./session-links";
@@ -40,6 +40,7 @@ import { refusedAnswer } from "../../protocol/refused-answer";
 import { stage, stageTimingFrom } from "../../protocol/stage-timing";
 import { CLOSE } from "../../core/close-codes";
 import { ErrorCode } from "../../core/rpc-errors";
+import { type SessionStub, gatewayObjects, objects } from "../objects";
 
 /** How long session/new or session/load may take before the client is told the agent did not answer. */
 const OPEN_TIMEOUT_MS = 60_000;
@@ -54,12 +55,12 @@ const REDELIVERY_MS = 2_000;
  */
 const WATCH_MS = 10_000;
 
-export class AgentObject extends DurableObject<Env> {
+export class AgentObject extends DurableObject<Env> implements AgentContract {
   private readonly store: AgentStore;
   /** Requests awaited in memory (initialize, session/new, session/load): only while an RPC is in flight. */
   private readonly waiters = new Map<number, (response: ResponseMessage) => void>();
   private readonly initWaiters = new Set<() => void>();
-  private readonly sessionStubs = new Map<string, DurableObjectStub<SessionObject>>();
+  private readonly sessionStubs = new Map<string, SessionStub>();
   /** The outbound connection of a dial_out agent (not hibernatable: it lives while the object does). */
   private dialOut?: { ws: WebSocket; epoch: number };
   private connecting?: Promise<WebSocket | undefined>;
@@ -97,7 +98,7 @@ export class AgentObject extends DurableObject<Env> {
     super(ctx, env);
     stageTimingFrom(env);
     this.store = new AgentStore(ctx.storage.sql);
-    this.rates = new AgentRates(env);
+    this.rates = new AgentRates(gatewayObjects(env));
     this.outbox = new SessionOutbox(ctx.storage.sql);
     void ctx.blockConcurrencyWhile(async () => {
       this.lostConnection();
@@ -699,13 +700,14 @@ export class AgentObject extends DurableObject<Env> {
     return meta ? { tenantId: meta.tenantId, sessionId } : undefined;
   }
 
-  private session(sessionId: string): DurableObjectStub<SessionObject> {
-    let stub = this.sessionStubs.get(sessionId);
-    if (!stub) {
-      const meta = this.store.meta;
-      stub = this.env.SESSIONS.get(this.env.SESSIONS.idFromName(`${meta?.tenantId}/${sessionId}`));
-      this.sessionStubs.set(sessionId, stub);
-    }
+  private session(sessionId: string): SessionStub {
+    const known = this.sessionStubs.get(sessionId);
+    if (known) return known;
+    // Only an AgentObject that holds its meta (its tenant) delivers to sessions: without it there is no session to name.
+    const tenantId = this.store.meta?.tenantId;
+    if (tenantId === undefined) throw new Error("the agent connection has no meta: it cannot name a session");
+    const stub = objects.session(this.env, tenantId, sessionId);
+    this.sessionStubs.set(sessionId, stub);
     return stub;
   }
 

@@ -1,11 +1,12 @@
-// The AgentObject's RPC contract: the argument and return types of its methods and the header the
-// edge Worker hands a dialling agent over with. Its callers: SessionObjects (`toAgent`), the edge
-// Worker's client connections (`openSession`, `status`) and its agent routes (`fetch`).
+// The AgentObject's RPC contract: its methods, their argument and return types, and the header the
+// edge Worker hands a dialling agent over with. Its callers: SessionObjects (`toAgent`), the client
+// connections (`openSession`, `status`), the edge's agent routes (`fetch`) and the REST API
+// (`closeConnections`); agent-object.ts implements it, callers reach it through ../objects.ts.
 
-import type { JsonRpcId } from "../../protocol/jsonrpc";
-import type { AGENT_METHODS } from "../../protocol/methods";
+import type { JsonRpcId, ResponseMessage } from "../../protocol/jsonrpc";
 import type { Limits } from "../../protocol/tenant-limits";
-import type { AgentInfo } from "./store";
+import type { AgentStatus, OpenSessionArgs } from "../../connection/gateway-objects";
+import type { SessionRef } from "../session/contract";
 
 /** The header the Worker uses to say who dialled in (its value: an `AgentPrincipal` as JSON). */
 export const AGENT_PRINCIPAL_HEADER = "X-Acp-Gateway-Agent";
@@ -33,18 +34,13 @@ export type ToAgent =
   /** Withdraw a client request that was forwarded under gwId. */
   | { type: "cancel_request"; gwId: number };
 
-/** A client's session/new or session/load, opened through the agent (`openSession`). */
-export interface OpenSessionArgs {
-  tenantId: string;
-  agent: string;
-  method: typeof AGENT_METHODS.sessionNew | typeof AGENT_METHODS.sessionLoad;
-  params: unknown;
-  createdBy: string | null;
-  deadlineMs: number;
-  relayAlwaysAsMade: boolean;
-  /** The tenant's limit overrides (protocol/tenant-limits.ts), kept by the session. */
-  limits?: Partial<Limits> | undefined;
+/** The AgentObject's RPC methods; a dialling agent's (or the edge's control) socket is its `fetch`. */
+export interface AgentContract extends Rpc.DurableObjectBranded {
+  /** A session's frame for the agent, handed on once per key; true when it reached the agent. */
+  toAgent(agent: string, ref: SessionRef, frame: ToAgent, key?: number): Promise<boolean>;
+  /** Closes the agent's connections (of one key, or all): how many were closed. */
+  closeConnections(keyId: string | null, reason: string): number;
+  status(tenantId: string, agent: string): Promise<AgentStatus>;
+  /** A client's session/new or session/load, through the agent: its answer. */
+  openSession(args: OpenSessionArgs): Promise<ResponseMessage>;
 }
-
-/** Whether the agent is connected, what it said in initialize, and why it cannot be reached (`status`). */
-export type AgentStatus = { connected: boolean; info: AgentInfo | null; unreachable?: string };

@@ -2,6 +2,8 @@
 // sessions this agent owns, and the map of the sessions' requests in flight to the agent. The map
 // of the agent's own requests to sessions lives in memory (agent-object.ts, `inbound`).
 
+import type { AgentInfo } from "../../connection/gateway-objects";
+
 const SCHEMA = `
 CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
 CREATE TABLE IF NOT EXISTS sessions (session_id TEXT PRIMARY KEY, active_epoch INTEGER NOT NULL DEFAULT 0);
@@ -13,17 +15,6 @@ DROP TABLE IF EXISTS inbound;
 export interface AgentMeta {
   tenantId: string;
   name: string;
-}
-
-/** What the agent answered to initialize; the gateway answers clients' initialize from it. */
-export interface AgentInfo {
-  protocolVersion: number;
-  agentCapabilities: Record<string, unknown>;
-  agentInfo?: unknown;
-  authMethods?: unknown[];
-  initializedAt: number;
-  /** The connection epoch that answered: a new connection must answer again before it gets requests. */
-  epoch: number;
 }
 
 export interface Outbound {

@@ -10,13 +10,19 @@
 import { DurableObject } from "cloudflare:workers";
 import { isObject, type JsonRpcId } from "../../protocol/jsonrpc";
 import type { Env } from "../../core/env";
-import { HttpConnection, type PostedMessage, type PostOutcome } from "./http-connection";
+import {
+  type ConnectionContract,
+  type InitializeOutcome,
+  PRINCIPAL_HEADER,
+  type PostOutcome,
+  type PostedMessage,
+  type Unknown,
+} from "./contract";
+import { HttpConnection } from "./http-connection";
 import { DEFAULT_STREAM_LIMITS, type StreamLimits } from "./outbound-stream";
 import type { Principal } from "../../core/principal";
 import { ErrorCode } from "../../core/rpc-errors";
 
-/** Header on the internal stream request: the principal the edge authenticated. */
-export const PRINCIPAL_HEADER = "X-Acp-Gateway-Principal";
 /** Header on the internal stream request: the session whose stream is asked for. */
 const SESSION_HEADER = "Acp-Session-Id";
 
@@ -28,15 +34,12 @@ interface ConnectionRecord {
   initialize: string;
 }
 
-export type InitializeOutcome = { status: 200; answer: string } | { status: 500; answer: string };
-export type Unknown = { status: 404; message: string };
-
 /** A connection record outlives its object's eviction this long without a live connection. */
 const RECORD_TTL_MS = 24 * 60 * 60 * 1000;
 
 const UNKNOWN: Unknown = { status: 404, message: "Unknown or ended Acp-Connection-Id; start a new connection with initialize" };
 
-export class ConnectionObject extends DurableObject<Env> {
+export class ConnectionObject extends DurableObject<Env> implements ConnectionContract {
   private live: HttpConnection | undefined;
   private restoring: Promise<HttpConnection | undefined> | undefined;
 

@@ -6,12 +6,13 @@
 
 import { isObject, type JsonRpcId } from "../../protocol/jsonrpc";
 import { AGENT_METHODS } from "../../protocol/methods";
-import type { LimitError } from "../../protocol/tenant-limits";
-import { ClientConnection } from "../../worker/client-connection";
-import type { ClientSink } from "../../worker/client-sink";
+import { ClientConnection } from "../../connection/client-connection";
+import type { ClientSink } from "../../connection/client-sink";
 import type { Env } from "../../core/env";
+import type { PostOutcome, PostedMessage } from "./contract";
 import { OutboundStream, type StreamLimits } from "./outbound-stream";
 import type { Principal } from "../../core/principal";
+import { gatewayObjects } from "../objects";
 
 /** Requests whose answers are routed by the session they named; bounded, oldest forgotten first. */
 const ROUTED_REQUESTS_MEMORY = 256;
@@ -23,14 +24,7 @@ const INITIALIZE_TIMEOUT_MS = 30_000;
 /** Methods that (re-)attach a session: allowed on a session the connection does not hold. */
 const REATTACH_METHODS: ReadonlySet<string> = new Set([AGENT_METHODS.sessionLoad, AGENT_METHODS.sessionResume]);
 
-export type PostOutcome = { status: 202 } | { status: 409; message: string } | { status: 429; error: LimitError; retryAfterMs: number };
 export type StreamOutcome = { body: ReadableStream<Uint8Array> } | { status: 409; message: string };
-
-export interface PostedMessage {
-  method?: string;
-  id?: JsonRpcId;
-  isRequest: boolean;
-}
 
 export class HttpConnection implements ClientSink {
   private readonly client: ClientConnection;
@@ -50,7 +44,7 @@ export class HttpConnection implements ClientSink {
     private readonly limits: StreamLimits,
     private readonly onEnd: (reason: string) => void,
   ) {
-    this.client = new ClientConnection(env, principal, agent, connectionId, this);
+    this.client = new ClientConnection(env, gatewayObjects(env), principal, agent, connectionId, this);
     this.connectionStream = new OutboundStream(limits, () => this.end("no reader on the connection stream within the window"), true);
   }
 

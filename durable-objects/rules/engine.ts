@@ -16,7 +16,7 @@ import {
   parseMatcher,
 } from "../../protocol/rules";
 import { randomId } from "../../protocol/ids";
-import type { DecideRequest, DecideResult, RememberRequest } from "./types";
+import type { DecideRequest, DecideResult, RememberRequest } from "./contract";
 
 export interface CompiledTenantRules {
   compiled: CompiledRules;

@@ -12,10 +12,9 @@ import { DurableObject } from "cloudflare:workers";
 import { activeRules, insertRule, recordHits } from "../../db/queries/decision-rules";
 import type { Env } from "../../core/env";
 import { HitTally } from "../../protocol/hit-tally";
-import type { SessionObject } from "../session/session-object";
-import type { RulesSnapshot } from "../session/rules-cache";
 import { type CompiledTenantRules, compileTenantRules, decideWith, deriveFromChoice, toRuleRow } from "./engine";
-import type { DecideRequest, DecideResult, RememberRequest, RuleCreated, RuleNotCreated } from "./types";
+import type { DecideRequest, DecideResult, RememberRequest, RuleCreated, RuleNotCreated, RulesContract, RulesSnapshot } from "./contract";
+import { objects } from "../objects";
 
 /** Hit counters are flushed to D1 at most this often, never on the decision path. */
 const HIT_FLUSH_MS = 1000;
@@ -26,7 +25,7 @@ const LEASE_SLACK_MS = 1000;
 /** Snapshots read again because the rules changed while they loaded, before the session is told to ask people. */
 const MAX_SNAPSHOT_RETRIES = 3;
 
-export class RulesObject extends DurableObject<Env> {
+export class RulesObject extends DurableObject<Env> implements RulesContract {
   private compiled?: { tenantId: string; rules: CompiledTenantRules };
   private loading?: Promise<CompiledTenantRules>;
   /** Bumped and persisted on every change: a session's rules of an older generation are never used. */
@@ -126,7 +125,7 @@ export class RulesObject extends DurableObject<Env> {
     const sessions = this.ctx.storage.sql.exec<{ session_id: string }>("SELECT session_id FROM rules_sessions").toArray();
     await Promise.all(
       sessions.map(async ({ session_id: sessionId }) => {
-        const stub: DurableObjectStub<SessionObject> = this.env.SESSIONS.get(this.env.SESSIONS.idFromName(`${tenantId}/${sessionId}`));
+        const stub = objects.session(this.env, tenantId, sessionId);
         const mark = this.subscribed.get(sessionId);
         try {
           const holds = await beforeDeadline(stub.rulesChanged(generation), leaseEnds);

@@ -12,7 +12,6 @@ import { CANCELLED_RESULT } from "../../protocol/permissions";
 import { deletionGoesAhead, sessionDeletedNotice } from "../../protocol/session-delete";
 import { isToolCallUpdate } from "../../protocol/tool-calls";
 import type { Env } from "../../core/env";
-import type { AgentObject } from "../agent/agent-object";
 import type { ToAgent } from "../agent/contract";
 import { AgentDelivery } from "./agent-delivery";
 import type { AgentSocket } from "./agent-socket";
@@ -30,6 +29,7 @@ import type { SessionUnindex } from "./unindex";
 import { stage } from "../../protocol/stage-timing";
 import { CLOSE } from "../../core/close-codes";
 import { ErrorCode } from "../../core/rpc-errors";
+import { type AgentStub, objects } from "../objects";
 
 export interface AgentLinkDeps {
   ctx: DurableObjectState;
@@ -52,7 +52,7 @@ export interface AgentLinkDeps {
 
 export class AgentLink {
   private readonly delivery: AgentDelivery;
-  private agentStub?: DurableObjectStub<AgentObject>;
+  private agentStub?: AgentStub;
 
   constructor(private readonly d: AgentLinkDeps) {
     this.delivery = new AgentDelivery(d.ctx.storage.sql, d.store);
@@ -217,7 +217,7 @@ export class AgentLink {
       });
       if (sent) return;
     }
-    this.agentStub ??= env.AGENTS.get(env.AGENTS.idFromName(`${meta.tenantId}/${meta.agent}`));
+    this.agentStub ??= objects.agent(env, meta.tenantId, meta.agent);
     const stub = this.agentStub;
     const ref = { tenantId: meta.tenantId, sessionId: meta.sessionId };
     this.rpcInFlight++;

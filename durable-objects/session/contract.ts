@@ -1,6 +1,7 @@
-// The SessionObject's RPC contract: the argument and return types of its methods, as its callers
-// (the AgentObject, the edge Worker's routes, the RulesObject) see them. The agent's own contract
-// (what a session sends towards its agent) is durable-objects/agent/contract.ts.
+// The SessionObject's RPC contract: its methods and their argument and return types, as its callers
+// (the AgentObject, the edge Worker's routes, the RulesObject) see them; session-object.ts implements
+// it and callers reach the object through ../objects.ts. The agent's own contract (what a session
+// sends towards its agent) is durable-objects/agent/contract.ts.
 
 import type { OperationView } from "../../protocol/operation-view";
 import type { PermissionOption } from "../../protocol/permissions";
@@ -90,3 +91,17 @@ export type ApprovalView =
 
 /** Why a link did not answer (`answerFromLink`). */
 export type LinkRefusal = Exclude<ApprovalView, { state: "pending" }>;
+
+/** The SessionObject's RPC methods; a client's attach and the agent's and edge's links are its `fetch` (WebSocket upgrades). */
+export interface SessionContract extends Rpc.DurableObjectBranded {
+  /** The AgentObject stores what it knows of a session it created or loaded (ownership.ts decides). */
+  init(meta: SessionInit, opening?: "new" | "load"): InitResult;
+  exists(): boolean;
+  /** The agent's traffic for this session, in order, each item applied once by its seq. */
+  fromAgentBatch(items: FromAgent[]): void;
+  /** The tenant's rules changed: true while this session holds rules or has requests waiting on people. */
+  rulesChanged(generation: number): boolean;
+  approvalView(permId: number, linkId: string): ApprovalView;
+  answerFromLink(permId: number, linkId: string, optionId: string): LinkRefusal | { state: "answered_by_you" };
+  snapshot(): SessionSnapshot | null;
+}

@@ -18,8 +18,8 @@ import { randomId } from "../../protocol/ids";
 import { signApprovalToken, usableSecret } from "../../protocol/approval-token";
 import { describeOperation, linkOptions } from "../../protocol/operation-view";
 import type { Env } from "../../core/env";
-import { deliverWebhook } from "../../worker/notifications/deliver";
-import { NOTIFICATION_EVENT, type WaitingRequestPayload, optionsForPayload } from "../../worker/notifications/payload";
+import { deliverWebhook } from "./webhook-delivery";
+import { NOTIFICATION_EVENT, type WaitingRequestPayload, optionsForPayload } from "../../protocol/webhook-payload";
 import type { ApprovalView, LinkDecidedBy, LinkRefusal } from "./contract";
 import type { PendingRequest, SessionStore } from "./store";
 

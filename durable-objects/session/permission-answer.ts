@@ -6,8 +6,9 @@ import { type PermissionOption, judgeAnswer } from "../../protocol/permissions";
 import { sendRewritable } from "./clients";
 import type { ClientAttachment } from "../../protocol/session-wire";
 import type { DecidedBy } from "./contract";
-import type { LifecycleDeps, PermissionLifecycle } from "./permission-lifecycle";
-import { type PendingRequest, copyId } from "./store";
+import type { RulesLink } from "./rules-link";
+import type { SessionInfo } from "./session-info";
+import { type PendingRequest, type SessionStore, copyId } from "./store";
 import { GATEWAY_NOTIFICATIONS } from "../../core/gateway-notifications";
 
 /** How many times a client that answered a permission request wrongly is asked again. */
@@ -19,9 +20,18 @@ const MAX_RESENDS = 3;
  */
 type WithResends = ClientAttachment & { resends?: Record<string, number> };
 
+/** What judging an answer needs of the permission lifecycle (permission-lifecycle.ts passes itself and its ports). */
+export interface AnswerContext {
+  store: SessionStore;
+  rules: RulesLink;
+  info: SessionInfo;
+  ctx: DurableObjectState;
+  resolve(pending: PendingRequest, result: unknown, by: DecidedBy, chosen?: PermissionOption): void;
+  sendCopy(ws: WebSocket, pending: PendingRequest): void;
+}
+
 export function answerPermission(
-  life: PermissionLifecycle,
-  d: LifecycleDeps,
+  d: AnswerContext,
   ws: WebSocket,
   client: ClientAttachment,
   permId: number,
@@ -41,7 +51,7 @@ export function answerPermission(
       { requestId, sessionId: d.store.meta?.sessionId, toolCallId: pending.toolCallId },
     );
     sendRewritable(ws, JSON.stringify(errorResponse(null, error)));
-    if (countResend(ws, d, permId)) life.sendCopy(ws, pending);
+    if (countResend(ws, d.store, permId)) d.sendCopy(ws, pending);
     return;
   }
   const by: DecidedBy = { type: "person", connectionId: client.connId, user: client.user, keyId: client.keyId };
@@ -49,22 +59,22 @@ export function answerPermission(
   if (outcome.outcome === "selected" && (outcome.option.kind === "allow_always" || outcome.option.kind === "reject_always")) {
     // The gateway is the single authority for what the tenant remembers: it stores the rule and,
     // unless the tenant says otherwise, tells the agent only "once", so a revoked rule really stops.
-    remember(life, d, pending, outcome.option, client);
+    remember(d, pending, outcome.option, client);
     const forwarded = d.store.meta?.relayAlwaysAsMade ? undefined : onceOf(outcome.option.kind, pending.options);
     if (forwarded) {
       const result = { ...(response.result as object), outcome: { outcome: "selected", optionId: forwarded.optionId } };
-      life.resolve(pending, result, by, outcome.option);
+      d.resolve(pending, result, by, outcome.option);
       return;
     }
   }
-  life.resolve(pending, response.result, by);
+  d.resolve(pending, response.result, by);
 }
 
 /** Whether this client may be asked again (at most MAX_RESENDS times per request); counts it. */
-function countResend(ws: WebSocket, d: LifecycleDeps, permId: number): boolean {
+function countResend(ws: WebSocket, store: SessionStore, permId: number): boolean {
   const attachment = ws.deserializeAttachment() as WithResends | undefined;
   if (!attachment) return false;
-  const resends = Object.fromEntries(Object.entries(attachment.resends ?? {}).filter(([id]) => d.store.isPending(Number(id))));
+  const resends = Object.fromEntries(Object.entries(attachment.resends ?? {}).filter(([id]) => store.isPending(Number(id))));
   const sent = resends[permId] ?? 0;
   if (sent >= MAX_RESENDS) return false;
   ws.serializeAttachment({ ...attachment, resends: { ...resends, [permId]: sent + 1 } });
@@ -72,13 +82,7 @@ function countResend(ws: WebSocket, d: LifecycleDeps, permId: number): boolean {
 }
 
 /** Stores a person's *_always choice as a tenant rule; every client learns the rule, or why there is none. */
-function remember(
-  life: PermissionLifecycle,
-  d: LifecycleDeps,
-  pending: PendingRequest,
-  chosen: PermissionOption,
-  client: ClientAttachment,
-): void {
+function remember(d: AnswerContext, pending: PendingRequest, chosen: PermissionOption, client: ClientAttachment): void {
   const sessionId = d.store.meta?.sessionId;
   const remembered = d.rules
     .remember(pending, {

@@ -6,7 +6,7 @@ import { type JsonRpcId, isObject } from "../../protocol/jsonrpc";
 import { CANCEL_REQUEST, CLIENT_METHODS } from "../../protocol/methods";
 import { CANCELLED_RESULT, type PermissionOption, RULES_UNAVAILABLE_MESSAGE, markedRulesUnknown } from "../../protocol/permissions";
 import { type LimitError, limitsOf, pendingLimitError } from "../../protocol/tenant-limits";
-import type { DecideResult } from "../rules/types";
+import type { DecideResult } from "../rules/contract";
 import type { ToAgent } from "../agent/contract";
 import type { AuditEntry } from "../../db/queries/audit";
 import type { AuditOutbox } from "./audit-outbox";
@@ -193,7 +193,13 @@ export class PermissionLifecycle {
 
   /** A client answered its copy (permission-answer.ts). */
   answer(ws: WebSocket, client: ClientAttachment, permId: number, response: { result?: unknown; error?: unknown }): void {
-    answerPermission(this, this.d, ws, client, permId, response);
+    answerPermission(
+      { ...this.d, resolve: (...args) => this.resolve(...args), sendCopy: (...args) => this.sendCopy(...args) },
+      ws,
+      client,
+      permId,
+      response,
+    );
   }
 
   /** An answer from an approval link: exactly a client's answer (first wins, copies withdrawn, audited). */

@@ -19,18 +19,9 @@
 //   and one that holds none subscribes with a version check when it starts asking people (`subscribe`).
 // Kept in memory only: an evicted session starts empty and fetches a snapshot on its next request.
 
-import type { Rule } from "../../protocol/rules";
 import { HitTally } from "../../protocol/hit-tally";
 import { type CompiledTenantRules, compileRuleList, decideWith, decideWithHash } from "../rules/engine";
-import type { DecideRequest, DecideResult } from "../rules/types";
-
-/** The tenant's rules at one generation, as the RulesObject hands them to a session. */
-export interface RulesSnapshot {
-  generation: number;
-  rules: Rule[];
-  /** How long after the request was sent the session may use these rules without a check. */
-  leaseMs: number;
-}
+import type { DecideRequest, DecideResult, RulesSnapshot } from "../rules/contract";
 
 /** What the cache needs from the tenant's RulesObject (its RPC stub satisfies it). */
 export interface RulesSource {

@@ -3,18 +3,18 @@
 // remembering a person's *_always choice, and the watch that lets a new rule answer requests already
 // waiting (the rules cache's subscription to changes: no call per request).
 
-import type { RulesObject } from "../rules/rules-object";
-import type { DecideRequest, DecideResult, RememberRequest, RuleCreated, RuleNotCreated } from "../rules/types";
+import type { DecideRequest, DecideResult, RememberRequest, RuleCreated, RuleNotCreated } from "../rules/contract";
 import type { Env } from "../../core/env";
 import { RulesCache } from "./rules-cache";
 import type { PendingRequest, SessionMeta, SessionStore } from "./store";
+import { type RulesStub, objects } from "../objects";
 
 export class RulesLink {
   private readonly cache = new RulesCache(
     () => this.rules(),
     () => this.store.meta?.sessionId ?? "",
   );
-  private stub?: DurableObjectStub<RulesObject>;
+  private stub?: RulesStub;
 
   constructor(
     private readonly env: Env,
@@ -75,8 +75,11 @@ export class RulesLink {
     };
   }
 
-  private rules(): DurableObjectStub<RulesObject> {
-    this.stub ??= this.env.RULES.get(this.env.RULES.idFromName(this.store.meta?.tenantId ?? ""));
+  /** The tenant's RulesObject; asked only on behalf of a session that exists (its meta names the tenant). */
+  private rules(): RulesStub {
+    const tenantId = this.store.meta?.tenantId;
+    if (tenantId === undefined) throw new Error("the session has no meta: there are no rules to consult");
+    this.stub ??= objects.rules(this.env, tenantId);
     return this.stub;
   }
 }

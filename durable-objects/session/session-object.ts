@@ -23,7 +23,16 @@ import {
 } from "../../protocol/jsonrpc";
 import { AGENT_METHODS, CANCEL_REQUEST } from "../../protocol/methods";
 import type { Env } from "../../core/env";
-import type { ApprovalView, FromAgent, InitResult, LinkRefusal, SessionInit, SessionRef, SessionSnapshot } from "./contract";
+import type {
+  ApprovalView,
+  FromAgent,
+  InitResult,
+  LinkRefusal,
+  SessionContract,
+  SessionInit,
+  SessionRef,
+  SessionSnapshot,
+} from "./contract";
 import { AgentLink } from "./agent-link";
 import { AgentSocket, EDGE_LINK_TAG, isEdgeLinkAttachment, isLinkAttachment } from "./agent-socket";
 import { AGENT_LINK_HEADER, encodeLink, linkToSession } from "../../protocol/agent-link-wire";
@@ -33,7 +42,7 @@ import { TurnWatch } from "./turn-watch";
 import { AttachedClients, attachmentOf, clientOf, clientTags, send, sendPacked } from "./clients";
 import { ATTACH_HEADER, attachRequestOf } from "../../protocol/session-wire";
 import { SessionStore, permIdOfCopy } from "./store";
-import { splitName } from "../object-name";
+import { splitName } from "../objects";
 import { deleteDuringTurn } from "../../protocol/session-delete";
 import { CompactionTally } from "./compaction";
 import { AgentRequests } from "./agent-request-routing";
@@ -48,7 +57,7 @@ import { SessionUnindex } from "./unindex";
 import { stage, stageTimingFrom } from "../../protocol/stage-timing";
 import { CLOSE } from "../../core/close-codes";
 
-export class SessionObject extends DurableObject<Env> {
+export class SessionObject extends DurableObject<Env> implements SessionContract {
   private readonly store: SessionStore;
   private readonly clients: AttachedClients;
   private readonly notifier: Notifier;

@@ -8,15 +8,14 @@
 import { DurableObject } from "cloudflare:workers";
 import { type LeaseGrant, TokenBucket } from "../../protocol/rate-limit";
 import type { Env } from "../../core/env";
+import { CONNECTION_RENEW_MS } from "../../protocol/tenant-limits";
+import type { SlotOutcome } from "../../connection/gateway-objects";
+import type { TenantLimitsContract } from "./contract";
 
-/** How often a live connection renews its slot; a slot not renewed for CONNECTION_TTL_MS is freed. */
-export const CONNECTION_RENEW_MS = 20_000;
 /** A connection whose isolate died without closing it frees its slot after this long. */
 const CONNECTION_TTL_MS = 3 * CONNECTION_RENEW_MS;
 
-export type SlotOutcome = { ok: true } | { ok: false; open: number };
-
-export class TenantLimitsObject extends DurableObject<Env> {
+export class TenantLimitsObject extends DurableObject<Env> implements TenantLimitsContract {
   private bucket: { rate: number; tokens: TokenBucket } | undefined;
   /** Per key: connection id → when its slot lapses. */
   private readonly slots = new Map<string, Map<string, number>>();

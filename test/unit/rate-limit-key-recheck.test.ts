@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { KeyRecheck } from "../../worker/revocation";
+import { KeyRecheck } from "../../connection/key-recheck";
 
 describe("the key re-check of a live connection while D1 fails", () => {
   it("keeps the connection through failures shorter than the grace, then says it could not verify the key", () => {

@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { traceIdOf } from "../../worker/trace";
+import { traceIdOf } from "../../connection/trace";
 
 describe("traceIdOf: the trace id of _meta.traceparent", () => {
   it("reads a W3C traceparent", () => {

@@ -86,9 +86,8 @@ function failSessionCalls(instance: AgentObject): void {
 function failAgentCalls(instance: SessionObject): void {
   const link = sessionInsides(instance).agent;
   const failing = { toAgent: () => Promise.reject(new Error("injected: the call to the agent failed")) };
-  const agents = link.d.env.AGENTS;
   link.agentStub = undefined;
-  link.d.env = { ...link.d.env, AGENTS: { idFromName: (name: string) => agents.idFromName(name), get: () => failing } as never };
+  link.d.env = { ...link.d.env, AGENTS: { getByName: () => failing } as never };
 }
 
 /** How many cuts a test's injection made on this object's instance (each injection below counts its own). */
@@ -234,9 +233,8 @@ describe("agent link: frames for the agent keep their order across the two paths
       link.d.env = {
         ...link.d.env,
         AGENTS: {
-          idFromName: (name: string) => agents.idFromName(name),
-          get: (id: DurableObjectId) => {
-            const real = agents.get(id);
+          getByName: (name: string) => {
+            const real = agents.getByName(name);
             return {
               toAgent: (...args: Parameters<typeof real.toAgent>) => {
                 if (++calls > 1) release();

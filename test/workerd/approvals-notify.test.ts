@@ -13,6 +13,7 @@ import {
   isMethod,
   seedTenant,
 } from "./helpers";
+import { objects } from "../../durable-objects/objects";
 
 declare module "vitest" {
   export interface ProvidedContext {
@@ -61,7 +62,7 @@ async function receivedCount(channel: string): Promise<number> {
 }
 
 function sessionStub(t: SeededTenant, sessionId: string) {
-  return env.SESSIONS.get(env.SESSIONS.idFromName(`${t.tenantId}/${sessionId}`));
+  return objects.session(env, t.tenantId, sessionId);
 }
 
 const notifyRow = (t: SeededTenant, sessionId: string) =>

@@ -5,6 +5,7 @@
 import { SELF, env, runInDurableObject } from "cloudflare:test";
 import { describe, expect, it } from "vitest";
 import { clientWithSession, DEFAULT_OPTIONS, dialInAgent, isMethod, seedTenant, startTurn } from "./helpers";
+import { objects } from "../../durable-objects/objects";
 
 /** Wraps an object's sql.exec to sum the rows each statement wrote; returns a reader of the sum. */
 async function countRowsWritten(stub: DurableObjectStub): Promise<() => number> {
@@ -35,7 +36,7 @@ describe("cost: SQLite rows written per relayed update and per permission reques
     expect(created.status).toBe(201);
     const agent = await dialInAgent(t, "cost");
     const { client, sessionId } = await clientWithSession(t, agent);
-    const session = env.SESSIONS.get(env.SESSIONS.idFromName(`${t.tenantId}/${sessionId}`));
+    const session = objects.session(env, t.tenantId, sessionId);
     const agentObject = env.AGENTS.get(env.AGENTS.idFromName(`${t.tenantId}/cost`));
     // Permission requests are asked only during a turn.
     await startTurn(client, agent, sessionId);

@@ -8,6 +8,7 @@ import { appendUpdate, maybeFold } from "../../durable-objects/session/compactio
 import { SessionStore } from "../../durable-objects/session/store";
 import { attachClient, barrier, clientWithSession, connect, dialInAgent, isMethod, seedTenant } from "./helpers";
 import { GATEWAY_NOTIFICATIONS } from "../../core/gateway-notifications";
+import { objects } from "../../durable-objects/objects";
 
 type Json = Record<string, any>;
 
@@ -103,22 +104,16 @@ describe("compact replay", () => {
     const { sessionId } = await clientWithSession(t, agent);
     const text = (i: number) => `${"x".repeat(60)}#${i}`;
     const seedStarted = performance.now();
-    await runInDurableObject(
-      env.SESSIONS.get(env.SESSIONS.idFromName(`${t.tenantId}/${sessionId}`)),
-      (_: unknown, state: DurableObjectState) => {
-        const store = new SessionStore(state.storage.sql);
-        for (let i = 0; i < events; i++) {
-          const update =
-            i % 100 === 99
-              ? { sessionUpdate: "tool_call", toolCallId: `r${i}`, title: `read #${i}`, kind: "read", status: "completed" }
-              : { sessionUpdate: "agent_message_chunk", content: { type: "text", text: text(i) } };
-          maybeFold(
-            store,
-            appendUpdate(store, JSON.stringify({ jsonrpc: "2.0", method: "session/update", params: { sessionId, update } })),
-          );
-        }
-      },
-    );
+    await runInDurableObject(objects.session(env, t.tenantId, sessionId), (_: unknown, state: DurableObjectState) => {
+      const store = new SessionStore(state.storage.sql);
+      for (let i = 0; i < events; i++) {
+        const update =
+          i % 100 === 99
+            ? { sessionUpdate: "tool_call", toolCallId: `r${i}`, title: `read #${i}`, kind: "read", status: "completed" }
+            : { sessionUpdate: "agent_message_chunk", content: { type: "text", text: text(i) } };
+        maybeFold(store, appendUpdate(store, JSON.stringify({ jsonrpc: "2.0", method: "session/update", params: { sessionId, update } })));
+      }
+    });
     const seedMs = performance.now() - seedStarted;
 
     const late = await connect(`/acp?agent=${agent.name}`, t.clientKey2);

@@ -1,9 +1,10 @@
 import { env, evictDurableObject } from "cloudflare:test";
 import { describe, expect, it } from "vitest";
 import { attachClient, clientWithSession, dialInAgent, isMethod, isResponseTo, seedTenant, startTurn } from "./helpers";
+import { objects } from "../../durable-objects/objects";
 
-const sessionStub = (tenantId: string, sessionId: string) => env.SESSIONS.get(env.SESSIONS.idFromName(`${tenantId}/${sessionId}`));
-const agentStub = (tenantId: string, name: string) => env.AGENTS.get(env.AGENTS.idFromName(`${tenantId}/${name}`));
+const sessionStub = (tenantId: string, sessionId: string) => objects.session(env, tenantId, sessionId);
+const agentStub = (tenantId: string, name: string) => objects.agent(env, tenantId, name);
 
 describe("faults", () => {
   it("rebuilds everything from storage after both objects are evicted: the pending request, the turn, the streams", async () => {

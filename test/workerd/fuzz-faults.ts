@@ -6,6 +6,7 @@
 import { env, evictDurableObject, runInDurableObject } from "cloudflare:test";
 import type { Env } from "../../core/env";
 import { countFault, newCounters } from "./fuzz-session";
+import { objects } from "../../durable-objects/objects";
 
 /** Counters of one fault-test file, printed for scripts/reliability-summary.ts by `printCounters`. */
 export const faultCounters = newCounters();
@@ -18,9 +19,9 @@ export function printCounters(suite: string): void {
   console.log(`RELIABILITY ${JSON.stringify({ suite, ...faultCounters })}`);
 }
 
-export const sessionStub = (tenantId: string, sessionId: string) => env.SESSIONS.get(env.SESSIONS.idFromName(`${tenantId}/${sessionId}`));
-export const agentStub = (tenantId: string, name: string) => env.AGENTS.get(env.AGENTS.idFromName(`${tenantId}/${name}`));
-export const rulesStub = (tenantId: string) => env.RULES.get(env.RULES.idFromName(tenantId));
+export const sessionStub = (tenantId: string, sessionId: string) => objects.session(env, tenantId, sessionId);
+export const agentStub = (tenantId: string, name: string) => objects.agent(env, tenantId, name);
+export const rulesStub = (tenantId: string) => objects.rules(env, tenantId);
 
 /** Evicts an object as a restart does; one that is not running (evicted already) counts as restarted. */
 export async function restartObject(stub: DurableObjectStub): Promise<void> {

@@ -9,6 +9,7 @@ import { env, evictDurableObject } from "cloudflare:test";
 import { expect } from "vitest";
 import { type Peer, type ScriptedAgent, type SeededTenant, connect, dialInAgent, seedTenant } from "./helpers";
 import type { JsonRpcId } from "../../protocol/jsonrpc";
+import { objects } from "../../durable-objects/objects";
 
 // SAFETY: frames are arbitrary JSON; the reconciler checks every field it reads.
 type Json = Record<string, any>;
@@ -188,9 +189,7 @@ export async function agentReconnects(model: SessionModel, real: LiveSession): P
 
 export async function restart(real: LiveSession, which: "session" | "agent"): Promise<void> {
   const stub =
-    which === "session"
-      ? env.SESSIONS.get(env.SESSIONS.idFromName(`${real.t.tenantId}/${real.sessionId}`))
-      : env.AGENTS.get(env.AGENTS.idFromName(`${real.t.tenantId}/${real.agent.name}`));
+    which === "session" ? objects.session(env, real.t.tenantId, real.sessionId) : objects.agent(env, real.t.tenantId, real.agent.name);
   await evictDurableObject(stub).catch((error: unknown) => {
     if (!String(error).includes("not currently running")) throw error; // not running: as good as restarted
   });
@@ -378,7 +377,7 @@ async function reconcileAgent(model: SessionModel, real: LiveSession): Promise<v
 }
 
 async function checkSnapshot(model: SessionModel, real: LiveSession): Promise<void> {
-  const stub = env.SESSIONS.get(env.SESSIONS.idFromName(`${real.t.tenantId}/${real.sessionId}`));
+  const stub = objects.session(env, real.t.tenantId, real.sessionId);
   const snapshot = await stub.snapshot();
   const table = Object.fromEntries((snapshot?.toolCalls ?? []).map((row) => [(row as Json).toolCallId, row]));
   expect(table, "tool-call table differs from the reference reducer").toEqual(Object.fromEntries(model.table));
@@ -397,7 +396,7 @@ export async function finish(model: SessionModel, real: LiveSession): Promise<vo
     real.agent.peer.respond(real.agentPromptId, { stopReason: "end_turn" });
     await settle(model, real);
   }
-  const stub = env.SESSIONS.get(env.SESSIONS.idFromName(`${real.t.tenantId}/${real.sessionId}`));
+  const stub = objects.session(env, real.t.tenantId, real.sessionId);
   const snapshot = await stub.snapshot();
   if (snapshot?.turn.state !== "idle") real.counters.stuckTurns++;
   expect(snapshot?.turn.state, "a turn is stuck").toBe("idle");

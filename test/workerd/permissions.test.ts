@@ -1,6 +1,7 @@
 import { env } from "cloudflare:test";
 import { describe, expect, it } from "vitest";
 import { attachClient, barrier, clientWithSession, dialInAgent, isMethod, isResponseTo, seedTenant } from "./helpers";
+import { objects } from "../../durable-objects/objects";
 
 const editCall = {
   toolCallId: "call-1",
@@ -30,7 +31,7 @@ describe("permission requests", () => {
     ]);
     expect(a.params).toEqual(b.params);
     expect(a.params.toolCall).toEqual(editCall);
-    const snapshot = await env.SESSIONS.get(env.SESSIONS.idFromName(`${t.tenantId}/${sessionId}`)).snapshot();
+    const snapshot = await objects.session(env, t.tenantId, sessionId).snapshot();
     expect(snapshot?.toolCalls).toEqual([editCall]);
     expect(snapshot?.pendingPermissions).toHaveLength(1);
   });

@@ -8,9 +8,10 @@ import { describe, expect, it } from "vitest";
 import type { AgentObject } from "../../durable-objects/agent/agent-object";
 import type { FromAgent } from "../../durable-objects/session/contract";
 import { clientWithSession, dialInAgent, isMethod, isResponseTo, seedTenant, startTurn, type Peer, type ScriptedAgent } from "./helpers";
+import { objects } from "../../durable-objects/objects";
 
-const sessionStub = (tenantId: string, sessionId: string) => env.SESSIONS.get(env.SESSIONS.idFromName(`${tenantId}/${sessionId}`));
-const agentStub = (tenantId: string, name: string) => env.AGENTS.get(env.AGENTS.idFromName(`${tenantId}/${name}`));
+const sessionStub = (tenantId: string, sessionId: string) => objects.session(env, tenantId, sessionId);
+const agentStub = (tenantId: string, name: string) => objects.agent(env, tenantId, name);
 
 /** Every call from this AgentObject instance to a session fails from now on, as a lost RPC does. */
 function failSessionCalls(instance: AgentObject): void {

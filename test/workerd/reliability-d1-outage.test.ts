@@ -6,6 +6,7 @@ import { describe, expect, it } from "vitest";
 import type { AuditOutbox } from "../../durable-objects/session/audit-outbox";
 import type { SessionObject } from "../../durable-objects/session/session-object";
 import { clientWithSession, connect, dialInAgent, isMethod, isResponseTo, seedTenant, startTurn } from "./helpers";
+import { objects } from "../../durable-objects/objects";
 
 /** Makes the real D1 fail for one table (renamed away) while `body` runs, and puts it back after. */
 async function withTableGone<T>(table: string, body: () => Promise<T>): Promise<T> {
@@ -38,7 +39,7 @@ describe("reliability: the decision audit while D1 fails", () => {
     const t = await seedTenant();
     const agent = await dialInAgent(t);
     const { client, sessionId } = await clientWithSession(t, agent);
-    const session = env.SESSIONS.get(env.SESSIONS.idFromName(`${t.tenantId}/${sessionId}`));
+    const session = objects.session(env, t.tenantId, sessionId);
     await startTurn(client, agent, sessionId);
     const agentReqId = agent.askPermission(sessionId, { toolCallId: "audited", kind: "edit", title: "Edit" });
     const copy = await client.next(isMethod("session/request_permission"));

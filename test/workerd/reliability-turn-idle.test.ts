@@ -8,6 +8,7 @@ import type { SessionStore } from "../../durable-objects/session/store";
 import type { TurnWatch } from "../../durable-objects/session/turn-watch";
 import { restartObject } from "./fuzz-faults";
 import { clientWithSession, dialInAgent, isMethod, isResponseTo, seedTenant, startTurn } from "./helpers";
+import { objects } from "../../durable-objects/objects";
 
 // SAFETY: the test asks the session when its idle timer would fire (private fields every SessionObject has).
 const idleAtOf = (instance: SessionObject) => {
@@ -20,7 +21,7 @@ async function turnAskingAPerson(turnIdleMs: number) {
   const t = await seedTenant({ limits: { turnIdleMs } });
   const agent = await dialInAgent(t);
   const { client, sessionId } = await clientWithSession(t, agent);
-  const session = env.SESSIONS.get(env.SESSIONS.idFromName(`${t.tenantId}/${sessionId}`));
+  const session = objects.session(env, t.tenantId, sessionId);
   await startTurn(client, agent, sessionId);
   const agentReqId = agent.askPermission(sessionId, { toolCallId: "human", kind: "edit" });
   const copy = await client.next(isMethod("session/request_permission"));

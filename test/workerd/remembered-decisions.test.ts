@@ -1,6 +1,7 @@
 import { env } from "cloudflare:test";
 import { describe, expect, it } from "vitest";
 import { attachClient, clientWithSession, dialInAgent, isMethod, isResponseTo, type Peer, type ScriptedAgent, seedTenant } from "./helpers";
+import { objects } from "../../durable-objects/objects";
 
 const OPTIONS = [
   { optionId: "once", name: "Allow once", kind: "allow_once" },
@@ -112,7 +113,7 @@ describe("remembered decisions in a live session", () => {
     await agent.peer.next(isResponseTo(first));
     const created = await client.next(isMethod("_acp_gateway/rule_created"));
     await env.DB.prepare("UPDATE decision_rules SET revoked_at = ? WHERE id = ?").bind(Date.now(), created.params.rule.id).run();
-    await env.RULES.get(env.RULES.idFromName(t.tenantId)).changed();
+    await objects.rules(env, t.tenantId).changed();
     agent.askPermission(sessionId, run("v2", "git log"), OPTIONS);
     expect((await client.next(isMethod("session/request_permission"))).params.toolCall.toolCallId).toBe("v2");
   });

@@ -7,10 +7,10 @@ import { env, runInDurableObject } from "cloudflare:test";
 import { describe, expect, it } from "vitest";
 import type { AgentObject } from "../../durable-objects/agent/agent-object";
 import { attachClient, clientWithSession, dialInAgent, isMethod, isResponseTo, seedTenant } from "./helpers";
+import { objects } from "../../durable-objects/objects";
 
-const agentStub = (tenantId: string, name: string) => env.AGENTS.get(env.AGENTS.idFromName(`${tenantId}/${name}`));
-const snapshotOf = (tenantId: string, sessionId: string) =>
-  env.SESSIONS.get(env.SESSIONS.idFromName(`${tenantId}/${sessionId}`)).snapshot();
+const agentStub = (tenantId: string, name: string) => objects.agent(env, tenantId, name);
+const snapshotOf = (tenantId: string, sessionId: string) => objects.session(env, tenantId, sessionId).snapshot();
 
 /**
  * Makes AgentObject.toAgent throw for frames of `type` until the returned function is called. RPC

@@ -6,10 +6,10 @@ import { env } from "cloudflare:test";
 import { describe, expect, it } from "vitest";
 import { MAX_FRAME_BYTES } from "../../protocol/limits";
 import { attachClient, clientWithSession, dialInAgent, isMethod, isResponseTo, seedTenant } from "./helpers";
+import { objects } from "../../durable-objects/objects";
 
 const nestedArrays = (depth: number) => "[".repeat(depth) + "]".repeat(depth);
-const snapshotOf = (tenantId: string, sessionId: string) =>
-  env.SESSIONS.get(env.SESSIONS.idFromName(`${tenantId}/${sessionId}`)).snapshot();
+const snapshotOf = (tenantId: string, sessionId: string) => objects.session(env, tenantId, sessionId).snapshot();
 
 describe("hostile payloads", () => {
   it("a prompt nested 20,000 arrays deep gets -32600 and the session stays usable: cancel, reconnect and later prompts work", async () => {

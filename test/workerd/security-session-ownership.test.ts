@@ -14,9 +14,9 @@ import {
   isResponseTo,
   seedTenant,
 } from "./helpers";
+import { objects } from "../../durable-objects/objects";
 
-const snapshotOf = (t: SeededTenant, sessionId: string) =>
-  env.SESSIONS.get(env.SESSIONS.idFromName(`${t.tenantId}/${sessionId}`)).snapshot();
+const snapshotOf = (t: SeededTenant, sessionId: string) => objects.session(env, t.tenantId, sessionId).snapshot();
 
 const indexRow = (t: SeededTenant, sessionId: string) =>
   env.DB.prepare("SELECT agent, cwd, created_by FROM sessions WHERE tenant_id = ? AND session_id = ?").bind(t.tenantId, sessionId).first();

@@ -6,6 +6,7 @@ import { env, runDurableObjectAlarm } from "cloudflare:test";
 import { describe, expect, it } from "vitest";
 import { attachClient, barrier, clientWithSession, connect, dialInAgent, isMethod, isResponseTo, seedTenant } from "./helpers";
 import { setD1 } from "./fuzz-faults";
+import { objects } from "../../durable-objects/objects";
 
 async function indexed(tenantId: string, sessionId: string): Promise<boolean> {
   const row = await env.DB.prepare("SELECT 1 FROM sessions WHERE tenant_id = ? AND session_id = ?").bind(tenantId, sessionId).first();
@@ -37,7 +38,7 @@ describe("session/delete with several clients", () => {
     expect((await bob.request("session/load", { sessionId, cwd: "/", mcpServers: [] })).error).toMatchObject({ code: -32002 });
 
     expect(await indexed(t.tenantId, sessionId)).toBe(false);
-    const object = env.SESSIONS.get(env.SESSIONS.idFromName(`${t.tenantId}/${sessionId}`));
+    const object = objects.session(env, t.tenantId, sessionId);
     expect(await object.exists()).toBe(false);
   });
 
@@ -45,7 +46,7 @@ describe("session/delete with several clients", () => {
     const t = await seedTenant();
     const agent = await dialInAgent(t);
     const { client: alice, sessionId } = await clientWithSession(t, agent);
-    const object = env.SESSIONS.get(env.SESSIONS.idFromName(`${t.tenantId}/${sessionId}`));
+    const object = objects.session(env, t.tenantId, sessionId);
     await setD1(object, "down");
 
     const deleting = alice.request("session/delete", { sessionId });

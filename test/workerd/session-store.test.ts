@@ -8,6 +8,7 @@ import { AuditOutbox } from "../../durable-objects/session/audit-outbox";
 import { MAX_STORED_ROW_BYTES } from "../../protocol/limits";
 import { type PendingRequest, SessionStore } from "../../durable-objects/session/store";
 import { clientWithSession, dialInAgent, isMethod, isResponseTo, seedTenant, startTurn } from "./helpers";
+import { objects } from "../../durable-objects/objects";
 
 let n = 0;
 /** A session object of its own, its storage handed to `fn` (the object's own store is not used). */
@@ -217,7 +218,7 @@ describe("session store: a request at the size limits", () => {
     expect(row?.operation).toMatch(/cut to fit: \d+ bytes in full/);
     // The request's row, with its resolution and audit entry, within SQLite's row cap (workerd's own SQLite does not enforce it).
     const bytes = await runInDurableObject(
-      env.SESSIONS.get(env.SESSIONS.idFromName(`${t.tenantId}/${sessionId}`)),
+      objects.session(env, t.tenantId, sessionId),
       (_: unknown, state: DurableObjectState) =>
         state.storage.sql
           .exec<{ n: number }>(

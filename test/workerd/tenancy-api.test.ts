@@ -2,6 +2,7 @@ import { SELF, env } from "cloudflare:test";
 import { describe, expect, it } from "vitest";
 import { bytesEqualInConstantTime, constantTimeEqual } from "../../worker/auth";
 import { clientWithSession, connect, dialInAgent, isMethod, isResponseTo, seedTenant, upgrade } from "./helpers";
+import { objects } from "../../durable-objects/objects";
 
 const OPERATOR = "test-operator-token";
 type Json = Record<string, any>;
@@ -201,8 +202,8 @@ describe("isolation between tenants", () => {
     const b = await seedTenant();
     const agentA = await dialInAgent(a);
     const { sessionId } = await clientWithSession(a, agentA);
-    const theirs = env.SESSIONS.get(env.SESSIONS.idFromName(`${a.tenantId}/${sessionId}`));
-    const guessed = env.SESSIONS.get(env.SESSIONS.idFromName(`${b.tenantId}/${sessionId}`));
+    const theirs = objects.session(env, a.tenantId, sessionId);
+    const guessed = objects.session(env, b.tenantId, sessionId);
     expect(theirs.id.toString()).not.toBe(guessed.id.toString());
     expect(await guessed.exists()).toBe(false);
     // The tenant is the object's name: b's call for a's session id reaches b's own, empty object.

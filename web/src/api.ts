@@ -141,3 +141,9 @@ export function query(params: Record<string, string | undefined>): string {
   const s = q.toString();
   return s ? `?${s}` : "";
 }
+
+/** Who the console is signed in as: the key it sends, and the agent new sessions go to. */
+export interface Auth {
+  key: string;
+  agent: string;
+}

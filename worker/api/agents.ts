@@ -10,6 +10,7 @@ import { requireKey } from "../middleware/require-key";
 import type { AppEnv } from "../types";
 import { conflictResponse, errorResponses, validationHook } from "./openapi";
 import { PageQuery, json, pageOf, pageParams, pageSchema } from "./pagination";
+import { objects } from "../../durable-objects/objects";
 
 const errors = { ...errorResponses, ...conflictResponse };
 
@@ -163,7 +164,7 @@ agentsApi.openapi(
     );
     // A live connection made under the old URL, headers or mode must not outlive them.
     if (updated.url !== row.url || updated.headers !== row.headers || updated.mode !== row.mode) {
-      await c.env.AGENTS.get(c.env.AGENTS.idFromName(`${tenantId}/${name}`)).closeConnections(null, "the agent's registration changed");
+      await objects.agent(c.env, tenantId, name).closeConnections(null, "the agent's registration changed");
     }
     return c.json({ agent: agentJson(updated) }, 200);
   },
@@ -183,7 +184,7 @@ agentsApi.openapi(
     const { tenantId } = c.get("principal");
     const name = c.req.valid("param").name;
     await findAgent(c.env.DB, tenantId, name);
-    await c.env.AGENTS.get(c.env.AGENTS.idFromName(`${tenantId}/${name}`)).closeConnections(null, "the agent was removed");
+    await objects.agent(c.env, tenantId, name).closeConnections(null, "the agent was removed");
     await deleteAgent(c.env.DB, tenantId, name);
     return c.body(null, 204);
   },

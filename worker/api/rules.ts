@@ -12,6 +12,7 @@ import { requireKey } from "../middleware/require-key";
 import { json, pageOf, pageParams, pageSchema } from "./pagination";
 import type { AppEnv } from "../types";
 import { errorResponses, validationHook } from "./openapi";
+import { objects } from "../../durable-objects/objects";
 
 const MatcherSchema = z
   .union([
@@ -248,7 +249,7 @@ rulesApi.openapi(
       { optionId: "allow_once", name: "Allow once", kind: "allow_once" },
       { optionId: "reject_once", name: "Reject once", kind: "reject_once" },
     ];
-    const stub = c.env.RULES.get(c.env.RULES.idFromName(tenantId));
+    const stub = objects.rules(c.env, tenantId);
     // SAFETY: the tool call is JSON from the validated body.
     const toolCall = body.toolCall as Record<string, string | number | boolean | null | object>;
     const result = await stub.dryRun({
@@ -272,5 +273,5 @@ rulesApi.openapi(
 );
 
 async function rulesChanged(env: AppEnv["Bindings"], tenantId: string): Promise<void> {
-  await env.RULES.get(env.RULES.idFromName(tenantId)).changed();
+  await objects.rules(env, tenantId).changed();
 }

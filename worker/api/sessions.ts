@@ -8,6 +8,7 @@ import { requireKey } from "../middleware/require-key";
 import { PageQuery, json, pageOf, pageParams, pageSchema } from "./pagination";
 import type { AppEnv } from "../types";
 import { errorResponses, validationHook } from "./openapi";
+import { objects } from "../../durable-objects/objects";
 
 const SessionSchema = z
   .object({
@@ -104,7 +105,7 @@ sessionsApi.openapi(
     const { tenantId } = c.get("principal");
     const sessionId = c.req.valid("param").id;
     if (!(await sessionIndexed(c.env.DB, tenantId, sessionId))) throw ApiError.notFound("Session");
-    const stub = c.env.SESSIONS.get(c.env.SESSIONS.idFromName(`${tenantId}/${sessionId}`));
+    const stub = objects.session(c.env, tenantId, sessionId);
     const snapshot = await stub.snapshot();
     if (!snapshot) throw ApiError.notFound("Session");
     // SAFETY: the snapshot is the object SnapshotSchema describes, built by SessionObject.snapshot.

@@ -8,12 +8,13 @@ import type { ContentfulStatusCode } from "hono/utils/http-status";
 import { type JsonRpcId, MAX_FRAME_BYTES, RpcError, errorResponse, isObject } from "../../protocol/jsonrpc";
 import { checkFrameLimits } from "../../protocol/limits";
 import { AGENT_METHODS } from "../../protocol/methods";
-import { PRINCIPAL_HEADER } from "../../durable-objects/connection/connection-object";
+import { PRINCIPAL_HEADER, type PostedMessage } from "../../durable-objects/connection/contract";
 import { ApiError } from "../http-error";
 import { takeConnectionSlot } from "./connection-slot";
 import type { AppEnv } from "../types";
 import type { Principal } from "../../core/principal";
 import { ErrorCode } from "../../core/rpc-errors";
+import { objects } from "../../durable-objects/objects";
 
 const CONNECTION_ID_HEADER = "Acp-Connection-Id";
 const SESSION_ID_HEADER = "Acp-Session-Id";
@@ -117,13 +118,6 @@ export async function deleteConnection(c: Context<AppEnv>): Promise<Response> {
 }
 
 // ── plumbing ───────────────────────────────────────────────────────────────────────────────────
-interface PostedMessage {
-  method?: string;
-  id?: JsonRpcId;
-  isRequest: boolean;
-  sessionId?: string;
-}
-
 function parseMessage(text: string): { message: PostedMessage } | { reply: object } {
   let value: unknown;
   try {
@@ -165,7 +159,7 @@ function sessionRoute(c: Context<AppEnv>, message: PostedMessage): string | unde
 }
 
 function connectionStub(c: Context<AppEnv>, principal: Principal, connectionId: string) {
-  return c.env.CONNECTIONS.get(c.env.CONNECTIONS.idFromName(`${principal.tenantId}/${connectionId}`));
+  return objects.connection(c.env, principal.tenantId, connectionId);
 }
 
 function isConnectionId(value: string): boolean {

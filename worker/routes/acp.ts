@@ -8,13 +8,14 @@ import { type Context, Hono } from "hono";
 import { defaultAgentName } from "../../db/queries/agents";
 import { isAgentName } from "../../protocol/names";
 import { ACP_SUBPROTOCOL } from "../auth";
-import { ClientConnection } from "../client-connection";
-import { webSocketSink } from "../client-sink";
+import { ClientConnection } from "../../connection/client-connection";
+import { webSocketSink } from "../../connection/client-sink";
 import { takeConnectionSlot } from "../http/connection-slot";
 import { deleteConnection, openStream, postMessage } from "../http/streamable-http";
 import { ApiError } from "../http-error";
 import { requireKey } from "../middleware/require-key";
 import type { AppEnv } from "../types";
+import { gatewayObjects } from "../../durable-objects/objects";
 
 export const acpRoutes = new Hono<AppEnv>();
 
@@ -27,7 +28,7 @@ acpRoutes.get("/acp", requireKey("client", "admin"), async (c) => {
   const pair = new WebSocketPair();
   const [client, server] = [pair[0], pair[1]];
   server.accept();
-  const connection = new ClientConnection(c.env, principal, agent, connectionId, webSocketSink(server));
+  const connection = new ClientConnection(c.env, gatewayObjects(c.env), principal, agent, connectionId, webSocketSink(server));
   server.addEventListener("message", (event) => connection.receive(event.data));
   // The slot among the key's connections is freed by a call after the close: keep the invocation alive for it.
   const closed = () => {

@@ -11,6 +11,7 @@ import { AgentConnection } from "../agent-connection";
 import { ApiError } from "../http-error";
 import { requireKey } from "../middleware/require-key";
 import type { AppEnv } from "../types";
+import { objects } from "../../durable-objects/objects";
 
 export const agentConnectRoutes = new Hono<AppEnv>();
 
@@ -34,7 +35,7 @@ agentConnectRoutes.get("/agents/:name/connect", requireKey("agent"), async (c) =
   }
   // An agent that dials in under a name the tenant has not registered registers it.
   await registerDialIn(c.env.DB, principal.tenantId, name);
-  const stub = c.env.AGENTS.get(c.env.AGENTS.idFromName(`${principal.tenantId}/${name}`));
+  const stub = objects.agent(c.env, principal.tenantId, name);
   const headers = new Headers(c.req.raw.headers);
   // The key's expiry goes with the connection: the AgentObject closes it then (revocation is pushed by the API).
   headers.set(

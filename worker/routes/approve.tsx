@@ -12,6 +12,7 @@ import type { ApprovalView, LinkRefusal } from "../../durable-objects/session/co
 import { type ApprovalClaims, verifyApprovalToken } from "../../protocol/approval-token";
 import type { AppEnv } from "../types";
 import { approvalPage, messagePage } from "./approve-page";
+import { objects } from "../../durable-objects/objects";
 
 export const approveRoutes = new Hono<AppEnv>();
 
@@ -61,7 +62,7 @@ async function checkedClaims(c: Context<AppEnv>): Promise<ApprovalClaims | Respo
 
 /** The session's two link calls, typed as the object declares them. */
 function session(c: Context<AppEnv>, claims: ApprovalClaims) {
-  const stub = c.env.SESSIONS.get(c.env.SESSIONS.idFromName(`${claims.t}/${claims.s}`));
+  const stub = objects.session(c.env, claims.t, claims.s);
   return {
     // SAFETY: the views are plain JSON data (rawInput and decidedBy are JSON the session parsed), which RPC
     // structured-clones as is; its generated stub type drops union members holding `unknown`.

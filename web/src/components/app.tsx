@@ -2,16 +2,11 @@
 // is open and is gone when the browser session ends, never written to localStorage.
 
 import { useMemo, useState } from "preact/hooks";
-import { Api, ApiError } from "../api";
+import { Api, ApiError, type Auth } from "../api";
 import { errorText } from "../format";
 import { AuditPage } from "./audit";
 import { RulesPage } from "./rules";
 import { SessionsPage } from "./sessions";
-
-export interface Auth {
-  key: string;
-  agent: string;
-}
 
 const KEY = "acp-gateway-console-key";
 const AGENT = "acp-gateway-console-agent";

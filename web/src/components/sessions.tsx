@@ -3,10 +3,9 @@
 // open session beside the list (on a phone, instead of it).
 
 import { useCallback, useEffect, useState } from "preact/hooks";
-import { type Api, type Page, type Session, type Snapshot } from "../api";
+import { type Api, type Auth, type Page, type Session, type Snapshot } from "../api";
 import { ago, errorText } from "../format";
 import { SessionLink } from "../link";
-import type { Auth } from "./app";
 import { SessionView } from "./session-view";
 
 /** Snapshots (turn state, approvals) are read for this many of the most recent sessions. */

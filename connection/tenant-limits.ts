@@ -1,21 +1,19 @@
 // The callers' side of the TenantLimitsObject: a connection's rate gate (its own rate and its lease of
 // the tenant's), and its slot among the connections of its key.
 
-import type { JsonRpcId } from "../../protocol/jsonrpc";
-import { RateGate } from "../../protocol/rate-limit";
-import { type Limits, limitsOf } from "../../protocol/tenant-limits";
-import type { Env } from "../../core/env";
-import { CONNECTION_RENEW_MS, type SlotOutcome } from "./tenant-limits-object";
-import { CLOSE } from "../../core/close-codes";
+import { CLOSE } from "../core/close-codes";
+import type { JsonRpcId } from "../protocol/jsonrpc";
+import { RateGate } from "../protocol/rate-limit";
+import { CONNECTION_RENEW_MS, type Limits, limitsOf } from "../protocol/tenant-limits";
+import type { GatewayObjects, SlotOutcome } from "./gateway-objects";
 
-function tenantLimits(env: Env, tenantId: string) {
-  return env.TENANT_LIMITS.get(env.TENANT_LIMITS.idFromName(tenantId));
-}
+/** Where the tenant's shared counts are kept (durable-objects/objects.ts provides the real one). */
+type Objects = Pick<GatewayObjects, "tenantLimits">;
 
 /** The rates a client's or agent's connection is held to, with the tenant's limits (overrides or defaults). */
-export function rateGate(env: Env, tenantId: string, overrides: Partial<Limits> | undefined, role: "client" | "agent"): RateGate {
+export function rateGate(objects: Objects, tenantId: string, overrides: Partial<Limits> | undefined, role: "client" | "agent"): RateGate {
   const limits = limitsOf(overrides);
-  const stub = tenantLimits(env, tenantId);
+  const stub = objects.tenantLimits(tenantId);
   return new RateGate(limits, role, (want) => stub.lease(want, limits.messagesPerSecondPerTenant));
 }
 
@@ -26,7 +24,7 @@ export class ConnectionSlot {
   private releasing: Promise<void> | undefined;
 
   constructor(
-    private readonly env: Env,
+    private readonly objects: Objects,
     private readonly tenantId: string,
     private readonly keyId: string,
     private readonly connectionId: string,
@@ -34,13 +32,13 @@ export class ConnectionSlot {
 
   /** Takes a slot for a new connection; refused (with how many are open) when the key has `connectionsPerKey` already. */
   static open(
-    env: Env,
+    objects: Objects,
     tenantId: string,
     keyId: string,
     connectionId: string,
     overrides: Partial<Limits> | undefined,
   ): Promise<SlotOutcome> {
-    return tenantLimits(env, tenantId).openConnection(keyId, connectionId, limitsOf(overrides).connectionsPerKey);
+    return objects.tenantLimits(tenantId).openConnection(keyId, connectionId, limitsOf(overrides).connectionsPerKey);
   }
 
   /** Call often (every few seconds): renews the slot when it is due. */
@@ -48,14 +46,16 @@ export class ConnectionSlot {
     const now = Date.now();
     if (this.releasing || now - this.renewedAt < CONNECTION_RENEW_MS) return;
     this.renewedAt = now;
-    void tenantLimits(this.env, this.tenantId)
+    void this.objects
+      .tenantLimits(this.tenantId)
       .renewConnection(this.keyId, this.connectionId)
       .catch(() => undefined);
   }
 
   /** Frees the slot; the same promise on every call (a Worker keeps its invocation alive for it with waitUntil). */
   release(): Promise<void> {
-    this.releasing ??= tenantLimits(this.env, this.tenantId)
+    this.releasing ??= this.objects
+      .tenantLimits(this.tenantId)
       .closeConnection(this.keyId, this.connectionId)
       .catch(() => undefined);
     return this.releasing;
@@ -72,7 +72,7 @@ export class AgentRates {
   /** The tenant's limit overrides, as last heard (the dial-in's principal, or a client's session/new). */
   overrides: Partial<Limits> | undefined;
 
-  constructor(private readonly env: Env) {}
+  constructor(private readonly objects: Objects) {}
 
   /** The connection (epoch) opened: its gate takes the tenant's first lease now; resolves when it has. */
   warm(epoch: number, tenantId: string): Promise<void> {
@@ -85,7 +85,8 @@ export class AgentRates {
   }
 
   private gateFor(epoch: number, tenantId: string): { epoch: number; gate: RateGate; closed: boolean } {
-    if (this.current?.epoch !== epoch) this.current = { epoch, gate: rateGate(this.env, tenantId, this.overrides, "agent"), closed: false };
+    if (this.current?.epoch !== epoch)
+      this.current = { epoch, gate: rateGate(this.objects, tenantId, this.overrides, "agent"), closed: false };
     return this.current;
   }
 

@@ -23,17 +23,16 @@ import {
   toRpcError,
   sessionIdOf,
 } from "../protocol/jsonrpc";
-import type { AgentStatus, OpenSessionArgs } from "../durable-objects/agent/contract";
+import type { AgentStatus, GatewayObjects, OpenSessionArgs } from "./gateway-objects";
 import type { ResponseMessage } from "../protocol/jsonrpc";
 import { AGENT_METHODS, CANCEL_REQUEST, PROTOCOL_VERSION } from "../protocol/methods";
 import { LIVE_SESSION_WINDOW_MS, limitsOf, liveSessionsError } from "../protocol/tenant-limits";
 import { liveSessionCount } from "../db/queries/sessions";
 import { type Admission, type RateGate } from "../protocol/rate-limit";
-import { ConnectionSlot, rateGate } from "../durable-objects/tenant/tenant-limits";
-import { permissionDeadlineMs } from "./auth";
+import { ConnectionSlot, rateGate } from "./tenant-limits";
 import type { ClientSink } from "./client-sink";
 import type { Env } from "../core/env";
-import { DEFAULT_KEY_RECHECK_MS, DEFAULT_KEY_UNVERIFIED_GRACE_MS, KeyRecheck, keyStillValid } from "./revocation";
+import { DEFAULT_KEY_RECHECK_MS, DEFAULT_KEY_UNVERIFIED_GRACE_MS, KeyRecheck, keyStillValid } from "./key-recheck";
 import { logTracedRequest } from "./trace";
 import { stage, stageTimingFrom } from "../protocol/stage-timing";
 import type { Principal } from "../core/principal";
@@ -54,6 +53,8 @@ export class ClientConnection {
 
   constructor(
     private readonly env: Env,
+    /** The gateway's objects, as this layer sees them (durable-objects/objects.ts `gatewayObjects`). */
+    private readonly objects: GatewayObjects,
     private readonly principal: Principal,
     private readonly agent: string,
     readonly connectionId: string,
@@ -62,8 +63,8 @@ export class ClientConnection {
     stageTimingFrom(env);
     const every = Number(env.KEY_RECHECK_MS ?? DEFAULT_KEY_RECHECK_MS);
     this.recheck = setInterval(() => void this.recheckKey(), every > 0 ? every : DEFAULT_KEY_RECHECK_MS);
-    this.rate = rateGate(env, principal.tenantId, principal.settings.limits, "client");
-    this.slot = new ConnectionSlot(env, principal.tenantId, principal.keyId, connectionId);
+    this.rate = rateGate(objects, principal.tenantId, principal.settings.limits, "client");
+    this.slot = new ConnectionSlot(objects, principal.tenantId, principal.keyId, connectionId);
     this.keyCheck = new KeyRecheck(Number(env.KEY_UNVERIFIED_GRACE_MS ?? DEFAULT_KEY_UNVERIFIED_GRACE_MS));
   }
 
@@ -345,7 +346,7 @@ export class ClientConnection {
         attachedAt: Date.now(),
       },
     };
-    const stub = this.env.SESSIONS.get(this.env.SESSIONS.idFromName(`${this.principal.tenantId}/${sessionId}`));
+    const stub = this.objects.session(this.principal.tenantId, sessionId);
     const response = await stub.fetch("https://session.internal/attach", {
       headers: { Upgrade: "websocket", [ATTACH_HEADER]: JSON.stringify(attach) },
     });
@@ -402,7 +403,7 @@ export class ClientConnection {
   }
 
   private agentStub() {
-    return this.env.AGENTS.get(this.env.AGENTS.idFromName(`${this.principal.tenantId}/${this.agent}`));
+    return this.objects.agent(this.principal.tenantId, this.agent);
   }
 
   private async agentStatus(): Promise<AgentStatus> {
@@ -494,4 +495,12 @@ function sessionIdParam(method: string, params: unknown): string {
   const sessionId = isObject(params) ? params.sessionId : undefined;
   if (typeof sessionId !== "string") throw RpcError.invalidParams(`${method} needs params.sessionId (a string)`);
   return sessionId;
+}
+
+/** How long a permission request of the session waits for an answer: the tenant's setting, else PERMISSION_DEADLINE_MS, else 10 min. */
+function permissionDeadlineMs(env: Env, principal: Principal): number {
+  const fromTenant = principal.settings.permissionDeadlineMs;
+  if (typeof fromTenant === "number" && fromTenant > 0) return fromTenant;
+  const fromEnv = Number(env.PERMISSION_DEADLINE_MS);
+  return Number.isFinite(fromEnv) && fromEnv > 0 ? fromEnv : 600_000;
 }

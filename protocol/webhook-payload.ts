@@ -1,8 +1,8 @@
 // The body of a notification webhook (documented in the README, "Notifications"). Built from what
 // the session holds when the request has waited long enough; pure, so its shape is tested on its own.
 
-import type { OperationView } from "../../protocol/operation-view";
-import type { PermissionOption } from "../../protocol/permissions";
+import type { OperationView } from "./operation-view";
+import type { PermissionOption } from "./permissions";
 
 export const NOTIFICATION_EVENT = "permission.waiting";
 

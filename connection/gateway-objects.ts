@@ -1,0 +1,63 @@
+// What the connection logic asks of the gateway's Durable Objects. connection/ sits below
+// durable-objects/, so it names here what it needs, and durable-objects/objects.ts (`gatewayObjects`)
+// provides it from the real stubs; each object's contract uses these types for the same calls.
+
+import type { ResponseMessage } from "../protocol/jsonrpc";
+import type { AGENT_METHODS } from "../protocol/methods";
+import type { LeaseGrant } from "../protocol/rate-limit";
+import type { Limits } from "../protocol/tenant-limits";
+
+/** A client's session/new or session/load, opened through the agent (`openSession`). */
+export interface OpenSessionArgs {
+  tenantId: string;
+  agent: string;
+  method: typeof AGENT_METHODS.sessionNew | typeof AGENT_METHODS.sessionLoad;
+  params: unknown;
+  createdBy: string | null;
+  deadlineMs: number;
+  relayAlwaysAsMade: boolean;
+  /** The tenant's limit overrides (protocol/tenant-limits.ts), kept by the session. */
+  limits?: Partial<Limits> | undefined;
+}
+
+/** What the agent said in `initialize`, as its AgentObject keeps it. */
+export interface AgentInfo {
+  protocolVersion: number;
+  agentCapabilities: Record<string, unknown>;
+  agentInfo?: unknown;
+  authMethods?: unknown[];
+  initializedAt: number;
+  /** The connection epoch that answered: a new connection must answer again before it gets requests. */
+  epoch: number;
+}
+
+/** Whether the agent is connected, what it said in initialize, and why it cannot be reached (`status`). */
+export type AgentStatus = { connected: boolean; info: AgentInfo | null; unreachable?: string };
+
+/** A connection's slot among its key's (`openConnection`): refused with how many are open. */
+export type SlotOutcome = { ok: true } | { ok: false; open: number };
+
+/** A session's object: a client attaches with a WebSocket upgrade (protocol/session-wire.ts's header). */
+interface SessionPort {
+  fetch(url: string, init: RequestInit): Promise<Response>;
+}
+
+/** The AgentObject of one agent name. */
+interface AgentPort {
+  openSession(args: OpenSessionArgs): Promise<ResponseMessage>;
+  status(tenantId: string, agent: string): Promise<AgentStatus>;
+}
+
+/** The tenant's shared counts: message-rate leases and connections per key. */
+interface TenantLimitsPort {
+  lease(want: number, ratePerSecond: number): Promise<LeaseGrant>;
+  openConnection(keyId: string, connectionId: string, limit: number): Promise<SlotOutcome>;
+  renewConnection(keyId: string, connectionId: string): Promise<void>;
+  closeConnection(keyId: string, connectionId: string): Promise<void>;
+}
+
+export interface GatewayObjects {
+  session(tenantId: string, sessionId: string): SessionPort;
+  agent(tenantId: string, agent: string): AgentPort;
+  tenantLimits(tenantId: string): TenantLimitsPort;
+}

@@ -1,0 +1,15 @@
+// The TenantLimitsObject's RPC contract (tenant-limits-object.ts implements it; the connections reach
+// it through ../objects.ts, by way of connection/tenant-limits.ts).
+
+import type { SlotOutcome } from "../../connection/gateway-objects";
+import type { LeaseGrant } from "../../protocol/rate-limit";
+
+export interface TenantLimitsContract extends Rpc.DurableObjectBranded {
+  /** Up to `want` of the tenant's message tokens, at `ratePerSecond` with bursts of twice that. */
+  lease(want: number, ratePerSecond: number): LeaseGrant;
+  /** A new connection under `keyId`: refused when the key already has `limit` open. */
+  openConnection(keyId: string, connectionId: string, limit: number): SlotOutcome;
+  /** A live connection's slot, kept (or, after a restart of the object, taken again). */
+  renewConnection(keyId: string, connectionId: string): void;
+  closeConnection(keyId: string, connectionId: string): void;
+}
