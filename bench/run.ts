@@ -16,8 +16,14 @@ import { writeReport } from "./report.ts";
 import { measureStages } from "./stages.ts";
 import { now, ratio, round, summarize } from "./stats.ts";
 
+// BENCH_SCALE=1 is the tenant at scale (bench/scale.ts), a run of its own.
+if (process.env.BENCH_SCALE === "1") {
+  await import("./scale.ts");
+  process.exit(0);
+}
 const QUICK = process.env.BENCH_QUICK === "1";
-const n = (full: number, quick: number) => Number(process.env.BENCH_SCALE ?? 1) * (QUICK ? quick : full);
+// BENCH_REPEAT=k runs every scenario k times as long (more samples).
+const n = (full: number, quick: number) => Number(process.env.BENCH_REPEAT ?? 1) * (QUICK ? quick : full);
 const SMALL = "x".repeat(60); // a ~100-byte update frame with its envelope
 const LARGE = "y".repeat(64 * 1024);
 const started = Date.now();
