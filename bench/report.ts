@@ -57,7 +57,7 @@ ${rows(r.targets, (t) => `| ${t.name} | ${t.value} | ${t.target} | ${t.pass ? "p
 | persisted relay one way with a second object (WebSocket), the second one inserting | ${b.persistedTwoObjects?.median} ms | ${b.persistedTwoObjects?.p99} ms | ${b.persistedTwoObjects?.max} ms |
 
 The "second object" rows are measured in alternating blocks: what one object-to-object hop costs by
-each transport (the gateway's agent link, docs/ARCHITECTURE.md), and the persisted relay with the
+each transport (the gateway's agent link, docs/decisions/0001-the-message-path.md), and the persisted relay with the
 gateway's two objects, which is ${b.persistedTwoObjectsRatio}x the one-object persisted relay in the
 same minutes: the floor for a stream that crosses two objects and commits once.
 
@@ -128,7 +128,7 @@ ${rows(s.concurrency.rows, (x) => `| ${x.sessions} | ${x.turnsPerSecond} |`)}
 ## 5. Attach and replay (session/load of a logged session)
 
 Chunks of text with a tool call every 100 events, as an agent streams them; the log is compacted
-(see docs/ARCHITECTURE.md, "Log compaction"), so the client receives fewer, larger frames.
+(see docs/decisions/0008-performance.md, "Log compaction"), so the client receives fewer, larger frames.
 
 | events | time to the load answer | updates received | workerd RSS before → after |
 |---|---|---|---|
@@ -161,7 +161,7 @@ function stageTimings(r: Json): string {
 ${p.stages.map((x: Json) => `| ${x.stage} | ${x.median} ms | ${x.mean} ms |`).join("\n")}
 | **total** (unmarked probes: ${p.unmarked.median} ms median) | ${p.total.median} ms | ${p.total.mean} ms |`;
   return `Measured inside the gateway: the bench's gateway runs with STAGE_TIMING=1, and probe frames sent
-one at a time log the time they cross each boundary (protocol/stage-timing.ts; docs/ARCHITECTURE.md,
+one at a time log the time they cross each boundary (protocol/stage-timing.ts; docs/decisions/0008-performance.md,
 "Measuring the path"). The clock is workerd's, in whole milliseconds, so a stage under a millisecond
 reads 0 or 1: the mean is the better figure for those. "Send" in an object is not "left": a send
 after a write is held by the output gate until the write commits, so the commit is in the stage

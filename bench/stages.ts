@@ -6,7 +6,7 @@
 // median over the probes is what the report shows. The two ends are the bench's own clock (the same
 // wall clock as workerd's, on this machine). Local workerd's clock runs while code runs (whole
 // milliseconds), so each stage holds its own JavaScript and SQLite time; on Cloudflare the clock
-// stands still between I/O, and that time would land in the interval after it (docs/ARCHITECTURE.md).
+// stands still between I/O, and that time would land in the interval after it (docs/decisions/0008-performance.md, "Measuring the path").
 // Unmarked probes alternate with the marked ones: their totals show what the hooks' log lines cost.
 
 import { existsSync, readFileSync } from "node:fs";

@@ -11,7 +11,7 @@
 //   count `c`, has been applied, and the edge may deliver the session's notifications itself,
 //   numbered from `from` up to (not including) `to`, on connection `epoch`.
 // Why the counts and numbers: a session's frames must be applied in the order the agent sent them,
-// and each once; see docs/ARCHITECTURE.md, "The stream at the edge".
+// and each once; see docs/decisions/0001-the-message-path.md, "The stream at the edge".
 // Pure: no Cloudflare imports; unit-tested in test/unit/agent-edge-wire.test.ts.
 
 /** The header on the control socket's upgrade that marks it as the edge's (value "1"). */

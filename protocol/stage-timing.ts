@@ -9,7 +9,7 @@
 // On, an unmarked frame costs a substring search of its text (of the strings a few levels into an
 // object). A hook never changes the frame it sees. The clock: on Cloudflare it stands still while code
 // runs and advances only at I/O (a reading is when the event began); in local workerd, where the bench
-// runs, it runs with the code, in whole milliseconds (docs/ARCHITECTURE.md, "Measuring the path").
+// runs, it runs with the code, in whole milliseconds (docs/decisions/0008-performance.md, "Measuring the path").
 // Pure: no Cloudflare imports, so the entry points' constructors switch it on and Node tests it.
 
 /** The boundaries a frame crosses, in the order an update or a permission request meets them. */

@@ -3,7 +3,7 @@
 // agent's own: initialize, session/new and /load, the agent's requests and answers, and everything
 // of a session that has no grant go through the AgentObject exactly as before. A session's
 // notifications (the stream) go from here straight to its SessionObject once the AgentObject has
-// granted it, so the stream crosses one object, not two (docs/ARCHITECTURE.md, "The stream at the
+// granted it, so the stream crosses one object, not two (docs/decisions/0001-the-message-path.md, "The stream at the
 // edge"; the wire is protocol/agent-edge-wire.ts).
 //
 // Order and exactly-once across the two paths: protocol/edge-routing.ts. Checks: the connection's

@@ -3,7 +3,7 @@
 // comes back whole: what is kept in memory (the pending permission requests, the audit cursor, the
 // id block) is rebuilt from these tables when the object starts.
 //
-// Rows written (docs/ARCHITECTURE.md, "Rows per permission request"): a permission request is ONE
+// Rows written (docs/decisions/0008-performance.md, "Rows per permission request"): a permission request is ONE
 // log row, inserted once with what the request needs while pending (`request`) and updated once
 // when it is resolved (`resolved`, `resolved_at`, and its decision audit entry `audit`, which is the
 // audit outbox: audit-outbox.ts). Pending requests are held in memory and found again at start by

@@ -1,7 +1,7 @@
 // What the engine knows about programs: which ones run other code, which options of known programs
 // run code or write files, which subcommands may be remembered as a prefix, and how global options
 // are skipped to find the subcommand that runs (so a reject on `git push` matches `git -C . push`).
-// Documented in docs/ARCHITECTURE.md ("Remembered decisions"); keep the two in step.
+// Documented in docs/decisions/0005-remembered-decisions.md ("Remembered decisions"); keep the two in step.
 
 import type { SimpleCommand } from "./shell";
 

@@ -181,7 +181,7 @@ describe("end to end with SDK peers", () => {
 
 describe("the stream at the edge, end to end", () => {
   // A dial-in agent's updates go from the edge straight to the session once it is granted, and
-  // everything else through the AgentObject (docs/ARCHITECTURE.md, "The stream at the edge"). Real SDK
+  // everything else through the AgentObject (docs/decisions/0001-the-message-path.md, "The stream at the edge"). Real SDK
   // peers on both transports: whatever path each frame took, every client sees the agent's updates
   // once, in the agent's order, and the prompt's answer only after the last of them. (Checked to fail
   // when the edge drops what it delivers itself: only each turn's first update arrives. The races

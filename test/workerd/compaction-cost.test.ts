@@ -78,7 +78,7 @@ describe("cost: SQLite rows written per relayed update and per permission reques
     }
     const perPermission = { session: (sessionRows() - before.session) / asks, agent: (agentRows() - before.agent) / asks };
     console.log(`COST ${JSON.stringify({ perUpdate, perPermission, perRuleAnswered })}`);
-    // docs/ARCHITECTURE.md, "Rows per permission request". 2026-12-03 (rows branch): per update 1
+    // docs/decisions/0008-performance.md, "Rows per permission request". 2026-12-03 (rows branch): per update 1
     // in the session (the log row; the turn's progress is that row's time), 0 in the AgentObject (agentpath).
     expect(perUpdate.session).toBeLessThanOrEqual(1);
     expect(perUpdate.session + perUpdate.agent).toBeLessThan(1.1);
