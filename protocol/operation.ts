@@ -6,6 +6,7 @@
 
 import { isObject } from "./jsonrpc";
 import { commandText, commandsOf, looseWordsOf } from "./rules/command";
+import { looseWords } from "./rules/shell";
 import { pathsOf, resolvePath } from "./rules/paths";
 import type { SimpleCommand } from "./rules/shell";
 
@@ -25,21 +26,61 @@ export interface Operation {
   workdir: string | null;
   /** Every resolved path the call touches; null when one is not absolute. */
   paths: string[] | null;
+  /**
+   * Why the call has no one meaning — it names the command or its directory more than once, or
+   * carries a field the gateway does not know (`env`, `shell`…) — or null. Such a call is answered by
+   * no allow rule and never remembered: a tool may run what the engine did not read.
+   */
+  ambiguity: string | null;
 }
+
+/** Fields of an execute call's rawInput that name what runs, and where. */
+const COMMAND_FIELDS = ["command", "cmd", "argv", "script"];
+const DIRECTORY_FIELDS = ["cwd", "workdir", "working_directory", "dir", "directory"];
+/** Fields known to change nothing about what runs or where. */
+const HARMLESS_FIELDS = new Set(["args", "description", "timeout", "timeout_ms", "run_in_background", "justification"]);
 
 export function describeOperation(toolCall: Record<string, unknown>, sessionCwd: string): Operation {
   const raw = toolCall.rawInput;
+  const kind = typeof toolCall.kind === "string" ? toolCall.kind : "other";
+  const ambiguity = kind === "execute" ? ambiguityOf(raw) : null;
   const command = commandText(raw);
-  const commands = command === null ? null : commandsOf(raw);
+  const commands = command === null || ambiguity !== null ? null : commandsOf(raw);
   return {
-    kind: typeof toolCall.kind === "string" ? toolCall.kind : "other",
+    kind,
     name: typeof toolCall.name === "string" ? toolCall.name : null,
     command,
     commands,
-    looseWords: command !== null && commands === null ? looseWordsOf(raw) : null,
-    workdir: workdirOf(raw, sessionCwd),
+    // An ambiguous call is held against rejects by every word of every field.
+    looseWords: ambiguity !== null ? allWords(raw) : command !== null && commands === null ? looseWordsOf(raw) : null,
+    workdir: ambiguity !== null ? null : workdirOf(raw, sessionCwd),
     paths: pathsOf(toolCall),
+    ambiguity,
   };
+}
+
+function ambiguityOf(raw: unknown): string | null {
+  if (!isObject(raw)) return null;
+  const keys = Object.keys(raw);
+  const commands = keys.filter((k) => COMMAND_FIELDS.includes(k));
+  if (commands.length > 1) return `it names the command in more than one field (${commands.join(", ")})`;
+  const dirs = keys.filter((k) => DIRECTORY_FIELDS.includes(k));
+  if (dirs.length > 1) return `it names the directory in more than one field (${dirs.join(", ")})`;
+  const unknown = keys.filter((k) => !COMMAND_FIELDS.includes(k) && !DIRECTORY_FIELDS.includes(k) && !HARMLESS_FIELDS.has(k));
+  if (unknown.length > 0) return `it carries fields the gateway does not know (${unknown.slice(0, 5).join(", ")})`;
+  if (raw.script !== undefined) return "it names the command as a script field the gateway does not read";
+  if (raw.args !== undefined && typeof raw.command !== "string" && typeof raw.cmd !== "string")
+    return "it gives arguments without a program";
+  return null;
+}
+
+/** Every word of every string in the value, for rejects. */
+function allWords(value: unknown, depth = 0): string[] {
+  if (typeof value === "string") return looseWords(value);
+  if (depth > 8) return [];
+  if (Array.isArray(value)) return value.flatMap((v) => allWords(v, depth + 1));
+  if (isObject(value)) return Object.values(value).flatMap((v) => allWords(v, depth + 1));
+  return [];
 }
 
 /** The operation as one line for the audit: the command, else the paths. */
@@ -59,7 +100,8 @@ export function operationSummary(toolCall: Record<string, unknown>, sessionCwd: 
 function workdirOf(raw: unknown, sessionCwd: string): string | null {
   const base = resolvePath(sessionCwd);
   if (!isObject(raw)) return base;
-  const given = raw.cwd ?? raw.workdir ?? raw.working_directory;
+  const field = DIRECTORY_FIELDS.find((k) => raw[k] !== undefined);
+  const given = field === undefined ? undefined : raw[field];
   if (given === undefined || given === null) return base;
   if (typeof given !== "string" || given === "") return null;
   if (given.startsWith("/")) return resolvePath(given);

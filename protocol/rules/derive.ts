@@ -1,22 +1,26 @@
 // From a person's allow_always / reject_always answer, the narrowest rule that means what they approved:
-// - execute, allow: a prefix (`git status`, `npm test`, `npm run build`) only for programs and
-//   subcommands in the table of known-safe structure (programs.ts), and only when no remaining
-//   argument runs code or writes files; anything else that is one simple command — wrappers, remote
-//   runners, interpreters, every program not in the table — is remembered as its exact argv; a
-//   compound command, or one the parser cannot judge, as the exact operation;
+// - execute, allow: a prefix (`git status`, `npm test`, `npm run build`) only for the forms in the
+//   closed-world table (tools.ts), and only when the table understands every word of the command;
+//   anything else that is one simple command — wrappers, remote runners, interpreters, every
+//   program or subcommand not in the table — is remembered as its exact argv; a compound command,
+//   or one the parser cannot judge, as the exact operation;
 // - execute, reject: the program and its subcommand however spelled (`git push`), else the argv;
+// The rule's project is the session's cwd, never a directory the agent names: a command the agent
+// says runs elsewhere (its `cwd`/`workdir` outside the session's) is not remembered at all, and a
+// call that names what runs or where more than once is not remembered either (operation.ts).
 // - read / edit / delete / move: the file itself, or its directory (`dir/**`) when the option's name
 //   says so ("directory", "folder", "all files in"); several files: the exact operation;
 // - any other tool with a name (MCP tools): that tool, by kind and name;
 // - anything else: the exact operation.
 // A session whose cwd is `/` or a home directory never yields a prefix, directory or tool rule: only
-// exact ones. An operation with nothing to identify it is never remembered: the result says why.
+// exact ones. A directory rule never covers files that decide what commands run (command-files.ts). An operation with nothing to identify it is never remembered: the result says why.
 // switch_mode is never remembered as an allow: no rule may approve it.
 
 import { describeOperation } from "../operation";
 import { isUnidentifiable } from "./canonical";
 import { isWithin, resolvePath } from "./paths";
-import { basename, derivablePrefix, subcommandPositions } from "./programs";
+import { derivablePrefix, prefixCovers } from "./coverage";
+import { basename, subcommandPositions } from "./programs";
 import type { Matcher } from "./rules";
 import type { SimpleCommand } from "./shell";
 
@@ -52,9 +56,16 @@ export function deriveRule(input: DeriveInput): DeriveResult {
         "Not remembered: this request carries nothing that identifies the operation (no input, command or paths), so you are asked each time.",
     };
   }
+  if (op.ambiguity !== null) {
+    return { reason: `Not remembered: ${op.ambiguity}, so what runs may not be what you read. You are asked each time.` };
+  }
   const sessionCwd = resolvePath(input.cwd);
-  const project = op.kind === "execute" && op.workdir !== null ? op.workdir : sessionCwd;
-  const scope = { project, agent: input.agent, user: null };
+  if (op.kind === "execute" && (op.workdir === null || sessionCwd === null || !isWithin(op.workdir, sessionCwd))) {
+    return {
+      reason: `Not remembered: the command runs in ${op.workdir ?? "a directory the gateway cannot read"}, outside this session's project ${sessionCwd ?? "(none)"}. You are asked each time.`,
+    };
+  }
+  const scope = { project: sessionCwd, agent: input.agent, user: null };
   // Broad rules (prefix, directory, tool) only for a session in a project, never `/` or a home directory.
   const broad = sessionCwd !== null && !isRootOrHome(sessionCwd);
   const verb = decision === "allow" ? "Always allow" : "Always reject";
@@ -73,14 +84,14 @@ export function deriveRule(input: DeriveInput): DeriveResult {
     const command = commands[0] as SimpleCommand;
     if (command.fuzzy.some(Boolean)) return exact(`\`${text}\``);
     if (decision === "allow") {
-      const prefix = broad ? derivablePrefix(command) : null;
+      const prefix =
+        broad && sessionCwd !== null && op.workdir !== null ? derivablePrefix(command, { workdir: op.workdir, project: sessionCwd }) : null;
       if (prefix) {
         return {
           decision,
           scope,
           matcher: { type: "command", prefix },
-          // `…`: any further arguments, except the options that run code or write files (programs.ts).
-          description: `${verb} \`${prefix.join(" ")} …\`${where}`,
+          description: `${verb} \`${prefix.join(" ")}\` ${prefixCovers(prefix)},${where}`,
         };
       }
     } else {
@@ -117,7 +128,7 @@ export function deriveRule(input: DeriveInput): DeriveResult {
         decision,
         scope,
         matcher: { type: "path", kinds: [op.kind], glob: `${escapeGlob(dir)}/**` },
-        description: `${verb} ${op.kind} of any file under ${dir}${where}`,
+        description: `${verb} ${op.kind} of any file under ${dir}, except files that decide what commands run (.git/, Makefile, package.json, .npmrc…)${where}`,
       };
     }
     if (paths.length !== 1) return exact(`this ${op.kind} of ${paths.join(", ")}`);

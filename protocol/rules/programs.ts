@@ -1,7 +1,7 @@
-// What the engine knows about programs: which ones run other code, which options of known programs
-// run code or write files, which subcommands may be remembered as a prefix, and how global options
-// are skipped to find the subcommand that runs (so a reject on `git push` matches `git -C . push`).
-// Documented in docs/decisions/0005-remembered-decisions.md ("Remembered decisions"); keep the two in step.
+// What the engine knows about programs in general: which ones run other code given in their
+// arguments (wrappers, interpreters, runners: only a rule naming their exact argv covers them), and
+// how global options are skipped to find the subcommand that runs (so a reject on `git push` meets
+// `git -C . push`). Which forms a prefix rule covers is the closed-world table in tools.ts.
 
 import type { SimpleCommand } from "./shell";
 
@@ -49,81 +49,6 @@ export function runsOtherCode(command: SimpleCommand): boolean {
 function isInlineCodeFlag(arg: string): boolean {
   if (/^--(eval|print|require|import|exec|command)(=|$)/.test(arg)) return true;
   return /^-[A-Za-z]*[ceEpr][A-Za-z]*$/.test(arg) && !arg.startsWith("--");
-}
-
-/** Options that run code, read another configuration or write files, by program (prefix spellings). */
-const UNSAFE_OPTIONS: Record<string, { exact: string[]; prefixes: string[] }> = {
-  git: {
-    exact: ["-c", "-C", "-O", "-x"],
-    prefixes: [
-      "--config-env",
-      "--exec-path",
-      "--git-dir",
-      "--work-tree",
-      "--output",
-      "--ext-diff",
-      "--open-files-in-pager",
-      "--upload-pack",
-      "--receive-pack",
-      "--exec",
-      "--template",
-      "--config",
-      "--extcmd",
-      "--tool",
-      "--no-index",
-      "-O",
-    ],
-  },
-  npm: {
-    exact: ["-C", "-c", "-w"],
-    prefixes: [
-      "--script-shell",
-      "--node-options",
-      "--userconfig",
-      "--globalconfig",
-      "--prefix",
-      "--call",
-      "--workspace",
-      "--ignore-scripts=false",
-    ],
-  },
-  pnpm: { exact: ["-C", "-c", "-w", "--dir"], prefixes: ["--script-shell", "--node-options", "--dir", "--filter", "--workspace"] },
-  yarn: { exact: ["--cwd"], prefixes: ["--cwd", "--script-shell"] },
-  make: {
-    exact: ["-f", "-C", "-E", "-I", "-e", "--eval", "--file", "--makefile", "--directory", "--include-dir", "--environment-overrides"],
-    prefixes: ["-f", "-C", "-E", "-I", "--eval", "--file", "--makefile", "--directory", "--include-dir"],
-  },
-  cargo: { exact: ["-Z", "-C"], prefixes: ["--config", "--manifest-path", "-Z", "--target-dir"] },
-  find: { exact: ["-delete", "-fls", "-fprint", "-fprint0", "-fprintf"], prefixes: [] },
-};
-
-/**
- * Whether an allow prefix of `prefixLength` words may cover this command: not a program that runs
- * other code, no option that could change what runs or write a file, and no word the shell would
- * expand into something else where that could be such an option.
- */
-export function prefixMayCover(command: SimpleCommand, prefixLength: number): boolean {
-  if (runsOtherCode(command)) return false;
-  const program = basename(command.argv[0] ?? "");
-  const unsafe = UNSAFE_OPTIONS[program];
-  if (!unsafe) return true;
-  const args = command.argv.slice(1);
-  const endOfOptions = args.indexOf("--");
-  const checked = endOfOptions < 0 ? args : args.slice(0, endOfOptions);
-  for (let i = 0; i < checked.length; i++) {
-    const arg = checked[i] as string;
-    if (command.fuzzy[i + 1]) return false; // could expand to any option
-    if (unsafe.exact.includes(arg) || unsafe.prefixes.some((p) => arg.startsWith(p))) return false;
-    if (program === "make" && arg.includes("=")) return false; // `make SHELL=…` replaces the recipe shell
-  }
-  // Options before the subcommand of a program with a subcommand change what runs: only a few are harmless.
-  if (program === "git" && prefixLength <= 1) {
-    for (const arg of args) {
-      if (!arg.startsWith("-")) break;
-      if (!["--no-pager", "-P", "--no-optional-locks", "--literal-pathspecs", "--no-replace-objects"].includes(arg)) return false;
-    }
-  }
-  return true;
 }
 
 /** Global options of git that take a separate value. */
@@ -182,55 +107,4 @@ function knownGitFlag(arg: string): boolean {
     "--version",
     "--help",
   ].includes(arg);
-}
-
-/** How a program's prefix rules may be derived: which subcommands, and whether a script name follows. */
-interface Derivable {
-  /** Subcommands that may be remembered as `program subcommand …`; empty: the program alone. */
-  subcommands: Set<string>;
-  /** Subcommands whose next word (a script or target name) is part of what runs. */
-  runners?: Set<string>;
-  /** Checks the words after the prefix beyond the unsafe options (e.g. `git branch` list forms only). */
-  argsOk?: (sub: string, args: string[]) => boolean;
-}
-
-const GIT_BRANCH_LIST_FLAGS =
-  /^(-a|-r|-l|-v|-vv|-i|--list|--all|--remotes|--verbose|--show-current|--ignore-case|--no-color|--no-column|--color(=.*)?|--column(=.*)?|--sort=.*|--format=.*|--abbrev=.*|--merged(=.*)?|--no-merged(=.*)?|--contains(=.*)?|--no-contains(=.*)?|--points-at=.*)$/;
-
-/** The table of known-safe structure: the only programs for which a prefix rule is derived. */
-const DERIVABLE: Record<string, Derivable> = {
-  git: {
-    subcommands: new Set(["status", "diff", "log", "show", "branch", "blame", "ls-files", "rev-parse", "shortlog"]),
-    argsOk: (sub, args) => sub !== "branch" || args.every((a) => GIT_BRANCH_LIST_FLAGS.test(a)),
-  },
-  npm: { subcommands: new Set(["test", "run", "run-script"]), runners: new Set(["run", "run-script"]) },
-  pnpm: { subcommands: new Set(["test", "run"]), runners: new Set(["run"]) },
-  yarn: { subcommands: new Set(["test", "run"]), runners: new Set(["run"]) },
-  cargo: { subcommands: new Set(["test", "check", "build", "clippy", "fmt"]) },
-  make: { subcommands: new Set(["test", "check", "lint"]) },
-  ls: { subcommands: new Set() },
-  pwd: { subcommands: new Set() },
-};
-
-/**
- * The prefix a person's allow may be remembered as, or null when the command is remembered exactly:
- * only programs in the table, in their known-safe forms, with no option that runs code or writes.
- */
-export function derivablePrefix(command: SimpleCommand): string[] | null {
-  const argv = command.argv;
-  const program = argv[0] ?? "";
-  const spec = DERIVABLE[program];
-  if (!spec || command.fuzzy.some(Boolean)) return null;
-  if (spec.subcommands.size === 0) return prefixMayCover(command, 1) ? [program] : null;
-  const sub = argv[1];
-  if (sub === undefined || !spec.subcommands.has(sub)) return null;
-  let prefix = [program, sub];
-  if (spec.runners?.has(sub)) {
-    const script = argv[2];
-    if (script === undefined || !/^[A-Za-z0-9][A-Za-z0-9:._-]*$/.test(script)) return null;
-    prefix = [program, sub, script];
-  }
-  if (!prefixMayCover(command, prefix.length)) return null;
-  if (spec.argsOk && !spec.argsOk(sub, argv.slice(prefix.length))) return null;
-  return prefix;
 }

@@ -5,22 +5,28 @@
 
 import { isObject } from "../jsonrpc";
 import { type Operation, describeOperation } from "../operation";
-import { globMatches, isWithin } from "./paths";
-import { basename, prefixMayCover, runsOtherCode, subcommandPositions } from "./programs";
-import { type SimpleCommand, looseWords } from "./shell";
+import { changesWhatRuns } from "./command-files";
+import { prefixCoverage } from "./coverage";
+import type { Where } from "./grammar";
+import { globMatches, isWithin, resolvePath } from "./paths";
+import { rejectApplies } from "./reject-spelling";
+import type { SimpleCommand } from "./shell";
 
 export type Matcher =
   /** A tool by kind, and name when given (an MCP tool such as `mcp__server__tool`). */
   | { type: "tool"; kind: string; name?: string }
   /**
-   * `execute` calls whose every simple command starts with these words, and has no option that runs
-   * code or writes files (programs.ts). As a reject: any spelling of them (global options skipped,
-   * inside wrappers, or anywhere in a command that cannot be parsed).
+   * `execute` calls whose every simple command starts with these words and whose every further word
+   * the closed-world table understands (tools.ts; only the exact words for a program not in it). As
+   * a reject: any spelling the tool accepts (reject-spelling.ts).
    */
   | { type: "command"; prefix: readonly string[] }
   /** `execute` calls whose every simple command is exactly this argv (a wrapper, a program not in the table). */
   | { type: "argv"; argv: readonly string[] }
-  /** Calls of these kinds whose every resolved path matches the glob. */
+  /**
+   * Calls of these kinds whose every resolved path matches the glob; a glob with wildcards never
+   * covers an edit of a file that decides what commands run (command-files.ts).
+   */
   | { type: "path"; glob: string; kinds?: readonly string[] }
   /** Exactly this operation: SHA-256 of its canonical JSON (canonical.ts). */
   | { type: "exact"; hash: string };
@@ -125,27 +131,30 @@ export function decide(compiled: CompiledRules, ctx: DecisionContext): Decision 
   if (kind === "execute") {
     // A reject that covers any spelling of any part rejects the whole; when in doubt, it applies.
     for (const rule of compiled.commandRejects) {
-      if (!reject && live(rule) && rejectApplies(rule.matcher, op)) reject = rule;
+      if (!reject && live(rule) && rejectApplies(commandWords(rule.matcher), op)) reject = rule;
     }
-    // Every part must be covered by an allow (TC-18: a changed command is judged anew), run where the
-    // rule's project is (TC-21).
+    // Every part must be covered by an allow (TC-18: a changed command is judged anew), run inside the
+    // rule's project (TC-21), or the session's when the rule has none.
     if (op.commands && compiled.byCommandHead.size > 0) {
       let covering: Rule | undefined;
       let allCovered = true;
       for (const command of op.commands) {
         let covered: Rule | undefined;
         for (const rule of compiled.byCommandHead.get(command.argv[0] ?? "") ?? []) {
-          if (covered || !live(rule) || !runsWithin(rule, op) || !allowCovers(rule.matcher, command)) continue;
-          covered = rule;
+          if (covered || !live(rule)) continue;
+          const where = whereFor(rule, op, ctx);
+          if (where && allowCovers(rule.matcher, command, where)) covered = rule;
         }
         if (!covered) allCovered = false;
         covering ??= covered;
       }
       if (allCovered && covering) allow ??= covering;
     }
+    // An allow never applies to a command that runs outside the rule's project, whatever matched it.
+    if (allow && !whereFor(allow, op, ctx)) allow = undefined;
   }
-  // An allow never applies to a command that runs outside the rule's project, whatever matched it.
-  if (allow && kind === "execute" && !runsWithin(allow, op)) allow = undefined;
+  // A call that names what runs, or where, more than once is answered by no allow (one meaning).
+  if (op.ambiguity !== null) allow = undefined;
   const rule = reject ?? (allow && !NEVER_AUTO_ALLOWED.has(kind) ? allow : undefined);
   if (!rule) return { decision: null };
   const option = chooseOption(rule.decision, ctx.options);
@@ -194,52 +203,31 @@ function pathRuleMatches(rule: Rule, m: Extract<Matcher, { type: "path" }>, kind
   // A rule scoped to a project never covers a path outside it (TC-21).
   const project = rule.scope?.project;
   if (project && !paths.every((p) => isWithin(p, project))) return false;
-  return paths.every((p) => globMatches(m.glob, p));
+  if (!paths.every((p) => globMatches(m.glob, p))) return false;
+  // A directory rule (a glob with wildcards) never allows a change to what commands run.
+  const wildcard = /[*?[]/.test(m.glob.replace(/\[[*?[]\]/g, ""));
+  if (rule.decision === "allow" && wildcard && kind !== "read" && paths.some((p) => changesWhatRuns(p) !== null)) return false;
+  return true;
 }
 
-/** An allow command rule covers one simple command: its exact argv, or its prefix with nothing unsafe after it. */
-function allowCovers(m: Matcher, command: SimpleCommand): boolean {
+/** An allow command rule covers one simple command: its exact argv, or its prefix and nothing the table does not understand. */
+function allowCovers(m: Matcher, command: SimpleCommand, where: Where): boolean {
   if (m.type === "argv") return m.argv.length === command.argv.length && m.argv.every((w, i) => w === command.argv[i] && !command.fuzzy[i]);
-  if (m.type !== "command" || m.prefix.length === 0 || m.prefix.length > command.argv.length) return false;
-  if (!m.prefix.every((w, i) => w === command.argv[i] && !command.fuzzy[i])) return false;
-  return prefixMayCover(command, m.prefix.length);
-}
-
-/** The directory an execute call runs in is inside the rule's project (when it has one). */
-function runsWithin(rule: Rule, op: Operation): boolean {
-  const project = rule.scope?.project;
-  if (!project) return op.workdir !== null;
-  return op.workdir !== null && isWithin(op.workdir, project);
-}
-
-/** A reject command rule applies to any spelling of its words in any part of the command. */
-function rejectApplies(m: Matcher, op: Operation): boolean {
-  const words = m.type === "command" ? m.prefix : m.type === "argv" ? m.argv : null;
-  if (!words || words.length === 0) return false;
-  if (op.commands) return op.commands.some((c) => spelledIn(words, c));
-  if (op.looseWords) return spelledIn(words, { argv: op.looseWords, fuzzy: op.looseWords.map(() => false) }, true);
-  return false;
+  return m.type === "command" && prefixCoverage(m.prefix, command, where) === null;
 }
 
 /**
- * Whether `words` (program, subcommand…) is what runs in `command`, or — for a wrapper, or when
- * `anywhere` — at any position in it, or in any script written in one of its arguments.
+ * Where an execute call runs, and the directory nothing may leave: the rule's project, or the
+ * session's cwd for a rule with none. Null when the call runs elsewhere, or where cannot be known.
  */
-function spelledIn(words: readonly string[], command: SimpleCommand, anywhere = false): boolean {
-  const starts = anywhere || runsOtherCode(command) ? command.argv.map((_, i) => i) : [0];
-  for (const s of starts) if (matchesFrom(words, 0, command.argv.slice(s), command.fuzzy.slice(s))) return true;
-  if (anywhere || !runsOtherCode(command)) return false;
-  // `sudo sh -c 'git push'`, `ssh host "git push"`: the words of every argument.
-  const inner = command.argv.slice(1).flatMap((a) => looseWords(a));
-  return inner.length > 0 && spelledIn(words, { argv: inner, fuzzy: inner.map(() => false) }, true);
+function whereFor(rule: Rule, op: Operation, ctx: DecisionContext): Where | null {
+  const project = rule.scope?.project ? resolvePath(rule.scope.project) : resolvePath(ctx.cwd);
+  if (project === null || op.workdir === null || !isWithin(op.workdir, project)) return null;
+  return { workdir: op.workdir, project };
 }
 
-function matchesFrom(words: readonly string[], k: number, argv: string[], fuzzy: boolean[]): boolean {
-  const head = argv[0];
-  if (head === undefined) return false;
-  if (!fuzzy[0] && (k === 0 ? basename(head) : head) !== words[k]) return false;
-  if (k + 1 === words.length) return true;
-  return subcommandPositions(argv, fuzzy).some((p) => matchesFrom(words, k + 1, argv.slice(p), fuzzy.slice(p)));
+function commandWords(m: Matcher): readonly string[] {
+  return m.type === "command" ? m.prefix : m.type === "argv" ? m.argv : [];
 }
 
 /** A matcher from untrusted JSON (the REST API, D1), or null when it is not one. */

@@ -174,7 +174,7 @@ describe("the web console in Chromium", () => {
     const rule = page.locator("section.rule", { hasText: "npm test" });
     await rule.waitFor();
     const dryRun = page.getByRole("form", { name: "Dry run" });
-    await dryRun.getByLabel("Command").fill("npm test -- --watch");
+    await dryRun.getByLabel("Command").fill("npm test --silent");
     await dryRun.getByLabel("Project").fill("/projects/demo");
     await dryRun.getByLabel("Agent").fill(AGENT);
     await dryRun.getByRole("button", { name: "Test" }).click();

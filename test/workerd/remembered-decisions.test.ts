@@ -75,7 +75,7 @@ describe("remembered decisions in a live session", () => {
     await startTurn(bob, agent, s2);
     const waiting = agent.askPermission(s2, run("b1", "npm test"), OPTIONS);
     await bob.next(isMethod("session/request_permission"));
-    const asked = agent.askPermission(s1, run("a1", "npm test -- --watch=false"), OPTIONS);
+    const asked = agent.askPermission(s1, run("a1", "npm test --silent"), OPTIONS);
     const copy = await alice.next(isMethod("session/request_permission"));
     alice.respond(copy.id, { outcome: { outcome: "selected", optionId: "always" } });
     expect((await agent.peer.next(isResponseTo(asked))).result.outcome.optionId).toBe("once");

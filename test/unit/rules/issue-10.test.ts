@@ -216,8 +216,10 @@ describe("wrappers and programs that run other code are covered only by their ex
     ]) {
       expect(await judge(rules, exec(command)), command).toBeNull();
     }
-    expect(await judge(rules, exec("python3 script.py"))).toBe("allow");
-    expect(await judge(rules, exec("find . -name x"))).toBe("allow");
+    // Closed world (issue 22): a prefix on a program not in the table covers its exact words only.
+    expect(await judge(rules, exec("python3 script.py"))).toBeNull();
+    expect(await judge(rules, exec("find . -name x"))).toBeNull();
+    expect(await judge(rules, exec("python3"))).toBe("allow");
   });
   it("never lets an allow on git cover options that change what runs or write files", async () => {
     const rules = [allow(["git"]), allow(["git", "status"]), allow(["git", "diff"]), allow(["npm", "test"])];
@@ -233,8 +235,11 @@ describe("wrappers and programs that run other code are covered only by their ex
     ]) {
       expect(await judge(rules, exec(command)), command).toBeNull();
     }
-    expect(await judge(rules, exec("git --no-pager log"))).toBe("allow");
-    expect(await judge(rules, exec("npm test -- --watch=false"))).toBe("allow");
+    expect(await judge(rules, exec("git log --oneline"))).toBe("allow");
+    expect(await judge(rules, exec("npm test"))).toBe("allow");
+    // Closed world (issue 22): global options before the subcommand, and `--` passthrough, are asked.
+    expect(await judge(rules, exec("git --no-pager log"))).toBeNull();
+    expect(await judge(rules, exec("npm test -- --watch=false"))).toBeNull();
   });
 });
 
@@ -281,7 +286,9 @@ describe("derive narrowly", () => {
     expect((await remembered(exec("npm run build"))).matcher).toEqual({ type: "command", prefix: ["npm", "run", "build"] });
     expect((await remembered(exec("ls -la"))).matcher).toEqual({ type: "command", prefix: ["ls"] });
     const d = await remembered(exec("git status"));
-    expect(d.description).toBe("Always allow `git status …` in /projects/demo (agent demo)");
+    expect(d.description).toBe(
+      "Always allow `git status` with read-only options only, and paths inside the project, in /projects/demo (agent demo)",
+    );
     for (const [command, argv] of [
       ["git push origin main", ["git", "push", "origin", "main"]],
       ["git branch -D main", ["git", "branch", "-D", "main"]],
