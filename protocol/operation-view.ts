@@ -3,6 +3,7 @@
 // the diffs, and the agent's title kept apart as the agent's words (it is not what will run).
 
 import { isObject } from "./jsonrpc";
+import { describeOperation as operationOf } from "./operation";
 import type { PermissionOption } from "./permissions";
 import { commandText } from "./rules/command";
 import { resolvePath } from "./rules/paths";
@@ -19,6 +20,11 @@ export interface OperationView {
   diffs: { path: string; oldText: string | null; newText: string }[];
   /** The agent's raw input, for what the fields above do not cover. */
   rawInput: unknown;
+  /**
+   * Why the call has no one meaning (it names the command or its directory twice, or carries fields
+   * the gateway does not know), or null: the person is shown every field, and no rule answers it.
+   */
+  ambiguity: string | null;
 }
 
 export function describeOperation(toolCall: unknown, sessionCwd: string): OperationView {
@@ -50,6 +56,7 @@ export function describeOperation(toolCall: unknown, sessionCwd: string): Operat
     paths,
     diffs,
     rawInput: raw ?? null,
+    ambiguity: operationOf(call, sessionCwd).ambiguity,
   };
 }
 

@@ -1,14 +1,18 @@
 // Headless Chromium for the e2e tests: Debian's /usr/bin/chromium driven by playwright-core (.ci/run
-// installs it), offline and quiet, and the folder the README's screenshots are written to.
+// installs it), offline and quiet, and the folder the browser tests write their screenshots to.
 
 import { mkdirSync } from "node:fs";
 import { join } from "node:path";
 import { type Browser, chromium } from "playwright-core";
 import { ROOT } from "../../scripts/local-gateway";
 
-/** docs/screenshots, made if missing: the README shows what the browser tests write there. */
+/**
+ * Where the browser tests write their screenshots: test-results/screenshots (untracked), so a test
+ * run never rewrites a tracked file; `SCREENSHOTS_DIR=docs/screenshots npm test` refreshes the
+ * README's pictures on purpose.
+ */
 export function screenshotsDir(): string {
-  const dir = join(ROOT, "docs", "screenshots");
+  const dir = join(ROOT, process.env.SCREENSHOTS_DIR ?? join("test-results", "screenshots"));
   mkdirSync(dir, { recursive: true });
   return dir;
 }

@@ -1,6 +1,6 @@
 // The web console in a real browser: Debian's Chromium driven by playwright-core, against the
 // gateway as `npm start` runs it, with the demo agent (demo/agent.ts) through `acp-gateway agent`.
-// One flow on a desktop and the same flow on a 390×844 phone; screenshots go to docs/screenshots.
+// One flow on a desktop and the same flow on a 390×844 phone; screenshots go to test-results/screenshots (browser.ts).
 
 import { readFileSync } from "node:fs";
 import { join } from "node:path";

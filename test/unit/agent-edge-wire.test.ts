@@ -193,10 +193,12 @@ describe("the edge's control socket wire", () => {
                   : Number.isSafeInteger(value) &&
                     (value as number) >= 0 &&
                     (field === "from" ? (value as number) < good.grant.to : field === "to" ? (value as number) > good.grant.from : true);
-          if (valid) expect(decoded).toMatchObject({ ...header, t: kind });
+          // The header travels as JSON text, where -0 is written 0: expect what the text says.
+          if (valid) expect(decoded).toMatchObject({ ...(JSON.parse(JSON.stringify(header)) as object), t: kind });
           else expect(decoded).toBeUndefined();
         }),
-        { numRuns: RUNS },
+        // -0 in a numeric field: a counterexample this property once found (JSON writes it 0).
+        { numRuns: RUNS, examples: [[["grant", "from"], -0] as [readonly [string, string], unknown]] },
       );
     });
   });

@@ -15,7 +15,7 @@ import { ToolsSandbox, installed } from "./tools-sandbox";
 
 const RUNS = Number(process.env.FUZZ_RUNS ?? 1000);
 /** cargo compiles: its distinct allowed commands are run up to this many times per run of the suite. */
-const CARGO_REAL_RUNS = RUNS > 1000 ? 200 : 12;
+const CARGO_REAL_RUNS = RUNS > 1000 ? 60 : 12;
 const OPTIONS = [
   { optionId: "allow", name: "Allow", kind: "allow_once" },
   { optionId: "reject", name: "Reject", kind: "reject_once" },
