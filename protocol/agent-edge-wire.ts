@@ -14,6 +14,7 @@
 // and each once; see docs/decisions/0001-the-message-path.md, "The stream at the edge".
 // Pure: no Cloudflare imports; unit-tested in test/unit/agent-edge-wire.test.ts.
 
+import { parseJsonObject } from "./jsonrpc";
 /** The header on the control socket's upgrade that marks it as the edge's (value "1"). */
 export const AGENT_EDGE_HEADER = "X-Acp-Gateway-Agent-Edge";
 /** The header the edge opens a session link with (value: the agent's name), beside AGENT_LINK_HEADER's. */
@@ -47,7 +48,7 @@ export function encodeControl(message: EdgeToAgentObject | AgentObjectToEdge): s
 export function decodeControl(text: string): { t: "plain"; text: string } | EdgeToAgentObject | AgentObjectToEdge | undefined {
   if (!text.startsWith(CONTROL_MARK)) return { t: "plain", text };
   const end = text.indexOf(END);
-  const header = parseObject(end === -1 ? text.slice(1) : text.slice(1, end));
+  const header = parseJsonObject(end === -1 ? text.slice(1) : text.slice(1, end));
   const body = end === -1 ? undefined : text.slice(end + 1);
   if (!header || typeof header.t !== "string") return undefined;
   const s = header.s;
@@ -74,13 +75,4 @@ export function decodeControl(text: string): { t: "plain"; text: string } | Edge
 
 function isCount(value: unknown): value is number {
   return typeof value === "number" && Number.isSafeInteger(value) && value >= 0;
-}
-
-function parseObject(text: string): Record<string, unknown> | undefined {
-  try {
-    const value: unknown = JSON.parse(text);
-    return typeof value === "object" && value !== null && !Array.isArray(value) ? (value as Record<string, unknown>) : undefined;
-  } catch {
-    return undefined;
-  }
 }

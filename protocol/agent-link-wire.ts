@@ -6,6 +6,7 @@
 // Pure: no Cloudflare imports (the sockets are in durable-objects/agent/session-links.ts and
 // durable-objects/session/agent-socket.ts); unit-tested in test/unit/agent-link-wire.test.ts.
 
+import { isObject, parseJsonObject } from "./jsonrpc";
 /** The header the AgentObject opens a link with; its value is the agent's name (the session checks it owns the session). */
 export const AGENT_LINK_HEADER = "X-Acp-Gateway-Agent-Link";
 
@@ -52,7 +53,7 @@ export function encodeLink(message: LinkToSession | LinkToAgent): string {
   const texts: string[] = [];
   const moved: number[] = [];
   const items = message.items.map((item, index) => {
-    if (!isRecord(item) || typeof item.text !== "string" || item.text.includes(TEXT_SEPARATOR)) return item;
+    if (!isObject(item) || typeof item.text !== "string" || item.text.includes(TEXT_SEPARATOR)) return item;
     texts.push(item.text);
     moved.push(index);
     const { text: _moved, ...rest } = item;
@@ -65,7 +66,7 @@ export function encodeLink(message: LinkToSession | LinkToAgent): string {
 /** A link message as the session reads it; undefined for anything else (never from our own objects). */
 export function linkToSession(text: string): LinkToSession | undefined {
   const cut = text.indexOf(TEXT_SEPARATOR);
-  const m = parseObject(cut === -1 ? text : text.slice(0, cut));
+  const m = parseJsonObject(cut === -1 ? text : text.slice(0, cut));
   if (m?.t === "batch" && Array.isArray(m.items)) {
     if (cut === -1) return m.moved === undefined ? { t: "batch", items: m.items } : undefined;
     return batchOf(m.items, m.moved, text.slice(cut + 1).split(TEXT_SEPARATOR));
@@ -77,7 +78,7 @@ export function linkToSession(text: string): LinkToSession | undefined {
 
 /** A link message as the AgentObject reads it; undefined for anything else. */
 export function linkToAgent(text: string): LinkToAgent | undefined {
-  const m = parseObject(text);
+  const m = parseJsonObject(text);
   if (m?.t === "ack") return { t: "ack" };
   if (m?.t === "toAgent" && typeof m.n === "number" && typeof m.frame === "object" && m.frame !== null) {
     return { t: "toAgent", n: m.n, frame: m.frame };
@@ -92,22 +93,9 @@ function batchOf(items: unknown[], moved: unknown, texts: string[]): LinkToSessi
   let previous = -1;
   for (const [k, index] of moved.entries()) {
     const item = typeof index === "number" && Number.isInteger(index) && index > previous ? restored[index] : undefined;
-    if (!isRecord(item) || "text" in item) return undefined;
+    if (!isObject(item) || "text" in item) return undefined;
     restored[index as number] = { ...item, text: texts[k] };
     previous = index as number;
   }
   return { t: "batch", items: restored };
-}
-
-function isRecord(value: unknown): value is Record<string, unknown> {
-  return typeof value === "object" && value !== null && !Array.isArray(value);
-}
-
-function parseObject(text: string): Record<string, unknown> | undefined {
-  try {
-    const value: unknown = JSON.parse(text);
-    return isRecord(value) ? value : undefined;
-  } catch {
-    return undefined;
-  }
 }

@@ -83,6 +83,16 @@ export function isObject(value: unknown): value is JsonObject {
   return typeof value === "object" && value !== null && !Array.isArray(value);
 }
 
+/** The JSON object the text holds, or undefined for any other value or text that is not JSON. */
+export function parseJsonObject(text: string): JsonObject | undefined {
+  try {
+    const value: unknown = JSON.parse(text);
+    return isObject(value) ? value : undefined;
+  } catch {
+    return undefined;
+  }
+}
+
 /** `params.sessionId` when it is a string, the routing key of every session-scoped message. */
 export function sessionIdOf(m: Message): string | undefined {
   if (!("params" in m) || !isObject(m.params)) return undefined;

@@ -4,6 +4,12 @@
 
 import type { Rule } from "../../protocol/rules";
 
+/**
+ * Rule hit counters are sent on at most this often, never on the decision path: a session to the
+ * RulesObject (rules-cache.ts), the RulesObject to D1 (rules-object.ts).
+ */
+export const HIT_FLUSH_MS = 1000;
+
 interface PermissionOptionJson {
   optionId: string;
   name: string;

@@ -13,11 +13,18 @@ import { activeRules, insertRule, recordHits } from "../../db/queries/decision-r
 import type { Env } from "../../core/env";
 import { HitTally } from "../../protocol/hit-tally";
 import { type CompiledTenantRules, compileTenantRules, decideWith, deriveFromChoice, toRuleRow } from "./engine";
-import type { DecideRequest, DecideResult, RememberRequest, RuleCreated, RuleNotCreated, RulesContract, RulesSnapshot } from "./contract";
+import {
+  type DecideRequest,
+  type DecideResult,
+  HIT_FLUSH_MS,
+  type RememberRequest,
+  type RuleCreated,
+  type RuleNotCreated,
+  type RulesContract,
+  type RulesSnapshot,
+} from "./contract";
 import { objects } from "../objects";
 
-/** Hit counters are flushed to D1 at most this often, never on the decision path. */
-const HIT_FLUSH_MS = 1000;
 /** How long a session may use a snapshot (from when it asked) before it checks the generation again. */
 const LEASE_MS = 10_000;
 /** Slack for clocks read at I/O boundaries (Workers' Date.now() does not move during a computation). */

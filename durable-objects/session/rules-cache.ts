@@ -21,7 +21,7 @@
 
 import { HitTally } from "../../protocol/hit-tally";
 import { type CompiledTenantRules, compileRuleList, decideWith, decideWithHash } from "../rules/engine";
-import type { DecideRequest, DecideResult, RulesSnapshot } from "../rules/contract";
+import { type DecideRequest, type DecideResult, HIT_FLUSH_MS, type RulesSnapshot } from "../rules/contract";
 
 /** What the cache needs from the tenant's RulesObject (its RPC stub satisfies it). */
 export interface RulesSource {
@@ -39,8 +39,6 @@ interface Held {
   leaseMs: number;
 }
 
-/** Hits are sent to the RulesObject (which flushes them to D1) at most this often, never on the decision path. */
-const HIT_FLUSH_MS = 1000;
 /** Snapshots that came back stale (a change while loading) before the cache gives up and people are asked. */
 const MAX_STALE_SNAPSHOTS = 3;
 
