@@ -8,6 +8,7 @@ import { appendFileSync, copyFileSync, existsSync, readFileSync } from "node:fs"
 import { dirname, join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { keyRecord } from "../protocol/api-keys.ts";
+import { ensurePortFree, explainStateError, lockState, watchParent } from "./start-guards.ts";
 
 export const ROOT = join(dirname(fileURLToPath(import.meta.url)), "..");
 export const WRANGLER = join(ROOT, "node_modules", ".bin", "wrangler");
@@ -55,13 +56,57 @@ export function devKeys(overrides: Partial<DevKeys> = {}): DevKeys {
 export async function startLocalGateway(options: LocalGatewayOptions = {}): Promise<LocalGateway> {
   const port = options.port ?? Number(process.env.PORT ?? 8787);
   const keys = devKeys(options.keys);
-  const persist = options.persistTo ? ["--persist-to", options.persistTo] : [];
+  const persistTo = options.persistTo ?? process.env.ACP_GATEWAY_STATE;
+  const persist = persistTo ? ["--persist-to", persistTo] : [];
+  const stateDir = persistTo ?? join(ROOT, ".wrangler", "state");
+  // Nothing is touched until the port is free and the state is this process's alone.
+  await ensurePortFree(port);
+  const release = lockState(stateDir);
+  const unlock = () => {
+    release();
+    locks.delete(unlock);
+  };
+  locks.add(unlock);
+  const child = await launch(options, { port, keys, persist, stateDir }).catch((error: unknown) => {
+    unlock();
+    throw error;
+  });
+  const url = `http://127.0.0.1:${port}`;
+  const stop = async () => {
+    await stopProcessGroup(child.process);
+    unlock();
+  };
+  try {
+    await waitForHealth(url, child.process, 60_000);
+  } catch (error) {
+    await stop();
+    const tail = child.output.join("").split("\n").slice(-30).join("\n");
+    const fix = explainStateError(tail, stateDir);
+    throw new Error(fix ?? `${(error as Error).message}\n--- wrangler's last output ---\n${tail}`, { cause: error });
+  }
+  return { url, port, keys, pid: child.process.pid ?? 0, stop };
+}
+
+/** Migrates and seeds local D1, then starts `wrangler dev` in its own process group, watched. */
+async function launch(
+  options: LocalGatewayOptions,
+  at: { port: number; keys: DevKeys; persist: string[]; stateDir: string },
+): Promise<{ process: ChildProcess; output: string[] }> {
+  const { port, keys, persist, stateDir } = at;
   ensureDevVars();
-  await wrangler(["d1", "migrations", "apply", "DB", "--local", ...persist], "applying the D1 migrations");
+  const explained = (error: unknown) => {
+    const fix = explainStateError((error as Error).message, stateDir);
+    return fix ? new Error(fix, { cause: error }) : error;
+  };
+  await wrangler(["d1", "migrations", "apply", "DB", "--local", ...persist], "applying the D1 migrations").catch((e: unknown) => {
+    throw explained(e);
+  });
   await wrangler(
     ["d1", "execute", "DB", "--local", ...persist, "--command", await seedSql(keys, options.tenantSettings)],
     "seeding the dev tenant",
-  );
+  ).catch((e: unknown) => {
+    throw explained(e);
+  });
   const stageTiming = options.stageTiming ? { STAGE_TIMING: "1" } : {};
   const vars = Object.entries({ ...approvalLinkSecret(), ...stageTiming, ...options.vars }).flatMap(([k, v]) => ["--var", `${k}:${v}`]);
   const child = spawn(
@@ -74,6 +119,9 @@ export async function startLocalGateway(options: LocalGatewayOptions = {}): Prom
       detached: true, // its own process group, so stop() ends workerd too
     },
   );
+  running.add(child);
+  child.once("exit", () => running.delete(child));
+  if (child.pid !== undefined) watchParent(process.pid, child.pid);
   const output: string[] = [];
   const keep = (chunk: Buffer) => {
     const text = chunk.toString();
@@ -84,16 +132,17 @@ export async function startLocalGateway(options: LocalGatewayOptions = {}): Prom
   };
   child.stdout?.on("data", keep);
   child.stderr?.on("data", keep);
-  const url = `http://127.0.0.1:${port}`;
-  const stop = () => stopProcessGroup(child);
-  try {
-    await waitForHealth(url, child, 60_000);
-  } catch (error) {
-    await stop();
-    const tail = output.join("").split("\n").slice(-30).join("\n");
-    throw new Error(`${(error as Error).message}\n--- wrangler's last output ---\n${tail}`, { cause: error });
-  }
-  return { url, port, keys, pid: child.pid ?? 0, stop };
+  return { process: child, output };
+}
+
+/** Every `wrangler dev` this process started and has not seen exit, and the state locks it holds. */
+const running = new Set<ChildProcess>();
+const locks = new Set<() => void>();
+
+/** Stops every gateway this process started: for a signal that arrives before `stop` exists. */
+export async function stopAllGateways(): Promise<void> {
+  await Promise.all([...running].map((child) => stopProcessGroup(child)));
+  for (const unlock of [...locks]) unlock();
 }
 
 /** SQL that creates or refreshes the dev tenant and its three keys (hashes only, never the keys). */

@@ -1,13 +1,28 @@
 // npm start: the gateway on this machine with local D1 migrated and the dev tenant seeded, plus the
-// demo agent connected through `acp-gateway agent`. Prints how to connect. Ctrl-C stops everything.
+// demo agent connected through `acp-gateway agent`. Prints how to connect. Ctrl-C, closing the
+// terminal or killing this process stops everything, at any moment (start-guards.ts); a busy port or
+// a local state another gateway holds is refused before anything is touched.
 
 import { spawn } from "node:child_process";
 import { join } from "node:path";
 import { buildConsole } from "../web/build.ts";
-import { ROOT, startLocalGateway } from "./local-gateway.ts";
+import { ROOT, startLocalGateway, stopAllGateways } from "./local-gateway.ts";
 
 const DEMO_AGENT = "demo";
 const node = process.execPath;
+
+// A signal before the banner (during the migrations or wrangler's start) stops what has started.
+/** The demo agent bridge, once started. */
+const started: { demo?: ReturnType<typeof spawn> } = {};
+let stopping = false;
+async function shutdown(): Promise<void> {
+  if (stopping) return;
+  stopping = true;
+  started.demo?.kill("SIGTERM");
+  await stopAllGateways();
+  process.exit(0);
+}
+for (const signal of ["SIGINT", "SIGTERM", "SIGHUP"] as const) process.on(signal, () => void shutdown());
 
 // The web console is served from web/dist: build it first (esbuild, well under a second).
 await buildConsole();
@@ -59,16 +74,7 @@ ACP gateway running at ${url}
 Press Ctrl-C to stop.
 `);
 
-let stopping = false;
-async function shutdown(): Promise<void> {
-  if (stopping) return;
-  stopping = true;
-  demo.kill("SIGTERM");
-  await gateway.stop();
-  process.exit(0);
-}
-process.on("SIGINT", () => void shutdown());
-process.on("SIGTERM", () => void shutdown());
+started.demo = demo;
 demo.on("exit", (code) => {
   if (!stopping) process.stderr.write(`The demo agent bridge exited (${code}); the gateway keeps running.\n`);
 });
