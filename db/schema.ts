@@ -57,6 +57,11 @@ export const agents = sqliteTable(
     /** JSON object of header name → value, sent when dialling out. Write-only in the API. */
     headers: text("headers"),
     isDefault: integer("is_default", { mode: "boolean" }).notNull().default(false),
+    /**
+     * For dial_in: the agent key the name belongs to — the first key that dialled in under it, or the
+     * key an admin bound it to (PUT /v1/agents/{name}/owner). Null: not yet claimed.
+     */
+    ownerKeyId: text("owner_key_id"),
     createdAt: integer("created_at")
       .notNull()
       .default(sql`(unixepoch() * 1000)`),
