@@ -19,6 +19,7 @@ import { signApprovalToken, usableSecret } from "../../protocol/approval-token";
 import { describeOperation, linkOptions } from "../../protocol/operation-view";
 import type { Env } from "../../core/env";
 import { deliverWebhook } from "./webhook-delivery";
+import { allowPrivateWebhooks } from "../../protocol/webhook-url";
 import { NOTIFICATION_EVENT, type WaitingRequestPayload, optionsForPayload } from "../../protocol/webhook-payload";
 import type { ApprovalView, LinkDecidedBy, LinkRefusal, LinkWithdrawal } from "./contract";
 import type { PendingRequest, SessionStore } from "./store";
@@ -170,7 +171,7 @@ export class Notifier {
   }
 
   private async deliver(target: NotificationTargetRow, linkId: string, body: string): Promise<void> {
-    const result = await deliverWebhook(target, linkId, body);
+    const result = await deliverWebhook(target, linkId, body, { allowPrivate: allowPrivateWebhooks(this.env.WEBHOOK_ALLOW_PRIVATE) });
     this.sql.exec(
       "UPDATE approval_links SET delivered = ?, attempts = ?, last_result = ? WHERE link_id = ?",
       result.ok ? 1 : 0,
