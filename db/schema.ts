@@ -176,7 +176,7 @@ export const notificationTargets = sqliteTable(
       .references(() => tenants.id),
     /** A label people recognise ("ops pager"); named in decidedBy when its link answers. */
     name: text("name").notNull(),
-    /** The webhook: https, or http on loopback for local development. */
+    /** The webhook: https to a public host (protocol/webhook-url.ts; private hosts only with WEBHOOK_ALLOW_PRIVATE=1). */
     url: text("url").notNull(),
     /** HMAC-SHA256 key of the X-Acp-Gateway-Signature header. Kept to sign; never returned by the API. */
     secret: text("secret").notNull(),
