@@ -160,4 +160,29 @@ describe("an agent name belongs to the key that first registered it", () => {
     expect(refused.body.error.message).toContain(`${pinnedId}`);
     expect(refused.body.error.message).toMatch(/revoke it first/);
   });
+
+  it("an owner must be a live agent key that may dial in as the name, and a dial_out agent has none (400)", async () => {
+    const t = await seedTenant();
+    await dialInAgent(t, "strict");
+    const elsewhere = await keyId(await addKey(t.tenantId, "agent", "for another", "other-name"));
+    const client = await keyId(t.clientKey);
+    const revoked = await agentKeyWithId(t);
+    expect((await api(`/v1/keys/${revoked.id}`, t.adminKey, "DELETE")).status).toBe(204);
+    for (const [keyId, reason] of [
+      [elsewhere, /may dial in only as "other-name"/],
+      [client, /is a client key/],
+      [revoked.id, /revoked or expired/],
+    ] as const) {
+      const refused = await api("/v1/agents/strict/owner", t.adminKey, "PUT", { keyId });
+      expect(refused.status).toBe(400);
+      expect(refused.body.error.message).toMatch(reason);
+    }
+    expect((await api("/v1/agents", t.adminKey, "POST", { name: "remote", mode: "dial_out", url: "wss://agent.example/acp" })).status).toBe(
+      201,
+    );
+    const dialOut = await api("/v1/agents/remote/owner", t.adminKey, "PUT", { keyId: revoked.id });
+    expect(dialOut.status).toBe(400);
+    expect(dialOut.body.error.message).toMatch(/is dial_out/);
+    expect((await api("/v1/agents/nobody/owner", t.adminKey, "PUT", { keyId: client })).status).toBe(404);
+  });
 });
