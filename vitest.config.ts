@@ -36,6 +36,8 @@ export default defineConfig({
                 HTTP_KEEPALIVE_MS: "200",
                 HTTP_STREAM_WINDOW_MS: "1500",
                 APPROVAL_LINK_SECRET: "test-approval-link-secret-0123456789abcdef",
+                // The approval tests deliver webhooks to a receiver on loopback (test/e2e/approvals-receiver.ts).
+                WEBHOOK_ALLOW_PRIVATE: "1",
                 KEY_UNVERIFIED_GRACE_MS: "1500",
                 // How many generated sequences the model-based fuzz runs (test/workerd/model-fuzz.test.ts).
                 FUZZ_RUNS: process.env.FUZZ_RUNS ?? "",

@@ -30,6 +30,12 @@ export interface Env extends Bindings {
   APPROVAL_LINK_SECRET?: string;
   /** How long an unused link to a session stays open (the AgentObject's and the edge's), in ms (default 10000; durable-objects/agent/session-links.ts). */
   AGENT_LINK_IDLE_MS?: string;
+  /**
+   * "1": webhooks may go to loopback, private and link-local hosts, over plain http too
+   * (protocol/webhook-url.ts). Unset (off) in a deployment; `npm start` and the tests set it for their
+   * receivers on this machine.
+   */
+  WEBHOOK_ALLOW_PRIVATE?: string;
   /** "1": log the stage timings of the bench's probe frames (protocol/stage-timing.ts); unset in production. */
   STAGE_TIMING?: string;
 }

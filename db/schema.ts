@@ -57,6 +57,11 @@ export const agents = sqliteTable(
     /** JSON object of header name → value, sent when dialling out. Write-only in the API. */
     headers: text("headers"),
     isDefault: integer("is_default", { mode: "boolean" }).notNull().default(false),
+    /**
+     * For dial_in: the agent key the name belongs to — the first key that dialled in under it, or the
+     * key an admin bound it to (PUT /v1/agents/{name}/owner). Null: not yet claimed.
+     */
+    ownerKeyId: text("owner_key_id"),
     createdAt: integer("created_at")
       .notNull()
       .default(sql`(unixepoch() * 1000)`),
@@ -171,7 +176,7 @@ export const notificationTargets = sqliteTable(
       .references(() => tenants.id),
     /** A label people recognise ("ops pager"); named in decidedBy when its link answers. */
     name: text("name").notNull(),
-    /** The webhook: https, or http on loopback for local development. */
+    /** The webhook: https to a public host (protocol/webhook-url.ts; private hosts only with WEBHOOK_ALLOW_PRIVATE=1). */
     url: text("url").notNull(),
     /** HMAC-SHA256 key of the X-Acp-Gateway-Signature header. Kept to sign; never returned by the API. */
     secret: text("secret").notNull(),

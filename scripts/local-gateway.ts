@@ -108,7 +108,12 @@ async function launch(
     throw explained(e);
   });
   const stageTiming = options.stageTiming ? { STAGE_TIMING: "1" } : {};
-  const vars = Object.entries({ ...approvalLinkSecret(), ...stageTiming, ...options.vars }).flatMap(([k, v]) => ["--var", `${k}:${v}`]);
+  // A local gateway delivers webhooks to receivers on this machine (the e2e tests', a developer's).
+  const local = { WEBHOOK_ALLOW_PRIVATE: "1" };
+  const vars = Object.entries({ ...approvalLinkSecret(), ...local, ...stageTiming, ...options.vars }).flatMap(([k, v]) => [
+    "--var",
+    `${k}:${v}`,
+  ]);
   const child = spawn(
     WRANGLER,
     ["dev", "--ip", "127.0.0.1", "--port", String(port), "--show-interactive-dev-session=false", ...persist, ...vars],

@@ -60,15 +60,10 @@ export async function deleteAgent(d1: D1Database, tenantId: string, name: string
     .where(and(eq(agents.tenantId, tenantId), eq(agents.name, name)));
 }
 
-/** An agent that dials in under a name the tenant has not registered registers it as dial_in. */
-export async function registerDialIn(d1: D1Database, tenantId: string, name: string): Promise<void> {
-  await dbOf(d1).insert(agents).values({ tenantId, name, mode: "dial_in" }).onConflictDoNothing();
-}
-
 /**
- * Who else holds an agent name when a key dials in under it: the name's registration mode, whether
- * another live agent key of the tenant is bound to it, and when the dialling key expires. One round
- * trip (a batch of three reads).
+ * Who holds an agent name when a key dials in under it: the name's registration mode and owning key,
+ * whether another live agent key of the tenant is bound to it (api_keys.agent), and when the dialling
+ * key expires. One round trip (a batch of three reads).
  */
 export async function agentNameClaim(
   d1: D1Database,
@@ -76,29 +71,70 @@ export async function agentNameClaim(
   name: string,
   keyId: string,
   now: number,
-): Promise<{ mode: string | null; boundToOtherKey: boolean; expiresAt: number | null }> {
+): Promise<{ mode: string | null; owner: string | null; boundToOtherKey: boolean; expiresAt: number | null }> {
   const db = dbOf(d1);
   const [registered, bound, key] = await db.batch([
     db
-      .select({ mode: agents.mode })
+      .select({ mode: agents.mode, owner: agents.ownerKeyId })
       .from(agents)
       .where(and(eq(agents.tenantId, tenantId), eq(agents.name, name)))
       .limit(1),
     db
       .select({ id: apiKeys.id })
       .from(apiKeys)
-      .where(
-        and(
-          eq(apiKeys.tenantId, tenantId),
-          eq(apiKeys.kind, "agent"),
-          eq(apiKeys.agent, name),
-          ne(apiKeys.id, keyId),
-          isNull(apiKeys.revokedAt),
-          or(isNull(apiKeys.expiresAt), gt(apiKeys.expiresAt, now)),
-        ),
-      )
+      .where(and(eq(apiKeys.tenantId, tenantId), eq(apiKeys.agent, name), ne(apiKeys.id, keyId), liveAgentKey(now)))
       .limit(1),
     db.select({ expiresAt: apiKeys.expiresAt }).from(apiKeys).where(eq(apiKeys.id, keyId)).limit(1),
   ]);
-  return { mode: registered[0]?.mode ?? null, boundToOtherKey: bound.length > 0, expiresAt: key[0]?.expiresAt ?? null };
+  return {
+    mode: registered[0]?.mode ?? null,
+    owner: registered[0]?.owner ?? null,
+    boundToOtherKey: bound.length > 0,
+    expiresAt: key[0]?.expiresAt ?? null,
+  };
+}
+
+const liveAgentKey = (now: number) =>
+  and(eq(apiKeys.kind, "agent"), isNull(apiKeys.revokedAt), or(isNull(apiKeys.expiresAt), gt(apiKeys.expiresAt, now)));
+
+/**
+ * A key dials in under a name: registers it as dial_in if the tenant has not, and makes the key its
+ * owner if nobody owns it yet (`rebind`: whoever owned it). One atomic batch; answers the name's owner
+ * afterwards, so of two keys racing for a new name exactly one finds itself the owner.
+ */
+export async function claimDialIn(d1: D1Database, tenantId: string, name: string, keyId: string, rebind: boolean): Promise<string | null> {
+  const db = dbOf(d1);
+  const [, owner] = await db.batch([
+    db
+      .insert(agents)
+      .values({ tenantId, name, mode: "dial_in", ownerKeyId: keyId })
+      .onConflictDoUpdate({
+        target: [agents.tenantId, agents.name],
+        set: { ownerKeyId: keyId },
+        setWhere: and(eq(agents.mode, "dial_in"), rebind ? undefined : isNull(agents.ownerKeyId)),
+      }),
+    db
+      .select({ owner: agents.ownerKeyId })
+      .from(agents)
+      .where(and(eq(agents.tenantId, tenantId), eq(agents.name, name)))
+      .limit(1),
+  ]);
+  return owner[0]?.owner ?? null;
+}
+
+/** An admin binds a dial_in name to a key (PUT /v1/agents/{name}/owner). */
+export async function setAgentOwner(d1: D1Database, tenantId: string, name: string, keyId: string): Promise<void> {
+  await dbOf(d1)
+    .update(agents)
+    .set({ ownerKeyId: keyId, updatedAt: Date.now() })
+    .where(and(eq(agents.tenantId, tenantId), eq(agents.name, name)));
+}
+
+/** The live agent keys of the tenant, other than `keyId`, created for this one name (api_keys.agent). */
+export async function otherKeysBoundTo(d1: D1Database, tenantId: string, name: string, keyId: string, now: number): Promise<string[]> {
+  const rows = await dbOf(d1)
+    .select({ id: apiKeys.id })
+    .from(apiKeys)
+    .where(and(eq(apiKeys.tenantId, tenantId), eq(apiKeys.agent, name), ne(apiKeys.id, keyId), liveAgentKey(now)));
+  return rows.map((r) => r.id);
 }

@@ -82,3 +82,13 @@ export async function keyValidity(d1: D1Database, keyId: string) {
     .limit(1);
   return row;
 }
+
+/** One key of the tenant, without its hash: what an admin binding a name to it needs to check. */
+export async function keyOfTenant(d1: D1Database, tenantId: string, id: string) {
+  const [row] = await dbOf(d1)
+    .select({ kind: apiKeys.kind, agent: apiKeys.agent, revokedAt: apiKeys.revokedAt, expiresAt: apiKeys.expiresAt })
+    .from(apiKeys)
+    .where(and(eq(apiKeys.tenantId, tenantId), eq(apiKeys.id, id)))
+    .limit(1);
+  return row;
+}

@@ -52,3 +52,13 @@ export async function notifySettings(d1: D1Database, tenantId: string): Promise<
     .where(eq(tenants.id, tenantId));
   return row;
 }
+
+/** Whether the tenant still has this target: a deleted target's approval links stop working. */
+export async function targetExists(d1: D1Database, tenantId: string, id: string): Promise<boolean> {
+  const row = await dbOf(d1)
+    .select({ id: notificationTargets.id })
+    .from(notificationTargets)
+    .where(and(eq(notificationTargets.tenantId, tenantId), eq(notificationTargets.id, id)))
+    .limit(1);
+  return row.length > 0;
+}

@@ -19,6 +19,7 @@ import type { AgentRequests } from "./agent-request-routing";
 import { type AttachedClients, attachmentOf, send, sendRewritable } from "./clients";
 import { appendUpdate, maybeFold } from "./compaction";
 import type { FromAgent } from "./contract";
+import type { Notifier } from "./notify";
 import type { PermissionLifecycle } from "./permission-lifecycle";
 import type { RulesLink } from "./rules-link";
 import type { SessionInfo } from "./session-info";
@@ -39,6 +40,7 @@ export interface AgentLinkDeps {
   turnWatch: TurnWatch;
   info: SessionInfo;
   permissions: PermissionLifecycle;
+  notifier: Notifier;
   agentRequests: AgentRequests;
   turn: TurnControl;
   rules: RulesLink;
@@ -268,6 +270,7 @@ export class AgentLink {
     const deleter = clients.byConnection(inflight.connId);
     const user = deleter ? (attachmentOf(deleter)?.user ?? null) : null;
     this.d.permissions.cancelAll({ type: "cancel", connectionId: inflight.connId, user });
+    this.d.notifier.withdrawAll("session_deleted");
     store.forget();
     this.d.scheduleDeadline();
     const answer = JSON.stringify(resultResponse(inflight.clientId, isObject(result) ? result : {}));

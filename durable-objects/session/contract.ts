@@ -87,7 +87,11 @@ export type ApprovalView =
   | { state: "expired" }
   | { state: "answered"; decidedBy: unknown; outcome: unknown }
   | { state: "invalid_option"; offered: string[] }
+  /** The link was withdrawn: its notification target was deleted, or its session was. */
+  | { state: "withdrawn"; reason: LinkWithdrawal }
   | { state: "unknown" };
+
+export type LinkWithdrawal = "target_deleted" | "session_deleted";
 
 /** Why a link did not answer (`answerFromLink`). */
 export type LinkRefusal = Exclude<ApprovalView, { state: "pending" }>;
@@ -101,7 +105,7 @@ export interface SessionContract extends Rpc.DurableObjectBranded {
   fromAgentBatch(items: FromAgent[]): void;
   /** The tenant's rules changed: true while this session holds rules or has requests waiting on people. */
   rulesChanged(generation: number): boolean;
-  approvalView(permId: number, linkId: string): ApprovalView;
-  answerFromLink(permId: number, linkId: string, optionId: string): LinkRefusal | { state: "answered_by_you" };
+  approvalView(permId: number, linkId: string): Promise<ApprovalView>;
+  answerFromLink(permId: number, linkId: string, optionId: string): Promise<LinkRefusal | { state: "answered_by_you" }>;
   snapshot(): SessionSnapshot | null;
 }

@@ -11,7 +11,7 @@
 // when it expires; this table says whether it was used. The SessionObject answers through a link
 // with its own resolve path, so a link's answer is exactly a client's answer.
 
-import { notifySettings, targetsOfTenant } from "../../db/queries/notification-targets";
+import { notifySettings, targetExists, targetsOfTenant } from "../../db/queries/notification-targets";
 import type { NotificationTargetRow } from "../../db/schema";
 import { isObject } from "../../protocol/jsonrpc";
 import { randomId } from "../../protocol/ids";
@@ -19,8 +19,9 @@ import { signApprovalToken, usableSecret } from "../../protocol/approval-token";
 import { describeOperation, linkOptions } from "../../protocol/operation-view";
 import type { Env } from "../../core/env";
 import { deliverWebhook } from "./webhook-delivery";
+import { allowPrivateWebhooks } from "../../protocol/webhook-url";
 import { NOTIFICATION_EVENT, type WaitingRequestPayload, optionsForPayload } from "../../protocol/webhook-payload";
-import type { ApprovalView, LinkDecidedBy, LinkRefusal } from "./contract";
+import type { ApprovalView, LinkDecidedBy, LinkRefusal, LinkWithdrawal } from "./contract";
 import type { PendingRequest, SessionStore } from "./store";
 
 const SCHEMA = `
@@ -28,6 +29,7 @@ CREATE TABLE IF NOT EXISTS notify (perm_id INTEGER PRIMARY KEY, after_ms INTEGER
 CREATE TABLE IF NOT EXISTS approval_links (
   link_id TEXT PRIMARY KEY, perm_id INTEGER NOT NULL, tool_call_id TEXT, target_id TEXT NOT NULL, target_name TEXT NOT NULL,
   expires_at INTEGER NOT NULL, used_at INTEGER, used_option TEXT, delivered INTEGER, attempts INTEGER NOT NULL DEFAULT 0, last_result TEXT);
+CREATE TABLE IF NOT EXISTS withdrawn_links (link_id TEXT PRIMARY KEY, reason TEXT NOT NULL, at INTEGER NOT NULL);
 `;
 
 const DEFAULT_NOTIFY_AFTER_MS = 60_000;
@@ -169,7 +171,7 @@ export class Notifier {
   }
 
   private async deliver(target: NotificationTargetRow, linkId: string, body: string): Promise<void> {
-    const result = await deliverWebhook(target, linkId, body);
+    const result = await deliverWebhook(target, linkId, body, { allowPrivate: allowPrivateWebhooks(this.env.WEBHOOK_ALLOW_PRIVATE) });
     this.sql.exec(
       "UPDATE approval_links SET delivered = ?, attempts = ?, last_result = ? WHERE link_id = ?",
       result.ok ? 1 : 0,
@@ -216,10 +218,17 @@ export class Notifier {
   }
 
   // ── approval links ──────────────────────────────────────────────────────────────────────────
-  /** What a link shows now: the request, or why it can no longer answer. */
+  /**
+   * What a link shows now: the request, or why it can no longer answer. A link of a deleted session
+   * (no meta, or withdrawn when it was deleted) is withdrawn; whether its target still exists is
+   * D1's to say (`targetGone`), asked only of a link that could answer.
+   */
   view(permId: number, linkId: string, now = Date.now()): ApprovalView {
     const link = this.link(permId, linkId);
     if (!link) return { state: "unknown" };
+    const withdrawn = this.withdrawal(linkId);
+    if (withdrawn) return { state: "withdrawn", reason: withdrawn };
+    if (!this.store.meta) return { state: "withdrawn", reason: "session_deleted" };
     if (link.used_at !== null) return { state: "used", usedAt: link.used_at, option: link.used_option };
     const pending = this.store.pendingById(permId);
     if (!pending) return { state: "answered", ...this.resolutionOf(link) };
@@ -246,6 +255,37 @@ export class Notifier {
     if (!pending || !link) return { ok: false, view: { state: "unknown" } };
     this.sql.exec("UPDATE approval_links SET used_at = ?, used_option = ? WHERE link_id = ?", now, option.name, linkId);
     return { ok: true, pending, by: { type: "link", linkId, targetId: link.target_id, target: link.target_name } };
+  }
+
+  /** The link's notification target was deleted (DELETE /v1/notification-targets/{id}): withdrawn, for good. */
+  async targetGone(permId: number, linkId: string): Promise<LinkRefusal | undefined> {
+    const link = this.link(permId, linkId);
+    const tenantId = this.store.meta?.tenantId;
+    if (!link || !tenantId || (await targetExists(this.env.DB, tenantId, link.target_id))) return undefined;
+    this.withdraw([linkId], "target_deleted");
+    return { state: "withdrawn", reason: "target_deleted" };
+  }
+
+  /** session/delete: every link the session issued is withdrawn (a session made again under its id never inherits them). */
+  withdrawAll(reason: LinkWithdrawal): void {
+    this.withdraw(
+      this.sql
+        .exec<{ link_id: string }>("SELECT link_id FROM approval_links")
+        .toArray()
+        .map((r) => r.link_id),
+      reason,
+    );
+    this.sql.exec("DELETE FROM notify");
+  }
+
+  private withdraw(linkIds: string[], reason: LinkWithdrawal): void {
+    const now = Date.now();
+    for (const linkId of linkIds)
+      this.sql.exec("INSERT OR IGNORE INTO withdrawn_links (link_id, reason, at) VALUES (?, ?, ?)", linkId, reason, now);
+  }
+
+  private withdrawal(linkId: string): LinkWithdrawal | undefined {
+    return this.sql.exec<{ reason: LinkWithdrawal }>("SELECT reason FROM withdrawn_links WHERE link_id = ?", linkId).toArray()[0]?.reason;
   }
 
   private link(permId: number, linkId: string): LinkRow | undefined {

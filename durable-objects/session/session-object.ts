@@ -113,6 +113,7 @@ export class SessionObject extends DurableObject<Env> implements SessionContract
       turnWatch: this.turnWatch,
       info: this.info,
       permissions: this.permissions,
+      notifier: this.notifier,
       agentRequests: this.agentRequests,
       turn: this.turn,
       rules: this.rulesLink,
@@ -320,12 +321,20 @@ export class SessionObject extends DurableObject<Env> implements SessionContract
   }
 
   // ── approval links (worker/routes/approve.tsx; the link's token was checked at the edge) ──────
-  approvalView(permId: number, linkId: string): ApprovalView {
-    return this.store.meta ? this.notifier.view(permId, linkId) : { state: "unknown" };
+  /** A link that could answer is checked against D1 first: its target deleted, it is withdrawn. */
+  async approvalView(permId: number, linkId: string): Promise<ApprovalView> {
+    const view = this.notifier.view(permId, linkId);
+    if (view.state !== "pending") return view;
+    return (await this.notifier.targetGone(permId, linkId)) ?? this.notifier.view(permId, linkId);
   }
 
-  answerFromLink(permId: number, linkId: string, optionId: string): LinkRefusal | { state: "answered_by_you" } {
-    return this.store.meta ? this.permissions.answerFromLink(permId, linkId, optionId) : { state: "unknown" };
+  async answerFromLink(permId: number, linkId: string, optionId: string): Promise<LinkRefusal | { state: "answered_by_you" }> {
+    const view = this.notifier.view(permId, linkId);
+    if (view.state !== "pending") return view;
+    const gone = await this.notifier.targetGone(permId, linkId);
+    if (gone) return gone;
+    // Checked again and taken in one synchronous step (notify.ts takeAnswer): two answers cannot both pass.
+    return this.permissions.answerFromLink(permId, linkId, optionId);
   }
 
   // ── reads ─────────────────────────────────────────────────────────────────────────────────────

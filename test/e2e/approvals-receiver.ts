@@ -1,7 +1,8 @@
 // A webhook receiver on loopback, for the approval tests: records every POST /hook/<channel> with
 // its headers and raw body, and answers GET /next/<channel>?timeout=ms with the next unclaimed one
 // (long-poll: the test waits for the delivery, never for a fixed time). POST /hook/fail-<n>-<name>
-// answers 503 to the first n deliveries of that channel, to exercise retries. Used in-process by the
+// answers 503 to the first n deliveries of that channel, to exercise retries; POST /redirect/<channel>
+// answers 307 to /hook/<channel> (a delivery that follows it lands there). Used in-process by the
 // e2e test and as a globalSetup of the workerd project (its URL provided as "webhookReceiverUrl").
 
 import { type Server, createServer } from "node:http";
@@ -61,6 +62,11 @@ export async function startReceiver(): Promise<Receiver> {
         else inbox.set(channel, [...(inbox.get(channel) ?? []), delivery]);
         res.writeHead(204).end();
       });
+      return;
+    }
+    if (req.method === "POST" && kind === "redirect") {
+      req.resume();
+      req.on("end", () => res.writeHead(307, { Location: `/hook/${channel}` }).end());
       return;
     }
     if (req.method === "GET" && kind === "next") {

@@ -33,7 +33,7 @@ describe("approval links: binding, expiry, tampering", () => {
     expect((await open("not-a-token")).status).toBe(404);
   });
 
-  it("a correctly signed link that names no issued link (another session, request or tenant) reaches nothing (404)", async () => {
+  it("a correctly signed link that names no issued link (another session or request) reaches nothing (404); of a team that is gone, 410", async () => {
     const t = await seedTenant();
     const token = await signApprovalToken(SECRET, { t: t.tenantId, s: "no-such-session", p: 1, l: "lnk_x", e: Date.now() + 60_000 });
     const page = await open(token);
@@ -44,7 +44,10 @@ describe("approval links: binding, expiry, tampering", () => {
       body: "optionId=allow",
     });
     expect(post.status).toBe(404);
+    // Only the gateway signs with its secret, so a team it names existed: gone now, the link is withdrawn.
     const unknownTenant = await signApprovalToken(SECRET, { t: "t_nobody", s: "s", p: 1, l: "l", e: Date.now() + 60_000 });
-    expect((await open(unknownTenant)).status).toBe(404);
+    const gone = await open(unknownTenant);
+    expect(gone.status).toBe(410);
+    expect(gone.text).toContain("Its team no longer exists");
   });
 });

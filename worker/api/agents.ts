@@ -2,7 +2,16 @@
 // dial_out (the gateway connects to its url, with headers whose values are never returned).
 
 import { OpenAPIHono, createRoute, z } from "@hono/zod-openapi";
-import { type AgentFields, agentByName, agentsPage, deleteAgent, saveAgent } from "../../db/queries/agents";
+import {
+  type AgentFields,
+  agentByName,
+  agentsPage,
+  deleteAgent,
+  otherKeysBoundTo,
+  saveAgent,
+  setAgentOwner,
+} from "../../db/queries/agents";
+import { keyOfTenant } from "../../db/queries/keys";
 import type { AgentRow } from "../../db/schema";
 import { AGENT_NAME } from "../../protocol/names";
 import { ApiError } from "../http-error";
@@ -23,6 +32,8 @@ const AgentSchema = z
     /** Header names only: values are write-only. */
     headerNames: z.array(z.string()),
     isDefault: z.boolean(),
+    /** dial_in: the agent key the name belongs to (the first to dial in under it, or the one an admin bound it to). */
+    keyId: z.string().nullable(),
     createdAt: z.number(),
     updatedAt: z.number(),
   })
@@ -48,6 +59,7 @@ const agentJson = (a: AgentRow) => ({
   url: a.url,
   headerNames: a.headers ? Object.keys(JSON.parse(a.headers) as object) : [],
   isDefault: a.isDefault,
+  keyId: a.ownerKeyId,
   createdAt: a.createdAt,
   updatedAt: a.updatedAt,
 });
@@ -187,5 +199,53 @@ agentsApi.openapi(
     await objects.agent(c.env, tenantId, name).closeConnections(null, "the agent was removed");
     await deleteAgent(c.env.DB, tenantId, name);
     return c.body(null, 204);
+  },
+);
+
+agentsApi.openapi(
+  createRoute({
+    method: "put",
+    path: "/v1/agents/{name}/owner",
+    tags: ["agents"],
+    summary:
+      "Bind a dial_in agent name to an agent key: only that key may dial in under it from now on (its live connection of another key closes)",
+    middleware: [requireKey("admin")] as const,
+    request: {
+      params: z.object({ name: z.string() }),
+      body: { content: { "application/json": { schema: z.object({ keyId: z.string().min(1).max(200) }) } }, required: true },
+    },
+    responses: { 200: json(z.object({ agent: AgentSchema }), "The agent"), ...errors },
+  }),
+  async (c) => {
+    const { tenantId } = c.get("principal");
+    const name = c.req.valid("param").name;
+    const { keyId } = c.req.valid("json");
+    const row = await findAgent(c.env.DB, tenantId, name);
+    if (row.mode !== "dial_in")
+      throw ApiError.badRequest(`The agent "${name}" is dial_out: the gateway dials it, and no key dials in as it`);
+    const now = Date.now();
+    const key = await keyOfTenant(c.env.DB, tenantId, keyId);
+    if (!key) throw ApiError.notFound("Key");
+    if (key.kind !== "agent") throw ApiError.badRequest(`The key ${keyId} is a ${key.kind} key; only an agent key can own an agent name`);
+    if (key.revokedAt !== null || (key.expiresAt !== null && key.expiresAt <= now)) {
+      throw ApiError.badRequest(`The key ${keyId} is revoked or expired; create a new agent key (POST /v1/keys) and bind that`);
+    }
+    if (key.agent !== null && key.agent !== name) {
+      throw ApiError.badRequest(`The key ${keyId} may dial in only as "${key.agent}"; bind a key created for "${name}" or for any name`);
+    }
+    const bound = await otherKeysBoundTo(c.env.DB, tenantId, name, keyId, now);
+    if (bound.length > 0) {
+      throw new ApiError(
+        409,
+        "conflict",
+        `The name "${name}" is bound to ${bound.join(", ")} by ${bound.length === 1 ? "its" : "their"} creation; revoke ${bound.length === 1 ? "it" : "them"} first (DELETE /v1/keys/{id})`,
+      );
+    }
+    if (row.ownerKeyId !== keyId) {
+      await setAgentOwner(c.env.DB, tenantId, name, keyId);
+      // The old owner's connection must not keep the name's sessions, and their prompts.
+      await objects.agent(c.env, tenantId, name).closeConnections(null, "the agent name was bound to another key");
+    }
+    return c.json({ agent: agentJson(await findAgent(c.env.DB, tenantId, name)) }, 200);
   },
 );

@@ -3,7 +3,7 @@
 // socket; the gateway is the agent's client from then on.
 
 import { Hono } from "hono";
-import { agentNameClaim, registerDialIn } from "../../db/queries/agents";
+import { agentNameClaim, claimDialIn } from "../../db/queries/agents";
 import { AGENT_PRINCIPAL_HEADER, type AgentPrincipal } from "../../durable-objects/agent/contract";
 import { isAgentName } from "../../protocol/names";
 import { AGENT_EDGE_HEADER } from "../../protocol/agent-edge-wire";
@@ -25,16 +25,28 @@ agentConnectRoutes.get("/agents/:name/connect", requireKey("agent"), async (c) =
   if (principal.agent !== null && principal.agent !== name) {
     throw ApiError.forbidden(`This agent key may dial in only as "${principal.agent}"`);
   }
-  // A name is not up for grabs: one registered as dial_out, or bound to an agent key, is only that one's.
+  // A name is not up for grabs: one registered as dial_out is the gateway's to dial; a dial_in name
+  // belongs to the key that first dialled in under it, or to the key an admin bound it to (a key
+  // created for the name, api_keys.agent, or PUT /v1/agents/{name}/owner). Another key is refused
+  // before the AgentObject hears of it, so the live agent is never replaced by it.
   const claim = await agentNameClaim(c.env.DB, principal.tenantId, name, principal.keyId, Date.now());
   if (claim.mode === "dial_out") {
     throw ApiError.forbidden(`The agent "${name}" is registered as dial_out: the gateway dials it, it cannot dial in`);
   }
-  if (claim.boundToOtherKey && principal.agent !== name) {
-    throw ApiError.forbidden(`The agent name "${name}" is bound to another agent key; dial in with that key or use another name`);
+  const keyForName = principal.agent === name;
+  const rebind = `have an admin bind the name to this key (${principal.keyId}): PUT /v1/agents/${name}/owner with {"keyId":"${principal.keyId}"}`;
+  if (claim.boundToOtherKey && !keyForName) {
+    throw ApiError.forbidden(
+      `The agent name "${name}" is bound to another agent key; dial in with that key, use another name, or revoke that key and ${rebind}`,
+    );
   }
-  // An agent that dials in under a name the tenant has not registered registers it.
-  await registerDialIn(c.env.DB, principal.tenantId, name);
+  const owned = `The agent name "${name}" belongs to another agent key (the first to dial in under it, or the one an admin bound it to); dial in with that key, use another name, or ${rebind}`;
+  if (claim.owner !== null && claim.owner !== principal.keyId && !keyForName) throw ApiError.forbidden(owned);
+  // An agent that dials in under a name the tenant has not registered registers it, and owns it.
+  if (claim.owner !== principal.keyId) {
+    const owner = await claimDialIn(c.env.DB, principal.tenantId, name, principal.keyId, keyForName);
+    if (owner !== principal.keyId) throw ApiError.forbidden(owned);
+  }
   const stub = objects.agent(c.env, principal.tenantId, name);
   const headers = new Headers(c.req.raw.headers);
   // The key's expiry goes with the connection: the AgentObject closes it then (revocation is pushed by the API).

@@ -54,9 +54,19 @@ async function checkedClaims(c: Context<AppEnv>): Promise<ApprovalClaims | Respo
     }
     return html(c, 404, messagePage("Not a valid approval link", ["Check that the whole link was copied."]));
   }
+  // The token is the gateway's own signature, so the team existed when the link was sent: if it is
+  // gone or disabled now, the link is withdrawn with it.
   const disabled = await tenantDisabled(c.env.DB, check.claims.t);
-  if (disabled === undefined || disabled)
-    return html(c, 404, messagePage("Not a valid approval link", ["This link's team no longer exists."]));
+  if (disabled === undefined || disabled) {
+    return html(
+      c,
+      410,
+      messagePage("This approval link was withdrawn", [
+        disabled ? "Its team was disabled." : "Its team no longer exists.",
+        "Nothing can be answered through it; ask the team's admin.",
+      ]),
+    );
+  }
   return check.claims;
 }
 
@@ -88,6 +98,17 @@ function explain(c: Context<AppEnv>, view: LinkRefusal, answeredStatus: Contentf
       return html(c, answeredStatus, messagePage("Already answered", [describeResolution(view.decidedBy, view.outcome)]));
     case "invalid_option":
       return html(c, 400, messagePage("Not an answer this page offers", [`It offers: ${view.offered.join(", ") || "nothing"}.`]));
+    case "withdrawn":
+      return html(
+        c,
+        410,
+        messagePage("This approval link was withdrawn", [
+          view.reason === "target_deleted"
+            ? "Its notification target was deleted, and with it every link sent through it."
+            : "Its session was deleted.",
+          "Open the console or an editor to see whether anything still waits.",
+        ]),
+      );
     case "unknown":
       return html(c, 404, messagePage("Not a valid approval link", ["This link names no request the gateway knows."]));
   }

@@ -1,0 +1,1 @@
+ALTER TABLE `agents` ADD `owner_key_id` text;
