@@ -19,7 +19,7 @@ import { signApprovalToken, usableSecret } from "../../protocol/approval-token";
 import { describeOperation, linkOptions } from "../../protocol/operation-view";
 import type { Env } from "../../core/env";
 import { deliverWebhook } from "./webhook-delivery";
-import { NOTIFICATION_EVENT, type WaitingRequestPayload, optionsForPayload } from "../../protocol/webhook-payload";
+import { NOTIFICATION_EVENT, type WaitingRequestPayload, displayFields, optionsForPayload } from "../../protocol/webhook-payload";
 import type { ApprovalView, LinkDecidedBy, LinkRefusal } from "./contract";
 import type { PendingRequest, SessionStore } from "./store";
 
@@ -195,6 +195,7 @@ export class Notifier {
       session: view.session,
       request: view.request,
       operation: view.operation,
+      display: displayFields(view.session.title, view.operation, view.options),
       options: optionsForPayload(view.options, view.linkOptions),
       link,
       target: { id: target.id, name: target.name },

@@ -4,6 +4,7 @@
 import { useCallback, useEffect, useState } from "preact/hooks";
 import { type Api, type AuditEntry, type Page, type Rule, query } from "../api";
 import { dateTime, errorText } from "../format";
+import { DisplayWarning, Safe, shown } from "./shown";
 
 interface Filter {
   decidedBy?: string;
@@ -134,10 +135,12 @@ export function AuditPage({ api }: { api: Api }) {
               <span class={`badge outcome-${e.outcome}`}>{outcomeText(e)}</span>
               <span class="muted">{dateTime(e.at)}</span>
             </div>
-            <pre class="code command">{e.operation ?? e.name ?? "(no operation recorded)"}</pre>
-            <p class="decided-by">{decidedByText(e, rules)}</p>
+            <Operation text={e.operation ?? e.name ?? "(no operation recorded)"} />
+            <p class="decided-by">
+              <Safe text={decidedByText(e, rules)} />
+            </p>
             <p class="muted small">
-              agent {e.agent} · session <code>{e.sessionId}</code>
+              agent <Safe text={e.agent} /> · session <code>{shown(e.sessionId).text}</code>
             </p>
           </li>
         ))}
@@ -178,4 +181,15 @@ function decidedByText(e: AuditEntry, rules: Map<string, Rule>): string {
     default:
       return `Resolved (${String(by.type)})`;
   }
+}
+
+/** The audited operation (the agent's command or paths): controls shown as symbols, with the warning above. */
+function Operation({ text }: { text: string }) {
+  const s = shown(text);
+  return (
+    <>
+      <DisplayWarning escaped={s.escaped} />
+      <pre class="code command">{s.text}</pre>
+    </>
+  );
 }
