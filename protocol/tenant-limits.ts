@@ -19,6 +19,11 @@ export interface Limits {
   pendingPermissionsPerSession: number;
   /** How long a running turn may go without a word from the agent before the gateway ends it. */
   turnIdleMs: number;
+  /**
+   * Permission requests outside a turn audited one by one per session and minute. Past it each is
+   * still answered `cancelled` at once, and one summarising audit row counts them (decision 0022).
+   */
+  outsideTurnAuditsPerMinute: number;
 }
 
 export const DEFAULT_LIMITS: Readonly<Limits> = {
@@ -29,6 +34,7 @@ export const DEFAULT_LIMITS: Readonly<Limits> = {
   liveSessionsPerTenant: 500,
   pendingPermissionsPerSession: 32,
   turnIdleMs: 30 * 60 * 1000,
+  outsideTurnAuditsPerMinute: 10,
 };
 
 /** How often a live connection renews its slot in the tenant's count; a slot not renewed for three times this is freed. */
@@ -56,6 +62,16 @@ export interface LimitError {
 
 function limitError(limit: keyof Limits, value: number, message: string, reason = "limit_exceeded"): LimitError {
   return { code: ErrorCode.limitExceeded, message, data: { reason, limit, value } };
+}
+
+/** The notice the clients get when a session's out-of-turn requests start being summarised. */
+export function outsideTurnAuditLimit(sessionId: string, value: number): LimitError {
+  return limitError(
+    "outsideTurnAuditsPerMinute",
+    value,
+    `The agent of session ${sessionId} sent more than ${value} permission requests outside a turn this minute; each is still answered cancelled, and the rest of this minute's are counted in one audit row instead of one row each.`,
+    "outside_turn_audit_summarised",
+  );
 }
 
 export function pendingLimitError(sessionId: string, value: number): LimitError {

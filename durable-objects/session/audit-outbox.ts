@@ -77,10 +77,15 @@ export class AuditOutbox {
       .toArray();
     if (rows.length > 0) {
       try {
-        await insertAuditRows(
-          this.db,
-          rows.map((r) => JSON.parse(r.audit) as AuditEntry),
-        );
+        // A summarising row (permission-audit.ts outsideTurnSummary) is replaced by each later
+        // request of its window: only its last version in the batch is written.
+        const entries = new Map<string, AuditEntry>();
+        for (const r of rows) {
+          const entry = JSON.parse(r.audit) as AuditEntry;
+          entries.delete(entry.id as string);
+          entries.set(entry.id as string, entry);
+        }
+        await insertAuditRows(this.db, [...entries.values()]);
       } catch (error) {
         this.failedAt = Date.now();
         console.error(`session: ${this.waiting()} audit entries wait for D1`, error);
