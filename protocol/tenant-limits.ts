@@ -24,6 +24,11 @@ export interface Limits {
    * still answered `cancelled` at once, and one summarising audit row counts them (decision 0022).
    */
   outsideTurnAuditsPerMinute: number;
+  /**
+   * Bytes of decision audit the tenant may write to D1 in a UTC day. Past it, rows keep who decided
+   * and the operation's length and SHA-256 only, and clients get `_acp_gateway/limit_reached`.
+   */
+  auditBytesPerDay: number;
 }
 
 export const DEFAULT_LIMITS: Readonly<Limits> = {
@@ -35,7 +40,33 @@ export const DEFAULT_LIMITS: Readonly<Limits> = {
   pendingPermissionsPerSession: 32,
   turnIdleMs: 30 * 60 * 1000,
   outsideTurnAuditsPerMinute: 10,
+  auditBytesPerDay: 64 * 1024 * 1024,
 };
+
+/** A tenant's decision audit budget today (TenantLimitsObject), as the REST audit API reports it. */
+export interface AuditBudget {
+  bytesPerDay: number;
+  spentToday: number;
+  /** True once a batch did not fit: rows since keep the operation's length and SHA-256 only. */
+  exhausted: boolean;
+  /** When the day ends (UTC midnight, ms): the budget starts again. */
+  resetsAt: number;
+}
+
+const DAY_MS = 24 * 3600 * 1000;
+/** The UTC day `now` falls in, as a number. */
+export const auditDay = (now: number): number => Math.floor(now / DAY_MS);
+export const auditDayEnd = (day: number): number => (day + 1) * DAY_MS;
+
+/** The notice a session's clients get when the tenant's audit budget for the day is spent. */
+export function auditBudgetSpent(value: number, resetsAt: number): LimitError {
+  return limitError(
+    "auditBytesPerDay",
+    value,
+    `This tenant's decision audit has used its ${value} bytes for today; until ${new Date(resetsAt).toISOString()} each entry keeps who decided and the operation's length and SHA-256, not its text (the full text stays in the session's log). Raise limits.auditBytesPerDay in the tenant's settings, or find the agent sending so much.`,
+    "audit_budget_spent",
+  );
+}
 
 /** How often a live connection renews its slot in the tenant's count; a slot not renewed for three times this is freed. */
 export const CONNECTION_RENEW_MS = 20_000;

@@ -102,3 +102,19 @@ function latestOf(latest: AuditEntry): string {
   if (op === null) return "";
   return op.length <= 1024 ? `; the latest: ${op}` : "; the latest was long: it is in the session's log";
 }
+
+/**
+ * The entry once the tenant's audit budget for the day is spent: who decided, how, and the
+ * operation's length and SHA-256 (of the full text, when the bound had cut it), not its text.
+ */
+export function summarisedEntry(entry: AuditEntry): AuditEntry {
+  const op = entry.operation ?? null;
+  let digest: string | null = null;
+  if (op !== null) {
+    const cut = /\[cut: (\d+) bytes in full, sha256 ([0-9a-f]{64})\]$/.exec(op);
+    const [bytes, hash] = cut ? [Number(cut[1]), cut[2]] : [new TextEncoder().encode(op).length, sha256HexSync(op)];
+    digest = `[text not kept: the tenant's audit budget for today is spent; ${bytes} bytes, sha256 ${hash}]`;
+  }
+  const short = (v: string | null | undefined) => (typeof v === "string" ? boundedText(v, 64) : (v ?? null));
+  return { ...entry, operation: digest, name: short(entry.name), kind: short(entry.kind) };
+}

@@ -109,7 +109,9 @@ describe("session store: one log entry per permission request", () => {
       update(store, 1);
       store.forget();
       expect(sql.exec<{ n: number }>("SELECT count(*) AS n FROM log").one().n).toBe(1);
-      const outbox = new AuditOutbox(sql, env.DB, new SessionStore(sql));
+      // No budget object in this test: every batch is kept in full.
+      const budget = { charge: () => Promise.resolve({ kept: true, resetsAt: 0 }), spent: () => undefined };
+      const outbox = new AuditOutbox(sql, env.DB, new SessionStore(sql), budget);
       expect(outbox.waiting()).toBe(1);
       expect(await outbox.flush()).toBe(true);
       expect(outbox.waiting()).toBe(0);
