@@ -2,7 +2,7 @@
 // exportable as NDJSON (one JSON entry a line, every page of the current filter).
 
 import { useCallback, useEffect, useState } from "preact/hooks";
-import { type Api, type AuditEntry, type Page, type Rule, query } from "../api";
+import { type Api, type AuditEntry, type AuditPageBody, type Page, type Rule, query } from "../api";
 import { dateTime, errorText } from "../format";
 import { DisplayWarning, Safe, shown } from "./shown";
 
@@ -22,12 +22,14 @@ export function AuditPage({ api }: { api: Api }) {
   const [rules, setRules] = useState<Map<string, Rule>>(new Map());
   const [error, setError] = useState<string | null>(null);
   const [exporting, setExporting] = useState(false);
+  const [budget, setBudget] = useState<AuditPageBody["budget"] | null>(null);
 
   const load = useCallback(
     async (cursor?: string) => {
       try {
-        const page = await api.get<Page<AuditEntry>>(`/v1/audit${query({ ...filter, cursor, limit: "100" })}`);
+        const page = await api.get<AuditPageBody>(`/v1/audit${query({ ...filter, cursor, limit: "100" })}`);
         setEntries((prev) => (cursor ? [...(prev ?? []), ...page.items] : page.items));
+        setBudget(page.budget ?? null);
         setNext(page.nextCursor);
         setError(null);
       } catch (e) {
@@ -121,6 +123,13 @@ export function AuditPage({ api }: { api: Api }) {
           {exporting ? "Exporting…" : "Export NDJSON"}
         </button>
       </form>
+      {budget?.exhausted && (
+        <p class="warn" role="note">
+          The team's audit budget for today ({budget.bytesPerDay} bytes) is spent: until {dateTime(budget.resetsAt)}, entries keep who
+          decided and the operation's length and SHA-256, not its text. Raise <code>limits.auditBytesPerDay</code> in the tenant's settings,
+          or look for the agent sending so much.
+        </p>
+      )}
       {error && (
         <p class="error" role="alert">
           {error}
