@@ -34,6 +34,8 @@ export class AuditOutbox {
   private failedAt: number | undefined;
   /** The UTC day this object last told its clients the budget was spent: once a day. */
   private toldSpentOn = -1;
+  /** The batch charged but not yet written (D1 failed): its retry reuses the decision, not charged twice. */
+  private charged: { ids: string; kept: boolean } | undefined;
 
   constructor(
     private readonly sql: SqlStorage,
@@ -52,10 +54,13 @@ export class AuditOutbox {
     if (!meta || entries.length === 0) return entries;
     const perDay = limitsOf(meta.limits).auditBytesPerDay;
     const summarised = entries.map(summarisedEntry);
+    const ids = entries.map((e) => e.id).join(",");
+    if (this.charged?.ids === ids) return this.charged.kept ? entries : summarised;
     const charged = await this.budget.charge(meta.tenantId, bytesOf(entries), bytesOf(summarised), perDay).catch((error: unknown) => {
       console.error("session: the tenant's audit budget could not be charged; writing the batch in full", error);
       return { kept: true, resetsAt: 0 };
     });
+    this.charged = { ids, kept: charged.kept };
     if (charged.kept) return entries;
     const today = auditDay(Date.now());
     if (this.toldSpentOn !== today) {
@@ -123,6 +128,7 @@ export class AuditOutbox {
           entries.set(entry.id as string, entry);
         }
         await insertAuditRows(this.db, await this.withinBudget([...entries.values()]));
+        this.charged = undefined;
       } catch (error) {
         this.failedAt = Date.now();
         console.error(`session: ${this.waiting()} audit entries wait for D1`, error);
