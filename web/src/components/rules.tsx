@@ -134,12 +134,16 @@ function RuleCard({ api, rule: r, onChanged }: { api: Api; rule: Rule; onChanged
       </p>
       <dl class="rule-scope">
         <dt>Covers</dt>
-        <dd>{coversText(r.matcher)}</dd>
+        <dd>
+          <Safe text={coversText(r.matcher)} />
+        </dd>
         <dt>Where</dt>
-        <dd>{scopeText(r.scope)}</dd>
+        <dd>
+          <Safe text={scopeText(r.scope)} />
+        </dd>
         <dt>Made by</dt>
         <dd>
-          {r.createdBy.user ?? "a key"} on {dateTime(r.createdAt)}
+          <Safe text={r.createdBy.user ?? "a key"} /> on {dateTime(r.createdAt)}
         </dd>
         <dt>Used</dt>
         <dd>

@@ -163,9 +163,14 @@ export function SessionView({ api, link, session, isNew, onBack }: Props) {
           ← Sessions
         </button>
         <div class="session-id">
-          <h2 id="session-title">{title ?? "Untitled session"}</h2>
+          <h2 id="session-title">{typeof title === "string" ? <Safe text={title} /> : "Untitled session"}</h2>
           <p class="muted">
-            <span class="badge">{session.agent}</span> <code class="path">{session.cwd}</code>{" "}
+            <span class="badge">
+              <Safe text={session.agent} />
+            </span>{" "}
+            <code class="path">
+              <Safe text={session.cwd} />
+            </code>{" "}
             <span class={`badge turn-${turn}`}>{turn === "idle" ? "idle" : turn === "running" ? "● running" : "cancelling"}</span>
           </p>
         </div>
