@@ -1,6 +1,7 @@
 // Newline-delimited JSON-RPC on a byte stream: one message per line.
 
 import type { Readable } from "node:stream";
+import { displayString } from "../protocol/display-text.ts";
 
 /** Calls `onLine` with every complete, non-empty line; a partial line waits for its end. */
 export function readLines(stream: Readable, onLine: (line: string) => void): void {
@@ -18,8 +19,9 @@ export function readLines(stream: Readable, onLine: (line: string) => void): voi
   });
 }
 
+/** One line to the terminal: a message may carry text from the gateway or an agent, so controls are shown as symbols (decision 0022). */
 export function log(message: string): void {
-  process.stderr.write(`[acp-gateway] ${message}\n`);
+  process.stderr.write(`[acp-gateway] ${displayString(message)}\n`);
 }
 
 /** Exponential backoff with jitter: 250 ms doubling, capped. */

@@ -19,6 +19,16 @@ export interface Limits {
   pendingPermissionsPerSession: number;
   /** How long a running turn may go without a word from the agent before the gateway ends it. */
   turnIdleMs: number;
+  /**
+   * Permission requests outside a turn audited one by one per session and minute. Past it each is
+   * still answered `cancelled` at once, and one summarising audit row counts them (decision 0022).
+   */
+  outsideTurnAuditsPerMinute: number;
+  /**
+   * Bytes of decision audit the tenant may write to D1 in a UTC day. Past it, rows keep who decided
+   * and the operation's length and SHA-256 only, and clients get `_acp_gateway/limit_reached`.
+   */
+  auditBytesPerDay: number;
 }
 
 export const DEFAULT_LIMITS: Readonly<Limits> = {
@@ -29,7 +39,34 @@ export const DEFAULT_LIMITS: Readonly<Limits> = {
   liveSessionsPerTenant: 500,
   pendingPermissionsPerSession: 32,
   turnIdleMs: 30 * 60 * 1000,
+  outsideTurnAuditsPerMinute: 10,
+  auditBytesPerDay: 64 * 1024 * 1024,
 };
+
+/** A tenant's decision audit budget today (TenantLimitsObject), as the REST audit API reports it. */
+export interface AuditBudget {
+  bytesPerDay: number;
+  spentToday: number;
+  /** True once a batch did not fit: rows since keep the operation's length and SHA-256 only. */
+  exhausted: boolean;
+  /** When the day ends (UTC midnight, ms): the budget starts again. */
+  resetsAt: number;
+}
+
+const DAY_MS = 24 * 3600 * 1000;
+/** The UTC day `now` falls in, as a number. */
+export const auditDay = (now: number): number => Math.floor(now / DAY_MS);
+export const auditDayEnd = (day: number): number => (day + 1) * DAY_MS;
+
+/** The notice a session's clients get when the tenant's audit budget for the day is spent. */
+export function auditBudgetSpent(value: number, resetsAt: number): LimitError {
+  return limitError(
+    "auditBytesPerDay",
+    value,
+    `This tenant's decision audit has used its ${value} bytes for today; until ${new Date(resetsAt).toISOString()} each entry keeps who decided and the operation's length and SHA-256, not its text (the full text stays in the session's log). Raise limits.auditBytesPerDay in the tenant's settings, or find the agent sending so much.`,
+    "audit_budget_spent",
+  );
+}
 
 /** How often a live connection renews its slot in the tenant's count; a slot not renewed for three times this is freed. */
 export const CONNECTION_RENEW_MS = 20_000;
@@ -56,6 +93,16 @@ export interface LimitError {
 
 function limitError(limit: keyof Limits, value: number, message: string, reason = "limit_exceeded"): LimitError {
   return { code: ErrorCode.limitExceeded, message, data: { reason, limit, value } };
+}
+
+/** The notice the clients get when a session's out-of-turn requests start being summarised. */
+export function outsideTurnAuditLimit(sessionId: string, value: number): LimitError {
+  return limitError(
+    "outsideTurnAuditsPerMinute",
+    value,
+    `The agent of session ${sessionId} sent more than ${value} permission requests outside a turn this minute; each is still answered cancelled, and the rest of this minute's are counted in one audit row instead of one row each.`,
+    "outside_turn_audit_summarised",
+  );
 }
 
 export function pendingLimitError(sessionId: string, value: number): LimitError {

@@ -1,6 +1,6 @@
 // The decision audit: how every permission request of a tenant was resolved.
 
-import { and, desc, eq, lt, or } from "drizzle-orm";
+import { and, desc, eq, lt, or, sql } from "drizzle-orm";
 import { dbOf } from "../client";
 import { type DecisionAuditRow, decisionAudit } from "../schema";
 
@@ -8,11 +8,20 @@ export type AuditEntry = typeof decisionAudit.$inferInsert;
 
 /**
  * One statement per row in one batch (D1 binds at most 100 parameters per statement). Rows carry
- * their own id: one D1 already has (a retry after a lost answer) is not written twice.
+ * their own id: one D1 already has (a retry after a lost answer) is not written twice; a row written
+ * again under its id (a window's summarising row, its count risen) takes the new operation and time.
  */
 export async function insertAuditRows(d1: D1Database, entries: AuditEntry[]): Promise<void> {
   const db = dbOf(d1);
-  const [first, ...rest] = entries.map((e) => db.insert(decisionAudit).values(e).onConflictDoNothing({ target: decisionAudit.id }));
+  const [first, ...rest] = entries.map((e) =>
+    db
+      .insert(decisionAudit)
+      .values(e)
+      .onConflictDoUpdate({
+        target: decisionAudit.id,
+        set: { operation: sql`excluded.operation`, at: sql`excluded.at` },
+      }),
+  );
   if (first) await db.batch([first, ...rest]);
 }
 

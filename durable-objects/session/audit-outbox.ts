@@ -16,17 +16,59 @@ const AUDIT_RETRY_MS = 15_000;
 const BATCH = 100;
 
 import { type AuditEntry, insertAuditRows } from "../../db/queries/audit";
+import { auditDay, limitsOf } from "../../protocol/tenant-limits";
+import { summarisedEntry } from "./permission-audit";
 import type { SessionStore } from "./store";
+
+/** The tenant's daily audit budget (the TenantLimitsObject), and telling the session's clients it is spent. */
+export interface AuditBudgetPort {
+  charge(tenantId: string, full: number, summarised: number, bytesPerDay: number): Promise<{ kept: boolean; resetsAt: number }>;
+  spent(bytesPerDay: number, resetsAt: number): void;
+}
+
+const utf8 = new TextEncoder();
+const bytesOf = (entries: AuditEntry[]) => entries.reduce((n, e) => n + utf8.encode(JSON.stringify(e)).length, 0);
 
 export class AuditOutbox {
   private flushing: Promise<boolean> | undefined;
   private failedAt: number | undefined;
+  /** The UTC day this object last told its clients the budget was spent: once a day. */
+  private toldSpentOn = -1;
+  /** The batch charged but not yet written (D1 failed): its retry reuses the decision, not charged twice. */
+  private charged: { ids: string; kept: boolean } | undefined;
 
   constructor(
     private readonly sql: SqlStorage,
     private readonly db: D1Database,
     private readonly store: SessionStore,
+    private readonly budget: AuditBudgetPort,
   ) {}
+
+  /**
+   * The batch as it may go to D1: in full while the tenant's daily audit budget holds it, else each
+   * entry summarised (who decided, the operation's length and hash). The budget's object being
+   * unreachable keeps the batch in full: each row is bounded already (permission-audit.ts).
+   */
+  private async withinBudget(entries: AuditEntry[]): Promise<AuditEntry[]> {
+    const meta = this.store.meta;
+    if (!meta || entries.length === 0) return entries;
+    const perDay = limitsOf(meta.limits).auditBytesPerDay;
+    const summarised = entries.map(summarisedEntry);
+    const ids = entries.map((e) => e.id).join(",");
+    if (this.charged?.ids === ids) return this.charged.kept ? entries : summarised;
+    const charged = await this.budget.charge(meta.tenantId, bytesOf(entries), bytesOf(summarised), perDay).catch((error: unknown) => {
+      console.error("session: the tenant's audit budget could not be charged; writing the batch in full", error);
+      return { kept: true, resetsAt: 0 };
+    });
+    this.charged = { ids, kept: charged.kept };
+    if (charged.kept) return entries;
+    const today = auditDay(Date.now());
+    if (this.toldSpentOn !== today) {
+      this.toldSpentOn = today;
+      this.budget.spent(perDay, charged.resetsAt);
+    }
+    return summarised;
+  }
 
   /** The resolution of `seq` is not final until its answer reaches the agent: its entry waits. */
   hold(seq: number): void {
@@ -77,10 +119,16 @@ export class AuditOutbox {
       .toArray();
     if (rows.length > 0) {
       try {
-        await insertAuditRows(
-          this.db,
-          rows.map((r) => JSON.parse(r.audit) as AuditEntry),
-        );
+        // A summarising row (permission-audit.ts outsideTurnSummary) is replaced by each later
+        // request of its window: only its last version in the batch is written.
+        const entries = new Map<string, AuditEntry>();
+        for (const r of rows) {
+          const entry = JSON.parse(r.audit) as AuditEntry;
+          entries.delete(entry.id as string);
+          entries.set(entry.id as string, entry);
+        }
+        await insertAuditRows(this.db, await this.withinBudget([...entries.values()]));
+        this.charged = undefined;
       } catch (error) {
         this.failedAt = Date.now();
         console.error(`session: ${this.waiting()} audit entries wait for D1`, error);

@@ -20,7 +20,7 @@ import { describeOperation, linkOptions } from "../../protocol/operation-view";
 import type { Env } from "../../core/env";
 import { deliverWebhook } from "./webhook-delivery";
 import { allowPrivateWebhooks } from "../../protocol/webhook-url";
-import { NOTIFICATION_EVENT, type WaitingRequestPayload, optionsForPayload } from "../../protocol/webhook-payload";
+import { NOTIFICATION_EVENT, type WaitingRequestPayload, displayFields, optionsForPayload } from "../../protocol/webhook-payload";
 import type { ApprovalView, LinkDecidedBy, LinkRefusal, LinkWithdrawal } from "./contract";
 import type { PendingRequest, SessionStore } from "./store";
 
@@ -197,6 +197,7 @@ export class Notifier {
       session: view.session,
       request: view.request,
       operation: view.operation,
+      display: displayFields(view.session.title, view.operation, view.options),
       options: optionsForPayload(view.options, view.linkOptions),
       link,
       target: { id: target.id, name: target.name },

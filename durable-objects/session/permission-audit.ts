@@ -8,7 +8,7 @@ import { randomId } from "../../protocol/ids";
 import { operationSummary } from "../../protocol/operation";
 import type { PermissionOption } from "../../protocol/permissions";
 import type { ToolCallRow } from "../../protocol/tool-calls";
-import { MAX_STORED_ROW_BYTES } from "../../protocol/limits";
+import { sha256HexSync } from "../../protocol/sha256";
 import type { DecidedBy } from "./contract";
 import type { PendingRequest, SessionMeta } from "./store";
 
@@ -31,7 +31,7 @@ export function auditEntry(
     toolCallId: pending.toolCallId,
     kind: typeof row?.kind === "string" ? row.kind : null,
     name: typeof row?.name === "string" ? row.name : null,
-    // The operation in full, as the audit shows it: the command, else the paths (protocol/operation.ts).
+    // The operation as the audit shows it: the command, else the paths (protocol/operation.ts), bounded below.
     operation: row ? operationSummary(row, meta.cwd) : null,
     outcome: kindOfOutcome === "selected" || kindOfOutcome === "cancelled" ? kindOfOutcome : "withdrawn",
     optionId: option?.optionId ?? null,
@@ -44,25 +44,77 @@ export function auditEntry(
   };
 }
 
-/** Room in the request's log row for all but the agent's frame and the operation (request, resolution, the audit's other fields). */
-const ROW_MARGIN = 64 * 1024;
+/**
+ * An audit row holds at most this much of the operation (UTF-8 bytes): one tenant's agent sending
+ * 900 KB commands must not fill the shared D1 (decision 0022). Past it the text is cut and followed
+ * by its full length and SHA-256; the full command stays in the request's log entry and the tool
+ * call's row, in the session's own storage.
+ */
+export const MAX_AUDIT_OPERATION_BYTES = 4 * 1024;
+/** The agent's other free-text fields in the row (kind, tool name, tool call id). */
+const MAX_AUDIT_FIELD_BYTES = 256;
+
+/** `text` within `max` UTF-8 bytes: itself, or its head followed by its length and SHA-256. */
+function boundedText(text: string, max: number): string {
+  // UTF-8 takes at most 3 bytes per UTF-16 unit: most texts are bounded without encoding anything.
+  if (text.length * 3 <= max) return text;
+  const bytes = new TextEncoder().encode(text);
+  if (bytes.length <= max) return text;
+  const note = ` … [cut: ${bytes.length} bytes in full, sha256 ${sha256HexSync(text)}]`;
+  // A cut inside a character decodes to U+FFFD (3 bytes): still valid text, and within the bound.
+  const kept = new TextDecoder().decode(bytes.subarray(0, Math.max(0, max - note.length - 3)));
+  return kept + note;
+}
+
+/** The entry with every agent-controlled text bounded (the operation, then the short fields). */
+export function boundedEntry(entry: AuditEntry): AuditEntry {
+  const short = (v: string | null | undefined) => (typeof v === "string" ? boundedText(v, MAX_AUDIT_FIELD_BYTES) : (v ?? null));
+  return {
+    ...entry,
+    operation: typeof entry.operation === "string" ? boundedText(entry.operation, MAX_AUDIT_OPERATION_BYTES) : (entry.operation ?? null),
+    kind: short(entry.kind),
+    name: short(entry.name),
+    toolCallId: short(entry.toolCallId),
+  };
+}
 
 /**
- * The entry is stored in its request's log row, next to the agent's frame (`params`, within the
- * frame limit), and together they must stay within SQLite's row cap. An operation too long for that
- * (a command near the frame limit in a request near it too) is cut to fit, saying so; the full
- * command stays in the request's log entry and the tool call's row.
+ * The one audit row that counts a session's out-of-turn requests past the rate in one window: its
+ * id is the window's, so each later request replaces it (audit-outbox.ts writes only the last of
+ * a batch, db/queries/audit.ts updates the row) and D1 holds one row per window, not one per request.
  */
-export function fitToRow(entry: AuditEntry, params: string): AuditEntry {
-  const operation = entry.operation;
-  // UTF-8 takes at most 3 bytes per UTF-16 unit: most entries are decided without encoding anything.
-  if (!operation || (params.length + operation.length) * 3 + ROW_MARGIN <= MAX_STORED_ROW_BYTES) return entry;
-  const encoder = new TextEncoder();
-  const bytes = encoder.encode(operation);
-  const room = MAX_STORED_ROW_BYTES - ROW_MARGIN - encoder.encode(params).length;
-  if (bytes.length <= room) return entry;
-  const note = ` … (cut to fit: ${bytes.length} bytes in full, in the request's log entry)`;
-  // A cut inside a character decodes to U+FFFD: still valid text.
-  const kept = new TextDecoder().decode(bytes.subarray(0, Math.max(0, room - 3 * note.length)));
-  return { ...entry, operation: kept + note };
+export function outsideTurnSummary(latest: AuditEntry, windowStart: number, over: number, rate: number): AuditEntry {
+  const when = new Date(windowStart).toISOString();
+  return {
+    ...latest,
+    id: `aud_ot_${sha256HexSync(`${latest.tenantId}/${latest.sessionId}/${windowStart}`).slice(0, 32)}`,
+    toolCallId: null,
+    operation: boundedText(
+      `${over} more permission request${over === 1 ? "" : "s"} outside a turn in the minute from ${when} (past ${rate} a minute) ${over === 1 ? "was" : "were"} answered cancelled and counted here, not audited one by one; ${latestOf(latest)}`,
+      MAX_AUDIT_OPERATION_BYTES,
+    ),
+  };
+}
+
+/** The latest request's operation, when short enough to quote in the summary. */
+function latestOf(latest: AuditEntry): string {
+  const op = latest.operation ?? latest.name ?? null;
+  if (op === null) return "";
+  return op.length <= 1024 ? `; the latest: ${op}` : "; the latest was long: it is in the session's log";
+}
+
+/**
+ * The entry once the tenant's audit budget for the day is spent: who decided, how, and the
+ * operation's length and SHA-256 (of the full text, when the bound had cut it), not its text.
+ */
+export function summarisedEntry(entry: AuditEntry): AuditEntry {
+  const op = entry.operation ?? null;
+  let digest: string | null = null;
+  if (op !== null) {
+    const cut = /\[cut: (\d+) bytes in full, sha256 ([0-9a-f]{64})\]$/.exec(op);
+    const [bytes, hash] = cut ? [Number(cut[1]), cut[2]] : [new TextEncoder().encode(op).length, sha256HexSync(op)];
+    digest = `[text not kept: the tenant's audit budget for today is spent; ${bytes} bytes, sha256 ${hash}]`;
+  }
+  const short = (v: string | null | undefined) => (typeof v === "string" ? boundedText(v, 64) : (v ?? null));
+  return { ...entry, operation: digest, name: short(entry.name), kind: short(entry.kind) };
 }

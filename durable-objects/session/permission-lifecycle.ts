@@ -5,7 +5,7 @@
 import { type JsonRpcId, isObject } from "../../protocol/jsonrpc";
 import { CANCEL_REQUEST, CLIENT_METHODS } from "../../protocol/methods";
 import { CANCELLED_RESULT, type PermissionOption, RULES_UNAVAILABLE_MESSAGE, markedRulesUnknown } from "../../protocol/permissions";
-import { type LimitError, limitsOf, pendingLimitError } from "../../protocol/tenant-limits";
+import { type LimitError, limitsOf, outsideTurnAuditLimit, pendingLimitError } from "../../protocol/tenant-limits";
 import type { DecideResult } from "../rules/contract";
 import type { ToAgent } from "../agent/contract";
 import type { AuditEntry } from "../../db/queries/audit";
@@ -13,7 +13,7 @@ import type { AuditOutbox } from "./audit-outbox";
 import { type AttachedClients, send, sendRewritable } from "./clients";
 import { type ClientAttachment, rewritable } from "../../protocol/session-wire";
 import type { Notifier } from "./notify";
-import { auditEntry, fitToRow } from "./permission-audit";
+import { auditEntry, boundedEntry, outsideTurnSummary } from "./permission-audit";
 import type { DecidedBy, LinkRefusal } from "./contract";
 import { parsedParams } from "./pending-request";
 import type { RulesLink } from "./rules-link";
@@ -50,9 +50,13 @@ const RULES_UNKNOWN = Symbol("rules unknown");
  * in the session's SQLite first, so the wait loses nothing).
  */
 const AUDIT_BATCH_MS = 100;
+/** The window of the out-of-turn audit rate (Limits.outsideTurnAuditsPerMinute). */
+const OUTSIDE_TURN_WINDOW_MS = 60_000;
 
 export class PermissionLifecycle {
   private auditFlushWaiting = false;
+  /** Out-of-turn requests in the current window (in memory: an eviction starts a new window, which only audits more). */
+  private outsideTurn = { start: 0, count: 0 };
 
   constructor(private readonly d: LifecycleDeps) {}
 
@@ -105,14 +109,27 @@ export class PermissionLifecycle {
     this.d.info.notice(GATEWAY_NOTIFICATIONS.limitReached, { sessionId: this.d.store.meta?.sessionId, ...error });
   }
 
-  /** A permission request while no turn runs, or after the turn was cancelled: `cancelled` at once, audited (one entry, resolved). */
+  /**
+   * A permission request while no turn runs, or after the turn was cancelled: `cancelled` at once,
+   * audited (one entry, resolved). Past the tenant's rate in a minute, the entry is the window's one
+   * summarising row instead (the same id each time, the count rising), and the clients are told once.
+   */
   private refuseOutsideTurn(request: PendingRequest, text: string): void {
     const by: DecidedBy = this.d.store.turn.state === "idle" ? { type: "turn_end" } : { type: "cancel" };
     const entry = { agentReqId: request.agentReqId, outcome: CANCELLED_RESULT.outcome, decidedBy: by };
-    this.d.store.appendPermission(request.permId, text, request, {
-      text: JSON.stringify(entry),
-      audit: this.auditOf(request, CANCELLED_RESULT.outcome, by),
-    });
+    const meta = this.d.store.meta;
+    const rate = limitsOf(meta?.limits).outsideTurnAuditsPerMinute;
+    const now = Date.now();
+    if (now - this.outsideTurn.start >= OUTSIDE_TURN_WINDOW_MS) this.outsideTurn = { start: now, count: 0 };
+    const n = ++this.outsideTurn.count;
+    const full = this.auditOf(request, CANCELLED_RESULT.outcome, by);
+    const audit = n <= rate || !full ? full : outsideTurnSummary(full, this.outsideTurn.start, n - rate, rate);
+    this.d.store.appendPermission(request.permId, text, request, { text: JSON.stringify(entry), audit });
+    // After the request's own entry: a notice is a log entry too, numbered after it.
+    if (n === rate + 1 && meta) {
+      const error = outsideTurnAuditLimit(meta.sessionId, rate);
+      this.d.info.notice(GATEWAY_NOTIFICATIONS.limitReached, { sessionId: meta.sessionId, ...error });
+    }
     this.d.toAgent({ type: "response", epoch: request.agentEpoch, id: request.agentReqId, result: CANCELLED_RESULT });
     this.scheduleAuditFlush();
   }
@@ -314,7 +331,7 @@ export class PermissionLifecycle {
     const meta = this.d.store.meta;
     if (!meta) return null;
     const row = pending.toolCallId ? this.d.store.toolCall(pending.toolCallId) : undefined;
-    return fitToRow(auditEntry(meta, pending, row, outcome, by, chosen), pending.params);
+    return boundedEntry(auditEntry(meta, pending, row, outcome, by, chosen));
   }
 
   /** Every resolution goes to the tenant's decision audit in D1, off the hot path, batched (AUDIT_BATCH_MS). */

@@ -42,7 +42,9 @@ import { TurnWatch } from "./turn-watch";
 import { AttachedClients, attachmentOf, clientOf, clientTags, send, sendPacked } from "./clients";
 import { ATTACH_HEADER, attachRequestOf } from "../../protocol/session-wire";
 import { SessionStore, permIdOfCopy } from "./store";
-import { splitName } from "../objects";
+import { objects, splitName } from "../objects";
+import { auditBudgetSpent } from "../../protocol/tenant-limits";
+import { GATEWAY_NOTIFICATIONS } from "../../core/gateway-notifications";
 import { deleteDuringTurn } from "../../protocol/session-delete";
 import { CompactionTally } from "./compaction";
 import { AgentRequests } from "./agent-request-routing";
@@ -78,7 +80,14 @@ export class SessionObject extends DurableObject<Env> implements SessionContract
     this.store = new SessionStore(ctx.storage.sql);
     this.clients = new AttachedClients(ctx);
     this.agentSocket = new AgentSocket(ctx);
-    this.audits = new AuditOutbox(ctx.storage.sql, env.DB, this.store);
+    this.audits = new AuditOutbox(ctx.storage.sql, env.DB, this.store, {
+      charge: (tenantId, full, summarised, perDay) => objects.tenantLimits(env, tenantId).chargeAudit(full, summarised, perDay),
+      spent: (perDay, resetsAt) =>
+        this.info.notice(GATEWAY_NOTIFICATIONS.limitReached, {
+          sessionId: this.store.meta?.sessionId,
+          ...auditBudgetSpent(perDay, resetsAt),
+        }),
+    });
     this.turnWatch = new TurnWatch(ctx.storage.sql);
     this.unindex = new SessionUnindex(this.store, () => this.env.DB);
     this.notifier = new Notifier(ctx, env, this.store, () => this.scheduleDeadline());

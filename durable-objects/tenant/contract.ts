@@ -3,6 +3,7 @@
 
 import type { SlotOutcome } from "../../connection/gateway-objects";
 import type { LeaseGrant } from "../../protocol/rate-limit";
+import type { AuditBudget } from "../../protocol/tenant-limits";
 
 export interface TenantLimitsContract extends Rpc.DurableObjectBranded {
   /** Up to `want` of the tenant's message tokens, at `ratePerSecond` with bursts of twice that. */
@@ -12,4 +13,12 @@ export interface TenantLimitsContract extends Rpc.DurableObjectBranded {
   /** A live connection's slot, kept (or, after a restart of the object, taken again). */
   renewConnection(keyId: string, connectionId: string): void;
   closeConnection(keyId: string, connectionId: string): void;
+  /**
+   * A batch of audit rows about to be written: `full` bytes as they are, `summarised` bytes with the
+   * operation's text replaced by its hash. Charges `full` if today's budget holds it (`kept: true`),
+   * else `summarised` (which may pass the budget: summarised rows are small and still say who decided).
+   */
+  chargeAudit(full: number, summarised: number, bytesPerDay: number): AuditBudget & { kept: boolean };
+  /** Today's audit budget, for the REST audit API. */
+  auditBudget(bytesPerDay: number): AuditBudget;
 }

@@ -8,7 +8,7 @@
 import { DurableObject } from "cloudflare:workers";
 import { type LeaseGrant, TokenBucket } from "../../protocol/rate-limit";
 import type { Env } from "../../core/env";
-import { CONNECTION_RENEW_MS } from "../../protocol/tenant-limits";
+import { type AuditBudget, CONNECTION_RENEW_MS, auditDay, auditDayEnd } from "../../protocol/tenant-limits";
 import type { SlotOutcome } from "../../connection/gateway-objects";
 import type { TenantLimitsContract } from "./contract";
 
@@ -19,6 +19,37 @@ export class TenantLimitsObject extends DurableObject<Env> implements TenantLimi
   private bucket: { rate: number; tokens: TokenBucket } | undefined;
   /** Per key: connection id → when its slot lapses. */
   private readonly slots = new Map<string, Map<string, number>>();
+
+  constructor(ctx: DurableObjectState, env: Env) {
+    super(ctx, env);
+    // The audit budget outlives a restart (a day, not a second): one row per UTC day, older ones dropped.
+    ctx.storage.sql.exec(
+      "CREATE TABLE IF NOT EXISTS audit_budget (day INTEGER PRIMARY KEY, spent INTEGER NOT NULL, exhausted INTEGER NOT NULL)",
+    );
+  }
+
+  chargeAudit(full: number, summarised: number, bytesPerDay: number): AuditBudget & { kept: boolean } {
+    const today = this.auditToday();
+    const kept = !today.exhausted && today.spent + full <= bytesPerDay;
+    const spent = today.spent + (kept ? full : summarised);
+    const exhausted = today.exhausted || !kept;
+    this.ctx.storage.sql.exec("UPDATE audit_budget SET spent = ?, exhausted = ? WHERE day = ?", spent, exhausted ? 1 : 0, today.day);
+    return { kept, bytesPerDay, spentToday: spent, exhausted, resetsAt: auditDayEnd(today.day) };
+  }
+
+  auditBudget(bytesPerDay: number): AuditBudget {
+    const today = this.auditToday();
+    return { bytesPerDay, spentToday: today.spent, exhausted: today.exhausted, resetsAt: auditDayEnd(today.day) };
+  }
+
+  private auditToday(): { day: number; spent: number; exhausted: boolean } {
+    const day = auditDay(Date.now());
+    const sql = this.ctx.storage.sql;
+    sql.exec("DELETE FROM audit_budget WHERE day < ?", day);
+    sql.exec("INSERT OR IGNORE INTO audit_budget (day, spent, exhausted) VALUES (?, 0, 0)", day);
+    const row = sql.exec<{ spent: number; exhausted: number }>("SELECT spent, exhausted FROM audit_budget WHERE day = ?", day).one();
+    return { day, spent: row.spent, exhausted: row.exhausted === 1 };
+  }
 
   /** Up to `want` of the tenant's message tokens, at `ratePerSecond` with bursts of twice that. */
   lease(want: number, ratePerSecond: number): LeaseGrant {

@@ -344,6 +344,26 @@ describe("the web console with two people on one session", () => {
   }, 60_000);
 });
 
+describe("the web console shows hostile agent text as it is", () => {
+  it("terminal escapes and a direction override the agent echoes are shown as ␛ and ⟨U+202E⟩, with a warning beside them", async () => {
+    const page = await openConsole({ width: 1280, height: 860 });
+    await signIn(page, keys.client);
+    await newSession(page, "/projects/hostile");
+    // The demo agent echoes the prompt: its message carries the escapes back.
+    await prompt(page, "ls\u001b[2K\u001b[1A safe \u202eexe.sh");
+    const said = page.locator(".msg.agent", { hasText: "You asked" });
+    await said.getByText("Let me look at the project first.").waitFor();
+    const text = (await said.textContent()) ?? "";
+    expect(text).toContain("ls␛[2K␛[1A safe ⟨U+202E⟩exe.sh");
+    expect(text.includes("\u001b") || text.includes("\u202e")).toBe(false);
+    expect(await said.locator(".display-warn").textContent()).toContain("control or invisible characters");
+    // The person's own message, as other people see it, is shown the same way.
+    expect(await page.locator(".msg.user").last().textContent()).toContain("ls␛[2K␛[1A safe ⟨U+202E⟩exe.sh");
+    await page.getByRole("button", { name: "Cancel turn" }).click();
+    await page.context().close();
+  }, 60_000);
+});
+
 /** The id of the newest session of the test's agent (the phone's), from the sessions API. */
 async function sessionIdOf(page: Page): Promise<string | undefined> {
   const response = await page.request.get(`${url}/v1/sessions?limit=200`, { headers: { Authorization: `Bearer ${keys.client}` } });

@@ -144,6 +144,7 @@ describe("notifications of waiting permission requests", () => {
         command: { text: "rm -rf dist", argv: ["rm", "-rf", "dist"], cwd: "/projects/demo" },
         rawInput: execCall.rawInput,
       },
+      display: { command: "rm -rf dist", agentTitle: "Tidy up the build output", escaped: false },
       options: [
         { optionId: "allow", kind: "allow_once", onLink: true },
         { optionId: "allow-always", kind: "allow_always", onLink: false },
@@ -221,6 +222,27 @@ describe("the approval page", () => {
     const payload = await notified(channel, waiting.target.secret);
     return { ...waiting, payload, url: payload.link.url as string };
   }
+
+  it("shows terminal escapes and direction overrides in the agent's text as symbols, with a warning, on the page and in the payload's display fields", async () => {
+    const hostile = {
+      ...execCall,
+      title: "Tidy up \u202eexe.sh",
+      rawInput: { command: "rm -rf dist\u001b[2K\u001b[1Aecho hello" },
+    };
+    const { page, payload } = await linkFor({ toolCall: hostile }).then(async (l) => ({ ...l, page: await openLink(l.url) }));
+    expect(page.status).toBe(200);
+    expect(page.text).toContain("$ rm -rf dist␛[2K␛[1Aecho hello");
+    expect(page.text).toContain("Tidy up ⟨U+202E⟩exe.sh");
+    expect(page.text).toContain("control or invisible characters");
+    expect(page.text.includes("\u001b") || page.text.includes("\u202e")).toBe(false);
+    // The operation stays raw (data); the display fields are safe to show.
+    expect(payload.operation.command.text).toBe("rm -rf dist\u001b[2K\u001b[1Aecho hello");
+    expect(payload.display).toMatchObject({
+      command: "rm -rf dist␛[2K␛[1Aecho hello",
+      agentTitle: "Tidy up ⟨U+202E⟩exe.sh",
+      escaped: true,
+    });
+  });
 
   it("shows the operation in full and the one-time options; answering is a client's answer, and a second use says it was used", async () => {
     const { agent, agentReqId, sessionId, url, payload } = await linkFor();

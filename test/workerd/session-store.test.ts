@@ -109,7 +109,9 @@ describe("session store: one log entry per permission request", () => {
       update(store, 1);
       store.forget();
       expect(sql.exec<{ n: number }>("SELECT count(*) AS n FROM log").one().n).toBe(1);
-      const outbox = new AuditOutbox(sql, env.DB, new SessionStore(sql));
+      // No budget object in this test: every batch is kept in full.
+      const budget = { charge: () => Promise.resolve({ kept: true, resetsAt: 0 }), spent: () => undefined };
+      const outbox = new AuditOutbox(sql, env.DB, new SessionStore(sql), budget);
       expect(outbox.waiting()).toBe(1);
       expect(await outbox.flush()).toBe(true);
       expect(outbox.waiting()).toBe(0);
@@ -189,7 +191,7 @@ CREATE TABLE audit_outbox (seq INTEGER PRIMARY KEY, entry TEXT NOT NULL);`);
 });
 
 describe("session store: a request at the size limits", () => {
-  it("a near-limit request whose tool call holds a near-limit command resolves, and its audit reaches D1 (the operation cut to fit the request's row)", async () => {
+  it("a near-limit request whose tool call holds a near-limit command resolves, and its audit reaches D1 (the operation cut to its bound, with its length and SHA-256)", async () => {
     const t = await seedTenant();
     const agent = await dialInAgent(t);
     const { client, sessionId } = await clientWithSession(t, agent);
@@ -215,7 +217,8 @@ describe("session store: a request at the size limits", () => {
     }
     expect(row?.outcome).toBe("selected");
     expect(row?.operation.startsWith("xyyy")).toBe(true);
-    expect(row?.operation).toMatch(/cut to fit: \d+ bytes in full/);
+    expect(row?.operation).toMatch(/cut: \d+ bytes in full, sha256 [0-9a-f]{64}\]$/);
+    expect(new TextEncoder().encode(row?.operation).length).toBeLessThanOrEqual(4 * 1024);
     // The request's row, with its resolution and audit entry, within SQLite's row cap (workerd's own SQLite does not enforce it).
     const bytes = await runInDurableObject(
       objects.session(env, t.tenantId, sessionId),

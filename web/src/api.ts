@@ -80,6 +80,11 @@ export interface Page<T> {
   nextCursor: string | null;
 }
 
+/** GET /v1/audit's page also says how much of the tenant's daily audit budget is spent (decision 0022). */
+export interface AuditPageBody extends Page<AuditEntry> {
+  budget?: { bytesPerDay: number; spentToday: number; exhausted: boolean; resetsAt: number };
+}
+
 export class Api {
   constructor(private readonly key: string) {}
 

@@ -4,6 +4,7 @@
 
 import { commandText } from "../../protocol/rules/command";
 import { pathsOf } from "../../protocol/rules/paths";
+import { displayString } from "../../protocol/display-text";
 import { type JsonObject, isObject } from "./acp";
 
 export interface Diff {
@@ -18,7 +19,8 @@ export interface Location {
 }
 
 export function kindOf(call: JsonObject): string {
-  return typeof call.kind === "string" ? call.kind : "other";
+  // Shown on badges and labels: any control in the agent's kind is a visible symbol.
+  return typeof call.kind === "string" ? displayString(call.kind) : "other";
 }
 
 export function commandOf(call: JsonObject): string | null {

@@ -3,6 +3,8 @@
 import { OpenAPIHono, createRoute, z } from "@hono/zod-openapi";
 import { auditPage } from "../../db/queries/audit";
 import { decisionAudit } from "../../db/schema";
+import { objects } from "../../durable-objects/objects";
+import { limitsOf } from "../../protocol/tenant-limits";
 import { requireKey } from "../middleware/require-key";
 import { json, pageOf, pageParams, pageSchema } from "./pagination";
 import type { AppEnv } from "../types";
@@ -30,6 +32,17 @@ const AuditEntrySchema = z
   })
   .openapi("AuditEntry");
 
+const AuditBudgetSchema = z
+  .object({
+    bytesPerDay: z.number(),
+    spentToday: z.number(),
+    exhausted: z.boolean().openapi({
+      description: "Today's budget is spent: entries since keep who decided and the operation's length and SHA-256, not its text.",
+    }),
+    resetsAt: z.number(),
+  })
+  .openapi("AuditBudget");
+
 export const auditApi = new OpenAPIHono<AppEnv>({ defaultHook: validationHook });
 
 auditApi.openapi(
@@ -51,14 +64,17 @@ auditApi.openapi(
       }),
     },
     responses: {
-      200: json(pageSchema(AuditEntrySchema), "A page of entries"),
+      200: json(
+        pageSchema(AuditEntrySchema).extend({ budget: AuditBudgetSchema }),
+        "A page of entries, and the tenant's audit budget today",
+      ),
       400: errorResponses[400],
       401: errorResponses[401],
       403: errorResponses[403],
     },
   }),
   async (c) => {
-    const { tenantId } = c.get("principal");
+    const { tenantId, settings } = c.get("principal");
     const q = c.req.valid("query");
     const { cursor, limit } = pageParams(q.cursor, q.limit);
     // The cursor is "at:id" of the last entry of the previous page.
@@ -72,27 +88,26 @@ auditApi.openapi(
       ...(before && Number.isFinite(before.at) ? { before } : {}),
       limit,
     });
-    return c.json(
-      pageOf(
-        rows,
-        limit,
-        (r) => `${r.at}:${r.id}`,
-        (r) => ({
-          id: r.id,
-          sessionId: r.sessionId,
-          agent: r.agent,
-          toolCallId: r.toolCallId,
-          kind: r.kind,
-          name: r.name,
-          operation: r.operation,
-          outcome: r.outcome,
-          optionId: r.optionId,
-          optionKind: r.optionKind,
-          decidedBy: { type: r.decidedBy, key: r.decidedByKey, user: r.decidedByUser, ruleId: r.ruleId },
-          at: r.at,
-        }),
-      ),
-      200,
+    const budget = await objects.tenantLimits(c.env, tenantId).auditBudget(limitsOf(settings.limits).auditBytesPerDay);
+    const page = pageOf(
+      rows,
+      limit,
+      (r) => `${r.at}:${r.id}`,
+      (r) => ({
+        id: r.id,
+        sessionId: r.sessionId,
+        agent: r.agent,
+        toolCallId: r.toolCallId,
+        kind: r.kind,
+        name: r.name,
+        operation: r.operation,
+        outcome: r.outcome,
+        optionId: r.optionId,
+        optionKind: r.optionKind,
+        decidedBy: { type: r.decidedBy, key: r.decidedByKey, user: r.decidedByUser, ruleId: r.ruleId },
+        at: r.at,
+      }),
     );
+    return c.json({ ...page, budget }, 200);
   },
 );

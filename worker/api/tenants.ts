@@ -24,6 +24,13 @@ const LimitsSchema = z
     connectionsPerKey: z.number().int().min(1).max(100_000).optional(),
     liveSessionsPerTenant: z.number().int().min(1).max(1_000_000).optional(),
     pendingPermissionsPerSession: z.number().int().min(1).max(10_000).optional(),
+    outsideTurnAuditsPerMinute: z.number().int().min(1).max(10_000).optional(),
+    auditBytesPerDay: z
+      .number()
+      .int()
+      .min(1024)
+      .max(1024 * 1024 * 1024)
+      .optional(),
     turnIdleMs: z
       .number()
       .int()

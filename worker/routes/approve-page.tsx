@@ -5,6 +5,7 @@
 
 import type { Child } from "hono/jsx";
 import type { ApprovalView } from "../../durable-objects/session/contract";
+import { DISPLAY_WARNING, displayText } from "../../protocol/display-text";
 import { lineDiff } from "../../protocol/line-diff";
 
 type PendingView = Extract<ApprovalView, { state: "pending" }>;
@@ -35,6 +36,7 @@ button.reject{color:var(--reject)}
 button small{display:block;font-weight:400;color:var(--muted)}
 :focus-visible{outline:3px solid var(--focus);outline-offset:2px}
 .notice{border-left:4px solid var(--focus)}
+.warn{border-left:4px solid var(--reject)}
 `;
 
 function Page(props: { title: string; children: Child }) {
@@ -57,23 +59,59 @@ function Page(props: { title: string; children: Child }) {
 const utc = (ms: number) => `${new Date(ms).toISOString().slice(0, 16).replace("T", " ")} UTC`;
 
 export function approvalPage(view: PendingView, error?: string) {
-  const op = view.operation;
-  const always = view.options.filter((o) => !view.linkOptions.includes(o));
+  // Every string the agent wrote is shown through displayText (decision 0022): terminal escapes,
+  // direction overrides and invisible characters become symbols, and the page says so above.
+  let escaped = 0;
+  const t = (raw: string, multiline = false) => {
+    const s = displayText(raw, { multiline });
+    escaped += s.escaped;
+    return s.text;
+  };
+  const raw = view.operation;
+  const op = {
+    kind: raw.kind === null ? null : t(raw.kind),
+    name: raw.name === null ? null : t(raw.name),
+    agentTitle: raw.agentTitle === null ? null : t(raw.agentTitle, true),
+    command:
+      raw.command === null
+        ? null
+        : { text: t(raw.command.text), argv: raw.command.argv?.map((a) => t(JSON.stringify(a))) ?? null, cwd: t(raw.command.cwd) },
+    paths: raw.paths.map((p) => t(p)),
+    diffs: raw.diffs.map((d) => ({
+      path: t(d.path),
+      lines: lineDiff(d.oldText, d.newText).map((l) => ({ op: l.op, text: t(l.text, true) })),
+    })),
+    rawInput: raw.rawInput === null ? null : t(JSON.stringify(raw.rawInput, null, 2) ?? "", true),
+  };
+  const session = {
+    agent: t(view.session.agent),
+    cwd: t(view.session.cwd),
+    title: view.session.title === null ? null : t(view.session.title),
+  };
+  const options = (list: PendingView["options"]) => list.map((o) => ({ ...o, name: t(o.name), kind: t(o.kind) }));
+  const linkOptions = options(view.linkOptions);
+  const always = options(view.options.filter((o) => !view.linkOptions.includes(o)));
+  const target = t(view.target);
   return (
     <Page title="Permission request">
       <p class="muted">
-        Agent <strong>{view.session.agent}</strong> · project <code>{view.session.cwd || "(none)"}</code>
-        {view.session.title ? ` · ${view.session.title}` : ""}
+        Agent <strong>{session.agent}</strong> · project <code>{session.cwd || "(none)"}</code>
+        {session.title ? ` · ${session.title}` : ""}
       </p>
       <h1>The agent asks permission</h1>
       {error ? <p class="card notice">{error}</p> : null}
+      {escaped > 0 ? (
+        <p class="card warn" role="note">
+          ⚠ {DISPLAY_WARNING}
+        </p>
+      ) : null}
       <div class="card">
         <span class="kind">{op.kind ?? "other"}</span> {op.name ? <code>{op.name}</code> : null}
         {op.command ? (
           <>
             <h2>Command</h2>
             <pre>{`$ ${op.command.text}`}</pre>
-            {op.command.argv ? <p class="muted">Arguments: {op.command.argv.map((a) => JSON.stringify(a)).join(" ")}</p> : null}
+            {op.command.argv ? <p class="muted">Arguments: {op.command.argv.join(" ")}</p> : null}
             <p class="muted">
               Working directory: <code>{op.command.cwd || "(not given)"}</code>
             </p>
@@ -97,7 +135,7 @@ export function approvalPage(view: PendingView, error?: string) {
               Change to <code>{d.path}</code>
             </h2>
             <pre class="diff">
-              {lineDiff(d.oldText, d.newText).map((l) => (
+              {d.lines.map((l) => (
                 <span class={l.op === "+" ? "add" : l.op === "-" ? "del" : ""}>{`${l.op} ${l.text}`}</span>
               ))}
             </pre>
@@ -112,16 +150,16 @@ export function approvalPage(view: PendingView, error?: string) {
         {op.rawInput !== null ? (
           <details>
             <summary class="muted">The agent's raw input</summary>
-            <pre>{JSON.stringify(op.rawInput, null, 2)}</pre>
+            <pre>{op.rawInput}</pre>
           </details>
         ) : null}
       </div>
       <p class="muted">
         Requested {utc(view.request.createdAt)}. Unanswered, it is cancelled at {utc(view.request.deadlineAt)}.
       </p>
-      {view.linkOptions.length > 0 ? (
+      {linkOptions.length > 0 ? (
         <form method="post">
-          {view.linkOptions.map((o) => (
+          {linkOptions.map((o) => (
             <button type="submit" name="optionId" value={o.optionId} class={o.kind.startsWith("allow") ? "allow" : "reject"}>
               {o.name}
               <small>{o.kind}</small>
@@ -138,7 +176,7 @@ export function approvalPage(view: PendingView, error?: string) {
         </p>
       ) : null}
       <p class="muted">
-        This link answers this one request, once, until {utc(view.expiresAt)}. Sent to “{view.target}”.
+        This link answers this one request, once, until {utc(view.expiresAt)}. Sent to “{target}”.
       </p>
     </Page>
   );

@@ -2,8 +2,9 @@
 // exportable as NDJSON (one JSON entry a line, every page of the current filter).
 
 import { useCallback, useEffect, useState } from "preact/hooks";
-import { type Api, type AuditEntry, type Page, type Rule, query } from "../api";
+import { type Api, type AuditEntry, type AuditPageBody, type Page, type Rule, query } from "../api";
 import { dateTime, errorText } from "../format";
+import { DisplayWarning, Safe, shown } from "./shown";
 
 interface Filter {
   decidedBy?: string;
@@ -21,12 +22,14 @@ export function AuditPage({ api }: { api: Api }) {
   const [rules, setRules] = useState<Map<string, Rule>>(new Map());
   const [error, setError] = useState<string | null>(null);
   const [exporting, setExporting] = useState(false);
+  const [budget, setBudget] = useState<AuditPageBody["budget"] | null>(null);
 
   const load = useCallback(
     async (cursor?: string) => {
       try {
-        const page = await api.get<Page<AuditEntry>>(`/v1/audit${query({ ...filter, cursor, limit: "100" })}`);
+        const page = await api.get<AuditPageBody>(`/v1/audit${query({ ...filter, cursor, limit: "100" })}`);
         setEntries((prev) => (cursor ? [...(prev ?? []), ...page.items] : page.items));
+        setBudget(page.budget ?? null);
         setNext(page.nextCursor);
         setError(null);
       } catch (e) {
@@ -120,6 +123,13 @@ export function AuditPage({ api }: { api: Api }) {
           {exporting ? "Exporting…" : "Export NDJSON"}
         </button>
       </form>
+      {budget?.exhausted && (
+        <p class="warn" role="note">
+          The team's audit budget for today ({budget.bytesPerDay} bytes) is spent: until {dateTime(budget.resetsAt)}, entries keep who
+          decided and the operation's length and SHA-256, not its text. Raise <code>limits.auditBytesPerDay</code> in the tenant's settings,
+          or look for the agent sending so much.
+        </p>
+      )}
       {error && (
         <p class="error" role="alert">
           {error}
@@ -134,10 +144,12 @@ export function AuditPage({ api }: { api: Api }) {
               <span class={`badge outcome-${e.outcome}`}>{outcomeText(e)}</span>
               <span class="muted">{dateTime(e.at)}</span>
             </div>
-            <pre class="code command">{e.operation ?? e.name ?? "(no operation recorded)"}</pre>
-            <p class="decided-by">{decidedByText(e, rules)}</p>
+            <Operation text={e.operation ?? e.name ?? "(no operation recorded)"} />
+            <p class="decided-by">
+              <Safe text={decidedByText(e, rules)} />
+            </p>
             <p class="muted small">
-              agent {e.agent} · session <code>{e.sessionId}</code>
+              agent <Safe text={e.agent} /> · session <code>{shown(e.sessionId).text}</code>
             </p>
           </li>
         ))}
@@ -178,4 +190,15 @@ function decidedByText(e: AuditEntry, rules: Map<string, Rule>): string {
     default:
       return `Resolved (${String(by.type)})`;
   }
+}
+
+/** The audited operation (the agent's command or paths): controls shown as symbols, with the warning above. */
+function Operation({ text }: { text: string }) {
+  const s = shown(text);
+  return (
+    <>
+      <DisplayWarning escaped={s.escaped} />
+      <pre class="code command">{s.text}</pre>
+    </>
+  );
 }

@@ -15,11 +15,19 @@ import { errorText } from "../format";
 import { renderMarkdown } from "../markdown";
 import { commandOf, diffsOf, kindOf, locationsOf, pathsOfCall, workdirOf } from "../operation";
 import { coversText, scopeText } from "../rule-text";
+import { DisplayWarning, Safe, shown } from "./shown";
 import type { Permission, PermissionOption, PlanEntry } from "../transcript";
 
 export function Markdown({ text }: { text: string }) {
-  // renderMarkdown escapes any HTML in the text: this is the only HTML the console inserts.
-  return <div class="md" dangerouslySetInnerHTML={{ __html: renderMarkdown(text) }} />;
+  // Controls and invisible characters become symbols before parsing; renderMarkdown escapes any
+  // HTML in the text: this is the only HTML the console inserts.
+  const s = shown(text, true);
+  return (
+    <>
+      <DisplayWarning escaped={s.escaped} />
+      <div class="md" dangerouslySetInnerHTML={{ __html: renderMarkdown(s.text) }} />
+    </>
+  );
 }
 
 export function PlanView({ entries }: { entries: PlanEntry[] }) {
@@ -29,7 +37,7 @@ export function PlanView({ entries }: { entries: PlanEntry[] }) {
       <ol>
         {entries.map((e, i) => (
           <li key={i} class={`plan-${e.status}`}>
-            <span class="badge">{e.status.replace("_", " ")}</span> {e.content}
+            <span class="badge">{e.status.replace("_", " ")}</span> <Safe text={e.content} />
           </li>
         ))}
       </ol>
@@ -69,7 +77,10 @@ function AgentWords({ call }: { call: JsonObject }) {
   if (typeof call.title !== "string" || !call.title) return null;
   return (
     <p class="agent-words">
-      <span class="muted">The agent says:</span> <span class="agent-title">“{call.title}”</span>
+      <span class="muted">The agent says:</span>{" "}
+      <span class="agent-title">
+        “<Safe text={call.title} />”
+      </span>
     </p>
   );
 }
@@ -81,15 +92,21 @@ function Operation({ call, cwd }: { call: JsonObject; cwd?: string }) {
   const paths = pathsOfCall(call);
   const locations = locationsOf(call);
   const diffs = diffsOf(call);
+  const shownCommand = command ? shown(command) : null;
+  const rawInput = !command && call.rawInput !== undefined ? shown(JSON.stringify(call.rawInput, null, 2) ?? "", true) : null;
   return (
     <div class="operation">
-      {command && (
+      {command && shownCommand && (
         <div class="field">
           <span class="label">Command</span>
-          <pre class="code command">{command}</pre>
+          <DisplayWarning escaped={shownCommand.escaped} />
+          <pre class="code command">{shownCommand.text}</pre>
           {workdir && (
             <span class="muted">
-              in <code class="path">{workdir}</code>
+              in{" "}
+              <code class="path">
+                <Safe text={workdir} />
+              </code>
             </span>
           )}
         </div>
@@ -100,7 +117,9 @@ function Operation({ call, cwd }: { call: JsonObject; cwd?: string }) {
           <ul class="paths">
             {paths.map((p) => (
               <li key={p}>
-                <code class="path">{p}</code>
+                <code class="path">
+                  <Safe text={p} />
+                </code>
                 {locations
                   .filter((l) => l.path === p && l.line !== undefined)
                   .map((l) => (
@@ -116,13 +135,17 @@ function Operation({ call, cwd }: { call: JsonObject; cwd?: string }) {
       )}
       {!command && paths.length === 0 && typeof call.name === "string" && (
         <div class="field">
-          <span class="label">Tool</span> <code>{call.name}</code>
+          <span class="label">Tool</span>{" "}
+          <code>
+            <Safe text={call.name} />
+          </code>
         </div>
       )}
-      {!command && paths.length === 0 && call.rawInput !== undefined && (
-        <details class="field">
+      {paths.length === 0 && rawInput && (
+        <details class="field" open={rawInput.escaped > 0}>
           <summary>Input</summary>
-          <pre class="code">{JSON.stringify(call.rawInput, null, 2)}</pre>
+          <DisplayWarning escaped={rawInput.escaped} />
+          <pre class="code">{rawInput.text}</pre>
         </details>
       )}
       {diffs.map((d) => (
@@ -133,13 +156,18 @@ function Operation({ call, cwd }: { call: JsonObject; cwd?: string }) {
 }
 
 function DiffView({ path, oldText, newText }: { path: string; oldText: string | null; newText: string }) {
-  const lines = lineDiff(oldText, newText);
+  // Each line is shown on its own: a line break is the diff's, any other control is a symbol.
+  const lines = lineDiff(oldText, newText).map((l) => ({ op: l.op, ...shown(l.text, true) }));
+  const escaped = lines.reduce((n, l) => n + l.escaped, 0);
   return (
-    <figure class="diff" aria-label={`Diff of ${path}`}>
+    <figure class="diff" aria-label={`Diff of ${shown(path).text}`}>
       <figcaption>
         {oldText === null ? "New file " : "Changes to "}
-        <code class="path">{path}</code>
+        <code class="path">
+          <Safe text={path} />
+        </code>
       </figcaption>
+      <DisplayWarning escaped={escaped} />
       <pre class="code">
         {lines.map((l, i) => (
           <span key={i} class={`line ${l.op === "+" ? "add" : l.op === "-" ? "del" : "same"}`}>
@@ -161,26 +189,31 @@ function ToolOutput({ call }: { call: JsonObject }) {
   const terminals = content.filter((c) => c.type === "terminal");
   const output = isObject(call.rawOutput) ? call.rawOutput : null;
   if (texts.length === 0 && terminals.length === 0 && !output) return null;
+  const shownTexts = texts.map((c) => {
+    const block = c.content as JsonObject;
+    return shown(block.type === "text" ? String(block.text) : `[${String(block.type)}]`, true);
+  });
+  const stdout = output && typeof output.stdout === "string" ? shown(output.stdout, true) : null;
+  const stderr = output && typeof output.stderr === "string" ? shown(output.stderr, true) : null;
+  const escaped = shownTexts.reduce((n, t) => n + t.escaped, 0) + (stdout?.escaped ?? 0) + (stderr?.escaped ?? 0);
   return (
     <div class="output">
-      {texts.map((c, i) => {
-        const block = c.content as JsonObject;
-        return (
-          <pre key={i} class="code">
-            {block.type === "text" ? String(block.text) : `[${String(block.type)}]`}
-          </pre>
-        );
-      })}
+      <DisplayWarning escaped={escaped} />
+      {shownTexts.map((t, i) => (
+        <pre key={i} class="code">
+          {t.text}
+        </pre>
+      ))}
       {terminals.map((c, i) => (
         <p key={`t${i}`} class="muted">
-          Terminal <code>{String(c.terminalId)}</code> (its output stays with the client that ran it)
+          Terminal <code>{shown(String(c.terminalId)).text}</code> (its output stays with the client that ran it)
         </p>
       ))}
-      {output && (typeof output.stdout === "string" || typeof output.stderr === "string") && (
+      {output && (stdout || stderr) && (
         <div class="terminal" aria-label="Terminal output">
           {typeof output.exitCode === "number" && <span class="muted">exit code {output.exitCode}</span>}
-          {typeof output.stdout === "string" && output.stdout && <pre class="code term">{output.stdout}</pre>}
-          {typeof output.stderr === "string" && output.stderr && <pre class="code term stderr">{output.stderr}</pre>}
+          {stdout?.text && <pre class="code term">{stdout.text}</pre>}
+          {stderr?.text && <pre class="code term stderr">{stderr.text}</pre>}
         </div>
       )}
     </div>
@@ -209,7 +242,11 @@ export function PermissionCard({ api, permission: p, session, onAnswer }: Permis
       </div>
       <AgentWords call={p.toolCall} />
       <Operation call={p.toolCall} cwd={session.cwd} />
-      {p.state === "resolved" && <p class="resolution">{p.resolution}</p>}
+      {p.state === "resolved" && (
+        <p class="resolution">
+          <Safe text={p.resolution ?? ""} />
+        </p>
+      )}
       {p.state === "sent" && <p class="muted">Answer sent…</p>}
       {p.state === "withdrawn" && <p class="muted">Answered elsewhere…</p>}
       {open && !confirming && (
@@ -220,7 +257,7 @@ export function PermissionCard({ api, permission: p, session, onAnswer }: Permis
               class={`option ${o.kind.startsWith("allow") ? "allow" : "reject"}`}
               onClick={() => (o.kind.endsWith("_always") ? setConfirming(o) : onAnswer(o.optionId))}
             >
-              {o.name} <span class="option-kind">{o.kind}</span>
+              <Safe text={o.name} /> <span class="option-kind">{shown(o.kind).text}</span>
             </button>
           ))}
         </div>
@@ -296,8 +333,8 @@ function AlwaysConfirm({
       {rule === undefined && <p class="muted">Working out the rule…</p>}
       {rule === null && (
         <p class="warn">
-          This answer will not be remembered as a rule{notRemembered ? `: ${notRemembered}` : " (no rule may cover it)"}; it answers this
-          request only.
+          This answer will not be remembered as a rule{notRemembered ? `: ${shown(notRemembered).text}` : " (no rule may cover it)"}; it
+          answers this request only.
         </p>
       )}
       {rule && (
@@ -305,10 +342,14 @@ function AlwaysConfirm({
           <p>
             <strong>{allow ? "This will store a team rule:" : "This will store a team rule:"}</strong>
           </p>
-          <p class="rule-description">{rule.description}</p>
+          <p class="rule-description">
+            <Safe text={rule.description} />
+          </p>
           {outsideProject(rule, p.toolCall) && (
             <p class="warn">
-              {`${pathsOfCall(p.toolCall).join(", ")} is outside the project ${rule.scope.project ?? ""}: a rule scoped to the project never covers it, so this request is answered but the next one like it is asked again.`}
+              <Safe
+                text={`${pathsOfCall(p.toolCall).join(", ")} is outside the project ${rule.scope.project ?? ""}: a rule scoped to the project never covers it, so this request is answered but the next one like it is asked again.`}
+              />
             </p>
           )}
           <dl class="rule-scope">
@@ -317,24 +358,32 @@ function AlwaysConfirm({
               <span class={`badge decision-${rule.decision}`}>{rule.decision}</span> without asking anyone
             </dd>
             <dt>Covers</dt>
-            <dd>{coversText(rule.matcher)}</dd>
+            <dd>
+              <Safe text={coversText(rule.matcher)} />
+            </dd>
             <dt>Where</dt>
-            <dd>{scopeText(rule.scope)}</dd>
+            <dd>
+              <Safe text={scopeText(rule.scope)} />
+            </dd>
           </dl>
         </>
       )}
       <p class="muted dry-run">
-        {dry === null
-          ? "Checking the team's current rules…"
-          : typeof dry === "string"
-            ? dry
-            : dry.rule
-              ? `Already decided by an existing rule: “${dry.rule.description}” (${dry.decision}).`
-              : "Dry run: no current rule answers this request; people are asked today."}
+        <Safe
+          text={
+            dry === null
+              ? "Checking the team's current rules…"
+              : typeof dry === "string"
+                ? dry
+                : dry.rule
+                  ? `Already decided by an existing rule: “${dry.rule.description}” (${dry.decision}).`
+                  : "Dry run: no current rule answers this request; people are asked today."
+          }
+        />
       </p>
       <div class="options">
         <button class={`option ${allow ? "allow" : "reject"}`} onClick={onConfirm}>
-          {rule ? `Confirm: ${option.name}` : `Answer: ${option.name}`}
+          {shown(rule ? `Confirm: ${option.name}` : `Answer: ${option.name}`).text}
         </button>
         <button onClick={onBack}>Back</button>
       </div>

@@ -6,6 +6,7 @@ import { useCallback, useEffect, useState } from "preact/hooks";
 import { type Api, type DryRun, type Page, type Rule, query } from "../api";
 import { dateTime, errorText } from "../format";
 import { coversText, scopeText } from "../rule-text";
+import { Safe, shown } from "./shown";
 
 interface Filter {
   decision?: string;
@@ -118,21 +119,31 @@ function RuleCard({ api, rule: r, onChanged }: { api: Api; rule: Rule; onChanged
     void act(() => api.patch(`/v1/rules/${encodeURIComponent(r.id)}`, { expiresAt: at }));
   };
   return (
-    <section class={`card rule ${r.revokedAt !== null ? "revoked" : ""}`} aria-label={`Rule: ${r.description}`} data-rule={r.id}>
+    <section
+      class={`card rule ${r.revokedAt !== null ? "revoked" : ""}`}
+      aria-label={`Rule: ${shown(r.description).text}`}
+      data-rule={r.id}
+    >
       <div class="card-head">
         <span class={`badge decision-${r.decision}`}>{r.decision}</span>
         {r.revokedAt !== null && <span class="badge">revoked {dateTime(r.revokedAt)}</span>}
         {expired && <span class="badge">expired</span>}
       </div>
-      <p class="rule-description">{r.description}</p>
+      <p class="rule-description">
+        <Safe text={r.description} />
+      </p>
       <dl class="rule-scope">
         <dt>Covers</dt>
-        <dd>{coversText(r.matcher)}</dd>
+        <dd>
+          <Safe text={coversText(r.matcher)} />
+        </dd>
         <dt>Where</dt>
-        <dd>{scopeText(r.scope)}</dd>
+        <dd>
+          <Safe text={scopeText(r.scope)} />
+        </dd>
         <dt>Made by</dt>
         <dd>
-          {r.createdBy.user ?? "a key"} on {dateTime(r.createdAt)}
+          <Safe text={r.createdBy.user ?? "a key"} /> on {dateTime(r.createdAt)}
         </dd>
         <dt>Used</dt>
         <dd>
@@ -232,11 +243,15 @@ function DryRunForm({ api }: { api: Api }) {
       <button class="primary">Test</button>
       {result !== null && (
         <p class="dry-run-result" role="status">
-          {typeof result === "string"
-            ? result
-            : result.rule
-              ? `Yes: ${result.decision} by the rule “${result.rule.description}”${result.option ? `, answering “${result.option.name}”` : ""}.`
-              : "No: no rule covers it; a person would be asked."}
+          <Safe
+            text={
+              typeof result === "string"
+                ? result
+                : result.rule
+                  ? `Yes: ${result.decision} by the rule “${result.rule.description}”${result.option ? `, answering “${result.option.name}”` : ""}.`
+                  : "No: no rule covers it; a person would be asked."
+            }
+          />
         </p>
       )}
     </form>

@@ -21,6 +21,7 @@ import {
   userMessage,
 } from "../transcript";
 import { Markdown, PermissionCard, PlanView, ToolCard } from "./cards";
+import { Safe } from "./shown";
 import { ErrorCode } from "../../../core/rpc-errors";
 import { GATEWAY_NOTIFICATIONS } from "../../../core/gateway-notifications";
 
@@ -162,9 +163,14 @@ export function SessionView({ api, link, session, isNew, onBack }: Props) {
           ← Sessions
         </button>
         <div class="session-id">
-          <h2 id="session-title">{title ?? "Untitled session"}</h2>
+          <h2 id="session-title">{typeof title === "string" ? <Safe text={title} /> : "Untitled session"}</h2>
           <p class="muted">
-            <span class="badge">{session.agent}</span> <code class="path">{session.cwd}</code>{" "}
+            <span class="badge">
+              <Safe text={session.agent} />
+            </span>{" "}
+            <code class="path">
+              <Safe text={session.cwd} />
+            </code>{" "}
             <span class={`badge turn-${turn}`}>{turn === "idle" ? "idle" : turn === "running" ? "● running" : "cancelling"}</span>
           </p>
         </div>
@@ -189,8 +195,14 @@ export function SessionView({ api, link, session, isNew, onBack }: Props) {
             case "message":
               return (
                 <div key={i} class={`msg ${item.role}`}>
-                  <span class="who">{item.role === "agent" ? "Agent" : item.by ? `${item.by}` : "You"}</span>
-                  {item.role === "agent" ? <Markdown text={item.text} /> : <p class="plain">{item.text}</p>}
+                  <span class="who">{item.role === "agent" ? "Agent" : item.by ? <Safe text={item.by} /> : "You"}</span>
+                  {item.role === "agent" ? (
+                    <Markdown text={item.text} />
+                  ) : (
+                    <p class="plain">
+                      <Safe text={item.text} multiline />
+                    </p>
+                  )}
                 </div>
               );
             case "thought":
@@ -233,7 +245,7 @@ export function SessionView({ api, link, session, isNew, onBack }: Props) {
             case "notice":
               return (
                 <p key={i} class={`notice ${item.tone}`}>
-                  {item.text}
+                  <Safe text={item.text} />
                 </p>
               );
           }

@@ -7,6 +7,7 @@ import { type Api, type Auth, type Page, type Session, type Snapshot } from "../
 import { ago, errorText } from "../format";
 import { SessionLink } from "../link";
 import { SessionView } from "./session-view";
+import { Safe } from "./shown";
 
 /** Snapshots (turn state, approvals) are read for this many of the most recent sessions. */
 const SNAPSHOTS = 25;
@@ -101,9 +102,14 @@ export function SessionsPage({ auth, api }: { auth: Auth; api: Api }) {
                 onClick={() => void openSession(session)}
                 disabled={opening === session.id}
               >
-                <span class="entry-title">{session.title ?? "Untitled session"}</span>
+                <span class="entry-title">{session.title !== null ? <Safe text={session.title} /> : "Untitled session"}</span>
                 <span class="entry-meta">
-                  <span class="badge">{session.agent}</span> <code class="path">{session.cwd}</code>
+                  <span class="badge">
+                    <Safe text={session.agent} />
+                  </span>{" "}
+                  <code class="path">
+                    <Safe text={session.cwd} />
+                  </code>
                 </span>
                 <span class="entry-meta">
                   <TurnBadge snapshot={snapshot} />
