@@ -147,8 +147,10 @@ describe("the web console in Chromium", () => {
     const confirm = run.getByRole("group", { name: "Confirm the rule" });
     await expect
       .poll(() => confirm.locator(".rule-description").textContent())
-      .toBe(`Always allow \`npm test …\` in /projects/demo (agent ${AGENT})`);
-    expect(await confirm.locator(".rule-scope").textContent()).toContain("any command that starts with `npm test`");
+      .toBe(
+        `Always allow \`npm test\` with no other arguments (only --silent): no config option, nothing after \`--\`, in /projects/demo (agent ${AGENT})`,
+      );
+    expect(await confirm.locator(".rule-scope").textContent()).toContain("`npm test` with no other arguments (only --silent)");
     expect(await confirm.locator(".rule-scope").textContent()).toContain(
       `in /projects/demo and below, for agent ${AGENT}, for everyone on the team`,
     );

@@ -82,6 +82,8 @@ export function approvalPage(view: PendingView, error?: string) {
       lines: lineDiff(d.oldText, d.newText).map((l) => ({ op: l.op, text: t(l.text, true) })),
     })),
     rawInput: raw.rawInput === null ? null : t(JSON.stringify(raw.rawInput, null, 2) ?? "", true),
+    // The operation names what runs or where more than once (operation.ts): show every field.
+    ambiguity: raw.ambiguity ? t(raw.ambiguity) : null,
   };
   const session = {
     agent: t(view.session.agent),
@@ -103,6 +105,12 @@ export function approvalPage(view: PendingView, error?: string) {
       {escaped > 0 ? (
         <p class="card warn" role="note">
           ⚠ {DISPLAY_WARNING}
+        </p>
+      ) : null}
+      {op.ambiguity ? (
+        <p class="card warn" role="note">
+          ⚠ This request has more than one meaning: {op.ambiguity}. The tool may run something other than the command shown, so read every
+          field of the agent's raw input below; no rule answers it and it is never remembered.
         </p>
       ) : null}
       <div class="card">
@@ -148,7 +156,7 @@ export function approvalPage(view: PendingView, error?: string) {
           </>
         ) : null}
         {op.rawInput !== null ? (
-          <details>
+          <details open={op.ambiguity !== null}>
             <summary class="muted">The agent's raw input</summary>
             <pre>{op.rawInput}</pre>
           </details>
