@@ -4,7 +4,18 @@ import js from "@eslint/js";
 import tseslint from "typescript-eslint";
 
 export default tseslint.config(
-  { ignores: ["node_modules/", "**/.wrangler/", "web/dist/", "bench/results/", "db/migrations/", "**/*.gen.ts", "web/**/*.js"] },
+  {
+    ignores: [
+      "node_modules/",
+      "**/.wrangler/",
+      "web/dist/",
+      "bench/results/",
+      "db/migrations/",
+      "**/*.gen.ts",
+      "web/**/*.js",
+      "test-results/",
+    ],
+  },
   js.configs.recommended,
   ...tseslint.configs.recommended,
   {
