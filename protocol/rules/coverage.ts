@@ -28,11 +28,10 @@ export function prefixCoverage(prefix: readonly string[], command: SimpleCommand
  * full, so it is remembered exactly.
  */
 export function derivablePrefix(command: SimpleCommand, where: Where): string[] | null {
-  if (command.fuzzy.some(Boolean) || runsOtherCode(command)) return null;
   const found = formOf(command.argv);
   if (!found) return null;
-  if (notUnderstood(found.form.grammar, command.argv.slice(found.keyLength), where) !== null) return null;
-  return command.argv.slice(0, found.keyLength);
+  const prefix = command.argv.slice(0, found.keyLength);
+  return prefixCoverage(prefix, command, where) === null ? prefix : null;
 }
 
 /** What a prefix rule covers, after its words, as the rule's description says it. */
