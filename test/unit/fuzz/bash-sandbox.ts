@@ -24,13 +24,15 @@ export class BashSandbox {
   private readonly bin = join(this.root, "bin");
   private readonly home = join(this.root, "home");
   private readonly cwd = join(this.root, "work");
-  private readonly log = join(this.root, "argv.log");
+  /** Where a stub logs when its run's log variable is gone (a command that cleared the environment). */
+  private readonly fallbackLog = join(this.root, "argv.log");
+  private runs = 0;
 
   constructor(programs: readonly string[]) {
     for (const dir of [this.bin, this.home, this.cwd]) mkdirSync(dir);
     for (const name of programs) {
       const path = join(this.bin, name);
-      writeFileSync(path, stubScript(name, this.log));
+      writeFileSync(path, stubScript(name, this.fallbackLog));
       chmodSync(path, 0o755);
     }
     this.resetCwd();
@@ -38,16 +40,23 @@ export class BashSandbox {
 
   /** What bash executed for `command` (run as `bash -c command`), with `bash -c SCRIPT` followed into SCRIPT. */
   run(command: string, depth = 0): Ran[] {
-    writeFileSync(this.log, "");
+    // Each run logs to its own file (named in the environment the stubs inherit), so a stub that an
+    // earlier command sent to the background and that writes after bash exited lands in that
+    // command's log, never in this one's.
+    const log = join(this.root, `argv-${this.runs++}.log`);
+    writeFileSync(log, "");
+    writeFileSync(this.fallbackLog, "");
     const result = spawnSync("/bin/bash", ["-c", command], {
       cwd: this.cwd,
-      env: { PATH: this.bin, HOME: this.home, LC_ALL: "C" },
+      env: { PATH: this.bin, HOME: this.home, LC_ALL: "C", ACP_STUB_LOG: log },
       input: "",
       timeout: 10_000,
       encoding: "utf8",
     });
     if (result.error) throw result.error;
-    const ran = readFileSync(this.log, "utf8")
+    const text = readFileSync(log, "utf8") + readFileSync(this.fallbackLog, "utf8");
+    rmSync(log, { force: true });
+    const ran = text
       .split("\n")
       .filter((line) => line !== "")
       .map((line) => JSON.parse(line) as Ran);
@@ -82,8 +91,8 @@ export class BashSandbox {
   }
 }
 
-/** A bash script that appends {"name", "args"} as one JSON line, using builtins only. */
-function stubScript(name: string, log: string): string {
+/** A bash script that appends {"name", "args"} as one JSON line to its run's log, using builtins only. */
+function stubScript(name: string, fallbackLog: string): string {
   return `#!/bin/bash
 out='{"name":"${name}","args":['
 sep=
@@ -102,6 +111,6 @@ for a in "$@"; do
   out+="$sep\\"$a\\""
   sep=,
 done
-printf '%s]}\\n' "$out" >> '${log}'
+printf '%s]}\\n' "$out" >> "\${ACP_STUB_LOG:-${fallbackLog}}"
 `;
 }
