@@ -38,6 +38,8 @@ import { stage, stageTimingFrom } from "../protocol/stage-timing";
 import type { Principal } from "../core/principal";
 import { CLOSE } from "../core/close-codes";
 import { ErrorCode } from "../core/rpc-errors";
+import { ConnectionMetrics } from "./connection-metrics";
+import { log } from "../core/log";
 
 /** WebSocket close code for a protocol violation (RFC 6455). */
 
@@ -66,7 +68,10 @@ export class ClientConnection {
     this.rate = rateGate(objects, principal.tenantId, principal.settings.limits, "client");
     this.slot = new ConnectionSlot(objects, principal.tenantId, principal.keyId, connectionId);
     this.keyCheck = new KeyRecheck(Number(env.KEY_UNVERIFIED_GRACE_MS ?? DEFAULT_KEY_UNVERIFIED_GRACE_MS));
+    this.metrics = new ConnectionMetrics(env.METRICS, principal.tenantId, "client", agent);
   }
+
+  private readonly metrics: ConnectionMetrics;
 
   private readonly recheck: ReturnType<typeof setInterval>;
   private readonly keyCheck: KeyRecheck;
@@ -83,7 +88,14 @@ export class ClientConnection {
       );
       return;
     }
-    void this.onClientFrame(data, admitted).catch((error: unknown) => console.error("edge: client frame failed", error));
+    this.metrics.message();
+    void this.onClientFrame(data, admitted).catch((error: unknown) =>
+      log("error", "edge.client_frame_failed", "a client frame failed", this.logContext(), error),
+    );
+  }
+
+  private logContext() {
+    return { tenantId: this.principal.tenantId, connectionId: this.connectionId, agent: this.agent };
   }
 
   /** Whether this connection is attached to the session (HTTP answers 409 for one it is not). */
@@ -99,6 +111,7 @@ export class ClientConnection {
   /** A revoked or expired key, or a disabled tenant, ends the connection within one interval. */
   private async recheckKey(): Promise<void> {
     if (this.closed) return;
+    this.metrics.flushIfDue();
     this.slot.renewIfDue();
     const check = await keyStillValid(this.env, this.principal.keyId).then(
       (valid) => ({ ok: true as const, valid }),
@@ -440,12 +453,14 @@ export class ClientConnection {
 
   /** The message rates (the connection's and the tenant's) for one request or notification; HTTP answers a refusal 429. */
   admit(method: string): Admission {
-    return this.rate.admit(method);
+    const admission = this.rate.admit(method);
+    if (!admission.ok) this.metrics.refused(admission.error.data.reason);
+    return admission;
   }
 
   /** Over a message rate: an error for what was refused; a sustained flood closes the connection. */
   private withinRate(method: string, id: JsonRpcId | null): boolean {
-    const admission = this.rate.admit(method);
+    const admission = this.admit(method);
     if (admission.ok) return true;
     if (!admission.close) {
       this.reply({ jsonrpc: "2.0", id, error: admission.error });
@@ -459,6 +474,8 @@ export class ClientConnection {
   }
 
   private reply(message: object): void {
+    const error = (message as { error?: { code?: unknown } }).error;
+    if (typeof error?.code === "number") this.metrics.answeredError(error.code);
     this.send(JSON.stringify(message));
   }
 
@@ -481,6 +498,7 @@ export class ClientConnection {
     if (this.closed) return;
     this.closed = true;
     clearInterval(this.recheck);
+    this.metrics.close();
     void this.slot.release();
     for (const pending of this.sessions.values()) {
       void pending.then((ws) => ws.close(CLOSE.normal, "client gone")).catch(() => undefined);

@@ -4,6 +4,7 @@
 
 import { ErrorCode } from "../core/rpc-errors";
 import { MAX_FRAME_BYTES as MAX_LIMITED_FRAME_BYTES, MAX_JSON_DEPTH, checkFrameLimits } from "./limits";
+import { log } from "../core/log";
 
 export type JsonRpcId = string | number;
 
@@ -54,7 +55,13 @@ export class RpcError extends Error {
 /** Any failure as a JSON-RPC error: an RpcError as thrown, anything else logged and hidden behind `message`. */
 export function toRpcError(error: unknown, where: string, message: string): RpcError {
   if (error instanceof RpcError) return error;
-  console.error(`${where}: unexpected failure`, error);
+  log(
+    "error",
+    `${where}.unexpected_failure`,
+    `${where}: an unexpected failure was answered as an internal error`,
+    { unexpected: true },
+    error,
+  );
   return RpcError.internal(message);
 }
 

@@ -1,7 +1,9 @@
 // npm run bundle: builds the Worker as `wrangler deploy` would (`--dry-run`, nothing uploaded, no
 // network) and fails when its compressed size passes the Workers limit of the smallest plan it must
 // deploy on (Free: 3 MiB gzip; Paid: 10 MiB — set WORKER_SIZE_LIMIT_MIB=10 to check against Paid).
-// Prints the size and the headroom, so a change that grows the bundle shows it in review.
+// Prints the size and the headroom, so a change that grows the bundle shows it in review. Builds the
+// production environment too (wrangler.toml [env.production]), so a config that only fails there
+// fails here first.
 
 import { spawnSync } from "node:child_process";
 import { mkdtempSync, readFileSync, rmSync } from "node:fs";
@@ -14,14 +16,18 @@ const limitMiB = Number(process.env.WORKER_SIZE_LIMIT_MIB ?? 3);
 const out = mkdtempSync(join(tmpdir(), "acp-bundle-"));
 try {
   const wrangler = join(ROOT, "node_modules", ".bin", "wrangler");
-  const built = spawnSync(wrangler, ["deploy", "--dry-run", "--outdir", out], {
-    cwd: ROOT,
-    env: { ...process.env, WRANGLER_SEND_METRICS: "false" },
-    encoding: "utf8",
-  });
-  if (built.status !== 0) {
-    process.stderr.write(`${built.stdout}${built.stderr}\nwrangler deploy --dry-run failed: the Worker does not build.\n`);
-    process.exit(1);
+  for (const env of [[], ["--env", "production"]]) {
+    const built = spawnSync(wrangler, ["deploy", "--dry-run", "--outdir", out, ...env], {
+      cwd: ROOT,
+      env: { ...process.env, WRANGLER_SEND_METRICS: "false" },
+      encoding: "utf8",
+    });
+    if (built.status !== 0) {
+      process.stderr.write(
+        `${built.stdout}${built.stderr}\nwrangler deploy --dry-run ${env.join(" ")} failed: the Worker does not build.\n`,
+      );
+      process.exit(1);
+    }
   }
   const bundle = readFileSync(join(out, "index.js"));
   const gzipMiB = gzipSync(bundle, { level: 9 }).length / 2 ** 20;

@@ -4,6 +4,7 @@
 import type { Context } from "hono";
 import { HTTPException } from "hono/http-exception";
 import type { ContentfulStatusCode } from "hono/utils/http-status";
+import { log } from "../core/log";
 
 export class ApiError extends HTTPException {
   constructor(
@@ -34,6 +35,6 @@ export function errorBody(code: string, message: string) {
 export function onError(error: Error, c: Context): Response {
   if (error instanceof ApiError) return c.json(errorBody(error.code, error.message), error.status);
   if (error instanceof HTTPException) return c.json(errorBody("http_error", error.message), error.status);
-  console.error("edge: unhandled error", error);
+  log("error", "http.unhandled_error", "an unexpected failure answered 500", { traceId: c.get("traceId"), unexpected: true }, error);
   return c.json(errorBody("internal_error", "Internal error"), 500);
 }

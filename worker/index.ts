@@ -5,6 +5,7 @@ import { OpenAPIHono } from "@hono/zod-openapi";
 import { Hono } from "hono";
 import { bodyLimit } from "hono/body-limit";
 import { auditApi } from "./api/audit";
+import { metricsApi } from "./api/metrics";
 import { notificationsApi } from "./api/notifications";
 import { validationHook } from "./api/openapi";
 import { rulesApi } from "./api/rules";
@@ -16,6 +17,7 @@ import { errorBody, onError } from "./http-error";
 import { acpRoutes } from "./routes/acp";
 import { agentConnectRoutes } from "./routes/agents-connect";
 import { approveRoutes } from "./routes/approve";
+import { requestLog } from "./middleware/request-log";
 import type { AppEnv } from "./types";
 
 export { AgentObject } from "../durable-objects/agent/agent-object";
@@ -25,6 +27,7 @@ export { SessionObject } from "../durable-objects/session/session-object";
 export { TenantLimitsObject } from "../durable-objects/tenant/tenant-limits-object";
 
 const app = new Hono<AppEnv>();
+app.use("*", requestLog);
 app.get("/health", (c) => c.json({ ok: true }));
 app.use(
   "/v1/*",
@@ -43,6 +46,7 @@ api.route("/", agentsApi);
 api.route("/", rulesApi);
 api.route("/", auditApi);
 api.route("/", notificationsApi);
+api.route("/", metricsApi);
 api.doc("/v1/openapi.json", { openapi: "3.0.0", info: { title: "ACP Gateway API", version: "0.1.0" } });
 app.route("/", api);
 

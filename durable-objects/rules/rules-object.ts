@@ -24,6 +24,7 @@ import {
   type RulesSnapshot,
 } from "./contract";
 import { objects } from "../objects";
+import { log } from "../../core/log";
 
 /** How long a session may use a snapshot (from when it asked) before it checks the generation again. */
 const LEASE_MS = 10_000;
@@ -143,7 +144,7 @@ export class RulesObject extends DurableObject<Env> implements RulesContract {
           }
         } catch (e) {
           // Kept, and told again on the next change; its lease runs out by `leaseEnds`.
-          console.error("rules: telling a session that the rules changed failed; waiting out its lease", e);
+          log("warn", "rules.push_failed", "telling a session that the rules changed failed; waiting out its lease", { sessionId }, e);
           await new Promise((resolve) => setTimeout(resolve, Math.max(0, leaseEnds - Date.now())));
         }
       }),
@@ -155,7 +156,9 @@ export class RulesObject extends DurableObject<Env> implements RulesContract {
     // Without its name (an alarm after a runtime restart), the tenant stored when the hits were counted.
     const tenantId = this.ctx.id.name ?? this.compiled?.tenantId ?? (await this.ctx.storage.get<string>("tenantId"));
     if (!tenantId || this.hits.size === 0) return;
-    await recordHits(this.env.DB, tenantId, this.hits.take()).catch((e: unknown) => console.error("rules: hit flush failed", e));
+    await recordHits(this.env.DB, tenantId, this.hits.take()).catch((e: unknown) =>
+      log("warn", "rules.hit_flush_failed", "writing rule hit counts to D1 failed", { tenantId }, e),
+    );
   }
 
   /**

@@ -31,6 +31,7 @@ import { stage } from "../../protocol/stage-timing";
 import { CLOSE } from "../../core/close-codes";
 import { ErrorCode } from "../../core/rpc-errors";
 import { type AgentStub, objects } from "../objects";
+import { sessionLog } from "./session-log";
 
 export interface AgentLinkDeps {
   ctx: DurableObjectState;
@@ -80,7 +81,7 @@ export class AgentLink {
         else if (item.kind === "response") this.response(item.gwId, item.text);
         else this.gone(item);
       } catch (error) {
-        console.error("session: an agent frame failed to apply", error);
+        sessionLog(this.d.store).error("session.agent_frame_failed", "an agent frame failed to apply", { unexpected: true }, error);
       }
     }
   }
@@ -230,7 +231,7 @@ export class AgentLink {
         .then(
           (delivered) => settled(delivered, false, notHeld),
           (e: unknown) => {
-            console.error("session: agent delivery failed", e);
+            sessionLog(this.d.store).warn("session.agent_delivery_failed", "handing a frame to the agent failed; tried again", {}, e);
             if (this.agentStub === stub) this.agentStub = undefined;
             if (!retried) this.toAgent(frame, after, true, key);
             else settled(false, true, "the hand-off to the agent failed");

@@ -23,6 +23,7 @@ import { allowPrivateWebhooks } from "../../protocol/webhook-url";
 import { NOTIFICATION_EVENT, type WaitingRequestPayload, displayFields, optionsForPayload } from "../../protocol/webhook-payload";
 import type { ApprovalView, LinkDecidedBy, LinkRefusal, LinkWithdrawal } from "./contract";
 import type { PendingRequest, SessionStore } from "./store";
+import { sessionLog } from "./session-log";
 
 const SCHEMA = `
 CREATE TABLE IF NOT EXISTS notify (perm_id INTEGER PRIMARY KEY, after_ms INTEGER NOT NULL, due_at INTEGER, sent_at INTEGER);
@@ -124,7 +125,11 @@ export class Notifier {
       return;
     }
     for (const permId of due) this.sql.exec("UPDATE notify SET sent_at = ? WHERE perm_id = ?", now, permId);
-    this.ctx.waitUntil(this.send(due, now).catch((e: unknown) => console.error("session: sending notifications failed", e)));
+    this.ctx.waitUntil(
+      this.send(due, now).catch((e: unknown) =>
+        sessionLog(this.store).error("session.notify_failed", "sending notifications failed", {}, e),
+      ),
+    );
   }
 
   /** A client left; if none is left, unsent requests wait notifyAfterMs from now (at the least). */
@@ -143,7 +148,11 @@ export class Notifier {
     if (!meta) return;
     const targets = await targetsOfTenant(this.env.DB, meta.tenantId);
     const secret = this.env.APPROVAL_LINK_SECRET;
-    if (!usableSecret(secret)) console.error("session: APPROVAL_LINK_SECRET is unset or short; notifications carry no approval link");
+    if (!usableSecret(secret))
+      sessionLog(this.store).warn(
+        "session.approval_links_off",
+        "APPROVAL_LINK_SECRET is unset or short; notifications carry no approval link",
+      );
     const deliveries: Promise<void>[] = [];
     for (const permId of permIds) {
       const pending = this.store.pendingById(permId);
@@ -179,7 +188,16 @@ export class Notifier {
       result.last,
       linkId,
     );
-    if (!result.ok) console.error(`session: notification to "${target.name}" failed after ${result.attempts} attempts: ${result.last}`);
+    if (!result.ok)
+      sessionLog(this.store).warn(
+        "session.notification_failed",
+        `notification to "${target.name}" failed after ${result.attempts} attempts`,
+        {
+          target: target.name,
+          attempts: result.attempts,
+          last: result.last,
+        },
+      );
   }
 
   private payload(

@@ -10,6 +10,7 @@ import type { RulesLink } from "./rules-link";
 import type { SessionInfo } from "./session-info";
 import { type PendingRequest, type SessionStore, copyId } from "./store";
 import { GATEWAY_NOTIFICATIONS } from "../../core/gateway-notifications";
+import { sessionLog } from "./session-log";
 
 /** How many times a client that answered a permission request wrongly is asked again. */
 const MAX_RESENDS = 3;
@@ -98,7 +99,14 @@ function remember(d: AnswerContext, pending: PendingRequest, chosen: PermissionO
         return d.info.notice(GATEWAY_NOTIFICATIONS.ruleNotCreated, { sessionId, toolCallId: pending.toolCallId, reason: rule.reason });
       d.info.notice(GATEWAY_NOTIFICATIONS.ruleCreated, { sessionId, toolCallId: pending.toolCallId, rule, createdBy: client.user });
     })
-    .catch((error: unknown) => console.error("session: remembering the decision failed", error));
+    .catch((error: unknown) =>
+      sessionLog(d.store).error(
+        "session.remember_failed",
+        "remembering the decision failed",
+        { toolCallId: pending.toolCallId ?? undefined },
+        error,
+      ),
+    );
   d.ctx.waitUntil(remembered);
 }
 

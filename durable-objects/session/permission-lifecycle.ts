@@ -23,6 +23,8 @@ import { type PendingRequest, type SessionStore, copyId } from "./store";
 import type { TurnWatch } from "./turn-watch";
 import { ErrorCode } from "../../core/rpc-errors";
 import { GATEWAY_NOTIFICATIONS } from "../../core/gateway-notifications";
+import { METRIC, type MetricsDataset, recordMetric } from "../../core/metrics";
+import { sessionLog } from "./session-log";
 
 export interface LifecycleDeps {
   ctx: DurableObjectState;
@@ -37,6 +39,8 @@ export interface LifecycleDeps {
   toAgent(frame: ToAgent, after?: (delivered: boolean, threw: boolean) => void): void;
   /** Sets the object's alarm to the earliest deadline, notify time, audit retry or idle time. */
   scheduleDeadline(): void;
+  /** Where the permission metrics go (core/metrics.ts); unbound: log lines. */
+  metrics: MetricsDataset | undefined;
 }
 
 /** `pending.asking`: the rules are being consulted; people are asked; people are asked because the rules could not be consulted. */
@@ -86,10 +90,12 @@ export class PermissionLifecycle {
       asking: NOT_YET_ASKING,
       ...parsed,
     };
+    this.count(METRIC.permissionRequested);
     // Nothing may be approved outside a running turn: no rule answers, no client is asked (TC-11).
     if (store.turn.state !== "running") return this.refuseOutsideTurn(request, text);
     const limit = limitsOf(meta.limits).pendingPermissionsPerSession;
     if (store.pendingCount() >= limit) {
+      this.count(METRIC.limitRefused, "pending_permission_limit");
       store.appendPermission(seq, text, null);
       return this.refuseOverLimit(epoch, agentReqId, pendingLimitError(meta.sessionId, limit));
     }
@@ -122,6 +128,7 @@ export class PermissionLifecycle {
     const now = Date.now();
     if (now - this.outsideTurn.start >= OUTSIDE_TURN_WINDOW_MS) this.outsideTurn = { start: now, count: 0 };
     const n = ++this.outsideTurn.count;
+    this.count(METRIC.permissionResolved, by.type);
     const full = this.auditOf(request, CANCELLED_RESULT.outcome, by);
     const audit = n <= rate || !full ? full : outsideTurnSummary(full, this.outsideTurn.start, n - rate, rate);
     this.d.store.appendPermission(request.permId, text, request, { text: JSON.stringify(entry), audit });
@@ -142,7 +149,7 @@ export class PermissionLifecycle {
    */
   private async askAfterRules(permId: number, decision: Promise<DecideResult | null>): Promise<void> {
     const decided = await decision.catch((error: unknown): typeof RULES_UNKNOWN => {
-      console.error("session: consulting the rules failed; asking people", error);
+      sessionLog(this.d.store).warn("session.rules_unavailable", "consulting the rules failed; asking people", {}, error);
       return RULES_UNKNOWN;
     });
     const pending = this.d.store.pendingById(permId);
@@ -173,7 +180,11 @@ export class PermissionLifecycle {
     this.d.rules.watch();
     this.d.scheduleDeadline();
     const tracked = this.d.notifier.track(pending.permId);
-    this.d.ctx.waitUntil(tracked.catch((e: unknown) => console.error("session: tracking for notification failed", e)));
+    this.d.ctx.waitUntil(
+      tracked.catch((e: unknown) =>
+        sessionLog(this.d.store).error("session.notify_track_failed", "tracking a request for notification failed", {}, e),
+      ),
+    );
   }
 
   /** A rule was created: the requests waiting on people that it matches resolve now. */
@@ -245,6 +256,7 @@ export class PermissionLifecycle {
     };
     const text = JSON.stringify({ jsonrpc: "2.0", method: GATEWAY_NOTIFICATIONS.permissionResolved, params });
     const resolution = { text, audit: this.auditOf(pending, outcome, by, chosen) };
+    this.count(METRIC.permissionResolved, by.type);
     if (append === undefined) store.resolvePermission(pending.permId, resolution);
     else store.appendPermission(pending.permId, append, pending, resolution);
     this.d.audits.hold(pending.permId);
@@ -305,6 +317,7 @@ export class PermissionLifecycle {
 
   /** A pending request nobody can answer any more (the agent withdrew it, or is gone): resolved as withdrawn, copies withdrawn, audited. */
   withdraw(pending: PendingRequest, by: DecidedBy): void {
+    this.count(METRIC.permissionResolved, by.type);
     this.writeWithdrawn(pending, by);
     this.withdrawCopies(pending.permId);
     this.scheduleAuditFlush();
@@ -323,6 +336,15 @@ export class PermissionLifecycle {
   withdrawCopies(permId: number, answeredBy?: string): void {
     const text = JSON.stringify({ jsonrpc: "2.0", method: CANCEL_REQUEST, params: { requestId: copyId(permId) } });
     this.d.clients.broadcast(rewritable(text), answeredBy);
+  }
+
+  /** One permission metric of this session's tenant and agent (core/metrics.ts). */
+  private count(
+    metric: typeof METRIC.permissionRequested | typeof METRIC.permissionResolved | typeof METRIC.limitRefused,
+    detail?: string,
+  ): void {
+    const meta = this.d.store.meta;
+    if (meta) recordMetric(this.d.metrics, { tenantId: meta.tenantId, metric, detail, agent: meta.agent });
   }
 
   // ── audit and notices ─────────────────────────────────────────────────────────────────────────

@@ -22,6 +22,7 @@
 import { HitTally } from "../../protocol/hit-tally";
 import { type CompiledTenantRules, compileRuleList, decideWith, decideWithHash } from "../rules/engine";
 import { type DecideRequest, type DecideResult, HIT_FLUSH_MS, type RulesSnapshot } from "../rules/contract";
+import { log } from "../../core/log";
 
 /** What the cache needs from the tenant's RulesObject (its RPC stub satisfies it). */
 export interface RulesSource {
@@ -107,7 +108,9 @@ export class RulesCache {
       .then(() => {
         this.subscribed = true;
       })
-      .catch((e: unknown) => console.error("session: subscribing to rule changes failed", e))
+      .catch((e: unknown) =>
+        log("warn", "session.rules_subscribe_failed", "subscribing to rule changes failed", { sessionId: this.sessionId() }, e),
+      )
       .finally(() => {
         this.subscribing = false;
       });
@@ -146,7 +149,9 @@ export class RulesCache {
       .then((ok) => {
         if (!ok && this.held === held) this.held = undefined;
       })
-      .catch((e: unknown) => console.error("session: confirming the rules cache failed", e))
+      .catch((e: unknown) =>
+        log("warn", "session.rules_confirm_failed", "confirming the rules cache failed", { sessionId: this.sessionId() }, e),
+      )
       .finally(() => {
         this.refreshing = false;
       });
@@ -189,6 +194,6 @@ export class RulesCache {
     // Hit counts are statistics shown in the API: a lost batch costs accuracy, never a decision.
     this.source()
       .recordHits(batch)
-      .catch((e: unknown) => console.error("session: sending rule hits failed", e));
+      .catch((e: unknown) => log("warn", "session.rule_hits_failed", "sending rule hits failed", { sessionId: this.sessionId() }, e));
   }
 }

@@ -9,6 +9,7 @@ import type { Env } from "../../core/env";
 import type { AttachedClients } from "./clients";
 import { appendUpdate } from "./compaction";
 import type { SessionMeta, SessionStore } from "./store";
+import { sessionLog } from "./session-log";
 
 /** The agent's session/new or session/load result, answered again on session/load (without its sessionId). */
 export function loadResult(meta: SessionMeta): Record<string, unknown> {
@@ -49,7 +50,7 @@ export class SessionInfo {
     this.store.meta = { ...meta, title };
     this.ctx.waitUntil(
       touchSession(this.env.DB, meta.tenantId, meta.sessionId, { updatedAt: Date.now(), title }).catch((e: unknown) =>
-        console.error("session: index title update failed", e),
+        sessionLog(this.store).warn("session.index_title_failed", "updating the session's title in the index failed", {}, e),
       ),
     );
   }
@@ -74,7 +75,7 @@ export class SessionInfo {
     if (!meta) return;
     this.ctx.waitUntil(
       touchSession(this.env.DB, meta.tenantId, meta.sessionId, { updatedAt: Date.now() }).catch((e: unknown) =>
-        console.error("session: index update failed", e),
+        sessionLog(this.store).warn("session.index_failed", "updating the session index failed", {}, e),
       ),
     );
   }

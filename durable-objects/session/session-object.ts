@@ -104,6 +104,7 @@ export class SessionObject extends DurableObject<Env> implements SessionContract
       info: this.info,
       toAgent: (frame, after) => this.agent.toAgent(frame, after),
       scheduleDeadline: () => this.scheduleDeadline(),
+      metrics: env.METRICS,
     });
     this.agentRequests = new AgentRequests(this.store, this.clients, (frame) => this.agent.toAgent(frame));
     this.turn = new TurnControl({

@@ -5,6 +5,7 @@
 
 import { deleteSessionIndex } from "../../db/queries/sessions";
 import type { SessionStore } from "./store";
+import { log } from "../../core/log";
 
 /** How long after a failed delete the session's alarm tries again. */
 const UNINDEX_RETRY_MS = 15_000;
@@ -36,7 +37,13 @@ export class SessionUnindex {
       this.store.unindexPending = undefined;
     } catch (error) {
       this.failedAt = Date.now();
-      console.error(`session: the index row of deleted session ${row.sessionId} is still in D1; the alarm retries`, error);
+      log(
+        "warn",
+        "session.unindex_failed",
+        "the index row of a deleted session is still in D1; the alarm retries",
+        { tenantId: row.tenantId, sessionId: row.sessionId },
+        error,
+      );
     } finally {
       this.running = false;
     }

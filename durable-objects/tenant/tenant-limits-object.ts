@@ -80,6 +80,12 @@ export class TenantLimitsObject extends DurableObject<Env> implements TenantLimi
     if (open?.size === 0) this.slots.delete(keyId);
   }
 
+  openConnections(): number {
+    let open = 0;
+    for (const keyId of [...this.slots.keys()]) open += this.liveSlots(keyId).size;
+    return open;
+  }
+
   private liveSlots(keyId: string): Map<string, number> {
     let open = this.slots.get(keyId);
     if (!open) this.slots.set(keyId, (open = new Map()));
