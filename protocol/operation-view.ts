@@ -3,7 +3,7 @@
 // the diffs, and the agent's title kept apart as the agent's words (it is not what will run).
 
 import { isObject } from "./jsonrpc";
-import { describeOperation as operationOf } from "./operation";
+import { describeOperation } from "./operation";
 import type { PermissionOption } from "./permissions";
 import { commandText } from "./rules/command";
 import { resolvePath } from "./rules/paths";
@@ -27,7 +27,7 @@ export interface OperationView {
   ambiguity: string | null;
 }
 
-export function describeOperation(toolCall: unknown, sessionCwd: string): OperationView {
+export function operationView(toolCall: unknown, sessionCwd: string): OperationView {
   const call = isObject(toolCall) ? toolCall : {};
   const raw = call.rawInput;
   const text = commandText(raw);
@@ -56,7 +56,7 @@ export function describeOperation(toolCall: unknown, sessionCwd: string): Operat
     paths,
     diffs,
     rawInput: raw ?? null,
-    ambiguity: operationOf(call, sessionCwd).ambiguity,
+    ambiguity: describeOperation(call, sessionCwd).ambiguity,
   };
 }
 

@@ -16,7 +16,7 @@ import type { NotificationTargetRow } from "../../db/schema";
 import { isObject } from "../../protocol/jsonrpc";
 import { randomId } from "../../protocol/ids";
 import { signApprovalToken, usableSecret } from "../../protocol/approval-token";
-import { describeOperation, linkOptions } from "../../protocol/operation-view";
+import { linkOptions, operationView } from "../../protocol/operation-view";
 import type { Env } from "../../core/env";
 import { deliverWebhook } from "./webhook-delivery";
 import { allowPrivateWebhooks } from "../../protocol/webhook-url";
@@ -230,7 +230,7 @@ export class Notifier {
     return {
       session: { id: meta?.sessionId ?? "", agent: meta?.agent ?? "", cwd: meta?.cwd ?? "", title: meta?.title ?? null },
       request: { id: pending.permId, toolCallId: pending.toolCallId, createdAt: pending.createdAt, deadlineAt: pending.deadlineAt },
-      operation: describeOperation(toolCall, meta?.cwd ?? ""),
+      operation: operationView(toolCall, meta?.cwd ?? ""),
       options,
       linkOptions: linkOptions(options),
     };

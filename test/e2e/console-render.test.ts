@@ -3,7 +3,7 @@
 // cancelled turn's tool calls or requests pending, with who answered in words.
 
 import { describe, expect, it } from "vitest";
-import { lineDiff } from "../../web/src/diff";
+import { lineDiff } from "../../protocol/line-diff";
 import { renderMarkdown } from "../../web/src/markdown";
 import { EMPTY, applyUpdate, permissionRequested, permissionResolved, permissionWithdrawn, turnEnded } from "../../web/src/transcript";
 

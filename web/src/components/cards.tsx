@@ -10,7 +10,7 @@ import { exactHash } from "../../../protocol/rules/canonical";
 import { isWithin } from "../../../protocol/rules/paths";
 import { type JsonObject, isObject } from "../acp";
 import type { Api, DryRun, Session } from "../api";
-import { lineDiff } from "../diff";
+import { lineDiff } from "../../../protocol/line-diff";
 import { errorText } from "../format";
 import { renderMarkdown } from "../markdown";
 import { commandOf, diffsOf, kindOf, locationsOf, pathsOfCall, workdirOf } from "../operation";
