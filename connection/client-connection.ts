@@ -160,7 +160,7 @@ export class ClientConnection {
 
   private async onClientRequest(id: JsonRpcId, method: string, message: Message, text: string): Promise<void> {
     const params = "params" in message ? message.params : undefined;
-    logTracedRequest(this.connectionId, method, params);
+    logTracedRequest(this.logContext(), method, params);
     switch (method) {
       case AGENT_METHODS.initialize:
         return this.reply(resultResponse(id, await this.initialize(params)));

@@ -2,7 +2,7 @@
 // HTTP request. The gateway relays `_meta` untouched, so the agent receives the client's trace
 // context as sent; the gateway's own log lines carry the trace id so they join the client's trace.
 
-import { log } from "../core/log";
+import { type LogContext, log } from "../core/log";
 import { isObject } from "../protocol/jsonrpc";
 
 const TRACEPARENT = /^[0-9a-f]{2}-([0-9a-f]{32})-[0-9a-f]{16}-[0-9a-f]{2}$/;
@@ -27,7 +27,7 @@ export function newTraceId(): string {
 }
 
 /** One structured log line for a traced client request, so the gateway's logs join the client's trace. */
-export function logTracedRequest(connectionId: string, method: string, params: unknown): void {
+export function logTracedRequest(context: LogContext, method: string, params: unknown): void {
   const traceId = traceIdOf(params);
-  if (traceId) log("info", "acp.client_request", `client request ${method}`, { connectionId, method, traceId });
+  if (traceId) log("info", "acp.client_request", `client request ${method}`, { ...context, method, traceId });
 }

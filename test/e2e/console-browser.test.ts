@@ -111,13 +111,30 @@ describe("the web console in Chromium", () => {
     await page.getByRole("button", { name: "New session" }).waitFor();
     expect(await page.evaluate(() => ({ local: localStorage.length, session: sessionStorage.length }))).toEqual({ local: 0, session: 2 });
 
-    // "New session" with an agent that is not connected shows the gateway's error.
-    await newSession(page, "/projects/demo", `offline-${Date.now().toString(36)}`);
-    await expect
-      .poll(() => page.getByRole("form", { name: "New session" }).getByRole("alert").textContent())
-      .toMatch(/Could not start a session/);
-    await page.getByRole("form", { name: "New session" }).getByLabel("Agent").fill(AGENT);
+    // "New session" puts the cursor in its first field; an unknown agent name and a registered agent
+    // that is offline are told apart, and the tenant's agents are offered.
+    await page.getByRole("button", { name: "New session" }).click();
+    expect(await page.evaluate(() => document.activeElement?.getAttribute("name"))).toBe("cwd");
+    await page.getByRole("button", { name: "New session" }).click(); // closed again: newSession opens it
+    const unknown = `nobody-${Date.now().toString(36)}`;
+    await newSession(page, "/projects/demo", unknown);
+    const newForm = page.getByRole("form", { name: "New session" });
+    await expect.poll(() => newForm.getByRole("alert").textContent()).toContain(`There is no agent named “${unknown}” in this tenant`);
+    expect(await newForm.getByRole("alert").textContent()).toContain(`“${AGENT}”`);
+    const sleepy = `sleepy-${Date.now().toString(36)}`;
+    const registered = await fetch(`${url}/v1/agents`, {
+      method: "POST",
+      headers: { Authorization: `Bearer ${keys.admin}`, "Content-Type": "application/json" },
+      body: JSON.stringify({ name: sleepy }),
+    });
+    expect(registered.status).toBe(201);
+    await page.getByRole("button", { name: "New session" }).click(); // closed: newSession opens it, and the agents are read again
+    await newSession(page, "/projects/demo", sleepy);
+    await expect.poll(() => newForm.getByRole("alert").textContent()).toContain(`Agent “${sleepy}” is offline`);
+    await newForm.getByLabel("Agent").fill(AGENT);
     await page.getByRole("button", { name: "Start session" }).click();
+    // The open session is in the address, so a reload opens it again.
+    await expect.poll(() => new URL(page.url()).hash).toMatch(/^#\/session\/.+/);
 
     // A turn: streamed text, the read card completing, the edit's permission card with its diff.
     await prompt(page, "Tidy the README");
@@ -145,6 +162,8 @@ describe("the web console in Chromium", () => {
     await run.locator("pre.command", { hasText: "npm test" }).waitFor();
     await run.getByRole("button", { name: /Always allow `npm test`/ }).click();
     const confirm = run.getByRole("group", { name: "Confirm the rule" });
+    // Keyboard focus moves with the flow: after "always", to Confirm.
+    await expect.poll(() => page.evaluate(() => document.activeElement?.textContent ?? "")).toMatch(/^Confirm/);
     await expect
       .poll(() => confirm.locator(".rule-description").textContent())
       .toBe(
@@ -160,6 +179,11 @@ describe("the web console in Chromium", () => {
     await page.getByText(/Remembered for the team by dev: Always allow `npm test/).waitFor();
     await page.locator("section.tool", { hasText: "Run the tests" }).locator(".badge.status-completed").waitFor();
     await expect.poll(() => page.getByRole("button", { name: "Send" }).isDisabled()).toBe(true); // empty prompt
+    // A reload keeps the session (its URL), titled by its first prompt, with its history replayed once.
+    await page.reload();
+    await page.getByRole("heading", { name: "Tidy the README" }).waitFor();
+    await page.getByText("All done: the tests pass.").waitFor();
+    expect(await page.getByText("Let me look at the project first.").count()).toBe(1);
 
     // The next turn: the edit is asked again, the command is answered by the rule.
     await prompt(page, "Once more");

@@ -48,7 +48,12 @@ describe("trace context end to end", () => {
       const prompt = await agent.prompts.waitFor((p) => p.sessionId === sessionId);
       expect(prompt._meta).toEqual(meta);
       const line = await loggedLine(trace.traceId, "session/prompt");
-      expect(line).toMatchObject({ event: "client_request", method: "session/prompt", traceId: trace.traceId });
+      expect(line).toMatchObject({
+        event: "acp.client_request",
+        method: "session/prompt",
+        traceId: trace.traceId,
+        tenantId: expect.any(String),
+      });
       client.close();
       agent.close();
     });

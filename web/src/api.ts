@@ -20,6 +20,15 @@ export interface Session {
   updatedAt: number;
 }
 
+/** An agent of the tenant as GET /v1/agents?status=1 shows it (`connected`: null for dial-out agents, which are not asked). */
+export interface Agent {
+  name: string;
+  description: string | null;
+  mode: "dial_in" | "dial_out";
+  isDefault: boolean;
+  connected?: boolean | null;
+}
+
 export interface Snapshot {
   sessionId: string;
   agent: string;

@@ -19,7 +19,7 @@ import { requireKey } from "../middleware/require-key";
 import type { AppEnv } from "../types";
 import { conflictResponse, errorResponses, validationHook } from "./openapi";
 import { PageQuery, json, pageOf, pageParams, pageSchema } from "./pagination";
-import { objects } from "../../durable-objects/objects";
+import { gatewayObjects, objects } from "../../durable-objects/objects";
 
 const errors = { ...errorResponses, ...conflictResponse };
 
@@ -114,19 +114,37 @@ agentsApi.openapi(
     method: "get",
     path: "/v1/agents",
     tags: ["agents"],
-    summary: "The tenant's agents (header values are never returned)",
-    middleware: [requireKey("admin")] as const,
-    request: { query: PageQuery },
-    responses: { 200: json(pageSchema(AgentSchema), "A page of agents"), ...errors },
+    summary:
+      "The tenant's agents (header values are never returned; to a client key, no url, header names or key either). ?status=1 adds whether each dial-in agent is connected now",
+    middleware: [requireKey("client", "admin")] as const,
+    request: { query: PageQuery.extend({ status: z.enum(["0", "1"]).optional() }) },
+    responses: {
+      200: json(pageSchema(AgentSchema.extend({ connected: z.boolean().nullable().optional() })), "A page of agents"),
+      ...errors,
+    },
   }),
   async (c) => {
-    const { tenantId } = c.get("principal");
-    const { cursor, limit } = pageParams(c.req.valid("query").cursor, c.req.valid("query").limit);
+    const { tenantId, kind } = c.get("principal");
+    const query = c.req.valid("query");
+    const { cursor, limit } = pageParams(query.cursor, query.limit);
     const rows = await agentsPage(c.env.DB, tenantId, cursor, limit);
-    return c.json(
-      pageOf(rows, limit, (a) => a.name, agentJson),
-      200,
+    // What a client may know of an agent: that it exists and how to reach it through the gateway, not where it lives.
+    const shown = (a: AgentRow) => (kind === "admin" ? agentJson(a) : { ...agentJson(a), url: null, headerNames: [], keyId: null });
+    const page = pageOf(rows, limit, (a) => a.name, shown);
+    if (query.status !== "1") return c.json(page, 200);
+    // Dial-out agents are not asked: asking would dial them. Their status is known when a session opens.
+    const connected = await Promise.all(
+      page.items.map((a) =>
+        a.mode === "dial_in"
+          ? gatewayObjects(c.env)
+              .agent(tenantId, a.name)
+              .status(tenantId, a.name)
+              .then((s) => s.connected)
+              .catch(() => null)
+          : Promise.resolve(null),
+      ),
     );
+    return c.json({ ...page, items: page.items.map((a, i) => ({ ...a, connected: connected[i] ?? null })) }, 200);
   },
 );
 

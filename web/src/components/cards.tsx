@@ -4,7 +4,7 @@
 // first shows the rule that would be stored and what it covers, then asks to confirm.
 
 import type { ComponentChildren } from "preact";
-import { useEffect, useState } from "preact/hooks";
+import { useEffect, useRef, useState } from "preact/hooks";
 import { type DeriveResult, type DerivedRule, deriveRule } from "../../../protocol/rules/derive";
 import { exactHash } from "../../../protocol/rules/canonical";
 import { isWithin } from "../../../protocol/rules/paths";
@@ -306,6 +306,9 @@ function AlwaysConfirm({
   const rule: DerivedRule | null | undefined = derived && "reason" in derived ? null : derived;
   const notRemembered = derived && "reason" in derived ? derived.reason : null;
   const [dry, setDry] = useState<DryRun | string | null>(null);
+  // Keyboard focus follows the flow: after choosing "always", the next key press confirms or goes back.
+  const confirm = useRef<HTMLButtonElement>(null);
+  useEffect(() => confirm.current?.focus(), []);
   useEffect(() => {
     const hash = crypto.subtle ? exactHash(p.toolCall) : Promise.resolve("");
     hash
@@ -382,7 +385,7 @@ function AlwaysConfirm({
         />
       </p>
       <div class="options">
-        <button class={`option ${allow ? "allow" : "reject"}`} onClick={onConfirm}>
+        <button ref={confirm} class={`option ${allow ? "allow" : "reject"}`} onClick={onConfirm}>
           {shown(rule ? `Confirm: ${option.name}` : `Answer: ${option.name}`).text}
         </button>
         <button onClick={onBack}>Back</button>

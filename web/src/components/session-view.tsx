@@ -5,7 +5,7 @@ import { useEffect, useRef, useState } from "preact/hooks";
 import { type Incoming, isObject } from "../acp";
 import type { Api, Session, Snapshot } from "../api";
 import { errorText } from "../format";
-import type { SessionLink } from "../link";
+import type { LinkState, SessionLink } from "../link";
 import {
   EMPTY,
   type Transcript,
@@ -40,7 +40,7 @@ export function SessionView({ api, link, session, isNew, onBack }: Props) {
   const [t, setT] = useState<Transcript>(EMPTY);
   const [turn, setTurn] = useState<Snapshot["turn"]["state"]>("idle");
   const [title, setTitle] = useState(session.title);
-  const [connection, setConnection] = useState<string | null>(null);
+  const [linkState, setLinkState] = useState<LinkState>(link.state);
   const [text, setText] = useState("");
   const update = (f: (t: Transcript) => Transcript) => setT((prev) => f(prev));
   const myTurn = useRef(false);
@@ -86,10 +86,8 @@ export function SessionView({ api, link, session, isNew, onBack }: Props) {
             link.client.respondError(m.id, { code: ErrorCode.methodNotFound, message: `${m.method} is not supported by the web console` });
       }
     };
-    const onClose = (code: number, reason: string) =>
-      setConnection(`Disconnected from the gateway (${code}${reason ? `: ${reason}` : ""}). Open the session again to reconnect.`);
-    link.listen(onMessage, onClose);
-    if (!isNew) {
+    // Attaches the session: its history is replayed from the start, so a reconnect starts the transcript afresh (no duplicates).
+    const load = () =>
       link.client
         .request("session/load", { sessionId: session.id, cwd: session.cwd, mcpServers: [] })
         .then(() => api.get<Snapshot>(`/v1/sessions/${encodeURIComponent(session.id)}`))
@@ -100,7 +98,16 @@ export function SessionView({ api, link, session, isNew, onBack }: Props) {
           if (snapshot.turn.state === "idle") update((t) => turnEnded(t, null));
         })
         .catch((e: unknown) => update((t) => notice(t, `Could not load the session: ${errorText(e)}`, "warn")));
-    }
+    link.listen({
+      onMessage,
+      onState: setLinkState,
+      onReconnected: () => {
+        myTurn.current = false;
+        setT(EMPTY);
+        void load();
+      },
+    });
+    if (!isNew) void load();
     return () => link.close();
   }, [link, session.id]);
 
@@ -127,7 +134,7 @@ export function SessionView({ api, link, session, isNew, onBack }: Props) {
   const send = (event: Event) => {
     event.preventDefault();
     const prompt = text.trim();
-    if (!prompt || turn !== "idle") return;
+    if (!prompt || turn !== "idle" || !link.isOpen) return;
     setText("");
     setTurn("running");
     myTurn.current = true;
@@ -152,6 +159,12 @@ export function SessionView({ api, link, session, isNew, onBack }: Props) {
 
   const waiting = pendingCount(t);
   const answer = (key: string, requestId: number | string, optionId: string) => {
+    if (!link.isOpen) {
+      update((t) =>
+        notice(t, "Not connected to the gateway: the answer was not sent. It waits for you once the connection is back.", "warn"),
+      );
+      return;
+    }
     link.client.respond(requestId, { outcome: { outcome: "selected", optionId } });
     update((t) => permissionAnswered(t, key));
   };
@@ -176,11 +189,7 @@ export function SessionView({ api, link, session, isNew, onBack }: Props) {
         </div>
       </header>
       {!link.agentConnected && <p class="warn">Agent “{link.agent}” is offline: prompts will fail until it connects.</p>}
-      {connection && (
-        <p class="error" role="alert">
-          {connection}
-        </p>
-      )}
+      <LinkStatus state={linkState} />
       {waiting > 0 && (
         <p class="attention-bar" role="status">
           <a href="#permission-waiting">
@@ -267,14 +276,31 @@ export function SessionView({ api, link, session, isNew, onBack }: Props) {
           }}
         />
         <div class="prompt-actions">
-          <button class="primary" disabled={turn !== "idle" || !text.trim()}>
+          <button class="primary" disabled={turn !== "idle" || !text.trim() || linkState.state !== "open"}>
             Send
           </button>
-          <button type="button" class="danger" onClick={cancel} disabled={turn !== "running"}>
+          <button type="button" class="danger" onClick={cancel} disabled={turn !== "running" || linkState.state !== "open"}>
             Cancel turn
           </button>
         </div>
       </form>
     </article>
+  );
+}
+
+/** The connection's state where the person is looking: above the transcript, announced when it changes. */
+function LinkStatus({ state }: { state: LinkState }) {
+  if (state.state === "open") return null;
+  if (state.state === "closed")
+    return (
+      <p class="error" role="alert">
+        Disconnected from the gateway: {state.why} Open the session again to reconnect.
+      </p>
+    );
+  const seconds = Math.max(1, Math.round((state.retryAt - Date.now()) / 1000));
+  return (
+    <p class="warn" role="status">
+      The connection to the gateway was lost. Reconnecting (attempt {state.attempt}, in about {seconds} s)… Prompts wait until it is back.
+    </p>
   );
 }

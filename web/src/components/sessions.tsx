@@ -1,9 +1,10 @@
 // The tenant's sessions, live ones first (a turn running or approvals waiting), with agent, project,
 // title, turn state, approvals waiting and last activity; starting a session in a project; and the
-// open session beside the list (on a phone, instead of it).
+// open session beside the list (on a phone, instead of it). The open session is in the URL
+// (#/session/<id>), so a reload or a shared link opens it again.
 
-import { useCallback, useEffect, useState } from "preact/hooks";
-import { type Api, type Auth, type Page, type Session, type Snapshot } from "../api";
+import { useCallback, useEffect, useRef, useState } from "preact/hooks";
+import { type Agent, type Api, type Auth, type Page, type Session, type Snapshot } from "../api";
 import { ago, errorText } from "../format";
 import { SessionLink } from "../link";
 import { SessionView } from "./session-view";
@@ -59,12 +60,30 @@ export function SessionsPage({ auth, api }: { auth: Auth; api: Api }) {
     try {
       const link = await SessionLink.open(auth.key, session.agent);
       setOpen({ link, session, isNew: false });
+      showInUrl(session.id);
     } catch (e) {
       setError(`Could not open the session: ${errorText(e)}`);
     } finally {
       setOpening(null);
     }
   };
+
+  // The session the URL names, once: from the list, or (older than the list) from its snapshot.
+  const fromUrl = useRef(sessionInUrl());
+  useEffect(() => {
+    const id = fromUrl.current;
+    if (id === null || entries === null) return;
+    fromUrl.current = null;
+    const listed = entries.find((e) => e.session.id === id)?.session;
+    if (listed) return void openSession(listed);
+    api
+      .get<Snapshot>(`/v1/sessions/${encodeURIComponent(id)}`)
+      .then((s) => openSession({ id, agent: s.agent, cwd: s.cwd, title: s.title, createdBy: null, createdAt: 0, updatedAt: 0 }))
+      .catch((e: unknown) => {
+        showInUrl(null);
+        setError(`Could not open the session in the address: ${errorText(e)}`);
+      });
+  }, [entries]);
 
   return (
     <div class={`sessions-page${open ? " has-open" : ""}`}>
@@ -79,9 +98,11 @@ export function SessionsPage({ auth, api }: { auth: Auth; api: Api }) {
         {creating && (
           <NewSession
             auth={auth}
+            api={api}
             onCreated={(link, session) => {
               setCreating(false);
               setOpen({ link, session, isNew: true });
+              showInUrl(session.id);
               void refresh();
             }}
           />
@@ -135,6 +156,7 @@ export function SessionsPage({ auth, api }: { auth: Auth; api: Api }) {
             isNew={open.isNew}
             onBack={() => {
               setOpen(null);
+              showInUrl(null);
               void refresh();
             }}
           />
@@ -158,9 +180,19 @@ function TurnBadge({ snapshot }: { snapshot: Snapshot | null }) {
 
 const PROJECT = "acp-gateway-console-project";
 
-function NewSession({ auth, onCreated }: { auth: Auth; onCreated(link: SessionLink, session: Session): void }) {
+function NewSession({ auth, api, onCreated }: { auth: Auth; api: Api; onCreated(link: SessionLink, session: Session): void }) {
   const [error, setError] = useState<string | null>(null);
   const [busy, setBusy] = useState(false);
+  // The tenant's agents, to choose from and to tell an unknown name from an offline agent; null until known.
+  const [agents, setAgents] = useState<Agent[] | null>(null);
+  const project = useRef<HTMLInputElement>(null);
+  useEffect(() => project.current?.focus(), []);
+  useEffect(() => {
+    api
+      .get<Page<Agent>>("/v1/agents?status=1&limit=100")
+      .then((page) => setAgents(page.items))
+      .catch(() => setAgents(null));
+  }, [api]);
   const submit = async (event: Event) => {
     event.preventDefault();
     const form = new FormData(event.currentTarget as HTMLFormElement);
@@ -168,6 +200,16 @@ function NewSession({ auth, onCreated }: { auth: Auth; onCreated(link: SessionLi
     const agent = String(form.get("agent") ?? "").trim() || auth.agent;
     if (!cwd.startsWith("/")) {
       setError("The project path must be absolute, like /home/me/project.");
+      return;
+    }
+    const known = agents?.find((a) => a.name === agent);
+    if (agents && !known) {
+      const names = agents.map((a) => `“${a.name}”`).join(", ");
+      setError(`There is no agent named “${agent}” in this tenant.${names ? ` Its agents: ${names}.` : " It has no agents yet."}`);
+      return;
+    }
+    if (known?.connected === false) {
+      setError(`Agent “${agent}” is offline: it is registered but not connected to the gateway. Start it, then try again.`);
       return;
     }
     setBusy(true);
@@ -190,12 +232,26 @@ function NewSession({ auth, onCreated }: { auth: Auth; onCreated(link: SessionLi
     <form class="card new-session" onSubmit={submit} aria-label="New session">
       <label>
         Project path
-        <input name="cwd" required placeholder="/home/me/project" defaultValue={sessionStorage.getItem(PROJECT) ?? ""} autocomplete="off" />
+        <input
+          ref={project}
+          name="cwd"
+          required
+          placeholder="/home/me/project"
+          defaultValue={sessionStorage.getItem(PROJECT) ?? ""}
+          autocomplete="off"
+        />
       </label>
       <label>
         Agent
-        <input name="agent" defaultValue={auth.agent} required autocomplete="off" />
+        <input name="agent" defaultValue={auth.agent} required autocomplete="off" list="tenant-agents" />
       </label>
+      <datalist id="tenant-agents">
+        {agents?.map((a) => (
+          <option key={a.name} value={a.name}>
+            {a.connected === true ? "connected" : a.connected === false ? "offline" : a.mode === "dial_out" ? "dialled by the gateway" : ""}
+          </option>
+        ))}
+      </datalist>
       {error && (
         <p class="error" role="alert">
           {error}
@@ -206,4 +262,22 @@ function NewSession({ auth, onCreated }: { auth: Auth; onCreated(link: SessionLi
       </button>
     </form>
   );
+}
+
+const SESSION_HASH = "#/session/";
+
+/** The session id the address names (#/session/<id>), if any. */
+function sessionInUrl(): string | null {
+  if (!location.hash.startsWith(SESSION_HASH)) return null;
+  try {
+    return decodeURIComponent(location.hash.slice(SESSION_HASH.length)) || null;
+  } catch {
+    return null;
+  }
+}
+
+/** Puts the open session in the address (or takes it out), without a new history entry per click. */
+function showInUrl(sessionId: string | null): void {
+  const url = sessionId === null ? `${location.pathname}${location.search}` : `${SESSION_HASH}${encodeURIComponent(sessionId)}`;
+  history.replaceState(null, "", url);
 }
