@@ -1,6 +1,6 @@
 // A PendingTable (protocol/pending-table.ts) with its one timer: the clock read and the timer armed
 // here, the rules there. The timer is armed exactly while something waits (a pending timer would keep
-// an object from hibernating), for the oldest entry's deadline, and re-armed after every operation.
+// an object from hibernating), never later than the oldest entry's deadline.
 
 import { PendingTable, type Settled } from "../protocol/pending-table";
 
@@ -50,10 +50,15 @@ export class Pending<K, L, V> {
     }
   }
 
-  /** Keeps the one timer armed for the next deadline, and none while nothing waits. */
+  /**
+   * Keeps the one timer armed while something waits, never later than the next deadline, and none
+   * while nothing waits. A timer armed earlier is kept (answers usually come oldest first, and moving
+   * the timer on at each would cost a timer per answer): when it fires, it times out what is due and
+   * arms itself for the next deadline.
+   */
   private follow(): void {
     const at = this.table.nextDeadline();
-    if (at === this.armedFor) return;
+    if (at !== undefined && this.armedFor !== undefined && this.armedFor <= at) return;
     clearTimeout(this.timer);
     this.timer = undefined;
     this.armedFor = at;

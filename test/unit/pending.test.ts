@@ -48,7 +48,7 @@ describe("pending: the one timer", () => {
     expect(vi.getTimerCount()).toBe(0);
   });
 
-  it("moves the timer on when the oldest entry is answered, so the next one is not timed out early or late", () => {
+  it("times out the next entry at its own deadline when the oldest is answered first (not early, not late)", () => {
     const pending = new Pending<string, null, string>(1000);
     const ended: string[] = [];
     pending.add("first", null, (outcome) => ended.push(`first ${outcome.kind}`));
@@ -59,5 +59,15 @@ describe("pending: the one timer", () => {
     expect(ended).toEqual(["first answered"]);
     vi.advanceTimersByTime(1);
     expect(ended).toEqual(["first answered", "second timedOut"]);
+  });
+
+  it("arms one timer for a run of entries answered oldest first (no timer per answer)", () => {
+    const armed = vi.spyOn(globalThis, "setTimeout");
+    const pending = new Pending<number, null, string>(1000);
+    for (let n = 0; n < 100; n++) pending.add(n, null, () => undefined);
+    for (let n = 0; n < 100; n++) pending.answer(n, "ok");
+    expect(armed).toHaveBeenCalledTimes(1);
+    expect(vi.getTimerCount()).toBe(0);
+    armed.mockRestore();
   });
 });
