@@ -41,6 +41,7 @@ import { stage, stageTimingFrom } from "../../protocol/stage-timing";
 import { CLOSE } from "../../core/close-codes";
 import { ErrorCode } from "../../core/rpc-errors";
 import { type SessionStub, gatewayObjects, objects } from "../objects";
+import { Pending } from "../pending";
 
 /** How long session/new or session/load may take before the client is told the agent did not answer. */
 const OPEN_TIMEOUT_MS = 60_000;
@@ -57,9 +58,11 @@ const WATCH_MS = 10_000;
 
 export class AgentObject extends DurableObject<Env> implements AgentContract {
   private readonly store: AgentStore;
-  /** Requests awaited in memory (initialize, session/new, session/load): only while an RPC is in flight. */
-  private readonly waiters = new Map<number, (response: ResponseMessage) => void>();
-  private readonly initWaiters = new Set<() => void>();
+  /** session/new and session/load sent to the agent and awaited in memory, by id: only while the RPC is in flight. */
+  private readonly waiters = new Pending<number, null, ResponseMessage>(OPEN_TIMEOUT_MS);
+  /** Calls waiting for the agent's answer to initialize (`waitForInitialize`), by a number of their own. */
+  private readonly initWaiters = new Pending<number, null, never>(INIT_WAIT_MS);
+  private initWaits = 0;
   private readonly sessionStubs = new Map<string, SessionStub>();
   /** The outbound connection of a dial_out agent (not hibernatable: it lives while the object does). */
   private dialOut?: { ws: WebSocket; epoch: number };
@@ -323,14 +326,10 @@ export class AgentObject extends DurableObject<Env> implements AgentContract {
         initializedAt: Date.now(),
         epoch: outbound.epoch,
       };
-      for (const wake of this.initWaiters) wake();
-      this.initWaiters.clear();
+      this.initWaiters.closeAll("initialized");
       return;
     }
-    if (outbound.kind === "open") {
-      this.waiters.get(outbound.agentId)?.(message);
-      this.waiters.delete(outbound.agentId);
-    }
+    if (outbound.kind === "open") this.waiters.answer(outbound.agentId, message);
   }
 
   /**
@@ -376,10 +375,7 @@ export class AgentObject extends DurableObject<Env> implements AgentContract {
     if (epoch <= 0) return;
     if (this.store.goneEpoch < epoch) this.store.goneEpoch = epoch;
     const lost = this.store.takeOutboundOfEpoch(epoch);
-    for (const [id, wake] of this.waiters) {
-      wake(errorResponse(id, RpcError.internal(`The agent disconnected (${reason}) before answering`)));
-    }
-    this.waiters.clear();
+    this.waiters.closeAll(reason);
     const sessions = new Set(this.store.activeSessions(epoch));
     for (const o of lost) if (o.sessionId) sessions.add(o.sessionId);
     for (const sessionId of sessions) {
@@ -543,24 +539,17 @@ export class AgentObject extends DurableObject<Env> implements AgentContract {
         return errorResponse(agentId, refused);
       }
     }
-    const response = new Promise<ResponseMessage>((resolve) => {
-      // The timer is cleared on the answer: a pending timer would keep the object from hibernating.
-      const timer = setTimeout(() => {
-        if (this.waiters.delete(agentId)) {
-          this.store.takeOutbound(agentId);
-          resolve(
-            errorResponse(
-              agentId,
-              RpcError.internal(`The agent "${args.agent}" did not answer ${args.method} within ${OPEN_TIMEOUT_MS / 1000} s`),
-            ),
-          );
+    const response = new Promise<ResponseMessage>((resolve) =>
+      this.waiters.add(agentId, null, (outcome) => {
+        if (outcome.kind === "answered") return resolve(outcome.value);
+        if (outcome.kind === "closed") {
+          return resolve(errorResponse(agentId, RpcError.internal(`The agent disconnected (${outcome.reason}) before answering`)));
         }
-      }, OPEN_TIMEOUT_MS);
-      this.waiters.set(agentId, (answer) => {
-        clearTimeout(timer);
-        resolve(answer);
-      });
-    });
+        this.store.takeOutbound(agentId);
+        const late = `The agent "${args.agent}" did not answer ${args.method} within ${OPEN_TIMEOUT_MS / 1000} s`;
+        resolve(errorResponse(agentId, RpcError.internal(late)));
+      }),
+    );
     ws.send(JSON.stringify(withParams({ jsonrpc: "2.0", id: agentId, method: args.method }, args.params)));
     const answer = await response;
     if (answer.error !== undefined || !isObject(answer.result)) return answer;
@@ -682,17 +671,8 @@ export class AgentObject extends DurableObject<Env> implements AgentContract {
   /** Resolves once the current connection has answered initialize (or after INIT_WAIT_MS). */
   private waitForInitialize(): Promise<void> {
     if (this.store.info?.epoch === this.store.epoch) return Promise.resolve();
-    return new Promise((resolve) => {
-      const done = () => {
-        clearTimeout(timer);
-        resolve();
-      };
-      const timer = setTimeout(() => {
-        this.initWaiters.delete(done);
-        resolve();
-      }, INIT_WAIT_MS);
-      this.initWaiters.add(done);
-    });
+    // Answered, or timed out: either way the caller goes on (and finds the agent initialized or not).
+    return new Promise((resolve) => this.initWaiters.add(++this.initWaits, null, () => resolve()));
   }
 
   private ref(sessionId: string): SessionRef | undefined {

@@ -12,6 +12,7 @@
 
 import { type LinkToAgent, encodeLink, linkToAgent } from "../../protocol/agent-link-wire";
 import { CLOSE } from "../../core/close-codes";
+import { PendingTable } from "../../protocol/pending-table";
 
 /** A link nothing went over for this long is closed (the next delivery goes by RPC and opens it again). */
 export const LINK_IDLE_MS = 10_000;
@@ -37,8 +38,6 @@ interface Link {
   used: boolean;
   /** Frames from the session still being handed on (waiting for the agent's initialize, a dial-out): the link stays. */
   handing: number;
-  /** The batch sent and not acked yet (one at a time per session). */
-  batch?: { sentAt: number; resolve(): void; reject(error: Error): void };
 }
 
 export interface SessionLinksDeps {
@@ -65,6 +64,8 @@ export class SessionLinks {
   private readonly links = new Map<string, Link>();
   private readonly opening = new Set<string>();
   private readonly failedAt = new Map<string, number>();
+  /** The batch sent on each link and not acked yet (one at a time per session), timed out at the idle sweeps. */
+  private readonly batches = new PendingTable<Link, Link, null>(ACK_TIMEOUT_MS);
   private sweeping = false;
 
   constructor(private readonly d: SessionLinksDeps) {}
@@ -80,7 +81,7 @@ export class SessionLinks {
       this.openLater(sessionId);
       return undefined;
     }
-    if (link.batch) return undefined; // never: one batch at a time per session
+    if (this.batches.has(link)) return undefined; // never: one batch at a time per session
     link.used = true;
     if (textLength(items) > LINK_MAX_CHARS) return undefined;
     try {
@@ -90,7 +91,11 @@ export class SessionLinks {
       return undefined;
     }
     return new Promise<void>((resolve, reject) => {
-      link.batch = { sentAt: Date.now(), resolve, reject };
+      this.batches.add(link, link, Date.now(), (outcome) => {
+        if (outcome.kind === "answered") return resolve();
+        if (outcome.kind === "timedOut") this.drop(sessionId, link);
+        reject(new Error("the link to the session closed before it acknowledged the batch"));
+      });
     });
   }
 
@@ -133,9 +138,7 @@ export class SessionLinks {
     if (!message) return;
     link.used = true;
     if (message.t === "ack") {
-      const batch = link.batch;
-      link.batch = undefined;
-      batch?.resolve();
+      this.batches.answer(link, null);
       return;
     }
     const n = message.n;
@@ -164,9 +167,7 @@ export class SessionLinks {
   /** The link is gone: a batch on it failed (the caller's RPC path and the outbox take over). */
   private drop(sessionId: string, link: Link): void {
     if (this.links.get(sessionId) === link) this.links.delete(sessionId);
-    const batch = link.batch;
-    link.batch = undefined;
-    batch?.reject(new Error("the link to the session closed before it acknowledged the batch"));
+    this.batches.close(link, "the link closed");
     try {
       link.ws.close(CLOSE.normal, "link closed");
     } catch {
@@ -185,10 +186,9 @@ export class SessionLinks {
     this.sweeping = true;
     setTimeout(() => {
       this.sweeping = false;
-      const now = Date.now();
+      this.batches.tick(Date.now()); // a link whose batch timed out is dropped
       for (const [sessionId, link] of this.links) {
-        if (link.batch && now - link.batch.sentAt > ACK_TIMEOUT_MS) this.drop(sessionId, link);
-        else if (link.used || link.batch || link.handing > 0) link.used = false;
+        if (link.used || this.batches.has(link) || link.handing > 0) link.used = false;
         else this.drop(sessionId, link);
       }
       if (this.links.size > 0) this.sweepLater();

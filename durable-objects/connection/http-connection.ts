@@ -13,6 +13,7 @@ import type { PostOutcome, PostedMessage } from "./contract";
 import { OutboundStream, type StreamLimits } from "./outbound-stream";
 import type { Principal } from "../../core/principal";
 import { gatewayObjects } from "../objects";
+import { Pending } from "../pending";
 
 /** Requests whose answers are routed by the session they named; bounded, oldest forgotten first. */
 const ROUTED_REQUESTS_MEMORY = 256;
@@ -33,7 +34,8 @@ export class HttpConnection implements ClientSink {
   /** Sessions whose stream overflowed: detached, and answered 409 until session/load or session/resume. */
   private readonly lost = new Set<string>();
   private readonly routedRequests = new Map<string, string>();
-  private awaitingInitialize: { key: string; resolve: (text: string) => void } | undefined;
+  /** The initialize under way (by its id as JSON), answered by the connection's answer to it. */
+  private readonly awaitingInitialize = new Pending<string, null, string>(INITIALIZE_TIMEOUT_MS);
   private ended = false;
 
   constructor(
@@ -55,14 +57,12 @@ export class HttpConnection implements ClientSink {
   /** Runs initialize through the connection and returns its answer, for the POST's body. */
   initialize(text: string, id: JsonRpcId): Promise<string> {
     return new Promise((resolve, reject) => {
-      const timer = setTimeout(() => reject(new Error("initialize timed out")), INITIALIZE_TIMEOUT_MS);
-      this.awaitingInitialize = {
-        key: JSON.stringify(id),
-        resolve: (answer) => {
-          clearTimeout(timer);
-          resolve(answer);
-        },
-      };
+      const added = this.awaitingInitialize.add(JSON.stringify(id), null, (outcome) => {
+        if (outcome.kind === "answered") resolve(outcome.value);
+        else if (outcome.kind === "timedOut") reject(new Error("initialize timed out"));
+        else reject(new Error(`the connection ended (${outcome.reason}) before initialize was answered`));
+      });
+      if (!added) return reject(new Error("an initialize with this id is under way already"));
       this.client.receive(text);
     });
   }
@@ -111,6 +111,7 @@ export class HttpConnection implements ClientSink {
     this.connectionStream.end();
     for (const stream of this.sessionStreams.values()) stream.end();
     this.sessionStreams.clear();
+    this.awaitingInitialize.closeAll(reason);
     this.onEnd(reason);
   }
 
@@ -123,12 +124,7 @@ export class HttpConnection implements ClientSink {
     }
     const message = parseOutgoing(text);
     const key = message?.id !== undefined && message.method === undefined ? JSON.stringify(message.id) : undefined;
-    if (key !== undefined && this.awaitingInitialize?.key === key) {
-      const waiting = this.awaitingInitialize;
-      this.awaitingInitialize = undefined;
-      waiting.resolve(text);
-      return;
-    }
+    if (key !== undefined && this.awaitingInitialize.answer(key, text)) return;
     const routed = key !== undefined ? this.routedRequests.get(key) : undefined;
     if (key !== undefined) this.routedRequests.delete(key);
     if (routed !== undefined) this.toSession(routed, text);

@@ -7,6 +7,7 @@
 import { type LinkToSession, encodeLink } from "../../protocol/agent-link-wire";
 import type { ToAgent } from "../agent/contract";
 import { CLOSE } from "../../core/close-codes";
+import { Pending } from "../pending";
 
 const AGENT_LINK_TAG = "agent-link";
 /**
@@ -18,12 +19,6 @@ const ANSWER_TIMEOUT_MS = 30_000;
 
 /** How a frame sent on the link ended: it reached the agent, it did not, or the link or the AgentObject failed it. */
 export type LinkOutcome = "delivered" | "undelivered" | "failed";
-
-interface Awaiting {
-  ws: WebSocket;
-  sentAt: number;
-  settle(outcome: LinkOutcome): void;
-}
 
 /** The tag of the edge's links (session-object.ts `acceptEdgeLink`): in only, never this class's. */
 export const EDGE_LINK_TAG = "edge-link";
@@ -39,10 +34,8 @@ export function isLinkAttachment(attachment: unknown): boolean {
 }
 
 export class AgentSocket {
-  /** Frames sent on a link and not answered yet, oldest first (a Map keeps insertion order). */
-  private readonly awaiting = new Map<number, Awaiting>();
-  /** Armed while frames await an answer (one timer, cleared when none does). */
-  private answerTimer: ReturnType<typeof setTimeout> | undefined;
+  /** Frames sent on a link and not answered yet, by key, with the link each went on (one timer for all). */
+  private readonly awaiting = new Pending<number, WebSocket, LinkOutcome>(ANSWER_TIMEOUT_MS);
 
   constructor(private readonly ctx: DurableObjectState) {}
 
@@ -74,54 +67,20 @@ export class AgentSocket {
     }
     let done!: () => void;
     this.ctx.waitUntil(new Promise<void>((resolve) => (done = resolve)));
-    this.awaiting.set(n, {
-      ws,
-      sentAt: Date.now(),
-      settle: (outcome) => {
-        done();
-        settle(outcome);
-      },
+    this.awaiting.add(n, ws, (outcome) => {
+      done();
+      settle(outcome.kind === "answered" ? outcome.value : "failed");
     });
-    this.watchAnswers();
     return true;
   }
 
-  /** The AgentObject's answer to a frame sent on the link. */
+  /** The AgentObject's answer to a frame sent on the link (one sent by an instance before this one is ignored). */
   answered(message: Extract<LinkToSession, { t: "sent" | "failed" }>): void {
-    const awaiting = this.awaiting.get(message.n);
-    if (!awaiting) return; // sent by an instance before this one (hibernated since)
-    this.awaiting.delete(message.n);
-    this.watchAnswers();
-    awaiting.settle(message.t === "failed" ? "failed" : message.delivered ? "delivered" : "undelivered");
+    this.awaiting.answer(message.n, message.t === "failed" ? "failed" : message.delivered ? "delivered" : "undelivered");
   }
 
-  /** Keeps one timer armed exactly while frames await an answer; when it fires, the overdue ones fail. */
-  private watchAnswers(): void {
-    if (this.awaiting.size === 0) {
-      clearTimeout(this.answerTimer);
-      this.answerTimer = undefined;
-      return;
-    }
-    if (this.answerTimer !== undefined) return;
-    this.answerTimer = setTimeout(() => {
-      this.answerTimer = undefined;
-      const overdue = Date.now() - ANSWER_TIMEOUT_MS;
-      this.fail((awaiting) => awaiting.sentAt <= overdue);
-    }, ANSWER_TIMEOUT_MS);
-  }
-
-  /** The link closed: what was sent on it and not answered failed (the caller tries again, in order). */
+  /** The link closed: what was sent on it and not answered failed, oldest first (the caller tries again, in order). */
   lost(ws: WebSocket): void {
-    this.fail((awaiting) => awaiting.ws === ws);
-  }
-
-  /** The awaiting frames that match fail, oldest first; the timer follows what is left. */
-  private fail(matches: (awaiting: Awaiting) => boolean): void {
-    for (const [n, awaiting] of this.awaiting) {
-      if (!matches(awaiting)) continue;
-      this.awaiting.delete(n);
-      awaiting.settle("failed");
-    }
-    this.watchAnswers();
+    this.awaiting.close(ws, "the agent link closed");
   }
 }

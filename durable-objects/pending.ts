@@ -1,0 +1,75 @@
+// A PendingTable (protocol/pending-table.ts) with its one timer: the clock read and the timer armed
+// here, the rules there. The timer is armed exactly while something waits (a pending timer would keep
+// an object from hibernating), never later than the oldest entry's deadline.
+
+import { PendingTable, type Settled } from "../protocol/pending-table";
+
+export type { Settled };
+
+export class Pending<K, L, V> {
+  private readonly table: PendingTable<K, L, V>;
+  private timer: ReturnType<typeof setTimeout> | undefined;
+  private armedFor: number | undefined;
+
+  constructor(timeoutMs: number) {
+    this.table = new PendingTable(timeoutMs);
+  }
+
+  get size(): number {
+    return this.table.size;
+  }
+
+  has(key: K): boolean {
+    return this.table.has(key);
+  }
+
+  /** Waits for `key`'s answer on `link`; false (and nothing added) when the key waits already. */
+  add(key: K, link: L, settle: (outcome: Settled<V>) => void): boolean {
+    const added = this.table.add(key, link, Date.now(), settle);
+    this.follow();
+    return added;
+  }
+
+  answer(key: K, value: V): boolean {
+    return this.after(() => this.table.answer(key, value));
+  }
+
+  close(link: L, reason: string): number {
+    return this.after(() => this.table.close(link, reason));
+  }
+
+  closeAll(reason: string): number {
+    return this.after(() => this.table.closeAll(reason));
+  }
+
+  private after<T>(operation: () => T): T {
+    try {
+      return operation();
+    } finally {
+      this.follow();
+    }
+  }
+
+  /**
+   * Keeps the one timer armed while something waits, never later than the next deadline, and none
+   * while nothing waits. A timer armed earlier is kept (answers usually come oldest first, and moving
+   * the timer on at each would cost a timer per answer): when it fires, it times out what is due and
+   * arms itself for the next deadline.
+   */
+  private follow(): void {
+    const at = this.table.nextDeadline();
+    if (at !== undefined && this.armedFor !== undefined && this.armedFor <= at) return;
+    clearTimeout(this.timer);
+    this.timer = undefined;
+    this.armedFor = at;
+    if (at === undefined) return;
+    this.timer = setTimeout(
+      () => {
+        this.timer = undefined;
+        this.armedFor = undefined;
+        this.after(() => this.table.tick(Date.now()));
+      },
+      Math.max(0, at - Date.now()),
+    );
+  }
+}
