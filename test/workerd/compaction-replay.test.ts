@@ -105,7 +105,7 @@ describe("compact replay", () => {
     const text = (i: number) => `${"x".repeat(60)}#${i}`;
     const seedStarted = performance.now();
     await runInDurableObject(objects.session(env, t.tenantId, sessionId), (_: unknown, state: DurableObjectState) => {
-      const store = new SessionStore(state.storage.sql);
+      const store = new SessionStore(state.storage);
       for (let i = 0; i < events; i++) {
         const update =
           i % 100 === 99
