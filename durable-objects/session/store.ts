@@ -1,7 +1,8 @@
 // The session's durable state, in the Durable Object's own SQLite database.
 // Everything the object needs to answer a message lives here, so an evicted or hibernated object
 // comes back whole: what is kept in memory (the pending permission requests, the audit cursor, the
-// id block) is rebuilt from these tables when the object starts.
+// id block) is rebuilt from these tables when the object starts, and the meta rows are read once,
+// then held (written through). The tables' layout and its migrations are in store-migrations.ts.
 //
 // Rows written (docs/decisions/0008-performance.md, "Rows per permission request"): a permission request is ONE
 // log row, inserted once with what the request needs while pending (`request`) and updated once
