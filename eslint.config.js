@@ -49,6 +49,26 @@ export default tseslint.config(
     },
   },
   {
+    // The session's turn is changed in one module only (durable-objects/session/turn.ts, TurnControl).
+    // (Repeats the rule above: a later block's no-restricted-syntax replaces an earlier one's.)
+    files: ["durable-objects/**"],
+    ignores: ["durable-objects/objects.ts", "durable-objects/session/turn.ts"],
+    rules: {
+      "no-restricted-syntax": [
+        "error",
+        {
+          selector: "MemberExpression[property.name=/^(idFromName|getByName|idFromString|newUniqueId)$/]",
+          message:
+            "Reach a Durable Object through durable-objects/objects.ts (objects.session(env, …) etc.): names are built and stubs typed there.",
+        },
+        {
+          selector: "AssignmentExpression[left.type='MemberExpression'][left.property.name='turn'][left.object.type!='ThisExpression']",
+          message: "The session's turn changes only in durable-objects/session/turn.ts (TurnControl): add a method there.",
+        },
+      ],
+    },
+  },
+  {
     // Command-line programs and scripts talk to people on stdout.
     files: ["cli/**", "scripts/**", "bench/**", "demo/**", "test/**"],
     rules: { "no-console": "off" },

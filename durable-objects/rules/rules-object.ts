@@ -33,13 +33,34 @@ const LEASE_SLACK_MS = 1000;
 /** Snapshots read again because the rules changed while they loaded, before the session is told to ask people. */
 const MAX_SNAPSHOT_RETRIES = 3;
 
+/**
+ * The test seam (test/workerd/rules-cache.test.ts), given the instance runInDurableObject hands a
+ * test: the object's name, and the lease it hands out, which a test may shorten. No member of the
+ * class, so nothing a stub can reach over RPC.
+ */
+export interface RulesTesting {
+  /** The object's name: the tenant it holds the rules of. */
+  readonly name: string | undefined;
+  /** The lease handed out with snapshots (ms). */
+  leaseMs: number;
+}
+
+const seams = new WeakMap<RulesObject, RulesTesting>();
+
+/** A live instance's test seam (RulesTesting). */
+export function rulesTesting(instance: RulesObject): RulesTesting {
+  const seam = seams.get(instance);
+  if (!seam) throw new Error("not a RulesObject instance");
+  return seam;
+}
+
 export class RulesObject extends DurableObject<Env> implements RulesContract {
   private compiled?: { tenantId: string; rules: CompiledTenantRules };
   private loading?: Promise<CompiledTenantRules>;
   /** Bumped and persisted on every change: a session's rules of an older generation are never used. */
   private generation: number;
-  /** The lease handed out with snapshots (a field, so a test can shorten it). */
-  private leaseMs = LEASE_MS;
+  /** The lease handed out with snapshots (`leaseMs`, which a test can shorten) and the object's name: the test seam. */
+  private readonly testing: RulesTesting;
   private readonly hits = new HitTally();
   private flushScheduled = false;
   /** How many times each session subscribed in this instance: a push's "remove me" loses to a newer subscription. */
@@ -47,6 +68,8 @@ export class RulesObject extends DurableObject<Env> implements RulesContract {
 
   constructor(ctx: DurableObjectState, env: Env) {
     super(ctx, env);
+    this.testing = { name: ctx.id.name, leaseMs: LEASE_MS };
+    seams.set(this, this.testing);
     // Sessions that took a snapshot or checked: each change is pushed to them. A session that answers
     // that it holds no rules and waits on nobody is removed; one that cannot be reached stays, and is
     // told again. (The `watchers` table of requests waiting on people is this list now.)
@@ -64,7 +87,7 @@ export class RulesObject extends DurableObject<Env> implements RulesContract {
       const generation = this.generation;
       const rules = await this.rules(this.tenantId());
       // A change while loading: the rules just read may be older than the generation now.
-      if (generation === this.generation) return { generation, rules: rules.list, leaseMs: this.leaseMs };
+      if (generation === this.generation) return { generation, rules: rules.list, leaseMs: this.testing.leaseMs };
     }
     throw new Error("rules: the tenant's rules kept changing while a snapshot was read");
   }
@@ -110,7 +133,7 @@ export class RulesObject extends DurableObject<Env> implements RulesContract {
     const generation = this.bump();
     this.compiled = undefined;
     this.loading = undefined;
-    await this.tellSessions(tenantId, generation, Date.now() + this.leaseMs + LEASE_SLACK_MS);
+    await this.tellSessions(tenantId, generation, Date.now() + this.testing.leaseMs + LEASE_SLACK_MS);
     await this.rules(tenantId);
   }
 

@@ -8,7 +8,6 @@
 
 import { type Message, RpcError, errorResponse, isObject, isRequest, isResponse, resultResponse } from "../../protocol/jsonrpc";
 import { AGENT_METHODS, CANCEL_REQUEST, CLIENT_METHODS } from "../../protocol/methods";
-import { CANCELLED_RESULT } from "../../protocol/permissions";
 import { deletionGoesAhead, sessionDeletedNotice } from "../../protocol/session-delete";
 import { isToolCallUpdate } from "../../protocol/tool-calls";
 import type { Env } from "../../core/env";
@@ -173,11 +172,7 @@ export class AgentLink {
       const error = new RpcError(ErrorCode.internalError, `${message} ${inflight.method}`, { reason: "agent_disconnected" });
       if (ws) send(ws, JSON.stringify(errorResponse(inflight.clientId, error)));
     }
-    const turn = store.turn;
-    if (turn.state !== "idle" && info.gwIds.includes(turn.gwId)) {
-      store.turn = { state: "idle" };
-      this.d.turn.ended("agent_disconnected", message);
-    }
+    this.d.turn.abandon(info.gwIds, "agent_disconnected", message);
     this.d.scheduleDeadline();
   }
 
@@ -254,12 +249,7 @@ export class AgentLink {
         ws,
         JSON.stringify(errorResponse(inflight.clientId, new RpcError(ErrorCode.internalError, message, { reason: "agent_unreachable" }))),
       );
-    const turn = store.turn;
-    if (turn.state !== "idle" && turn.gwId === gwId) {
-      for (const pending of store.pending()) this.d.permissions.resolve(pending, CANCELLED_RESULT, { type: "turn_end" });
-      store.turn = { state: "idle" };
-      this.d.turn.ended("agent_unreachable", message);
-    }
+    this.d.turn.abandon([gwId], "agent_unreachable", message, true);
   }
 
   // ── session/delete went ahead ────────────────────────────────────────────────────────────────

@@ -59,7 +59,37 @@ import { SessionUnindex } from "./unindex";
 import { stage, stageTimingFrom } from "../../protocol/stage-timing";
 import { CLOSE } from "../../core/close-codes";
 
+/**
+ * The test seam (test/workerd): what a test may read of a live instance (`sessionTesting`, given the
+ * instance runInDurableObject hands it), and the one hook it may set, in place of casts to private
+ * fields. The gateway never reads it but for the hook's one call site, in webSocketMessage. It is no
+ * member of the class, so it is nothing a stub can reach over RPC.
+ */
+export interface SessionTesting {
+  /** The session's state as this instance holds it (store.ts): read it; a write goes around the object's logic. */
+  readonly store: SessionStore;
+  /** The audit outbox (audit-outbox.ts): entries waiting for D1, and when it tries again. */
+  readonly audits: Pick<AuditOutbox, "waiting" | "retryAt">;
+  /** When the turn's idle timer fires (turn-watch.ts), or undefined when no turn runs. */
+  idleAt(): number | undefined;
+  /**
+   * Set by a test to watch or cut the messages that come on an agent or edge link: called instead of
+   * the object's own handling, which it is handed as `apply` (`ack: false`: applied, the ack not sent).
+   */
+  onLinkMessage?: (ws: WebSocket, data: string | ArrayBuffer, apply: (ack?: boolean) => void) => void;
+}
+
+const seams = new WeakMap<SessionObject, SessionTesting>();
+
+/** A live instance's test seam (SessionTesting). */
+export function sessionTesting(instance: SessionObject): SessionTesting {
+  const seam = seams.get(instance);
+  if (!seam) throw new Error("not a SessionObject instance");
+  return seam;
+}
+
 export class SessionObject extends DurableObject<Env> implements SessionContract {
+  private readonly testing: SessionTesting;
   private readonly store: SessionStore;
   private readonly clients: AttachedClients;
   private readonly notifier: Notifier;
@@ -77,7 +107,7 @@ export class SessionObject extends DurableObject<Env> implements SessionContract
   constructor(ctx: DurableObjectState, env: Env) {
     super(ctx, env);
     stageTimingFrom(env);
-    this.store = new SessionStore(ctx.storage.sql);
+    this.store = new SessionStore(ctx.storage);
     this.clients = new AttachedClients(ctx);
     this.agentSocket = new AgentSocket(ctx);
     this.audits = new AuditOutbox(ctx.storage.sql, env.DB, this.store, {
@@ -131,6 +161,8 @@ export class SessionObject extends DurableObject<Env> implements SessionContract
       socket: this.agentSocket,
       scheduleDeadline: () => this.scheduleDeadline(),
     });
+    this.testing = { store: this.store, audits: this.audits, idleAt: () => this.turnWatch.idleAt(this.store) };
+    seams.set(this, this.testing);
   }
 
   // ── set-up (called by the AgentObject when the agent created or loaded the session) ──────────
@@ -203,14 +235,14 @@ export class SessionObject extends DurableObject<Env> implements SessionContract
   }
 
   /** A message on the agent link: a batch of the agent's traffic (acked once applied), or the answer to a frame sent on it. */
-  private onLinkMessage(ws: WebSocket, data: string | ArrayBuffer): void {
+  private onLinkMessage(ws: WebSocket, data: string | ArrayBuffer, ack = true): void {
     const message = typeof data === "string" ? linkToSession(data) : undefined;
     if (!message) return;
     if (message.t !== "batch") return this.agentSocket.answered(message);
     // SAFETY: batches come only from the AgentObject and the edge's agent connection, which send FromAgent items.
     this.fromAgentBatch(message.items as FromAgent[]);
     // Held by the output gate until what the batch wrote commits, exactly as an RPC's return.
-    ws.send(encodeLink({ t: "ack" }));
+    if (ack) ws.send(encodeLink({ t: "ack" }));
   }
 
   // ── messages from a client (through the edge Worker, which already checked the frame) ────────
@@ -218,7 +250,10 @@ export class SessionObject extends DurableObject<Env> implements SessionContract
     const attached: unknown = ws.deserializeAttachment();
     const client = clientOf(attached);
     if (!client) {
-      if (isLinkAttachment(attached) || isEdgeLinkAttachment(attached)) this.onLinkMessage(ws, data);
+      if (!isLinkAttachment(attached) && !isEdgeLinkAttachment(attached)) return;
+      const hook = this.testing.onLinkMessage;
+      if (hook) hook(ws, data, (ack) => this.onLinkMessage(ws, data, ack));
+      else this.onLinkMessage(ws, data);
       return;
     }
     stage("session.answer", data);

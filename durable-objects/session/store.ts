@@ -1,7 +1,8 @@
 // The session's durable state, in the Durable Object's own SQLite database.
 // Everything the object needs to answer a message lives here, so an evicted or hibernated object
 // comes back whole: what is kept in memory (the pending permission requests, the audit cursor, the
-// id block) is rebuilt from these tables when the object starts.
+// id block) is rebuilt from these tables when the object starts, and the meta rows are read once,
+// then held (written through). The tables' layout and its migrations are in store-migrations.ts.
 //
 // Rows written (docs/decisions/0008-performance.md, "Rows per permission request"): a permission request is ONE
 // log row, inserted once with what the request needs while pending (`request`) and updated once
@@ -16,17 +17,7 @@ import type { Limits } from "../../protocol/tenant-limits";
 import { reduceToolCall, type ToolCallRow } from "../../protocol/tool-calls";
 import { MAX_STORED_ROW_BYTES, utf8LongerThan } from "../../protocol/limits";
 import { type ParsedParams, parsePermissionParams } from "./pending-request";
-
-const SCHEMA = `
-CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
-CREATE TABLE IF NOT EXISTS tool_calls (id TEXT PRIMARY KEY, row TEXT NOT NULL, updated_seq INTEGER NOT NULL) WITHOUT ROWID;
-CREATE TABLE IF NOT EXISTS log (seq INTEGER PRIMARY KEY, kind TEXT NOT NULL, body TEXT NOT NULL, at INTEGER NOT NULL);
-DROP INDEX IF EXISTS pending_deadline;
-DROP TABLE IF EXISTS copies;
-CREATE TABLE IF NOT EXISTS agent_requests (out_id INTEGER PRIMARY KEY, agent_req_id TEXT NOT NULL, agent_epoch INTEGER NOT NULL, conn_id TEXT NOT NULL, method TEXT NOT NULL);
-CREATE TABLE IF NOT EXISTS inflight (gw_id INTEGER PRIMARY KEY, conn_id TEXT NOT NULL, client_id TEXT NOT NULL, method TEXT NOT NULL, created_at INTEGER NOT NULL);
-CREATE INDEX IF NOT EXISTS inflight_client ON inflight (conn_id, client_id);
-`;
+import { type MigrationOutcome, type MigrationStorage, migrateStorage } from "./store-migrations";
 
 /** Log kinds. `update` and `ext` entries are replayed to attaching clients; the rest is audit trail. */
 export type LogKind = "update" | "ext" | "permission" | "resolution" | "prompt" | "turn_end" | "notice";
@@ -75,6 +66,8 @@ export interface Resolution {
   text: string;
   audit: object | null;
 }
+
+const IDLE: TurnState = Object.freeze({ state: "idle" });
 
 /** How many ids nextId() reserves with one write. */
 const ID_BLOCK = 1000;
@@ -147,9 +140,14 @@ export class SessionStore {
   private idNext: number | undefined;
   private idCeiling = 0;
 
-  constructor(private readonly sql: SqlStorage) {
-    sql.exec(SCHEMA);
-    migrate(sql);
+  private readonly sql: SqlStorage;
+  /** What this start did to the storage's layout (store-migrations.ts): the version found and left, the migrations run. */
+  readonly schema: MigrationOutcome;
+
+  constructor(storage: MigrationStorage) {
+    const sql = storage.sql;
+    this.sql = sql;
+    this.schema = migrateStorage(storage);
     const newest = sql
       .exec<{ agent_seq: number | null; scan_from: number | null }>("SELECT agent_seq, scan_from FROM log ORDER BY seq DESC LIMIT 1")
       .toArray()[0];
@@ -164,27 +162,39 @@ export class SessionStore {
       )
       .toArray();
     for (const r of rows) this.open.set(r.seq, pendingOf(r.seq, r.body, JSON.parse(r.request) as RequestColumn));
-    migrateOutbox(sql, this);
   }
   /** session/delete: the session, its log, tool calls and requests are gone (audit entries not yet in D1 stay until they are). */
   forget(): void {
     for (const table of ["meta", "tool_calls", "agent_requests", "inflight"]) this.sql.exec(`DELETE FROM ${table}`);
+    this.metaCache.clear();
     this.sql.exec("DELETE FROM log WHERE audit IS NULL OR seq <= ?", this.auditCursor);
     // Seqs restart above what is left: the cursor must not stand above entries written from now on.
     this.auditCursor = Math.min(this.auditCursor, this.lastSeq());
     this.open.clear();
-    this.foldedAtMemo = undefined;
     this.idNext = undefined;
     this.idCeiling = 0;
   }
 
   // ── meta ──────────────────────────────────────────────────────────────────
+  /**
+   * The meta rows as parsed, by key (undefined: no row), read from SQLite at most once per instance.
+   * The table is written only through setMeta and `forget`, which keep this in step; the values are
+   * frozen, so a caller that changes one without writing it back fails loudly instead of drifting.
+   */
+  private readonly metaCache = new Map<string, unknown>();
   private getMeta<T>(key: string): T | undefined {
+    if (this.metaCache.has(key)) return this.metaCache.get(key) as T | undefined;
     const row = this.sql.exec<{ value: string }>("SELECT value FROM meta WHERE key = ?", key).toArray()[0];
-    return row ? (JSON.parse(row.value) as T) : undefined;
+    const value = row ? deepFreeze(JSON.parse(row.value) as unknown) : undefined;
+    this.metaCache.set(key, value);
+    return value as T | undefined;
   }
+  /** The one writer of the meta table (with `forget`): undefined deletes the row. */
   private setMeta(key: string, value: unknown): void {
-    this.sql.exec("INSERT OR REPLACE INTO meta (key, value) VALUES (?, ?)", key, JSON.stringify(value));
+    if (value === undefined) this.sql.exec("DELETE FROM meta WHERE key = ?", key);
+    else this.sql.exec("INSERT OR REPLACE INTO meta (key, value) VALUES (?, ?)", key, JSON.stringify(value));
+    // As a read would give it back: parsed from the text written (no undefined fields, no shared objects).
+    this.metaCache.set(key, value === undefined ? undefined : deepFreeze(JSON.parse(JSON.stringify(value)) as unknown));
   }
 
   get meta(): SessionMeta | undefined {
@@ -195,8 +205,9 @@ export class SessionStore {
   }
 
   get turn(): TurnState {
-    return this.getMeta<TurnState>("turn") ?? { state: "idle" };
+    return this.getMeta<TurnState>("turn") ?? IDLE;
   }
+  /** Written only by TurnControl (turn.ts), the one module that changes the turn. */
   set turn(value: TurnState) {
     this.setMeta("turn", value);
   }
@@ -206,8 +217,7 @@ export class SessionStore {
     return this.getMeta("unindex");
   }
   set unindexPending(row: { tenantId: string; sessionId: string } | undefined) {
-    if (row) this.setMeta("unindex", row);
-    else this.sql.exec("DELETE FROM meta WHERE key = 'unindex'");
+    this.setMeta("unindex", row);
   }
 
   /**
@@ -344,15 +354,11 @@ export class SessionStore {
       )
       .toArray();
   }
-  /** The seq at which the log's tool calls were last folded. */
-  /** Read once per instance: every update compares against it. */
-  private foldedAtMemo: number | undefined;
+  /** The seq at which the log's tool calls were last folded (every update compares against it: the meta cache holds it). */
   get foldedAt(): number {
-    this.foldedAtMemo ??= this.getMeta<number>("folded_at") ?? 0;
-    return this.foldedAtMemo;
+    return this.getMeta<number>("folded_at") ?? 0;
   }
   set foldedAt(seq: number) {
-    this.foldedAtMemo = seq;
     this.setMeta("folded_at", seq);
   }
   /**
@@ -531,6 +537,15 @@ export class SessionStore {
   }
 }
 
+/** A value and everything in it made read-only (meta values are shared by every reader). */
+function deepFreeze<T>(value: T): T {
+  if (typeof value === "object" && value !== null && !Object.isFrozen(value)) {
+    for (const inner of Object.values(value)) deepFreeze(inner);
+    Object.freeze(value);
+  }
+  return value;
+}
+
 function requestColumn(p: PendingRequest): string {
   const column: RequestColumn = {
     agentReqId: p.agentReqId,
@@ -548,73 +563,6 @@ function pendingOf(seq: number, body: string, r: RequestColumn): PendingRequest 
   return { ...parsePermissionParams(params), ...r, permId: seq, params };
 }
 
-/** Columns added to the log since it was first created, each added once to an older session. */
-const LOG_COLUMNS = ["agent_seq INTEGER", "scan_from INTEGER", "request TEXT", "resolved TEXT", "resolved_at INTEGER", "audit TEXT"];
-
-/**
- * Sessions created before the current layout get it on first start, once: new log columns; the
- * `pending` table moved into its requests' log entries; `tool_calls` rebuilt WITHOUT ROWID.
- */
-function migrate(sql: SqlStorage): void {
-  const have = new Set(
-    sql
-      .exec<{ name: string }>("SELECT name FROM pragma_table_info('log')")
-      .toArray()
-      .map((r) => r.name),
-  );
-  for (const column of LOG_COLUMNS) {
-    if (!have.has(column.split(" ")[0] ?? "")) sql.exec(`ALTER TABLE log ADD COLUMN ${column}`);
-  }
-  const tables = new Map(
-    sql
-      .exec<{ name: string; sql: string }>("SELECT name, sql FROM sqlite_master WHERE type = 'table'")
-      .toArray()
-      .map((r) => [r.name, r.sql]),
-  );
-  if (tables.has("pending")) {
-    for (const r of sql.exec<LegacyPendingSql>("SELECT * FROM pending").toArray()) {
-      const column: RequestColumn = {
-        agentReqId: JSON.parse(r.agent_req_id) as JsonRpcId,
-        agentEpoch: r.agent_epoch,
-        toolCallId: r.tool_call_id,
-        createdAt: r.created_at,
-        deadlineAt: r.deadline_at,
-        asking: r.asking,
-      };
-      sql.exec("UPDATE log SET request = ? WHERE seq = ?", JSON.stringify(column), r.perm_id);
-    }
-    // The newest entry's bound may be above the requests just moved: scan the whole log this once.
-    sql.exec("UPDATE log SET scan_from = 0 WHERE seq = (SELECT max(seq) FROM log)");
-    sql.exec("DROP TABLE pending");
-  }
-  if (!/WITHOUT ROWID/i.test(tables.get("tool_calls") ?? "WITHOUT ROWID")) {
-    sql.exec(`CREATE TABLE tool_calls_new (id TEXT PRIMARY KEY, row TEXT NOT NULL, updated_seq INTEGER NOT NULL) WITHOUT ROWID;
-INSERT INTO tool_calls_new (id, row, updated_seq) SELECT id, row, updated_seq FROM tool_calls;
-DROP TABLE tool_calls;
-ALTER TABLE tool_calls_new RENAME TO tool_calls;`);
-  }
-}
-
-/** Audit entries left in the old outbox table move into the log (after its newest entry), then the table goes. */
-function migrateOutbox(sql: SqlStorage, store: SessionStore): void {
-  const exists = sql.exec("SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'audit_outbox'").toArray().length > 0;
-  if (!exists) return;
-  for (const r of sql.exec<{ entry: string }>("SELECT entry FROM audit_outbox ORDER BY seq").toArray()) {
-    const seq = store.append("resolution", JSON.stringify({ migrated: "audit_outbox" }));
-    sql.exec("UPDATE log SET audit = ? WHERE seq = ?", r.entry, seq);
-  }
-  sql.exec("DROP TABLE audit_outbox");
-}
-
-type LegacyPendingSql = {
-  perm_id: number;
-  agent_req_id: string;
-  agent_epoch: number;
-  tool_call_id: string | null;
-  created_at: number;
-  deadline_at: number;
-  asking: number;
-};
 type AgentRequestSql = { out_id: number; agent_req_id: string; agent_epoch: number; conn_id: string; method: string };
 function agentRequestFromSql(r: AgentRequestSql): AgentRequestRow {
   return {

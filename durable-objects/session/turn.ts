@@ -92,6 +92,20 @@ export class TurnControl {
     this.ended("turn_idle", message);
   }
 
+  /**
+   * The turn's prompt (one of `gwIds`) will never be answered (the agent left, or the prompt never
+   * reached it): the turn ends and the clients are told why. `cancelPending`: the requests still
+   * pending are answered `cancelled` first (TC-12). Nothing happens when no such turn runs.
+   */
+  abandon(gwIds: readonly number[], reason: string, message: string, cancelPending = false): void {
+    const { store } = this.d;
+    const turn = store.turn;
+    if (turn.state === "idle" || !gwIds.includes(turn.gwId)) return;
+    if (cancelPending) this.d.permissions.cancelAll({ type: "turn_end" });
+    store.turn = { state: "idle" };
+    this.ended(reason, message);
+  }
+
   /** The gateway ended the turn: `_acp_gateway/turn_ended` with the reason, logged and sent to every client. */
   ended(reason: string, message: string): void {
     this.d.info.notice(GATEWAY_NOTIFICATIONS.turnEnded, { sessionId: this.d.store.meta?.sessionId, reason, message });

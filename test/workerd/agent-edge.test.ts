@@ -12,7 +12,7 @@ import { SELF, runInDurableObject } from "cloudflare:test";
 import fc from "fast-check";
 import { describe, expect, it, vi } from "vitest";
 import type { AgentObject } from "../../durable-objects/agent/agent-object";
-import type { SessionObject } from "../../durable-objects/session/session-object";
+import { type SessionObject, sessionTesting } from "../../durable-objects/session/session-object";
 import { EDGE_LINK_HEADER, decodeControl, encodeControl } from "../../protocol/agent-edge-wire";
 import { agentStub, crashObject, sessionStub } from "./fuzz-faults";
 import {
@@ -60,11 +60,6 @@ type AgentInsides = {
   outbox: { reserveRange(count: number): { from: number; to: number } };
   watch?: AgentWatch;
 };
-type SessionInsides = {
-  onLinkMessage(ws: WebSocket, data: string | ArrayBuffer): void;
-  store: { replayable(): Iterable<{ seq: number; body: string }> };
-  watch?: SessionWatch;
-};
 
 /** Counts, on the AgentObject's instance, the frames it queues for each session and the grants it gives. */
 async function watchAgentObject(t: SeededTenant, agent: ScriptedAgent): Promise<void> {
@@ -93,39 +88,44 @@ async function agentWatch(t: SeededTenant, agent: ScriptedAgent): Promise<AgentW
   );
 }
 
-/** Counts, on the SessionObject's instance, the batches that come on an edge link; cuts the next one when told. */
+/** The counters `watchSession` keeps, by SessionObject instance (an evicted object's new instance has none). */
+const sessionWatches = new WeakMap<SessionObject, SessionWatch>();
+
+function watchOf(instance: SessionObject): SessionWatch {
+  const watch = sessionWatches.get(instance);
+  if (!watch) throw new Error("the session's instance is not watched (watchSession), or was replaced since");
+  return watch;
+}
+
+/** Counts, on the SessionObject's instance, the batches that come on an edge link; cuts the next one when told (its test seam's link hook). */
 async function watchSession(t: SeededTenant, sessionId: string): Promise<void> {
   await runInDurableObject(sessionStub(t.tenantId, sessionId), (instance: SessionObject, state: DurableObjectState) => {
-    const inside = instance as unknown as SessionInsides;
-    if (inside.watch) return;
+    if (sessionWatches.has(instance)) return;
     const watch: SessionWatch = { edgeBatches: 0, edgeLinksOpen: 0, cuts: 0 };
-    inside.watch = watch;
-    const onLinkMessage = inside.onLinkMessage.bind(instance);
-    inside.onLinkMessage = (ws, data) => {
+    sessionWatches.set(instance, watch);
+    sessionTesting(instance).onLinkMessage = (ws, _data, apply) => {
       const attachment = ws.deserializeAttachment() as { link?: string } | null;
-      if (attachment?.link !== "edge") return onLinkMessage(ws, data);
+      if (attachment?.link !== "edge") return apply();
       watch.edgeBatches++;
       watch.edgeLinksOpen = state.getWebSockets("edge-link").length;
       const cut = watch.cut;
-      if (!cut) return onLinkMessage(ws, data);
+      if (!cut) return apply();
       watch.cut = undefined;
       watch.cuts++;
       // Applied (and committed) with its ack swallowed, or neither: in flight when the link closes.
-      if (cut === "applied") onLinkMessage({ send: () => undefined } as unknown as WebSocket, data);
+      if (cut === "applied") apply(false);
       if (cut !== "hang") ws.close(1011, "cut by a test");
     };
   });
 }
 
 async function sessionWatch(t: SeededTenant, sessionId: string): Promise<SessionWatch> {
-  return runInDurableObject(sessionStub(t.tenantId, sessionId), (instance: SessionObject) =>
-    structuredClone((instance as unknown as SessionInsides).watch as SessionWatch),
-  );
+  return runInDurableObject(sessionStub(t.tenantId, sessionId), (instance: SessionObject) => structuredClone(watchOf(instance)));
 }
 
 async function cutNextEdgeBatch(t: SeededTenant, sessionId: string, cut: Cut): Promise<void> {
   await runInDurableObject(sessionStub(t.tenantId, sessionId), (instance: SessionObject) => {
-    ((instance as unknown as SessionInsides).watch as SessionWatch).cut = cut;
+    watchOf(instance).cut = cut;
   });
 }
 
@@ -136,7 +136,7 @@ const textsOf = (text: string) => text.split("|").slice(0, -1);
 async function loggedChunks(t: SeededTenant, sessionId: string): Promise<string[]> {
   return runInDurableObject(sessionStub(t.tenantId, sessionId), (instance: SessionObject) => {
     const texts: string[] = [];
-    for (const entry of (instance as unknown as SessionInsides).store.replayable()) {
+    for (const entry of sessionTesting(instance).store.replayable()) {
       const body = JSON.parse(entry.body) as Json;
       if (body.params?.update?.sessionUpdate === "agent_message_chunk") texts.push(...textsOf(body.params.update.content.text as string));
     }
@@ -240,12 +240,17 @@ describe("agent edge: the direct path", () => {
   it("a second client that loads the session in the middle of a direct burst gets every update once, in order (replay, then live)", async () => {
     const { t, agent, client, sessionId } = await turnGoing();
     await untilEdgeLink(t, agent, client, sessionId);
+    const batchesBefore = (await sessionWatch(t, sessionId)).edgeBatches;
     const texts = Array.from({ length: 200 }, (_, i) => `m${i}`);
     for (const text of texts.slice(0, 100)) agent.peer.notify("session/update", chunk(sessionId, text));
     const loading = attachClient(t, agent, sessionId);
     for (const text of texts.slice(100)) agent.peer.notify("session/update", chunk(sessionId, text));
     const later = await loading;
     expect(await chunksSeen(client, texts.length)).toEqual(texts);
+    // The precondition of "a direct burst": it came (at least in part: a lease may lapse under load) on the session's edge link.
+    const watched = await sessionWatch(t, sessionId);
+    expect(watched.edgeBatches, "the burst came on the session's edge link").toBeGreaterThan(batchesBefore);
+    expect(watched.edgeLinksOpen).toBe(1);
     // The first client saw the last one: the log has them all, and the second client sees exactly the log.
     const logged = await loggedChunks(t, sessionId);
     expect(logged.slice(logged.indexOf("m0"))).toEqual(texts);

@@ -5,7 +5,7 @@
 import { env, runInDurableObject } from "cloudflare:test";
 import { describe, expect, it } from "vitest";
 import { appendUpdate, maybeFold } from "../../durable-objects/session/compaction";
-import { SessionStore } from "../../durable-objects/session/store";
+import { type SessionObject, sessionTesting } from "../../durable-objects/session/session-object";
 import { attachClient, barrier, clientWithSession, connect, dialInAgent, isMethod, seedTenant } from "./helpers";
 import { GATEWAY_NOTIFICATIONS } from "../../core/gateway-notifications";
 import { objects } from "../../durable-objects/objects";
@@ -104,8 +104,8 @@ describe("compact replay", () => {
     const { sessionId } = await clientWithSession(t, agent);
     const text = (i: number) => `${"x".repeat(60)}#${i}`;
     const seedStarted = performance.now();
-    await runInDurableObject(objects.session(env, t.tenantId, sessionId), (_: unknown, state: DurableObjectState) => {
-      const store = new SessionStore(state.storage.sql);
+    await runInDurableObject(objects.session(env, t.tenantId, sessionId), (instance: SessionObject) => {
+      const { store } = sessionTesting(instance);
       for (let i = 0; i < events; i++) {
         const update =
           i % 100 === 99

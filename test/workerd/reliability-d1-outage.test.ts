@@ -3,8 +3,7 @@
 
 import { env, runDurableObjectAlarm, runInDurableObject } from "cloudflare:test";
 import { describe, expect, it } from "vitest";
-import type { AuditOutbox } from "../../durable-objects/session/audit-outbox";
-import type { SessionObject } from "../../durable-objects/session/session-object";
+import { type SessionObject, sessionTesting } from "../../durable-objects/session/session-object";
 import { clientWithSession, connect, dialInAgent, isMethod, isResponseTo, seedTenant, startTurn } from "./helpers";
 import { objects } from "../../durable-objects/objects";
 
@@ -59,8 +58,8 @@ describe("reliability: the decision audit while D1 fails", () => {
   });
 });
 
-// SAFETY: the test reads the session's audit outbox (a private field that every SessionObject has).
-const outboxOf = (instance: SessionObject) => (instance as unknown as { audits: AuditOutbox }).audits;
+/** The session's audit outbox (its test seam). */
+const outboxOf = (instance: SessionObject) => sessionTesting(instance).audits;
 
 async function auditRows(tenantId: string, sessionId: string): Promise<number> {
   const row = await env.DB.prepare("SELECT COUNT(*) AS n FROM decision_audit WHERE tenant_id = ? AND session_id = ?")

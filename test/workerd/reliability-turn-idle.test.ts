@@ -3,18 +3,13 @@
 
 import { env, runInDurableObject } from "cloudflare:test";
 import { describe, expect, it } from "vitest";
-import type { SessionObject } from "../../durable-objects/session/session-object";
-import type { SessionStore } from "../../durable-objects/session/store";
-import type { TurnWatch } from "../../durable-objects/session/turn-watch";
+import { type SessionObject, sessionTesting } from "../../durable-objects/session/session-object";
 import { restartObject } from "./fuzz-faults";
 import { clientWithSession, dialInAgent, isMethod, isResponseTo, seedTenant, startTurn } from "./helpers";
 import { objects } from "../../durable-objects/objects";
 
-// SAFETY: the test asks the session when its idle timer would fire (private fields every SessionObject has).
-const idleAtOf = (instance: SessionObject) => {
-  const { turnWatch, store } = instance as unknown as { turnWatch: TurnWatch; store: SessionStore };
-  return turnWatch.idleAt(store);
-};
+/** When the session's idle timer would fire (its test seam). */
+const idleAtOf = (instance: SessionObject) => sessionTesting(instance).idleAt();
 
 /** A running turn whose agent asked a person (the client holds the copy), with the tenant's turnIdleMs. */
 async function turnAskingAPerson(turnIdleMs: number) {

@@ -5,7 +5,7 @@
 
 import { SELF, env, runInDurableObject } from "cloudflare:test";
 import { describe, expect, it, onTestFinished } from "vitest";
-import type { RulesObject } from "../../durable-objects/rules/rules-object";
+import { type RulesObject, rulesTesting } from "../../durable-objects/rules/rules-object";
 import type { SessionObject } from "../../durable-objects/session/session-object";
 import {
   DEFAULT_OPTIONS,
@@ -46,8 +46,8 @@ const run = (id: string, command: string) => ({ toolCallId: id, kind: "execute",
  * Counts the calls that reach the tenant's RulesObject (RPC serves prototype methods: wrapped there,
  * so only calls for this tenant, the object's name, are counted).
  */
-// SAFETY: `ctx` is the DurableObject's own (protected) state; only its id's name is read.
-const nameOf = (object: RulesObject) => (object as unknown as { ctx: DurableObjectState }).ctx.id.name;
+/** The object's name (its test seam). */
+const nameOf = (object: RulesObject) => rulesTesting(object).name;
 
 async function countRulesCalls(tenantId: string): Promise<{ snapshot: number; check: number }> {
   const counts = { snapshot: 0, check: 0 };
@@ -154,7 +154,7 @@ describe("the compiled rules cache in the session", { timeout: 30_000 }, () => {
     const ruleId = await createRule(t, npmTest);
     const leaseMs = 1500;
     await runInDurableObject(rulesStub(t.tenantId), (instance: RulesObject) => {
-      (instance as unknown as { leaseMs: number }).leaseMs = leaseMs;
+      rulesTesting(instance).leaseMs = leaseMs;
     });
     const agent = await dialInAgent(t);
     const { client, sessionId } = await sessionInTurn(t, agent);
@@ -254,7 +254,7 @@ describe("the compiled rules cache in the session", { timeout: 30_000 }, () => {
     const t = await seedTenant();
     const ruleId = await createRule(t, npmTest);
     await runInDurableObject(rulesStub(t.tenantId), (instance: RulesObject) => {
-      (instance as unknown as { leaseMs: number }).leaseMs = 300;
+      rulesTesting(instance).leaseMs = 300;
     });
     const agent = await dialInAgent(t);
     const { client, sessionId } = await sessionInTurn(t, agent);

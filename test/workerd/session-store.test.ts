@@ -9,12 +9,17 @@ import { MAX_STORED_ROW_BYTES } from "../../protocol/limits";
 import { type PendingRequest, SessionStore } from "../../durable-objects/session/store";
 import { clientWithSession, dialInAgent, isMethod, isResponseTo, seedTenant, startTurn } from "./helpers";
 import { objects } from "../../durable-objects/objects";
+import { LATEST_VERSION, MIGRATIONS, type Migration, migrateStorage } from "../../durable-objects/session/store-migrations";
+import { type SessionObject, sessionTesting } from "../../durable-objects/session/session-object";
+import { restartObject } from "./fuzz-faults";
+
+const storedVersion = (sql: SqlStorage) => sql.exec<{ version: number }>("SELECT version FROM schema_version").toArray()[0]?.version;
 
 let n = 0;
 /** A session object of its own, its storage handed to `fn` (the object's own store is not used). */
-async function inStorage<T>(fn: (sql: SqlStorage) => T | Promise<T>): Promise<T> {
+async function inStorage<T>(fn: (sql: SqlStorage, storage: DurableObjectStorage) => T | Promise<T>): Promise<T> {
   const stub = env.SESSIONS.get(env.SESSIONS.idFromName(`store-test/s${++n}-${Date.now()}`));
-  return runInDurableObject(stub, (_instance: unknown, state: DurableObjectState) => fn(state.storage.sql));
+  return runInDurableObject(stub, (_instance: unknown, state: DurableObjectState) => fn(state.storage.sql, state.storage));
 }
 
 const frame = (id: number, toolCallId: string) =>
@@ -54,16 +59,45 @@ function ask(store: SessionStore, agentReqId: number, toolCallId: string): numbe
 const update = (store: SessionStore, i: number) =>
   store.append("update", JSON.stringify({ jsonrpc: "2.0", method: "session/update", params: { sessionId: "s", update: { i } } }));
 
+/**
+ * The layout of a session from before schema versions (2026-12-02): no version, a log without its
+ * later columns, a `pending` table, an `audit_outbox` table, tool_calls with a rowid; one pending
+ * request (seq 1), one resolved by a separate `resolution` entry (seq 2, 3), one tool call, one audit entry.
+ */
+function writeOldLayout(sql: SqlStorage): void {
+  // The object's own layout (its constructor ran), replaced below by the old one: no version, old tables.
+  sql.exec(`DROP TABLE schema_version; DROP TABLE log; DROP TABLE tool_calls;
+CREATE TABLE tool_calls (id TEXT PRIMARY KEY, row TEXT NOT NULL, updated_seq INTEGER NOT NULL);
+CREATE TABLE log (seq INTEGER PRIMARY KEY, kind TEXT NOT NULL, body TEXT NOT NULL, at INTEGER NOT NULL, agent_seq INTEGER);
+CREATE TABLE pending (
+  perm_id INTEGER PRIMARY KEY, agent_req_id TEXT NOT NULL, agent_epoch INTEGER NOT NULL,
+  tool_call_id TEXT, params TEXT NOT NULL, created_at INTEGER NOT NULL, deadline_at INTEGER NOT NULL,
+  asking INTEGER NOT NULL DEFAULT 0);
+CREATE TABLE audit_outbox (seq INTEGER PRIMARY KEY, entry TEXT NOT NULL);`);
+  sql.exec("INSERT INTO log (seq, kind, body, at, agent_seq) VALUES (1, 'permission', ?, 1, 7)", frame(40, "old"));
+  sql.exec("INSERT INTO log (seq, kind, body, at, agent_seq) VALUES (2, 'permission', ?, 1, 7)", frame(41, "done"));
+  sql.exec(
+    "INSERT INTO log (seq, kind, body, at, agent_seq) VALUES (3, 'resolution', ?, 1, 8)",
+    JSON.stringify({ permId: 2, decidedBy: { type: "agent_withdrew" } }),
+  );
+  sql.exec(
+    "INSERT INTO pending VALUES (1, '40', 3, 'old', ?, 100, 200, 1)",
+    JSON.stringify((JSON.parse(frame(40, "old")) as { params: unknown }).params),
+  );
+  sql.exec("INSERT INTO tool_calls VALUES ('old', '{\"toolCallId\":\"old\"}', 1)");
+  sql.exec("INSERT INTO audit_outbox (entry) VALUES (?)", JSON.stringify({ id: "aud_legacy" }));
+}
+
 describe("session store: one log entry per permission request", () => {
   it("rebuilds the pending requests from the log at start: resolved ones are not pending, open ones are, whole", async () => {
-    await inStorage((sql) => {
-      const store = new SessionStore(sql);
+    await inStorage((sql, storage) => {
+      const store = new SessionStore(storage);
       const first = ask(store, 10, "a");
       for (let i = 0; i < 5; i++) update(store, i);
       const second = ask(store, 11, "b");
       store.resolvePermission(first, { text: '{"resolved":1}', audit: null });
       update(store, 99);
-      const again = new SessionStore(sql);
+      const again = new SessionStore(storage);
       expect(again.pending().map((p) => p.permId)).toEqual([second]);
       expect(again.pendingById(second)).toEqual(store.pendingById(second));
       expect(again.resolutionOf(first, "a")).toBe('{"resolved":1}');
@@ -71,8 +105,8 @@ describe("session store: one log entry per permission request", () => {
   });
 
   it("never starts the rebuild's scan above a request still open, or one whose answer is on its way", async () => {
-    await inStorage((sql) => {
-      const store = new SessionStore(sql);
+    await inStorage((sql, storage) => {
+      const store = new SessionStore(storage);
       const open = ask(store, 1, "open");
       const held = ask(store, 2, "held");
       store.resolvePermission(held, { text: "{}", audit: null });
@@ -84,7 +118,7 @@ describe("session store: one log entry per permission request", () => {
       const pending = store.pendingById(open);
       if (!pending) throw new Error("expected the open request");
       store.reopenPermission({ ...pending, permId: held, agentReqId: 2, toolCallId: "held" });
-      const again = new SessionStore(sql);
+      const again = new SessionStore(storage);
       expect(again.pending().map((p) => p.permId)).toEqual([open, held]);
     });
   });
@@ -92,8 +126,8 @@ describe("session store: one log entry per permission request", () => {
   it("session/delete forgets the log but keeps the audit entries D1 has not taken, which then reach D1", async () => {
     const t = await seedTenant();
     const id = `aud_forget_${Date.now()}`;
-    await inStorage(async (sql) => {
-      const store = new SessionStore(sql);
+    await inStorage(async (sql, storage) => {
+      const store = new SessionStore(storage);
       const r = request(store, 5, "gone");
       const audit = {
         id,
@@ -111,7 +145,7 @@ describe("session store: one log entry per permission request", () => {
       expect(sql.exec<{ n: number }>("SELECT count(*) AS n FROM log").one().n).toBe(1);
       // No budget object in this test: every batch is kept in full.
       const budget = { charge: () => Promise.resolve({ kept: true, resetsAt: 0 }), spent: () => undefined };
-      const outbox = new AuditOutbox(sql, env.DB, new SessionStore(sql), budget);
+      const outbox = new AuditOutbox(sql, env.DB, new SessionStore(storage), budget);
       expect(outbox.waiting()).toBe(1);
       expect(await outbox.flush()).toBe(true);
       expect(outbox.waiting()).toBe(0);
@@ -123,30 +157,12 @@ describe("session store: one log entry per permission request", () => {
 
 describe("session store: an object from before this layout", () => {
   it("migrates once: pending rows into their log entries, the audit outbox into the log, tool_calls WITHOUT ROWID", async () => {
-    await inStorage((sql) => {
-      new SessionStore(sql); // the object's own layout, replaced below by the old one
-      sql.exec(`DROP TABLE log; DROP TABLE tool_calls;
-CREATE TABLE tool_calls (id TEXT PRIMARY KEY, row TEXT NOT NULL, updated_seq INTEGER NOT NULL);
-CREATE TABLE log (seq INTEGER PRIMARY KEY, kind TEXT NOT NULL, body TEXT NOT NULL, at INTEGER NOT NULL, agent_seq INTEGER);
-CREATE TABLE pending (
-  perm_id INTEGER PRIMARY KEY, agent_req_id TEXT NOT NULL, agent_epoch INTEGER NOT NULL,
-  tool_call_id TEXT, params TEXT NOT NULL, created_at INTEGER NOT NULL, deadline_at INTEGER NOT NULL,
-  asking INTEGER NOT NULL DEFAULT 0);
-CREATE TABLE audit_outbox (seq INTEGER PRIMARY KEY, entry TEXT NOT NULL);`);
-      sql.exec("INSERT INTO log (seq, kind, body, at, agent_seq) VALUES (1, 'permission', ?, 1, 7)", frame(40, "old"));
-      sql.exec("INSERT INTO log (seq, kind, body, at, agent_seq) VALUES (2, 'permission', ?, 1, 7)", frame(41, "done"));
-      sql.exec(
-        "INSERT INTO log (seq, kind, body, at, agent_seq) VALUES (3, 'resolution', ?, 1, 8)",
-        JSON.stringify({ permId: 2, decidedBy: { type: "agent_withdrew" } }),
-      );
-      sql.exec(
-        "INSERT INTO pending VALUES (1, '40', 3, 'old', ?, 100, 200, 1)",
-        JSON.stringify((JSON.parse(frame(40, "old")) as { params: unknown }).params),
-      );
-      sql.exec("INSERT INTO tool_calls VALUES ('old', '{\"toolCallId\":\"old\"}', 1)");
-      sql.exec("INSERT INTO audit_outbox (entry) VALUES (?)", JSON.stringify({ id: "aud_legacy" }));
+    await inStorage((sql, storage) => {
+      writeOldLayout(sql);
 
-      const store = new SessionStore(sql);
+      const store = new SessionStore(storage);
+      expect(store.schema).toEqual({ from: 0, to: LATEST_VERSION, ran: MIGRATIONS.map((m) => m.version), created: false });
+      expect(storedVersion(sql)).toBe(LATEST_VERSION);
       expect(store.appliedAgentSeq).toBe(8);
       expect(store.pending()).toEqual([
         expect.objectContaining({
@@ -170,7 +186,9 @@ CREATE TABLE audit_outbox (seq INTEGER PRIMARY KEY, entry TEXT NOT NULL);`);
       expect(audits()).toEqual([{ audit: JSON.stringify({ id: "aud_legacy" }) }]);
       // Once: a second start finds the new layout and changes nothing.
       const rows = sql.exec<{ n: number }>("SELECT count(*) AS n FROM log").one().n;
-      const again = new SessionStore(sql);
+      const again = new SessionStore(storage);
+      expect(again.schema).toEqual({ from: LATEST_VERSION, to: LATEST_VERSION, ran: [], created: false });
+      expect(storedVersion(sql)).toBe(LATEST_VERSION);
       expect(sql.exec<{ n: number }>("SELECT count(*) AS n FROM log").one().n).toBe(rows);
       expect(again.pending().map((p) => p.permId)).toEqual([1]);
       expect(audits()).toHaveLength(1);
@@ -178,14 +196,170 @@ CREATE TABLE audit_outbox (seq INTEGER PRIMARY KEY, entry TEXT NOT NULL);`);
   });
 
   it("hands out ids that never repeat across restarts, from a block reserved in meta", async () => {
-    await inStorage((sql) => {
-      const store = new SessionStore(sql);
+    await inStorage((sql, storage) => {
+      const store = new SessionStore(storage);
       const ids = [store.nextId(), store.nextId(), store.nextId()];
-      const afterRestart = new SessionStore(sql).nextId();
+      const afterRestart = new SessionStore(storage).nextId();
       expect(new Set([...ids, afterRestart]).size).toBe(4);
       expect(afterRestart).toBeGreaterThan(Math.max(...ids));
       const written = sql.exec<{ value: string }>("SELECT value FROM meta WHERE key = 'next_id'").one().value;
       expect(Number(written)).toBeGreaterThanOrEqual(afterRestart);
+    });
+  });
+});
+
+describe("session store: schema versions (store-migrations.ts)", () => {
+  it("a new object is created at the current layout and the latest version, running no migration", async () => {
+    await inStorage((sql, storage) => {
+      // The object's constructor created it; a second start (this store) finds the latest version.
+      expect(storedVersion(sql)).toBe(LATEST_VERSION);
+      expect(new SessionStore(storage).schema).toEqual({ from: LATEST_VERSION, to: LATEST_VERSION, ran: [], created: false });
+      const columns = sql
+        .exec<{ name: string }>("SELECT name FROM pragma_table_info('log')")
+        .toArray()
+        .map((r) => r.name);
+      expect(columns).toEqual(["seq", "kind", "body", "at", "agent_seq", "scan_from", "request", "resolved", "resolved_at", "audit"]);
+    });
+  });
+
+  it("an evicted object with the old layout migrates on its next start, once, keeping its data; the start after runs none", async () => {
+    const stub = env.SESSIONS.get(env.SESSIONS.idFromName(`store-test/restart-${++n}-${Date.now()}`));
+    await runInDurableObject(stub, (_: SessionObject, state: DurableObjectState) => writeOldLayout(state.storage.sql));
+    await restartObject(stub);
+    const first = await runInDurableObject(stub, (instance: SessionObject, state: DurableObjectState) => {
+      const { store } = sessionTesting(instance);
+      return {
+        schema: store.schema,
+        version: storedVersion(state.storage.sql),
+        pending: store.pending().map((p) => [p.permId, p.agentReqId, p.toolCallId]),
+        toolCall: store.toolCall("old"),
+        resolution: store.resolutionOf(2, "done"),
+        audits: state.storage.sql.exec("SELECT audit FROM log WHERE audit IS NOT NULL").toArray().length,
+      };
+    });
+    expect(first).toEqual({
+      schema: { from: 0, to: LATEST_VERSION, ran: MIGRATIONS.map((m) => m.version), created: false },
+      version: LATEST_VERSION,
+      pending: [[1, 40, "old"]],
+      toolCall: { toolCallId: "old" },
+      resolution: expect.stringContaining("agent_withdrew") as unknown,
+      audits: 1,
+    });
+    await restartObject(stub);
+    const second = await runInDurableObject(stub, (instance: SessionObject, state: DurableObjectState) => ({
+      schema: sessionTesting(instance).store.schema,
+      version: storedVersion(state.storage.sql),
+      pending: sessionTesting(instance).store.pending().length,
+      audits: state.storage.sql.exec("SELECT audit FROM log WHERE audit IS NOT NULL").toArray().length,
+    }));
+    expect(second).toEqual({
+      schema: { from: LATEST_VERSION, to: LATEST_VERSION, ran: [], created: false },
+      version: LATEST_VERSION,
+      pending: 1,
+      audits: 1,
+    });
+  });
+
+  it("migrations run in one transaction with the version: one that throws leaves the tables and the version as they were", async () => {
+    await inStorage((sql, storage) => {
+      const before = storedVersion(sql) ?? 0;
+      const migrations: Migration[] = [
+        { version: before + 1, what: "adds a table", run: (s) => s.exec("CREATE TABLE added_by_test (x INTEGER)") },
+        {
+          version: before + 2,
+          what: "fails",
+          run: () => {
+            throw new Error("injected migration failure");
+          },
+        },
+      ];
+      expect(() => migrateStorage(storage, migrations)).toThrow("injected migration failure");
+      expect(storedVersion(sql)).toBe(before);
+      expect(sql.exec("SELECT 1 FROM sqlite_master WHERE name = 'added_by_test'").toArray()).toHaveLength(0);
+      // Both fixed: the next start runs them, in order, once.
+      const fixed = [migrations[0] as Migration, { version: before + 2, what: "fixed", run: () => undefined }];
+      expect(migrateStorage(storage, fixed)).toEqual({ from: before, to: before + 2, ran: [before + 1, before + 2], created: false });
+      expect(migrateStorage(storage, fixed).ran).toEqual([]);
+      expect(storedVersion(sql)).toBe(before + 2);
+    });
+  });
+
+  it("an object older than the oldest migration kept is refused with a clear error, not half-migrated", async () => {
+    await inStorage((sql, storage) => {
+      const at = storedVersion(sql) ?? 0;
+      const kept: Migration[] = [{ version: at + 2, what: "needs the one removed before it", run: () => undefined }];
+      expect(() => migrateStorage(storage, kept)).toThrow(
+        `session storage at version ${at} is older than the oldest migration kept (${at + 2})`,
+      );
+      expect(storedVersion(sql)).toBe(at);
+    });
+  });
+});
+
+describe("session store: meta read from memory, written through", () => {
+  it("reads after writes agree in the instance, in a second store over the same storage, and after a restart", async () => {
+    const t = await seedTenant();
+    const agent = await dialInAgent(t);
+    const { sessionId } = await clientWithSession(t, agent);
+    const stub = objects.session(env, t.tenantId, sessionId);
+    const written = await runInDurableObject(stub, (instance: SessionObject, state: DurableObjectState) => {
+      const { store } = sessionTesting(instance);
+      const meta = store.meta;
+      if (!meta) throw new Error("expected the session's meta");
+      store.meta = { ...meta, title: "cached and written" };
+      store.unindexPending = { tenantId: t.tenantId, sessionId };
+      store.unindexPending = undefined;
+      store.foldedAt = 7;
+      const fresh = new SessionStore(state.storage); // reads SQLite, not this instance's memory
+      return {
+        here: [store.meta?.title, store.unindexPending, store.foldedAt],
+        fresh: [fresh.meta?.title, fresh.unindexPending, fresh.foldedAt],
+      };
+    });
+    expect(written).toEqual({ here: ["cached and written", undefined, 7], fresh: ["cached and written", undefined, 7] });
+    await restartObject(stub);
+    expect((await stub.snapshot())?.title).toBe("cached and written");
+    const after = await runInDurableObject(stub, (instance: SessionObject) => {
+      const { store } = sessionTesting(instance);
+      return [store.meta?.title, store.unindexPending, store.foldedAt, store.turn.state];
+    });
+    expect(after).toEqual(["cached and written", undefined, 7, "idle"]);
+  });
+
+  it("a meta value read is frozen: changing it without writing it back throws instead of drifting from SQLite", async () => {
+    await inStorage((_sql, storage) => {
+      const store = new SessionStore(storage);
+      store.meta = {
+        tenantId: "t",
+        sessionId: "s",
+        agent: "a",
+        cwd: "/",
+        deadlineMs: 1,
+        createdAt: 1,
+        result: { modes: { currentModeId: "x" } },
+      };
+      const meta = store.meta;
+      if (!meta) throw new Error("expected the meta just written");
+      expect(() => {
+        (meta as { title?: string }).title = "lost";
+      }).toThrow(TypeError);
+      expect(() => {
+        (meta.result as { modes: { currentModeId: string } }).modes.currentModeId = "y";
+      }).toThrow(TypeError);
+      expect(new SessionStore(storage).meta).toEqual(store.meta);
+    });
+  });
+
+  it("forget empties the meta in memory as in SQLite: the session is gone for the instance and after a restart", async () => {
+    await inStorage((_sql, storage) => {
+      const store = new SessionStore(storage);
+      store.meta = { tenantId: "t", sessionId: "s", agent: "a", cwd: "/", deadlineMs: 1, createdAt: 1 };
+      store.foldedAt = 3;
+      expect(store.meta?.sessionId).toBe("s");
+      store.forget();
+      expect([store.meta, store.foldedAt, store.turn.state]).toEqual([undefined, 0, "idle"]);
+      const again = new SessionStore(storage);
+      expect([again.meta, again.foldedAt]).toEqual([undefined, 0]);
     });
   });
 });
