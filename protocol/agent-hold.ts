@@ -187,6 +187,34 @@ export class AgentHold<F> {
   }
 }
 
+/**
+ * The sessions an agent connection hosts, for scaling its own rate (the edge multiplies the tenant's
+ * per-connection rate by `note`'s answer). A session counts once the AgentObject named it to the edge
+ * (`vouched`: a grant, a request of it), so an agent cannot raise its rate by naming sessions it does
+ * not host; the agent's own frames of a counted session keep it counted. One not heard of for
+ * `windowMs` stops counting. The scale is at least 1 and at most `maxScale`.
+ */
+export class HostedSessions {
+  private readonly seen = new Map<string, number>();
+  private countedAt = -Infinity;
+
+  constructor(
+    private readonly windowMs: number,
+    private readonly maxScale: number,
+  ) {}
+
+  /** Heard of a session: the scale, when it may have changed (a new session, or a tenth of the window since the last count). */
+  note(sessionId: string, vouched: boolean, now: number): number | undefined {
+    const known = this.seen.has(sessionId);
+    if (!vouched && !known) return undefined;
+    this.seen.set(sessionId, now);
+    if (known && now - this.countedAt < this.windowMs / 10) return undefined;
+    this.countedAt = now;
+    for (const [id, at] of this.seen) if (now - at > this.windowMs) this.seen.delete(id);
+    return Math.min(this.maxScale, Math.max(1, this.seen.size));
+  }
+}
+
 /** A frame's size in UTF-8 bytes, without encoding it. */
 export function utf8Bytes(text: string): number {
   let bytes = text.length;

@@ -29,7 +29,7 @@ import {
 } from "../protocol/jsonrpc";
 import { CANCEL_REQUEST } from "../protocol/methods";
 import { type Limits, heldFullError, limitsOf } from "../protocol/tenant-limits";
-import { AgentHold, type HoldClose, type Share, type Wake, utf8Bytes } from "../protocol/agent-hold";
+import { AgentHold, type HoldClose, HostedSessions, type Share, type Wake, utf8Bytes } from "../protocol/agent-hold";
 import { stage, stageTimingFrom } from "../protocol/stage-timing";
 import type { Env } from "../core/env";
 import { CLOSE, isApplicationCloseCode } from "../core/close-codes";
@@ -78,9 +78,8 @@ export class AgentConnection {
   private readonly limits: Limits;
   /** The connection's own rate for one session; `hosted` scales it. */
   private readonly baseRate: number;
-  /** The sessions the connection hosts, by when it last heard of each. */
-  private readonly hosted = new Map<string, number>();
-  private hostedCountedAt = 0;
+  /** The sessions the connection hosts: its rate is `baseRate` times as many (up to MAX_SESSION_SCALE). */
+  private readonly hosted = new HostedSessions(SESSION_ACTIVE_MS, MAX_SESSION_SCALE);
   private controlOpen = true;
 
   constructor(
@@ -169,26 +168,16 @@ export class AgentConnection {
     return this.rates.share(EDGE_EPOCH, this.principal.tenantId);
   }
 
-  /**
-   * The connection's own rate scales with the sessions it hosts, up to MAX_SESSION_SCALE times: a
-   * session counts while the AgentObject named it to the edge (a grant, a request of it) or the agent
-   * sent it something within SESSION_ACTIVE_MS, once the AgentObject had named it.
-   */
-  private noteSession(message: Exclude<Message, ResponseMessage>, vouched = false): void {
+  /** The connection's own rate scales with the sessions it hosts (HostedSessions). */
+  private noteSession(message: Exclude<Message, ResponseMessage>): void {
     const sessionId = sessionIdOf(message);
-    if (sessionId !== undefined) this.sessionSeen(sessionId, vouched);
+    if (sessionId !== undefined) this.sessionSeen(sessionId, false);
   }
 
   private sessionSeen(sessionId: string, vouched: boolean): void {
-    if (!vouched && !this.hosted.has(sessionId)) return;
     const now = Date.now();
-    const known = this.hosted.has(sessionId);
-    this.hosted.set(sessionId, now);
-    if (known && now - this.hostedCountedAt < SESSION_ACTIVE_MS / 10) return;
-    this.hostedCountedAt = now;
-    for (const [id, at] of this.hosted) if (now - at > SESSION_ACTIVE_MS) this.hosted.delete(id);
-    const scale = Math.min(MAX_SESSION_SCALE, Math.max(1, this.hosted.size));
-    this.hold.setRate(scale * this.baseRate, now);
+    const scale = this.hosted.note(sessionId, vouched, now);
+    if (scale !== undefined) this.hold.setRate(scale * this.baseRate, now);
   }
 
   /** A frame's turn (the hold passes it, in order): answered, routed to its session, or to the AgentObject. */

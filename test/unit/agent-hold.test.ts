@@ -13,7 +13,7 @@
 
 import fc from "fast-check";
 import { describe, expect, it } from "vitest";
-import { AgentHold, type HoldClose, type HoldSettings, type Share, utf8Bytes } from "../../protocol/agent-hold";
+import { AgentHold, type HoldClose, type HoldSettings, HostedSessions, type Share, utf8Bytes } from "../../protocol/agent-hold";
 
 const RUNS = Number(process.env.FUZZ_RUNS ?? 1000);
 
@@ -302,5 +302,28 @@ describe("agent hold: a burst is held and drained at the rate, never cut", () =>
   it("counts UTF-8 bytes", () => {
     for (const text of ["", "abc", "é", "€", "😀", "a😀é€", "\uD800", "\uDC00x"])
       expect(utf8Bytes(text)).toBe(new TextEncoder().encode(text).length);
+  });
+});
+
+describe("hosted sessions: the scale of an agent connection's rate", () => {
+  it("counts a session once the AgentObject named it, never one only the agent names, between 1 and the cap", () => {
+    const hosted = new HostedSessions(60_000, 3);
+    expect(hosted.note("forged", false, 0)).toBeUndefined();
+    expect(hosted.note("a", true, 0)).toBe(1);
+    expect(hosted.note("a", false, 1)).toBeUndefined(); // known, counted a moment ago
+    expect(hosted.note("b", true, 2)).toBe(2);
+    expect(hosted.note("forged", false, 3)).toBeUndefined();
+    expect(hosted.note("c", true, 4)).toBe(3);
+    expect(hosted.note("d", true, 5)).toBe(3); // capped
+  });
+
+  it("stops counting a session not heard of for the window; the agent's own frames keep one counted", () => {
+    const hosted = new HostedSessions(1000, 8);
+    hosted.note("a", true, 0);
+    expect(hosted.note("b", true, 0)).toBe(2);
+    hosted.note("a", false, 900); // the agent's frame of a: kept
+    expect(hosted.note("a", false, 1500)).toBe(1); // b went quiet at 0: no longer counted
+    expect(hosted.note("b", false, 1600)).toBeUndefined(); // forgotten: the agent alone cannot bring it back
+    expect(hosted.note("b", true, 1700)).toBe(2);
   });
 });
