@@ -44,10 +44,14 @@ const MAX_SESSION_SCALE = 8;
 /** A session counts towards the rate while the connection heard of it within this window. */
 const SESSION_ACTIVE_MS = 60_000;
 
-/** One frame of the agent, parsed once on arrival. */
+/**
+ * One frame of the agent. Parsed on arrival (to know what it costs); a frame that has to wait keeps
+ * its text only, so what is held is bounded by the bytes counted, and is parsed again on its turn.
+ */
 interface AgentFrame {
   data: string;
-  parsed: ParsedFrame;
+  parsed: ParsedFrame | undefined;
+  passed?: true;
 }
 
 /** The rates' gate is per connection, and this object is one connection. */
@@ -143,7 +147,10 @@ export class AgentConnection {
     const message = parsed.ok ? parsed.message : undefined;
     const costs = message !== undefined && !isResponse(message);
     if (message !== undefined && !isResponse(message)) this.noteSession(message);
-    this.wake(this.hold.arrive({ data, parsed }, { bytes: utf8Bytes(data), costs, refusable: costs && isRequest(message) }, Date.now()));
+    const frame: AgentFrame = { data, parsed };
+    const next = this.hold.arrive(frame, { bytes: utf8Bytes(data), costs, refusable: costs && isRequest(message) }, Date.now());
+    if (!frame.passed) frame.parsed = undefined;
+    this.wake(next);
   }
 
   /** What the hold asks for next: a timer, the tenant's lease, or nothing. */
@@ -181,7 +188,10 @@ export class AgentConnection {
   }
 
   /** A frame's turn (the hold passes it, in order): answered, routed to its session, or to the AgentObject. */
-  private handle({ data, parsed }: AgentFrame): void {
+  private handle(frame: AgentFrame): void {
+    frame.passed = true;
+    const data = frame.data;
+    const parsed = frame.parsed ?? parseFrame(data);
     if (!parsed.ok) {
       // Answered here, and never passed on as it came: only frames that parsed reach the AgentObject,
       // so nothing the agent sends can pass for a control frame (CONTROL_MARK). An answer refused
@@ -214,7 +224,7 @@ export class AgentConnection {
   }
 
   /** A request that arrived while the hold was over its bound: answered -32029 under its id, not relayed. */
-  private refuse({ parsed }: AgentFrame): void {
+  private refuse({ data, parsed = parseFrame(data) }: AgentFrame): void {
     if (!parsed.ok || isResponse(parsed.message) || !isRequest(parsed.message)) return;
     const error = heldFullError(this.limits.heldBytesPerAgentConnection, this.hold.currentRate, parsed.message.method);
     this.toAgent(JSON.stringify({ jsonrpc: "2.0", id: parsed.message.id, error }));
