@@ -7,7 +7,9 @@
 // edge"; the wire is protocol/agent-edge-wire.ts).
 //
 // Order and exactly-once across the two paths: protocol/edge-routing.ts. Checks: the connection's
-// message rates are applied here to every frame (the AgentObject skips them for the edge's); the
+// message rates are applied here to every frame (the AgentObject skips them for the edge's), by
+// holding what comes too fast and draining it at the rate, never refusing a notification
+// (protocol/agent-hold.ts, docs/decisions/0023-agent-bursts-held.md); the
 // gateway's namespace is applied here to what goes direct, as the AgentObject applies it to the rest.
 
 import { SessionLinks, LINK_IDLE_MS, openSessionLink } from "../durable-objects/agent/session-links";
