@@ -46,6 +46,8 @@ export default defineConfig({
                 FUZZ_RUNS: process.env.FUZZ_RUNS ?? "",
                 // How many events the long-replay measurement logs (test/workerd/compaction-replay.test.ts; the bench sets 100000).
                 REPLAY_EVENTS: process.env.REPLAY_EVENTS ?? "",
+                // How many updates the agent-burst test sends at once (test/workerd/agent-bursts.test.ts; test:slow sends 20000).
+                BURST_UPDATES: process.env.BURST_UPDATES ?? "",
               },
             },
           })),

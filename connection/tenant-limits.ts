@@ -2,6 +2,7 @@
 // the tenant's), and its slot among the connections of its key.
 
 import { CLOSE } from "../core/close-codes";
+import type { HoldClose } from "../protocol/agent-hold";
 import type { JsonRpcId } from "../protocol/jsonrpc";
 import { RateGate } from "../protocol/rate-limit";
 import { CONNECTION_RENEW_MS, type Limits, limitsOf } from "../protocol/tenant-limits";
@@ -120,12 +121,24 @@ export class AgentRates {
     return "closing";
   }
 
+  /** The tenant's share for one frame the edge's hold passes (it keeps the connection's own rate itself). */
+  share(epoch: number, tenantId: string): { ok: true } | { ok: false; retryAfterMs: number } {
+    return this.gateFor(epoch, tenantId).gate.tenantShare();
+  }
+
   /**
-   * The edge holds more of the agent's frames than the connection's own burst while the tenant's
-   * lease is on its way: a flood, closed as `admit` closes one over the connection's own rate.
+   * The edge's hold stayed over its byte bound (or reached its ceiling): the agent kept sending
+   * faster than its rate drains. Closed 4429, the reason saying so.
    */
-  closeOverOwnRate(ws: WebSocket): void {
-    closeFlood(ws, "over", limitsOf(this.overrides).messagesPerSecondPerAgentConnection);
+  closeHeld(ws: WebSocket, epoch: number, tenantId: string, why: HoldClose): void {
+    this.gateFor(epoch, tenantId).closed = true;
+    const mib = (why.heldBytes / (1024 * 1024)).toFixed(1);
+    const held = why.cause === "sustained" ? `over ${mib} MiB waiting for 5 s` : `${mib} MiB waiting`;
+    try {
+      ws.close(CLOSE.rateExceeded, `kept sending faster than ${why.rate} messages a second (${held})`);
+    } catch {
+      // already closing
+    }
   }
 }
 

@@ -11,12 +11,20 @@ export class TokenBucket {
   private at: number;
 
   constructor(
-    private readonly ratePerSecond: number,
-    private readonly capacity: number,
+    private ratePerSecond: number,
+    private capacity: number,
     now: number,
   ) {
     this.tokens = capacity;
     this.at = now;
+  }
+
+  /** A new rate and capacity from `now` on; the tokens refilled so far are kept (up to the new capacity). */
+  retune(ratePerSecond: number, capacity: number, now: number): void {
+    this.refill(now);
+    this.ratePerSecond = ratePerSecond;
+    this.capacity = capacity;
+    this.tokens = Math.min(capacity, this.tokens);
   }
 
   take(now: number): boolean {
@@ -25,8 +33,7 @@ export class TokenBucket {
 
   /** Takes up to `want` whole tokens; returns how many it took. */
   takeUpTo(want: number, now: number): number {
-    this.tokens = Math.min(this.capacity, this.tokens + ((now - this.at) / 1000) * this.ratePerSecond);
-    this.at = now;
+    this.refill(now);
     const taken = Math.max(0, Math.min(want, Math.floor(this.tokens)));
     this.tokens -= taken;
     return taken;
@@ -35,6 +42,17 @@ export class TokenBucket {
   /** How long until one token is there again, in ms (0 if one is). */
   msUntilToken(): number {
     return this.tokens >= 1 ? 0 : Math.ceil(((1 - this.tokens) / this.ratePerSecond) * 1000);
+  }
+
+  /** `msUntilToken` as of `now` (refilled first; takes nothing). */
+  msUntilTokenAt(now: number): number {
+    this.refill(now);
+    return this.msUntilToken();
+  }
+
+  private refill(now: number): void {
+    if (now > this.at) this.tokens = Math.min(this.capacity, this.tokens + ((now - this.at) / 1000) * this.ratePerSecond);
+    this.at = Math.max(this.at, now);
   }
 }
 
@@ -188,6 +206,14 @@ export class RateGate {
   /** The tenant's lease on its way, when its credit is used up (TenantLease `awaiting`). */
   awaiting(): Promise<void> | undefined {
     return this.tenant.awaiting();
+  }
+
+  /**
+   * The tenant's share alone, for one message whose connection keeps its own rate itself (an agent's
+   * at the edge holds what waits: protocol/agent-hold.ts); counts no strike.
+   */
+  tenantShare(): { ok: true } | { ok: false; retryAfterMs: number } {
+    return this.tenant.admit();
   }
 
   /** Whether one message (a request or notification named `method`) may pass. */

@@ -9,6 +9,13 @@ export interface Limits {
   messagesPerSecondPerConnection: number;
   /** Messages per second one agent connection may send (agents stream much faster than people type); bursts of twice that. */
   messagesPerSecondPerAgentConnection: number;
+  /**
+   * Bytes of an agent's frames the edge holds while its message rate makes them wait (decision 0023):
+   * a burst is drained at the rate, not refused. Over it, the agent's requests are refused (-32029)
+   * while notifications and answers are still held; a connection that stays over it for five seconds,
+   * or reaches twice it, is closed 4429.
+   */
+  heldBytesPerAgentConnection: number;
   /** Messages per second all of a tenant's connections, clients and agents, may send together; bursts of twice that. */
   messagesPerSecondPerTenant: number;
   /** Client connections (WebSocket and Streamable HTTP) open at once under one key; more are refused with 429. */
@@ -34,6 +41,7 @@ export interface Limits {
 export const DEFAULT_LIMITS: Readonly<Limits> = {
   messagesPerSecondPerConnection: 100,
   messagesPerSecondPerAgentConnection: 1000,
+  heldBytesPerAgentConnection: 8 * 1024 * 1024,
   messagesPerSecondPerTenant: 5000,
   connectionsPerKey: 100,
   liveSessionsPerTenant: 500,
@@ -128,6 +136,16 @@ export function rateLimitError(limit: RateLimit, value: number, method: string):
     value,
     `${over}; ${method} was refused. Slow down and retry; a connection that keeps sending over the limit is closed.`,
     limit === "messagesPerSecondPerTenant" ? "tenant_rate_limited" : "rate_limited",
+  );
+}
+
+/** The error for an agent's request that arrived while the edge held `value` bytes of its frames or more. */
+export function heldFullError(value: number, rate: number, method: string): LimitError {
+  return limitError(
+    "heldBytesPerAgentConnection",
+    value,
+    `The gateway holds ${value} bytes of this agent's messages waiting for its rate (${rate} a second) already; ${method} was refused. Slow down and retry; notifications are still held, and a connection that stays over the bound for five seconds is closed.`,
+    "agent_hold_full",
   );
 }
 

@@ -7,7 +7,9 @@
 // edge"; the wire is protocol/agent-edge-wire.ts).
 //
 // Order and exactly-once across the two paths: protocol/edge-routing.ts. Checks: the connection's
-// message rates are applied here to every frame (the AgentObject skips them for the edge's); the
+// message rates are applied here to every frame (the AgentObject skips them for the edge's), by
+// holding what comes too fast and draining it at the rate, never refusing a notification
+// (protocol/agent-hold.ts, docs/decisions/0023-agent-bursts-held.md); the
 // gateway's namespace is applied here to what goes direct, as the AgentObject applies it to the rest.
 
 import { SessionLinks, LINK_IDLE_MS, openSessionLink } from "../durable-objects/agent/session-links";
@@ -22,19 +24,37 @@ import {
   isObject,
   isRequest,
   isResponse,
+  type ParsedFrame,
   parseFrame,
   sessionIdOf,
   type Message,
 } from "../protocol/jsonrpc";
 import { CANCEL_REQUEST } from "../protocol/methods";
-import { type Limits, limitsOf } from "../protocol/tenant-limits";
+import { type Limits, heldFullError, limitsOf } from "../protocol/tenant-limits";
+import { AgentHold, type HoldClose, HostedSessions, type Share, type Wake, utf8Bytes } from "../protocol/agent-hold";
 import { stage, stageTimingFrom } from "../protocol/stage-timing";
 import type { Env } from "../core/env";
 import { CLOSE, isApplicationCloseCode } from "../core/close-codes";
 import { type SessionStub, gatewayObjects, objects } from "../durable-objects/objects";
 
-/** At most this much frame text (UTF-16 units) is held for the tenant's lease: 32 MiB. */
-const MAX_HELD_CHARS = 16 * 1024 * 1024;
+/** How long the hold may stay over its byte bound before the agent is closed (decision 0023). */
+const HOLD_SUSTAIN_MS = 5000;
+/** The hold is woken no more often than this: at 1,000 a second, ten frames a wake. */
+const MIN_WAKE_MS = 10;
+/** The connection's own rate grows with the sessions it hosts, up to this many times. */
+const MAX_SESSION_SCALE = 8;
+/** A session counts towards the rate while the connection heard of it within this window. */
+const SESSION_ACTIVE_MS = 60_000;
+
+/**
+ * One frame of the agent. Parsed on arrival (to know what it costs); a frame that has to wait keeps
+ * its text only, so what is held is bounded by the bytes counted, and is parsed again on its turn.
+ */
+interface AgentFrame {
+  data: string;
+  parsed: ParsedFrame | undefined;
+  passed?: true;
+}
 
 /** The rates' gate is per connection, and this object is one connection. */
 const EDGE_EPOCH = 1;
@@ -57,12 +77,15 @@ export class AgentConnection {
   private readonly rates: AgentRates;
   /** The agent's connection ended: what went direct is applied (or handed back) before the control socket closes. */
   private closing?: { code: number; reason: string };
-  /** The agent's frames waiting for the tenant's lease (`handle`), oldest first. */
-  private readonly inbox: string[] = [];
-  private heldChars = 0;
-  /** At most the connection's own burst is held (twice its rate, as its bucket holds). */
-  private readonly maxHeld: number;
-  private paused = false;
+  /** The agent's frames waiting for its rates, in order (protocol/agent-hold.ts). */
+  private readonly hold: AgentHold<AgentFrame>;
+  /** A timer or the tenant's lease is awaited for the hold (`wake`). */
+  private waking = false;
+  private readonly limits: Limits;
+  /** The connection's own rate for one session; `hosted` scales it. */
+  private readonly baseRate: number;
+  /** The sessions the connection hosts: its rate is `baseRate` times as many (up to MAX_SESSION_SCALE). */
+  private readonly hosted = new HostedSessions(SESSION_ACTIVE_MS, MAX_SESSION_SCALE);
   private controlOpen = true;
 
   constructor(
@@ -75,7 +98,19 @@ export class AgentConnection {
     stageTimingFrom(env);
     this.rates = new AgentRates(gatewayObjects(env));
     this.rates.overrides = principal.limits;
-    this.maxHeld = 2 * limitsOf(principal.limits).messagesPerSecondPerAgentConnection;
+    this.limits = limitsOf(principal.limits);
+    this.baseRate = this.limits.messagesPerSecondPerAgentConnection;
+    const maxBytes = this.limits.heldBytesPerAgentConnection;
+    this.hold = new AgentHold<AgentFrame>(
+      { rate: this.baseRate, maxBytes, sustainMs: HOLD_SUSTAIN_MS, ceilingBytes: 2 * maxBytes },
+      {
+        share: () => this.share(),
+        pass: (frame) => this.handle(frame),
+        refuse: (frame) => this.refuse(frame),
+        close: (why) => this.overflowed(why),
+      },
+      Date.now(),
+    );
     this.routing = new EdgeRouting({
       toAgentObject: (message) => this.sendControl(encodeControl(message)),
       deliver: (sessionId, items) => this.deliver(sessionId, items),
@@ -102,39 +137,63 @@ export class AgentConnection {
   }
 
   // ── from the agent ────────────────────────────────────────────────────────────────────────────
+  /**
+   * Every frame of the agent, in its order, goes through the hold (protocol/agent-hold.ts): passed at
+   * once while the rates allow, otherwise held and drained at the rate. Answers and frames that did
+   * not parse cost nothing but keep their place, so an answer never overtakes what was sent before it.
+   */
   private fromAgent(data: unknown): void {
     if (this.closing || typeof data !== "string") return;
     stage("agent.in", data);
-    if (!this.paused && this.inbox.length === 0) return this.handle(data);
-    // Held for the tenant's lease, within bounds: more than the connection's own burst while a lease
-    // is on its way (milliseconds) is a flood, closed as the rate gate closes one.
-    if (this.inbox.length >= this.maxHeld || this.heldChars + data.length > MAX_HELD_CHARS) {
-      this.rates.closeOverOwnRate(this.agent);
-      return this.agentClosed(1000, FLOOD_REASON);
-    }
-    this.hold(data);
-  }
-
-  private hold(data: string, first = false): void {
-    if (first) this.inbox.unshift(data);
-    else this.inbox.push(data);
-    this.heldChars += data.length;
-  }
-
-  /**
-   * One frame, in the order the agent sent it. When the connection's credit of the tenant's rate is
-   * used up and its next lease is on the way, frames wait for it here (in order) rather than being
-   * refused: the edge takes a burst before any answer to its own calls (TenantLease `awaiting`).
-   */
-  private handle(data: string): void {
-    const lease = this.rates.awaiting(EDGE_EPOCH, this.principal.tenantId);
-    if (lease) {
-      this.hold(data, true);
-      this.paused = true;
-      this.waitUntil(lease.then(() => this.resume()));
-      return;
-    }
     const parsed = parseFrame(data);
+    const message = parsed.ok ? parsed.message : undefined;
+    const costs = message !== undefined && !isResponse(message);
+    if (message !== undefined && !isResponse(message)) this.noteSession(message);
+    const frame: AgentFrame = { data, parsed };
+    const next = this.hold.arrive(frame, { bytes: utf8Bytes(data), costs, refusable: costs && isRequest(message) }, Date.now());
+    if (!frame.passed) frame.parsed = undefined;
+    this.wake(next);
+  }
+
+  /** What the hold asks for next: a timer, the tenant's lease, or nothing. */
+  private wake(next: Wake): void {
+    if (this.waking || next === "idle" || next === "closed") return this.closeWhenDrained();
+    const woken =
+      next === "lease"
+        ? (this.rates.awaiting(EDGE_EPOCH, this.principal.tenantId) ?? Promise.resolve())
+        : new Promise<void>((resolve) => setTimeout(resolve, Math.max(next.in, MIN_WAKE_MS)));
+    this.waking = true;
+    this.waitUntil(
+      woken.then(() => {
+        this.waking = false;
+        this.wake(this.hold.drain(Date.now()));
+      }),
+    );
+  }
+
+  /** The tenant's share for one frame the hold passes; "lease" when its next lease is on the way. */
+  private share(): Share {
+    if (this.rates.awaiting(EDGE_EPOCH, this.principal.tenantId)) return { ok: false, retryAfterMs: undefined };
+    return this.rates.share(EDGE_EPOCH, this.principal.tenantId);
+  }
+
+  /** The connection's own rate scales with the sessions it hosts (HostedSessions). */
+  private noteSession(message: Exclude<Message, ResponseMessage>): void {
+    const sessionId = sessionIdOf(message);
+    if (sessionId !== undefined) this.sessionSeen(sessionId, false);
+  }
+
+  private sessionSeen(sessionId: string, vouched: boolean): void {
+    const now = Date.now();
+    const scale = this.hosted.note(sessionId, vouched, now);
+    if (scale !== undefined) this.hold.setRate(scale * this.baseRate, now);
+  }
+
+  /** A frame's turn (the hold passes it, in order): answered, routed to its session, or to the AgentObject. */
+  private handle(frame: AgentFrame): void {
+    frame.passed = true;
+    const data = frame.data;
+    const parsed = frame.parsed ?? parseFrame(data);
     if (!parsed.ok) {
       // Answered here, and never passed on as it came: only frames that parsed reach the AgentObject,
       // so nothing the agent sends can pass for a control frame (CONTROL_MARK). An answer refused
@@ -148,7 +207,6 @@ export class AgentConnection {
       return owner === undefined ? this.sendControl(text) : this.routing.viaAgentObject(owner, text);
     }
     const message = parsed.message;
-    if (!isResponse(message) && !this.admitted(message)) return;
     if (isResponse(message)) {
       const owner = this.takeAnswerOwner(message.id);
       return owner === undefined ? this.sendControl(data) : this.routing.viaAgentObject(owner, data);
@@ -167,28 +225,17 @@ export class AgentConnection {
     this.notification(sessionId, message, data);
   }
 
-  private resume(): void {
-    this.paused = false;
-    while (!this.paused) {
-      const next = this.inbox.shift();
-      if (next === undefined) break;
-      this.heldChars -= next.length;
-      this.handle(next);
-    }
-    this.closeWhenDrained();
+  /** A request that arrived while the hold was over its bound: answered -32029 under its id, not relayed. */
+  private refuse({ data, parsed = parseFrame(data) }: AgentFrame): void {
+    if (!parsed.ok || isResponse(parsed.message) || !isRequest(parsed.message)) return;
+    const error = heldFullError(this.limits.heldBytesPerAgentConnection, this.hold.currentRate, parsed.message.method);
+    this.toAgent(JSON.stringify({ jsonrpc: "2.0", id: parsed.message.id, error }));
   }
 
-  /** The connection's message rates, for every frame but answers (as the AgentObject applied them before). */
-  private admitted(message: Exclude<Message, ResponseMessage>): boolean {
-    const rate = this.rates.admit(
-      this.agent,
-      EDGE_EPOCH,
-      this.principal.tenantId,
-      message.method,
-      isRequest(message) ? message.id : undefined,
-    );
-    if (rate === "closing") this.agentClosed(1000, FLOOD_REASON);
-    return rate === "ok";
+  /** The hold stayed over its bound: closed 4429 with the reason; the sessions hear FLOOD_REASON. */
+  private overflowed(why: HoldClose): void {
+    this.rates.closeHeld(this.agent, EDGE_EPOCH, this.principal.tenantId, why);
+    this.agentClosed(1000, FLOOD_REASON);
   }
 
   private takeAnswerOwner(id: JsonRpcId | null | undefined): string | undefined {
@@ -238,9 +285,13 @@ export class AgentConnection {
     }
     if (message.t === "request") {
       this.answerOwners.set(message.id, message.s);
+      this.sessionSeen(message.s, true);
       return this.toAgent(message.text);
     }
-    if (message.t === "grant" && !this.closing) this.routing.granted(message);
+    if (message.t === "grant" && !this.closing) {
+      this.sessionSeen(message.s, true);
+      this.routing.granted(message);
+    }
   }
 
   /** An answer to one of the agent's requests is on its way: a later cancel of that id is nobody's. */
@@ -286,7 +337,7 @@ export class AgentConnection {
   }
 
   private closeWhenDrained(): void {
-    if (!this.closing || this.paused || this.inbox.length > 0 || !this.routing.idle()) return;
+    if (!this.closing || (this.hold.held > 0 && !this.hold.isClosed) || !this.routing.idle()) return;
     this.links.closeAll();
     if (!this.controlOpen) return;
     this.controlOpen = false;
@@ -303,6 +354,8 @@ export class AgentConnection {
    */
   private controlClosed(code: number, reason: string): void {
     this.controlOpen = false;
+    // Nothing held can reach the AgentObject now: it is let go with the connection, as frames in its socket are.
+    this.hold.end();
     if (this.closing) return this.closeWhenDrained();
     this.closing = { code: 1000, reason };
     const passOn = isApplicationCloseCode(code);

@@ -7,6 +7,7 @@ declare global {
       TEST_MIGRATIONS: D1Migration[];
       FUZZ_RUNS: string;
       REPLAY_EVENTS: string;
+      BURST_UPDATES: string;
     }
   }
 }

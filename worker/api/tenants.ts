@@ -20,6 +20,12 @@ const LimitsSchema = z
   .object({
     messagesPerSecondPerConnection: z.number().int().min(1).max(100_000).optional(),
     messagesPerSecondPerAgentConnection: z.number().int().min(1).max(100_000).optional(),
+    heldBytesPerAgentConnection: z
+      .number()
+      .int()
+      .min(64 * 1024)
+      .max(64 * 1024 * 1024)
+      .optional(),
     messagesPerSecondPerTenant: z.number().int().min(1).max(1_000_000).optional(),
     connectionsPerKey: z.number().int().min(1).max(100_000).optional(),
     liveSessionsPerTenant: z.number().int().min(1).max(1_000_000).optional(),
