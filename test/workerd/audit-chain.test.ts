@@ -114,9 +114,11 @@ describe("audit hash chain", () => {
     const t = await seedTenant();
     const WRITERS = 8;
     const BATCHES = 3;
-    const SIZE = 5;
+    // Batches of different sizes: a writer that lost seq n+1 to a shorter batch would otherwise
+    // find n+2… free and hang links off its own n+1, which is not in the chain.
+    const sizeOf = (w: number, b: number) => 1 + ((w + 2 * b) % 5);
     const batches = Array.from({ length: WRITERS }, (_, w) =>
-      Array.from({ length: BATCHES }, (_, b) => Array.from({ length: SIZE }, (_, k) => entryOf(t.tenantId, w * 100 + b * 10 + k))),
+      Array.from({ length: BATCHES }, (_, b) => Array.from({ length: sizeOf(w, b) }, (_, k) => entryOf(t.tenantId, w * 100 + b * 10 + k))),
     );
     // Each writer reads the same tip before any has written: all but one lose each round.
     await Promise.all(
@@ -128,15 +130,17 @@ describe("audit hash chain", () => {
       }),
     );
     // The outbox retrying a batch D1 wrote but whose answer it lost: nothing is added.
-    const again = batches[3]?.[1] ?? [];
+    const again = batches[1]?.[1] ?? [];
+    expect(again).toHaveLength(4);
     await appendToChain(env.DB, t.tenantId, again);
     // A retry of a batch half of which D1 has: only the rest is appended.
     const half = [...again.slice(0, 2), entryOf(t.tenantId, 999)];
     await appendToChain(env.DB, t.tenantId, half);
 
-    const total = WRITERS * BATCHES * SIZE + 1;
+    const total = batches.flat(2).length + 1;
     const rows = await chainRows(t.tenantId);
     expect(rows.map((r) => r.seq)).toEqual(Array.from({ length: total }, (_, i) => i + 1));
+    rows.forEach((r, i) => expect(r.prev_hash).toBe(i === 0 ? GENESIS : rows[i - 1]?.hash));
     expect(new Set(rows.map((r) => r.audit_id)).size).toBe(total);
     expect(rows.at(-1)?.audit_id).toBe("aud_t999");
     const { lines, end } = await exported(t.clientKey);
