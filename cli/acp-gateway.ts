@@ -1,8 +1,10 @@
 #!/usr/bin/env node
-// acp-gateway: connect ACP editors (`client`) and stdio ACP agents (`agent`) to a hosted gateway.
+// acp-gateway: connect ACP editors (`client`) and stdio ACP agents (`agent`) to a hosted gateway,
+// and check an audit export offline (`audit verify`).
 
 import { HELP, UsageError, parseArgs } from "./args.ts";
 import { runAgent } from "./agent-bridge.ts";
+import { runAuditVerify } from "./audit-verify.ts";
 import { runClient } from "./client-bridge.ts";
 
 async function main(argv: string[]): Promise<number> {
@@ -18,6 +20,7 @@ async function main(argv: string[]): Promise<number> {
     process.stderr.write(`${HELP[parsed.topic ?? "main"]}\n`);
     return 0;
   }
+  if (parsed.command === "audit-verify") return runAuditVerify(parsed);
   if (parsed.command === "client") return runClient(parsed);
   return runAgent(parsed);
 }

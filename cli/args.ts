@@ -1,6 +1,8 @@
 // Command-line arguments of acp-gateway, with the environment as a fallback for what should not
 // appear in `ps` (the key).
 
+import { type ChainPoint, START, parsePoint } from "../protocol/audit-chain.ts";
+
 interface CommonOptions {
   url: URL;
   key: string;
@@ -16,14 +18,23 @@ interface AgentOptions extends CommonOptions {
   /** How much of the agent's output is kept while the socket is down. */
   buffer: { messages: number; bytes: number };
 }
-export type Parsed = ClientOptions | AgentOptions | { command: "help"; topic?: "client" | "agent" };
+/** `audit verify`: check an audit export (GET /v1/audit/export) offline; no gateway needed. */
+export interface AuditVerifyOptions {
+  command: "audit-verify";
+  /** A file, or "-" for stdin. */
+  file: string;
+  after: { seq: number; hash: string | undefined };
+  end: ChainPoint | undefined;
+}
+export type Parsed = ClientOptions | AgentOptions | AuditVerifyOptions | { command: "help"; topic?: "client" | "agent" | "audit" };
 
 export class UsageError extends Error {}
 
 export function parseArgs(argv: string[], env: Record<string, string | undefined>): Parsed {
   const [command, ...rest] = argv;
   if (command === undefined || command === "--help" || command === "-h" || command === "help") return { command: "help" };
-  if (command !== "client" && command !== "agent") throw new UsageError(`unknown command "${command}"; use "client" or "agent"`);
+  if (command === "audit") return parseAudit(rest);
+  if (command !== "client" && command !== "agent") throw new UsageError(`unknown command "${command}"; use "client", "agent" or "audit"`);
   const dashdash = rest.indexOf("--");
   const flags = dashdash >= 0 ? rest.slice(0, dashdash) : rest;
   const tail = dashdash >= 0 ? rest.slice(dashdash + 1) : [];
@@ -49,6 +60,37 @@ export function parseArgs(argv: string[], env: Record<string, string | undefined
     bytes: positiveInt("--buffer-bytes", values["buffer-bytes"], 16 * 1024 * 1024),
   };
   return { command, url, key, name, argv: tail, buffer };
+}
+
+function parseAudit(argv: string[]): Parsed {
+  const [sub, ...rest] = argv;
+  if (sub === undefined || sub === "--help" || sub === "-h") return { command: "help", topic: "audit" };
+  if (sub !== "verify") throw new UsageError(`unknown audit command "${sub}"; use "audit verify FILE"`);
+  let file: string | undefined;
+  let after: AuditVerifyOptions["after"] = START;
+  let end: ChainPoint | undefined;
+  for (let i = 0; i < rest.length; i++) {
+    const arg = rest[i] as string;
+    if (arg === "--help" || arg === "-h") return { command: "help", topic: "audit" };
+    const match = /^--(after|end)(?:=(.*))?$/.exec(arg);
+    if (match) {
+      const value = match[2] ?? rest[++i];
+      if (value === undefined) throw new UsageError(`--${match[1]} needs a value: SEQ:HASH`);
+      const point = parsePoint(value);
+      if (match[1] === "after") {
+        if (!point) throw new UsageError(`--after needs SEQ:HASH (or SEQ alone, trusting the first line's prev), not "${value}"`);
+        after = point;
+      } else {
+        if (!point || point.hash === undefined)
+          throw new UsageError(`--end needs SEQ:HASH (the export's Acp-Audit-Chain-End header), not "${value}"`);
+        end = { seq: point.seq, hash: point.hash };
+      }
+    } else if (arg.startsWith("--")) throw new UsageError(`unknown option "${arg}"`);
+    else if (file === undefined) file = arg;
+    else throw new UsageError(`one file at a time: "${file}", then "${arg}"`);
+  }
+  if (file === undefined) throw new UsageError('no file: pass the export\'s file, or "-" to read stdin');
+  return { command: "audit-verify", file, after, end };
 }
 
 function positiveInt(flag: string, raw: string | undefined, fallback: number): number {
@@ -88,13 +130,29 @@ export const HELP = {
 Usage:
   acp-gateway client --url URL [--agent NAME]           be a stdio ACP agent for an editor (Zed, any ACP client)
   acp-gateway agent  --url URL --name NAME -- CMD ARGS  connect a stdio ACP agent to the gateway as a cloud agent
+  acp-gateway audit verify [--after SEQ:HASH] [--end SEQ:HASH] FILE|-   check an audit export's hash chain
 
 The key comes from ACP_GATEWAY_KEY (or --key KEY, which shows in \`ps\`); the URL from --url or
 ACP_GATEWAY_URL: the gateway's base URL as \`npm start\` prints it (http://127.0.0.1:8787) or https://….
 Logs go to stderr; stdout carries only ACP. Exit codes: 0 done, 1 unreachable or failed, 2 refused
 key or bad arguments.
 
-Run \`acp-gateway client --help\` or \`acp-gateway agent --help\` for details.`,
+Run \`acp-gateway client --help\`, \`acp-gateway agent --help\` or \`acp-gateway audit --help\` for details.`,
+  audit: `acp-gateway audit verify — check an audit export (GET /v1/audit/export) offline
+
+Usage: acp-gateway audit verify [--after SEQ:HASH] [--end SEQ:HASH] FILE|-
+
+Reads the NDJSON export (a file, or stdin for -), recomputes each line's hash (SHA-256 of the line
+without its "hash" key in RFC 8785 canonical JSON, decision 0024) and checks that seq runs on with
+no gap and each prev is the hash of the line before. The first fault is printed with its line
+number: a gap, a reorder, an edited line, a broken link, a line of another tenant, or a wrong start
+or end. Exit codes: 0 the chain holds, 1 it does not, 2 bad arguments or an unreadable file.
+
+--after SEQ:HASH  the export starts after this link (the last one you verified; default 0: the
+                  whole chain, starting at seq 1 after 64 zeros). SEQ alone trusts the first prev.
+--end SEQ:HASH    the export must end at this link: the Acp-Audit-Chain-End header of the export's
+                  response. Without it, lines cut off at the end cannot be noticed.
+On success it prints the last link, SEQ:HASH: keep it for the next export's --after.`,
   client: `acp-gateway client — a stdio ACP agent process, as far as the editor can tell
 
 Usage: ACP_GATEWAY_KEY=KEY acp-gateway client --url URL [--agent NAME]

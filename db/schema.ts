@@ -163,6 +163,29 @@ export const decisionAudit = sqliteTable(
   (t) => [index("decision_audit_tenant").on(t.tenantId, t.at)],
 );
 
+/**
+ * The tenant's audit hash chain (decision 0024, protocol/audit-chain.ts): append-only, one link per
+ * version of a decision_audit row as it was written, numbered per tenant with no gap. A row written
+ * again under its id (a summarising row, its count risen) is a new link; no link is ever updated.
+ */
+export const auditChain = sqliteTable(
+  "audit_chain",
+  {
+    tenantId: text("tenant_id")
+      .notNull()
+      .references(() => tenants.id),
+    seq: integer("seq").notNull(),
+    prevHash: text("prev_hash").notNull(),
+    hash: text("hash").notNull(),
+    /** The entry in canonical JSON, as hashed, exported as it is. */
+    entry: text("entry").notNull(),
+    /** SHA-256 of `entry`: what makes a retried write find its link instead of adding a second. */
+    entryDigest: text("entry_digest").notNull(),
+    auditId: text("audit_id").notNull(),
+  },
+  (t) => [primaryKey({ columns: [t.tenantId, t.seq] }), uniqueIndex("audit_chain_entry").on(t.tenantId, t.entryDigest)],
+);
+
 export type DecisionRuleRow = typeof decisionRules.$inferSelect;
 export type DecisionAuditRow = typeof decisionAudit.$inferSelect;
 

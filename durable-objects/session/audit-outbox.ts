@@ -4,7 +4,8 @@
 // carried by every log write) says up to where D1 has them all: entries are written at once when D1
 // answers, retried by the session's alarm when it does not, so a D1 outage delays the audit and
 // never loses it. Entries carry their own id, and the insert ignores one D1 already has, so a retry
-// after an insert whose answer was lost, or after a restart, writes nothing twice.
+// after an insert whose answer was lost, or after a restart, writes nothing twice. Each written row
+// is also appended to the tenant's hash chain (db/queries/audit-chain.ts), with the same guarantee.
 //
 // The cursor never passes an entry that may still change: a request still pending, or one whose
 // answer is on its way to the agent (`held`: if it cannot be delivered, it is asked again or audited
@@ -16,6 +17,7 @@ const AUDIT_RETRY_MS = 15_000;
 const BATCH = 100;
 
 import { type AuditEntry, insertAuditRows } from "../../db/queries/audit";
+import { appendToChain } from "../../db/queries/audit-chain";
 import { auditDay, limitsOf } from "../../protocol/tenant-limits";
 import { summarisedEntry } from "./permission-audit";
 import type { SessionStore } from "./store";
@@ -127,7 +129,12 @@ export class AuditOutbox {
           entries.delete(entry.id as string);
           entries.set(entry.id as string, entry);
         }
-        await insertAuditRows(this.db, await this.withinBudget([...entries.values()]));
+        const batch = await this.withinBudget([...entries.values()]);
+        await insertAuditRows(this.db, batch);
+        // Then the tenant's hash chain (decision 0024): one link per row as written; a retry of
+        // this batch finds the links it made and adds only what is missing.
+        const tenantId = batch[0]?.tenantId;
+        if (tenantId !== undefined) await appendToChain(this.db, tenantId, batch);
         this.charged = undefined;
       } catch (error) {
         this.failedAt = Date.now();

@@ -121,6 +121,7 @@ describe("the rules API", () => {
         "/v1/rules/{id}",
         "/v1/rules/test",
         "/v1/audit",
+        "/v1/audit/export",
       ]),
     );
   });

@@ -1,7 +1,10 @@
 // GET /v1/audit — how every permission request of the tenant was resolved, newest first.
+// GET /v1/audit/export — the tenant's audit hash chain as NDJSON, oldest first, for a SIEM (decision 0024).
 
 import { OpenAPIHono, createRoute, z } from "@hono/zod-openapi";
 import { auditPage } from "../../db/queries/audit";
+import { chainPoint, chainRange, chainTip } from "../../db/queries/audit-chain";
+import { ApiError } from "../http-error";
 import { decisionAudit } from "../../db/schema";
 import { objects } from "../../durable-objects/objects";
 import { limitsOf } from "../../protocol/tenant-limits";
@@ -109,5 +112,91 @@ auditApi.openapi(
       }),
     );
     return c.json({ ...page, budget }, 200);
+  },
+);
+
+/** Links per D1 read while the export streams. */
+const EXPORT_READ = 500;
+const EXPORT_DEFAULT_LIMIT = 10_000;
+const EXPORT_MAX_LIMIT = 100_000;
+/** The header that names the last link of an export, `SEQ:HASH`: a verifier checks the file ends there. */
+const CHAIN_END_HEADER = "Acp-Audit-Chain-End";
+
+function wholeNumber(name: string, raw: string | undefined, fallback: number, min: number, max: number): number {
+  if (raw === undefined || raw === "") return fallback;
+  const n = Number(raw);
+  if (!/^\d+$/.test(raw) || !Number.isSafeInteger(n) || n < min || n > max)
+    throw ApiError.badRequest(`${name} must be a whole number from ${min} to ${max}, not "${raw}"`);
+  return n;
+}
+
+auditApi.openapi(
+  createRoute({
+    method: "get",
+    path: "/v1/audit/export",
+    tags: ["audit"],
+    summary: "The tenant's audit hash chain as NDJSON, oldest first, resumable after a seq",
+    description:
+      "One link per line: `seq` (1, 2, … per tenant, no gap), `prev` (the hash of seq − 1; 64 zeros before seq 1), `hash`, `tenantId`, `entry` (the row as GET /v1/audit shows it, as it was written; a row written again, such as a summary whose count rose, is a new link). `hash` is the lower-case hex SHA-256 of the line without its `hash` key in RFC 8785 canonical JSON. The `Acp-Audit-Chain-End` header names the last link sent (`SEQ:HASH`); resume with `after` set to it. `acp-gateway audit verify` checks a file.",
+    middleware: [requireKey("client", "admin")] as const,
+    request: {
+      query: z.object({
+        after: z.string().optional().openapi({ description: "Start after this seq (default 0: the whole chain)" }),
+        limit: z
+          .string()
+          .optional()
+          .openapi({ description: `At most this many links (default ${EXPORT_DEFAULT_LIMIT}, at most ${EXPORT_MAX_LIMIT})` }),
+      }),
+    },
+    responses: {
+      200: {
+        description: "NDJSON, one link per line",
+        headers: z.object({ [CHAIN_END_HEADER]: z.string().openapi({ description: "SEQ:HASH of the last link sent" }) }),
+        content: { "application/x-ndjson": { schema: z.string() } },
+      },
+      400: errorResponses[400],
+      401: errorResponses[401],
+      403: errorResponses[403],
+    },
+  }),
+  async (c) => {
+    const { tenantId } = c.get("principal");
+    const q = c.req.valid("query");
+    const after = wholeNumber("after", q.after, 0, 0, Number.MAX_SAFE_INTEGER);
+    const limit = wholeNumber("limit", q.limit, EXPORT_DEFAULT_LIMIT, 1, EXPORT_MAX_LIMIT);
+    const db = c.env.DB;
+    // Links are numbered without a gap, so where this export ends is known before it starts: the
+    // tip as it is now, or `limit` links on. Links appended meanwhile wait for the next export.
+    const tip = await chainTip(db, tenantId);
+    if (after > tip.seq) throw ApiError.badRequest(`after=${after} is past the tenant's last audit link (seq ${tip.seq})`);
+    const through = Math.min(tip.seq, after + limit);
+    const end = through === tip.seq ? tip : await chainPoint(db, tenantId, through);
+    if (!end) throw new Error(`the audit chain of tenant ${tenantId} has no link ${through} below its tip ${tip.seq}`);
+    const utf8 = new TextEncoder();
+    let next = after;
+    const body = new ReadableStream<Uint8Array>({
+      async pull(controller) {
+        if (next >= through) return controller.close();
+        const rows = await chainRange(db, tenantId, next, through, EXPORT_READ);
+        if (rows.length === 0)
+          return controller.error(new Error(`the audit chain of tenant ${tenantId} ends at ${next}, before ${through}`));
+        // The entry goes out as stored, byte for byte: an edit of it in D1 shows as a hash mismatch.
+        const text = rows
+          .map(
+            (r) =>
+              `{"seq":${r.seq},"prev":${JSON.stringify(r.prevHash)},"hash":${JSON.stringify(r.hash)},"tenantId":${JSON.stringify(tenantId)},"entry":${r.entry}}\n`,
+          )
+          .join("");
+        next = rows.at(-1)?.seq ?? through;
+        controller.enqueue(utf8.encode(text));
+      },
+    });
+    const response = new Response(body, {
+      headers: { "Content-Type": "application/x-ndjson; charset=utf-8", [CHAIN_END_HEADER]: `${end.seq}:${end.hash}` },
+    });
+    // SAFETY: zod-openapi types a route's response by its media type and reads "application/x-ndjson"
+    // as a JSON one (it matches application/…json), leaving no type for a plain Response; this is the
+    // 200 the route documents.
+    return response as never;
   },
 );
