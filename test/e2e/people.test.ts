@@ -194,6 +194,25 @@ describe("a person's identity token", () => {
   });
 });
 
+describe("Cloudflare Access in front of the gateway", () => {
+  it("accepts Cf-Access-Jwt-Assertion for a tenant that configured Access, and names the person by email", async () => {
+    const audience = `access-${a.slug}`;
+    const config = await ok("/v1/tenant/access", a.admin, { method: "PUT", body: { teamDomain: idp.issuer, audience } });
+    expect(config).toMatchObject({ provider: "access", issuer: idp.issuer, jwksUrl: `${idp.issuer}/cdn-cgi/access/certs` });
+    const assertion = await idp.token("u-erin", { audience, claims: { email: "erin@example.com" } });
+    const response = await fetch(`${url}/v1/tickets`, {
+      method: "POST",
+      headers: { "Cf-Access-Jwt-Assertion": assertion, "Acp-Tenant": a.slug, "Content-Type": "application/json" },
+      body: "{}",
+    });
+    expect(response.status).toBe(201);
+    const wrong = await idp.token("u-erin", { audience: a.audience });
+    const refused = await fetch(`${url}/v1/sessions`, { headers: { "Cf-Access-Jwt-Assertion": wrong, "Acp-Tenant": a.slug } });
+    expect(refused.status).toBe(401);
+    expect(((await refused.json()) as Json).error.message).toMatch(/audience/);
+  });
+});
+
 describe("tickets for a person", () => {
   it("a person's token gets a ticket that opens /acp once, answering acp.v1; a second use and a late one are 401", async () => {
     const token = await idp.token("u-carol", { audience: a.audience, claims: { name: "Carol" } });
