@@ -128,6 +128,14 @@ describe("a person's identity token", () => {
     agent.close();
   });
 
+  it("opens a Streamable HTTP connection to /acp too", async () => {
+    const token = await idp.token("u-alice", { audience: a.audience, claims: { name: "Alice Example" } });
+    const client = await connectClient({ url, key: token, tenant: a.slug, agent: "nobody-here", transport: "http" });
+    // connectClient initialized over HTTP with the token; the gateway answers session/list itself.
+    expect(await client.request("session/list", {})).toMatchObject({ sessions: expect.any(Array) });
+    client.close();
+  });
+
   it("is refused 401 with the reason: wrong audience, expired, unknown key, no tenant named", async () => {
     const wrongAudience = await idp.token("u-alice", { audience: "someone-else" });
     expect(await restWith(wrongAudience, a.slug)).toMatchObject({
