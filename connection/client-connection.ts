@@ -32,7 +32,7 @@ import { type Admission, type RateGate } from "../protocol/rate-limit";
 import { ConnectionSlot, rateGate } from "./tenant-limits";
 import type { ClientSink } from "./client-sink";
 import type { Env } from "../core/env";
-import { DEFAULT_KEY_RECHECK_MS, DEFAULT_KEY_UNVERIFIED_GRACE_MS, KeyRecheck, keyStillValid } from "./key-recheck";
+import { DEFAULT_KEY_RECHECK_MS, DEFAULT_KEY_UNVERIFIED_GRACE_MS, KeyRecheck, credentialStillValid } from "./key-recheck";
 import { logTracedRequest } from "./trace";
 import { stage, stageTimingFrom } from "../protocol/stage-timing";
 import type { Principal } from "../core/principal";
@@ -113,7 +113,7 @@ export class ClientConnection {
     if (this.closed) return;
     this.metrics.flushIfDue();
     this.slot.renewIfDue();
-    const check = await keyStillValid(this.env, this.principal.keyId).then(
+    const check = await credentialStillValid(this.env, this.principal).then(
       (valid) => ({ ok: true as const, valid }),
       () => ({ ok: false as const }), // D1 unavailable: KeyRecheck bounds how long that is tolerated
     );
@@ -122,6 +122,8 @@ export class ClientConnection {
     try {
       if (verdict === "unverified") {
         this.sink.close(CLOSE.tryAgainLater, "the gateway could not verify the API key (its database is unavailable); reconnect later");
+      } else if (this.principal.credential.type === "token") {
+        this.sink.close(CLOSE.credentialsRevoked, "the identity token expired, or the tenant was disabled: reconnect with a fresh token");
       } else this.sink.close(CLOSE.credentialsRevoked, "the API key was revoked or expired, or the tenant was disabled");
     } catch {
       // already closed
@@ -355,6 +357,7 @@ export class ClientConnection {
         connId: this.connectionId,
         keyId: this.principal.keyId,
         user: this.principal.label,
+        ...(this.principal.person ? { person: { issuer: this.principal.person.issuer, subject: this.principal.person.subject } } : {}),
         caps: this.caps,
         attachedAt: Date.now(),
       },

@@ -3,7 +3,9 @@
 // closes itself with 4401; D1 unable to answer, it is trusted for a bounded grace, then closed 1013.
 
 import type { Env } from "../core/env";
+import type { Principal } from "../core/principal";
 import { keyValidity } from "../db/queries/keys";
+import { tenantDisabled } from "../db/queries/tenants";
 
 export const DEFAULT_KEY_RECHECK_MS = 2000;
 
@@ -29,8 +31,14 @@ export class KeyRecheck {
   }
 }
 
-/** Whether a key is still good: not revoked, not expired, its tenant not disabled. */
-export async function keyStillValid(env: Env, keyId: string, now = Date.now()): Promise<boolean> {
-  const row = await keyValidity(env.DB, keyId);
+/**
+ * Whether the connection's credential is still good: a key not revoked nor expired, a person's token
+ * not past its exp (the person reconnects with a fresh one), and the tenant not disabled.
+ */
+export async function credentialStillValid(env: Env, principal: Principal, now = Date.now()): Promise<boolean> {
+  if (principal.credential.type === "token") {
+    return principal.credential.expiresAt > now && (await tenantDisabled(env.DB, principal.tenantId)) === false;
+  }
+  const row = await keyValidity(env.DB, principal.keyId);
   return row !== undefined && row.revokedAt === null && (row.expiresAt === null || row.expiresAt > now) && !row.disabled;
 }

@@ -36,6 +36,13 @@ export interface Env extends Bindings {
    * receivers on this machine.
    */
   WEBHOOK_ALLOW_PRIVATE?: string;
+  /**
+   * "1": a tenant's identity provider may publish its keys (JWKS) over plain http (decision 0025).
+   * Unset (off) in a deployment; `npm start` and the tests set it for their provider on loopback.
+   */
+  IDENTITY_ALLOW_HTTP?: string;
+  /** The least time between two fetches of one issuer's keys for a token naming an unknown key, in ms (default 30000). */
+  JWKS_COOLDOWN_MS?: string;
   /** "1": log the stage timings of the bench's probe frames (protocol/stage-timing.ts); unset in production. */
   STAGE_TIMING?: string;
 }

@@ -26,6 +26,10 @@ export const apiKeys = sqliteTable(
     kind: text("kind", { enum: ["client", "agent", "admin"] }).notNull(),
     /** Who is behind the key; the actor recorded on decisions. */
     label: text("label"),
+    /** For client keys issued to one person: who (their subject at the tenant's provider, or a name). */
+    user: text("user"),
+    /** The role the key carries (stored now, enforced with issue 24's roles). */
+    role: text("role"),
     /** For agent keys: the one agent name this key may dial in as (null: any agent of the tenant). */
     agent: text("agent"),
     /** The first characters of the key, shown to identify it. */
@@ -155,6 +159,9 @@ export const decisionAudit = sqliteTable(
     }).notNull(),
     decidedByKey: text("decided_by_key"),
     decidedByUser: text("decided_by_user"),
+    /** The person who decided, as their provider names them (decision 0025): issuer and subject. */
+    decidedByIssuer: text("decided_by_issuer"),
+    decidedBySubject: text("decided_by_subject"),
     ruleId: text("rule_id"),
     at: integer("at")
       .notNull()
@@ -213,3 +220,54 @@ export const notificationTargets = sqliteTable(
 );
 
 export type NotificationTargetRow = typeof notificationTargets.$inferSelect;
+
+/**
+ * A tenant's identity providers (decision 0025): OpenID Connect, and Cloudflare Access in front of the
+ * gateway. A token is verified against the row of the tenant the request names; (issuer, audience)
+ * is unique across tenants, so a token whose audience is one tenant's can never be another's.
+ */
+export const tenantIdentity = sqliteTable(
+  "tenant_identity",
+  {
+    tenantId: text("tenant_id")
+      .notNull()
+      .references(() => tenants.id),
+    provider: text("provider", { enum: ["oidc", "access"] }).notNull(),
+    issuer: text("issuer").notNull(),
+    audience: text("audience").notNull(),
+    jwksUrl: text("jwks_url").notNull(),
+    /** The claim that names the person (default "sub"). */
+    userClaim: text("user_claim").notNull().default("sub"),
+    /** The claim that lists the person's groups (null: none). */
+    groupsClaim: text("groups_claim"),
+    /** The claim people read as the name (default "name", then "email", then the user claim). */
+    nameClaim: text("name_claim"),
+    updatedAt: integer("updated_at")
+      .notNull()
+      .default(sql`(unixepoch() * 1000)`),
+  },
+  (t) => [primaryKey({ columns: [t.tenantId, t.provider] }), uniqueIndex("tenant_identity_issuer_audience").on(t.issuer, t.audience)],
+);
+
+export type TenantIdentityRow = typeof tenantIdentity.$inferSelect;
+
+/**
+ * Single-use tickets for a browser's WebSocket (POST /v1/tickets, decision 0025): stored hashed, each
+ * redeemed by one `DELETE … RETURNING`, so exactly one upgrade gets it whichever isolate it reaches.
+ */
+export const tickets = sqliteTable(
+  "tickets",
+  {
+    /** Hex SHA-256 of the ticket; the ticket itself is never stored. */
+    hash: text("hash").primaryKey(),
+    tenantId: text("tenant_id")
+      .notNull()
+      .references(() => tenants.id),
+    /** The path the ticket opens ("/acp"). */
+    path: text("path").notNull(),
+    /** JSON of who it was issued to (worker/tickets.ts TicketHolder). */
+    holder: text("holder").notNull(),
+    expiresAt: integer("expires_at").notNull(),
+  },
+  (t) => [index("tickets_expires").on(t.expiresAt)],
+);

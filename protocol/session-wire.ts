@@ -14,6 +14,8 @@ export interface ClientAttachment {
   keyId: string;
   /** The key's user label: who is behind this client. */
   user: string | null;
+  /** The person behind the client, as their provider names them (decision 0025); absent for an unnamed key. */
+  person?: { issuer: string; subject: string };
   /** What the client advertised in initialize: whether it can serve fs, terminal and elicitation requests. */
   caps: { readTextFile: boolean; writeTextFile: boolean; terminal: boolean; elicitationForm?: boolean; elicitationUrl?: boolean };
   attachedAt: number;

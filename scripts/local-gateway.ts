@@ -108,8 +108,9 @@ async function launch(
     throw explained(e);
   });
   const stageTiming = options.stageTiming ? { STAGE_TIMING: "1" } : {};
-  // A local gateway delivers webhooks to receivers on this machine (the e2e tests', a developer's).
-  const local = { WEBHOOK_ALLOW_PRIVATE: "1" };
+  // A local gateway delivers webhooks to receivers on this machine (the e2e tests', a developer's), and
+  // trusts an identity provider there that publishes its keys over plain http (test/e2e/identity-provider.ts).
+  const local = { WEBHOOK_ALLOW_PRIVATE: "1", IDENTITY_ALLOW_HTTP: "1" };
   const vars = Object.entries({ ...approvalLinkSecret(), ...local, ...stageTiming, ...options.vars }).flatMap(([k, v]) => [
     "--var",
     `${k}:${v}`,

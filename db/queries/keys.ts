@@ -12,7 +12,7 @@ export async function insertKey(
   d1: D1Database,
   tenantId: string,
   minted: MintedKey,
-  k: { kind: KeyKind; label?: string | null; agent?: string | null; expiresAt?: number | null },
+  k: { kind: KeyKind; label?: string | null; agent?: string | null; user?: string | null; role?: string | null; expiresAt?: number | null },
 ): Promise<void> {
   await dbOf(d1)
     .insert(apiKeys)
@@ -22,6 +22,8 @@ export async function insertKey(
       kind: k.kind,
       label: k.label ?? null,
       agent: k.agent ?? null,
+      user: k.user ?? null,
+      role: k.role ?? null,
       prefix: minted.prefix,
       hash: minted.hash,
       expiresAt: k.expiresAt ?? null,
@@ -36,6 +38,8 @@ export async function keysPage(d1: D1Database, tenantId: string, cursor: string 
       kind: apiKeys.kind,
       label: apiKeys.label,
       agent: apiKeys.agent,
+      user: apiKeys.user,
+      role: apiKeys.role,
       expiresAt: apiKeys.expiresAt,
       createdAt: apiKeys.createdAt,
       lastUsedAt: apiKeys.lastUsedAt,
@@ -88,6 +92,17 @@ export async function keyOfTenant(d1: D1Database, tenantId: string, id: string) 
   const [row] = await dbOf(d1)
     .select({ kind: apiKeys.kind, agent: apiKeys.agent, revokedAt: apiKeys.revokedAt, expiresAt: apiKeys.expiresAt })
     .from(apiKeys)
+    .where(and(eq(apiKeys.tenantId, tenantId), eq(apiKeys.id, id)))
+    .limit(1);
+  return row;
+}
+
+/** A key of the tenant by id, with what a principal needs (a ticket issued to a key is re-checked against it). */
+export async function keyWithTenantById(d1: D1Database, tenantId: string, id: string) {
+  const [row] = await dbOf(d1)
+    .select({ key: apiKeys, tenant: { slug: tenants.slug, disabled: tenants.disabled, settings: tenants.settings } })
+    .from(apiKeys)
+    .innerJoin(tenants, eq(tenants.id, apiKeys.tenantId))
     .where(and(eq(apiKeys.tenantId, tenantId), eq(apiKeys.id, id)))
     .limit(1);
   return row;

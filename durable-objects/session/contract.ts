@@ -61,7 +61,7 @@ export type LinkDecidedBy = { type: "link"; linkId: string; targetId: string; ta
 
 /** Who or what resolved a permission request; sent to clients and kept in the log and the audit. */
 export type DecidedBy =
-  | { type: "person"; connectionId: string; user: string | null; keyId: string }
+  | { type: "person"; connectionId: string; user: string | null; keyId: string; person?: { issuer: string; subject: string } }
   | { type: "rule"; ruleId: string; description: string }
   | { type: "cancel"; connectionId?: string; user?: string | null }
   | { type: "deadline" }

@@ -55,7 +55,13 @@ export function answerPermission(
     if (countResend(ws, d.store, permId)) d.sendCopy(ws, pending);
     return;
   }
-  const by: DecidedBy = { type: "person", connectionId: client.connId, user: client.user, keyId: client.keyId };
+  const by: DecidedBy = {
+    type: "person",
+    connectionId: client.connId,
+    user: client.user,
+    keyId: client.keyId,
+    ...(client.person ? { person: client.person } : {}),
+  };
   const outcome = judged.outcome;
   if (outcome.outcome === "selected" && (outcome.option.kind === "allow_always" || outcome.option.kind === "reject_always")) {
     // The gateway is the single authority for what the tenant remembers: it stores the rule and,

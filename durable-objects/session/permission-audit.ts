@@ -39,6 +39,8 @@ export function auditEntry(
     decidedBy: by.type,
     decidedByKey: by.type === "person" ? by.keyId : by.type === "link" ? by.linkId : null,
     decidedByUser: by.type === "person" ? by.user : by.type === "link" ? `approval link via ${by.target}` : null,
+    decidedByIssuer: by.type === "person" ? (by.person?.issuer ?? null) : null,
+    decidedBySubject: by.type === "person" ? (by.person?.subject ?? null) : null,
     ruleId: by.type === "rule" ? by.ruleId : null,
     at: Date.now(),
   };

@@ -21,7 +21,8 @@ export async function setup(project: TestProject): Promise<void> {
     port: await freePort(),
     persistTo: stateDir,
     keys: { client: random(), agent: random(), admin: random() },
-    vars: { KEY_RECHECK_MS: "500" },
+    // A refetch of an issuer's keys at most every 200 ms, so the rotation test waits that long, not 30 s.
+    vars: { KEY_RECHECK_MS: "500", JWKS_COOLDOWN_MS: "200" },
     quiet: true,
     // The gateway's log lines, for the tests that check what it logs (e.g. trace ids).
     logFile: join(stateDir, GATEWAY_LOG),

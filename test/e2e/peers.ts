@@ -68,7 +68,14 @@ export interface TestClient {
  * An SDK client connected to /acp?agent=NAME, over WebSocket (default) or Streamable HTTP.
  * Permission requests wait until the test answers them.
  */
-export async function connectClient(opts: { url: string; key: string; agent: string; transport?: "ws" | "http" }): Promise<TestClient> {
+export async function connectClient(opts: {
+  url: string;
+  /** An API key, or a person's identity token (then `tenant` names its tenant). */
+  key: string;
+  agent: string;
+  transport?: "ws" | "http";
+  tenant?: string;
+}): Promise<TestClient> {
   const updates = new Recorder<Json>();
   const permissions = new Recorder<PermissionRequest>();
   const app = client({ name: "e2e-client" })
@@ -87,7 +94,7 @@ export async function connectClient(opts: { url: string; key: string; agent: str
       return answered as Promise<never>;
     });
   const path = `/acp?agent=${encodeURIComponent(opts.agent)}`;
-  const headers = { Authorization: `Bearer ${opts.key}` };
+  const headers = { Authorization: `Bearer ${opts.key}`, ...(opts.tenant ? { "Acp-Tenant": opts.tenant } : {}) };
   const stream =
     opts.transport === "http"
       ? createHttpStream(opts.url + path, { headers })

@@ -8,7 +8,9 @@ describe("the web console", () => {
     expect(page.status).toBe(200);
     expect(await page.text()).toContain('<script type="module" src="/console.js">');
     const script = await SELF.fetch("http://gateway.test/console.js");
-    expect(await script.text()).toContain("acp.bearer.");
+    const text = await script.text();
+    expect(text).toContain("/v1/tickets");
+    expect(text).not.toContain("acp.bearer.");
     expect((await SELF.fetch("http://gateway.test/health")).status).toBe(200);
   });
 });

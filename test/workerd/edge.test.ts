@@ -18,12 +18,18 @@ describe("the edge: credentials", () => {
     expect((await upgrade("/agents/x/connect", t.clientKey)).status).toBe(403);
   });
 
-  it("accepts the key as a WebSocket subprotocol for browsers and answers acp.v1", async () => {
+  it("refuses the key as the legacy acp.bearer subprotocol unless the tenant turned it on", async () => {
     const t = await seedTenant();
-    const response = await upgrade("/acp?agent=x", undefined, { "Sec-WebSocket-Protocol": `acp.v1, acp.bearer.${t.clientKey}` });
+    const refused = await upgrade("/acp?agent=x", undefined, { "Sec-WebSocket-Protocol": `acp.v1, acp.bearer.${t.clientKey}` });
+    expect(refused.status).toBe(401);
+    expect(refused.webSocket).toBeNull();
+    expect(((await refused.json()) as { error: { message: string } }).error.message).toMatch(
+      /acp\.bearer.*off for this tenant.*POST \/v1\/tickets/,
+    );
+    const legacy = await seedTenant({ legacyBearerSubprotocol: true });
+    const response = await upgrade("/acp?agent=x", undefined, { "Sec-WebSocket-Protocol": `acp.v1, acp.bearer.${legacy.clientKey}` });
     expect(response.status).toBe(101);
     expect(response.headers.get("Sec-WebSocket-Protocol")).toBe("acp.v1");
-    expect(response.headers.get("Acp-Connection-Id")).toMatch(/^[0-9a-f-]{36}$/);
   });
 
   it("answers 406 to a GET of /acp that is neither a WebSocket upgrade nor an SSE stream, and 404 JSON for unknown routes", async () => {

@@ -1,4 +1,4 @@
-import { SELF } from "cloudflare:test";
+import { SELF, env } from "cloudflare:test";
 import { describe, expect, it } from "vitest";
 import { clientWithSession, dialInAgent, isMethod, isResponseTo, seedTenant, startTurn } from "./helpers";
 
@@ -65,6 +65,21 @@ describe("the rules API", () => {
     expect((await api(`/v1/rules/${rule.id}`, t.adminKey, { method: "DELETE" })).status).toBe(204);
     const after = (await (await api("/v1/rules", t.adminKey)).json()) as { items: { revokedAt: number | null }[] };
     expect(after.items[0]?.revokedAt).toBeGreaterThan(0);
+  });
+
+  it("a person's display name from a token never lets a key with that label revoke the person's rule", async () => {
+    const t = await seedTenant();
+    const created = (await (await api("/v1/rules", t.adminKey, { method: "POST", body: gitStatus })).json()) as { rule: { id: string } };
+    // As a rule a person signed in with a token made from an answer: their person key id, their display name "alice".
+    await env.DB.prepare("UPDATE decision_rules SET created_by_key = ?, created_by_user = ? WHERE id = ?")
+      .bind("person:0123456789abcdef", "alice", created.rule.id)
+      .run();
+    expect((await api(`/v1/rules/${created.rule.id}`, t.clientKey, { method: "DELETE" })).status).toBe(403);
+    // Between keys, the label still names the person: another key labelled "alice" may revoke alice's key's rule.
+    await env.DB.prepare("UPDATE decision_rules SET created_by_key = ?, created_by_user = ? WHERE id = ?")
+      .bind("key_other", "alice", created.rule.id)
+      .run();
+    expect((await api(`/v1/rules/${created.rule.id}`, t.clientKey, { method: "DELETE" })).status).toBe(204);
   });
 
   it("refuses bad input with 400, wrong key kinds with 403, and another tenant's rule with 404", async () => {

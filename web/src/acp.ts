@@ -1,10 +1,13 @@
 import { CLOSE } from "../../core/close-codes";
 import { ErrorCode } from "../../core/rpc-errors";
+import { Api } from "./api";
 // An ACP client over the gateway's WebSocket, speaking raw JSON-RPC 2.0: requests with their
 // answers, notifications, and requests from the gateway (permission requests) answered by id.
-// Browsers cannot set headers on a WebSocket, so the key travels as the `acp.bearer.<KEY>`
-// subprotocol beside `acp.v1`. The gateway refuses a bad key with 401 before the upgrade, which a
-// browser only reports as close code 1006: callers check the key over REST first (see api.ts).
+// Browsers cannot set headers on a WebSocket, and a key in a subprotocol or URL is kept by proxies
+// and logs: the console gets a single-use ticket over fetch (POST /v1/tickets, its key in the
+// Authorization header) and offers `acp.ticket.<TICKET>` beside `acp.v1` (decision 0025). The gateway
+// refuses a bad ticket with 401 before the upgrade, which a browser only reports as close code 1006:
+// the ticket's request says what is wrong with the key first.
 
 export type JsonObject = { [key: string]: unknown };
 
@@ -54,9 +57,10 @@ export class AcpClient {
     });
   }
 
-  static open(agent: string, key: string, handlers: AcpHandlers): Promise<AcpClient> {
+  static async open(agent: string, key: string, handlers: AcpHandlers): Promise<AcpClient> {
+    const { subprotocol } = await new Api(key).post<{ subprotocol: string }>("/v1/tickets", {});
     const scheme = location.protocol === "https:" ? "wss:" : "ws:";
-    const ws = new WebSocket(`${scheme}//${location.host}/acp?agent=${encodeURIComponent(agent)}`, ["acp.v1", `acp.bearer.${key}`]);
+    const ws = new WebSocket(`${scheme}//${location.host}/acp?agent=${encodeURIComponent(agent)}`, ["acp.v1", subprotocol]);
     return new Promise((resolve, reject) => {
       const failed = () => reject(new Error("The gateway refused the connection."));
       ws.addEventListener("error", failed, { once: true });

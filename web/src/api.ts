@@ -80,7 +80,13 @@ export interface AuditEntry {
   outcome: "selected" | "cancelled" | "withdrawn";
   optionId: string | null;
   optionKind: string | null;
-  decidedBy: { type: DecidedByType; key: string | null; user: string | null; ruleId: string | null };
+  decidedBy: {
+    type: DecidedByType;
+    key: string | null;
+    user: string | null;
+    ruleId: string | null;
+    person?: { issuer: string; subject: string } | null;
+  };
   at: number;
 }
 

@@ -30,6 +30,8 @@ const AuditEntrySchema = z
       key: z.string().nullable(),
       user: z.string().nullable(),
       ruleId: z.string().nullable(),
+      /** The person who decided, as their identity provider names them (issuer "key": a key issued to a user). */
+      person: z.object({ issuer: z.string(), subject: z.string() }).nullable(),
     }),
     at: z.number(),
   })
@@ -107,7 +109,14 @@ auditApi.openapi(
         outcome: r.outcome,
         optionId: r.optionId,
         optionKind: r.optionKind,
-        decidedBy: { type: r.decidedBy, key: r.decidedByKey, user: r.decidedByUser, ruleId: r.ruleId },
+        decidedBy: {
+          type: r.decidedBy,
+          key: r.decidedByKey,
+          user: r.decidedByUser,
+          ruleId: r.ruleId,
+          person:
+            r.decidedByIssuer !== null && r.decidedBySubject !== null ? { issuer: r.decidedByIssuer, subject: r.decidedBySubject } : null,
+        },
         at: r.at,
       }),
     );

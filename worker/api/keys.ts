@@ -21,6 +21,8 @@ const KeySchema = z
     kind: KeyKind,
     label: z.string().nullable(),
     agent: z.string().nullable(),
+    user: z.string().nullable(),
+    role: z.string().nullable(),
     expiresAt: z.number().nullable(),
     createdAt: z.number(),
     lastUsedAt: z.number().nullable(),
@@ -34,6 +36,8 @@ const keyJson = (k: KeyListing) => ({
   kind: k.kind,
   label: k.label,
   agent: k.agent,
+  user: k.user,
+  role: k.role,
   expiresAt: k.expiresAt,
   createdAt: k.createdAt,
   lastUsedAt: k.lastUsedAt,
@@ -57,6 +61,10 @@ keysApi.openapi(
               kind: KeyKind,
               label: z.string().min(1).max(200).optional(),
               agent: z.string().regex(AGENT_NAME, "letters, digits, '.', '-', '_'; 1–64 characters").optional(),
+              /** A client key issued to one person: who (their subject at the tenant's provider, or a name). */
+              user: z.string().min(1).max(255).optional(),
+              /** Stored with the key for the roles to come (issue 24); not enforced yet. */
+              role: z.enum(["owner", "admin", "approver", "member", "observer"]).optional(),
               expiresAt: z.number().int().positive().optional(),
             }),
           },
@@ -76,6 +84,8 @@ keysApi.openapi(
     const { tenantId } = c.get("principal");
     const body = c.req.valid("json");
     if (body.agent !== undefined && body.kind !== "agent") throw ApiError.badRequest("agent is only for agent keys");
+    if (body.user !== undefined && body.kind !== "client")
+      throw ApiError.badRequest("user is only for client keys (a key issued to one person)");
     const minted = await mintKey(body.kind);
     await insertKey(c.env.DB, tenantId, minted, body);
     return c.json(
@@ -85,6 +95,8 @@ keysApi.openapi(
         kind: body.kind,
         label: body.label ?? null,
         agent: body.agent ?? null,
+        user: body.user ?? null,
+        role: body.role ?? null,
         expiresAt: body.expiresAt ?? null,
         key: minted.key,
       },

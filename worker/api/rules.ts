@@ -210,7 +210,12 @@ rulesApi.openapi(
     const id = c.req.valid("param").id;
     const rule = await ruleById(c.env.DB, principal.tenantId, id);
     if (!rule) throw ApiError.notFound("Rule");
-    const own = rule.createdByKey === principal.keyId || (principal.label !== null && rule.createdByUser === principal.label);
+    // The same key, or the same person; a label names a person only between keys (a display name from a
+    // token is not unique, so it never matches a key's label, nor the other way round).
+    const madeByToken = rule.createdByKey?.startsWith("person:") === true;
+    const sameLabel =
+      principal.credential.type === "key" && !madeByToken && principal.label !== null && rule.createdByUser === principal.label;
+    const own = rule.createdByKey === principal.keyId || sameLabel;
     if (principal.kind !== "admin" && !own) throw ApiError.forbidden("Only an admin key, or the user who made the rule, may revoke it");
     if (rule.revokedAt === null) await updateRule(c.env.DB, principal.tenantId, id, { revokedAt: Date.now() });
     await rulesChanged(c.env, principal.tenantId);

@@ -56,6 +56,8 @@ const SettingsSchema = z
       .max(7 * 24 * 3600 * 1000)
       .optional(),
     relayAlwaysAsMade: z.boolean().optional(),
+    /** Legacy, off by default: accept a key as the WebSocket subprotocol acp.bearer.<KEY> (browsers use tickets). */
+    legacyBearerSubprotocol: z.boolean().optional(),
     limits: LimitsSchema.optional(),
     notifyAfterMs: z
       .number()

@@ -1,7 +1,8 @@
 // /acp?agent=NAME — a client's connection, over either transport of the RFD:
-// - GET with Upgrade: websocket — a WebSocket. The key comes as Authorization: Bearer, or for browsers
-//   as the subprotocol `acp.bearer.<KEY>` offered beside `acp.v1` (the gateway answers acp.v1).
-//   A bad key is refused with 401 before the upgrade; the 101 carries Acp-Connection-Id.
+// - GET with Upgrade: websocket — a WebSocket. The key or a person's token comes as Authorization:
+//   Bearer; a browser offers a single-use ticket as the subprotocol `acp.ticket.<TICKET>` beside
+//   `acp.v1` (POST /v1/tickets; the gateway answers acp.v1; worker/auth.ts). A bad credential is
+//   refused with 401 and its reason before the upgrade; the 101 carries Acp-Connection-Id.
 // - POST / GET (SSE) / DELETE — Streamable HTTP (worker/http/streamable-http.ts), key as Authorization: Bearer.
 
 import { type Context, Hono } from "hono";

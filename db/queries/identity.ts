@@ -1,0 +1,53 @@
+// A tenant's identity providers (OpenID Connect, Cloudflare Access): set by its admin, read on every
+// request that presents a token naming the tenant.
+
+import { and, eq } from "drizzle-orm";
+import { dbOf } from "../client";
+import { type TenantIdentityRow, tenantIdentity } from "../schema";
+
+export type IdentityProvider = TenantIdentityRow["provider"];
+export type IdentityConfig = Omit<TenantIdentityRow, "tenantId" | "provider" | "updatedAt">;
+
+export async function identityProvider(
+  d1: D1Database,
+  tenantId: string,
+  provider: IdentityProvider,
+): Promise<TenantIdentityRow | undefined> {
+  const [row] = await dbOf(d1)
+    .select()
+    .from(tenantIdentity)
+    .where(and(eq(tenantIdentity.tenantId, tenantId), eq(tenantIdentity.provider, provider)))
+    .limit(1);
+  return row;
+}
+
+/** The tenant that already uses this (issuer, audience), if any: a pair names one tenant at most. */
+export async function tenantOfIssuerAudience(d1: D1Database, issuer: string, audience: string): Promise<string | undefined> {
+  const [row] = await dbOf(d1)
+    .select({ tenantId: tenantIdentity.tenantId, provider: tenantIdentity.provider })
+    .from(tenantIdentity)
+    .where(and(eq(tenantIdentity.issuer, issuer), eq(tenantIdentity.audience, audience)))
+    .limit(1);
+  return row?.tenantId;
+}
+
+export async function putIdentityProvider(
+  d1: D1Database,
+  tenantId: string,
+  provider: IdentityProvider,
+  config: IdentityConfig,
+  now: number,
+): Promise<void> {
+  await dbOf(d1)
+    .insert(tenantIdentity)
+    .values({ tenantId, provider, ...config, updatedAt: now })
+    .onConflictDoUpdate({ target: [tenantIdentity.tenantId, tenantIdentity.provider], set: { ...config, updatedAt: now } });
+}
+
+export async function deleteIdentityProvider(d1: D1Database, tenantId: string, provider: IdentityProvider): Promise<boolean> {
+  const rows = await dbOf(d1)
+    .delete(tenantIdentity)
+    .where(and(eq(tenantIdentity.tenantId, tenantId), eq(tenantIdentity.provider, provider)))
+    .returning({ tenantId: tenantIdentity.tenantId });
+  return rows.length > 0;
+}
