@@ -114,7 +114,8 @@ describe("the web console in Chromium", () => {
     // "New session" puts the cursor in its first field; an unknown agent name and a registered agent
     // that is offline are told apart, and the tenant's agents are offered.
     await page.getByRole("button", { name: "New session" }).click();
-    expect(await page.evaluate(() => document.activeElement?.getAttribute("name"))).toBe("cwd");
+    // The form renders, then focuses its field: poll for it (the click resolves before either).
+    await expect.poll(() => page.evaluate(() => document.activeElement?.getAttribute("name"))).toBe("cwd");
     await page.getByRole("button", { name: "New session" }).click(); // closed again: newSession opens it
     const unknown = `nobody-${Date.now().toString(36)}`;
     await newSession(page, "/projects/demo", unknown);
