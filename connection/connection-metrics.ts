@@ -33,6 +33,13 @@ export class ConnectionMetrics {
     this.count(METRIC.rpcError, String(code));
   }
 
+  /** A frame of the peer waited `ms` before it passed on (the agent's hold): tallied, the longest kept. */
+  delayed(ms: number): void {
+    if (this.closed || ms <= 0) return;
+    this.tally.add({ tenantId: this.tenantId, metric: METRIC.deliveryLag, detail: this.kind, agent: this.agent, value: ms });
+    this.write(false);
+  }
+
   /** Writes the tallies when the interval has passed (the connection calls it from a timer it has). */
   flushIfDue(): void {
     this.write(false);

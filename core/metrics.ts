@@ -23,7 +23,10 @@ export const METRIC = {
   limitRefused: "limit_refused",
   /** The gateway answered a JSON-RPC error to a peer (detail: the code). */
   rpcError: "rpc_error",
-  /** How long an agent's update took from the session's append to the clients' sockets (value: ms). */
+  /**
+   * An agent's frames that waited in the edge's hold for its rates (protocol/agent-hold.ts): count of
+   * frames delayed, value the longest wait in the interval (ms). Frames passed at once are not counted.
+   */
   deliveryLag: "delivery_lag",
 } as const;
 
@@ -68,25 +71,33 @@ export const TALLY_INTERVAL_MS = 10_000;
 
 /** Counts of a high-rate metric kept in memory and written as one point per key and interval. */
 export class MetricTally {
-  private readonly counts = new Map<string, { point: Omit<MetricPoint, "count">; count: number }>();
+  private readonly counts = new Map<string, { point: Omit<MetricPoint, "count" | "value">; count: number; value?: number }>();
   private flushedAt: number;
 
   constructor(now: number) {
     this.flushedAt = now;
   }
 
+  /** Counts `n` under the point's key; a `value` is kept as the largest seen in the interval. */
   add(point: Omit<MetricPoint, "count">, n = 1): void {
     const key = `${point.tenantId}\u0000${point.metric}\u0000${point.detail ?? ""}\u0000${point.agent ?? ""}`;
+    const { value, ...rest } = point;
     const entry = this.counts.get(key);
-    if (entry) entry.count += n;
-    else this.counts.set(key, { point, count: n });
+    if (entry) {
+      entry.count += n;
+      if (value !== undefined) entry.value = Math.max(entry.value ?? value, value);
+    } else this.counts.set(key, { point: rest, count: n, ...(value === undefined ? {} : { value }) });
   }
 
   /** The points to write now: every count when the interval has passed (or `force`), else none. */
   take(now: number, force = false): MetricPoint[] {
     if (!force && now - this.flushedAt < TALLY_INTERVAL_MS) return [];
     this.flushedAt = now;
-    const points = [...this.counts.values()].map(({ point, count }) => ({ ...point, count }));
+    const points = [...this.counts.values()].map(({ point, count, value }) => ({
+      ...point,
+      count,
+      ...(value === undefined ? {} : { value }),
+    }));
     this.counts.clear();
     return points;
   }

@@ -36,6 +36,8 @@ import { stage, stageTimingFrom } from "../protocol/stage-timing";
 import type { Env } from "../core/env";
 import { CLOSE, isApplicationCloseCode } from "../core/close-codes";
 import { type SessionStub, gatewayObjects, objects } from "../durable-objects/objects";
+import { type LogContext, type LogLevel, log } from "../core/log";
+import { ConnectionMetrics } from "../connection/connection-metrics";
 
 /** How long the hold may stay over its byte bound before the agent is closed (decision 0023). */
 const HOLD_SUSTAIN_MS = 5000;
@@ -54,6 +56,8 @@ interface AgentFrame {
   data: string;
   parsed: ParsedFrame | undefined;
   passed?: true;
+  /** When it arrived: a frame the hold passes later reports its wait (the delivery_lag metric). */
+  arrivedAt: number;
 }
 
 /** The rates' gate is per connection, and this object is one connection. */
@@ -87,6 +91,7 @@ export class AgentConnection {
   /** The sessions the connection hosts: its rate is `baseRate` times as many (up to MAX_SESSION_SCALE). */
   private readonly hosted = new HostedSessions(SESSION_ACTIVE_MS, MAX_SESSION_SCALE);
   private controlOpen = true;
+  private readonly metrics: ConnectionMetrics;
 
   constructor(
     private readonly env: Env,
@@ -96,6 +101,7 @@ export class AgentConnection {
     private readonly waitUntil: (promise: Promise<unknown>) => void,
   ) {
     stageTimingFrom(env);
+    this.metrics = new ConnectionMetrics(env.METRICS, principal.tenantId, "agent", principal.agent);
     this.rates = new AgentRates(gatewayObjects(env));
     this.rates.overrides = principal.limits;
     this.limits = limitsOf(principal.limits);
@@ -149,8 +155,10 @@ export class AgentConnection {
     const message = parsed.ok ? parsed.message : undefined;
     const costs = message !== undefined && !isResponse(message);
     if (message !== undefined && !isResponse(message)) this.noteSession(message);
-    const frame: AgentFrame = { data, parsed };
-    const next = this.hold.arrive(frame, { bytes: utf8Bytes(data), costs, refusable: costs && isRequest(message) }, Date.now());
+    this.metrics.message();
+    const now = Date.now();
+    const frame: AgentFrame = { data, parsed, arrivedAt: now };
+    const next = this.hold.arrive(frame, { bytes: utf8Bytes(data), costs, refusable: costs && isRequest(message) }, now);
     if (!frame.passed) frame.parsed = undefined;
     this.wake(next);
   }
@@ -192,6 +200,7 @@ export class AgentConnection {
   /** A frame's turn (the hold passes it, in order): answered, routed to its session, or to the AgentObject. */
   private handle(frame: AgentFrame): void {
     frame.passed = true;
+    this.metrics.delayed(Date.now() - frame.arrivedAt);
     const data = frame.data;
     const parsed = frame.parsed ?? parseFrame(data);
     if (!parsed.ok) {
@@ -229,6 +238,7 @@ export class AgentConnection {
   private refuse({ data, parsed = parseFrame(data) }: AgentFrame): void {
     if (!parsed.ok || isResponse(parsed.message) || !isRequest(parsed.message)) return;
     const error = heldFullError(this.limits.heldBytesPerAgentConnection, this.hold.currentRate, parsed.message.method);
+    this.metrics.refused(error.data.reason);
     this.toAgent(JSON.stringify({ jsonrpc: "2.0", id: parsed.message.id, error }));
   }
 
@@ -258,12 +268,23 @@ export class AgentConnection {
   private deliver(sessionId: string, items: DirectItem[]): Promise<void> {
     const delivery = this.links.deliver(sessionId, items) ?? this.session(sessionId).fromAgentBatch(items);
     const settled = delivery.catch((error: unknown) => {
-      console.error("edge: delivering an agent's frames to a session failed; the agent object takes them over", error);
+      this.log(
+        "warn",
+        "agent.delivery_failed",
+        "delivering an agent's frames to a session failed; the agent object takes them over",
+        { sessionId },
+        error,
+      );
       this.stubs.delete(sessionId); // a stub that threw may be broken for good
       throw error;
     });
     this.waitUntil(settled.catch(() => undefined));
     return settled;
+  }
+
+  /** A log line carrying this connection's tenant and agent (core/log.ts). */
+  private log(level: LogLevel, event: string, msg: string, context: LogContext = {}, error?: unknown): void {
+    log(level, event, msg, { tenantId: this.principal.tenantId, agent: this.principal.agent, ...context }, error);
   }
 
   private session(sessionId: string): SessionStub {
@@ -278,7 +299,7 @@ export class AgentConnection {
   private fromAgentObject(data: unknown): void {
     if (typeof data !== "string") return;
     const message = decodeControl(data);
-    if (!message) return console.error("edge: a malformed frame from the agent object was dropped");
+    if (!message) return this.log("warn", "agent.control_frame_malformed", "a malformed frame from the agent object was dropped");
     if (message.t === "plain") {
       this.forgetAnswered(message.text);
       return this.toAgent(message.text);
@@ -315,7 +336,8 @@ export class AgentConnection {
 
   private sendControl(text: string): void {
     // The connection is over: what the agent sent meanwhile is lost with it, as frames in its socket are.
-    if (!this.controlOpen) return console.error("edge: the agent object's connection is closed; a frame for it was dropped");
+    if (!this.controlOpen)
+      return this.log("warn", "agent.control_closed", "the agent object's connection is closed; a frame for it was dropped");
     try {
       this.control.send(text);
     } catch {
@@ -327,6 +349,7 @@ export class AgentConnection {
   /** The agent went: once what went direct is applied or handed back, the AgentObject hears it, with the reason. */
   private agentClosed(code: number, reason: string): void {
     if (this.closing) return;
+    this.metrics.close();
     this.closing = { code: sendableCode(code), reason: closeReason(reason || `closed with code ${code}`) };
     try {
       this.agent.close(this.closing.code, this.closing.reason);
@@ -356,6 +379,7 @@ export class AgentConnection {
     this.controlOpen = false;
     // Nothing held can reach the AgentObject now: it is let go with the connection, as frames in its socket are.
     this.hold.end();
+    this.metrics.close();
     if (this.closing) return this.closeWhenDrained();
     this.closing = { code: 1000, reason };
     const passOn = isApplicationCloseCode(code);

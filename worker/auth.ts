@@ -20,6 +20,7 @@ import { sha256Hex } from "../protocol/ids";
 import type { Env } from "../core/env";
 import { looksLikeJwt, verifyToken } from "./identity";
 import { type TicketHolder, redeem } from "./tickets";
+import { log } from "../core/log";
 
 /** The legacy subprotocol that carries a key: `acp.bearer.<KEY>`, refused unless the tenant allows it. */
 const BEARER_SUBPROTOCOL_PREFIX = "acp.bearer.";
@@ -175,5 +176,13 @@ function parseSettings(text: string): TenantSettings {
 export function touchKey(env: Env, principal: Principal, now = Date.now()): Promise<unknown> | undefined {
   if (principal.credential.type !== "key") return undefined;
   if (principal.lastUsedAt !== null && now - principal.lastUsedAt < 60_000) return undefined;
-  return markKeyUsed(env.DB, principal.keyId, now).catch((e: unknown) => console.error("auth: last_used_at update failed", e));
+  return markKeyUsed(env.DB, principal.keyId, now).catch((e: unknown) =>
+    log(
+      "warn",
+      "auth.key_touch_failed",
+      "recording when a key was last used failed",
+      { tenantId: principal.tenantId, keyId: principal.keyId },
+      e,
+    ),
+  );
 }

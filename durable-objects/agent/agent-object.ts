@@ -42,6 +42,7 @@ import { CLOSE } from "../../core/close-codes";
 import { ErrorCode } from "../../core/rpc-errors";
 import { type SessionStub, gatewayObjects, objects } from "../objects";
 import { Pending } from "../pending";
+import { type LogContext, type LogLevel, log } from "../../core/log";
 
 /** How long session/new or session/load may take before the client is told the agent did not answer. */
 const OPEN_TIMEOUT_MS = 60_000;
@@ -198,7 +199,7 @@ export class AgentObject extends DurableObject<Env> implements AgentContract {
    */
   private onEdgeFrame(ws: WebSocket, epoch: number, data: string): void {
     const control = decodeControl(data);
-    if (!control) return console.error("agent: a malformed frame on the edge's control socket was dropped");
+    if (!control) return this.log("warn", "agent.control_frame_malformed", "a malformed frame on the edge's control socket was dropped");
     if (control.t === "plain") return this.onAgentFrame(ws, epoch, control.text, true);
     if (control.t === "attributed") {
       this.edgeCounts.set(control.s, control.c);
@@ -680,6 +681,11 @@ export class AgentObject extends DurableObject<Env> implements AgentContract {
     return meta ? { tenantId: meta.tenantId, sessionId } : undefined;
   }
 
+  /** A log line carrying this agent's tenant and name (core/log.ts). */
+  private log(level: LogLevel, event: string, msg: string, context: LogContext = {}, error?: unknown): void {
+    log(level, event, msg, { tenantId: this.store.meta?.tenantId, agent: this.store.meta?.name, ...context }, error);
+  }
+
   private session(sessionId: string): SessionStub {
     const known = this.sessionStubs.get(sessionId);
     if (known) return known;
@@ -736,9 +742,10 @@ export class AgentObject extends DurableObject<Env> implements AgentContract {
           return true;
         },
         (e: unknown) => {
-          console.error("agent: session delivery failed; the alarm retries", e);
+          this.log("warn", "agent.delivery_failed", "delivering to a session failed; the alarm retries", { sessionId }, e);
           this.sessionStubs.delete(sessionId); // a stub that threw may be broken for good
-          if (this.outbox.failed(sessionId, last)) console.error(`agent: gave up delivering to session ${sessionId}`);
+          if (this.outbox.failed(sessionId, last))
+            this.log("error", "agent.delivery_abandoned", "gave up delivering to a session after repeated failures", { sessionId });
           else this.armRedelivery();
           return false;
         },

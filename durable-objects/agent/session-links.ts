@@ -13,6 +13,7 @@
 import { type LinkToAgent, encodeLink, linkToAgent } from "../../protocol/agent-link-wire";
 import { CLOSE } from "../../core/close-codes";
 import { PendingTable } from "../../protocol/pending-table";
+import { log } from "../../core/log";
 
 /** A link nothing went over for this long is closed (the next delivery goes by RPC and opens it again). */
 export const LINK_IDLE_MS = 10_000;
@@ -107,7 +108,7 @@ export class SessionLinks {
     const opened = this.d
       .open(sessionId)
       .catch((error: unknown) => {
-        console.error("agent: opening the link to a session failed; RPC is used", error);
+        log("warn", "agent.link_open_failed", "opening the link to a session failed; RPC is used", { sessionId }, error);
         return undefined;
       })
       .then((ws) => {
@@ -157,7 +158,7 @@ export class SessionLinks {
         .then(
           (delivered) => reply({ t: "sent", n, delivered }),
           (error: unknown) => {
-            console.error("agent: a frame from a session's link failed", error);
+            log("warn", "agent.link_frame_failed", "a frame from a session's link failed", { sessionId }, error);
             reply({ t: "failed", n });
           },
         ),

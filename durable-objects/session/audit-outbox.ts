@@ -21,6 +21,7 @@ import { appendToChain } from "../../db/queries/audit-chain";
 import { auditDay, limitsOf } from "../../protocol/tenant-limits";
 import { summarisedEntry } from "./permission-audit";
 import type { SessionStore } from "./store";
+import { sessionLog } from "./session-log";
 
 /** The tenant's daily audit budget (the TenantLimitsObject), and telling the session's clients it is spent. */
 export interface AuditBudgetPort {
@@ -59,7 +60,12 @@ export class AuditOutbox {
     const ids = entries.map((e) => e.id).join(",");
     if (this.charged?.ids === ids) return this.charged.kept ? entries : summarised;
     const charged = await this.budget.charge(meta.tenantId, bytesOf(entries), bytesOf(summarised), perDay).catch((error: unknown) => {
-      console.error("session: the tenant's audit budget could not be charged; writing the batch in full", error);
+      sessionLog(this.store).warn(
+        "session.audit_budget_failed",
+        "the tenant's audit budget could not be charged; writing the batch in full",
+        {},
+        error,
+      );
       return { kept: true, resetsAt: 0 };
     });
     this.charged = { ids, kept: charged.kept };
@@ -138,7 +144,12 @@ export class AuditOutbox {
         this.charged = undefined;
       } catch (error) {
         this.failedAt = Date.now();
-        console.error(`session: ${this.waiting()} audit entries wait for D1`, error);
+        sessionLog(this.store).warn(
+          "session.audit_waiting",
+          "audit entries wait for D1; the alarm retries",
+          { waiting: this.waiting() },
+          error,
+        );
         return false;
       }
     }

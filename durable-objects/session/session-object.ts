@@ -58,6 +58,7 @@ import { TurnControl } from "./turn";
 import { SessionUnindex } from "./unindex";
 import { stage, stageTimingFrom } from "../../protocol/stage-timing";
 import { CLOSE } from "../../core/close-codes";
+import { sessionLog } from "./session-log";
 
 /**
  * The test seam (test/workerd): what a test may read of a live instance (`sessionTesting`, given the
@@ -271,7 +272,13 @@ export class SessionObject extends DurableObject<Env> implements SessionContract
     } catch (error) {
       if (isRequest(message))
         send(ws, JSON.stringify(errorResponse(message.id, toRpcError(error, "session", "Internal error in the session"))));
-      else console.error("session: client message failed", error);
+      else
+        sessionLog(this.store).error(
+          "session.client_message_failed",
+          "a client's notification failed in the session",
+          { unexpected: true },
+          error,
+        );
     }
   }
 

@@ -18,6 +18,7 @@ import { reduceToolCall, type ToolCallRow } from "../../protocol/tool-calls";
 import { MAX_STORED_ROW_BYTES, utf8LongerThan } from "../../protocol/limits";
 import { type ParsedParams, parsePermissionParams } from "./pending-request";
 import { type MigrationOutcome, type MigrationStorage, migrateStorage } from "./store-migrations";
+import { sessionLog } from "./session-log";
 
 /** Log kinds. `update` and `ext` entries are replayed to attaching clients; the rest is audit trail. */
 export type LogKind = "update" | "ext" | "permission" | "resolution" | "prompt" | "turn_end" | "notice";
@@ -248,7 +249,14 @@ export class SessionStore {
     const text = JSON.stringify(row);
     // Updates merge into one row: many frames within the limit could together pass SQLite's 2 MB row cap.
     if (utf8LongerThan(text, MAX_STORED_ROW_BYTES)) {
-      console.error(`session: tool call ${id} would exceed ${MAX_STORED_ROW_BYTES} bytes; the update stays in the log, not in the table`);
+      sessionLog(this).warn(
+        "session.tool_call_row_too_large",
+        "a tool call's row would exceed the stored row limit; the update stays in the log, not in the table",
+        {
+          toolCallId: id,
+          limitBytes: MAX_STORED_ROW_BYTES,
+        },
+      );
       return undefined;
     }
     // One row written: the table is WITHOUT ROWID (no separate key index), and an upsert updates in place.

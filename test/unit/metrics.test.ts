@@ -43,7 +43,34 @@ describe("MetricTally", () => {
   });
 });
 
+describe("MetricTally values", () => {
+  it("keeps the largest value of a key in the interval, and a count of every add", () => {
+    fc.assert(
+      fc.property(fc.array(fc.integer({ min: 1, max: 1_000_000 }), { minLength: 1, maxLength: 100 }), (values) => {
+        const tally = new MetricTally(0);
+        for (const value of values) tally.add({ tenantId: "t", metric: METRIC.deliveryLag, detail: "agent", value });
+        const points = tally.take(0, true);
+        expect(points).toEqual([
+          { tenantId: "t", metric: METRIC.deliveryLag, detail: "agent", count: values.length, value: Math.max(...values) },
+        ]);
+        expect(tally.take(0, true)).toEqual([]);
+      }),
+    );
+  });
+});
+
 describe("ConnectionMetrics", () => {
+  it("a frame that waited is delivery_lag (the longest wait as its value); one passed at once is not counted", () => {
+    const { dataset, points } = capture();
+    const metrics = new ConnectionMetrics(dataset, "t1", "agent", "builder");
+    metrics.delayed(0);
+    metrics.delayed(40);
+    metrics.delayed(900);
+    metrics.delayed(12);
+    metrics.close();
+    expect(points.filter((p) => p.blobs?.[0] === METRIC.deliveryLag).map((p) => [p.blobs?.[1], p.doubles])).toEqual([["agent", [3, 900]]]);
+  });
+
   it("a thousand messages inside an interval are one point at close, with opened and closed around it", () => {
     const { dataset, points } = capture();
     const metrics = new ConnectionMetrics(dataset, "t1", "client", "builder");

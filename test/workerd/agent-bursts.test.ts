@@ -5,7 +5,8 @@
 // sends 20,000, which drains at the default 1,000 a second for about 18 s).
 
 import { env } from "cloudflare:test";
-import { describe, expect, it } from "vitest";
+import { afterEach, describe, expect, it, vi } from "vitest";
+import { METRIC } from "../../core/metrics";
 import { attachClient, clientWithSession, connect, dialInAgent, isMethod, isResponseTo, seedTenant, startTurn, type Peer } from "./helpers";
 
 type Json = Record<string, any>;
@@ -38,6 +39,8 @@ async function chunksUntil(client: Peer, last: string, timeoutMs: number): Promi
 function noRefusals(messages: Json[]): void {
   expect(messages.filter((m) => "error" in m)).toEqual([]);
 }
+
+afterEach(() => vi.restoreAllMocks());
 
 describe("agent bursts: held and drained at the rate, never refused", () => {
   it(`${BURST.toLocaleString("en")} session/updates sent at once reach every attached client and a late one exactly once, in order, and the turn ends normally`, async () => {
@@ -90,6 +93,28 @@ describe("agent bursts: held and drained at the rate, never refused", () => {
     // Loaded again by another client: the gateway's own replay of the same history, whole.
     const again = await attachClient(t, agent, "old-1");
     expect(textsOf(again.unclaimed())).toEqual(texts);
+  }, 120_000);
+
+  it("the wait of held frames is the delivery_lag metric: counted, the longest kept, written when the agent leaves", async () => {
+    const written = vi.spyOn(env.METRICS, "writeDataPoint");
+    const t = await seedTenant({ limits: { messagesPerSecondPerAgentConnection: 400 } });
+    const agent = await dialInAgent(t, "lagging");
+    const { client, sessionId } = await clientWithSession(t, agent);
+    await startTurn(client, agent, sessionId);
+    const texts = Array.from({ length: 1200 }, (_, i) => `l${i}`);
+    expect(texts.length).toBeGreaterThan(2 * 400); // the precondition: over the connection's burst, so frames are held
+    for (const text of texts) agent.peer.notify("session/update", chunk(sessionId, text));
+    expect(textsOf(await chunksUntil(client, texts.at(-1) ?? "", 60_000))).toEqual(texts);
+    agent.peer.close();
+    const lagOf = () =>
+      written.mock.calls.map(([point]) => point).filter((p) => p?.indexes?.[0] === t.tenantId && p.blobs?.[0] === METRIC.deliveryLag);
+    await expect.poll(() => lagOf().length, { timeout: 10_000 }).toBeGreaterThan(0);
+    const points = lagOf();
+    expect(points.every((p) => p?.blobs?.[1] === "agent" && p.blobs?.[2] === "lagging")).toBe(true);
+    // 1,200 at 400 a second with a burst of twice that: hundreds of frames waited, the last about a second.
+    const delayed = points.reduce((sum, p) => sum + (p?.doubles?.[0] ?? 0), 0);
+    expect(delayed).toBeGreaterThan(100);
+    expect(Math.max(...points.map((p) => p?.doubles?.[1] ?? 0))).toBeGreaterThan(100);
   }, 120_000);
 });
 
