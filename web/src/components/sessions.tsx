@@ -185,13 +185,16 @@ function NewSession({ auth, api, onCreated }: { auth: Auth; api: Api; onCreated(
   const [busy, setBusy] = useState(false);
   // The tenant's agents, to choose from and to tell an unknown name from an offline agent; null until known.
   const [agents, setAgents] = useState<Agent[] | null>(null);
+  // The same read as a promise, so a person who submits before it arrived still gets the precise message.
+  const agentsRead = useRef<Promise<Agent[] | null>>(Promise.resolve(null));
   const project = useRef<HTMLInputElement>(null);
   useEffect(() => project.current?.focus(), []);
   useEffect(() => {
-    api
+    agentsRead.current = api
       .get<Page<Agent>>("/v1/agents?status=1&limit=100")
-      .then((page) => setAgents(page.items))
-      .catch(() => setAgents(null));
+      .then((page) => page.items)
+      .catch(() => null);
+    void agentsRead.current.then(setAgents);
   }, [api]);
   const submit = async (event: Event) => {
     event.preventDefault();
@@ -202,9 +205,10 @@ function NewSession({ auth, api, onCreated }: { auth: Auth; api: Api; onCreated(
       setError("The project path must be absolute, like /home/me/project.");
       return;
     }
-    const known = agents?.find((a) => a.name === agent);
-    if (agents && !known) {
-      const names = agents.map((a) => `“${a.name}”`).join(", ");
+    const list = await agentsRead.current;
+    const known = list?.find((a) => a.name === agent);
+    if (list && !known) {
+      const names = list.map((a) => `“${a.name}”`).join(", ");
       setError(`There is no agent named “${agent}” in this tenant.${names ? ` Its agents: ${names}.` : " It has no agents yet."}`);
       return;
     }
