@@ -10,7 +10,7 @@
 
 import { runInDurableObject } from "cloudflare:test";
 import { describe, expect, it, vi } from "vitest";
-import type { AgentObject } from "../../durable-objects/agent/agent-object";
+import { type AgentObject, agentTesting } from "../../durable-objects/agent/agent-object";
 import { LINK_IDLE_MS } from "../../durable-objects/agent/session-links";
 import type { SessionObject } from "../../durable-objects/session/session-object";
 import { AGENT_LINK_HEADER, linkToAgent, linkToSession } from "../../protocol/agent-link-wire";
@@ -48,7 +48,8 @@ function closeAll(links: Links): void {
   for (const [sessionId, link] of [...links.links]) links.drop(sessionId, link);
 }
 // SAFETY: private fields of the objects, read or wrapped by the tests on one instance only.
-const linksOf = (instance: AgentObject) => (instance as unknown as { links: Links }).links;
+// SAFETY: the links' private members, reached through the object's test seam.
+const linksOf = (instance: AgentObject) => agentTesting(instance).links as unknown as Links;
 const sessionInsides = (instance: SessionObject) =>
   instance as unknown as {
     onLinkMessage(ws: WebSocket, data: string | ArrayBuffer): void;
@@ -132,8 +133,8 @@ const ALLOW = { outcome: { outcome: "selected", optionId: "allow" } };
  */
 async function noEdgeGrants(t: SeededTenant, agent: ScriptedAgent): Promise<void> {
   await runInDurableObject(agentStub(t.tenantId, agent.name), (instance: AgentObject) => {
-    // SAFETY: `maybeGrant` is the object's own method (agent-object.ts); only this instance's copy is replaced.
-    (instance as unknown as { maybeGrant(sessionId: string): void }).maybeGrant = () => undefined;
+    // SAFETY: `maybeGrant` is the relay's own method (protocol/agent-relay.ts); only this instance's copy is replaced.
+    (agentTesting(instance).relay as unknown as { maybeGrant(sessionId: string): void }).maybeGrant = () => undefined;
   });
 }
 
