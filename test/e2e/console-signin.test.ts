@@ -5,6 +5,7 @@
 // A tampered state and a wrong nonce are refused; sign-out and expiry forget the token. And the
 // permission card greys out the options the gateway says a person may not choose.
 
+import { createHash } from "node:crypto";
 import { readFileSync } from "node:fs";
 import { join } from "node:path";
 import type { Browser, BrowserContext, Page, Request } from "playwright-core";
@@ -277,5 +278,66 @@ describe("permission options a person cannot choose", () => {
     await card.getByRole("button", { name: /^Allow once/ }).click();
     await expect.poll(() => page.locator("section.permission.closed").first().textContent()).toContain("Answered by you (ci)");
     await context.close();
+  });
+});
+
+describe("the test identity provider, as strict as a real one for this flow", () => {
+  const verifier = "v".repeat(43);
+  const challenge = createHash("sha256").update(verifier).digest("base64url");
+  const authorize = (params: Record<string, string>) =>
+    fetch(
+      `${idp.issuer}/authorize?${new URLSearchParams({
+        response_type: "code",
+        client_id: clientId,
+        redirect_uri: `${url}/callback`,
+        scope: "openid",
+        state: "s1",
+        nonce: "n1",
+        code_challenge: challenge,
+        code_challenge_method: "S256",
+        ...params,
+      })}`,
+      { redirect: "manual" },
+    );
+  const redeem = (code: string, codeVerifier: string) =>
+    fetch(`${idp.issuer}/token`, {
+      method: "POST",
+      headers: { "Content-Type": "application/x-www-form-urlencoded" },
+      body: new URLSearchParams({
+        grant_type: "authorization_code",
+        code,
+        client_id: clientId,
+        redirect_uri: `${url}/callback`,
+        code_verifier: codeVerifier,
+      }),
+    });
+
+  it("never redirects to an unregistered redirect URI or for an unknown client, and refuses a challenge that is not S256", async () => {
+    const faults: Record<string, string>[] = [{ redirect_uri: "http://127.0.0.1:1/elsewhere" }, { client_id: "someone-else" }];
+    for (const params of faults) {
+      const response = await authorize(params);
+      expect(response.status).toBe(400);
+      expect(response.headers.get("location")).toBeNull();
+    }
+    const plain = await authorize({ code_challenge_method: "plain", code_challenge: verifier });
+    expect(plain.status).toBe(302);
+    const back = new URL(plain.headers.get("location") ?? "");
+    expect(Object.fromEntries(back.searchParams)).toEqual({ state: "s1", error: "invalid_request" });
+  });
+
+  it("gives the code's tokens only for the verifier of its challenge, once, with the nonce echoed", async () => {
+    const code = async () => new URL((await authorize({})).headers.get("location") ?? "").searchParams.get("code") ?? "";
+    const first = await code();
+    expect((await redeem(first, "w".repeat(43))).status).toBe(400);
+    // A refused attempt uses the code up, as providers do.
+    expect((await redeem(first, verifier)).status).toBe(400);
+    const second = await code();
+    const response = await redeem(second, verifier);
+    expect(response.status).toBe(200);
+    expect(response.headers.get("access-control-allow-origin")).toBe("*");
+    const body = (await response.json()) as Json;
+    const claims = JSON.parse(Buffer.from(String(body.id_token).split(".")[1] ?? "", "base64url").toString()) as Json;
+    expect(claims).toMatchObject({ iss: idp.issuer, aud: clientId, sub: "u-alice", nonce: "n1" });
+    expect((await redeem(second, verifier)).status).toBe(400);
   });
 });

@@ -185,13 +185,18 @@ function NewSession({ auth, api, onCreated }: { auth: Auth; api: Api; onCreated(
   const [busy, setBusy] = useState(false);
   // The tenant's agents, to choose from and to tell an unknown name from an offline agent; null until known.
   const [agents, setAgents] = useState<Agent[] | null>(null);
+  // The same list as a promise: a submit made while it is still loading waits for it, so an offline
+  // agent is told apart however quickly the form is sent.
+  const agentsLoaded = useRef<Promise<Agent[] | null>>(Promise.resolve(null));
   const project = useRef<HTMLInputElement>(null);
   useEffect(() => project.current?.focus(), []);
   useEffect(() => {
-    api
+    const load = api
       .get<Page<Agent>>("/v1/agents?status=1&limit=100")
-      .then((page) => setAgents(page.items))
-      .catch(() => setAgents(null));
+      .then((page) => page.items)
+      .catch(() => null);
+    agentsLoaded.current = load;
+    void load.then(setAgents);
   }, [api]);
   const submit = async (event: Event) => {
     event.preventDefault();
@@ -202,9 +207,10 @@ function NewSession({ auth, api, onCreated }: { auth: Auth; api: Api; onCreated(
       setError("The project path must be absolute, like /home/me/project.");
       return;
     }
-    const known = agents?.find((a) => a.name === agent);
-    if (agents && !known) {
-      const names = agents.map((a) => `“${a.name}”`).join(", ");
+    const listed = await agentsLoaded.current;
+    const known = listed?.find((a) => a.name === agent);
+    if (listed && !known) {
+      const names = listed.map((a) => `“${a.name}”`).join(", ");
       setError(`There is no agent named “${agent}” in this tenant.${names ? ` Its agents: ${names}.` : " It has no agents yet."}`);
       return;
     }
