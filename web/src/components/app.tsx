@@ -15,6 +15,7 @@ import { SessionsPage } from "./sessions";
 const KEY = "acp-gateway-console-key";
 const TOKEN = "acp-gateway-console-token";
 const AGENT = "acp-gateway-console-agent";
+const MAX_TIMER_MS = 2 ** 31 - 1;
 
 function storedAuth(): Auth | null {
   const agent = sessionStorage.getItem(AGENT) ?? "demo";
@@ -99,11 +100,17 @@ export function App({ callback }: { callback: URLSearchParams | null }) {
     })();
   }, []);
 
-  // A person's token stops working at its expiry: sign out then, and say so.
+  // A person's token stops working at its expiry: sign out then, and say so. (A timer holds at most
+  // 2^31-1 ms, about 24 days; a longer-lived token is waited for in steps.)
   useEffect(() => {
     if (auth?.credential.type !== "token") return;
     const credential = auth.credential;
-    const timer = setTimeout(() => signOut(expiredText(credential)), Math.max(0, credential.expiresAt - Date.now()));
+    let timer: ReturnType<typeof setTimeout>;
+    const wait = () => {
+      const left = credential.expiresAt - Date.now();
+      timer = left <= 0 ? setTimeout(() => signOut(expiredText(credential)), 0) : setTimeout(wait, Math.min(left, MAX_TIMER_MS));
+    };
+    wait();
     return () => clearTimeout(timer);
   }, [auth]);
 
@@ -131,6 +138,8 @@ export function App({ callback }: { callback: URLSearchParams | null }) {
 
 function SignIn({ notice, onSignedIn }: { notice: string | null; onSignedIn(auth: Auth): void }) {
   const [error, setError] = useState<string | null>(notice);
+  // Not an error: where the tenant has no provider, the key form is the way in.
+  const [info, setInfo] = useState<string | null>(null);
   const [busy, setBusy] = useState(false);
   const keyField = useRef<HTMLInputElement>(null);
   useEffect(() => setError(notice), [notice]);
@@ -144,6 +153,7 @@ function SignIn({ notice, onSignedIn }: { notice: string | null; onSignedIn(auth
     };
     setBusy(true);
     setError(null);
+    setInfo(null);
     try {
       // The gateway refuses a bad key with 401 before a WebSocket upgrade, which a browser cannot
       // read; the same key on the REST API says so plainly.
@@ -164,13 +174,14 @@ function SignIn({ notice, onSignedIn }: { notice: string | null; onSignedIn(auth
     const tenant = String(new FormData(event.currentTarget as HTMLFormElement).get("tenant") ?? "").trim();
     setBusy(true);
     setError(null);
+    setInfo(null);
     try {
-      const info = await signInInfo(tenant);
-      if (info.method === "provider" && info.provider) {
-        location.assign(await startSignIn(tenant, sessionStorage.getItem(AGENT) ?? "demo", info.provider));
+      const how = await signInInfo(tenant);
+      if (how.method === "provider" && how.provider) {
+        location.assign(await startSignIn(tenant, sessionStorage.getItem(AGENT) ?? "demo", how.provider));
         return;
       }
-      setError(`Tenant “${tenant}” signs in with a key: enter yours below.`);
+      setInfo(`Tenant “${tenant}” signs in with a key: enter yours below.`);
       keyField.current?.focus();
     } catch (e) {
       setError(errorText(e));
@@ -189,6 +200,11 @@ function SignIn({ notice, onSignedIn }: { notice: string | null; onSignedIn(auth
         {error && (
           <p class="error" role="alert">
             {error}
+          </p>
+        )}
+        {info && (
+          <p class="notice" role="status">
+            {info}
           </p>
         )}
         <form class="signin-team" onSubmit={submitTenant} aria-label="Your team's provider">
