@@ -5,7 +5,8 @@
 //   SessionObject       `${tenantId}/${sessionId}`    (session/contract.ts)
 //   AgentObject         `${tenantId}/${agent}`        (agent/contract.ts)
 //   ConnectionObject    `${tenantId}/${connectionId}` (connection/contract.ts)
-//   RulesObject         `${tenantId}`                 (rules/contract.ts)
+//   RulesObject         `${tenantId}`                 (rules/contract.ts: the tenant's root)
+//                       `${tenantId}/${index}`        (a shard of the tenant's rules, 0 ≤ index < RULES_SHARDS)
 //   TenantLimitsObject  `${tenantId}`                 (tenant/contract.ts)
 //
 // A name is split at its FIRST "/": tenant ids never contain one, session ids may. Every part is
@@ -36,6 +37,10 @@ export const objectNames = {
   agent: (tenantId: string, agent: string) => `${tenantPart(tenantId)}/${part(agent, "agent name")}`,
   connection: (tenantId: string, connectionId: string) => `${tenantPart(tenantId)}/${part(connectionId, "connection id")}`,
   rules: (tenantId: string) => tenantPart(tenantId),
+  rulesShard: (tenantId: string, index: number) => {
+    if (!Number.isInteger(index) || index < 0) throw new Error(`a rules shard needs an index; got ${index}`);
+    return `${tenantPart(tenantId)}/${index}`;
+  },
   tenantLimits: (tenantId: string) => tenantPart(tenantId),
 };
 
@@ -56,6 +61,8 @@ export const objects = {
   connection: (env: Env, tenantId: string, connectionId: string): DurableObjectStub<ConnectionContract> =>
     env.CONNECTIONS.getByName(objectNames.connection(tenantId, connectionId)),
   rules: (env: Env, tenantId: string): DurableObjectStub<RulesContract> => env.RULES.getByName(objectNames.rules(tenantId)),
+  rulesShard: (env: Env, tenantId: string, index: number): DurableObjectStub<RulesContract> =>
+    env.RULES.getByName(objectNames.rulesShard(tenantId, index)),
   tenantLimits: (env: Env, tenantId: string): DurableObjectStub<TenantLimitsContract> =>
     env.TENANT_LIMITS.getByName(objectNames.tenantLimits(tenantId)),
 };
