@@ -199,9 +199,17 @@ export class RulesObject extends DurableObject<Env> implements RulesContract {
       .exec<{ idx: number }>("SELECT idx FROM rules_shards")
       .toArray()
       .map((r) => String(r.idx));
+    const started = Date.now();
+    const calls = this.changeCalls;
     const { fenced, told } = giver.advance(generation, shards);
     this.ctx.waitUntil(told);
     await fenced;
+    log("info", "rules.changed", "the tenant's rules changed: no session can use older ones now", {
+      tenantId,
+      generation,
+      objectsTold: this.changeCalls - calls,
+      waitedMs: Date.now() - started,
+    });
     await this.rules(tenantId);
   }
 
