@@ -139,11 +139,12 @@ class Demand {
  * One connection's share of its tenant's message rate. The count lives in the tenant's
  * TenantLimitsObject (one of its lease shards), which hands out tokens in leases sized to the
  * connection's demand (about a second of it, at most `batch`); this side spends them without a call
- * per message. A connection that runs out keeps going on credit of up to one batch while the next
- * lease is asked for (so no message waits on a call and order is kept), and pays the credit back
- * from that lease. A tenant over its rate refuses the lease; the connection then refuses locally
- * until the tenant's bucket has refilled. So the tenant may go over by at most one batch per
- * connection per lease round trip, and idle connections hold at most one lease each for LEASE_MS.
+ * per message. A connection that runs out keeps going on credit of up to one lease (its last ask,
+ * so a quiet connection's credit is small) while the next lease is asked for (so no message waits on
+ * a call and order is kept), and pays the credit back from that lease. A tenant over its rate
+ * refuses the lease; the connection then refuses locally until the tenant's bucket has refilled. So
+ * the tenant may go over by at most one lease per connection, and idle connections hold at most one
+ * lease each for LEASE_MS.
  */
 export class TenantLease {
   private tokens = 0;
@@ -152,6 +153,8 @@ export class TenantLease {
   private asking: Promise<void> | undefined;
   private readonly demand: Demand;
   private asked = false;
+  /** How far the connection may spend ahead of its lease: a batch at first, then the size of its last ask (its demand, at least FIRST_LEASE). */
+  private credit: number;
 
   constructor(
     readonly batch: number,
@@ -159,6 +162,7 @@ export class TenantLease {
     private readonly now: () => number = Date.now,
   ) {
     this.demand = new Demand(now());
+    this.credit = batch; // until its demand is known: a burst as the connection opens is not refused
   }
 
   /** ok, or refused with how long to wait. Never waits itself. */
@@ -166,7 +170,7 @@ export class TenantLease {
     const now = this.now();
     if (now >= this.expiresAt && this.tokens > 0) this.tokens = 0;
     if (now < this.deniedUntil) return { ok: false, retryAfterMs: this.deniedUntil - now };
-    if (this.tokens <= -this.batch) {
+    if (this.tokens <= -this.credit) {
       void this.refill(); // never rejects: an unreachable count grants
       return { ok: false, retryAfterMs: LEASE_MS / 10 };
     }
@@ -188,7 +192,7 @@ export class TenantLease {
    * the credit would be refused however much room the tenant has.
    */
   awaiting(): Promise<void> | undefined {
-    if (this.tokens > -this.batch || this.now() < this.deniedUntil) return undefined;
+    if (this.tokens > -this.credit || this.now() < this.deniedUntil) return undefined;
     // A refusal that has lapsed with the credit still used up: the next lease is asked for now.
     return this.refill();
   }
@@ -196,6 +200,7 @@ export class TenantLease {
   private refill(): Promise<void> {
     if (this.asking) return this.asking;
     const size = this.asked ? this.demand.take(this.now(), MIN_LEASE, this.batch) : Math.min(this.batch, FIRST_LEASE);
+    if (this.asked) this.credit = Math.max(Math.min(this.batch, FIRST_LEASE), size);
     this.asked = true;
     const want = size + Math.max(0, -this.tokens);
     this.asking = this.ask(want).then(
