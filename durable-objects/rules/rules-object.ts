@@ -186,7 +186,7 @@ export class RulesObject extends DurableObject<Env> implements RulesContract {
   /**
    * Rules changed in D1 (created, expiry changed, revoked): a new generation, announced to every shard
    * that took a lease; answers once none of their sessions can use an older one (the shards fence
-   * theirs; one that cannot be told is waited out to the end of its lease). Then reloads, warm for the shards.
+   * theirs; one that cannot be told is waited out to the end of its lease). Then reloads in the background, warm for the shards.
    */
   async changed(): Promise<void> {
     const giver = this.asRoot();
@@ -210,7 +210,8 @@ export class RulesObject extends DurableObject<Env> implements RulesContract {
       objectsTold: this.changeCalls - calls,
       waitedMs: Date.now() - started,
     });
-    await this.rules(tenantId);
+    // Warm for the shards' next leases, off the API's path (a failed load is retried by the next lease).
+    this.ctx.waitUntil(this.rules(tenantId).catch(() => undefined));
   }
 
   override async alarm(): Promise<void> {
