@@ -80,7 +80,7 @@ export async function simulateLimits(scenario: LimitsScenario): Promise<LimitsOu
               }),
             );
           };
-    return new RateGate(limits, "agent", ask, now);
+    return new RateGate(limits, "client", ask, now);
   });
   // Each connection sends at its share of the rate, evenly, from a random phase.
   const perConnection = scenario.messagesPerSecond / scenario.connections;

@@ -99,7 +99,7 @@ export interface LeaseGrant {
 
 /** How long leased tokens stay good: unused ones lapse, so an idle connection cannot hoard the tenant's rate. */
 const LEASE_MS = 1000;
-/** The least a lease asks for (and the first ask of a connection whose demand is not known yet, at most). */
+/** The least a lease asks for; and the least credit a connection keeps once its demand is known. */
 const MIN_LEASE = 2;
 const FIRST_LEASE = 8;
 
@@ -160,6 +160,8 @@ export class TenantLease {
     readonly batch: number,
     private readonly ask: (want: number) => Promise<LeaseGrant>,
     private readonly now: () => number = Date.now,
+    /** The first ask, before any demand is known: a batch for an agent (it opens with a burst), less for a client. */
+    private readonly firstAsk = batch,
   ) {
     this.demand = new Demand(now());
     this.credit = batch; // until its demand is known: a burst as the connection opens is not refused
@@ -199,7 +201,7 @@ export class TenantLease {
 
   private refill(): Promise<void> {
     if (this.asking) return this.asking;
-    const size = this.asked ? this.demand.take(this.now(), MIN_LEASE, this.batch) : Math.min(this.batch, FIRST_LEASE);
+    const size = this.asked ? this.demand.take(this.now(), MIN_LEASE, this.batch) : this.firstAsk;
     if (this.asked) this.credit = Math.max(Math.min(this.batch, FIRST_LEASE), size);
     this.asked = true;
     const want = size + Math.max(0, -this.tokens);
@@ -305,7 +307,9 @@ export class RateGate {
   ) {
     this.ownLimit = role === "agent" ? "messagesPerSecondPerAgentConnection" : "messagesPerSecondPerConnection";
     this.own = new MessageRate(limits[this.ownLimit], now());
-    this.tenant = new TenantLease(leaseBatch(limits.messagesPerSecondPerTenant), askTenant, now);
+    const batch = leaseBatch(limits.messagesPerSecondPerTenant);
+    // Ten thousand clients opening at once must not each take a batch they mostly let lapse.
+    this.tenant = new TenantLease(batch, askTenant, now, role === "agent" ? batch : Math.min(batch, FIRST_LEASE));
   }
 
   /** Takes the tenant's first lease now (a connection that just opened); resolves when it is here. */

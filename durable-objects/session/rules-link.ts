@@ -19,6 +19,8 @@ export class RulesLink {
   );
   private stub?: RulesStub;
   private shardStub?: RulesStub;
+  /** A person's *_always answer being stored (RulesObject.remember): requests wait for it. */
+  private remembering?: Promise<void>;
 
   constructor(
     private readonly env: Env,
@@ -33,8 +35,12 @@ export class RulesLink {
    */
   consultRules(pending: PendingRequest): DecideResult | null | Promise<DecideResult | null> {
     const meta = this.store.meta;
-    if (!meta || this.cache.knownEmpty) return null;
+    if (!meta) return null;
     const request = this.decideRequest(meta, pending);
+    // A person's always-answer is being stored: decided once it is (the change's fence has then run
+    // out this session's lease, so the new rule is fetched), as a person would expect of the next request.
+    if (this.remembering) return this.remembering.then(() => this.cache.decide(request));
+    if (this.cache.knownEmpty) return null;
     return this.cache.decideNow(request) ?? this.cache.decide(request);
   }
 
@@ -49,7 +55,16 @@ export class RulesLink {
   ): Promise<RuleCreated | RuleNotCreated | null> {
     const meta = this.store.meta;
     if (!meta) return Promise.resolve(null);
-    return this.rules().remember({ ...this.decideRequest(meta, pending), ...extra });
+    const remembered = this.rules().remember({ ...this.decideRequest(meta, pending), ...extra });
+    const settled = remembered.then(
+      () => undefined,
+      () => undefined,
+    );
+    this.remembering = settled;
+    void settled.then(() => {
+      if (this.remembering === settled) this.remembering = undefined;
+    });
+    return remembered;
   }
 
   /**
