@@ -1,8 +1,9 @@
 // Issue 25, "Legitimate bursts lose updates" (docs/decisions/0023-agent-bursts-held.md): an agent's
 // rate slows it down and never cuts its output. A burst far over the connection's rate is held at the
 // edge (protocol/agent-hold.ts) and drained at the rate, in order; nothing is refused with -32029 and
-// the connection stays open. BURST_UPDATES sets the burst (3,000 in `npm test`; `npm run test:slow`
-// sends 20,000, which drains at the default 1,000 a second for about 18 s).
+// the connection stays open. BURST_UPDATES sets the burst: `npm run test:slow` sends 20,000 at the
+// default 1,000 a second (they drain for about 18 s) and replays a 2,000-update history; `npm test`
+// keeps every property at a fifth of the sizes, against a tenant whose agents have a fifth of the rate.
 
 import { env } from "cloudflare:test";
 import { afterEach, describe, expect, it, vi } from "vitest";
@@ -11,7 +12,12 @@ import { attachClient, clientWithSession, connect, dialInAgent, isMethod, isResp
 
 type Json = Record<string, any>;
 
-const BURST = Number(env.BURST_UPDATES) > 0 ? Number(env.BURST_UPDATES) : 3000;
+const SLOW = Number(env.BURST_UPDATES) > 0;
+const BURST = SLOW ? Number(env.BURST_UPDATES) : 1000;
+/** The agent connection's rate the first test runs at: the default in test:slow, a fifth of it in `npm test`. */
+const AGENT_RATE = SLOW ? 1000 : 300;
+/** The history the agent replays for session/load (the issue's 2,000 in test:slow), at a rate it is 2.5 times the burst of. */
+const HISTORY = SLOW ? 2000 : 600;
 
 /** An update whose text ends with "|": a replay merges consecutive chunks, and the texts stay apart. */
 function chunk(sessionId: string, text: string) {
@@ -44,14 +50,14 @@ afterEach(() => vi.restoreAllMocks());
 
 describe("agent bursts: held and drained at the rate, never refused", () => {
   it(`${BURST.toLocaleString("en")} session/updates sent at once reach every attached client and a late one exactly once, in order, and the turn ends normally`, async () => {
-    const t = await seedTenant();
+    const t = await seedTenant(SLOW ? {} : { limits: { messagesPerSecondPerAgentConnection: AGENT_RATE } });
     const agent = await dialInAgent(t);
     const { client: first, sessionId } = await clientWithSession(t, agent);
     const second = await attachClient(t, agent, sessionId);
     const prompt = await startTurn(first, agent, sessionId);
     const texts = Array.from({ length: BURST }, (_, i) => `u${i}`);
     // The precondition: far over what the connection's bucket admits at once (twice its rate).
-    expect(BURST).toBeGreaterThan(2 * 1000);
+    expect(BURST).toBeGreaterThan(2 * AGENT_RATE);
     for (const text of texts) agent.peer.notify("session/update", chunk(sessionId, text));
     agent.peer.respond(prompt.id, { stopReason: "end_turn" });
 
@@ -76,15 +82,15 @@ describe("agent bursts: held and drained at the rate, never refused", () => {
     await startTurn(first, agent, sessionId, "turn-2");
   }, 600_000);
 
-  it("a 2,000-update history the agent replays for session/load (over its burst) reaches the client whole, before the load's answer", async () => {
-    // A tenant that holds its agents to 400 messages a second: 2,000 at once is 2.5 times the burst.
-    const t = await seedTenant({ limits: { messagesPerSecondPerAgentConnection: 400 } });
+  it(`a ${HISTORY.toLocaleString("en")}-update history the agent replays for session/load (over its burst) reaches the client whole, before the load's answer`, async () => {
+    // A tenant that holds its agents to a fifth of the history a second: the history at once is 2.5 times the burst.
+    const t = await seedTenant({ limits: { messagesPerSecondPerAgentConnection: HISTORY / 5 } });
     const agent = await dialInAgent(t, "loader", { loadSession: true });
     const client = await connect(`/acp?agent=loader`, t.clientKey);
     await client.request("initialize", { protocolVersion: 1, clientCapabilities: {} });
     client.send({ jsonrpc: "2.0", id: "L", method: "session/load", params: { sessionId: "old-1", cwd: "/w", mcpServers: [] } });
     const load = await agent.peer.next(isMethod("session/load"));
-    const texts = Array.from({ length: 2000 }, (_, i) => `h${i}`);
+    const texts = Array.from({ length: HISTORY }, (_, i) => `h${i}`);
     for (const text of texts) agent.peer.notify("session/update", chunk("old-1", text));
     agent.peer.respond(load.id, { modes: null });
     expect((await client.next(isResponseTo("L"), 60_000)).result).toEqual({ modes: null });
@@ -97,12 +103,12 @@ describe("agent bursts: held and drained at the rate, never refused", () => {
 
   it("the wait of held frames is the delivery_lag metric: counted, the longest kept, written when the agent leaves", async () => {
     const written = vi.spyOn(env.METRICS, "writeDataPoint");
-    const t = await seedTenant({ limits: { messagesPerSecondPerAgentConnection: 400 } });
+    const t = await seedTenant({ limits: { messagesPerSecondPerAgentConnection: 200 } });
     const agent = await dialInAgent(t, "lagging");
     const { client, sessionId } = await clientWithSession(t, agent);
     await startTurn(client, agent, sessionId);
-    const texts = Array.from({ length: 1200 }, (_, i) => `l${i}`);
-    expect(texts.length).toBeGreaterThan(2 * 400); // the precondition: over the connection's burst, so frames are held
+    const texts = Array.from({ length: 600 }, (_, i) => `l${i}`);
+    expect(texts.length).toBeGreaterThan(2 * 200); // the precondition: over the connection's burst, so frames are held
     for (const text of texts) agent.peer.notify("session/update", chunk(sessionId, text));
     expect(textsOf(await chunksUntil(client, texts.at(-1) ?? "", 60_000))).toEqual(texts);
     agent.peer.close();
@@ -111,7 +117,7 @@ describe("agent bursts: held and drained at the rate, never refused", () => {
     await expect.poll(() => lagOf().length, { timeout: 10_000 }).toBeGreaterThan(0);
     const points = lagOf();
     expect(points.every((p) => p?.blobs?.[1] === "agent" && p.blobs?.[2] === "lagging")).toBe(true);
-    // 1,200 at 400 a second with a burst of twice that: hundreds of frames waited, the last about a second.
+    // 600 at 200 a second with a burst of twice that: 200 frames waited, the last about a second.
     const delayed = points.reduce((sum, p) => sum + (p?.doubles?.[0] ?? 0), 0);
     expect(delayed).toBeGreaterThan(100);
     expect(Math.max(...points.map((p) => p?.doubles?.[1] ?? 0))).toBeGreaterThan(100);

@@ -8,7 +8,7 @@
 //
 // The workerd tests close links (the AgentObject's and the edge's) unused for 50 ms (vitest.config.ts).
 
-import { SELF, runInDurableObject } from "cloudflare:test";
+import { SELF, env, runInDurableObject } from "cloudflare:test";
 import fc from "fast-check";
 import { describe, expect, it, vi } from "vitest";
 import { type AgentObject, agentTesting } from "../../durable-objects/agent/agent-object";
@@ -61,6 +61,15 @@ type AgentInsides = {
   outbox: { reserveRange(count: number): { from: number; to: number } };
   watch?: AgentWatch;
 };
+/**
+ * The large bursts: 2,000 in `npm run test:slow` (BURST_UPDATES set), 600 in `npm test`, which keeps
+ * every property (a burst far over a lease, held at the edge, in order, once) at a size that keeps the
+ * suite fast. The model-based test runs more sequences there too.
+ */
+const SLOW = Number(env.BURST_UPDATES) > 0;
+const LARGE_BURST = SLOW ? 2000 : 600;
+const MODEL_RUNS = SLOW ? 60 : 10;
+
 const relayInsides = (instance: AgentObject) => agentTesting(instance).relay as unknown as AgentInsides;
 
 /** Counts, on the AgentObject's instance, the frames it queues for each session and the grants it gives. */
@@ -446,7 +455,7 @@ describe("agent edge: order across the two paths", () => {
   it("model-based: the client sees exactly the agent's frames of a turn, in the agent's order, each once, and the prompt's answer last", async () => {
     await fc.assert(
       fc.asyncProperty(fc.array(stepArb, { minLength: 2, maxLength: 30, size: "max" }), (steps) => turnInOrder(steps)),
-      { numRuns: 20 },
+      { numRuns: MODEL_RUNS },
     );
     // Not vacuous: some frames went direct, others through the AgentObject.
     expect(pathCounts.viaAgentObject).toBeGreaterThan(0);
@@ -622,9 +631,9 @@ describe("agent edge: the agent's end", () => {
     expect(order.findIndex(isMethod("_acp_gateway/turn_ended"))).toBeGreaterThan(lastUpdate);
   }, 90_000);
 
-  it("the agent closes its socket right after a burst of 2,000 (some waiting at the edge for the tenant's lease): all arrive, then the turn's end", async () => {
+  it(`the agent closes its socket right after a burst of ${LARGE_BURST.toLocaleString("en")} (some waiting at the edge for the tenant's lease): all arrive, then the turn's end`, async () => {
     const { agent, client, sessionId } = await turnGoing();
-    const texts = Array.from({ length: 2000 }, (_, i) => `b${i}`);
+    const texts = Array.from({ length: LARGE_BURST }, (_, i) => `b${i}`);
     for (const text of texts) agent.peer.notify("session/update", chunk(sessionId, text));
     agent.peer.close();
     const answer = await client.next(isResponseTo("turn"), 150_000);
@@ -693,9 +702,9 @@ describe("agent edge: the agent's end", () => {
     noMoreChunks(client);
   });
 
-  it("a burst of 2,000 updates at once under the tenant's default limits all arrive, in order, none refused", async () => {
+  it(`a burst of ${LARGE_BURST.toLocaleString("en")} updates at once under the tenant's default limits all arrive, in order, none refused`, async () => {
     const { agent, client, sessionId, prompt } = await turnGoing();
-    const texts = Array.from({ length: 2000 }, (_, i) => `b${i}`);
+    const texts = Array.from({ length: LARGE_BURST }, (_, i) => `b${i}`);
     for (const text of texts) agent.peer.notify("session/update", chunk(sessionId, text));
     agent.peer.respond(prompt.id, { stopReason: "end_turn" });
     // The answer comes after the updates: by then every one of them has arrived.
