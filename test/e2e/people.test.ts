@@ -329,6 +329,26 @@ describe("roles for people, end to end (decision 0028)", () => {
     agent.close();
   });
 
+  it("a person whose role changes (the tenant maps their group anew) is disconnected with 4403 and reconnects with the new role", async () => {
+    const d = await tenantTrusting(idp, "people-d");
+    const token = await person("u-max", ["eng"], d);
+    const socket = new WebSocket(`${url.replace(/^http/, "ws")}/acp?agent=x`, ["acp.v1"], {
+      headers: { Authorization: `Bearer ${token}`, "Acp-Tenant": d.slug },
+    });
+    const closed = new Promise<{ code: number; reason: string }>((resolve) =>
+      socket.once("close", (code, reason) => resolve({ code, reason: reason.toString() })),
+    );
+    await new Promise((resolve, reject) => {
+      socket.once("open", resolve);
+      socket.once("error", reject);
+    });
+    await ok("/v1/tenant/settings", d.admin, { method: "PATCH", body: { roles: { groups: { eng: "observer" } } } });
+    expect(await closed).toEqual({ code: 4403, reason: expect.stringMatching(/role changed from member to observer; reconnect/) });
+    const again = await connectClient({ url, key: token, tenant: d.slug, agent: "x" });
+    await expect(again.request("session/new", { cwd: "/w", mcpServers: [] })).rejects.toMatchObject({ code: -32003 });
+    again.close();
+  });
+
   it("four eyes: the prompter's approval is refused and audited, a second approver's accepted; a person's decisions are listed", async () => {
     const c = await tenantTrusting(idp, "people-c", { fourEyes: { operations: [{ program: "rm" }] } });
     const { name, agent } = await askingAgent(c, {
