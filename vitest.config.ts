@@ -55,6 +55,10 @@ export default defineConfig({
         test: {
           name: "workerd",
           include: ["test/workerd/**/*.test.ts"],
+          // A failure bound, not a wait: every test waits on events. With the other core busy a
+          // test's setup (a tenant, an agent dialling in) can take seconds, so 5 s failed tests that pass.
+          testTimeout: 30_000,
+          hookTimeout: 60_000,
           setupFiles: ["./test/workerd/apply-migrations.ts"],
           // A webhook receiver on loopback for the approval tests (notifications are real HTTP).
           globalSetup: ["./test/e2e/approvals-receiver.ts"],

@@ -94,6 +94,10 @@ export const sessions = sqliteTable(
     updatedAt: integer("updated_at")
       .notNull()
       .default(sql`(unixepoch() * 1000)`),
+    /** The turn as the SessionObject last published it (live-index.ts): idle, running or cancelling. */
+    turnState: text("turn_state").notNull().default("idle"),
+    /** How many permission requests wait on a person, as last published. */
+    waiting: integer("waiting").notNull().default(0),
   },
   (t) => [primaryKey({ columns: [t.tenantId, t.sessionId] }), index("sessions_tenant_updated").on(t.tenantId, t.updatedAt)],
 );

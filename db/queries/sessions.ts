@@ -46,7 +46,7 @@ export async function touchSession(
   d1: D1Database,
   tenantId: string,
   sessionId: string,
-  patch: { updatedAt: number; title?: string },
+  patch: { updatedAt: number; title?: string; turnState?: string; waiting?: number },
 ): Promise<void> {
   await dbOf(d1)
     .update(sessions)

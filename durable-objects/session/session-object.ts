@@ -58,6 +58,7 @@ import { TurnControl } from "./turn";
 import { SessionUnindex } from "./unindex";
 import { stage, stageTimingFrom } from "../../protocol/stage-timing";
 import { CLOSE } from "../../core/close-codes";
+import { liveIndex } from "./live-index";
 import { sessionLog } from "./session-log";
 import { TenantPolicy } from "./tenant-policy";
 import { refusedByRole } from "../../protocol/people/acp-methods";
@@ -167,6 +168,8 @@ export class SessionObject extends DurableObject<Env> implements SessionContract
       socket: this.agentSocket,
       scheduleDeadline: () => this.scheduleDeadline(),
     });
+    const live = liveIndex(ctx, env, this.store);
+    this.store.onLiveChange(() => live.changed());
     this.testing = { store: this.store, audits: this.audits, idleAt: () => this.turnWatch.idleAt(this.store) };
     seams.set(this, this.testing);
   }

@@ -229,6 +229,23 @@ export class SessionStore {
   /** Written only by TurnControl (turn.ts), the one module that changes the turn. */
   set turn(value: TurnState) {
     this.setMeta("turn", value);
+    this.liveChanged?.();
+  }
+
+  /**
+   * Called whenever what the session index shows of it may have changed: the turn, or the requests
+   * waiting on a person (live-index.ts publishes it). One listener: the SessionObject's LiveIndex.
+   */
+  onLiveChange(listener: () => void): void {
+    this.liveChanged = listener;
+  }
+  private liveChanged: (() => void) | undefined;
+
+  /** How many pending requests are asked of people (not those the rules are still deciding). */
+  waitingOnPeople(): number {
+    let n = 0;
+    for (const p of this.open.values()) if (p.asking > 0) n++;
+    return n;
   }
 
   /** A deleted session's index row that D1 has not removed yet (unindex.ts): set after `forget`. */
@@ -430,13 +447,17 @@ export class SessionStore {
       resolution ? at : null,
       resolution?.audit ? JSON.stringify(resolution.audit) : null,
     );
-    if (request && !resolution) this.open.set(seq, request);
+    if (request && !resolution) {
+      this.open.set(seq, request);
+      this.liveChanged?.();
+    }
   }
   markAsking(permId: number, asking: number): void {
     const pending = this.open.get(permId);
     if (!pending) return;
     pending.asking = asking;
     this.sql.exec("UPDATE log SET request = ? WHERE seq = ?", requestColumn(pending), permId);
+    this.liveChanged?.();
   }
   /** A first approval of a request that needs two: kept in its request column (it survives eviction). */
   recordApproval(permId: number, approval: Approval): void {
@@ -471,7 +492,7 @@ export class SessionStore {
    * entry with the resolution's text and audit entry. It is no longer pending.
    */
   resolvePermission(permId: number, resolution: Resolution): void {
-    this.open.delete(permId);
+    if (this.open.delete(permId)) this.liveChanged?.();
     this.sql.exec(
       "UPDATE log SET resolved = ?, resolved_at = ?, audit = ? WHERE seq = ?",
       resolution.text,
@@ -483,6 +504,7 @@ export class SessionStore {
   /** A resolution whose answer never reached the agent: the request is pending again (asked again). */
   reopenPermission(pending: PendingRequest): void {
     this.open.set(pending.permId, pending);
+    this.liveChanged?.();
     this.sql.exec(
       "UPDATE log SET request = ?, resolved = NULL, resolved_at = NULL, audit = NULL WHERE seq = ?",
       requestColumn(pending),

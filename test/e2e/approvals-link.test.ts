@@ -2,6 +2,7 @@
 // that asks permission while nobody has the session open, a webhook receiver on loopback that gets
 // the signed notification, and headless Chromium at phone size answering through the link.
 
+import nodeCrypto from "node:crypto";
 import { readFileSync } from "node:fs";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, inject, it } from "vitest";
@@ -10,6 +11,7 @@ import { ROOT } from "../../scripts/local-gateway";
 import { type Receiver, startReceiver } from "./approvals-receiver";
 import { launchChromium, screenshotsDir } from "./browser";
 import { connectClient, dialInAgent, waitForAgent } from "./peers";
+import { blocksAfter } from "./readme";
 
 type Json = Record<string, any>;
 const url = inject("gatewayUrl");
@@ -91,6 +93,17 @@ describe("approval links end to end", () => {
       ok: false,
       reason: "mismatch",
     });
+    // The README's own verification snippet, as written, accepts it with the secret and refuses it without.
+    const [readmeCheck] = blocksAfter("## Notifications: approvals that reach the person", "js");
+    const verifiedAsWritten = (secret: string) =>
+      new Function("crypto", "req", "rawBody", "SECRET", `${readmeCheck!}\nreturn Boolean(ok);`)(
+        nodeCrypto,
+        { headers },
+        body,
+        secret,
+      ) as boolean;
+    expect(verifiedAsWritten(target.secret as string)).toBe(true);
+    expect(verifiedAsWritten("whsec_wrong-secret-000000000000")).toBe(false);
     const payload = JSON.parse(body) as Json;
     expect(payload).toMatchObject({
       type: "permission.waiting",

@@ -56,4 +56,30 @@ describe("what the console reads", () => {
     await client.next(isResponseTo("p"));
     expect(await titleOf()).toBe("Parser: flaky test");
   });
+
+  it("one list call shows each session's turn and the approvals waiting on people, as they change", async () => {
+    const t = await seedTenant();
+    const agent = await dialInAgent(t);
+    const { client, sessionId } = await clientWithSession(t, agent);
+    type Listed = { id: string; state: { turn: string; waiting: number } };
+    const stateOf = async () => {
+      const page = (await (await get("/v1/sessions", t.clientKey)).json()) as { items: Listed[] };
+      return page.items.find((s) => s.id === sessionId)?.state;
+    };
+    // Published by the session after each change; the list reads the index and wakes no object.
+    const until = (state: Listed["state"]) => expect.poll(stateOf, { timeout: 10_000, interval: 20 }).toEqual(state);
+    await until({ turn: "idle", waiting: 0 });
+    client.send({ jsonrpc: "2.0", id: "p", method: "session/prompt", params: { sessionId, prompt: [] } });
+    const prompt = await agent.peer.next(isMethod("session/prompt"));
+    await until({ turn: "running", waiting: 0 });
+    const asked = agent.askPermission(sessionId, { toolCallId: "t1", kind: "execute", rawInput: { command: "make deploy" } });
+    const copy = await client.next(isMethod("session/request_permission"));
+    await until({ turn: "running", waiting: 1 });
+    client.respond(copy.id, { outcome: { outcome: "selected", optionId: "allow" } });
+    await agent.peer.next(isResponseTo(asked));
+    await until({ turn: "running", waiting: 0 });
+    agent.peer.respond(prompt.id, { stopReason: "end_turn" });
+    await client.next(isResponseTo("p"));
+    await until({ turn: "idle", waiting: 0 });
+  });
 });

@@ -18,6 +18,8 @@ export interface Session {
   createdBy: string | null;
   createdAt: number;
   updatedAt: number;
+  /** As the session last published it to the index: one list call shows every session's state. */
+  state: { turn: "idle" | "running" | "cancelling"; waiting: number };
 }
 
 /** An agent of the tenant as GET /v1/agents?status=1 shows it (`connected`: null for dial-out agents, which are not asked). */

@@ -19,6 +19,11 @@ const SessionSchema = z
     createdBy: z.string().nullable(),
     createdAt: z.number(),
     updatedAt: z.number(),
+    /** As the session last published it (durable-objects/session/live-index.ts): a list call needs no object. */
+    state: z.object({
+      turn: z.enum(["idle", "running", "cancelling"]),
+      waiting: z.number().int().describe("Permission requests waiting on a person"),
+    }),
   })
   .openapi("Session");
 
@@ -52,6 +57,11 @@ const SnapshotSchema = z
 
 const errors = errorResponses;
 
+/** The index's turn column as the API shows it (a value this version does not know reads as idle). */
+function turnShown(value: string): "idle" | "running" | "cancelling" {
+  return value === "running" || value === "cancelling" ? value : "idle";
+}
+
 export const sessionsApi = new OpenAPIHono<AppEnv>({ defaultHook: validationHook });
 
 sessionsApi.openapi(
@@ -84,6 +94,7 @@ sessionsApi.openapi(
           createdBy: r.createdBy,
           createdAt: r.createdAt,
           updatedAt: r.updatedAt,
+          state: { turn: turnShown(r.turnState), waiting: r.waiting },
         }),
       ),
       200,

@@ -10,14 +10,7 @@ import { SessionLink } from "../link";
 import { SessionView } from "./session-view";
 import { Safe } from "./shown";
 
-/** Snapshots (turn state, approvals) are read for this many of the most recent sessions. */
-const SNAPSHOTS = 25;
 const REFRESH_MS = 15_000;
-
-interface Entry {
-  session: Session;
-  snapshot: Snapshot | null;
-}
 
 interface Open {
   link: SessionLink;
@@ -26,7 +19,7 @@ interface Open {
 }
 
 export function SessionsPage({ auth, api }: { auth: Auth; api: Api }) {
-  const [entries, setEntries] = useState<Entry[] | null>(null);
+  const [entries, setEntries] = useState<Session[] | null>(null);
   const [error, setError] = useState<string | null>(null);
   const [open, setOpen] = useState<Open | null>(null);
   const [opening, setOpening] = useState<string | null>(null);
@@ -35,12 +28,8 @@ export function SessionsPage({ auth, api }: { auth: Auth; api: Api }) {
   const refresh = useCallback(async () => {
     try {
       const page = await api.get<Page<Session>>("/v1/sessions?limit=200");
-      const recent = [...page.items].sort((a, b) => b.updatedAt - a.updatedAt);
-      const snapshots = await Promise.all(
-        recent.slice(0, SNAPSHOTS).map((s) => api.get<Snapshot>(`/v1/sessions/${encodeURIComponent(s.id)}`).catch(() => null)),
-      );
-      const list = recent.map((session, i) => ({ session, snapshot: snapshots[i] ?? null }));
-      list.sort((a, b) => Number(isLive(b)) - Number(isLive(a)) || b.session.updatedAt - a.session.updatedAt);
+      // One call: each session's turn and waiting approvals come with the list (the index holds them).
+      const list = [...page.items].sort((a, b) => Number(isLive(b)) - Number(isLive(a)) || b.updatedAt - a.updatedAt);
       setEntries(list);
       setError(null);
     } catch (e) {
@@ -74,11 +63,22 @@ export function SessionsPage({ auth, api }: { auth: Auth; api: Api }) {
     const id = fromUrl.current;
     if (id === null || entries === null) return;
     fromUrl.current = null;
-    const listed = entries.find((e) => e.session.id === id)?.session;
+    const listed = entries.find((session) => session.id === id);
     if (listed) return void openSession(listed);
     api
       .get<Snapshot>(`/v1/sessions/${encodeURIComponent(id)}`)
-      .then((s) => openSession({ id, agent: s.agent, cwd: s.cwd, title: s.title, createdBy: null, createdAt: 0, updatedAt: 0 }))
+      .then((s) =>
+        openSession({
+          id,
+          agent: s.agent,
+          cwd: s.cwd,
+          title: s.title,
+          createdBy: null,
+          createdAt: 0,
+          updatedAt: 0,
+          state: { turn: s.turn.state, waiting: s.pendingPermissions.length },
+        }),
+      )
       .catch((e: unknown) => {
         showInUrl(null);
         setError(`Could not open the session in the address: ${errorText(e)}`);
@@ -115,7 +115,7 @@ export function SessionsPage({ auth, api }: { auth: Auth; api: Api }) {
         {entries === null && !error && <p class="muted">Loading…</p>}
         {entries?.length === 0 && <p class="muted">No sessions yet. Start one with “New session”.</p>}
         <ul class="entries">
-          {entries?.map(({ session, snapshot }) => (
+          {entries?.map((session) => (
             <li key={session.id}>
               <button
                 class="entry"
@@ -133,10 +133,10 @@ export function SessionsPage({ auth, api }: { auth: Auth; api: Api }) {
                   </code>
                 </span>
                 <span class="entry-meta">
-                  <TurnBadge snapshot={snapshot} />
-                  {snapshot && snapshot.pendingPermissions.length > 0 && (
+                  <TurnBadge state={session.state} />
+                  {session.state.waiting > 0 && (
                     <span class="badge attention">
-                      {snapshot.pendingPermissions.length} approval{snapshot.pendingPermissions.length > 1 ? "s" : ""} waiting
+                      {session.state.waiting} approval{session.state.waiting > 1 ? "s" : ""} waiting
                     </span>
                   )}
                   <span class="muted">{ago(session.updatedAt)}</span>
@@ -168,13 +168,11 @@ export function SessionsPage({ auth, api }: { auth: Auth; api: Api }) {
   );
 }
 
-function isLive(e: Entry): boolean {
-  return !!e.snapshot && (e.snapshot.turn.state !== "idle" || e.snapshot.pendingPermissions.length > 0);
+function isLive(session: Session): boolean {
+  return session.state.turn !== "idle" || session.state.waiting > 0;
 }
 
-function TurnBadge({ snapshot }: { snapshot: Snapshot | null }) {
-  if (!snapshot) return null;
-  const state = snapshot.turn.state;
+function TurnBadge({ state: { turn: state } }: { state: Session["state"] }) {
   return <span class={`badge turn-${state}`}>{state === "idle" ? "idle" : state === "running" ? "● running" : "cancelling"}</span>;
 }
 
@@ -185,13 +183,16 @@ function NewSession({ auth, api, onCreated }: { auth: Auth; api: Api; onCreated(
   const [busy, setBusy] = useState(false);
   // The tenant's agents, to choose from and to tell an unknown name from an offline agent; null until known.
   const [agents, setAgents] = useState<Agent[] | null>(null);
+  // The same read as a promise, so a person who submits before it arrived still gets the precise message.
+  const agentsRead = useRef<Promise<Agent[] | null>>(Promise.resolve(null));
   const project = useRef<HTMLInputElement>(null);
   useEffect(() => project.current?.focus(), []);
   useEffect(() => {
-    api
+    agentsRead.current = api
       .get<Page<Agent>>("/v1/agents?status=1&limit=100")
-      .then((page) => setAgents(page.items))
-      .catch(() => setAgents(null));
+      .then((page) => page.items)
+      .catch(() => null);
+    void agentsRead.current.then(setAgents);
   }, [api]);
   const submit = async (event: Event) => {
     event.preventDefault();
@@ -202,9 +203,10 @@ function NewSession({ auth, api, onCreated }: { auth: Auth; api: Api; onCreated(
       setError("The project path must be absolute, like /home/me/project.");
       return;
     }
-    const known = agents?.find((a) => a.name === agent);
-    if (agents && !known) {
-      const names = agents.map((a) => `“${a.name}”`).join(", ");
+    const list = await agentsRead.current;
+    const known = list?.find((a) => a.name === agent);
+    if (list && !known) {
+      const names = list.map((a) => `“${a.name}”`).join(", ");
       setError(`There is no agent named “${agent}” in this tenant.${names ? ` Its agents: ${names}.` : " It has no agents yet."}`);
       return;
     }
@@ -220,7 +222,16 @@ function NewSession({ auth, api, onCreated }: { auth: Auth; api: Api; onCreated(
       const result = await link.client.request<{ sessionId: string }>("session/new", { cwd, mcpServers: [] });
       sessionStorage.setItem(PROJECT, cwd);
       const now = Date.now();
-      onCreated(link, { id: result.sessionId, agent, cwd, title: null, createdBy: null, createdAt: now, updatedAt: now });
+      onCreated(link, {
+        id: result.sessionId,
+        agent,
+        cwd,
+        title: null,
+        createdBy: null,
+        createdAt: now,
+        updatedAt: now,
+        state: { turn: "idle", waiting: 0 },
+      });
     } catch (e) {
       link?.close();
       setError(`Could not start a session with agent “${agent}”: ${errorText(e)}`);
