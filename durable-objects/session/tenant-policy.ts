@@ -23,18 +23,18 @@ export class TenantPolicy {
   turnStarted(gwId: number): void {
     const meta = this.store.meta;
     if (!meta) return;
-    const reading = tenantById(this.db, meta.tenantId).then(
-      (tenant) => {
+    // Never rejects: a read that fails, or settings that do not parse, is the last policy read, else every operation held.
+    const reading = tenantById(this.db, meta.tenantId)
+      .then((tenant) => {
         const policy = tenant ? (JSON.parse(tenant.settings) as TenantSettings).fourEyes : undefined;
         this.lastKnown = policy;
         if (this.read?.gwId === gwId) this.read = { gwId, policy };
         return policy;
-      },
-      (error: unknown) => {
+      })
+      .catch((error: unknown) => {
         sessionLog(this.store).warn("session.policy_unavailable", "the tenant's four-eyes policy could not be read", {}, error);
         return this.lastKnown === null ? POLICY_UNKNOWN : this.lastKnown;
-      },
-    );
+      });
     this.read = { gwId, policy: reading };
   }
 

@@ -26,13 +26,31 @@ export interface FourEyesNeed {
 /** The requirement the tenant's policy puts on the operation, or null when none applies. */
 export function fourEyesNeed(policy: FourEyesSettings | undefined, op: Operation): FourEyesNeed | null {
   let need: FourEyesNeed | null = null;
-  for (const entry of policy?.operations ?? []) {
+  // A policy the settings API would not have stored (a row written by hand) holds everything: closed world.
+  const operations: unknown[] =
+    policy === undefined ? [] : Array.isArray(policy.operations) ? policy.operations : POLICY_UNKNOWN.operations;
+  for (const item of operations) {
+    const entry = wellFormed(item) ? item : { require: "not_prompter" as const };
     const why = entryApplies(entry, op);
     if (why === null) continue;
     const require = entry.require ?? "not_prompter";
     if (need === null || (require === "two_approvals" && need.require !== "two_approvals")) need = { require, why };
   }
   return need;
+}
+
+/** An entry whose every given field has the type the settings API checks; anything else is read as "every operation". */
+function wellFormed(item: unknown): item is FourEyesOperation {
+  if (typeof item !== "object" || item === null) return false;
+  const e = item as Record<string, unknown>;
+  const text = (v: unknown) => v === undefined || typeof v === "string";
+  return (
+    text(e.kind) &&
+    text(e.program) &&
+    text(e.path) &&
+    (e.prefix === undefined || (Array.isArray(e.prefix) && e.prefix.length > 0 && e.prefix.every((w) => typeof w === "string"))) &&
+    (e.require === undefined || e.require === "not_prompter" || e.require === "two_approvals")
+  );
 }
 
 /**

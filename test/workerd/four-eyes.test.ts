@@ -191,3 +191,63 @@ describe("four eyes: unsatisfiable", () => {
     expect((await agent.peer.next(isResponseTo(asked))).result.outcome).toEqual(selected("once").outcome);
   });
 });
+
+describe("four eyes: closed world", () => {
+  it("a policy the settings API would not store (a row written by hand) holds every operation for a second person", async () => {
+    // SAFETY: the row is written as JSON directly, as an operator's hand-made UPDATE would.
+    const { t, ada } = await tenant({ operations: "rm" } as unknown as FourEyesSettings);
+    const agent = await dialInAgent(t);
+    const { client, sessionId } = await clientWithSession(t, agent, ada);
+    await startTurn(client, agent, sessionId);
+    agent.askPermission(sessionId, run("c1", "ls"), OPTIONS);
+    const copy = await client.next(isMethod("session/request_permission"));
+    expect(copy.params._meta.acpGateway).toMatchObject({
+      answerable: { optionIds: ["no"] },
+      fourEyes: { require: "not_prompter", why: expect.stringMatching(/could not be read/) },
+    });
+  });
+});
+
+describe("four eyes: the export", () => {
+  it("the NDJSON export names the person, role, connection, policy and reason of each decision", async () => {
+    const { t, ada, bea } = await tenant({ operations: [{ program: "rm" }] });
+    const agent = await dialInAgent(t);
+    const { client: prompter, sessionId } = await clientWithSession(t, agent, ada);
+    const second = await attachClient(t, agent, sessionId, bea);
+    await startTurn(prompter, agent, sessionId);
+    const asked = agent.askPermission(sessionId, run("c1", "rm x"), OPTIONS);
+    prompter.respond((await prompter.next(isMethod("session/request_permission"))).id, selected("once"));
+    await prompter.next((m) => m.id === null && m.error !== undefined);
+    second.respond((await second.next(isMethod("session/request_permission"))).id, selected("once"));
+    await agent.peer.next(isResponseTo(asked));
+    await auditOf(t.tenantId, 2);
+    let lines: { entry: Record<string, any> }[] = [];
+    for (let i = 0; i < 250 && lines.length < 2; i++) {
+      const text = await (await api("/v1/audit/export", t.adminKey)).text();
+      lines = text
+        .split("\n")
+        .filter(Boolean)
+        .map((l) => JSON.parse(l) as { entry: Record<string, any> });
+      if (lines.length < 2) await scheduler.wait(20);
+    }
+    expect(lines.map((l) => l.entry)).toEqual(
+      expect.arrayContaining([
+        expect.objectContaining({
+          outcome: "refused",
+          decidedBy: expect.objectContaining({
+            person: { issuer: "key", subject: "ada" },
+            role: "approver",
+            connectionId: expect.any(String),
+          }),
+          policy: "four_eyes:not_prompter",
+          reason: expect.stringMatching(/prompted this turn/),
+        }),
+        expect.objectContaining({
+          outcome: "selected",
+          decidedBy: expect.objectContaining({ person: { issuer: "key", subject: "bea" }, role: "approver" }),
+          policy: "four_eyes:not_prompter",
+        }),
+      ]),
+    );
+  });
+});

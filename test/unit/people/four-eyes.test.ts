@@ -98,6 +98,17 @@ describe("four eyes: properties", () => {
     );
   });
 
+  it("a policy no API would store (a row written by hand) holds every operation", () => {
+    // SAFETY: the settings row is read as JSON; these are shapes the settings API refuses.
+    for (const bad of [
+      { operations: "rm" },
+      { operations: [null] },
+      { operations: [{ prefix: "git push" }] },
+      { operations: [{ require: "one" }] },
+    ] as unknown as FourEyesSettings[])
+      expect(fourEyesNeed(bad, run("ls"))).toMatchObject({ require: "not_prompter" });
+  });
+
   it("adding an entry never releases an operation another entry holds (monotone)", () => {
     const entries = fc.constantFrom<FourEyesOperation>(
       { program: "rm" },
