@@ -10,7 +10,7 @@
 //   that write failed; a failed write is tried again at the next change.
 // - A state equal to the one last written is not written again.
 
-export type TurnShown = "idle" | "running" | "cancelling";
+type TurnShown = "idle" | "running" | "cancelling";
 
 export interface LiveState {
   turn: TurnShown;
