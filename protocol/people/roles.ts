@@ -21,7 +21,7 @@ export type Action =
   | "answer_own"
   /** Answer any permission request of the tenant. */
   | "answer_any"
-  /** Create, change and revoke remembered decisions (rules); turn an "always" answer into a rule. */
+  /** Create remembered decisions (rules) and revoke one's own; turn an "always" answer into a rule. */
   | "rules"
   /** Keys, agents, identity providers, notification targets, the tenant's settings, metrics. */
   | "administer";

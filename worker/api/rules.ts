@@ -176,7 +176,7 @@ rulesApi.openapi(
     path: "/v1/rules/{id}",
     tags: ["rules"],
     summary: "Change a rule's expiry",
-    middleware: [requireRole("rules")] as const,
+    middleware: [requireRole("administer")] as const,
     request: {
       params: z.object({ id: z.string() }),
       body: {
