@@ -73,8 +73,6 @@ export type DecidedBy =
       policy?: string;
       /** Under two_approvals: the first approval, recorded before this one committed. */
       approvedBefore?: { who: string; user: string | null; role: string; connectionId: string; at: number }[];
-      /** Why this answer was refused (audited, never sent as a resolution). */
-      refused?: string;
     }
   | { type: "rule"; ruleId: string; description: string }
   | { type: "cancel"; connectionId?: string; user?: string | null }

@@ -148,7 +148,7 @@ function refuse(
     },
   );
   sendRewritable(ws, JSON.stringify(errorResponse(null, error)));
-  const entry = d.audit(pending, { outcome }, { ...by, refused: reason }, chosen ?? undefined);
+  const entry = d.audit(pending, { outcome }, by, chosen ?? undefined);
   if (entry) {
     d.store.appendAudited("refusal", JSON.stringify({ permId: pending.permId, decidedBy: by, reason }), {
       ...entry,
