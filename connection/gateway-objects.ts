@@ -59,5 +59,6 @@ interface TenantLimitsPort {
 export interface GatewayObjects {
   session(tenantId: string, sessionId: string): SessionPort;
   agent(tenantId: string, agent: string): AgentPort;
-  tenantLimits(tenantId: string): TenantLimitsPort;
+  /** The tenant's limits object, or (with `leaseShard`) one of its lease shards, which serve only `lease`. */
+  tenantLimits(tenantId: string, leaseShard?: number): TenantLimitsPort;
 }

@@ -5,16 +5,20 @@ import { CLOSE } from "../core/close-codes";
 import type { HoldClose } from "../protocol/agent-hold";
 import type { JsonRpcId } from "../protocol/jsonrpc";
 import { RateGate } from "../protocol/rate-limit";
-import { CONNECTION_RENEW_MS, type Limits, limitsOf } from "../protocol/tenant-limits";
+import { CONNECTION_RENEW_MS, LIMIT_SHARDS, type Limits, limitsOf } from "../protocol/tenant-limits";
 import type { GatewayObjects, SlotOutcome } from "./gateway-objects";
 
 /** Where the tenant's shared counts are kept (durable-objects/objects.ts provides the real one). */
 type Objects = Pick<GatewayObjects, "tenantLimits">;
 
-/** The rates a client's or agent's connection is held to, with the tenant's limits (overrides or defaults). */
+/**
+ * The rates a client's or agent's connection is held to, with the tenant's limits (overrides or
+ * defaults). Its leases of the tenant's rate come from one lease shard, picked at random when the
+ * connection opens: spread evenly, so no shard serves many more connections than another.
+ */
 export function rateGate(objects: Objects, tenantId: string, overrides: Partial<Limits> | undefined, role: "client" | "agent"): RateGate {
   const limits = limitsOf(overrides);
-  const stub = objects.tenantLimits(tenantId);
+  const stub = objects.tenantLimits(tenantId, Math.floor(Math.random() * LIMIT_SHARDS));
   return new RateGate(limits, role, (want) => stub.lease(want, limits.messagesPerSecondPerTenant));
 }
 

@@ -253,6 +253,8 @@ export const tenantIdentity = sqliteTable(
     provider: text("provider", { enum: ["oidc", "access"] }).notNull(),
     issuer: text("issuer").notNull(),
     audience: text("audience").notNull(),
+    /** The OAuth client id the console signs in with (null: the audience, as for an ID token's aud). */
+    clientId: text("client_id"),
     jwksUrl: text("jwks_url").notNull(),
     /** The claim that names the person (default "sub"). */
     userClaim: text("user_claim").notNull().default("sub"),

@@ -5,8 +5,10 @@
 //   SessionObject       `${tenantId}/${sessionId}`    (session/contract.ts)
 //   AgentObject         `${tenantId}/${agent}`        (agent/contract.ts)
 //   ConnectionObject    `${tenantId}/${connectionId}` (connection/contract.ts)
-//   RulesObject         `${tenantId}`                 (rules/contract.ts)
-//   TenantLimitsObject  `${tenantId}`                 (tenant/contract.ts)
+//   RulesObject         `${tenantId}`                 (rules/contract.ts: the tenant's root)
+//                       `${tenantId}/${index}`        (a shard of the tenant's rules, 0 ≤ index < RULES_SHARDS)
+//   TenantLimitsObject  `${tenantId}`                 (tenant/contract.ts: the tenant's root)
+//                       `${tenantId}/${index}`        (a lease shard of its message rate, 0 ≤ index < LIMIT_SHARDS)
 //
 // A name is split at its FIRST "/": tenant ids never contain one, session ids may. Every part is
 // checked, so no name is ever made of a missing value (an `undefined/…` session, or one RulesObject
@@ -36,7 +38,15 @@ export const objectNames = {
   agent: (tenantId: string, agent: string) => `${tenantPart(tenantId)}/${part(agent, "agent name")}`,
   connection: (tenantId: string, connectionId: string) => `${tenantPart(tenantId)}/${part(connectionId, "connection id")}`,
   rules: (tenantId: string) => tenantPart(tenantId),
-  tenantLimits: (tenantId: string) => tenantPart(tenantId),
+  rulesShard: (tenantId: string, index: number) => {
+    if (!Number.isInteger(index) || index < 0) throw new Error(`a rules shard needs an index; got ${index}`);
+    return `${tenantPart(tenantId)}/${index}`;
+  },
+  tenantLimits: (tenantId: string, leaseShard?: number) => {
+    if (leaseShard === undefined) return tenantPart(tenantId);
+    if (!Number.isInteger(leaseShard) || leaseShard < 0) throw new Error(`a lease shard needs an index; got ${leaseShard}`);
+    return `${tenantPart(tenantId)}/${leaseShard}`;
+  },
 };
 
 /** The tenant and the rest of a `${tenantId}/${rest}` name, or undefined without a name (or without a "/"). */
@@ -56,8 +66,10 @@ export const objects = {
   connection: (env: Env, tenantId: string, connectionId: string): DurableObjectStub<ConnectionContract> =>
     env.CONNECTIONS.getByName(objectNames.connection(tenantId, connectionId)),
   rules: (env: Env, tenantId: string): DurableObjectStub<RulesContract> => env.RULES.getByName(objectNames.rules(tenantId)),
-  tenantLimits: (env: Env, tenantId: string): DurableObjectStub<TenantLimitsContract> =>
-    env.TENANT_LIMITS.getByName(objectNames.tenantLimits(tenantId)),
+  rulesShard: (env: Env, tenantId: string, index: number): DurableObjectStub<RulesContract> =>
+    env.RULES.getByName(objectNames.rulesShard(tenantId, index)),
+  tenantLimits: (env: Env, tenantId: string, leaseShard?: number): DurableObjectStub<TenantLimitsContract> =>
+    env.TENANT_LIMITS.getByName(objectNames.tenantLimits(tenantId, leaseShard)),
 };
 
 export type SessionStub = ReturnType<typeof objects.session>;
@@ -69,6 +81,6 @@ export function gatewayObjects(env: Env): GatewayObjects {
   return {
     session: (tenantId, sessionId) => objects.session(env, tenantId, sessionId),
     agent: (tenantId, agent) => objects.agent(env, tenantId, agent),
-    tenantLimits: (tenantId) => objects.tenantLimits(env, tenantId),
+    tenantLimits: (tenantId, leaseShard) => objects.tenantLimits(env, tenantId, leaseShard),
   };
 }

@@ -1,8 +1,8 @@
 // The wire between the edge's end of a dial-in agent's connection (worker/agent-connection.ts) and
 // the AgentObject. The edge terminates the agent's WebSocket and opens one to the AgentObject, the
 // control socket, which the AgentObject takes as the agent's own: frames pass on it as they are,
-// both ways. A few carry a header in front, behind CONTROL_MARK (a byte JSON text never starts
-// with) and ended by a NUL (which JSON text never contains):
+// both ways. A few carry a header in front, framed as every object-to-object message is
+// (object-frame.ts), behind CONTROL_MARK (a byte JSON text never starts with):
 // - edge → AgentObject, `attributed`: an agent frame the edge counts as a session's (`s`), with its
 //   running count of such frames for that session (`c`); `handover`: frames the edge had already
 //   numbered for the session and could not deliver itself (`seqs`, one per text), in order.
@@ -14,14 +14,13 @@
 // and each once; see docs/decisions/0001-the-message-path.md, "The stream at the edge".
 // Pure: no Cloudflare imports; unit-tested in test/unit/agent-edge-wire.test.ts.
 
-import { parseJsonObject } from "./jsonrpc";
+import { decodeFrame, encodeFrame, textsOf } from "./object-frame";
 /** The header on the control socket's upgrade that marks it as the edge's (value "1"). */
 export const AGENT_EDGE_HEADER = "X-Acp-Gateway-Agent-Edge";
 /** The header the edge opens a session link with (value: the agent's name), beside AGENT_LINK_HEADER's. */
 export const EDGE_LINK_HEADER = "X-Acp-Gateway-Edge-Link";
 
 export const CONTROL_MARK = "\u0001";
-const END = "\u0000";
 
 export type EdgeToAgentObject =
   { t: "attributed"; s: string; c: number; text: string } | { t: "handover"; s: string; c: number; seqs: number[]; texts: string[] };
@@ -32,35 +31,32 @@ export type AgentObjectToEdge =
 export function encodeControl(message: EdgeToAgentObject | AgentObjectToEdge): string {
   switch (message.t) {
     case "attributed":
-      return CONTROL_MARK + JSON.stringify({ t: message.t, s: message.s, c: message.c }) + END + message.text;
+      return encodeFrame({ t: message.t, s: message.s, c: message.c }, message.text, CONTROL_MARK);
     case "handover":
-      return (
-        CONTROL_MARK + JSON.stringify({ t: message.t, s: message.s, c: message.c, seqs: message.seqs }) + END + message.texts.join(END)
-      );
+      return encodeFrame({ t: message.t, s: message.s, c: message.c, seqs: message.seqs }, message.texts, CONTROL_MARK);
     case "request":
-      return CONTROL_MARK + JSON.stringify({ t: message.t, s: message.s, id: message.id }) + END + message.text;
+      return encodeFrame({ t: message.t, s: message.s, id: message.id }, message.text, CONTROL_MARK);
     case "grant":
-      return CONTROL_MARK + JSON.stringify(message);
+      return encodeFrame(message, undefined, CONTROL_MARK);
   }
 }
 
 /** A frame on the control socket: a plain one (the text itself), or one with a header; undefined if a header is malformed. */
 export function decodeControl(text: string): { t: "plain"; text: string } | EdgeToAgentObject | AgentObjectToEdge | undefined {
   if (!text.startsWith(CONTROL_MARK)) return { t: "plain", text };
-  const end = text.indexOf(END);
-  const header = parseJsonObject(end === -1 ? text.slice(1) : text.slice(1, end));
-  const body = end === -1 ? undefined : text.slice(end + 1);
-  if (!header || typeof header.t !== "string") return undefined;
+  const frame = decodeFrame(text, CONTROL_MARK);
+  if (!frame) return undefined;
+  const { header, body } = frame;
   const s = header.s;
-  if (typeof s !== "string") return undefined;
+  if (typeof header.t !== "string" || typeof s !== "string") return undefined;
   switch (header.t) {
     case "attributed":
       return isCount(header.c) && body !== undefined ? { t: "attributed", s, c: header.c, text: body } : undefined;
     case "handover": {
       const seqs = header.seqs;
       if (!isCount(header.c) || body === undefined || !Array.isArray(seqs) || !seqs.every(isCount)) return undefined;
-      const texts = seqs.length === 0 && body === "" ? [] : body.split(END);
-      return texts.length === seqs.length ? { t: "handover", s, c: header.c, seqs, texts } : undefined;
+      const texts = textsOf(body, seqs.length);
+      return texts ? { t: "handover", s, c: header.c, seqs, texts } : undefined;
     }
     case "request":
       return isCount(header.id) && body !== undefined ? { t: "request", s, id: header.id, text: body } : undefined;

@@ -6,7 +6,8 @@
 // Pure: no Cloudflare imports (the sockets are in durable-objects/agent/session-links.ts and
 // durable-objects/session/agent-socket.ts); unit-tested in test/unit/agent-link-wire.test.ts.
 
-import { isObject, parseJsonObject } from "./jsonrpc";
+import { isObject } from "./jsonrpc";
+import { decodeFrame, encodeFrame, framable, textsOf } from "./object-frame";
 /** The header the AgentObject opens a link with; its value is the agent's name (the session checks it owns the session). */
 export const AGENT_LINK_HEADER = "X-Acp-Gateway-Agent-Link";
 
@@ -42,43 +43,41 @@ export function batchPrefix(items: readonly object[], budget: number): number {
 
 /**
  * A batch's items carry the agent's frames as text (JSON). They go after the header, each behind a
- * NUL (which JSON text never contains), instead of as strings inside it: escaping a 64 KiB frame
- * into a JSON string and parsing it back out cost more than the hop itself. The header's `moved`
- * lists, in order, the items whose `text` was taken out; a text holding a NUL stays in its item.
+ * NUL, instead of as strings inside it (object-frame.ts says why). The header's `moved` lists, in
+ * order, the items whose `text` was taken out; a text holding a NUL stays in its item.
  */
-const TEXT_SEPARATOR = "\u0000";
-
 export function encodeLink(message: LinkToSession | LinkToAgent): string {
-  if (message.t !== "batch") return JSON.stringify(message);
+  if (message.t !== "batch") return encodeFrame(message);
   const texts: string[] = [];
   const moved: number[] = [];
   const items = message.items.map((item, index) => {
-    if (!isObject(item) || typeof item.text !== "string" || item.text.includes(TEXT_SEPARATOR)) return item;
+    if (!isObject(item) || typeof item.text !== "string" || !framable(item.text)) return item;
     texts.push(item.text);
     moved.push(index);
     const { text: _moved, ...rest } = item;
     return rest;
   });
-  if (moved.length === 0) return JSON.stringify({ t: "batch", items });
-  return [JSON.stringify({ t: "batch", items, moved }), ...texts].join(TEXT_SEPARATOR);
+  if (moved.length === 0) return encodeFrame({ t: "batch", items });
+  return encodeFrame({ t: "batch", items, moved }, texts);
 }
 
 /** A link message as the session reads it; undefined for anything else (never from our own objects). */
 export function linkToSession(text: string): LinkToSession | undefined {
-  const cut = text.indexOf(TEXT_SEPARATOR);
-  const m = parseJsonObject(cut === -1 ? text : text.slice(0, cut));
+  const frame = decodeFrame(text);
+  const m = frame?.header;
   if (m?.t === "batch" && Array.isArray(m.items)) {
-    if (cut === -1) return m.moved === undefined ? { t: "batch", items: m.items } : undefined;
-    return batchOf(m.items, m.moved, text.slice(cut + 1).split(TEXT_SEPARATOR));
+    if (frame?.body === undefined) return m.moved === undefined ? { t: "batch", items: m.items } : undefined;
+    return batchOf(m.items, m.moved, frame.body);
   }
   if (m?.t === "sent" && typeof m.n === "number" && typeof m.delivered === "boolean") return { t: "sent", n: m.n, delivered: m.delivered };
   if (m?.t === "failed" && typeof m.n === "number") return { t: "failed", n: m.n };
   return undefined;
 }
 
-/** A link message as the AgentObject reads it; undefined for anything else. */
+/** A link message as the AgentObject reads it (a header alone); undefined for anything else. */
 export function linkToAgent(text: string): LinkToAgent | undefined {
-  const m = parseJsonObject(text);
+  const frame = decodeFrame(text);
+  const m = frame?.body === undefined ? frame?.header : undefined;
   if (m?.t === "ack") return { t: "ack" };
   if (m?.t === "toAgent" && typeof m.n === "number" && typeof m.frame === "object" && m.frame !== null) {
     return { t: "toAgent", n: m.n, frame: m.frame };
@@ -87,11 +86,12 @@ export function linkToAgent(text: string): LinkToAgent | undefined {
 }
 
 /** The items with their texts put back; undefined unless `moved` names one object item per text, in order. */
-function batchOf(items: unknown[], moved: unknown, texts: string[]): LinkToSession | undefined {
-  if (!Array.isArray(moved) || moved.length !== texts.length) return undefined;
+function batchOf(items: unknown[], moved: unknown, body: string): LinkToSession | undefined {
+  const texts = Array.isArray(moved) && moved.length > 0 ? textsOf(body, moved.length) : undefined;
+  if (!texts) return undefined;
   const restored = [...items];
   let previous = -1;
-  for (const [k, index] of moved.entries()) {
+  for (const [k, index] of (moved as unknown[]).entries()) {
     const item = typeof index === "number" && Number.isInteger(index) && index > previous ? restored[index] : undefined;
     if (!isObject(item) || "text" in item) return undefined;
     restored[index as number] = { ...item, text: texts[k] };

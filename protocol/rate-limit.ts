@@ -41,7 +41,12 @@ export class TokenBucket {
 
   /** How long until one token is there again, in ms (0 if one is). */
   msUntilToken(): number {
-    return this.tokens >= 1 ? 0 : Math.ceil(((1 - this.tokens) / this.ratePerSecond) * 1000);
+    return this.msUntilTokens(1);
+  }
+
+  /** How long until `n` tokens are there, in ms (0 if they are); as of the last refill. */
+  msUntilTokens(n: number): number {
+    return this.tokens >= n ? 0 : Math.ceil(((n - this.tokens) / this.ratePerSecond) * 1000);
   }
 
   /** `msUntilToken` as of `now` (refilled first; takes nothing). */
@@ -94,48 +99,90 @@ export interface LeaseGrant {
 
 /** How long leased tokens stay good: unused ones lapse, so an idle connection cannot hoard the tenant's rate. */
 const LEASE_MS = 1000;
+/** The least a lease asks for; and the least credit a connection keeps once its demand is known. */
+const MIN_LEASE = 2;
+const FIRST_LEASE = 8;
 
-/** The lease batch for a tenant rate: about a hundredth of a second's worth, at least 8, at most 64. */
+/** The lease batch for a tenant rate: about a hundredth of a second's worth, at least 8, at most 64: the most one lease asks for. */
 export function leaseBatch(tenantRate: number): number {
   return Math.min(64, Math.max(8, Math.ceil(tenantRate / 100)), Math.max(1, tenantRate));
 }
 
 /**
+ * What a lessee spent recently, as a lease size: tokens per LEASE_MS at the rate since it last asked,
+ * between `least` and `most`. Sized to demand, so ten thousand quiet connections do not each take a
+ * full batch from the tenant's bucket every second only to let most of it lapse (decision 0031).
+ */
+class Demand {
+  private spent = 0;
+  private since: number;
+
+  constructor(now: number) {
+    this.since = now;
+  }
+
+  add(n: number): void {
+    this.spent += n;
+  }
+
+  /** The size to ask for now; starts a new window. */
+  take(now: number, least: number, most: number): number {
+    const elapsed = Math.max(LEASE_MS / 10, now - this.since);
+    const perLease = Math.ceil((this.spent / elapsed) * LEASE_MS);
+    this.spent = 0;
+    this.since = now;
+    return Math.min(most, Math.max(least, perLease));
+  }
+}
+
+/**
  * One connection's share of its tenant's message rate. The count lives in the tenant's
- * TenantLimitsObject, which hands out tokens in batches; this side spends them without a call per
- * message. A connection that runs out keeps going on credit of up to one batch while the next
- * lease is asked for (so no message waits on a call and order is kept), and pays the credit back
- * from that lease. A tenant over its rate refuses the lease; the connection then refuses locally
- * until the tenant's bucket has refilled. So the tenant may go over by at most one batch per
- * connection per lease round trip, and idle connections hold at most one batch each for LEASE_MS.
+ * TenantLimitsObject (one of its lease shards), which hands out tokens in leases sized to the
+ * connection's demand (about a second of it, at most `batch`); this side spends them without a call
+ * per message. A connection that runs out keeps going on credit of up to one lease (its last ask,
+ * so a quiet connection's credit is small) while the next lease is asked for (so no message waits on
+ * a call and order is kept), and pays the credit back from that lease. A tenant over its rate
+ * refuses the lease; the connection then refuses locally until the tenant's bucket has refilled. So
+ * the tenant may go over by at most one lease per connection, and idle connections hold at most one
+ * lease each for LEASE_MS.
  */
 export class TenantLease {
   private tokens = 0;
   private expiresAt = 0;
   private deniedUntil = 0;
   private asking: Promise<void> | undefined;
+  private readonly demand: Demand;
+  private asked = false;
+  /** How far the connection may spend ahead of its lease: a batch at first, then the size of its last ask (its demand, at least FIRST_LEASE). */
+  private credit: number;
 
   constructor(
     readonly batch: number,
     private readonly ask: (want: number) => Promise<LeaseGrant>,
     private readonly now: () => number = Date.now,
-  ) {}
+    /** The first ask, before any demand is known: a batch for an agent (it opens with a burst), less for a client. */
+    private readonly firstAsk = batch,
+  ) {
+    this.demand = new Demand(now());
+    this.credit = batch; // until its demand is known: a burst as the connection opens is not refused
+  }
 
   /** ok, or refused with how long to wait. Never waits itself. */
   admit(): { ok: true } | { ok: false; retryAfterMs: number } {
     const now = this.now();
     if (now >= this.expiresAt && this.tokens > 0) this.tokens = 0;
     if (now < this.deniedUntil) return { ok: false, retryAfterMs: this.deniedUntil - now };
-    if (this.tokens <= -this.batch) {
+    if (this.tokens <= -this.credit) {
       void this.refill(); // never rejects: an unreachable count grants
       return { ok: false, retryAfterMs: LEASE_MS / 10 };
     }
     this.tokens -= 1;
-    if (this.tokens < this.batch / 2) void this.refill();
+    this.demand.add(1);
+    if (this.tokens <= 0) void this.refill();
     return { ok: true };
   }
 
-  /** Takes the first batch before any message needs it; resolves when it is here. */
+  /** Takes the first lease before any message needs it; resolves when it is here. */
   warm(): Promise<void> {
     return this.tokens <= 0 && this.expiresAt === 0 ? this.refill() : Promise.resolve();
   }
@@ -147,14 +194,17 @@ export class TenantLease {
    * the credit would be refused however much room the tenant has.
    */
   awaiting(): Promise<void> | undefined {
-    if (this.tokens > -this.batch || this.now() < this.deniedUntil) return undefined;
+    if (this.tokens > -this.credit || this.now() < this.deniedUntil) return undefined;
     // A refusal that has lapsed with the credit still used up: the next lease is asked for now.
     return this.refill();
   }
 
   private refill(): Promise<void> {
     if (this.asking) return this.asking;
-    const want = this.batch + Math.max(0, -this.tokens);
+    const size = this.asked ? this.demand.take(this.now(), MIN_LEASE, this.batch) : this.firstAsk;
+    if (this.asked) this.credit = Math.max(Math.min(this.batch, FIRST_LEASE), size);
+    this.asked = true;
+    const want = size + Math.max(0, -this.tokens);
     this.asking = this.ask(want).then(
       (grant) => this.granted(grant, want),
       // The tenant's count unreachable: not enforced meanwhile (each connection's own rate still is).
@@ -171,6 +221,68 @@ export class TenantLease {
     // Refused only when the tenant gave less than was asked: a lease granted in full that the
     // connection had already spent on credit is asked for again at the next message, not refused.
     if (this.tokens <= 0 && grant.granted < want) this.deniedUntil = now + Math.max(1, grant.retryAfterMs);
+  }
+}
+
+/**
+ * A lease shard's pool (the TenantLimitsObject named `${tenantId}/${index}`): it serves the leases of
+ * the connections that hash to it from tokens it leases from the tenant's root object, in leases
+ * sized to what it served recently, so the root sees a few calls a second per shard however many
+ * connections there are, and the shard the calls of its own connections only. It passes on only what
+ * the root granted (nothing of its own), so the tenant's bucket stays the one limit; its tokens
+ * lapse after LEASE_MS like a connection's, so an idle shard holds none.
+ */
+export class LeasePool {
+  private tokens = 0;
+  private expiresAt = 0;
+  private deniedUntil = 0;
+  private asking: Promise<void> | undefined;
+  private lastAsk = 0;
+  private readonly demand: Demand;
+
+  constructor(
+    private readonly ask: (want: number) => Promise<LeaseGrant>,
+    private readonly now: () => number = Date.now,
+  ) {
+    this.demand = new Demand(now());
+  }
+
+  /** Up to `want` tokens for a connection; asks the root first when the pool has fewer. Rejects when the root cannot be reached. */
+  async take(want: number): Promise<LeaseGrant> {
+    this.lapse();
+    if (this.now() < this.deniedUntil) return { granted: 0, retryAfterMs: this.deniedUntil - this.now() };
+    if (this.tokens < want) await this.refill(want - this.tokens);
+    this.lapse();
+    const granted = Math.max(0, Math.min(want, Math.floor(this.tokens)));
+    this.tokens -= granted;
+    this.demand.add(granted);
+    // Topped up before it runs dry, so most connections' leases are served without waiting on the root.
+    if (this.tokens < this.lastAsk / 2) void this.refill(0).catch(() => undefined);
+    return { granted, retryAfterMs: granted < want ? Math.max(1, this.deniedUntil - this.now()) : 0 };
+  }
+
+  private lapse(): void {
+    if (this.now() >= this.expiresAt) this.tokens = 0;
+  }
+
+  private refill(short: number): Promise<void> {
+    if (this.asking) return this.asking;
+    const want = Math.max(short, this.demand.take(this.now(), MIN_LEASE, Number.POSITIVE_INFINITY));
+    this.lastAsk = want;
+    this.asking = this.ask(want)
+      .then((grant) => {
+        const now = this.now();
+        this.lapse();
+        this.tokens += grant.granted;
+        this.expiresAt = now + LEASE_MS;
+        // Refused in part: the tenant is at its rate. Ask again no sooner than a tenth of a lease, so
+        // the shards of a tenant at its limit do not keep the root busy with asks it must refuse.
+        if (grant.granted < want) this.deniedUntil = now + Math.max(LEASE_MS / 10, grant.retryAfterMs);
+      })
+      .finally(() => {
+        this.asking = undefined;
+      });
+    return this.asking;
   }
 }
 
@@ -195,7 +307,9 @@ export class RateGate {
   ) {
     this.ownLimit = role === "agent" ? "messagesPerSecondPerAgentConnection" : "messagesPerSecondPerConnection";
     this.own = new MessageRate(limits[this.ownLimit], now());
-    this.tenant = new TenantLease(leaseBatch(limits.messagesPerSecondPerTenant), askTenant, now);
+    const batch = leaseBatch(limits.messagesPerSecondPerTenant);
+    // Ten thousand clients opening at once must not each take a batch they mostly let lapse.
+    this.tenant = new TenantLease(batch, askTenant, now, role === "agent" ? batch : Math.min(batch, FIRST_LEASE));
   }
 
   /** Takes the tenant's first lease now (a connection that just opened); resolves when it is here. */

@@ -76,6 +76,16 @@ export function auditBudgetSpent(value: number, resetsAt: number): LimitError {
   );
 }
 
+/**
+ * Lease shards of a tenant's message rate (TenantLimitsObject `${tenantId}/${index}`): each
+ * connection leases from one (chosen when it opens), and the shards from the tenant's object, so no
+ * one object serves every connection's leases (decision 0031).
+ */
+export const LIMIT_SHARDS = 64;
+
+/** A lease shard's answer to "wait": until what was asked for is there, at most half a second. */
+export const MAX_LEASE_RETRY_MS = 500;
+
 /** How often a live connection renews its slot in the tenant's count; a slot not renewed for three times this is freed. */
 export const CONNECTION_RENEW_MS = 20_000;
 

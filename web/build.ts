@@ -29,6 +29,8 @@ export async function buildConsole(): Promise<void> {
     legalComments: "none",
   });
   for (const file of ["index.html", "favicon.svg"]) copyFileSync(join(WEB, file), join(DIST, file));
+  // The sign-in callback (/callback, web/src/sign-in.ts): the same page, served at the redirect URI.
+  copyFileSync(join(WEB, "index.html"), join(DIST, "callback.html"));
 }
 
 if (process.argv[1] === fileURLToPath(import.meta.url)) {

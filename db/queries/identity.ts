@@ -3,7 +3,7 @@
 
 import { and, eq } from "drizzle-orm";
 import { dbOf } from "../client";
-import { type TenantIdentityRow, tenantIdentity } from "../schema";
+import { type TenantIdentityRow, tenantIdentity, tenants } from "../schema";
 
 export type IdentityProvider = TenantIdentityRow["provider"];
 export type IdentityConfig = Omit<TenantIdentityRow, "tenantId" | "provider" | "updatedAt">;
@@ -17,6 +17,24 @@ export async function identityProvider(
     .select()
     .from(tenantIdentity)
     .where(and(eq(tenantIdentity.tenantId, tenantId), eq(tenantIdentity.provider, provider)))
+    .limit(1);
+  return row;
+}
+
+/**
+ * What a stranger may learn to start a sign-in for a tenant (GET /v1/sign-in): the OpenID Connect
+ * provider of an enabled tenant with this slug, in one query, so an unknown tenant, a disabled one and
+ * one without a provider look the same.
+ */
+export async function signInProvider(
+  d1: D1Database,
+  slug: string,
+): Promise<Pick<TenantIdentityRow, "issuer" | "audience" | "clientId"> | undefined> {
+  const [row] = await dbOf(d1)
+    .select({ issuer: tenantIdentity.issuer, audience: tenantIdentity.audience, clientId: tenantIdentity.clientId })
+    .from(tenants)
+    .innerJoin(tenantIdentity, and(eq(tenantIdentity.tenantId, tenants.id), eq(tenantIdentity.provider, "oidc")))
+    .where(and(eq(tenants.slug, slug), eq(tenants.disabled, false)))
     .limit(1);
   return row;
 }

@@ -3,7 +3,8 @@
 // connections (`openSession`, `status`), the edge's agent routes (`fetch`) and the REST API
 // (`closeConnections`); agent-object.ts implements it, callers reach it through ../objects.ts.
 
-import type { JsonRpcId, ResponseMessage } from "../../protocol/jsonrpc";
+import type { ResponseMessage } from "../../protocol/jsonrpc";
+import type { ToAgent } from "../../protocol/agent-relay";
 import type { Limits } from "../../protocol/tenant-limits";
 import type { AgentStatus, OpenSessionArgs } from "../../connection/gateway-objects";
 import type { SessionRef } from "../session/contract";
@@ -19,20 +20,8 @@ export interface AgentPrincipal {
   limits?: Partial<Limits>;
 }
 
-/**
- * What a session sends towards its agent (`toAgent`). The agent's single connection is held by the
- * AgentObject (one per tenant + agent name); the session asks it to deliver, without waiting, so that
- * neither object is pinned in memory while an agent thinks or a person decides.
- */
-export type ToAgent =
-  /** A client request, under the session's own id (gwId); the AgentObject gives it an agent-side id. */
-  | { type: "request"; gwId: number; method: string; params: unknown }
-  /** A notification to relay as is (session/cancel, extensions). */
-  | { type: "notification"; method: string; params: unknown }
-  /** The answer to one of the agent's requests, under the agent's own id, on the connection it came from. */
-  | { type: "response"; epoch: number; id: JsonRpcId; result?: unknown; error?: unknown }
-  /** Withdraw a client request that was forwarded under gwId. */
-  | { type: "cancel_request"; gwId: number };
+/** What a session sends towards its agent (`toAgent`): defined beside the logic that hands it on. */
+export type { ToAgent } from "../../protocol/agent-relay";
 
 /** The AgentObject's RPC methods; a dialling agent's (or the edge's control) socket is its `fetch`. */
 export interface AgentContract extends Rpc.DurableObjectBranded {

@@ -12,7 +12,7 @@
 
 import { type LinkToAgent, encodeLink, linkToAgent } from "../../protocol/agent-link-wire";
 import { CLOSE } from "../../core/close-codes";
-import { PendingTable } from "../../protocol/pending-table";
+import { Pending } from "../pending";
 import { log } from "../../core/log";
 
 /** A link nothing went over for this long is closed (the next delivery goes by RPC and opens it again). */
@@ -29,7 +29,7 @@ const MAX_LINKS = 256;
  * update: 4.5–4.6 ms median over the link, 3.7–4.1 ms by RPC, bench runs minutes apart).
  */
 const LINK_MAX_CHARS = 16 * 1024;
-/** A batch not acked for this long (checked at each idle sweep) counts as failed. */
+/** A batch not acked for this long counts as failed. */
 const ACK_TIMEOUT_MS = 10_000;
 /** After a link could not be opened, deliveries go by RPC for this long before it is tried again. */
 const REOPEN_AFTER_MS = 5_000;
@@ -65,8 +65,11 @@ export class SessionLinks {
   private readonly links = new Map<string, Link>();
   private readonly opening = new Set<string>();
   private readonly failedAt = new Map<string, number>();
-  /** The batch sent on each link and not acked yet (one at a time per session), timed out at the idle sweeps. */
-  private readonly batches = new PendingTable<Link, Link, null>(ACK_TIMEOUT_MS);
+  /**
+   * The batch sent on each link and not acked yet: one at a time per link, so the link is its number
+   * (the ack names none). The same table and timer as the session's end (session/agent-socket.ts).
+   */
+  private readonly batches = new Pending<Link, Link, null>(ACK_TIMEOUT_MS);
   private sweeping = false;
 
   constructor(private readonly d: SessionLinksDeps) {}
@@ -92,7 +95,7 @@ export class SessionLinks {
       return undefined;
     }
     return new Promise<void>((resolve, reject) => {
-      this.batches.add(link, link, Date.now(), (outcome) => {
+      this.batches.add(link, link, (outcome) => {
         if (outcome.kind === "answered") return resolve();
         if (outcome.kind === "timedOut") this.drop(sessionId, link);
         reject(new Error("the link to the session closed before it acknowledged the batch"));
@@ -187,7 +190,6 @@ export class SessionLinks {
     this.sweeping = true;
     setTimeout(() => {
       this.sweeping = false;
-      this.batches.tick(Date.now()); // a link whose batch timed out is dropped
       for (const [sessionId, link] of this.links) {
         if (link.used || this.batches.has(link) || link.handing > 0) link.used = false;
         else this.drop(sessionId, link);

@@ -1,8 +1,10 @@
 // The AgentObject's durable state: who it is, the agent's capabilities, the connection epoch, the
 // sessions this agent owns, and the map of the sessions' requests in flight to the agent. The map
-// of the agent's own requests to sessions lives in memory (agent-object.ts, `inbound`).
+// of the agent's own requests to sessions lives in memory (protocol/agent-relay.ts, `inbound`).
+// protocol/agent-relay.ts reads and writes it through its `AgentTables` port.
 
 import type { AgentInfo } from "../../connection/gateway-objects";
+import type { AgentTables, Outbound } from "../../protocol/agent-relay";
 
 const SCHEMA = `
 CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
@@ -17,16 +19,7 @@ export interface AgentMeta {
   name: string;
 }
 
-export interface Outbound {
-  agentId: number;
-  epoch: number;
-  /** initialize: the gateway's own; open: session/new or session/load awaited in memory; forward: a session's request. */
-  kind: "initialize" | "open" | "forward";
-  sessionId: string | null;
-  gwId: number | null;
-}
-
-export class AgentStore {
+export class AgentStore implements AgentTables {
   /**
    * Meta values read on every frame (who, epoch, info), kept after the first read. Only this object
    * writes its storage, and every write goes through `set`, so the copy never goes stale.

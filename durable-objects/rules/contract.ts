@@ -1,8 +1,24 @@
 // The RulesObject's RPC contract: what a session asks the tenant's rules and what it is told (plain
 // JSON, so it crosses RPC), and the methods themselves (rules-object.ts implements them; callers
-// reach the object through ../objects.ts).
+// reach the object through ../objects.ts). One class, two roles (decision 0031): the tenant's *root*
+// (named by the tenant id) holds the rules and their generation; each of RULES_SHARDS *shards*
+// (`${tenantId}/${index}`) leases them from the root and hands them to the sessions that hash to it.
 
+import type { Grant } from "../../protocol/generation-lease";
 import type { Rule } from "../../protocol/rules";
+
+/** Shards of a tenant's rules: sessions spread over them, so no one object serves every session. */
+export const RULES_SHARDS = 64;
+/**
+ * A session's lease on rules (from its shard): how long it may use them without asking again. A
+ * change waits for the leases granted before it to run out, so this (plus the slack) bounds the
+ * REST API's answer to a change when a shard cannot be told; short, so that it stays under a second.
+ */
+export const SESSION_LEASE_MS = 500;
+/** A shard's lease on the rules from the root; a session's lease never outlasts its shard's. */
+export const SHARD_LEASE_MS = 10_000;
+/** How far apart two clocks read at I/O boundaries may be (Workers' Date.now() stands still while code runs). */
+export const LEASE_SLACK_MS = 200;
 
 /**
  * Rule hit counters are sent on at most this often, never on the decision path: a session to the
@@ -62,15 +78,26 @@ export interface RulesSnapshot {
 
 /** The RulesObject's RPC methods. */
 export interface RulesContract extends Rpc.DurableObjectBranded {
-  /** The tenant's rules now, for a session that will decide with them (and is subscribed to pushes). */
+  // ── a shard, for the sessions that hash to it ──
+  /** The tenant's rules now, leased to a session that will decide with them. */
   snapshot(sessionId: string): Promise<RulesSnapshot>;
-  /** The current generation; also (re)subscribes the session to pushes. */
-  check(sessionId: string): number;
+  /** The current generation, leased: a session holding it may use it for `leaseMs` more. */
+  check(sessionId: string): Promise<Grant>;
+  /** The session has requests waiting on people: tell it of each change (it re-decides them). */
+  watch(sessionId: string): void;
+  /** Hits of rules the session applied; the shard sends them on to the root in batches. */
   recordHits(hits: [ruleId: string, count: number, at: number][]): void;
+  /** From the root: generations older than this are void. Answers once none of this shard's sessions can use one. */
+  shardChanged(generation: number): Promise<void>;
+  // ── the root ──
+  /** The rules, leased to shard `index`. */
+  shardLease(index: number): Promise<RulesSnapshot>;
+  /** A shard's batch of hits. */
+  shardHits(hits: [ruleId: string, count: number, at: number][]): void;
   /** What the rules would decide, without a session (the REST API's dry run). */
   dryRun(request: DecideRequest): Promise<DecideResult>;
   /** A person's *_always answer, stored as a rule (or why not). */
   remember(request: RememberRequest): Promise<RuleCreated | RuleNotCreated | null>;
-  /** The rules changed in D1: bump the generation and push it; answers once no session can use older rules. */
+  /** The rules changed in D1: a new generation; answers once no session can use an older one. */
   changed(): Promise<void>;
 }

@@ -1,48 +1,53 @@
-// RulesObject: one per tenant. It holds the tenant's remembered decisions compiled in memory and
-// hands them to sessions, which decide locally (session/rules-cache.ts): a permission request that a
-// rule answers costs no call here. Every change bumps a persisted *generation*; the REST API writes
-// rules to D1 and then calls `changed`, which pushes the new generation to every session holding
-// rules and answers only when each push was taken, or — for a session that could not be reached —
-// when the lease on its rules has run out: a revoked rule stops matching before the API returns.
-// The same push is how a new "always" rule resolves requests already waiting on people: a session
-// stays on the push list while it holds rules or has requests waiting, and re-decides those
-// requests when it is told (session-object.ts `rulesChanged`). Waiting costs no call here.
+// RulesObject: a tenant's remembered decisions, in two roles of one class (decision 0031).
+// - The *root*, named by the tenant id: holds the rules compiled in memory (from D1) and their
+//   persisted *generation*, bumped on every change. It leases the rules to the tenant's shards
+//   (`shardLease`), and the REST API, having written a change to D1, calls `changed`: a new
+//   generation, announced to the shards that ever took a lease (at most RULES_SHARDS calls, however
+//   many sessions there are); it answers once each shard has fenced its sessions or, for one that
+//   could not be told, once the shard's own lease has run out. A revoked rule stops matching before
+//   the API returns.
+// - A *shard*, named `${tenantId}/${index}` (rules-shard.ts): leases the rules on to the sessions
+//   that hash to it, which decide locally (session/rules-cache.ts): a request a rule answers costs
+//   no call, and the first request after a change costs one call to a shard, not to one object.
+// The decision logic (leases, fences, never-older) is protocol/generation-lease.ts, model-tested.
 
 import { DurableObject } from "cloudflare:workers";
 import { activeRules, insertRule, recordHits } from "../../db/queries/decision-rules";
 import type { Env } from "../../core/env";
 import { HitTally } from "../../protocol/hit-tally";
+import { type Grant, LeaseGiver } from "../../protocol/generation-lease";
 import { type CompiledTenantRules, compileTenantRules, decideWith, deriveFromChoice, toRuleRow } from "./engine";
 import {
   type DecideRequest,
   type DecideResult,
   HIT_FLUSH_MS,
+  LEASE_SLACK_MS,
+  RULES_SHARDS,
   type RememberRequest,
   type RuleCreated,
   type RuleNotCreated,
   type RulesContract,
   type RulesSnapshot,
+  SHARD_LEASE_MS,
 } from "./contract";
-import { objects } from "../objects";
+import { RulesShard } from "./rules-shard";
+import { objects, splitName } from "../objects";
 import { log } from "../../core/log";
 
-/** How long a session may use a snapshot (from when it asked) before it checks the generation again. */
-const LEASE_MS = 10_000;
-/** Slack for clocks read at I/O boundaries (Workers' Date.now() does not move during a computation). */
-const LEASE_SLACK_MS = 1000;
-/** Snapshots read again because the rules changed while they loaded, before the session is told to ask people. */
+/** Copies of the rules read again because they changed while they loaded, before the shard is refused. */
 const MAX_SNAPSHOT_RETRIES = 3;
 
 /**
  * The test seam (test/workerd/rules-cache.test.ts), given the instance runInDurableObject hands a
- * test: the object's name, and the lease it hands out, which a test may shorten. No member of the
- * class, so nothing a stub can reach over RPC.
+ * test. No member of the class, so nothing a stub can reach over RPC.
  */
 export interface RulesTesting {
-  /** The object's name: the tenant it holds the rules of. */
+  /** The object's name: the tenant (root) or `${tenantId}/${index}` (a shard). */
   readonly name: string | undefined;
-  /** The lease handed out with snapshots (ms). */
+  /** A shard: the lease it hands sessions (ms), which a test may lengthen to observe a fence. */
   leaseMs: number;
+  /** The root: calls it made to other objects while answering `changed` (the API's path). */
+  readonly changeCalls: number;
 }
 
 const seams = new WeakMap<RulesObject, RulesTesting>();
@@ -57,64 +62,119 @@ export function rulesTesting(instance: RulesObject): RulesTesting {
 export class RulesObject extends DurableObject<Env> implements RulesContract {
   private compiled?: { tenantId: string; rules: CompiledTenantRules };
   private loading?: Promise<CompiledTenantRules>;
-  /** Bumped and persisted on every change: a session's rules of an older generation are never used. */
-  private generation: number;
-  /** The lease handed out with snapshots (`leaseMs`, which a test can shorten) and the object's name: the test seam. */
-  private readonly testing: RulesTesting;
   private readonly hits = new HitTally();
   private flushScheduled = false;
-  /** How many times each session subscribed in this instance: a push's "remove me" loses to a newer subscription. */
-  private readonly subscribed = new Map<string, number>();
+  /** The root's leases to its shards (undefined in a shard). */
+  private readonly giver?: LeaseGiver;
+  /** This object as a shard (undefined in the root). */
+  private readonly shard?: RulesShard;
+  private changeCalls = 0;
 
   constructor(ctx: DurableObjectState, env: Env) {
     super(ctx, env);
-    this.testing = { name: ctx.id.name, leaseMs: LEASE_MS };
-    seams.set(this, this.testing);
-    // Sessions that took a snapshot or checked: each change is pushed to them. A session that answers
-    // that it holds no rules and waits on nobody is removed; one that cannot be reached stays, and is
-    // told again. (The `watchers` table of requests waiting on people is this list now.)
-    ctx.storage.sql.exec("CREATE TABLE IF NOT EXISTS rules_sessions (session_id TEXT PRIMARY KEY)");
-    ctx.storage.sql.exec("DROP TABLE IF EXISTS no_rules_sessions");
-    ctx.storage.sql.exec("DROP TABLE IF EXISTS watchers");
-    ctx.storage.sql.exec("CREATE TABLE IF NOT EXISTS generation (id INTEGER PRIMARY KEY CHECK (id = 0), value INTEGER NOT NULL)");
-    this.generation = ctx.storage.sql.exec<{ value: number }>("SELECT value FROM generation").toArray()[0]?.value ?? 0;
+    const shardName = splitName(ctx.id.name);
+    if (shardName) {
+      const index = Number(shardName.rest);
+      this.shard = new RulesShard(
+        {
+          sql: ctx.storage.sql,
+          waitUntil: (p) => ctx.waitUntil(p),
+          root: () => objects.rules(env, shardName.tenantId),
+          rulesChanged: (sessionId, generation) => objects.session(env, shardName.tenantId, sessionId).rulesChanged(generation),
+        },
+        index,
+      );
+    } else {
+      // Before shards, the root told every session itself (decision 0005); its list is not used any more.
+      ctx.storage.sql.exec("DROP TABLE IF EXISTS rules_sessions");
+      ctx.storage.sql.exec("CREATE TABLE IF NOT EXISTS generation (id INTEGER PRIMARY KEY CHECK (id = 0), value INTEGER NOT NULL)");
+      // The shards that ever took a lease: each is told of every change (a restarted root forgets the leases, not them).
+      ctx.storage.sql.exec("CREATE TABLE IF NOT EXISTS rules_shards (idx INTEGER PRIMARY KEY)");
+      const generation = ctx.storage.sql.exec<{ value: number }>("SELECT value FROM generation").toArray()[0]?.value ?? 0;
+      this.giver = new LeaseGiver(
+        {
+          now: Date.now,
+          sleepUntil: (at) => new Promise((resolve) => setTimeout(resolve, Math.max(0, at - Date.now()))),
+          tell: (shard, g) => {
+            this.changeCalls++;
+            return objects.rulesShard(env, this.tenantId(), Number(shard)).shardChanged(g);
+          },
+        },
+        generation,
+        SHARD_LEASE_MS,
+        LEASE_SLACK_MS,
+      );
+    }
+    const shard = this.shard;
+    const changeCalls = () => this.changeCalls;
+    seams.set(this, {
+      name: ctx.id.name,
+      get leaseMs() {
+        return shard?.giver.leaseMs ?? 0;
+      },
+      set leaseMs(ms: number) {
+        if (shard) shard.giver.leaseMs = ms;
+      },
+      get changeCalls() {
+        return changeCalls();
+      },
+    });
   }
 
-  /** The tenant's rules for a session to decide with, and the generation they are of; subscribes the session. */
-  async snapshot(sessionId: string): Promise<RulesSnapshot> {
-    this.subscribe(sessionId);
+  // ── a shard, for its sessions (rules-shard.ts) ──────────────────────────────────────────────────
+  snapshot(sessionId: string): Promise<RulesSnapshot> {
+    return this.asShard().snapshot(sessionId);
+  }
+
+  check(sessionId: string): Promise<Grant> {
+    return this.asShard().check(sessionId);
+  }
+
+  watch(sessionId: string): void {
+    this.asShard().watch(sessionId);
+  }
+
+  recordHits(hits: [ruleId: string, count: number, at: number][]): void {
+    this.asShard().recordHits(hits);
+  }
+
+  shardChanged(generation: number): Promise<void> {
+    return this.asShard().changed(generation);
+  }
+
+  // ── the root ────────────────────────────────────────────────────────────────────────────────────
+  /** The rules, leased to shard `index` (remembered, so it is told of every change from now on). */
+  async shardLease(index: number): Promise<RulesSnapshot> {
+    const giver = this.asRoot();
+    if (!Number.isInteger(index) || index < 0 || index >= RULES_SHARDS) throw new Error(`rules: no shard ${index}`);
+    this.ctx.storage.sql.exec("INSERT OR IGNORE INTO rules_shards (idx) VALUES (?)", index);
     for (let attempt = 0; attempt < MAX_SNAPSHOT_RETRIES; attempt++) {
-      const generation = this.generation;
+      const generation = giver.generation;
       const rules = await this.rules(this.tenantId());
       // A change while loading: the rules just read may be older than the generation now.
-      if (generation === this.generation) return { generation, rules: rules.list, leaseMs: this.testing.leaseMs };
+      if (generation !== giver.generation) continue;
+      const grant = giver.grant(String(index), generation);
+      if (grant) return { generation, rules: rules.list, leaseMs: grant.leaseMs };
     }
     throw new Error("rules: the tenant's rules kept changing while a snapshot was read");
   }
 
-  /**
-   * The version check of a session whose lease ran out: the current generation (and the session stays
-   * subscribed). A session that asks people while holding no rules (they could not be fetched) calls
-   * it too, to be told of the next change.
-   */
-  check(sessionId: string): number {
-    this.subscribe(sessionId);
-    return this.generation;
-  }
-
-  /** Hits of rules that sessions applied, counted there and sent in batches. */
-  recordHits(hits: [ruleId: string, count: number, at: number][]): void {
+  /** Hits of rules that sessions applied, counted there and sent on by their shards in batches. */
+  shardHits(hits: [ruleId: string, count: number, at: number][]): void {
+    this.asRoot();
     const tenantId = this.tenantId();
     for (const [ruleId, count, at] of hits) this.countHit(tenantId, ruleId, count, at);
   }
 
   /** The same decision as a dry run (POST /v1/rules/test): no hit is counted. */
   async dryRun(request: DecideRequest): Promise<DecideResult> {
+    this.asRoot();
     return decideWith(await this.rules(this.tenantId()), request, Date.now());
   }
 
   /** A person chose allow_always or reject_always: derive the narrowest rule, store it, apply it now. */
   async remember(request: RememberRequest): Promise<RuleCreated | RuleNotCreated | null> {
+    this.asRoot();
     const derived = await deriveFromChoice(request);
     if (!derived) return null;
     if ("reason" in derived) return { reason: derived.reason };
@@ -124,54 +184,34 @@ export class RulesObject extends DurableObject<Env> implements RulesContract {
   }
 
   /**
-   * Rules changed in D1 (created, expiry changed, revoked): a new generation, pushed to every session
-   * holding rules or waiting on people before this returns (a session with waiting requests re-decides
-   * them under the new rules as it takes the push); then reload, warm for their snapshots.
+   * Rules changed in D1 (created, expiry changed, revoked): a new generation, announced to every shard
+   * that took a lease; answers once none of their sessions can use an older one (the shards fence
+   * theirs; one that cannot be told is waited out to the end of its lease). Then reloads in the background, warm for the shards.
    */
   async changed(): Promise<void> {
+    const giver = this.asRoot();
     const tenantId = this.tenantId();
-    const generation = this.bump();
+    const generation = giver.generation + 1;
+    this.ctx.storage.sql.exec("INSERT OR REPLACE INTO generation (id, value) VALUES (0, ?)", generation);
     this.compiled = undefined;
     this.loading = undefined;
-    await this.tellSessions(tenantId, generation, Date.now() + this.testing.leaseMs + LEASE_SLACK_MS);
-    await this.rules(tenantId);
-  }
-
-  private bump(): number {
-    this.generation += 1;
-    this.ctx.storage.sql.exec("INSERT OR REPLACE INTO generation (id, value) VALUES (0, ?)", this.generation);
-    return this.generation;
-  }
-
-  private subscribe(sessionId: string): void {
-    this.subscribed.set(sessionId, (this.subscribed.get(sessionId) ?? 0) + 1);
-    this.ctx.storage.sql.exec("INSERT OR IGNORE INTO rules_sessions (session_id) VALUES (?)", sessionId);
-  }
-
-  /**
-   * Every subscribed session drops rules older than `generation`. One that cannot be told in time
-   * is waited out: at `leaseEnds` its lease on the old rules has run out, so it checks before using them.
-   */
-  private async tellSessions(tenantId: string, generation: number, leaseEnds: number): Promise<void> {
-    const sessions = this.ctx.storage.sql.exec<{ session_id: string }>("SELECT session_id FROM rules_sessions").toArray();
-    await Promise.all(
-      sessions.map(async ({ session_id: sessionId }) => {
-        const stub = objects.session(this.env, tenantId, sessionId);
-        const mark = this.subscribed.get(sessionId);
-        try {
-          const holds = await beforeDeadline(stub.rulesChanged(generation), leaseEnds);
-          // Not if it subscribed again while the push travelled (it answered "nothing held", then took a snapshot).
-          if (!holds && this.subscribed.get(sessionId) === mark) {
-            this.ctx.storage.sql.exec("DELETE FROM rules_sessions WHERE session_id = ?", sessionId);
-            this.subscribed.delete(sessionId);
-          }
-        } catch (e) {
-          // Kept, and told again on the next change; its lease runs out by `leaseEnds`.
-          log("warn", "rules.push_failed", "telling a session that the rules changed failed; waiting out its lease", { sessionId }, e);
-          await new Promise((resolve) => setTimeout(resolve, Math.max(0, leaseEnds - Date.now())));
-        }
-      }),
-    );
+    const shards = this.ctx.storage.sql
+      .exec<{ idx: number }>("SELECT idx FROM rules_shards")
+      .toArray()
+      .map((r) => String(r.idx));
+    const started = Date.now();
+    const calls = this.changeCalls;
+    const { fenced, told } = giver.advance(generation, shards);
+    this.ctx.waitUntil(told);
+    await fenced;
+    log("info", "rules.changed", "the tenant's rules changed: no session can use older ones now", {
+      tenantId,
+      generation,
+      objectsTold: this.changeCalls - calls,
+      waitedMs: Date.now() - started,
+    });
+    // Warm for the shards' next leases, off the API's path (a failed load is retried by the next lease).
+    this.ctx.waitUntil(this.rules(tenantId).catch(() => undefined));
   }
 
   override async alarm(): Promise<void> {
@@ -182,6 +222,16 @@ export class RulesObject extends DurableObject<Env> implements RulesContract {
     await recordHits(this.env.DB, tenantId, this.hits.take()).catch((e: unknown) =>
       log("warn", "rules.hit_flush_failed", "writing rule hit counts to D1 failed", { tenantId }, e),
     );
+  }
+
+  private asShard(): RulesShard {
+    if (!this.shard) throw new Error("rules: a session's call reached the tenant's root, not a shard");
+    return this.shard;
+  }
+
+  private asRoot(): LeaseGiver {
+    if (!this.giver) throw new Error("rules: the root's method was called on a shard");
+    return this.giver;
   }
 
   /**
@@ -203,10 +253,11 @@ export class RulesObject extends DurableObject<Env> implements RulesContract {
 
   private async rules(tenantId: string): Promise<CompiledTenantRules> {
     if (this.compiled?.tenantId === tenantId) return this.compiled.rules;
-    const generation = this.generation;
+    const giver = this.asRoot();
+    const generation = giver.generation;
     const loading = (this.loading ??= activeRules(this.env.DB, tenantId).then((rows) => {
       const rules = compileTenantRules(rows);
-      if (generation === this.generation) {
+      if (generation === giver.generation) {
         this.compiled = { tenantId, rules };
         this.loading = undefined;
       }
@@ -217,13 +268,4 @@ export class RulesObject extends DurableObject<Env> implements RulesContract {
     });
     return loading;
   }
-}
-
-/** The promise, or a rejection once `deadline` (a Date.now() time) has passed. */
-function beforeDeadline<T>(promise: Promise<T>, deadline: number): Promise<T> {
-  let timer: ReturnType<typeof setTimeout> | undefined;
-  const late = new Promise<never>((_, reject) => {
-    timer = setTimeout(() => reject(new Error("no answer before the lease ran out")), Math.max(0, deadline - Date.now()));
-  });
-  return Promise.race([promise, late]).finally(() => clearTimeout(timer));
 }

@@ -115,7 +115,7 @@ export interface SessionContract extends Rpc.DurableObjectBranded {
   exists(): boolean;
   /** The agent's traffic for this session, in order, each item applied once by its seq. */
   fromAgentBatch(items: FromAgent[]): void;
-  /** The tenant's rules changed: true while this session holds rules or has requests waiting on people. */
+  /** The tenant's rules changed (its rules shard tells it): true while it has requests waiting on people. */
   rulesChanged(generation: number): boolean;
   approvalView(permId: number, linkId: string): Promise<ApprovalView>;
   answerFromLink(permId: number, linkId: string, optionId: string): Promise<LinkRefusal | { state: "answered_by_you" }>;

@@ -2,56 +2,47 @@
 // answers is decided here, with no call to the RulesObject (durable-objects/rules/). The decision is
 // the same pure function the RulesObject uses (protocol/rules, through rules/engine.ts).
 //
-// Staying correct while decisions are local:
-// - The cache holds the rules of one *generation*: a counter the RulesObject bumps (and persists)
-//   on every change. Taking a snapshot subscribes the session; a change is pushed to every
-//   subscribed session (`changed`), which drops older rules at once, and the API that made the
-//   change answers only after every push was taken. So a revoked rule stops before DELETE returns.
-// - A push can fail (an object reset, a network fault). So rules are held on a *lease*: they are
-//   used only until `leaseMs` after the call that fetched or last confirmed them was *sent*; then a
-//   cheap version check (`check`) confirms the generation before the next use. The RulesObject,
-//   when a push failed, waits out the lease before its API answers: by then no session can still
-//   use the old rules. A tenant with no rules holds an empty set without a lease: it can only
-//   make the session ask people, never approve.
-// - Rules unknown (the RulesObject or D1 failing): `decide` throws and the session asks people.
-// - The same push tells a session with requests waiting on people that a new rule may answer them:
-//   a session stays subscribed while it holds rules or has such requests (`changed(…, waiting)`),
-//   and one that holds none subscribes with a version check when it starts asking people (`subscribe`).
+// Staying correct while decisions are local (decision 0031; the logic is protocol/generation-lease.ts):
+// - The rules come from the session's *shard* of the tenant's RulesObject, with a *lease*: they are
+//   used only until `leaseMs` (half a second) after the call that fetched or last confirmed them was
+//   *sent*; then a cheap check (`check`, the generation) confirms them before the next use, and past
+//   half the lease they are confirmed in the background so requests rarely wait. A change through the
+//   API answers only once every lease on older rules has run out or been dropped, so a revoked rule
+//   stops before DELETE returns, with no call to this session. Empty rules are leased the same way,
+//   so a tenant's first rule reaches every session as soon as the API answers.
+// - A generation announced to the session (`changed`) drops older rules at once, and rules older than
+//   one announced are never installed (an answer that travelled while the change was announced).
+// - Rules unknown (a shard, the root or D1 failing): `decide` throws and the session asks people.
+// - A session with requests waiting on people asks its shard to tell it of changes (`subscribe`): a new
+//   rule may answer them (it re-decides them, session-object.ts `rulesChanged`). No call per request.
 // Kept in memory only: an evicted session starts empty and fetches a snapshot on its next request.
 
 import { HitTally } from "../../protocol/hit-tally";
+import { type Grant, type Held, LeaseTaker } from "../../protocol/generation-lease";
 import { type CompiledTenantRules, compileRuleList, decideWith, decideWithHash } from "../rules/engine";
 import { type DecideRequest, type DecideResult, HIT_FLUSH_MS, type RulesSnapshot } from "../rules/contract";
 import { log } from "../../core/log";
 
-/** What the cache needs from the tenant's RulesObject (its RPC stub satisfies it). */
+/** What the cache needs from its shard of the tenant's RulesObject (its RPC stub satisfies it). */
 export interface RulesSource {
   snapshot(sessionId: string): Promise<RulesSnapshot>;
-  /** The current generation; also (re)subscribes the session to pushes. */
-  check(sessionId: string): Promise<number>;
+  /** The current generation, leased. */
+  check(sessionId: string): Promise<Grant>;
+  /** Tell this session of every change (it has requests waiting on people). */
+  watch(sessionId: string): Promise<void>;
   recordHits(hits: [ruleId: string, count: number, at: number][]): Promise<void>;
-}
-
-interface Held {
-  generation: number;
-  rules: CompiledTenantRules;
-  /** Session clock; Infinity for an empty set (it can only make the session ask people). */
-  validUntil: number;
-  leaseMs: number;
 }
 
 /** Snapshots that came back stale (a change while loading) before the cache gives up and people are asked. */
 const MAX_STALE_SNAPSHOTS = 3;
 
 export class RulesCache {
-  private held?: Held;
-  private loading?: Promise<Held>;
+  private readonly held = new LeaseTaker<CompiledTenantRules>(Date.now);
+  private loading?: Promise<Held<CompiledTenantRules>>;
   private refreshing = false;
-  /** The newest generation a push announced: rules older than it are never installed or used. */
-  private heard = -1;
   private readonly hits = new HitTally();
   private flushScheduled = false;
-  /** The RulesObject pushes changes to this session: it took a snapshot or checked, and no push since found it holding nothing. */
+  /** The shard tells this session of changes: it asked (`subscribe`) and no push since found it waiting on nobody. */
   private subscribed = false;
   private subscribing = false;
 
@@ -63,8 +54,8 @@ export class RulesCache {
   /** Would a rule answer this request? Throws when the rules cannot be known: then people are asked. */
   async decide(request: DecideRequest): Promise<DecideResult> {
     const held = await this.current();
-    if (held.rules.compiled.size === 0) return { decision: null };
-    const result = await decideWith(held.rules, request, Date.now());
+    if (held.value.compiled.size === 0) return { decision: null };
+    const result = await decideWith(held.value, request, Date.now());
     if (result.ruleId) this.countHit(result.ruleId);
     return result;
   }
@@ -76,35 +67,31 @@ export class RulesCache {
    * session write the request once, already decided, instead of pending and then resolved.
    */
   decideNow(request: DecideRequest): DecideResult | undefined {
-    const held = this.held;
-    if (!held || Date.now() >= held.validUntil || held.rules.compiled.hasExact) return undefined;
-    if (held.validUntil - Date.now() < held.leaseMs / 2) this.refreshInBackground(held);
-    if (held.rules.compiled.size === 0) return { decision: null };
-    const result = decideWithHash(held.rules, request, Date.now(), undefined);
+    const held = this.held.live();
+    if (!held || held.value.compiled.hasExact) return undefined;
+    if (this.held.dueForRefresh()) this.refreshInBackground(held);
+    if (held.value.compiled.size === 0) return { decision: null };
+    const result = decideWithHash(held.value, request, Date.now(), undefined);
     if (result.ruleId) this.countHit(result.ruleId);
     return result;
   }
 
   /**
-   * The RulesObject's push: rules older than `generation` are dropped. True (stay subscribed) while
-   * this session holds or fetches rules, or has requests `waiting` on people.
+   * The shard's push: rules older than `generation` are dropped. True (stay on the shard's list) while
+   * this session has requests `waiting` on people.
    */
   changed(generation: number, waiting = false): boolean {
-    this.heard = Math.max(this.heard, generation);
-    if (this.held && this.held.generation < generation) this.held = undefined;
-    this.subscribed = this.held !== undefined || this.loading !== undefined || waiting;
-    return this.subscribed;
+    this.held.told(generation);
+    this.subscribed = waiting;
+    return waiting;
   }
 
-  /**
-   * Makes sure the next change is pushed to this session: nothing to do while it is subscribed (it
-   * holds rules, or said it waits), else one version check, which subscribes it. No call per request.
-   */
+  /** Makes sure the next change is pushed to this session: one call to its shard, unless it is on the list already. */
   subscribe(): void {
     if (this.subscribed || this.subscribing) return;
     this.subscribing = true;
     this.source()
-      .check(this.sessionId())
+      .watch(this.sessionId())
       .then(() => {
         this.subscribed = true;
       })
@@ -116,38 +103,37 @@ export class RulesCache {
       });
   }
 
-  /** The tenant has no rules as far as this session knows (a decision costs nothing). */
+  /** The tenant has no rules as far as this session knows now (a decision costs nothing). */
   get knownEmpty(): boolean {
-    return this.held !== undefined && this.held.rules.compiled.size === 0;
+    const held = this.held.live();
+    return held !== undefined && held.value.compiled.size === 0;
   }
 
-  private async current(): Promise<Held> {
-    const held = this.held;
-    if (held && Date.now() < held.validUntil) {
+  private async current(): Promise<Held<CompiledTenantRules>> {
+    const held = this.held.live();
+    if (held) {
       // Past half its lease: confirm in the background, so requests rarely wait for a check.
-      if (held.validUntil - Date.now() < held.leaseMs / 2) this.refreshInBackground(held);
+      if (this.held.dueForRefresh()) this.refreshInBackground(held);
       return held;
     }
-    if (held && (await this.confirm(held))) return held;
+    const lapsed = this.held.held;
+    if (lapsed && (await this.confirm(lapsed))) return lapsed;
     return this.load();
   }
 
   /** The cheap version check: the held rules are still the tenant's current ones; extends the lease. */
-  private async confirm(held: Held): Promise<boolean> {
+  private async confirm(held: Held<CompiledTenantRules>): Promise<boolean> {
     const sentAt = Date.now();
-    const generation = await this.source().check(this.sessionId());
-    this.subscribed = true;
-    if (this.held !== held || generation !== held.generation || generation < this.heard) return false;
-    held.validUntil = Math.max(held.validUntil, sentAt + held.leaseMs);
-    return true;
+    const grant = await this.source().check(this.sessionId());
+    return this.held.confirm(held, grant, sentAt);
   }
 
-  private refreshInBackground(held: Held): void {
+  private refreshInBackground(held: Held<CompiledTenantRules>): void {
     if (this.refreshing) return;
     this.refreshing = true;
     this.confirm(held)
       .then((ok) => {
-        if (!ok && this.held === held) this.held = undefined;
+        if (!ok) this.held.drop(held);
       })
       .catch((e: unknown) =>
         log("warn", "session.rules_confirm_failed", "confirming the rules cache failed", { sessionId: this.sessionId() }, e),
@@ -157,25 +143,20 @@ export class RulesCache {
       });
   }
 
-  private load(): Promise<Held> {
+  private load(): Promise<Held<CompiledTenantRules>> {
     const loading = (this.loading ??= this.fetchSnapshot().finally(() => {
       if (this.loading === loading) this.loading = undefined;
     }));
     return loading;
   }
 
-  private async fetchSnapshot(): Promise<Held> {
+  private async fetchSnapshot(): Promise<Held<CompiledTenantRules>> {
     for (let attempt = 0; attempt < MAX_STALE_SNAPSHOTS; attempt++) {
       const sentAt = Date.now();
       const snapshot = await this.source().snapshot(this.sessionId());
-      this.subscribed = true;
-      // A push announced a newer generation while this one travelled: it may hold a revoked rule.
-      if (snapshot.generation < this.heard) continue;
-      const rules = compileRuleList(snapshot.rules);
-      const validUntil = rules.compiled.size === 0 ? Number.POSITIVE_INFINITY : sentAt + snapshot.leaseMs;
-      const held = { generation: snapshot.generation, rules, validUntil, leaseMs: snapshot.leaseMs };
-      this.held = held;
-      return held;
+      // Not installed if a push announced a newer generation while this one travelled (it may hold a revoked rule).
+      const held = this.held.install(snapshot, compileRuleList(snapshot.rules), sentAt);
+      if (held) return held;
     }
     throw new Error("the tenant's rules kept changing while they were fetched");
   }

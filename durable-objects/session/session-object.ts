@@ -374,10 +374,11 @@ export class SessionObject extends DurableObject<Env> implements SessionContract
     this.agent.fromBatch(items);
   }
 
-  // ── the tenant's rules (rules-link.ts), called by the RulesObject ───────────────────────────────
+  // ── the tenant's rules (rules-link.ts), called by the session's rules shard ────────────────────
   /**
-   * The rules changed: drop older ones before the change's API answers (rules-cache.ts), and re-decide
-   * the requests waiting on people (a new rule may answer them). True while rules are held or requests wait.
+   * The rules changed (told after the change's fence, while requests wait on people; decision 0031):
+   * drop older ones (rules-cache.ts) and re-decide the waiting requests (a new rule may answer them).
+   * True while requests wait: the shard keeps telling this session.
    */
   rulesChanged(generation: number): boolean {
     if (!this.store.meta) return false;

@@ -6,8 +6,8 @@ import type { LeaseGrant } from "../../protocol/rate-limit";
 import type { AuditBudget } from "../../protocol/tenant-limits";
 
 export interface TenantLimitsContract extends Rpc.DurableObjectBranded {
-  /** Up to `want` of the tenant's message tokens, at `ratePerSecond` with bursts of twice that. */
-  lease(want: number, ratePerSecond: number): LeaseGrant;
+  /** Up to `want` of the tenant's message tokens, at `ratePerSecond` with bursts of twice that (a lease shard's or the root's). */
+  lease(want: number, ratePerSecond: number): LeaseGrant | Promise<LeaseGrant>;
   /** A new connection under `keyId`: refused when the key already has `limit` open. */
   openConnection(keyId: string, connectionId: string, limit: number): SlotOutcome;
   /** A live connection's slot, kept (or, after a restart of the object, taken again). */

@@ -1,14 +1,18 @@
-// TenantLimitsObject: one per tenant, named by the tenant id. It holds the counts that span a
+// TenantLimitsObject: one per tenant, named by the tenant id (the *root*), and LIMIT_SHARDS lease
+// shards named `${tenantId}/${index}` (decision 0031). The root holds the counts that span a
 // tenant's connections, which live in many Worker isolates and objects: the tenant's message-rate
-// bucket, leased out in batches (protocol/rate-limit.ts TenantLease), and the connections open under
-// each key. Both are in memory on purpose: they describe the last second and the live connections,
+// bucket, and the connections open under each key. The bucket is leased to the shards (each a
+// LeasePool, protocol/rate-limit.ts) in leases sized to their demand, and by them to the connections
+// (TenantLease), so at ten thousand connections the root sees a few calls a second per shard and each
+// shard the calls of its own connections. Both are in memory on purpose: they describe the last second and the live connections,
 // which the connections re-establish (leases are asked for again, connections renew their slot
 // every CONNECTION_RENEW_MS), so a restart forgets nothing that matters for longer than that.
 
 import { DurableObject } from "cloudflare:workers";
-import { type LeaseGrant, TokenBucket } from "../../protocol/rate-limit";
+import { type LeaseGrant, LeasePool, TokenBucket } from "../../protocol/rate-limit";
 import type { Env } from "../../core/env";
-import { type AuditBudget, CONNECTION_RENEW_MS, auditDay, auditDayEnd } from "../../protocol/tenant-limits";
+import { type AuditBudget, CONNECTION_RENEW_MS, MAX_LEASE_RETRY_MS, auditDay, auditDayEnd } from "../../protocol/tenant-limits";
+import { objects, splitName } from "../objects";
 import type { SlotOutcome } from "../../connection/gateway-objects";
 import type { TenantLimitsContract } from "./contract";
 
@@ -19,9 +23,21 @@ export class TenantLimitsObject extends DurableObject<Env> implements TenantLimi
   private bucket: { rate: number; tokens: TokenBucket } | undefined;
   /** Per key: connection id → when its slot lapses. */
   private readonly slots = new Map<string, Map<string, number>>();
+  /** A lease shard: its pool of the root's tokens, and the tenant rate its connections last named. */
+  private readonly shard?: { pool: LeasePool; rate: number };
 
   constructor(ctx: DurableObjectState, env: Env) {
     super(ctx, env);
+    const name = splitName(ctx.id.name);
+    if (name) {
+      const root = objects.tenantLimits(env, name.tenantId);
+      const shard: { pool: LeasePool; rate: number } = {
+        pool: new LeasePool((want) => root.lease(want, shard.rate)),
+        rate: 1,
+      };
+      this.shard = shard;
+      return; // a shard keeps no audit budget
+    }
     // The audit budget outlives a restart (a day, not a second): one row per UTC day, older ones dropped.
     ctx.storage.sql.exec(
       "CREATE TABLE IF NOT EXISTS audit_budget (day INTEGER PRIMARY KEY, spent INTEGER NOT NULL, exhausted INTEGER NOT NULL)",
@@ -51,14 +67,23 @@ export class TenantLimitsObject extends DurableObject<Env> implements TenantLimi
     return { day, spent: row.spent, exhausted: row.exhausted === 1 };
   }
 
-  /** Up to `want` of the tenant's message tokens, at `ratePerSecond` with bursts of twice that. */
-  lease(want: number, ratePerSecond: number): LeaseGrant {
+  /**
+   * Up to `want` of the tenant's message tokens, at `ratePerSecond` with bursts of twice that: a
+   * shard serves it from its pool; the root from the bucket (and says to wait until what was asked
+   * for is there, at most MAX_LEASE_RETRY_MS, so shards at the tenant's limit do not ask in a loop).
+   */
+  lease(want: number, ratePerSecond: number): LeaseGrant | Promise<LeaseGrant> {
+    if (this.shard) {
+      this.shard.rate = ratePerSecond;
+      return this.shard.pool.take(want);
+    }
     const now = Date.now();
     if (this.bucket?.rate !== ratePerSecond) {
       this.bucket = { rate: ratePerSecond, tokens: new TokenBucket(ratePerSecond, 2 * ratePerSecond, now) };
     }
     const granted = this.bucket.tokens.takeUpTo(Math.max(0, Math.floor(want)), now);
-    return { granted, retryAfterMs: granted < want ? this.bucket.tokens.msUntilToken() : 0 };
+    const retryAfterMs = granted < want ? Math.min(MAX_LEASE_RETRY_MS, Math.max(1, this.bucket.tokens.msUntilTokens(want - granted))) : 0;
+    return { granted, retryAfterMs };
   }
 
   /** A new connection under `keyId`: refused when the key already has `limit` open. */

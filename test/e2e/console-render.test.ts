@@ -105,3 +105,21 @@ describe("the console's transcript", () => {
     ]);
   });
 });
+
+describe("the console's permission cards", () => {
+  const options = [
+    { optionId: "allow-once", name: "Allow once", kind: "allow_once" },
+    { optionId: "allow-always", name: "Always allow", kind: "allow_always" },
+  ];
+  it("keep which options the gateway says this person may choose (_meta.acpGateway.answerable), or null for all", () => {
+    const params = {
+      toolCall: { toolCallId: "t1", kind: "execute" },
+      options,
+      _meta: { acpGateway: { answerable: { optionIds: ["allow-once"], reason: "Four eyes: you prompted this turn" } } },
+    };
+    const t = permissionRequested(EMPTY, 4, params);
+    expect(t.permissions["tool:t1"]?.answerable).toEqual({ optionIds: ["allow-once"], reason: "Four eyes: you prompted this turn" });
+    const all = permissionRequested(EMPTY, 5, { toolCall: { toolCallId: "t1" }, options });
+    expect(all.permissions["tool:t1"]?.answerable).toBeNull();
+  });
+});

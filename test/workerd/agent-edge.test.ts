@@ -11,7 +11,7 @@
 import { SELF, runInDurableObject } from "cloudflare:test";
 import fc from "fast-check";
 import { describe, expect, it, vi } from "vitest";
-import type { AgentObject } from "../../durable-objects/agent/agent-object";
+import { type AgentObject, agentTesting } from "../../durable-objects/agent/agent-object";
 import { type SessionObject, sessionTesting } from "../../durable-objects/session/session-object";
 import { EDGE_LINK_HEADER, decodeControl, encodeControl } from "../../protocol/agent-edge-wire";
 import { agentStub, crashObject, sessionStub } from "./fuzz-faults";
@@ -54,21 +54,23 @@ interface SessionWatch {
   cuts: number;
 }
 
-// SAFETY: private members of the objects, wrapped by the tests on one instance only.
+// SAFETY: private members of the AgentObject's relay (protocol/agent-relay.ts), reached through the
+// object's test seam and wrapped by the tests on one instance only.
 type AgentInsides = {
   enqueue(sessionId: string, item: { kind: string }): void;
   outbox: { reserveRange(count: number): { from: number; to: number } };
   watch?: AgentWatch;
 };
+const relayInsides = (instance: AgentObject) => agentTesting(instance).relay as unknown as AgentInsides;
 
 /** Counts, on the AgentObject's instance, the frames it queues for each session and the grants it gives. */
 async function watchAgentObject(t: SeededTenant, agent: ScriptedAgent): Promise<void> {
   await runInDurableObject(agentStub(t.tenantId, agent.name), (instance: AgentObject) => {
-    const inside = instance as unknown as AgentInsides;
+    const inside = relayInsides(instance);
     if (inside.watch) return;
     const watch: AgentWatch = { viaAgentObject: {}, grants: 0 };
     inside.watch = watch;
-    const enqueue = inside.enqueue.bind(instance);
+    const enqueue = inside.enqueue.bind(inside);
     inside.enqueue = (sessionId, item) => {
       if (item.kind === "frame") watch.viaAgentObject[sessionId] = (watch.viaAgentObject[sessionId] ?? 0) + 1;
       enqueue(sessionId, item);
@@ -84,7 +86,7 @@ async function watchAgentObject(t: SeededTenant, agent: ScriptedAgent): Promise<
 
 async function agentWatch(t: SeededTenant, agent: ScriptedAgent): Promise<AgentWatch> {
   return runInDurableObject(agentStub(t.tenantId, agent.name), (instance: AgentObject) =>
-    structuredClone((instance as unknown as AgentInsides).watch as AgentWatch),
+    structuredClone(relayInsides(instance).watch as AgentWatch),
   );
 }
 
@@ -477,29 +479,30 @@ describe("agent edge: grants", () => {
     // held, and the edge gets a grant naming the count before that frame (as if it had crossed it).
     await runInDurableObject(agentStub(t.tenantId, agent.name), (instance: AgentObject) => {
       // SAFETY: the object's own methods (agent-object.ts); only this instance's copies are replaced.
-      const inside = instance as unknown as AgentInsides & {
+      const inside = relayInsides(instance) as AgentInsides & {
         maybeGrant(sessionId: string): void;
         sendBatch(sessionId: string): void;
-        onEdgeFrame(ws: WebSocket, epoch: number, data: string): void;
+        controlFrame(data: string, epoch: number): void;
+        ports: { agent: { current(): { send(text: string): void } | undefined } };
         stale?: { held: boolean; release(): void };
       };
       inside.maybeGrant = () => undefined;
-      const sendBatch = inside.sendBatch.bind(instance);
-      const onEdgeFrame = inside.onEdgeFrame.bind(instance);
+      const sendBatch = inside.sendBatch.bind(inside);
+      const controlFrame = inside.controlFrame.bind(inside);
       const stale = { held: false, release: () => undefined as void };
       inside.stale = stale;
       inside.sendBatch = (id) => (id === sessionId && stale.held ? undefined : sendBatch(id));
-      inside.onEdgeFrame = (ws, epoch, data) => {
+      inside.controlFrame = (data, epoch) => {
         const control = decodeControl(data);
-        if (control?.t !== "attributed" || control.s !== sessionId || control.c !== 2) return onEdgeFrame(ws, epoch, data);
+        if (control?.t !== "attributed" || control.s !== sessionId || control.c !== 2) return controlFrame(data, epoch);
         stale.held = true;
         stale.release = () => {
           stale.held = false;
           sendBatch(sessionId);
         };
-        onEdgeFrame(ws, epoch, data);
+        controlFrame(data, epoch);
         const { from, to } = inside.outbox.reserveRange(4096);
-        ws.send(encodeControl({ t: "grant", s: sessionId, c: 1, from, to, epoch }));
+        inside.ports.agent.current()?.send(encodeControl({ t: "grant", s: sessionId, c: 1, from, to, epoch }));
       };
     });
     agent.peer.notify("session/update", chunk(sessionId, "one"));
@@ -507,14 +510,14 @@ describe("agent edge: grants", () => {
     agent.peer.notify("session/update", chunk(sessionId, "two"));
     const held = () =>
       runInDurableObject(agentStub(t.tenantId, agent.name), (instance: AgentObject) => {
-        return (instance as unknown as { stale: { held: boolean } }).stale.held;
+        return (relayInsides(instance) as unknown as { stale: { held: boolean } }).stale.held;
       });
     await vi.waitFor(async () => expect(await held()).toBe(true), { timeout: 5000, interval: 10 });
     agent.peer.notify("session/update", chunk(sessionId, "three"));
     // "three" went through the AgentObject too (it counts 3 frames), queued behind "two".
     await vi.waitFor(async () => expect((await agentWatch(t, agent)).viaAgentObject[sessionId]).toBe(3), { timeout: 5000, interval: 10 });
     await runInDurableObject(agentStub(t.tenantId, agent.name), (instance: AgentObject) => {
-      (instance as unknown as { stale: { release(): void } }).stale.release();
+      (relayInsides(instance) as unknown as { stale: { release(): void } }).stale.release();
     });
     expect(await chunksSeen(client, 2)).toEqual(["two", "three"]);
     await barrier(client, agent, sessionId);

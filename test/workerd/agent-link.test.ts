@@ -10,8 +10,9 @@
 
 import { runInDurableObject } from "cloudflare:test";
 import { describe, expect, it, vi } from "vitest";
-import type { AgentObject } from "../../durable-objects/agent/agent-object";
+import { type AgentObject, agentTesting } from "../../durable-objects/agent/agent-object";
 import { LINK_IDLE_MS } from "../../durable-objects/agent/session-links";
+import type { SessionStub } from "../../durable-objects/objects";
 import type { SessionObject } from "../../durable-objects/session/session-object";
 import { AGENT_LINK_HEADER, linkToAgent, linkToSession } from "../../protocol/agent-link-wire";
 import type { Env } from "../../core/env";
@@ -48,7 +49,8 @@ function closeAll(links: Links): void {
   for (const [sessionId, link] of [...links.links]) links.drop(sessionId, link);
 }
 // SAFETY: private fields of the objects, read or wrapped by the tests on one instance only.
-const linksOf = (instance: AgentObject) => (instance as unknown as { links: Links }).links;
+// SAFETY: the links' private members, reached through the object's test seam.
+const linksOf = (instance: AgentObject) => agentTesting(instance).links as unknown as Links;
 const sessionInsides = (instance: SessionObject) =>
   instance as unknown as {
     onLinkMessage(ws: WebSocket, data: string | ArrayBuffer): void;
@@ -77,9 +79,9 @@ async function closeLinks(t: SeededTenant, agent: ScriptedAgent): Promise<void> 
 
 /** Every call from this AgentObject instance to a session fails from now on (fromAgentBatch, fetch, all). */
 function failSessionCalls(instance: AgentObject): void {
-  const failing = new Proxy({}, { get: () => () => Promise.reject(new Error("injected: the call to the session failed")) });
-  // SAFETY: `session` is the object's own stub lookup (agent-object.ts); only this instance's copy is replaced.
-  (instance as unknown as { session: () => unknown }).session = () => failing;
+  // SAFETY: a stub whose every method fails, as a broken RPC stub's do: all the AgentObject calls on one.
+  const failing = new Proxy({}, { get: () => () => Promise.reject(new Error("injected: the call to the session failed")) }) as SessionStub;
+  agentTesting(instance).session = () => failing;
 }
 
 /** Every RPC call from this SessionObject instance to its AgentObject fails from now on, its retry on a fresh stub too. */
@@ -132,8 +134,8 @@ const ALLOW = { outcome: { outcome: "selected", optionId: "allow" } };
  */
 async function noEdgeGrants(t: SeededTenant, agent: ScriptedAgent): Promise<void> {
   await runInDurableObject(agentStub(t.tenantId, agent.name), (instance: AgentObject) => {
-    // SAFETY: `maybeGrant` is the object's own method (agent-object.ts); only this instance's copy is replaced.
-    (instance as unknown as { maybeGrant(sessionId: string): void }).maybeGrant = () => undefined;
+    // SAFETY: `maybeGrant` is the relay's own method (protocol/agent-relay.ts); only this instance's copy is replaced.
+    (agentTesting(instance).relay as unknown as { maybeGrant(sessionId: string): void }).maybeGrant = () => undefined;
   });
 }
 
@@ -183,18 +185,14 @@ describe("agent link: a large batch goes by RPC", () => {
     await runInDurableObject(agentStub(t.tenantId, agent.name), (instance: AgentObject) => {
       // Counts the RPC deliveries of this instance, passing each on to the real stub.
       const counter = cutCounter(instance);
-      // SAFETY: `session` is the object's own stub lookup (agent-object.ts); only this instance's copy is wrapped.
-      const inside = instance as unknown as { session(id: string): { fromAgentBatch(items: unknown[]): Promise<void> } };
-      const lookup = inside.session.bind(instance);
-      inside.session = (id: string) => {
-        const stub = lookup(id);
-        return {
-          fromAgentBatch: (items: unknown[]) => {
+      agentTesting(instance).session = (_id, stub) =>
+        // SAFETY: the real stub with fromAgentBatch counted, the only method the AgentObject calls on it here.
+        ({
+          fromAgentBatch: (items: Parameters<SessionStub["fromAgentBatch"]>[0]) => {
             counter.cuts++;
             return stub.fromAgentBatch(items);
           },
-        };
-      };
+        }) as unknown as SessionStub;
     });
     const large = "L".repeat(20 * 1024);
     for (const text of ["small before", large, "small after"]) {

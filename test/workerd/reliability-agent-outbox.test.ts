@@ -5,21 +5,19 @@
 
 import { env, evictDurableObject, runDurableObjectAlarm, runInDurableObject } from "cloudflare:test";
 import { describe, expect, it } from "vitest";
-import type { AgentObject } from "../../durable-objects/agent/agent-object";
+import { type AgentObject, agentTesting } from "../../durable-objects/agent/agent-object";
 import type { FromAgent } from "../../durable-objects/session/contract";
 import { clientWithSession, dialInAgent, isMethod, isResponseTo, seedTenant, startTurn, type Peer, type ScriptedAgent } from "./helpers";
-import { objects } from "../../durable-objects/objects";
+import { type SessionStub, objects } from "../../durable-objects/objects";
 
 const sessionStub = (tenantId: string, sessionId: string) => objects.session(env, tenantId, sessionId);
 const agentStub = (tenantId: string, name: string) => objects.agent(env, tenantId, name);
 
 /** Every call from this AgentObject instance to a session fails from now on, as a lost RPC does. */
 function failSessionCalls(instance: AgentObject): void {
-  // SAFETY: `session` is the object's own stub lookup (agent-object.ts); only this instance's copy is
-  // replaced, and the AgentObject uses nothing of the stub but fromAgentBatch.
-  (instance as unknown as { session: () => unknown }).session = () => ({
-    fromAgentBatch: () => Promise.reject(new Error("injected: the call to the session failed")),
-  });
+  // SAFETY: the AgentObject uses nothing of the stub here but fromAgentBatch (an eviction restores the real one).
+  const failing = { fromAgentBatch: () => Promise.reject(new Error("injected: the call to the session failed")) } as unknown as SessionStub;
+  agentTesting(instance).session = () => failing;
 }
 
 /** Once the agent has the AgentObject's own error answer to this frame, every frame it sent before was accepted. */

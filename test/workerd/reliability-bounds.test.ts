@@ -1,28 +1,32 @@
 // Waiting requests do not pile up, and a session that nobody waits on leaves the rules push list
-// (the RulesObject's list of sessions it tells of a change: those holding rules or with requests
-// waiting on people; durable-objects/rules/rules-object.ts).
+// (its rules shard's list of sessions it tells of a change: those with requests waiting on people;
+// durable-objects/rules/rules-shard.ts).
 
-import { SELF, runInDurableObject } from "cloudflare:test";
+import { SELF, env, runInDurableObject } from "cloudflare:test";
 import { describe, expect, it } from "vitest";
 import { barrier, clientWithSession, dialInAgent, isMethod, isResponseTo, seedTenant, startTurn } from "./helpers";
-import { restartObject, rulesStub, sessionStub } from "./fuzz-faults";
+import { restartObject, sessionStub } from "./fuzz-faults";
+import { objects } from "../../durable-objects/objects";
+import { RULES_SHARDS } from "../../durable-objects/rules/contract";
+import { shardOf } from "../../protocol/generation-lease";
 
-async function pushList(tenantId: string): Promise<string[]> {
-  return runInDurableObject(rulesStub(tenantId), (_instance, state) =>
+/** The push list of the session's rules shard. */
+async function pushList(tenantId: string, sessionId: string): Promise<string[]> {
+  return runInDurableObject(objects.rulesShard(env, tenantId, shardOf(sessionId, RULES_SHARDS)), (_instance, state) =>
     state.storage.sql
-      .exec<{ session_id: string }>("SELECT session_id FROM rules_sessions")
+      .exec<{ session_id: string }>("SELECT session_id FROM watching")
       .toArray()
       .map((r) => r.session_id),
   );
 }
 
 /** The push list, polled until it equals `expected` (or 5 s). */
-async function pushListBecomes(tenantId: string, expected: string[]): Promise<void> {
+async function pushListBecomes(tenantId: string, sessionId: string, expected: string[]): Promise<void> {
   const deadline = Date.now() + 5000;
-  let seen = await pushList(tenantId);
+  let seen = await pushList(tenantId, sessionId);
   while (JSON.stringify(seen) !== JSON.stringify(expected) && Date.now() < deadline) {
     await new Promise((r) => setTimeout(r, 20));
-    seen = await pushList(tenantId);
+    seen = await pushList(tenantId, sessionId);
   }
   expect(seen).toEqual(expected);
 }
@@ -60,21 +64,21 @@ describe("reliability: bounds on waiting", () => {
     expect(client.unclaimed().filter((m) => m.method === "session/request_permission")).toEqual([]);
   });
 
-  it("a session that waits on nobody and holds no rules leaves the rules push list at the next change", async () => {
+  it("a session that waits on nobody leaves its shard's push list at the next change", async () => {
     const t = await seedTenant();
     const agent = await dialInAgent(t);
     const { client, sessionId } = await clientWithSession(t, agent);
     await startTurn(client, agent, sessionId);
     agent.askPermission(sessionId, { toolCallId: "w", kind: "edit" }, undefined, "pw");
     await client.next(isMethod("session/request_permission"));
-    await pushListBecomes(t.tenantId, [sessionId]);
+    await pushListBecomes(t.tenantId, sessionId, [sessionId]);
     agent.peer.notify("$/cancel_request", { requestId: "pw" });
     await agent.peer.next(isResponseTo("pw"));
     await barrier(client, agent, sessionId);
-    // Still listed while it holds the tenant's (empty) rules; evicted, it holds nothing.
+    // Still listed until the next change finds it waiting on nobody (evicted or not).
     await restartObject(sessionStub(t.tenantId, sessionId));
     await createRule(t);
-    await pushListBecomes(t.tenantId, []);
+    await pushListBecomes(t.tenantId, sessionId, []);
   });
 
   it("a session evicted with a request waiting stays on the push list, and a new rule that matches answers the request", async () => {
@@ -87,6 +91,6 @@ describe("reliability: bounds on waiting", () => {
     await restartObject(sessionStub(t.tenantId, sessionId));
     await createRule(t);
     expect((await agent.peer.next(isResponseTo("pg"))).result.outcome).toEqual({ outcome: "selected", optionId: "allow" });
-    await pushListBecomes(t.tenantId, [sessionId]);
+    await pushListBecomes(t.tenantId, sessionId, [sessionId]);
   });
 });

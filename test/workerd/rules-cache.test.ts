@@ -1,7 +1,7 @@
 // The compiled rules cache in the session (durable-objects/session/rules-cache.ts): a permission
-// request that a rule answers is decided in the session, with no call to the RulesObject; a tenant
-// with no rules pays nothing; and every change — revoke, expiry, a rule another session made, an
-// eviction, a push that cannot be delivered — is seen before it could let a stale rule answer.
+// request that a rule answers is decided in the session, with no call to the RulesObject (its shard
+// is asked once per lease at most); and every change — revoke, expiry, a rule another session made,
+// an eviction, a session told nothing — is seen before it could let a stale rule answer.
 
 import { SELF, env, runInDurableObject } from "cloudflare:test";
 import { describe, expect, it, onTestFinished } from "vitest";
@@ -19,6 +19,9 @@ import {
   seedTenant,
 } from "./helpers";
 import { restartObject, rulesStub, sessionStub } from "./fuzz-faults";
+import { objects } from "../../durable-objects/objects";
+import { RULES_SHARDS } from "../../durable-objects/rules/contract";
+import { shardOf } from "../../protocol/generation-lease";
 
 type Tenant = Awaited<ReturnType<typeof seedTenant>>;
 
@@ -42,24 +45,27 @@ async function revoke(t: Tenant, id: string): Promise<void> {
 const npmTest = { decision: "allow", matcher: { type: "command", prefix: ["npm", "test"] } };
 const run = (id: string, command: string) => ({ toolCallId: id, kind: "execute", rawInput: { command } });
 
-/**
- * Counts the calls that reach the tenant's RulesObject (RPC serves prototype methods: wrapped there,
- * so only calls for this tenant, the object's name, are counted).
- */
-/** The object's name (its test seam). */
-const nameOf = (object: RulesObject) => rulesTesting(object).name;
+/** The shard of the tenant's rules a session takes them from. */
+const shardOfSession = (tenantId: string, sessionId: string) => objects.rulesShard(env, tenantId, shardOf(sessionId, RULES_SHARDS));
 
+/** The object's name (its test seam). */
+const nameOf = (object: RulesObject) => rulesTesting(object).name ?? "";
+
+/**
+ * Counts the sessions' calls that reach the tenant's rules shards (RPC serves prototype methods:
+ * wrapped there, so only calls to this tenant's shards, by the objects' names, are counted).
+ */
 async function countRulesCalls(tenantId: string): Promise<{ snapshot: number; check: number }> {
   const counts = { snapshot: 0, check: 0 };
   await runInDurableObject(rulesStub(tenantId), (instance: RulesObject) => {
     const proto = Object.getPrototypeOf(instance) as RulesObject;
     const { snapshot, check } = proto;
     proto.snapshot = function (this: RulesObject, ...args: Parameters<RulesObject["snapshot"]>) {
-      if (nameOf(this) === tenantId) counts.snapshot++;
+      if (nameOf(this).startsWith(`${tenantId}/`)) counts.snapshot++;
       return snapshot.apply(this, args);
     };
     proto.check = function (this: RulesObject, ...args: Parameters<RulesObject["check"]>) {
-      if (nameOf(this) === tenantId) counts.check++;
+      if (nameOf(this).startsWith(`${tenantId}/`)) counts.check++;
       return check.apply(this, args);
     };
     onTestFinished(() => {
@@ -68,6 +74,13 @@ async function countRulesCalls(tenantId: string): Promise<{ snapshot: number; ch
     });
   });
   return counts;
+}
+
+/** The lease the session's shard hands out (ms): lengthened where a test counts calls, so none is a renewal. */
+async function setSessionLease(tenantId: string, sessionId: string, leaseMs: number): Promise<void> {
+  await runInDurableObject(shardOfSession(tenantId, sessionId), (instance: RulesObject) => {
+    rulesTesting(instance).leaseMs = leaseMs;
+  });
 }
 
 async function sessionInTurn(t: Tenant, agent: ScriptedAgent, key = t.clientKey) {
@@ -96,10 +109,11 @@ async function askedOfPeople(agent: ScriptedAgent, client: Peer, sessionId: stri
 }
 
 describe("the rules path for a tenant with no rules", () => {
-  it("asks the RulesObject once, then not again, and applies the first rule created through the API at once", async () => {
+  it("asks its shard once within the lease, and applies the first rule created through the API to the next request", async () => {
     const t = await seedTenant();
     const agent = await dialInAgent(t, "norules");
     const { client, sessionId } = await sessionInTurn(t, agent);
+    await setSessionLease(t.tenantId, sessionId, 3000);
     const calls = await countRulesCalls(t.tenantId);
     for (let i = 0; i < 3; i++) {
       const id = agent.askPermission(sessionId, run(`tc${i}`, `make ${i}`), DEFAULT_OPTIONS);
@@ -109,11 +123,11 @@ describe("the rules path for a tenant with no rules", () => {
     }
     expect(calls).toEqual({ snapshot: 1, check: 0 });
 
-    await createRule(t, npmTest);
+    await createRule(t, npmTest); // waits for the session's lease on the empty rules to run out
     // The very next request is answered by the rule, without asking anyone.
     await answeredByRule(agent, client, sessionId, "tc9", "npm test");
     expect(client.unclaimed().filter((m) => m.method === "session/request_permission")).toEqual([]);
-    expect(calls).toEqual({ snapshot: 2, check: 0 });
+    expect(calls.snapshot).toBe(2);
   });
 });
 
@@ -123,6 +137,7 @@ describe("the compiled rules cache in the session", { timeout: 30_000 }, () => {
     const ruleId = await createRule(t, npmTest);
     const agent = await dialInAgent(t);
     const { client, sessionId } = await sessionInTurn(t, agent);
+    await setSessionLease(t.tenantId, sessionId, 30_000);
     const calls = await countRulesCalls(t.tenantId);
     for (let i = 0; i < 5; i++)
       expect(await answeredByRule(agent, client, sessionId, `n${i}`, i % 2 === 0 ? "npm test" : "npm test --silent")).toBe(ruleId);
@@ -149,17 +164,14 @@ describe("the compiled rules cache in the session", { timeout: 30_000 }, () => {
     }
   });
 
-  it("a push that cannot be delivered: DELETE waits out the session's lease, and the revoked rule does not answer after it", async () => {
+  it("a session told nothing (its push throws): DELETE waits out the lease it holds, and the revoked rule does not answer after it", async () => {
     const t = await seedTenant();
     const ruleId = await createRule(t, npmTest);
     const leaseMs = 1500;
-    await runInDurableObject(rulesStub(t.tenantId), (instance: RulesObject) => {
-      rulesTesting(instance).leaseMs = leaseMs;
-    });
     const agent = await dialInAgent(t);
     const { client, sessionId } = await sessionInTurn(t, agent);
-    await answeredByRule(agent, client, sessionId, "warm", "npm test");
-    // The session cannot be told: its rulesChanged throws.
+    await setSessionLease(t.tenantId, sessionId, leaseMs);
+    // The session cannot be told: its rulesChanged throws (it is not needed: the lease is the fence).
     await runInDurableObject(sessionStub(t.tenantId, sessionId), (instance: SessionObject) => {
       const proto = Object.getPrototypeOf(instance) as SessionObject;
       const rulesChanged = proto.rulesChanged;
@@ -170,9 +182,11 @@ describe("the compiled rules cache in the session", { timeout: 30_000 }, () => {
         proto.rulesChanged = rulesChanged;
       });
     });
-    const started = Date.now();
+    const asked = Date.now();
+    await answeredByRule(agent, client, sessionId, "warm", "npm test");
     await revoke(t, ruleId);
-    expect(Date.now() - started).toBeGreaterThanOrEqual(leaseMs);
+    // The lease began after `asked` (when the shard granted it): DELETE answered no sooner than its end.
+    expect(Date.now() - asked).toBeGreaterThanOrEqual(leaseMs);
     await askedOfPeople(agent, client, sessionId, "after", "npm test");
   });
 
@@ -226,6 +240,7 @@ describe("the compiled rules cache in the session", { timeout: 30_000 }, () => {
     const ruleId = await createRule(t, npmTest); // also tells the RulesObject that the rules changed
     const agent = await dialInAgent(t);
     const { client, sessionId } = await sessionInTurn(t, agent);
+    await setSessionLease(t.tenantId, sessionId, 30_000);
     const calls = await countRulesCalls(t.tenantId);
     expect(await answeredByRule(agent, client, sessionId, "n", "npm test")).toBe(ruleId);
     expect(await answeredByRule(agent, client, sessionId, "t7", "tool7777 run")).toBe(`rule_fill_${t.tenantId}_7777`);
@@ -253,11 +268,9 @@ describe("the compiled rules cache in the session", { timeout: 30_000 }, () => {
   it("an expired lease is confirmed with one version check, not a new snapshot", async () => {
     const t = await seedTenant();
     const ruleId = await createRule(t, npmTest);
-    await runInDurableObject(rulesStub(t.tenantId), (instance: RulesObject) => {
-      rulesTesting(instance).leaseMs = 300;
-    });
     const agent = await dialInAgent(t);
     const { client, sessionId } = await sessionInTurn(t, agent);
+    await setSessionLease(t.tenantId, sessionId, 300);
     const calls = await countRulesCalls(t.tenantId);
     await answeredByRule(agent, client, sessionId, "first", "npm test");
     // Time is what is under test: the lease runs out.

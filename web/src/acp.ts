@@ -1,11 +1,11 @@
 import { CLOSE } from "../../core/close-codes";
 import { ErrorCode } from "../../core/rpc-errors";
-import { Api } from "./api";
+import type { Api } from "./api";
 // An ACP client over the gateway's WebSocket, speaking raw JSON-RPC 2.0: requests with their
 // answers, notifications, and requests from the gateway (permission requests) answered by id.
 // Browsers cannot set headers on a WebSocket, and a key in a subprotocol or URL is kept by proxies
-// and logs: the console gets a single-use ticket over fetch (POST /v1/tickets, its key in the
-// Authorization header) and offers `acp.ticket.<TICKET>` beside `acp.v1` (decision 0025). The gateway
+// and logs: the console gets a single-use ticket over fetch (POST /v1/tickets, its key or the person's
+// token in the Authorization header) and offers `acp.ticket.<TICKET>` beside `acp.v1` (decision 0025). The gateway
 // refuses a bad ticket with 401 before the upgrade, which a browser only reports as close code 1006:
 // the ticket's request says what is wrong with the key first.
 
@@ -57,8 +57,8 @@ export class AcpClient {
     });
   }
 
-  static async open(agent: string, key: string, handlers: AcpHandlers): Promise<AcpClient> {
-    const { subprotocol } = await new Api(key).post<{ subprotocol: string }>("/v1/tickets", {});
+  static async open(agent: string, api: Api, handlers: AcpHandlers): Promise<AcpClient> {
+    const { subprotocol } = await api.post<{ subprotocol: string }>("/v1/tickets", {});
     const scheme = location.protocol === "https:" ? "wss:" : "ws:";
     const ws = new WebSocket(`${scheme}//${location.host}/acp?agent=${encodeURIComponent(agent)}`, ["acp.v1", subprotocol]);
     return new Promise((resolve, reject) => {

@@ -1,5 +1,9 @@
-// The gateway's REST API (/v1/…) with the signed-in key. Errors become ApiError with a message a
-// person can act on: a refused key (401) and a key that may not do something (403) say so.
+// The gateway's REST API (/v1/…) with the signed-in credential: an API key, or a person's token from
+// the tenant's provider (sent with Acp-Tenant naming the tenant). Errors become ApiError with a message
+// a person can act on: a refused credential (401) and one that may not do something (403) say so; a
+// person's token refused (expired, or the tenant changed its provider) also tells the app, which signs out.
+
+import type { PersonToken, SignInInfo } from "./sign-in";
 
 export class ApiError extends Error {
   constructor(
@@ -102,8 +106,21 @@ export interface AuditPageBody extends Page<AuditEntry> {
   budget?: { bytesPerDay: number; spentToday: number; exhausted: boolean; resetsAt: number };
 }
 
+/** What the console sends as its bearer. */
+export type Credential = { type: "key"; key: string } | ({ type: "token" } & PersonToken);
+
 export class Api {
-  constructor(private readonly key: string) {}
+  constructor(
+    readonly credential: Credential,
+    /** Told when the gateway refuses a person's token (401), with its reason. */
+    private readonly onTokenRefused?: (why: string) => void,
+  ) {}
+
+  /** The headers that carry the credential. */
+  get authHeaders(): Record<string, string> {
+    const c = this.credential;
+    return c.type === "key" ? { Authorization: `Bearer ${c.key}` } : { Authorization: `Bearer ${c.token}`, "Acp-Tenant": c.tenant };
+  }
 
   get<T>(path: string): Promise<T> {
     return this.call<T>("GET", path);
@@ -122,7 +139,7 @@ export class Api {
   }
 
   private async call<T>(method: string, path: string, body?: unknown): Promise<T> {
-    const headers: Record<string, string> = { Authorization: `Bearer ${this.key}` };
+    const headers: Record<string, string> = { ...this.authHeaders };
     if (body !== undefined) headers["Content-Type"] = "application/json";
     let response: Response;
     try {
@@ -138,7 +155,11 @@ export class Api {
     } catch {
       // not JSON: the status says enough
     }
-    if (!response.ok) throw new ApiError(response.status, explain(response.status, errorMessage(json) ?? response.statusText));
+    if (!response.ok) {
+      const message = errorMessage(json) ?? response.statusText;
+      if (response.status === 401 && this.credential.type === "token") this.onTokenRefused?.(message);
+      throw new ApiError(response.status, explain(response.status, message, this.credential.type));
+    }
     // SAFETY: the gateway's OpenAPI schemas describe these responses; the types above mirror them.
     return json as T;
   }
@@ -150,11 +171,36 @@ function errorMessage(json: unknown): string | undefined {
   return typeof error === "object" && error !== null && "message" in error ? String((error as { message: unknown }).message) : undefined;
 }
 
-function explain(status: number, message: string): string {
-  if (status === 401) return `The gateway did not accept this key: ${message}`;
-  if (status === 403) return `This key may not do that: ${message}. Ask someone with an admin key.`;
-  if (status === 429) return `Too many requests with this key: ${message}. Wait a minute and try again.`;
+function explain(status: number, message: string, credential: Credential["type"]): string {
+  const what = credential === "key" ? "this key" : "your sign-in";
+  if (status === 401) return `The gateway did not accept ${what}: ${message}`;
+  if (status === 403) return `${credential === "key" ? "This key" : "You"} may not do that: ${message}. Ask someone with an admin key.`;
+  if (status === 429) return `Too many requests with ${what}: ${message}. Wait a minute and try again.`;
   return message;
+}
+
+/** GET /v1/sign-in: how a tenant's people sign in (public: no credential). */
+export async function signInInfo(tenant: string): Promise<SignInInfo> {
+  let response: Response;
+  try {
+    response = await fetch(`/v1/sign-in?tenant=${encodeURIComponent(tenant)}`);
+  } catch {
+    throw new ApiError(0, "The gateway could not be reached. Check your connection and try again.");
+  }
+  const json: unknown = await response.json().catch(() => null);
+  if (!response.ok) throw new ApiError(response.status, errorMessage(json) ?? response.statusText);
+  // SAFETY: the gateway's OpenAPI schema "SignIn" describes this response.
+  return json as SignInInfo;
+}
+
+/** GET /v1/me: who the credential names. */
+export interface Me {
+  tenant: string;
+  kind: string;
+  credential: "key" | "token";
+  label: string | null;
+  person: { issuer: string; subject: string; name: string } | null;
+  expiresAt: number | null;
 }
 
 export function query(params: Record<string, string | undefined>): string {
@@ -164,8 +210,8 @@ export function query(params: Record<string, string | undefined>): string {
   return s ? `?${s}` : "";
 }
 
-/** Who the console is signed in as: the key it sends, and the agent new sessions go to. */
+/** Who the console is signed in as: the credential it sends, and the agent new sessions go to. */
 export interface Auth {
-  key: string;
+  credential: Credential;
   agent: string;
 }

@@ -6,6 +6,7 @@
 // the session again with session/load; a close retrying cannot fix ends the link, with why.
 
 import { AcpClient, type Incoming, isObject } from "./acp";
+import type { Api } from "./api";
 import { reconnectDelayMs, reconnectVerdict } from "./reconnect";
 
 /** Where the link is, for the person: connected, trying again (attempt, when), or closed for good (why). */
@@ -30,18 +31,18 @@ export class SessionLink {
 
   private constructor(
     readonly agent: string,
-    private readonly key: string,
+    private readonly api: Api,
   ) {}
 
   /** Opens and initializes; a refused connection says why in words. */
-  static async open(key: string, agent: string): Promise<SessionLink> {
-    const link = new SessionLink(agent, key);
+  static async open(api: Api, agent: string): Promise<SessionLink> {
+    const link = new SessionLink(agent, api);
     await link.connect();
     return link;
   }
 
   private async connect(): Promise<void> {
-    const client = await AcpClient.open(this.agent, this.key, {
+    const client = await AcpClient.open(this.agent, this.api, {
       onMessage: (m) => (this.listener ? this.listener.onMessage(m) : this.buffer.push(m)),
       onClose: (code, reason) => this.dropped(client, code, reason),
     });

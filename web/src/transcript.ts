@@ -3,6 +3,7 @@
 // objects, so the view re-renders; no DOM here.
 
 import { type JsonObject, isObject } from "./acp";
+import { type Answerable, answerableOf } from "./answerable";
 import { operationLine } from "./operation";
 
 type Item =
@@ -24,6 +25,8 @@ export interface Permission {
   requestId: number | string;
   toolCall: JsonObject;
   options: PermissionOption[];
+  /** Which options this person may choose, when the gateway says (null: all). */
+  answerable: Answerable | null;
   state: "open" | "sent" | "withdrawn" | "resolved";
   /** Set once resolved: who or what answered, in words. */
   resolution?: string;
@@ -115,7 +118,14 @@ export function permissionRequested(t: Transcript, requestId: number | string, p
         .filter(isObject)
         .map((o) => ({ optionId: String(o.optionId), name: String(o.name ?? o.optionId), kind: String(o.kind ?? "") }))
     : [];
-  const permission: Permission = { key, requestId, toolCall: { ...(known ?? {}), ...toolCall }, options, state: "open" };
+  const permission: Permission = {
+    key,
+    requestId,
+    toolCall: { ...(known ?? {}), ...toolCall },
+    options,
+    answerable: answerableOf(params),
+    state: "open",
+  };
   const items = t.permissions[key] ? t.items : [...t.items, { type: "permission" as const, key }];
   return { ...t, items, permissions: { ...t.permissions, [key]: permission } };
 }

@@ -26,6 +26,13 @@ const OidcBody = z
   .object({
     issuer: z.string().url().max(500),
     audience: z.string().min(1).max(500),
+    /**
+     * The OAuth client id the console signs in with (authorization code + PKCE, a public client).
+     * Null or absent: the audience, which is what an ID token's `aud` is; the console then sends the
+     * ID token. A client id other than the audience makes the console send the access token, which
+     * must then be a JWT for the audience (decision 0030).
+     */
+    clientId: z.string().min(1).max(500).nullable().default(null),
     jwksUrl: z.string().url().max(1000),
     userClaim: CLAIM.default("sub"),
     groupsClaim: CLAIM.nullable().default(null),
@@ -50,6 +57,7 @@ const ProviderSchema = z
     provider: z.enum(["oidc", "access"]),
     issuer: z.string(),
     audience: z.string(),
+    clientId: z.string().nullable(),
     jwksUrl: z.string(),
     userClaim: z.string(),
     groupsClaim: z.string().nullable(),
@@ -62,6 +70,7 @@ const providerJson = (r: TenantIdentityRow) => ({
   provider: r.provider,
   issuer: r.issuer,
   audience: r.audience,
+  clientId: r.clientId,
   jwksUrl: r.jwksUrl,
   userClaim: r.userClaim,
   groupsClaim: r.groupsClaim,
@@ -139,9 +148,12 @@ identityApi.openapi(
   }),
   async (c) => {
     const body = c.req.valid("json");
+    // Checked as a URL (the console fetches its discovery document) but stored as given: `iss` is compared as a string.
+    checkedUrl(c.env, "issuer", body.issuer);
     const row = await store(c.env, c.get("principal").tenantId, "oidc", {
       issuer: body.issuer,
       audience: body.audience,
+      clientId: body.clientId === body.audience ? null : body.clientId,
       jwksUrl: checkedUrl(c.env, "jwksUrl", body.jwksUrl),
       userClaim: body.userClaim,
       groupsClaim: body.groupsClaim,
@@ -174,6 +186,7 @@ identityApi.openapi(
     const row = await store(c.env, c.get("principal").tenantId, "access", {
       issuer: base.origin,
       audience: body.audience,
+      clientId: null,
       jwksUrl: `${base.origin}/cdn-cgi/access/certs`,
       userClaim: "sub",
       groupsClaim: body.groupsClaim,

@@ -29,3 +29,4 @@ export const errorResponses = {
   404: errorOf("Not found"),
 } as const;
 export const conflictResponse = { 409: errorOf("Conflict") } as const;
+export const rateLimitedResponse = { 429: errorOf("Too many requests") } as const;

@@ -168,7 +168,7 @@ function decidedByText(e: AuditEntry, rules: Map<string, Rule>): string {
   const by = e.decidedBy;
   switch (by.type) {
     case "person":
-      return `Answered by ${by.user ?? "someone with a key"}`;
+      return `Answered by ${by.user ?? "someone with a key"}${personText(by.person)}`;
     case "link":
       return `Answered through an approval link${by.user ? ` sent to ${by.user}` : ""}`;
     case "rule": {
@@ -190,6 +190,22 @@ function decidedByText(e: AuditEntry, rules: Map<string, Rule>): string {
     default:
       return `Resolved (${String(by.type)})`;
   }
+}
+
+/**
+ * The person behind the answer, as their provider names them (decision 0025): the subject at the
+ * issuer's host, which is who they are; the display name before it is only what the token said.
+ */
+function personText(person: AuditEntry["decidedBy"]["person"]): string {
+  if (!person) return "";
+  if (person.issuer === "key") return ` (a key issued to ${person.subject})`;
+  let host = person.issuer;
+  try {
+    host = new URL(person.issuer).host;
+  } catch {
+    // not a URL: shown as stored
+  }
+  return ` (${person.subject} at ${host})`;
 }
 
 /** The audited operation (the agent's command or paths): controls shown as symbols, with the warning above. */

@@ -9,6 +9,7 @@ import { type DeriveResult, type DerivedRule, deriveRule } from "../../../protoc
 import { exactHash } from "../../../protocol/rules/canonical";
 import { isWithin } from "../../../protocol/rules/paths";
 import { type JsonObject, isObject } from "../acp";
+import { optionChoice } from "../answerable";
 import type { Api, DryRun, Session } from "../api";
 import { lineDiff } from "../../../protocol/line-diff";
 import { errorText } from "../format";
@@ -251,17 +252,24 @@ export function PermissionCard({ api, permission: p, session, onAnswer }: Permis
       {p.state === "withdrawn" && <p class="muted">Answered elsewhere…</p>}
       {open && !confirming && (
         <div class="options" role="group" aria-label="Options">
-          {p.options.map((o) => (
-            <button
-              key={o.optionId}
-              class={`option ${o.kind.startsWith("allow") ? "allow" : "reject"}`}
-              onClick={() => (o.kind.endsWith("_always") ? setConfirming(o) : onAnswer(o.optionId))}
-            >
-              <Safe text={o.name} /> <span class="option-kind">{shown(o.kind).text}</span>
-            </button>
-          ))}
+          {p.options.map((o) => {
+            const choice = optionChoice(p.answerable, o.optionId);
+            return (
+              <button
+                key={o.optionId}
+                class={`option ${o.kind.startsWith("allow") ? "allow" : "reject"}`}
+                disabled={!choice.enabled}
+                title={choice.enabled ? undefined : shown(choice.reason).text}
+                aria-describedby={choice.enabled ? undefined : `not-yours-${p.key}`}
+                onClick={() => (o.kind.endsWith("_always") ? setConfirming(o) : onAnswer(o.optionId))}
+              >
+                <Safe text={o.name} /> <span class="option-kind">{shown(o.kind).text}</span>
+              </button>
+            );
+          })}
         </div>
       )}
+      {open && !confirming && <NotYours permission={p} />}
       {open && confirming && (
         <AlwaysConfirm
           api={api}
@@ -273,6 +281,17 @@ export function PermissionCard({ api, permission: p, session, onAnswer }: Permis
         />
       )}
     </section>
+  );
+}
+
+/** Why some options are greyed out: the gateway's reason, once under the options. */
+function NotYours({ permission: p }: { permission: Permission }) {
+  const reasons = new Set(p.options.map((o) => optionChoice(p.answerable, o.optionId)).flatMap((c) => (c.enabled ? [] : [c.reason])));
+  if (reasons.size === 0) return null;
+  return (
+    <p class="hint not-yours" id={`not-yours-${p.key}`}>
+      <Safe text={[...reasons].join(" ")} />
+    </p>
   );
 }
 

@@ -47,7 +47,7 @@ export function SessionsPage({ auth, api }: { auth: Auth; api: Api }) {
     setOpening(session.id);
     setError(null);
     try {
-      const link = await SessionLink.open(auth.key, session.agent);
+      const link = await SessionLink.open(api, session.agent);
       setOpen({ link, session, isNew: false });
       showInUrl(session.id);
     } catch (e) {
@@ -218,7 +218,7 @@ function NewSession({ auth, api, onCreated }: { auth: Auth; api: Api; onCreated(
     setError(null);
     let link: SessionLink | null = null;
     try {
-      link = await SessionLink.open(auth.key, agent);
+      link = await SessionLink.open(api, agent);
       const result = await link.client.request<{ sessionId: string }>("session/new", { cwd, mcpServers: [] });
       sessionStorage.setItem(PROJECT, cwd);
       const now = Date.now();

@@ -1,0 +1,1 @@
+ALTER TABLE `tenant_identity` ADD `client_id` text;
