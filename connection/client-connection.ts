@@ -32,7 +32,8 @@ import { type Admission, type RateGate } from "../protocol/rate-limit";
 import { ConnectionSlot, rateGate } from "./tenant-limits";
 import type { ClientSink } from "./client-sink";
 import type { Env } from "../core/env";
-import { DEFAULT_KEY_RECHECK_MS, DEFAULT_KEY_UNVERIFIED_GRACE_MS, KeyRecheck, credentialStillValid } from "./key-recheck";
+import { DEFAULT_KEY_RECHECK_MS, DEFAULT_KEY_UNVERIFIED_GRACE_MS, KeyRecheck, credentialNow } from "./key-recheck";
+import { refusedByRole } from "../protocol/people/acp-methods";
 import { logTracedRequest } from "./trace";
 import { stage, stageTimingFrom } from "../protocol/stage-timing";
 import type { Principal } from "../core/principal";
@@ -113,12 +114,19 @@ export class ClientConnection {
     if (this.closed) return;
     this.metrics.flushIfDue();
     this.slot.renewIfDue();
-    const check = await credentialStillValid(this.env, this.principal).then(
-      (valid) => ({ ok: true as const, valid }),
+    const check = await credentialNow(this.env, this.principal).then(
+      (now) => ({ ok: true as const, valid: now.valid, role: now.role }),
       () => ({ ok: false as const }), // D1 unavailable: KeyRecheck bounds how long that is tolerated
     );
     const verdict = this.keyCheck.verdict(check, Date.now());
-    if (verdict === "keep" || this.closed) return;
+    if (this.closed) return;
+    if (verdict === "keep" && check.ok && check.role !== this.principal.role) {
+      // What the sessions know of this client (its role in their attachments) is no longer true: it reconnects with the new role.
+      this.sink.close(CLOSE.roleChanged, `your role changed from ${this.principal.role ?? "none"} to ${check.role ?? "none"}; reconnect`);
+      this.close();
+      return;
+    }
+    if (verdict === "keep") return;
     try {
       if (verdict === "unverified") {
         this.sink.close(CLOSE.tryAgainLater, "the gateway could not verify the API key (its database is unavailable); reconnect later");
@@ -163,6 +171,8 @@ export class ClientConnection {
   private async onClientRequest(id: JsonRpcId, method: string, message: Message, text: string): Promise<void> {
     const params = "params" in message ? message.params : undefined;
     logTracedRequest(this.logContext(), method, params);
+    const refusal = refusedByRole(this.principal.role, method);
+    if (refusal) throw refusal;
     switch (method) {
       case AGENT_METHODS.initialize:
         return this.reply(resultResponse(id, await this.initialize(params)));
@@ -199,6 +209,9 @@ export class ClientConnection {
   }
 
   private async onClientNotification(method: string, message: Message, text: string): Promise<void> {
+    const refusal = refusedByRole(this.principal.role, method);
+    // A notification has no id to answer: the refusal is an error response with id null, so the client still learns why.
+    if (refusal) return this.reply(errorResponse(null, refusal));
     if (method === CANCEL_REQUEST) {
       // Only the session that holds the request acts on it; the others find nothing to cancel.
       for (const pending of this.sessions.values()) (await pending).send(text);
@@ -358,6 +371,7 @@ export class ClientConnection {
         keyId: this.principal.keyId,
         user: this.principal.label,
         ...(this.principal.person ? { person: { issuer: this.principal.person.issuer, subject: this.principal.person.subject } } : {}),
+        role: this.principal.role ?? "observer",
         caps: this.caps,
         attachedAt: Date.now(),
       },

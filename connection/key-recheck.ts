@@ -3,9 +3,10 @@
 // closes itself with 4401; D1 unable to answer, it is trusted for a bounded grace, then closed 1013.
 
 import type { Env } from "../core/env";
-import type { Principal } from "../core/principal";
+import type { Principal, Role, TenantSettings } from "../core/principal";
 import { keyValidity } from "../db/queries/keys";
-import { tenantDisabled } from "../db/queries/tenants";
+import { tenantStanding } from "../db/queries/tenants";
+import { roleOf } from "../protocol/people/roles";
 
 export const DEFAULT_KEY_RECHECK_MS = 2000;
 
@@ -36,9 +37,30 @@ export class KeyRecheck {
  * not past its exp (the person reconnects with a fresh one), and the tenant not disabled.
  */
 export async function credentialStillValid(env: Env, principal: Principal, now = Date.now()): Promise<boolean> {
+  return (await credentialNow(env, principal, now)).valid;
+}
+
+/**
+ * The credential's standing now, read in one D1 query: still valid, and the role it has now (decision
+ * 0028: a person's role follows the tenant's group mapping, which an admin may change at any time).
+ */
+export async function credentialNow(env: Env, principal: Principal, now = Date.now()): Promise<{ valid: boolean; role: Role | null }> {
   if (principal.credential.type === "token") {
-    return principal.credential.expiresAt > now && (await tenantDisabled(env.DB, principal.tenantId)) === false;
+    const tenant = await tenantStanding(env.DB, principal.tenantId);
+    const role = roleOf({ credential: "token", groups: principal.person?.groups ?? [] }, settingsOf(tenant?.settings).roles);
+    return { valid: principal.credential.expiresAt > now && tenant?.disabled === false, role };
   }
   const row = await keyValidity(env.DB, principal.keyId);
-  return row !== undefined && row.revokedAt === null && (row.expiresAt === null || row.expiresAt > now) && !row.disabled;
+  if (!row) return { valid: false, role: null };
+  const valid = row.revokedAt === null && (row.expiresAt === null || row.expiresAt > now) && !row.disabled;
+  return { valid, role: roleOf({ credential: "key", kind: row.kind, stored: row.role }, settingsOf(row.settings).roles) };
+}
+
+function settingsOf(text: string | undefined): TenantSettings {
+  try {
+    const value: unknown = JSON.parse(text ?? "{}");
+    return typeof value === "object" && value !== null ? (value as TenantSettings) : {};
+  } catch {
+    return {};
+  }
 }

@@ -17,6 +17,8 @@ export const CLOSE = {
   replaced: 4000,
   /** The key was revoked or expired, or the tenant disabled. */
   credentialsRevoked: 4401,
+  /** The caller's role changed (a key's, or a person's through the tenant's group mapping): reconnect to act with the new one. */
+  roleChanged: 4403,
   /** The session was deleted (session/delete): detach from it, the connection stays. */
   sessionDeleted: 4404,
   /** The peer kept sending over its message rate. */

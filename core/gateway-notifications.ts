@@ -10,6 +10,10 @@ export const GATEWAY_NOTIFICATIONS = {
   ruleCreated: "_acp_gateway/rule_created",
   /** A person's allow_always / reject_always was applied once and NOT remembered: why. */
   ruleNotCreated: "_acp_gateway/rule_not_created",
+  /** A first approval of a request that needs two (four eyes) was recorded: by whom; the request waits for a second person. */
+  approvalRecorded: "_acp_gateway/approval_recorded",
+  /** A request that needs four eyes cannot be approved by anyone attached now: why, and who it waits for. */
+  fourEyesUnsatisfiable: "_acp_gateway/four_eyes_unsatisfiable",
   /** The tenant's remembered decisions could not be consulted: people are asked. */
   rulesUnavailable: "_acp_gateway/rules_unavailable",
   /** The gateway ended a turn (deadline, agent gone): why. */

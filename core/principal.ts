@@ -5,6 +5,37 @@
 /** What a key is for: a client's editor or page, an agent, or a tenant's administration. */
 export type KeyKind = "client" | "agent" | "admin";
 
+/** What a person may do in a tenant (decision 0028), least first; each role may do all that the ones before it may. */
+export const ROLES = ["observer", "member", "approver", "admin", "owner"] as const;
+export type Role = (typeof ROLES)[number];
+
+/** The tenant's mapping from a person's groups to roles (settings.roles; protocol/people/roles.ts reads it). */
+export interface RoleSettings {
+  /** Group name (as the token's groups claim says it) → role; a person in several gets the highest. */
+  groups?: Record<string, Role>;
+  /** The role of a signed-in person in no mapped group (default: observer). */
+  defaultPersonRole?: Role;
+}
+
+/** Operations that need a second person (settings.fourEyes; protocol/people/four-eyes.ts reads it). */
+export interface FourEyesSettings {
+  operations: FourEyesOperation[];
+}
+
+/** One operation a second person must approve: every field given must match (kind, program, argv prefix, path glob). */
+export interface FourEyesOperation {
+  /** The tool call's kind (execute, edit, delete…); omitted: execute when a program or prefix is named, else any. */
+  kind?: string;
+  /** The program a command runs (its basename: `rm`, `git`). */
+  program?: string;
+  /** The command's first words, as argv after the shell parsed it: `["git", "push"]`. */
+  prefix?: string[];
+  /** A gitignore-style glob over the call's resolved paths: `/srv/prod/**`. */
+  path?: string;
+  /** `not_prompter` (default): anyone but the person who prompted the turn approves; `two_approvals`: two distinct people. */
+  require?: "not_prompter" | "two_approvals";
+}
+
 /** A tenant's settings (tenants.settings, validated by the tenants API). */
 export interface TenantSettings {
   /** Deadline of a pending permission request, in ms. */
@@ -20,6 +51,10 @@ export interface TenantSettings {
    * get a single-use ticket from POST /v1/tickets and offer `acp.ticket.<TICKET>` instead).
    */
   legacyBearerSubprotocol?: boolean;
+  /** Roles of signed-in people from their groups (decision 0028). */
+  roles?: RoleSettings;
+  /** Operations that need a second person (decision 0028). */
+  fourEyes?: FourEyesSettings;
 }
 
 /**
@@ -49,15 +84,19 @@ export interface Principal {
    * what is counted per key (connections, REST rate) is counted per person.
    */
   keyId: string;
-  /** A person's token acts as a client key (roles refine this later). */
+  /** A person's token acts as a client key; what it may do is its role. */
   kind: KeyKind;
   credential: Credential;
   /** Who is behind the key: the actor recorded on decisions (a person's display name when there is one). */
   label: string | null;
   /** The person behind the call, when known: a token's subject, or the user a key was issued to. */
   person: Person | null;
-  /** The role stored with the key or mapped from the person's groups (not enforced yet: issue 24's roles). */
-  role: string | null;
+  /**
+   * What the caller may do (decision 0028): the key's stored role, else its kind's default (an admin
+   * key `owner`, a client key `approver`); a person's token: their groups through settings.roles,
+   * else settings.roles.defaultPersonRole, else `observer`. Null for an agent key.
+   */
+  role: Role | null;
   /** For agent keys: the one agent name the key may dial in as, or null for any. */
   agent: string | null;
   settings: TenantSettings;

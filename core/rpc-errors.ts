@@ -1,6 +1,6 @@
 // Every JSON-RPC error code the gateway answers with, in one place (protocol/jsonrpc.ts's RpcError
-// carries them). The first eight are JSON-RPC's and ACP's; -32029 is the gateway's own, in the
-// implementation-defined server range, for a refusal by a limit (429 in spirit).
+// carries them). The first eight are JSON-RPC's and ACP's; -32003 and -32029 are the gateway's own, in the
+// implementation-defined server range: a refusal by role (403 in spirit), by a limit (429 in spirit).
 
 export const ErrorCode = {
   parseError: -32700,
@@ -11,5 +11,7 @@ export const ErrorCode = {
   requestCancelled: -32800,
   authRequired: -32000,
   resourceNotFound: -32002,
+  /** The caller's role may not do this (decision 0028): an observer prompting, a member answering another's turn… */
+  notPermitted: -32003,
   limitExceeded: -32029,
 } as const;

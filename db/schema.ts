@@ -155,7 +155,8 @@ export const decisionAudit = sqliteTable(
     name: text("name"),
     /** The operation in full: the command, or the paths. */
     operation: text("operation"),
-    outcome: text("outcome", { enum: ["selected", "cancelled", "withdrawn"] }).notNull(),
+    /** `refused`: a person's answer refused by role, turn or four eyes; `approval_recorded`: the first of two approvals. */
+    outcome: text("outcome", { enum: ["selected", "cancelled", "withdrawn", "refused", "approval_recorded"] }).notNull(),
     optionId: text("option_id"),
     optionKind: text("option_kind"),
     decidedBy: text("decided_by", {
@@ -166,12 +167,25 @@ export const decisionAudit = sqliteTable(
     /** The person who decided, as their provider names them (decision 0025): issuer and subject. */
     decidedByIssuer: text("decided_by_issuer"),
     decidedBySubject: text("decided_by_subject"),
+    /** The person's role when they answered (decision 0028). */
+    decidedByRole: text("decided_by_role"),
+    /** The client connection they answered from (Acp-Connection-Id). */
+    decidedByConnection: text("decided_by_connection"),
+    /** The policy that applied: `four_eyes:not_prompter` | `four_eyes:two_approvals`. */
+    policy: text("policy"),
+    /** Why a refused answer was refused, or what a recorded approval waits for. */
+    reason: text("reason"),
+    /** Under two approvals: the earlier approval(s), JSON `[{user, role, connectionId, at}]`. */
+    approvedBy: text("approved_by"),
     ruleId: text("rule_id"),
     at: integer("at")
       .notNull()
       .default(sql`(unixepoch() * 1000)`),
   },
-  (t) => [index("decision_audit_tenant").on(t.tenantId, t.at)],
+  (t) => [
+    index("decision_audit_tenant").on(t.tenantId, t.at),
+    index("decision_audit_person").on(t.tenantId, t.decidedByIssuer, t.decidedBySubject, t.at),
+  ],
 );
 
 /**

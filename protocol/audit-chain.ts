@@ -45,7 +45,20 @@ export interface ChainEntry {
   outcome: string;
   optionId: string | null;
   optionKind: string | null;
-  decidedBy: { type: string; key: string | null; user: string | null; ruleId: string | null };
+  decidedBy: {
+    type: string;
+    key: string | null;
+    user: string | null;
+    ruleId: string | null;
+    /** Present only when known (decision 0028): rows written before it hash as they did. */
+    person?: { issuer: string; subject: string };
+    role?: string;
+    connectionId?: string;
+  };
+  /** The policy that applied (`four_eyes:…`), why an answer was refused, the earlier approvals: present only when set. */
+  policy?: string;
+  reason?: string;
+  approvedBy?: unknown;
   at: number;
 }
 

@@ -52,10 +52,17 @@ export const RULES_UNAVAILABLE_MESSAGE =
 
 /** The request's params with `_meta.acpGateway.rulesUnavailable` set (the agent's own `_meta` kept). */
 export function markedRulesUnknown(paramsText: string): string {
+  return withGatewayMeta(paramsText, { rulesUnavailable: { message: RULES_UNAVAILABLE_MESSAGE } });
+}
+
+/**
+ * The request's params with `fields` set in `_meta.acpGateway`: the agent's own `_meta`, and the
+ * gateway's fields not named, kept as they are. Params that are not an object are returned untouched.
+ */
+export function withGatewayMeta(paramsText: string, fields: Record<string, unknown>): string {
   const params = JSON.parse(paramsText) as unknown;
   if (!isObject(params)) return paramsText;
   const meta = isObject(params._meta) ? params._meta : {};
   const gateway = isObject(meta.acpGateway) ? meta.acpGateway : {};
-  const rulesUnavailable = { message: RULES_UNAVAILABLE_MESSAGE };
-  return JSON.stringify({ ...params, _meta: { ...meta, acpGateway: { ...gateway, rulesUnavailable } } });
+  return JSON.stringify({ ...params, _meta: { ...meta, acpGateway: { ...gateway, ...fields } } });
 }

@@ -4,6 +4,8 @@
 // Pure: no Cloudflare imports (the sockets are in durable-objects/session/clients.ts and
 // worker/client-connection.ts); unit-tested in test/unit/session-wire.test.ts.
 
+import type { Role } from "../core/principal";
+
 /** The header the edge uses to describe the connection it attaches (JSON of an AttachRequest). */
 export const ATTACH_HEADER = "X-Acp-Gateway-Attach";
 
@@ -16,6 +18,12 @@ export interface ClientAttachment {
   user: string | null;
   /** The person behind the client, as their provider names them (decision 0025); absent for an unnamed key. */
   person?: { issuer: string; subject: string };
+  /**
+   * What the client may do (decision 0028), as the edge computed it when it attached; the edge closes
+   * the connection (4403) when it changes. Absent only on sockets attached before roles existed: read
+   * as `approver`, what every client key could do then.
+   */
+  role?: Role;
   /** What the client advertised in initialize: whether it can serve fs, terminal and elicitation requests. */
   caps: { readTextFile: boolean; writeTextFile: boolean; terminal: boolean; elicitationForm?: boolean; elicitationUrl?: boolean };
   attachedAt: number;

@@ -19,6 +19,7 @@ import type { Person, Principal, TenantSettings } from "../core/principal";
 import { sha256Hex } from "../protocol/ids";
 import type { Env } from "../core/env";
 import { looksLikeJwt, verifyToken } from "./identity";
+import { roleOf } from "../protocol/people/roles";
 import { type TicketHolder, redeem } from "./tickets";
 import { log } from "../core/log";
 
@@ -85,6 +86,7 @@ function keyPrincipal(stored: ApiKey, tenant: { slug: string; disabled: boolean;
   if (tenant.disabled) return refused("This tenant is disabled");
   const person: Person | null =
     stored.user !== null ? { issuer: "key", subject: stored.user, name: stored.label ?? stored.user, groups: [] } : null;
+  const settings = parseSettings(tenant.settings);
   return {
     ok: true,
     principal: {
@@ -95,9 +97,9 @@ function keyPrincipal(stored: ApiKey, tenant: { slug: string; disabled: boolean;
       credential: { type: "key" },
       label: stored.label ?? stored.user,
       person,
-      role: stored.role,
+      role: roleOf({ credential: "key", kind: stored.kind, stored: stored.role }, settings.roles),
       agent: stored.agent,
-      settings: parseSettings(tenant.settings),
+      settings,
       lastUsedAt: stored.lastUsedAt,
     },
   };
@@ -116,6 +118,7 @@ async function fromToken(env: Env, via: "oidc" | "access", token: string, tenant
   if (tenant.disabled) return refused("This tenant is disabled");
   const check = await verifyToken(env, provider, token);
   if (!check.ok) return refused(`Identity token refused: ${check.reason}`);
+  const settings = parseSettings(tenant.settings);
   return {
     ok: true,
     principal: {
@@ -126,9 +129,9 @@ async function fromToken(env: Env, via: "oidc" | "access", token: string, tenant
       credential: { type: "token", via, expiresAt: check.expiresAt },
       label: check.person.name,
       person: check.person,
-      role: null,
+      role: roleOf({ credential: "token", groups: check.person.groups }, settings.roles),
       agent: null,
-      settings: parseSettings(tenant.settings),
+      settings,
       lastUsedAt: null,
     },
   };
@@ -147,7 +150,10 @@ async function fromTicket(env: Env, ticket: string, path: string, now: number): 
   if (holder.credential.expiresAt <= now) return refused("The identity token this ticket was issued for has expired");
   const tenant = await tenantBySlug(env.DB, holder.tenantSlug);
   if (!tenant || tenant.id !== redeemed.tenantId || tenant.disabled) return refused("This tenant is disabled");
-  return { ok: true, principal: { ...holder, settings: parseSettings(tenant.settings), lastUsedAt: null } };
+  // The role is mapped again from the settings of now: a mapping changed since the ticket was issued applies.
+  const settings = parseSettings(tenant.settings);
+  const role = roleOf({ credential: "token", groups: holder.person?.groups ?? [] }, settings.roles);
+  return { ok: true, principal: { ...holder, role, settings, lastUsedAt: null } };
 }
 
 /** Equal strings, compared so that the time taken does not depend on where they first differ. */

@@ -31,7 +31,18 @@ function chainEntryOf(e: AuditEntry): ChainEntry {
     outcome: e.outcome,
     optionId: e.optionId ?? null,
     optionKind: e.optionKind ?? null,
-    decidedBy: { type: e.decidedBy, key: e.decidedByKey ?? null, user: e.decidedByUser ?? null, ruleId: e.ruleId ?? null },
+    decidedBy: {
+      type: e.decidedBy,
+      key: e.decidedByKey ?? null,
+      user: e.decidedByUser ?? null,
+      ruleId: e.ruleId ?? null,
+      ...(e.decidedByIssuer && e.decidedBySubject ? { person: { issuer: e.decidedByIssuer, subject: e.decidedBySubject } } : {}),
+      ...(e.decidedByRole ? { role: e.decidedByRole } : {}),
+      ...(e.decidedByConnection ? { connectionId: e.decidedByConnection } : {}),
+    },
+    ...(e.policy ? { policy: e.policy } : {}),
+    ...(e.reason ? { reason: e.reason } : {}),
+    ...(e.approvedBy ? { approvedBy: JSON.parse(e.approvedBy) as unknown } : {}),
     at: e.at ?? Date.now(),
   };
 }

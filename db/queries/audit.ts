@@ -31,6 +31,8 @@ export interface AuditFilter {
   decidedBy?: DecisionAuditRow["decidedBy"];
   ruleId?: string;
   user?: string;
+  /** One person's decisions (decision 0028): their issuer and subject. */
+  person?: { issuer: string; subject: string };
   /** The last entry of the previous page: newest first, by (at, id). */
   before?: { at: number; id: string };
   limit: number;
@@ -49,6 +51,7 @@ export async function auditPage(d1: D1Database, tenantId: string, f: AuditFilter
         f.decidedBy !== undefined ? eq(a.decidedBy, f.decidedBy) : undefined,
         f.ruleId !== undefined ? eq(a.ruleId, f.ruleId) : undefined,
         f.user !== undefined ? eq(a.decidedByUser, f.user) : undefined,
+        f.person !== undefined ? and(eq(a.decidedByIssuer, f.person.issuer), eq(a.decidedBySubject, f.person.subject)) : undefined,
         f.before ? or(lt(a.at, f.before.at), and(eq(a.at, f.before.at), lt(a.id, f.before.id))) : undefined,
       ),
     )

@@ -79,7 +79,14 @@ export async function markKeyUsed(d1: D1Database, keyId: string, now: number): P
 /** Whether a key is still good: not revoked, not expired, its tenant not disabled. */
 export async function keyValidity(d1: D1Database, keyId: string) {
   const [row] = await dbOf(d1)
-    .select({ revokedAt: apiKeys.revokedAt, expiresAt: apiKeys.expiresAt, disabled: tenants.disabled })
+    .select({
+      revokedAt: apiKeys.revokedAt,
+      expiresAt: apiKeys.expiresAt,
+      disabled: tenants.disabled,
+      kind: apiKeys.kind,
+      role: apiKeys.role,
+      settings: tenants.settings,
+    })
     .from(apiKeys)
     .innerJoin(tenants, eq(tenants.id, apiKeys.tenantId))
     .where(eq(apiKeys.id, keyId))

@@ -34,3 +34,8 @@ export async function tenantDisabled(d1: D1Database, id: string): Promise<boolea
   const row = await dbOf(d1).query.tenants.findFirst({ columns: { disabled: true }, where: eq(tenants.id, id) });
   return row?.disabled;
 }
+
+/** What a person's live connection re-checks: whether the tenant is disabled, and its settings (roles may have changed). */
+export async function tenantStanding(d1: D1Database, id: string): Promise<{ disabled: boolean; settings: string } | undefined> {
+  return dbOf(d1).query.tenants.findFirst({ columns: { disabled: true, settings: true }, where: eq(tenants.id, id) });
+}

@@ -232,7 +232,9 @@ export class Notifier {
       request: { id: pending.permId, toolCallId: pending.toolCallId, createdAt: pending.createdAt, deadlineAt: pending.deadlineAt },
       operation: operationView(toolCall, meta?.cwd ?? ""),
       options,
-      linkOptions: linkOptions(options),
+      // Under four eyes a link only rejects (decision 0028): whoever holds it is not known to be an
+      // approver, nor a second person; approving needs a signed-in approver's client or console.
+      linkOptions: pending.fourEyes ? linkOptions(options).filter((o) => o.kind === "reject_once") : linkOptions(options),
     };
   }
 

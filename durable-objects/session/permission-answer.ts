@@ -1,5 +1,8 @@
 // A client's answer to its copy of a permission request: judged against the options offered (never
-// approval when invalid: TC-10, TC-17), and a person's *_always choice remembered as a tenant rule.
+// approval when invalid: TC-10, TC-17), then authorised as it commits (decision 0028: the person's
+// role, whose turn it is, four eyes — protocol/people/answering.ts), and a person's *_always choice
+// remembered as a tenant rule when they may make rules and the operation may be covered by one.
+// A refused answer is audited (who, role, why) and the request stays pending for the others.
 
 import { RpcError, errorResponse } from "../../protocol/jsonrpc";
 import { type PermissionOption, judgeAnswer } from "../../protocol/permissions";
@@ -11,6 +14,12 @@ import type { SessionInfo } from "./session-info";
 import { type PendingRequest, type SessionStore, copyId } from "./store";
 import { GATEWAY_NOTIFICATIONS } from "../../core/gateway-notifications";
 import { sessionLog } from "./session-log";
+import { ErrorCode } from "../../core/rpc-errors";
+import type { AuditEntry } from "../../db/queries/audit";
+import { authorise } from "../../protocol/people/answering";
+import { answererOf, factsOf } from "./answer-authority";
+
+type PersonDecidedBy = Extract<DecidedBy, { type: "person" }>;
 
 /** How many times a client that answered a permission request wrongly is asked again. */
 const MAX_RESENDS = 3;
@@ -29,6 +38,12 @@ export interface AnswerContext {
   ctx: DurableObjectState;
   resolve(pending: PendingRequest, result: unknown, by: DecidedBy, chosen?: PermissionOption): void;
   sendCopy(ws: WebSocket, pending: PendingRequest): void;
+  /** The audit entry of an outcome of the request (permission-audit.ts). */
+  audit(pending: PendingRequest, outcome: unknown, by: DecidedBy, chosen?: PermissionOption): AuditEntry | null;
+  /** An audit entry was written to the log: it goes to D1 with the next flush. */
+  audited(): void;
+  /** Tells everyone when nobody attached can approve the request any more (four eyes). */
+  checkApprovable(pending: PendingRequest): void;
 }
 
 export function answerPermission(
@@ -55,14 +70,44 @@ export function answerPermission(
     if (countResend(ws, d.store, permId)) d.sendCopy(ws, pending);
     return;
   }
-  const by: DecidedBy = {
+  const answerer = answererOf(client);
+  const by: PersonDecidedBy = {
     type: "person",
     connectionId: client.connId,
     user: client.user,
     keyId: client.keyId,
     ...(client.person ? { person: client.person } : {}),
+    role: answerer.role,
+    ...(pending.fourEyes ? { policy: `four_eyes:${pending.fourEyes.require}` } : {}),
+    ...(pending.approvals && pending.approvals.length > 0 ? { approvedBefore: pending.approvals } : {}),
   };
   const outcome = judged.outcome;
+  const chosen = outcome.outcome === "selected" ? outcome.option : null;
+  // Authorised as it commits: the role, the turn and the policy as they are now, not as when the copy was sent.
+  const authorised = authorise(answerer, factsOf(d.store, pending), chosen);
+  if (!authorised.ok) return refuse(d, ws, pending, by, chosen, authorised.reason, outcome.outcome);
+  if (!authorised.commit) {
+    if (chosen) recordFirstApproval(d, ws, pending, by, answerer.who, chosen);
+    return;
+  }
+  if (chosen && authorised.once !== null) {
+    // "Always" from someone who may not make rules, or for an operation no rule may cover: applied once, every client told why.
+    d.info.notice(GATEWAY_NOTIFICATIONS.ruleNotCreated, {
+      sessionId: d.store.meta?.sessionId,
+      toolCallId: pending.toolCallId,
+      reason: authorised.once,
+      chosenBy: client.user,
+    });
+    const forwarded = onceOf(chosen.kind, pending.options);
+    if (forwarded) {
+      const result = { ...(response.result as object), outcome: { outcome: "selected", optionId: forwarded.optionId } };
+      d.resolve(pending, result, by, chosen);
+      return;
+    }
+    // Only "always" was offered: it is what the agent gets, but the gateway stores nothing.
+    d.resolve(pending, response.result, by);
+    return;
+  }
   if (outcome.outcome === "selected" && (outcome.option.kind === "allow_always" || outcome.option.kind === "reject_always")) {
     // The gateway is the single authority for what the tenant remembers: it stores the rule and,
     // unless the tenant says otherwise, tells the agent only "once", so a revoked rule really stops.
@@ -75,6 +120,89 @@ export function answerPermission(
     }
   }
   d.resolve(pending, response.result, by);
+}
+
+/**
+ * The person may not choose this (their role, another's turn, four eyes): they get an error naming
+ * why (-32003), a fresh copy (its `answerable` says what they may choose), and the refusal is audited;
+ * the request stays pending for everyone else.
+ */
+function refuse(
+  d: AnswerContext,
+  ws: WebSocket,
+  pending: PendingRequest,
+  by: PersonDecidedBy,
+  chosen: PermissionOption | null,
+  reason: string,
+  outcome: string,
+): void {
+  const requestId = copyId(pending.permId);
+  const error = new RpcError(
+    ErrorCode.notPermitted,
+    `Your answer to permission request ${requestId} was refused: ${reason} The request is still pending.`,
+    {
+      requestId,
+      sessionId: d.store.meta?.sessionId,
+      toolCallId: pending.toolCallId,
+      reason,
+    },
+  );
+  sendRewritable(ws, JSON.stringify(errorResponse(null, error)));
+  const entry = d.audit(pending, { outcome }, by, chosen ?? undefined);
+  if (entry) {
+    d.store.appendAudited("refusal", JSON.stringify({ permId: pending.permId, decidedBy: by, reason }), {
+      ...entry,
+      outcome: "refused",
+      reason,
+    });
+    d.audited();
+  }
+  if (countResend(ws, d.store, pending.permId)) d.sendCopy(ws, pending);
+}
+
+/**
+ * The first of two approvals (four eyes, two_approvals): recorded with the request, audited, every
+ * client told (`_acp_gateway/approval_recorded`); the approver gets a fresh copy that says theirs is
+ * in and the second must be someone else's. Nothing reaches the agent yet.
+ */
+function recordFirstApproval(
+  d: AnswerContext,
+  ws: WebSocket,
+  pending: PendingRequest,
+  by: PersonDecidedBy,
+  who: string,
+  chosen: PermissionOption,
+): void {
+  d.store.recordApproval(pending.permId, {
+    who,
+    user: by.user,
+    role: by.role ?? "approver",
+    connectionId: by.connectionId,
+    at: Date.now(),
+  });
+  const entry = d.audit(pending, { outcome: "selected", optionId: chosen.optionId }, by, chosen);
+  if (entry) {
+    const reason = "the first of two approvals: recorded, waiting for a second person";
+    d.store.appendAudited("refusal", JSON.stringify({ permId: pending.permId, decidedBy: by, reason }), {
+      ...entry,
+      outcome: "approval_recorded",
+      reason,
+    });
+    d.audited();
+  }
+  d.info.notice(GATEWAY_NOTIFICATIONS.approvalRecorded, {
+    sessionId: d.store.meta?.sessionId,
+    toolCallId: pending.toolCallId,
+    approvedBy: { user: by.user, role: by.role, ...(by.person ? { person: by.person } : {}) },
+    optionId: chosen.optionId,
+    needed: 2,
+    recorded: 1,
+  });
+  const updated = d.store.pendingById(pending.permId);
+  if (updated) {
+    d.sendCopy(ws, updated);
+    d.checkApprovable(updated);
+  }
 }
 
 /** Whether this client may be asked again (at most MAX_RESENDS times per request); counts it. */

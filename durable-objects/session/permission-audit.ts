@@ -41,6 +41,13 @@ export function auditEntry(
     decidedByUser: by.type === "person" ? by.user : by.type === "link" ? `approval link via ${by.target}` : null,
     decidedByIssuer: by.type === "person" ? (by.person?.issuer ?? null) : null,
     decidedBySubject: by.type === "person" ? (by.person?.subject ?? null) : null,
+    decidedByRole: by.type === "person" ? (by.role ?? null) : null,
+    decidedByConnection: by.type === "person" ? by.connectionId : null,
+    policy: by.type === "person" ? (by.policy ?? null) : null,
+    approvedBy:
+      by.type === "person" && by.approvedBefore
+        ? JSON.stringify(by.approvedBefore.map((a) => ({ user: a.user, role: a.role, connectionId: a.connectionId, at: a.at })))
+        : null,
     ruleId: by.type === "rule" ? by.ruleId : null,
     at: Date.now(),
   };

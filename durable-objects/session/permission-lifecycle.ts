@@ -25,6 +25,12 @@ import { ErrorCode } from "../../core/rpc-errors";
 import { GATEWAY_NOTIFICATIONS } from "../../core/gateway-notifications";
 import { METRIC, type MetricsDataset, recordMetric } from "../../core/metrics";
 import { sessionLog } from "./session-log";
+import type { TenantPolicy } from "./tenant-policy";
+import { type FourEyesNeed, fourEyesNeed } from "../../protocol/people/four-eyes";
+import { describeOperation } from "../../protocol/operation";
+import type { FourEyesSettings } from "../../core/principal";
+import { attachmentOf } from "./clients";
+import { blockedReason, copyParamsFor, factsOf } from "./answer-authority";
 
 export interface LifecycleDeps {
   ctx: DurableObjectState;
@@ -41,6 +47,8 @@ export interface LifecycleDeps {
   scheduleDeadline(): void;
   /** Where the permission metrics go (core/metrics.ts); unbound: log lines. */
   metrics: MetricsDataset | undefined;
+  /** The tenant's four-eyes policy for the running turn (tenant-policy.ts). */
+  policy: TenantPolicy;
 }
 
 /** `pending.asking`: the rules are being consulted; people are asked; people are asked because the rules could not be consulted. */
@@ -99,6 +107,15 @@ export class PermissionLifecycle {
       store.appendPermission(seq, text, null);
       return this.refuseOverLimit(epoch, agentReqId, pendingLimitError(meta.sessionId, limit));
     }
+    // Four eyes first (decision 0028): what the tenant's policy asks of the operation decides whether an allow rule may answer it.
+    const policy = store.turn.state === "running" ? this.d.policy.forTurn(store.turn.gwId) : undefined;
+    if (policy instanceof Promise) {
+      store.appendPermission(seq, text, request);
+      this.d.scheduleDeadline();
+      this.d.ctx.waitUntil(this.askAfterPolicy(request.permId, policy));
+      return;
+    }
+    request.fourEyes = this.fourEyesOf(request, policy);
     const decided = this.d.rules.consultRules(request);
     if (decided instanceof Promise) {
       store.appendPermission(seq, text, request);
@@ -107,6 +124,26 @@ export class PermissionLifecycle {
     } else if (!this.resolveByRule(request, decided, text)) {
       this.startAsking(request, ASKING, { append: text });
     }
+  }
+
+  /** What the tenant's four-eyes policy asks of the request's operation, read by the rules engine's parser (protocol/operation.ts). */
+  private fourEyesOf(request: PendingRequest, policy: FourEyesSettings | undefined): FourEyesNeed | null {
+    const meta = this.d.store.meta;
+    if (!meta || !policy || policy.operations.length === 0) return null;
+    const row = request.toolCallId ? this.d.store.toolCall(request.toolCallId) : undefined;
+    const toolCall = row ?? request.toolCall ?? {};
+    return fourEyesNeed(policy, describeOperation(toolCall as Record<string, unknown>, meta.cwd));
+  }
+
+  /** The request waited for the turn's policy (read as the turn started); then the rules, then people, as `ask`. */
+  private async askAfterPolicy(permId: number, policy: Promise<FourEyesSettings | undefined>): Promise<void> {
+    const read = await policy;
+    const pending = this.d.store.pendingById(permId);
+    if (!pending || pending.asking) return; // cancelled or withdrawn meanwhile
+    this.d.store.setFourEyes(permId, this.fourEyesOf(pending, read));
+    const decided = this.d.rules.consultRules(pending);
+    if (decided instanceof Promise) return this.askAfterRules(permId, decided);
+    if (!this.resolveByRule(pending, decided)) this.startAsking(pending, ASKING, "stored");
   }
 
   /** A permission request beyond the session's bound: the agent gets an error saying why, the clients a notice. */
@@ -177,6 +214,7 @@ export class PermissionLifecycle {
       });
     }
     for (const ws of this.d.clients.all()) this.sendCopy(ws, pending);
+    this.checkApprovable(pending);
     this.d.rules.watch();
     this.d.scheduleDeadline();
     const tracked = this.d.notifier.track(pending.permId);
@@ -185,6 +223,36 @@ export class PermissionLifecycle {
         sessionLog(this.d.store).error("session.notify_track_failed", "tracking a request for notification failed", {}, e),
       ),
     );
+  }
+
+  // ── four eyes ─────────────────────────────────────────────────────────────────────────────────
+  /** permIds whose "nobody attached can approve" was told, so it is told once until someone who can attaches. */
+  private readonly toldBlocked = new Set<number>();
+
+  /**
+   * A request under four eyes that nobody attached (but `leaving`) can approve: everyone is told, once,
+   * with who it waits for (`_acp_gateway/four_eyes_unsatisfiable`); each copy sent carries it too.
+   */
+  checkApprovable(pending: PendingRequest, leaving?: string): void {
+    if (!pending.fourEyes) return;
+    const blocked = blockedReason(factsOf(this.d.store, pending), this.d.clients.list(), leaving);
+    if (blocked === null) {
+      this.toldBlocked.delete(pending.permId);
+      return;
+    }
+    if (this.toldBlocked.has(pending.permId)) return;
+    this.toldBlocked.add(pending.permId);
+    this.d.info.notice(GATEWAY_NOTIFICATIONS.fourEyesUnsatisfiable, {
+      sessionId: this.d.store.meta?.sessionId,
+      toolCallId: pending.toolCallId,
+      require: pending.fourEyes.require,
+      reason: blocked,
+    });
+  }
+
+  /** A client left or arrived: the four-eyes requests it could have approved are checked again. */
+  clientsChanged(leaving?: string): void {
+    for (const pending of this.d.store.pending()) if (pending.asking) this.checkApprovable(pending, leaving);
   }
 
   /** A rule was created: the requests waiting on people that it matches resolve now. */
@@ -200,6 +268,8 @@ export class PermissionLifecycle {
   /** `append`: the request is not written yet (decided as it is asked): written once, resolved. */
   private resolveByRule(pending: PendingRequest, decided: DecideResult | null, append?: string): boolean {
     if (!decided?.decision || !decided.optionId || !decided.ruleId) return false;
+    // No allow rule covers an operation that needs four eyes; a reject rule still rejects it.
+    if (decided.decision === "allow" && pending.fourEyes) return false;
     const result = { outcome: { outcome: "selected", optionId: decided.optionId } };
     this.resolve(pending, result, { type: "rule", ruleId: decided.ruleId, description: decided.description ?? "" }, undefined, append);
     return true;
@@ -207,7 +277,11 @@ export class PermissionLifecycle {
 
   /** Sends a client its copy of a pending request: the agent's params, under the request's copy id. */
   sendCopy(ws: WebSocket, pending: PendingRequest): void {
-    const params = pending.asking === ASKING_RULES_UNKNOWN ? markedRulesUnknown(pending.params) : pending.params;
+    const agentParams = pending.asking === ASKING_RULES_UNKNOWN ? markedRulesUnknown(pending.params) : pending.params;
+    // Who may answer, as this client's person (answer-authority.ts); judged again when the answer commits.
+    const facts = factsOf(this.d.store, pending);
+    const blocked = facts.fourEyes ? blockedReason(facts, this.d.clients.list()) : null;
+    const params = copyParamsFor(agentParams, attachmentOf(ws), facts, blocked);
     const method = CLIENT_METHODS.sessionRequestPermission;
     sendRewritable(ws, `{"jsonrpc":"2.0","id":${copyId(pending.permId)},"method":"${method}","params":${params}}`);
   }
@@ -222,7 +296,14 @@ export class PermissionLifecycle {
   /** A client answered its copy (permission-answer.ts). */
   answer(ws: WebSocket, client: ClientAttachment, permId: number, response: { result?: unknown; error?: unknown }): void {
     answerPermission(
-      { ...this.d, resolve: (...args) => this.resolve(...args), sendCopy: (...args) => this.sendCopy(...args) },
+      {
+        ...this.d,
+        resolve: (...args) => this.resolve(...args),
+        sendCopy: (...args) => this.sendCopy(...args),
+        audit: (pending, outcome, by, chosen) => this.auditOf(pending, outcome, by, chosen),
+        audited: () => this.scheduleAuditFlush(),
+        checkApprovable: (pending) => this.checkApprovable(pending),
+      },
       ws,
       client,
       permId,

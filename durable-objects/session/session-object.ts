@@ -60,6 +60,8 @@ import { stage, stageTimingFrom } from "../../protocol/stage-timing";
 import { CLOSE } from "../../core/close-codes";
 import { liveIndex } from "./live-index";
 import { sessionLog } from "./session-log";
+import { TenantPolicy } from "./tenant-policy";
+import { refusedByRole } from "../../protocol/people/acp-methods";
 
 /**
  * The test seam (test/workerd): what a test may read of a live instance (`sessionTesting`, given the
@@ -125,7 +127,9 @@ export class SessionObject extends DurableObject<Env> implements SessionContract
     this.notifier = new Notifier(ctx, env, this.store, () => this.scheduleDeadline());
     this.rulesLink = new RulesLink(env, this.store);
     this.info = new SessionInfo(ctx, env, this.store, this.clients);
+    const policy = new TenantPolicy(env.DB, this.store);
     this.permissions = new PermissionLifecycle({
+      policy,
       ctx,
       store: this.store,
       clients: this.clients,
@@ -144,6 +148,7 @@ export class SessionObject extends DurableObject<Env> implements SessionContract
       clients: this.clients,
       info: this.info,
       permissions: this.permissions,
+      policy,
       toAgent: (frame) => this.agent.toAgent(frame),
       scheduleDeadline: () => this.scheduleDeadline(),
     });
@@ -209,6 +214,7 @@ export class SessionObject extends DurableObject<Env> implements SessionContract
       send(server, JSON.stringify(resultResponse(attach.loadRequestId, loadResult(meta))));
     }
     this.permissions.sendPendingTo(server);
+    this.permissions.clientsChanged();
     return new Response(null, { status: 101, webSocket: edge });
   }
 
@@ -310,6 +316,7 @@ export class SessionObject extends DurableObject<Env> implements SessionContract
   private detach(connId: string): void {
     this.notifier.onDetach(this.clients.list().filter((c) => c.connId !== connId).length);
     this.agentRequests.clientGone(connId);
+    this.permissions.clientsChanged(connId);
   }
 
   private onClientRequest(ws: WebSocket, id: JsonRpcId, method: string, params: unknown): void {
@@ -318,6 +325,9 @@ export class SessionObject extends DurableObject<Env> implements SessionContract
     if (!client) return;
     // Deleted (session/delete) while this client's socket was still closing: answered, never dropped.
     if (!meta) throw RpcError.sessionNotFound(isObject(params) ? params.sessionId : undefined);
+    // The edge refuses these already (client-connection.ts); checked again where the turn is.
+    const refusal = refusedByRole(client.role ?? "approver", method);
+    if (refusal) throw refusal;
     if (method === AGENT_METHODS.sessionPrompt) return this.turn.start(client, id, method, params);
     if (method === AGENT_METHODS.sessionDelete && this.store.turn.state !== "idle")
       throw deleteDuringTurn(meta.sessionId, this.store.turn.user);
@@ -329,6 +339,7 @@ export class SessionObject extends DurableObject<Env> implements SessionContract
   private onClientNotification(ws: WebSocket, method: string, params: unknown): void {
     const client = attachmentOf(ws);
     if (!client) return;
+    if (refusedByRole(client.role ?? "approver", method)) return;
     if (method === AGENT_METHODS.sessionCancel) {
       this.turn.cancel({ type: "cancel", connectionId: client.connId, user: client.user });
       this.agent.toAgent({ type: "notification", method, params });

@@ -17,11 +17,12 @@ import type { Limits } from "../../protocol/tenant-limits";
 import { reduceToolCall, type ToolCallRow } from "../../protocol/tool-calls";
 import { MAX_STORED_ROW_BYTES, utf8LongerThan } from "../../protocol/limits";
 import { type ParsedParams, parsePermissionParams } from "./pending-request";
+import type { FourEyesNeed } from "../../protocol/people/four-eyes";
 import { type MigrationOutcome, type MigrationStorage, migrateStorage } from "./store-migrations";
 import { sessionLog } from "./session-log";
 
 /** Log kinds. `update` and `ext` entries are replayed to attaching clients; the rest is audit trail. */
-export type LogKind = "update" | "ext" | "permission" | "resolution" | "prompt" | "turn_end" | "notice";
+export type LogKind = "update" | "ext" | "permission" | "resolution" | "prompt" | "turn_end" | "notice" | "refusal";
 
 export interface SessionMeta {
   tenantId: string;
@@ -47,6 +48,8 @@ export type TurnState =
       gwId: number;
       connId: string;
       user?: string | null;
+      /** Who prompted it (protocol/people/answering.ts `personKey`): members answer only their own turn's requests; four eyes refuses their approval. */
+      prompter?: string;
       startedAt: number;
       /** The log's last seq when the turn started: its permission requests are after it (turn-watch.ts). */
       fromSeq?: number;
@@ -60,6 +63,17 @@ interface RequestColumn {
   createdAt: number;
   deadlineAt: number;
   asking: number;
+  fourEyes?: FourEyesNeed | null;
+  approvals?: Approval[];
+}
+
+/** A first approval of a request that needs two (four eyes, decision 0028): who, from where, when. */
+export interface Approval {
+  who: string;
+  user: string | null;
+  role: string;
+  connectionId: string;
+  at: number;
 }
 
 /** A resolution written with its request (a rule's answer, a refusal): the resolution's text and audit entry. */
@@ -90,6 +104,10 @@ interface PendingRow {
   deadlineAt: number;
   /** 0 while the tenant's rules are consulted, 1 once people are asked (copies sent). */
   asking: number;
+  /** What the tenant's four-eyes policy asks of it (decided when it is asked; absent: nothing). */
+  fourEyes?: FourEyesNeed | null;
+  /** The approvals recorded so far, when it needs two. */
+  approvals?: Approval[];
 }
 
 /** The id of every client's copy of a pending request: negative, so it never meets the positive ids of nextId(). */
@@ -441,6 +459,34 @@ export class SessionStore {
     this.sql.exec("UPDATE log SET request = ? WHERE seq = ?", requestColumn(pending), permId);
     this.liveChanged?.();
   }
+  /** A first approval of a request that needs two: kept in its request column (it survives eviction). */
+  recordApproval(permId: number, approval: Approval): void {
+    const pending = this.open.get(permId);
+    if (!pending) return;
+    pending.approvals = [...(pending.approvals ?? []), approval];
+    this.sql.exec("UPDATE log SET request = ? WHERE seq = ?", requestColumn(pending), permId);
+  }
+  /** What the four-eyes policy asks of a pending request, decided once when people are first asked. */
+  setFourEyes(permId: number, need: FourEyesNeed | null): void {
+    const pending = this.open.get(permId);
+    if (!pending) return;
+    pending.fourEyes = need;
+    this.sql.exec("UPDATE log SET request = ? WHERE seq = ?", requestColumn(pending), permId);
+  }
+  /** An entry that is only audit trail (a refused answer): not replayed, its audit row goes to D1 like a resolution's. */
+  appendAudited(kind: LogKind, body: string, audit: object): void {
+    const at = Date.now();
+    this.lastLogWriteAt = at;
+    this.sql.exec(
+      "INSERT INTO log (kind, body, at, agent_seq, scan_from, audit) VALUES (?, ?, ?, ?, ?, ?)",
+      kind,
+      body,
+      at,
+      this.appliedAgentSeq,
+      this.scanFrom(),
+      JSON.stringify(audit),
+    );
+  }
   /**
    * A request resolved (or its resolution replaced, while its answer was on its way): one UPDATE of its
    * entry with the resolution's text and audit entry. It is no longer pending.
@@ -584,6 +630,8 @@ function requestColumn(p: PendingRequest): string {
     createdAt: p.createdAt,
     deadlineAt: p.deadlineAt,
     asking: p.asking,
+    ...(p.fourEyes ? { fourEyes: p.fourEyes } : {}),
+    ...(p.approvals && p.approvals.length > 0 ? { approvals: p.approvals } : {}),
   };
   return JSON.stringify(column);
 }

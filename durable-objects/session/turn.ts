@@ -14,6 +14,8 @@ import type { SessionInfo } from "./session-info";
 import type { SessionStore } from "./store";
 import { ErrorCode } from "../../core/rpc-errors";
 import { GATEWAY_NOTIFICATIONS } from "../../core/gateway-notifications";
+import { personKey } from "../../protocol/people/answering";
+import type { TenantPolicy } from "./tenant-policy";
 
 export interface TurnDeps {
   store: SessionStore;
@@ -22,6 +24,8 @@ export interface TurnDeps {
   permissions: PermissionLifecycle;
   toAgent(frame: ToAgent): void;
   scheduleDeadline(): void;
+  /** The tenant's four-eyes policy, read as each turn starts. */
+  policy: TenantPolicy;
 }
 
 export class TurnControl {
@@ -39,7 +43,16 @@ export class TurnControl {
       );
     }
     const gwId = store.nextId();
-    store.turn = { state: "running", gwId, connId: client.connId, user: client.user, startedAt: Date.now(), fromSeq: store.lastSeq() };
+    store.turn = {
+      state: "running",
+      gwId,
+      connId: client.connId,
+      user: client.user,
+      prompter: personKey(client),
+      startedAt: Date.now(),
+      fromSeq: store.lastSeq(),
+    };
+    this.d.policy.turnStarted(gwId);
     store.addInflight({ gwId, connId: client.connId, clientId: id, method, createdAt: Date.now() });
     this.d.info.recordPrompt(client.connId, client.user, params);
     this.d.toAgent({ type: "request", gwId, method, params });

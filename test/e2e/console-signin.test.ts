@@ -54,6 +54,8 @@ beforeAll(async () => {
     method: "PUT",
     body: { issuer: idp.issuer, audience: clientId, jwksUrl: idp.jwksUrl, nameClaim: "name" },
   });
+  // People signed in here prompt, answer and make rules (decision 0028: unmapped people would only watch).
+  await ok("/v1/tenant/settings", admin, { method: "PATCH", body: { roles: { defaultPersonRole: "approver" } } });
   idp.addClient({ clientId, redirectUri: `${url}/callback` });
   idp.person = { subject: "u-alice", claims: { name: "Alice Example", email: "alice@example.com" } };
   clientKey = (await ok("/v1/keys", admin, { method: "POST", body: { kind: "client", label: "ci" } })).key as string;

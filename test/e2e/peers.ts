@@ -59,6 +59,8 @@ export interface TestClient {
   connection: ClientConnection;
   updates: Recorder<Json>;
   permissions: Recorder<PermissionRequest>;
+  /** Every other notification (the gateway's `_acp_gateway/*`), as method and params. */
+  notices: Recorder<{ method: string; params: Json }>;
   request<R = Json>(method: string, params?: unknown): Promise<R>;
   notify(method: string, params?: unknown): Promise<void>;
   close(): void;
@@ -78,7 +80,11 @@ export async function connectClient(opts: {
 }): Promise<TestClient> {
   const updates = new Recorder<Json>();
   const permissions = new Recorder<PermissionRequest>();
+  const notices = new Recorder<{ method: string; params: Json }>();
   const app = client({ name: "e2e-client" })
+    .onNotification("*", ({ method, params }) => {
+      notices.push({ method, params: params as Json });
+    })
     .onNotification("session/update", ({ params }) => {
       updates.push(params as Json);
     })
@@ -107,6 +113,7 @@ export async function connectClient(opts: {
     connection,
     updates,
     permissions,
+    notices,
     request: (method, params) => ctx.request(method, params) as never,
     notify: (method, params) => ctx.notify(method, params),
     close: () => connection.close(),

@@ -3,6 +3,8 @@
 // that trust the same issuer with audiences of their own. A person's token is accepted on /acp and
 // /v1 and named in the audit; a wrong audience, an expired token, an unknown key, a rotated-out key
 // and a token of another tenant are each refused 401 with the reason; tickets open /acp once.
+// Roles (decision 0028): people in several groups, mapped to roles by the tenant's settings, drive
+// the SDK's real clients — an observer refused, a member's "always" applied once, four eyes.
 
 import { readFileSync } from "node:fs";
 import { join } from "node:path";
@@ -45,7 +47,7 @@ interface Tenant {
   audience: string;
 }
 
-async function tenantTrusting(idp: IdentityProvider, name: string): Promise<Tenant> {
+async function tenantTrusting(idp: IdentityProvider, name: string, settings: Json = {}): Promise<Tenant> {
   const slug = `${name}-${crypto.randomUUID().slice(0, 8)}`;
   const created = await ok("/v1/tenants", operatorToken(), { method: "POST", body: { slug, name } });
   const admin = created.adminKey.key as string;
@@ -53,6 +55,11 @@ async function tenantTrusting(idp: IdentityProvider, name: string): Promise<Tena
   await ok("/v1/tenant/oidc", admin, {
     method: "PUT",
     body: { issuer: idp.issuer, audience, jwksUrl: idp.jwksUrl, groupsClaim: "groups" },
+  });
+  // Who is which role: eng → member, leads → approver; anyone else signed in watches (observer, the default).
+  await ok("/v1/tenant/settings", admin, {
+    method: "PATCH",
+    body: { roles: { groups: { eng: "member", leads: "approver" } }, ...settings },
   });
   const client = (await ok("/v1/keys", admin, { method: "POST", body: { kind: "client", label: "ci" } })).key as string;
   const agent = (await ok("/v1/keys", admin, { method: "POST", body: { kind: "agent" } })).key as string;
@@ -255,5 +262,137 @@ describe("tickets for a person", () => {
     expect(key).toMatchObject({ kind: "client", user: "u-dana", role: "approver" });
     const refused = await call("/v1/keys", a.admin, { method: "POST", body: { kind: "agent", user: "u-dana" } });
     expect(refused.status).toBe(400);
+  });
+});
+
+describe("roles for people, end to end (decision 0028)", () => {
+  /** An agent whose every turn asks permission for `toolCall` and says what it was answered. */
+  async function askingAgent(t: Tenant, toolCall: Json) {
+    const name = `roles-${crypto.randomUUID().slice(0, 8)}`;
+    const agent = await dialInAgent({
+      url,
+      key: t.agent,
+      name,
+      script: async (turn) => {
+        const answer = await turn.askPermission(toolCall);
+        await turn.say(`answer: ${answer.outcome.optionId}`);
+        return "end_turn";
+      },
+    });
+    await waitForAgent(url, t.client, name);
+    return { name, agent };
+  }
+  const person = (subject: string, groups: string[], t: Tenant) =>
+    idp.token(subject, { audience: t.audience, claims: { name: subject, groups } });
+  async function auditOf(t: Tenant, subject: string, count: number): Promise<Json[]> {
+    for (const deadline = Date.now() + 10_000; Date.now() < deadline;) {
+      const page = await ok(`/v1/audit?person=${encodeURIComponent(`${idp.issuer}|${subject}`)}`, t.admin);
+      if ((page.items as Json[]).length >= count) return page.items as Json[];
+      await new Promise((resolve) => setTimeout(resolve, 100));
+    }
+    throw new Error(`fewer than ${count} audit rows of ${subject}`);
+  }
+
+  it("a signed-in person in no mapped group watches: session/list works, session/new is refused with -32003; a member may", async () => {
+    const { name, agent } = await askingAgent(a, { toolCallId: "x", title: "Read", kind: "read" });
+    const olga = await connectClient({ url, key: await person("u-olga", ["visitors"], a), tenant: a.slug, agent: name });
+    expect(await olga.request("session/list", {})).toMatchObject({ sessions: expect.any(Array) });
+    await expect(olga.request("session/new", { cwd: "/w", mcpServers: [] })).rejects.toMatchObject({
+      code: -32003,
+      message: expect.stringMatching(/observer.*session\/new/),
+    });
+    const mia = await connectClient({ url, key: await person("u-mia", ["eng"], a), tenant: a.slug, agent: name });
+    expect(await mia.request("session/new", { cwd: "/w", mcpServers: [] })).toMatchObject({ sessionId: expect.any(String) });
+    olga.close();
+    mia.close();
+    agent.close();
+  });
+
+  it("a member's always-answer is applied once and every client is told the rule was not stored", async () => {
+    const { name, agent } = await askingAgent(a, { toolCallId: "e1", title: "Edit", kind: "edit", locations: [{ path: "/w/a.ts" }] });
+    const mia = await connectClient({ url, key: await person("u-mia", ["eng"], a), tenant: a.slug, agent: name });
+    const { sessionId } = await mia.request<{ sessionId: string }>("session/new", { cwd: "/w", mcpServers: [] });
+    const prompt = mia.request("session/prompt", { sessionId, prompt: [{ type: "text", text: "edit" }] });
+    const asked = await mia.permissions.waitFor(() => true);
+    expect(asked.params._meta.acpGateway.answerable).toMatchObject({
+      optionIds: ["allow-once", "allow-always", "reject-once"],
+      reason: expect.stringMatching(/only approvers store rules/),
+    });
+    asked.answer({ outcome: { outcome: "selected", optionId: "allow-always" } });
+    expect(await prompt).toEqual({ stopReason: "end_turn" });
+    const said = await mia.updates.waitFor((u) => u.update?.content?.text?.startsWith("answer:"));
+    expect(said.update.content.text).toBe("answer: allow-once");
+    const told = await mia.notices.waitFor((n) => n.method === "_acp_gateway/rule_not_created");
+    expect(told.params.reason).toMatch(/member/);
+    expect((await ok("/v1/rules", a.admin)).items).toEqual([]);
+    mia.close();
+    agent.close();
+  });
+
+  it("a person whose role changes (the tenant maps their group anew) is disconnected with 4403 and reconnects with the new role", async () => {
+    const d = await tenantTrusting(idp, "people-d");
+    const token = await person("u-max", ["eng"], d);
+    const socket = new WebSocket(`${url.replace(/^http/, "ws")}/acp?agent=x`, ["acp.v1"], {
+      headers: { Authorization: `Bearer ${token}`, "Acp-Tenant": d.slug },
+    });
+    const closed = new Promise<{ code: number; reason: string }>((resolve) =>
+      socket.once("close", (code, reason) => resolve({ code, reason: reason.toString() })),
+    );
+    await new Promise((resolve, reject) => {
+      socket.once("open", resolve);
+      socket.once("error", reject);
+    });
+    await ok("/v1/tenant/settings", d.admin, { method: "PATCH", body: { roles: { groups: { eng: "observer" } } } });
+    expect(await closed).toEqual({ code: 4403, reason: expect.stringMatching(/role changed from member to observer; reconnect/) });
+    const again = await connectClient({ url, key: token, tenant: d.slug, agent: "x" });
+    await expect(again.request("session/new", { cwd: "/w", mcpServers: [] })).rejects.toMatchObject({ code: -32003 });
+    again.close();
+  });
+
+  it("four eyes: the prompter's approval is refused and audited, a second approver's accepted; a person's decisions are listed", async () => {
+    const c = await tenantTrusting(idp, "people-c", { fourEyes: { operations: [{ program: "rm" }] } });
+    const { name, agent } = await askingAgent(c, {
+      toolCallId: "r1",
+      title: "Clean",
+      kind: "execute",
+      rawInput: { command: "rm -rf /w/build" },
+    });
+    const lee = await connectClient({ url, key: await person("u-lee", ["leads"], c), tenant: c.slug, agent: name });
+    const { sessionId } = await lee.request<{ sessionId: string }>("session/new", { cwd: "/w", mcpServers: [] });
+    const prompt = lee.request("session/prompt", { sessionId, prompt: [{ type: "text", text: "clean" }] });
+    const first = await lee.permissions.waitFor(() => true);
+    expect(first.params._meta.acpGateway).toMatchObject({
+      answerable: { optionIds: ["reject-once"], reason: expect.stringMatching(/you prompted this turn/) },
+      fourEyes: { require: "not_prompter", unsatisfiable: expect.stringMatching(/nobody attached can approve/) },
+    });
+    await lee.notices.waitFor((n) => n.method === "_acp_gateway/four_eyes_unsatisfiable");
+    // Lee approves anyway (a client that ignores answerable): refused, and asked again.
+    first.answer({ outcome: { outcome: "selected", optionId: "allow-once" } });
+    const again = await lee.permissions.waitFor((p) => p !== first);
+    expect(again.params._meta.acpGateway.answerable.optionIds).toEqual(["reject-once"]);
+    // Liz, another lead, attaches and approves: the turn goes on.
+    const liz = await connectClient({ url, key: await person("u-liz", ["leads"], c), tenant: c.slug, agent: name });
+    await liz.request("session/load", { sessionId, cwd: "/w", mcpServers: [] });
+    const hers = await liz.permissions.waitFor(() => true);
+    expect(hers.params._meta.acpGateway.answerable.optionIds).toContain("allow-once");
+    hers.answer({ outcome: { outcome: "selected", optionId: "allow-once" } });
+    expect(await prompt).toEqual({ stopReason: "end_turn" });
+    const [refused] = await auditOf(c, "u-lee", 1);
+    expect(refused).toMatchObject({
+      outcome: "refused",
+      decidedBy: { person: { issuer: idp.issuer, subject: "u-lee" }, role: "approver", user: "u-lee", connectionId: expect.any(String) },
+      policy: "four_eyes:not_prompter",
+      reason: expect.stringMatching(/prompted this turn/),
+    });
+    const [approved] = await auditOf(c, "u-liz", 1);
+    expect(approved).toMatchObject({
+      outcome: "selected",
+      optionId: "allow-once",
+      decidedBy: { role: "approver", user: "u-liz" },
+      policy: "four_eyes:not_prompter",
+    });
+    lee.close();
+    liz.close();
+    agent.close();
   });
 });

@@ -132,6 +132,29 @@ describe("the README's snippets", () => {
     expect(await status("/v1/sessions", alice.body!.key as string)).toBe(401);
   });
 
+  it("Roles: groups mapped to roles and the four-eyes operations set as written (decision 0028)", async () => {
+    const [block] = blocksAfter("## Roles, and approvals that need a second person", "sh");
+    const [roles, fourEyes, ...more] = commandsOf(block!).map((c) => c.replaceAll(README_HOST, url));
+    expect(more, "precondition: the block is the two commands this test runs").toEqual([]);
+    const slug = `readme-roles-${crypto.randomUUID().slice(0, 8)}`;
+    const created = await fetch(`${url}/v1/tenants`, {
+      method: "POST",
+      headers: { Authorization: `Bearer ${operatorToken()}`, "Content-Type": "application/json" },
+      body: JSON.stringify({ slug, name: "Readme roles" }),
+    });
+    expect(created.status).toBe(201);
+    const admin = ((await created.json()) as Json).adminKey.key as string;
+    const mapped = run(roles!.replace("ADMIN_KEY", admin));
+    expect(mapped.status, mapped.text).toBe(200);
+    expect(mapped.body?.settings.roles).toEqual({ groups: { eng: "member", leads: "approver" }, defaultPersonRole: "observer" });
+    const held = run(fourEyes!.replace("ADMIN_KEY", admin));
+    expect(held.status, held.text).toBe(200);
+    expect(held.body?.settings).toMatchObject({
+      roles: mapped.body?.settings.roles,
+      fourEyes: { operations: [{ program: "rm" }, { prefix: ["git", "push"], require: "two_approvals" }, { path: "/srv/prod/**" }] },
+    });
+  });
+
   it("Notifications: a webhook target registered, listed without its secret, and deleted", () => {
     const [block] = blocksAfter("## Notifications: approvals that reach the person", "sh");
     const [create, list, remove, ...more] = commandsOf(block!).map((c) =>

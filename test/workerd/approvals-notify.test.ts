@@ -214,7 +214,7 @@ describe("notifications of waiting permission requests", () => {
 });
 
 describe("the approval page", () => {
-  async function linkFor(opts: { toolCall?: Json } = {}) {
+  async function linkFor(opts: { toolCall?: Json; settings?: Json } = {}) {
     const channel = `c-${crypto.randomUUID()}`;
     const waiting = await waitingRequest({ channel, ...opts });
     await advance(waiting.t, waiting.sessionId, NOTIFY_AFTER);
@@ -291,6 +291,21 @@ describe("the approval page", () => {
       },
       { timeout: 5000, interval: 20 },
     );
+  });
+
+  it("under four eyes a link only rejects: whoever holds it is no known approver (decision 0028)", async () => {
+    const { agent, agentReqId, url, payload } = await linkFor({ settings: { fourEyes: { operations: [{ program: "rm" }] } } });
+    expect(payload.options).toEqual([
+      expect.objectContaining({ optionId: "allow", onLink: false }),
+      expect.objectContaining({ optionId: "allow-always", onLink: false }),
+      expect.objectContaining({ optionId: "reject", onLink: true }),
+    ]);
+    const page = await openLink(url);
+    expect(page.text).not.toContain('value="allow"');
+    expect(page.text).toContain('value="reject"');
+    expect((await answer(url, "allow")).status).not.toBe(200);
+    expect((await answer(url, "reject")).status).toBe(200);
+    expect((await answeredToAgent(agent, agentReqId)).result).toEqual({ outcome: { outcome: "selected", optionId: "reject" } });
   });
 
   it("first answer wins: a link answer withdraws an attached client's copy and tells it decidedBy the link", async () => {

@@ -7,7 +7,7 @@ import { expect } from "vitest";
 import { insertKey } from "../../db/queries/keys";
 import { mintKey } from "../../protocol/api-keys";
 import { randomId } from "../../protocol/ids";
-import type { KeyKind } from "../../core/principal";
+import type { KeyKind, Role } from "../../core/principal";
 
 export interface SeededTenant {
   tenantId: string;
@@ -33,9 +33,15 @@ export async function seedTenant(settings: Record<string, unknown> = {}): Promis
   return { tenantId, slug, ...keys };
 }
 
-export async function addKey(tenantId: string, kind: KeyKind, label: string | null, agent: string | null = null): Promise<string> {
+export async function addKey(
+  tenantId: string,
+  kind: KeyKind,
+  label: string | null,
+  agent: string | null = null,
+  more: { role?: Role; user?: string } = {},
+): Promise<string> {
   const minted = await mintKey(kind);
-  await insertKey(env.DB, tenantId, minted, { kind, label, agent });
+  await insertKey(env.DB, tenantId, minted, { kind, label, agent, role: more.role ?? null, user: more.user ?? null });
   return minted.key;
 }
 

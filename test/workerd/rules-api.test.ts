@@ -1,6 +1,6 @@
 import { SELF, env } from "cloudflare:test";
 import { describe, expect, it } from "vitest";
-import { clientWithSession, dialInAgent, isMethod, isResponseTo, seedTenant, startTurn } from "./helpers";
+import { addKey, clientWithSession, dialInAgent, isMethod, isResponseTo, seedTenant, startTurn } from "./helpers";
 
 const api = (path: string, key: string | undefined, init: { method?: string; body?: unknown } = {}) =>
   SELF.fetch(`http://gateway.test${path}`, {
@@ -91,7 +91,9 @@ describe("the rules API", () => {
     });
     expect(bad.status).toBe(400);
     expect(await bad.json()).toMatchObject({ error: { code: "invalid_request" } });
-    expect((await api("/v1/rules", a.clientKey, { method: "POST", body: gitStatus })).status).toBe(403);
+    // Writing rules is for approvers and up (decision 0028): a member's key is refused.
+    const member = await addKey(a.tenantId, "client", "mia", null, { role: "member" });
+    expect((await api("/v1/rules", member, { method: "POST", body: gitStatus })).status).toBe(403);
     expect((await api("/v1/rules", undefined)).status).toBe(401);
     const { rule } = (await (await api("/v1/rules", a.adminKey, { method: "POST", body: gitStatus })).json()) as { rule: { id: string } };
     expect((await api(`/v1/rules/${rule.id}`, b.adminKey, { method: "DELETE" })).status).toBe(404);
@@ -99,7 +101,7 @@ describe("the rules API", () => {
     expect(((await (await api("/v1/rules", b.adminKey)).json()) as { items: unknown[] }).items).toEqual([]);
     const still = (await (await api("/v1/rules", a.adminKey)).json()) as { items: { id: string; revokedAt: null }[] };
     expect(still.items).toMatchObject([{ id: rule.id, revokedAt: null }]);
-    // A client key may revoke only rules its user made.
+    // An approver (a client key without a role) may revoke only rules its user made; admins revoke any.
     expect((await api(`/v1/rules/${rule.id}`, a.clientKey, { method: "DELETE" })).status).toBe(403);
   });
 

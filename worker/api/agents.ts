@@ -15,7 +15,7 @@ import { keyOfTenant } from "../../db/queries/keys";
 import type { AgentRow } from "../../db/schema";
 import { AGENT_NAME } from "../../protocol/names";
 import { ApiError } from "../http-error";
-import { requireKey } from "../middleware/require-key";
+import { requireRole } from "../middleware/require-key";
 import type { AppEnv } from "../types";
 import { conflictResponse, errorResponses, validationHook } from "./openapi";
 import { PageQuery, json, pageOf, pageParams, pageSchema } from "./pagination";
@@ -84,7 +84,7 @@ agentsApi.openapi(
     path: "/v1/agents",
     tags: ["agents"],
     summary: "Register an agent: dial_in (it connects to the gateway) or dial_out (the gateway connects to its url)",
-    middleware: [requireKey("admin")] as const,
+    middleware: [requireRole("administer")] as const,
     request: { body: { content: { "application/json": { schema: z.object({ name: AgentName, ...agentFields }) } }, required: true } },
     responses: { 201: json(z.object({ agent: AgentSchema }), "The agent"), ...errors },
   }),
@@ -116,7 +116,7 @@ agentsApi.openapi(
     tags: ["agents"],
     summary:
       "The tenant's agents (header values are never returned; to a client key, no url, header names or key either). ?status=1 adds whether each dial-in agent is connected now",
-    middleware: [requireKey("client", "admin")] as const,
+    middleware: [requireRole("watch")] as const,
     request: { query: PageQuery.extend({ status: z.enum(["0", "1"]).optional() }) },
     responses: {
       200: json(pageSchema(AgentSchema.extend({ connected: z.boolean().nullable().optional() })), "A page of agents"),
@@ -154,7 +154,7 @@ agentsApi.openapi(
     path: "/v1/agents/{name}",
     tags: ["agents"],
     summary: "One agent",
-    middleware: [requireKey("admin")] as const,
+    middleware: [requireRole("administer")] as const,
     request: { params: z.object({ name: z.string() }) },
     responses: { 200: json(z.object({ agent: AgentSchema }), "The agent"), ...errors },
   }),
@@ -167,7 +167,7 @@ agentsApi.openapi(
     path: "/v1/agents/{name}",
     tags: ["agents"],
     summary: "Change an agent",
-    middleware: [requireKey("admin")] as const,
+    middleware: [requireRole("administer")] as const,
     request: {
       params: z.object({ name: z.string() }),
       body: { content: { "application/json": { schema: z.object(agentFields) } }, required: true },
@@ -206,7 +206,7 @@ agentsApi.openapi(
     path: "/v1/agents/{name}",
     tags: ["agents"],
     summary: "Remove an agent registration (its sessions stay readable)",
-    middleware: [requireKey("admin")] as const,
+    middleware: [requireRole("administer")] as const,
     request: { params: z.object({ name: z.string() }) },
     responses: { 204: { description: "Removed" }, ...errors },
   }),
@@ -227,7 +227,7 @@ agentsApi.openapi(
     tags: ["agents"],
     summary:
       "Bind a dial_in agent name to an agent key: only that key may dial in under it from now on (its live connection of another key closes)",
-    middleware: [requireKey("admin")] as const,
+    middleware: [requireRole("administer")] as const,
     request: {
       params: z.object({ name: z.string() }),
       body: { content: { "application/json": { schema: z.object({ keyId: z.string().min(1).max(200) }) } }, required: true },

@@ -8,7 +8,7 @@ import { ApiError } from "../http-error";
 import { decisionAudit } from "../../db/schema";
 import { objects } from "../../durable-objects/objects";
 import { limitsOf } from "../../protocol/tenant-limits";
-import { requireKey } from "../middleware/require-key";
+import { requireRole } from "../middleware/require-key";
 import { json, pageOf, pageParams, pageSchema } from "./pagination";
 import type { AppEnv } from "../types";
 import { errorResponses, validationHook } from "./openapi";
@@ -22,7 +22,7 @@ const AuditEntrySchema = z
     kind: z.string().nullable(),
     name: z.string().nullable(),
     operation: z.string().nullable(),
-    outcome: z.enum(["selected", "cancelled", "withdrawn"]),
+    outcome: z.enum(decisionAudit.outcome.enumValues),
     optionId: z.string().nullable(),
     optionKind: z.string().nullable(),
     decidedBy: z.object({
@@ -32,7 +32,17 @@ const AuditEntrySchema = z
       ruleId: z.string().nullable(),
       /** The person who decided, as their identity provider names them (issuer "key": a key issued to a user). */
       person: z.object({ issuer: z.string(), subject: z.string() }).nullable(),
+      /** Their role when they answered (decision 0028). */
+      role: z.string().nullable(),
+      /** The client connection they answered from. */
+      connectionId: z.string().nullable(),
     }),
+    /** The policy that applied: four_eyes:not_prompter | four_eyes:two_approvals. */
+    policy: z.string().nullable(),
+    /** Why a refused answer was refused; what a recorded first approval waits for. */
+    reason: z.string().nullable(),
+    /** Under two approvals: the earlier approval(s). */
+    approvedBy: z.array(z.object({ user: z.string().nullable(), role: z.string(), connectionId: z.string(), at: z.number() })).nullable(),
     at: z.number(),
   })
   .openapi("AuditEntry");
@@ -56,7 +66,7 @@ auditApi.openapi(
     path: "/v1/audit",
     tags: ["audit"],
     summary: "The decision audit: every permission request's resolution",
-    middleware: [requireKey("client", "admin")] as const,
+    middleware: [requireRole("watch")] as const,
     request: {
       query: z.object({
         sessionId: z.string().optional(),
@@ -64,6 +74,10 @@ auditApi.openapi(
         decidedBy: AuditEntrySchema.shape.decidedBy.shape.type.optional(),
         ruleId: z.string().optional(),
         user: z.string().optional(),
+        person: z
+          .string()
+          .optional()
+          .openapi({ description: "One person's decisions: `<issuer>|<subject>` (issuer `key` for a key issued to a user)" }),
         cursor: z.string().optional(),
         limit: z.string().optional(),
       }),
@@ -90,6 +104,7 @@ auditApi.openapi(
       ...(q.decidedBy !== undefined ? { decidedBy: q.decidedBy } : {}),
       ...(q.ruleId !== undefined ? { ruleId: q.ruleId } : {}),
       ...(q.user !== undefined ? { user: q.user } : {}),
+      ...(q.person !== undefined ? { person: personParam(q.person) } : {}),
       ...(before && Number.isFinite(before.at) ? { before } : {}),
       limit,
     });
@@ -116,13 +131,29 @@ auditApi.openapi(
           ruleId: r.ruleId,
           person:
             r.decidedByIssuer !== null && r.decidedBySubject !== null ? { issuer: r.decidedByIssuer, subject: r.decidedBySubject } : null,
+          role: r.decidedByRole,
+          connectionId: r.decidedByConnection,
         },
+        policy: r.policy,
+        reason: r.reason,
+        approvedBy:
+          r.approvedBy === null
+            ? null
+            : (JSON.parse(r.approvedBy) as { user: string | null; role: string; connectionId: string; at: number }[]),
         at: r.at,
       }),
     );
     return c.json({ ...page, budget }, 200);
   },
 );
+
+/** `<issuer>|<subject>`: the issuer is a URL or `key` and holds no `|`; the subject is the rest. */
+function personParam(value: string): { issuer: string; subject: string } {
+  const bar = value.indexOf("|");
+  if (bar <= 0 || bar === value.length - 1)
+    throw ApiError.badRequest('person must be "<issuer>|<subject>", e.g. "https://idp.example|alice"');
+  return { issuer: value.slice(0, bar), subject: value.slice(bar + 1) };
+}
 
 /** Links per D1 read while the export streams. */
 const EXPORT_READ = 500;
@@ -147,7 +178,7 @@ auditApi.openapi(
     summary: "The tenant's audit hash chain as NDJSON, oldest first, resumable after a seq",
     description:
       "One link per line: `seq` (1, 2, … per tenant, no gap), `prev` (the hash of seq − 1; 64 zeros before seq 1), `hash`, `tenantId`, `entry` (the row as GET /v1/audit shows it, as it was written; a row written again, such as a summary whose count rose, is a new link). `hash` is the lower-case hex SHA-256 of the line without its `hash` key in RFC 8785 canonical JSON. The `Acp-Audit-Chain-End` header names the last link sent (`SEQ:HASH`); resume with `after` set to it. `acp-gateway audit verify` checks a file.",
-    middleware: [requireKey("client", "admin")] as const,
+    middleware: [requireRole("watch")] as const,
     request: {
       query: z.object({
         after: z.string().optional().openapi({ description: "Start after this seq (default 0: the whole chain)" }),

@@ -14,7 +14,7 @@ import {
 import type { TenantIdentityRow } from "../../db/schema";
 import type { Env } from "../../core/env";
 import { ApiError } from "../http-error";
-import { requireKey } from "../middleware/require-key";
+import { requireRole } from "../middleware/require-key";
 import type { AppEnv } from "../types";
 import { conflictResponse, errorResponses, validationHook } from "./openapi";
 import { json } from "./pagination";
@@ -111,7 +111,7 @@ for (const provider of ["oidc", "access"] as const) {
       path: `/v1/tenant/${provider}`,
       tags: ["identity"],
       summary: provider === "oidc" ? "The tenant's OpenID Connect provider" : "The tenant's Cloudflare Access configuration",
-      middleware: [requireKey("admin")] as const,
+      middleware: [requireRole("administer")] as const,
       responses: { 200: json(ProviderSchema, "The provider"), ...errors },
     }),
     async (c) => {
@@ -126,7 +126,7 @@ for (const provider of ["oidc", "access"] as const) {
       path: `/v1/tenant/${provider}`,
       tags: ["identity"],
       summary: "Stop accepting this provider's tokens (live connections close when their token expires)",
-      middleware: [requireKey("admin")] as const,
+      middleware: [requireRole("administer")] as const,
       responses: { 204: { description: "Removed" }, ...errors },
     }),
     async (c) => {
@@ -142,7 +142,7 @@ identityApi.openapi(
     path: "/v1/tenant/oidc",
     tags: ["identity"],
     summary: "Accept a person's OpenID Connect token (Authorization: Bearer <JWT>, Acp-Tenant: <slug>)",
-    middleware: [requireKey("admin")] as const,
+    middleware: [requireRole("administer")] as const,
     request: { body: { content: { "application/json": { schema: OidcBody } }, required: true } },
     responses: { 200: json(ProviderSchema, "The provider"), ...errors },
   }),
@@ -169,7 +169,7 @@ identityApi.openapi(
     path: "/v1/tenant/access",
     tags: ["identity"],
     summary: "Accept Cloudflare Access's Cf-Access-Jwt-Assertion for this tenant (team domain and application AUD)",
-    middleware: [requireKey("admin")] as const,
+    middleware: [requireRole("administer")] as const,
     request: { body: { content: { "application/json": { schema: AccessBody } }, required: true } },
     responses: { 200: json(ProviderSchema, "The provider"), ...errors },
   }),

@@ -3,9 +3,11 @@
 import { OpenAPIHono, createRoute, z } from "@hono/zod-openapi";
 import { type KeyListing, insertKey, keysPage, revokeKey } from "../../db/queries/keys";
 import { mintKey } from "../../protocol/api-keys";
+import { ROLES } from "../../core/principal";
+import { atLeast, mayGrant, roleOf } from "../../protocol/people/roles";
 import { AGENT_NAME } from "../../protocol/names";
 import { ApiError } from "../http-error";
-import { requireKey } from "../middleware/require-key";
+import { requireRole } from "../middleware/require-key";
 import { closeAgentConnections } from "../revocation";
 import type { AppEnv } from "../types";
 import { conflictResponse, errorResponses, validationHook } from "./openapi";
@@ -52,7 +54,7 @@ keysApi.openapi(
     path: "/v1/keys",
     tags: ["keys"],
     summary: "Create a key (the secret is shown once)",
-    middleware: [requireKey("admin")] as const,
+    middleware: [requireRole("administer")] as const,
     request: {
       body: {
         content: {
@@ -63,8 +65,8 @@ keysApi.openapi(
               agent: z.string().regex(AGENT_NAME, "letters, digits, '.', '-', '_'; 1–64 characters").optional(),
               /** A client key issued to one person: who (their subject at the tenant's provider, or a name). */
               user: z.string().min(1).max(255).optional(),
-              /** Stored with the key for the roles to come (issue 24); not enforced yet. */
-              role: z.enum(["owner", "admin", "approver", "member", "observer"]).optional(),
+              /** What the key may do (decision 0028); omitted: an admin key is owner, a client key approver. */
+              role: z.enum(ROLES).optional(),
               expiresAt: z.number().int().positive().optional(),
             }),
           },
@@ -81,8 +83,15 @@ keysApi.openapi(
     },
   }),
   async (c) => {
-    const { tenantId } = c.get("principal");
+    const { tenantId, role } = c.get("principal");
     const body = c.req.valid("json");
+    if (body.role !== undefined && body.kind === "agent")
+      throw ApiError.badRequest("role is for client and admin keys; an agent key has none");
+    const granted = body.kind === "agent" ? null : roleOf({ credential: "key", kind: body.kind, stored: body.role ?? null }, undefined);
+    if (body.kind === "admin" && granted !== null && !atLeast(granted, "admin"))
+      throw ApiError.badRequest("An admin key's role is admin or owner; give a client key the lower roles");
+    if (granted !== null && !mayGrant(role, granted))
+      throw ApiError.forbidden(`You may not issue a key of role ${granted}: it is above your own role (${role ?? "none"})`);
     if (body.agent !== undefined && body.kind !== "agent") throw ApiError.badRequest("agent is only for agent keys");
     if (body.user !== undefined && body.kind !== "client")
       throw ApiError.badRequest("user is only for client keys (a key issued to one person)");
@@ -111,7 +120,7 @@ keysApi.openapi(
     path: "/v1/keys",
     tags: ["keys"],
     summary: "The tenant's keys (never their secrets)",
-    middleware: [requireKey("admin")] as const,
+    middleware: [requireRole("administer")] as const,
     request: { query: PageQuery },
     responses: { 200: json(pageSchema(KeySchema), "A page of keys"), ...errors },
   }),
@@ -132,7 +141,7 @@ keysApi.openapi(
     path: "/v1/keys/{id}",
     tags: ["keys"],
     summary: "Revoke a key; its live connections close within seconds",
-    middleware: [requireKey("admin")] as const,
+    middleware: [requireRole("administer")] as const,
     request: { params: z.object({ id: z.string() }) },
     responses: { 204: { description: "Revoked" }, ...errors },
   }),

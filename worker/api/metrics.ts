@@ -8,7 +8,7 @@ import { liveSessionCount } from "../../db/queries/sessions";
 import { decisionsSince } from "../../db/queries/metrics";
 import { objects } from "../../durable-objects/objects";
 import { LIVE_SESSION_WINDOW_MS } from "../../protocol/tenant-limits";
-import { requireKey } from "../middleware/require-key";
+import { requireRole } from "../middleware/require-key";
 import { json } from "./pagination";
 import type { AppEnv } from "../types";
 import { errorResponses, validationHook } from "./openapi";
@@ -42,7 +42,7 @@ metricsApi.openapi(
     path: "/v1/metrics",
     tags: ["metrics"],
     summary: "The tenant's live sessions, open connections and recent permission decisions",
-    middleware: [requireKey("admin")] as const,
+    middleware: [requireRole("administer")] as const,
     responses: {
       200: json(MetricsSchema, "The tenant's summary now"),
       401: errorResponses[401],

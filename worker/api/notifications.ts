@@ -5,7 +5,7 @@
 import { type TargetListing, deleteTarget, insertTarget, targetsPage } from "../../db/queries/notification-targets";
 import { OpenAPIHono, createRoute, z } from "@hono/zod-openapi";
 import { ApiError } from "../http-error";
-import { requireKey } from "../middleware/require-key";
+import { requireRole } from "../middleware/require-key";
 import { PageQuery, json, pageOf, pageParams, pageSchema } from "./pagination";
 import type { AppEnv } from "../types";
 import { randomId } from "../../protocol/ids";
@@ -33,7 +33,7 @@ notificationsApi.openapi(
     path: "/v1/notification-targets",
     tags: ["notifications"],
     summary: "Register a webhook told about permission requests nobody is there to answer (its signing secret is shown once)",
-    middleware: [requireKey("admin")] as const,
+    middleware: [requireRole("administer")] as const,
     request: {
       body: {
         content: {
@@ -73,7 +73,7 @@ notificationsApi.openapi(
     path: "/v1/notification-targets",
     tags: ["notifications"],
     summary: "The tenant's notification targets (never their secrets)",
-    middleware: [requireKey("admin")] as const,
+    middleware: [requireRole("administer")] as const,
     request: { query: PageQuery },
     responses: {
       200: json(pageSchema(TargetSchema), "A page of targets"),
@@ -97,7 +97,7 @@ notificationsApi.openapi(
     path: "/v1/notification-targets/{id}",
     tags: ["notifications"],
     summary: "Remove a notification target; links already sent through it stop working",
-    middleware: [requireKey("admin")] as const,
+    middleware: [requireRole("administer")] as const,
     request: { params: z.object({ id: z.string() }) },
     responses: { 204: { description: "Removed" }, ...errorResponses },
   }),

@@ -8,7 +8,8 @@ import { insertRule, listRules, ruleById, updateRule } from "../../db/queries/de
 import { newRuleId } from "../../durable-objects/rules/engine";
 import { matcherText, parseMatcher } from "../../protocol/rules";
 import { ApiError } from "../http-error";
-import { requireKey } from "../middleware/require-key";
+import { requireRole } from "../middleware/require-key";
+import { may } from "../../protocol/people/roles";
 import { json, pageOf, pageParams, pageSchema } from "./pagination";
 import type { AppEnv } from "../types";
 import { errorResponses, validationHook } from "./openapi";
@@ -106,7 +107,7 @@ rulesApi.openapi(
     path: "/v1/rules",
     tags: ["rules"],
     summary: "The tenant's remembered decisions",
-    middleware: [requireKey("client", "admin")] as const,
+    middleware: [requireRole("watch")] as const,
     request: {
       query: z.object({
         decision: z.enum(["allow", "reject"]).optional(),
@@ -140,7 +141,7 @@ rulesApi.openapi(
     path: "/v1/rules",
     tags: ["rules"],
     summary: "Write a rule by hand",
-    middleware: [requireKey("admin")] as const,
+    middleware: [requireRole("rules")] as const,
     request: { body: { content: { "application/json": { schema: NewRuleSchema } }, required: true } },
     responses: { 201: { description: "The rule", content: { "application/json": { schema: z.object({ rule: RuleSchema }) } } }, ...errors },
   }),
@@ -175,7 +176,7 @@ rulesApi.openapi(
     path: "/v1/rules/{id}",
     tags: ["rules"],
     summary: "Change a rule's expiry",
-    middleware: [requireKey("admin")] as const,
+    middleware: [requireRole("administer")] as const,
     request: {
       params: z.object({ id: z.string() }),
       body: {
@@ -200,8 +201,8 @@ rulesApi.openapi(
     path: "/v1/rules/{id}",
     tags: ["rules"],
     summary: "Revoke a rule (kept, with revokedAt, for audit)",
-    description: "An admin key, or the client key whose user made the rule.",
-    middleware: [requireKey("client", "admin")] as const,
+    description: "An admin (or owner), or an approver who made the rule (the same key, or the same person).",
+    middleware: [requireRole("rules")] as const,
     request: { params: z.object({ id: z.string() }) },
     responses: { 204: { description: "Revoked" }, ...errors },
   }),
@@ -216,7 +217,8 @@ rulesApi.openapi(
     const sameLabel =
       principal.credential.type === "key" && !madeByToken && principal.label !== null && rule.createdByUser === principal.label;
     const own = rule.createdByKey === principal.keyId || sameLabel;
-    if (principal.kind !== "admin" && !own) throw ApiError.forbidden("Only an admin key, or the user who made the rule, may revoke it");
+    if (!may(principal.role, "administer") && !own)
+      throw ApiError.forbidden("Only an admin, or the approver who made the rule, may revoke it");
     if (rule.revokedAt === null) await updateRule(c.env.DB, principal.tenantId, id, { revokedAt: Date.now() });
     await rulesChanged(c.env, principal.tenantId);
     return c.body(null, 204);
@@ -229,7 +231,7 @@ rulesApi.openapi(
     path: "/v1/rules/test",
     tags: ["rules"],
     summary: "Dry run: would this request be answered by a rule, which, with which option?",
-    middleware: [requireKey("client", "admin")] as const,
+    middleware: [requireRole("watch")] as const,
     request: { body: { content: { "application/json": { schema: RuleTestSchema } }, required: true } },
     responses: {
       200: {

@@ -4,7 +4,7 @@
 import { OpenAPIHono, createRoute, z } from "@hono/zod-openapi";
 import { ApiError } from "../http-error";
 import { sessionIndexed, sessionsPage } from "../../db/queries/sessions";
-import { requireKey } from "../middleware/require-key";
+import { requireRole } from "../middleware/require-key";
 import { PageQuery, json, pageOf, pageParams, pageSchema } from "./pagination";
 import type { AppEnv } from "../types";
 import { errorResponses, validationHook } from "./openapi";
@@ -70,7 +70,7 @@ sessionsApi.openapi(
     path: "/v1/sessions",
     tags: ["sessions"],
     summary: "The tenant's sessions",
-    middleware: [requireKey("client", "admin")] as const,
+    middleware: [requireRole("watch")] as const,
     request: { query: PageQuery },
     responses: {
       200: json(pageSchema(SessionSchema), "A page of sessions"),
@@ -108,7 +108,7 @@ sessionsApi.openapi(
     path: "/v1/sessions/{id}",
     tags: ["sessions"],
     summary: "One session's live snapshot: turn, tool calls, pending permission requests, attached clients",
-    middleware: [requireKey("client", "admin")] as const,
+    middleware: [requireRole("watch")] as const,
     request: { params: z.object({ id: z.string() }) },
     responses: { 200: { description: "The snapshot", content: { "application/json": { schema: SnapshotSchema } } }, ...errors },
   }),

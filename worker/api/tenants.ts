@@ -11,6 +11,7 @@ import { requireOperator } from "../middleware/require-operator";
 import { closeAgentConnections } from "../revocation";
 import type { AppEnv } from "../types";
 import { conflictResponse, errorResponses, validationHook } from "./openapi";
+import { FourEyesSettingsSchema, RolesSettingsSchema } from "./settings";
 import { PageQuery, json, pageOf, pageParams, pageSchema } from "./pagination";
 
 const errors = { ...errorResponses, ...conflictResponse };
@@ -59,6 +60,8 @@ const SettingsSchema = z
     /** Legacy, off by default: accept a key as the WebSocket subprotocol acp.bearer.<KEY> (browsers use tickets). */
     legacyBearerSubprotocol: z.boolean().optional(),
     limits: LimitsSchema.optional(),
+    roles: RolesSettingsSchema.optional(),
+    fourEyes: FourEyesSettingsSchema.optional(),
     notifyAfterMs: z
       .number()
       .int()
@@ -119,7 +122,7 @@ tenantsApi.openapi(
     const id = randomId("t");
     await insertTenant(c.env.DB, { id, slug: body.slug, name: body.name });
     const key = await mintKey("admin");
-    await insertKey(c.env.DB, id, key, { kind: "admin", label: "admin" });
+    await insertKey(c.env.DB, id, key, { kind: "admin", label: "admin", role: "owner" });
     const tenant = await tenantById(c.env.DB, id);
     if (!tenant) throw new Error("the tenant just created is missing");
     return c.json({ tenant: tenantJson(tenant), adminKey: { id: key.id, prefix: key.prefix, kind: "admin" as const, key: key.key } }, 201);

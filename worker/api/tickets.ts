@@ -1,7 +1,7 @@
 // POST /v1/tickets: a single-use ticket for a browser's WebSocket to /acp (worker/tickets.ts).
 
 import { OpenAPIHono, createRoute, z } from "@hono/zod-openapi";
-import { requireKey } from "../middleware/require-key";
+import { requireRole } from "../middleware/require-key";
 import { DEFAULT_TICKET_TTL_MS, MAX_TICKET_TTL_MS, TICKET_PATH, issueTicket } from "../tickets";
 import type { AppEnv } from "../types";
 import { errorResponses, validationHook } from "./openapi";
@@ -15,7 +15,7 @@ ticketsApi.openapi(
     path: "/v1/tickets",
     tags: ["tickets"],
     summary: "A single-use ticket (≤ 60 s) for new WebSocket(url, ['acp.v1', 'acp.ticket.<ticket>'])",
-    middleware: [requireKey("client", "admin")] as const,
+    middleware: [requireRole("watch")] as const,
     request: {
       body: {
         content: {

@@ -14,13 +14,13 @@ import { webSocketSink } from "../../connection/client-sink";
 import { takeConnectionSlot } from "../http/connection-slot";
 import { deleteConnection, openStream, postMessage } from "../http/streamable-http";
 import { ApiError } from "../http-error";
-import { requireKey } from "../middleware/require-key";
+import { requireRole } from "../middleware/require-key";
 import type { AppEnv } from "../types";
 import { gatewayObjects } from "../../durable-objects/objects";
 
 export const acpRoutes = new Hono<AppEnv>();
 
-acpRoutes.get("/acp", requireKey("client", "admin"), async (c) => {
+acpRoutes.get("/acp", requireRole("watch"), async (c) => {
   if (c.req.header("Upgrade")?.toLowerCase() !== "websocket") return openStream(c);
   const principal = c.get("principal");
   const agent = await agentOf(c);
@@ -44,8 +44,8 @@ acpRoutes.get("/acp", requireKey("client", "admin"), async (c) => {
   return new Response(null, { status: 101, webSocket: client, headers });
 });
 
-acpRoutes.post("/acp", requireKey("client", "admin"), (c) => postMessage(c, () => agentOf(c)));
-acpRoutes.delete("/acp", requireKey("client", "admin"), (c) => deleteConnection(c));
+acpRoutes.post("/acp", requireRole("watch"), (c) => postMessage(c, () => agentOf(c)));
+acpRoutes.delete("/acp", requireRole("watch"), (c) => deleteConnection(c));
 
 /** The agent a new connection talks to: ?agent=NAME, or the tenant's default. */
 async function agentOf(c: Context<AppEnv>): Promise<string> {

@@ -1,0 +1,110 @@
+// The tenant's own settings, for its admins (decision 0028): who is which role (settings.roles) and
+// which operations need a second person (settings.fourEyes), beside the settings the operator may set
+// too (deadlines, relaying "always"). Limits stay the operator's (PATCH /v1/tenants/{id}): they bound
+// what the tenant costs everyone else. An admin maps groups at most to their own role.
+
+import { OpenAPIHono, createRoute, z } from "@hono/zod-openapi";
+import { tenantById, updateTenant } from "../../db/queries/tenants";
+import { ROLES, type Role } from "../../core/principal";
+import { mayGrant } from "../../protocol/people/roles";
+import { ApiError } from "../http-error";
+import { requireRole } from "../middleware/require-key";
+import type { AppEnv } from "../types";
+import { errorResponses, validationHook } from "./openapi";
+import { json } from "./pagination";
+
+export const RolesSettingsSchema = z
+  .object({
+    /** Group (as the token's groups claim names it) → role; a person in several groups gets the highest. */
+    groups: z.record(z.string().min(1).max(200), z.enum(ROLES)).optional(),
+    /** The role of a signed-in person in no mapped group (default observer). */
+    defaultPersonRole: z.enum(ROLES).optional(),
+  })
+  .strict()
+  .refine((r) => Object.keys(r.groups ?? {}).length <= 200, "at most 200 groups")
+  .openapi("RoleSettings");
+
+const FourEyesOperationSchema = z
+  .object({
+    kind: z.string().min(1).max(40).optional(),
+    program: z.string().min(1).max(200).optional(),
+    prefix: z.array(z.string().min(1).max(200)).min(1).max(16).optional(),
+    path: z.string().min(2).max(500).startsWith("/").optional(),
+    require: z.enum(["not_prompter", "two_approvals"]).optional(),
+  })
+  .strict()
+  .refine((o) => o.kind !== undefined || o.program !== undefined || o.prefix !== undefined || o.path !== undefined, {
+    message: "name at least one of kind, program, prefix, path",
+  });
+
+export const FourEyesSettingsSchema = z
+  .object({ operations: z.array(FourEyesOperationSchema).max(100) })
+  .strict()
+  .openapi("FourEyesSettings");
+
+/** What an admin may change of the tenant's settings. */
+const TenantOwnSettingsSchema = z
+  .object({
+    roles: RolesSettingsSchema.optional(),
+    fourEyes: FourEyesSettingsSchema.optional(),
+    permissionDeadlineMs: z
+      .number()
+      .int()
+      .min(1000)
+      .max(7 * 24 * 3600 * 1000)
+      .optional(),
+    relayAlwaysAsMade: z.boolean().optional(),
+    notifyAfterMs: z
+      .number()
+      .int()
+      .min(0)
+      .max(24 * 3600 * 1000)
+      .optional(),
+  })
+  .strict()
+  .openapi("TenantOwnSettings");
+
+export const settingsApi = new OpenAPIHono<AppEnv>({ defaultHook: validationHook });
+
+settingsApi.openapi(
+  createRoute({
+    method: "get",
+    path: "/v1/tenant/settings",
+    tags: ["settings"],
+    summary: "The tenant's settings (roles, four eyes, deadlines; limits are the operator's)",
+    middleware: [requireRole("administer")] as const,
+    responses: { 200: json(z.object({ settings: z.record(z.string(), z.unknown()) }), "The settings"), ...errorResponses },
+  }),
+  async (c) => {
+    const tenant = await tenantById(c.env.DB, c.get("principal").tenantId);
+    if (!tenant) throw ApiError.notFound("Tenant");
+    return c.json({ settings: JSON.parse(tenant.settings) as Record<string, unknown> }, 200);
+  },
+);
+
+settingsApi.openapi(
+  createRoute({
+    method: "patch",
+    path: "/v1/tenant/settings",
+    tags: ["settings"],
+    summary: "Change the tenant's roles, four-eyes operations or deadlines (each given field replaces the stored one)",
+    middleware: [requireRole("administer")] as const,
+    request: { body: { content: { "application/json": { schema: TenantOwnSettingsSchema } }, required: true } },
+    responses: { 200: json(z.object({ settings: z.record(z.string(), z.unknown()) }), "The settings"), ...errorResponses },
+  }),
+  async (c) => {
+    const principal = c.get("principal");
+    const body = c.req.valid("json");
+    const granted: Role[] = [
+      ...Object.values(body.roles?.groups ?? {}),
+      ...(body.roles?.defaultPersonRole ? [body.roles.defaultPersonRole] : []),
+    ];
+    const above = granted.find((r) => !mayGrant(principal.role, r));
+    if (above) throw ApiError.forbidden(`You may not map people to the role ${above}: it is above your own (${principal.role ?? "none"})`);
+    const tenant = await tenantById(c.env.DB, principal.tenantId);
+    if (!tenant) throw ApiError.notFound("Tenant");
+    const settings = { ...(JSON.parse(tenant.settings) as Record<string, unknown>), ...body };
+    await updateTenant(c.env.DB, tenant.id, { name: tenant.name, disabled: tenant.disabled, settings: JSON.stringify(settings) });
+    return c.json({ settings }, 200);
+  },
+);
