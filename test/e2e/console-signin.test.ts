@@ -3,7 +3,8 @@
 // authorization code + PKCE in the page, the code exchanged from the browser, the ID token used as the
 // bearer for the REST API and for the ticket that opens /acp, never in the address bar or localStorage.
 // A tampered state and a wrong nonce are refused; sign-out and expiry forget the token. And the
-// permission card greys out the options the gateway says a person may not choose.
+// permission card greys out the options the gateway says a person may not choose: under four eyes the
+// prompter's approvals, while a second person signed in through the provider approves.
 
 import { createHash } from "node:crypto";
 import { readFileSync } from "node:fs";
@@ -42,13 +43,14 @@ async function ok(path: string, credential: string, init: { method?: string; bod
 let browser: Browser;
 let idp: IdentityProvider;
 let slug: string;
+let admin: string;
 let clientKey: string;
 const clientId = `console-${crypto.randomUUID().slice(0, 8)}`;
 
 beforeAll(async () => {
   idp = await IdentityProvider.start();
   slug = `signin-${crypto.randomUUID().slice(0, 8)}`;
-  const admin = (await ok("/v1/tenants", operatorToken(), { method: "POST", body: { slug, name: "Sign-in" } })).adminKey.key as string;
+  admin = (await ok("/v1/tenants", operatorToken(), { method: "POST", body: { slug, name: "Sign-in" } })).adminKey.key as string;
   // The client id is the audience: the console sends the ID token.
   await ok("/v1/tenant/oidc", admin, {
     method: "PUT",
@@ -153,7 +155,18 @@ describe("the console's sign-in through the tenant's provider", () => {
     expect(requests.filter((r) => r.url().includes(token))).toEqual([]);
     expect(requests.filter((r) => /[?&]code=/.test(r.url())).map((r) => new URL(r.url()).pathname)).toEqual(["/callback"]);
     for (const r of requests) expect((await r.allHeaders()).referer, r.url()).toBeUndefined();
-    // The audit names the person who decided: their name, subject and provider.
+    // The audit names the person who decided: their name, subject and provider. The row is written
+    // after the answer (batched to D1), and the page reads the audit once when opened: wait for the row.
+    await expect
+      .poll(
+        async () => {
+          const response = await fetch(`${url}/v1/audit?limit=5`, { headers: { Authorization: `Bearer ${token}`, "Acp-Tenant": slug } });
+          const { items } = (await response.json()) as { items: Json[] };
+          return items.some((e) => e.decidedBy?.person?.subject === "u-alice");
+        },
+        { timeout: 20_000 },
+      )
+      .toBe(true);
     await page.getByRole("button", { name: "Audit" }).click();
     await expect
       .poll(() => page.locator(".audit-entry .decided-by").first().textContent())
@@ -233,54 +246,71 @@ describe("the console's sign-in through the tenant's provider", () => {
   });
 });
 
-describe("permission options a person cannot choose", () => {
-  it("are greyed out with the gateway's reason (answerable in _meta.acpGateway), and the others still answer", async () => {
-    const context = await browser.newContext({ viewport: { width: 1280, height: 860 } });
-    const page = await context.newPage();
-    // The gateway's copy of each permission request, as it will carry `answerable`: added on the way to
-    // the page, so this test does not depend on the gateway emitting it yet.
-    await page.routeWebSocket(/\/acp/, (ws) => {
-      const server = ws.connectToServer();
-      server.onMessage((message) => {
-        const frame = JSON.parse(String(message)) as Json;
-        if (frame.method === "session/request_permission") {
-          const optionIds = (frame.params.options as Json[]).filter((o) => !String(o.kind).endsWith("_always")).map((o) => o.optionId);
-          frame.params._meta = {
-            ...frame.params._meta,
-            acpGateway: { ...frame.params._meta?.acpGateway, answerable: { optionIds, reason: "Only approvers make team rules." } },
-          };
-        }
-        ws.send(JSON.stringify(frame));
-      });
-    });
-    await page.goto(url);
-    await page.getByLabel("Key").fill(clientKey);
-    await page.getByLabel("Agent").fill(AGENT);
-    await page.getByRole("button", { name: "Sign in" }).click();
-    expect(await signedIn(page)).toBe("ci key");
-    await page.getByRole("button", { name: "New session" }).click();
-    await page.getByLabel("Project path").fill("/projects/demo");
-    await page.getByRole("form", { name: "New session" }).getByLabel("Agent").fill(AGENT);
-    await page.getByRole("button", { name: "Start session" }).click();
-    await page.locator("#prompt-text").fill("Tidy the README");
-    await page.getByRole("button", { name: "Send" }).click();
-    const card = page.locator("section.permission.open");
-    await card.waitFor();
-    const buttons = card.getByRole("group", { name: "Options" }).getByRole("button");
-    expect(
-      await buttons.evaluateAll((all) => all.map((b) => [b.querySelector(".option-kind")?.textContent, (b as HTMLButtonElement).disabled])),
-    ).toEqual([
-      ["allow_once", false],
-      ["allow_always", true],
-      ["reject_once", false],
-      ["reject_always", true],
-    ]);
-    expect(await card.locator(".not-yours").textContent()).toBe("Only approvers make team rules.");
-    expect(await card.getByRole("button", { name: /^Always allow/ }).getAttribute("title")).toBe("Only approvers make team rules.");
-    await card.screenshot({ path: join(SHOTS, "console-permission-not-answerable.png") });
-    await card.getByRole("button", { name: /^Allow once/ }).click();
-    await expect.poll(() => page.locator("section.permission.closed").first().textContent()).toContain("Answered by you (ci)");
-    await context.close();
+describe("permission options a person cannot choose, as the gateway says", () => {
+  it("four eyes in the browser: the prompter's page greys out the approvals with the gateway's reason and may still reject; a second person, signed in through the provider, approves", async () => {
+    // The tenant's policy: an edit needs a second person (decision 0028). Read as each turn starts.
+    await ok("/v1/tenant/settings", admin, { method: "PATCH", body: { fourEyes: { operations: [{ kind: "edit" }] } } });
+    const prompter = await browser.newContext({ viewport: { width: 1280, height: 860 } });
+    const second = await browser.newContext({ viewport: { width: 390, height: 844 } });
+    try {
+      const page = await prompter.newPage();
+      await page.goto(url);
+      await page.getByLabel("Key").fill(clientKey);
+      await page.getByLabel("Agent").fill(AGENT);
+      await page.getByRole("button", { name: "Sign in" }).click();
+      expect(await signedIn(page)).toBe("ci key");
+      await page.getByRole("button", { name: "New session" }).click();
+      await page.getByLabel("Project path").fill("/projects/demo");
+      await page.getByRole("form", { name: "New session" }).getByLabel("Agent").fill(AGENT);
+      await page.getByRole("button", { name: "Start session" }).click();
+      await page.locator("#prompt-text").fill("Tidy the README");
+      await page.getByRole("button", { name: "Send" }).click();
+      const card = page.locator("section.permission.open");
+      await card.waitFor();
+      expect(await card.textContent(), "precondition: the edit is the request asked").toContain("README.md");
+      const buttons = card.getByRole("group", { name: "Options" }).getByRole("button");
+      const states = () =>
+        buttons.evaluateAll((all) => all.map((b) => [b.querySelector(".option-kind")?.textContent, (b as HTMLButtonElement).disabled]));
+      expect(await states()).toEqual([
+        ["allow_once", true],
+        ["allow_always", true],
+        ["reject_once", false],
+        ["reject_always", false],
+      ]);
+      const reason = (await card.locator(".not-yours").textContent()) ?? "";
+      expect(reason).toContain("needs a second person's approval");
+      expect(reason).toContain("you prompted this turn");
+      expect(await card.getByRole("button", { name: /^Allow once/ }).getAttribute("title")).toBe(reason);
+      await card.screenshot({ path: join(SHOTS, "console-four-eyes-prompter.png") });
+
+      // The second person: Alice, signed in through the provider, opens the session from the list and approves.
+      const other = await second.newPage();
+      await other.goto(`${url}/?tenant=${slug}`);
+      await continueWithProvider(other);
+      expect(await signedIn(other)).toBe(`Alice Example ${new URL(idp.issuer).host}`);
+      await other.locator(".entry", { hasText: "approval" }).first().click();
+      const hers = other.locator("section.permission.open");
+      await hers.waitFor();
+      const allow = hers.getByRole("button", { name: /^Allow once/ });
+      expect(await allow.isDisabled()).toBe(false);
+      await allow.click();
+      await expect
+        .poll(() => page.locator("section.permission.closed").first().textContent())
+        .toContain("Answered by Alice Example — “Allow once” (allow_once)");
+      // The next request of the turn (the tests run, an execute) needs no second person: the prompter answers it.
+      const run = page.locator("section.permission.open");
+      await run.locator("pre.command", { hasText: "npm test" }).waitFor();
+      expect(await run.getByRole("button", { name: /^Allow once/ }).isDisabled()).toBe(false);
+      await run
+        .getByRole("button", { name: /^Reject/ })
+        .first()
+        .click();
+      await expect.poll(() => page.locator("section.permission.closed").last().textContent()).toContain("Answered by you (ci)");
+    } finally {
+      await ok("/v1/tenant/settings", admin, { method: "PATCH", body: { fourEyes: { operations: [] } } });
+      await prompter.close();
+      await second.close();
+    }
   });
 });
 

@@ -8,16 +8,45 @@ import { join } from "node:path";
 import type { TestProject } from "vitest/node";
 import { type LocalGateway, startLocalGateway } from "../../scripts/local-gateway";
 
-let gateway: LocalGateway | undefined;
-
 /** The gateway's output (wrangler's, with the Worker's log lines), in the state directory. */
 export const GATEWAY_LOG = "gateway.log";
-let stateDir: string | undefined;
+
+interface Shared {
+  started: Promise<{ gateway: LocalGateway; stateDir: string }>;
+  users: number;
+}
+
+/**
+ * Both e2e projects (vitest.config.ts: the files sharing the dev tenant, one at a time, and the ones
+ * with tenants of their own, beside the other tests) use one gateway. Each project runs this setup in
+ * the same Node process but may load it as its own module, so the gateway is kept on globalThis and
+ * stopped when the last project tears down.
+ */
+const SHARED = Symbol.for("acp-gateway.e2e-gateway");
+const registry = globalThis as { [SHARED]?: Shared };
 
 export async function setup(project: TestProject): Promise<void> {
-  stateDir = mkdtempSync(join(tmpdir(), "acp-gateway-e2e-"));
+  const shared = (registry[SHARED] ??= { started: start(), users: 0 });
+  shared.users += 1;
+  const { gateway, stateDir } = await shared.started;
+  project.provide("gatewayUrl", gateway.url);
+  project.provide("stateDir", stateDir);
+  project.provide("keys", gateway.keys);
+}
+
+export async function teardown(): Promise<void> {
+  const shared = registry[SHARED];
+  if (!shared || --shared.users > 0) return;
+  registry[SHARED] = undefined;
+  const { gateway, stateDir } = await shared.started;
+  await gateway.stop();
+  rmSync(stateDir, { recursive: true, force: true });
+}
+
+async function start(): Promise<{ gateway: LocalGateway; stateDir: string }> {
+  const stateDir = mkdtempSync(join(tmpdir(), "acp-gateway-e2e-"));
   const random = () => `e2e-${crypto.randomUUID()}`;
-  gateway = await startLocalGateway({
+  const gateway = await startLocalGateway({
     port: await freePort(),
     persistTo: stateDir,
     keys: { client: random(), agent: random(), admin: random() },
@@ -27,14 +56,7 @@ export async function setup(project: TestProject): Promise<void> {
     // The gateway's log lines, for the tests that check what it logs (e.g. trace ids).
     logFile: join(stateDir, GATEWAY_LOG),
   });
-  project.provide("gatewayUrl", gateway.url);
-  project.provide("stateDir", stateDir);
-  project.provide("keys", gateway.keys);
-}
-
-export async function teardown(): Promise<void> {
-  await gateway?.stop();
-  if (stateDir) rmSync(stateDir, { recursive: true, force: true });
+  return { gateway, stateDir };
 }
 
 function freePort(): Promise<number> {

@@ -1,9 +1,10 @@
 // acp-gateway agent while its socket to the gateway is down, with the SDK 1.9.0 example agent as the
 // stdio process and a loopback proxy the test can cut (and keep refusing) between bridge and gateway.
+// Slow (the example agent works at its own pace, about 15 s): `npm run test:slow`.
 import { type Server, type Socket, connect as tcpConnect, createServer } from "node:net";
 import { afterAll, describe, expect, inject, it } from "vitest";
-import { connectClient, waitForAgent } from "./peers";
-import { EXAMPLE_AGENT, NODE, killAll, startCli } from "./processes";
+import { connectClient, waitForAgent } from "../peers";
+import { EXAMPLE_AGENT, NODE, killAll, startCli } from "../processes";
 
 const url = inject("gatewayUrl");
 const keys = inject("keys");

@@ -1,14 +1,15 @@
 // `npm start` never harms another gateway and never outlives its starter: a busy port and a local
 // state another gateway holds are refused before anything is touched; a starter killed with SIGKILL
-// takes wrangler and workerd with it; a corrupt local state gets a one-line fix.
+// takes wrangler and workerd with it; a corrupt local state gets a one-line fix. Slow (it starts
+// gateways of its own and waits out a watchdog): `npm run test:slow`.
 import { spawn } from "node:child_process";
 import { existsSync, mkdtempSync, rmSync } from "node:fs";
 import { type Server, createServer } from "node:net";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, describe, expect, it } from "vitest";
-import { ROOT, startLocalGateway } from "../../scripts/local-gateway";
-import { explainStateError, lockState } from "../../scripts/start-guards";
+import { ROOT, startLocalGateway } from "../../../scripts/local-gateway";
+import { explainStateError, lockState } from "../../../scripts/start-guards";
 
 const dirs: string[] = [];
 const tempDir = () => {
