@@ -21,7 +21,7 @@ const E2E = {
   globalSetup: ["./test/e2e/global-setup.ts"],
   testTimeout: 60_000,
   hookTimeout: 120_000,
-} as const;
+};
 
 /** End-to-end files that create tenants of their own and touch nothing of the dev tenant. */
 const OWN_TENANT = ["test/e2e/people.test.ts", "test/e2e/console-signin.test.ts", "test/e2e/approvals-link.test.ts"];
