@@ -42,24 +42,29 @@ export const FourEyesSettingsSchema = z
   .strict()
   .openapi("FourEyesSettings");
 
+/** The settings both an admin (here) and the operator (PATCH /v1/tenants/{id}) may change. */
+export const SHARED_SETTINGS = {
+  permissionDeadlineMs: z
+    .number()
+    .int()
+    .min(1000)
+    .max(7 * 24 * 3600 * 1000)
+    .optional(),
+  relayAlwaysAsMade: z.boolean().optional(),
+  notifyAfterMs: z
+    .number()
+    .int()
+    .min(0)
+    .max(24 * 3600 * 1000)
+    .optional(),
+};
+
 /** What an admin may change of the tenant's settings. */
 const TenantOwnSettingsSchema = z
   .object({
     roles: RolesSettingsSchema.optional(),
     fourEyes: FourEyesSettingsSchema.optional(),
-    permissionDeadlineMs: z
-      .number()
-      .int()
-      .min(1000)
-      .max(7 * 24 * 3600 * 1000)
-      .optional(),
-    relayAlwaysAsMade: z.boolean().optional(),
-    notifyAfterMs: z
-      .number()
-      .int()
-      .min(0)
-      .max(24 * 3600 * 1000)
-      .optional(),
+    ...SHARED_SETTINGS,
   })
   .strict()
   .openapi("TenantOwnSettings");

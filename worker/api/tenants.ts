@@ -11,7 +11,7 @@ import { requireOperator } from "../middleware/require-operator";
 import { closeAgentConnections } from "../revocation";
 import type { AppEnv } from "../types";
 import { conflictResponse, errorResponses, validationHook } from "./openapi";
-import { FourEyesSettingsSchema, RolesSettingsSchema } from "./settings";
+import { FourEyesSettingsSchema, RolesSettingsSchema, SHARED_SETTINGS } from "./settings";
 import { PageQuery, json, pageOf, pageParams, pageSchema } from "./pagination";
 
 const errors = { ...errorResponses, ...conflictResponse };
@@ -50,24 +50,12 @@ const LimitsSchema = z
 
 const SettingsSchema = z
   .object({
-    permissionDeadlineMs: z
-      .number()
-      .int()
-      .min(1000)
-      .max(7 * 24 * 3600 * 1000)
-      .optional(),
-    relayAlwaysAsMade: z.boolean().optional(),
+    ...SHARED_SETTINGS,
     /** Legacy, off by default: accept a key as the WebSocket subprotocol acp.bearer.<KEY> (browsers use tickets). */
     legacyBearerSubprotocol: z.boolean().optional(),
     limits: LimitsSchema.optional(),
     roles: RolesSettingsSchema.optional(),
     fourEyes: FourEyesSettingsSchema.optional(),
-    notifyAfterMs: z
-      .number()
-      .int()
-      .min(0)
-      .max(24 * 3600 * 1000)
-      .optional(),
   })
   .strict()
   .openapi("TenantSettings");
