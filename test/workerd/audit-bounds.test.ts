@@ -2,18 +2,11 @@
 // bounded (the operation cut past 4 KiB, with its length and SHA-256), and out-of-turn permission
 // requests past the tenant's rate are still answered cancelled but counted in one summarising row.
 
-import { SELF, env } from "cloudflare:test";
+import { env } from "cloudflare:test";
 import { describe, expect, it } from "vitest";
 import { MAX_AUDIT_OPERATION_BYTES } from "../../durable-objects/session/permission-audit";
 import { sha256HexSync } from "../../protocol/sha256";
-import { clientWithSession, dialInAgent, isMethod, isResponseTo, seedTenant } from "./helpers";
-
-const api = (path: string, key: string, init: { method?: string; body?: unknown } = {}) =>
-  SELF.fetch(`http://gateway.test${path}`, {
-    method: init.method ?? "GET",
-    headers: { Authorization: `Bearer ${key}`, ...(init.body !== undefined ? { "Content-Type": "application/json" } : {}) },
-    ...(init.body !== undefined ? { body: JSON.stringify(init.body) } : {}),
-  });
+import { clientWithSession, dialInAgent, isMethod, isResponseTo, seedTenant, api } from "./helpers";
 
 const run = (id: string, command: string) => ({ toolCallId: id, title: "Run", kind: "execute", rawInput: { command } });
 

@@ -145,6 +145,18 @@ export class Peer {
   }
 }
 
+/** A REST call to the gateway: with a key (or none), and a JSON body when one is given. */
+export function api(path: string, key: string | undefined, init: { method?: string; body?: unknown } = {}): Promise<Response> {
+  return SELF.fetch(`http://gateway.test${path}`, {
+    method: init.method ?? "GET",
+    headers: {
+      ...(key ? { Authorization: `Bearer ${key}` } : {}),
+      ...(init.body !== undefined ? { "Content-Type": "application/json" } : {}),
+    },
+    ...(init.body !== undefined ? { body: JSON.stringify(init.body) } : {}),
+  });
+}
+
 export async function upgrade(path: string, key?: string, headers: Record<string, string> = {}): Promise<Response> {
   return SELF.fetch(`http://gateway.test${path}`, {
     headers: { Upgrade: "websocket", ...(key ? { Authorization: `Bearer ${key}` } : {}), ...headers },

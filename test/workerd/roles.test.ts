@@ -6,6 +6,7 @@ import { SELF } from "cloudflare:test";
 import { describe, expect, it } from "vitest";
 import type { Role } from "../../core/principal";
 import {
+  api,
   addKey,
   attachClient,
   barrier,
@@ -17,16 +18,6 @@ import {
   seedTenant,
   startTurn,
 } from "./helpers";
-
-const api = (path: string, key: string | undefined, init: { method?: string; body?: unknown } = {}) =>
-  SELF.fetch(`http://gateway.test${path}`, {
-    method: init.method ?? "GET",
-    headers: {
-      ...(key ? { Authorization: `Bearer ${key}` } : {}),
-      ...(init.body !== undefined ? { "Content-Type": "application/json" } : {}),
-    },
-    ...(init.body !== undefined ? { body: JSON.stringify(init.body) } : {}),
-  });
 
 const gitStatus = { decision: "allow", scope: { project: "/projects/demo" }, matcher: { type: "command", prefix: ["git", "status"] } };
 

@@ -1,16 +1,6 @@
-import { SELF, env } from "cloudflare:test";
+import { env } from "cloudflare:test";
 import { describe, expect, it } from "vitest";
-import { addKey, clientWithSession, dialInAgent, isMethod, isResponseTo, seedTenant, startTurn } from "./helpers";
-
-const api = (path: string, key: string | undefined, init: { method?: string; body?: unknown } = {}) =>
-  SELF.fetch(`http://gateway.test${path}`, {
-    method: init.method ?? "GET",
-    headers: {
-      ...(key ? { Authorization: `Bearer ${key}` } : {}),
-      ...(init.body !== undefined ? { "Content-Type": "application/json" } : {}),
-    },
-    ...(init.body !== undefined ? { body: JSON.stringify(init.body) } : {}),
-  });
+import { addKey, clientWithSession, dialInAgent, isMethod, isResponseTo, seedTenant, startTurn, api } from "./helpers";
 
 const gitStatus = { decision: "allow", scope: { project: "/projects/demo" }, matcher: { type: "command", prefix: ["git", "status"] } };
 
