@@ -1,10 +1,10 @@
 // The acp-gateway command with real programs: the SDK 1.9.0 example agent (stdio) through
 // `acp-gateway agent`, and an SDK client driving `acp-gateway client` as its agent subprocess,
 // as an editor such as Zed would.
-import { type Server, type Socket, createServer } from "node:net";
 import { client } from "@agentclientprotocol/sdk";
 import { afterAll, describe, expect, inject, it } from "vitest";
 import { Recorder, dialInAgent, waitForAgent } from "./peers";
+import { tcpProxy } from "./tcp-proxy";
 import { EXAMPLE_AGENT, NODE, exitOf, killAll, startCli, stdioStream } from "./processes";
 
 const url = inject("gatewayUrl");
@@ -106,41 +106,3 @@ describe("acp-gateway agent and acp-gateway client", () => {
     expect(badUrl.log.join("")).toMatch(/is not a URL/);
   }, 60_000);
 });
-
-/** A loopback TCP proxy whose live connections the test can cut; new connections still go through. */
-function tcpProxy(targetPort: number): Promise<{ port: number; cut(): void; close(): void }> {
-  const sockets = new Set<Socket>();
-  const server: Server = createServer((inbound) => {
-    const outbound = createConnectionTo(targetPort);
-    sockets.add(inbound);
-    sockets.add(outbound);
-    inbound.pipe(outbound).pipe(inbound);
-    const drop = () => {
-      inbound.destroy();
-      outbound.destroy();
-      sockets.delete(inbound);
-      sockets.delete(outbound);
-    };
-    inbound.on("error", drop).on("close", drop);
-    outbound.on("error", drop).on("close", drop);
-  });
-  return new Promise((resolve) => {
-    server.listen(0, "127.0.0.1", () => {
-      const address = server.address();
-      const port = typeof address === "object" && address ? address.port : 0;
-      resolve({
-        port,
-        cut: () => {
-          for (const s of sockets) s.destroy();
-          sockets.clear();
-        },
-        close: () => server.close(),
-      });
-    });
-  });
-}
-
-import { connect as createConnection } from "node:net";
-function createConnectionTo(port: number): Socket {
-  return createConnection({ host: "127.0.0.1", port });
-}

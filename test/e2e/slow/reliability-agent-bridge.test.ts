@@ -1,10 +1,10 @@
 // acp-gateway agent while its socket to the gateway is down, with the SDK 1.9.0 example agent as the
 // stdio process and a loopback proxy the test can cut (and keep refusing) between bridge and gateway.
 // Slow (the example agent works at its own pace, about 15 s): `npm run test:slow`.
-import { type Server, type Socket, connect as tcpConnect, createServer } from "node:net";
 import { afterAll, describe, expect, inject, it } from "vitest";
 import { connectClient, waitForAgent } from "../peers";
 import { EXAMPLE_AGENT, NODE, killAll, startCli } from "../processes";
+import { tcpProxy } from "../tcp-proxy";
 
 const url = inject("gatewayUrl");
 const keys = inject("keys");
@@ -90,46 +90,4 @@ function logWatcher(child: { log: string[]; stderr: NodeJS.ReadableStream }) {
       });
     },
   };
-}
-
-/** A loopback TCP proxy: `cut` drops live connections (and with `refuse`, new ones too until `resume`). */
-function tcpProxy(targetPort: number): Promise<{ port: number; cut(opts?: { refuse?: boolean }): void; resume(): void; close(): void }> {
-  const sockets = new Set<Socket>();
-  let refusing = false;
-  const server: Server = createServer((inbound) => {
-    if (refusing) {
-      inbound.destroy();
-      return;
-    }
-    const outbound = tcpConnect({ host: "127.0.0.1", port: targetPort });
-    sockets.add(inbound);
-    sockets.add(outbound);
-    inbound.pipe(outbound).pipe(inbound);
-    const drop = () => {
-      inbound.destroy();
-      outbound.destroy();
-      sockets.delete(inbound);
-      sockets.delete(outbound);
-    };
-    inbound.on("error", drop).on("close", drop);
-    outbound.on("error", drop).on("close", drop);
-  });
-  return new Promise((resolve) => {
-    server.listen(0, "127.0.0.1", () => {
-      const address = server.address();
-      const port = typeof address === "object" && address ? address.port : 0;
-      resolve({
-        port,
-        cut: (opts = {}) => {
-          refusing = opts.refuse ?? false;
-          for (const s of sockets) s.destroy();
-          sockets.clear();
-        },
-        resume: () => {
-          refusing = false;
-        },
-        close: () => server.close(),
-      });
-    });
-  });
 }
