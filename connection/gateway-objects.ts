@@ -6,6 +6,7 @@ import type { ResponseMessage } from "../protocol/jsonrpc";
 import type { AGENT_METHODS } from "../protocol/methods";
 import type { LeaseGrant } from "../protocol/rate-limit";
 import type { Limits } from "../protocol/tenant-limits";
+import type { AgentInfo } from "../protocol/agent-relay";
 
 /** A client's session/new or session/load, opened through the agent (`openSession`). */
 export interface OpenSessionArgs {
@@ -20,16 +21,8 @@ export interface OpenSessionArgs {
   limits?: Partial<Limits> | undefined;
 }
 
-/** What the agent said in `initialize`, as its AgentObject keeps it. */
-export interface AgentInfo {
-  protocolVersion: number;
-  agentCapabilities: Record<string, unknown>;
-  agentInfo?: unknown;
-  authMethods?: unknown[];
-  initializedAt: number;
-  /** The connection epoch that answered: a new connection must answer again before it gets requests. */
-  epoch: number;
-}
+/** What the agent said in `initialize`, as its AgentObject keeps it (defined once, by the relay that reads it). */
+export type { AgentInfo };
 
 /** Whether the agent is connected, what it said in initialize, and why it cannot be reached (`status`). */
 export type AgentStatus = { connected: boolean; info: AgentInfo | null; unreachable?: string };

@@ -56,7 +56,7 @@ export type ToAgent =
   /** Withdraw a client request that was forwarded under gwId. */
   | { type: "cancel_request"; gwId: number };
 
-/** What the agent said in initialize: the relay's view of connection/gateway-objects.ts `AgentInfo` (store.ts implements both, so they cannot drift apart). */
+/** What the agent said in initialize, as the AgentObject keeps it (connection/gateway-objects.ts re-exports it). */
 export interface AgentInfo {
   protocolVersion: number;
   agentCapabilities: Record<string, unknown>;
