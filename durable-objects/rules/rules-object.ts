@@ -44,7 +44,7 @@ const MAX_SNAPSHOT_RETRIES = 3;
 export interface RulesTesting {
   /** The object's name: the tenant (root) or `${tenantId}/${index}` (a shard). */
   readonly name: string | undefined;
-  /** A shard: the lease it hands sessions (ms), which a test may lengthen to observe a fence. */
+  /** The lease it hands (ms): a shard's to its sessions, the root's to its shards; a test may lengthen it to observe a fence or hold a path steady. */
   leaseMs: number;
   /** The root: calls it made to other objects while answering `changed` (the API's path). */
   readonly changeCalls: number;
@@ -105,15 +105,15 @@ export class RulesObject extends DurableObject<Env> implements RulesContract {
         LEASE_SLACK_MS,
       );
     }
-    const shard = this.shard;
+    const giver = this.shard?.giver ?? this.giver;
     const changeCalls = () => this.changeCalls;
     seams.set(this, {
       name: ctx.id.name,
       get leaseMs() {
-        return shard?.giver.leaseMs ?? 0;
+        return giver?.leaseMs ?? 0;
       },
       set leaseMs(ms: number) {
-        if (shard) shard.giver.leaseMs = ms;
+        if (giver) giver.leaseMs = ms;
       },
       get changeCalls() {
         return changeCalls();

@@ -3,9 +3,12 @@
 // The benchmark's cost table (BENCHMARKS.md) quotes these figures.
 
 import { SELF, env, runInDurableObject } from "cloudflare:test";
-import { describe, expect, it } from "vitest";
+import { describe, expect, it, onTestFinished } from "vitest";
 import { clientWithSession, DEFAULT_OPTIONS, dialInAgent, isMethod, seedTenant, startTurn } from "./helpers";
 import { objects } from "../../durable-objects/objects";
+import { type RulesObject, rulesTesting } from "../../durable-objects/rules/rules-object";
+import { RULES_SHARDS } from "../../durable-objects/rules/contract";
+import { shardOf } from "../../protocol/generation-lease";
 
 /** Wraps an object's sql.exec to sum the rows each statement wrote; returns a reader of the sum. */
 async function countRowsWritten(stub: DurableObjectStub): Promise<() => number> {
@@ -21,6 +24,41 @@ async function countRowsWritten(stub: DurableObjectStub): Promise<() => number> 
     }) as typeof sql.exec;
   });
   return () => cursors.reduce((sum, c) => sum + c.rowsWritten, 0);
+}
+
+/**
+ * The rows a request costs are those of a session holding the tenant's rules (rules-cache.ts): one
+ * whose lease ran out writes its entry before it waits for the rules, and once more after. With one
+ * core busy the half second between renewals can pass between two asks, so the counts here are
+ * taken under leases long enough to hold the path steady (the root's to the shard, the shard's to
+ * the session), and the test checks that no request waited for the shard.
+ */
+async function holdRulesSteady(tenantId: string, sessionId: string): Promise<() => Promise<number>> {
+  const leaseMs = 10 * 60_000;
+  const shard = objects.rulesShard(env, tenantId, shardOf(sessionId, RULES_SHARDS));
+  await runInDurableObject(objects.rules(env, tenantId), (root: RulesObject) => {
+    rulesTesting(root).leaseMs = leaseMs;
+  });
+  let checks = 0;
+  await runInDurableObject(shard, (instance: RulesObject) => {
+    rulesTesting(instance).leaseMs = leaseMs;
+    const proto = Object.getPrototypeOf(instance) as RulesObject;
+    const { snapshot, check } = proto;
+    const counted = (self: RulesObject) => rulesTesting(self).name?.startsWith(`${tenantId}/`) === true;
+    proto.snapshot = function (this: RulesObject, ...args: Parameters<RulesObject["snapshot"]>) {
+      if (counted(this)) checks++;
+      return snapshot.apply(this, args);
+    };
+    proto.check = function (this: RulesObject, ...args: Parameters<RulesObject["check"]>) {
+      if (counted(this)) checks++;
+      return check.apply(this, args);
+    };
+    onTestFinished(() => {
+      proto.snapshot = snapshot;
+      proto.check = check;
+    });
+  });
+  return async () => checks;
 }
 
 const lsAllowed = { decision: "allow", scope: { project: "/projects/demo" }, matcher: { type: "command", prefix: ["ls"] } };
@@ -40,9 +78,12 @@ describe("cost: SQLite rows written per relayed update and per permission reques
     const agentObject = env.AGENTS.get(env.AGENTS.idFromName(`${t.tenantId}/cost`));
     // Permission requests are asked only during a turn.
     await startTurn(client, agent, sessionId);
+    const shardCalls = await holdRulesSteady(t.tenantId, sessionId);
     // One request answered by the rule first: the session's rules are then held (rules-cache.ts), as in a running session.
     const warm = agent.askPermission(sessionId, { toolCallId: "warm", kind: "execute", rawInput: { command: "ls" } }, DEFAULT_OPTIONS);
     await agent.peer.next((m) => m.id === warm, 30_000);
+    expect(await shardCalls()).toBeGreaterThan(0); // precondition: the warm request fetched the rules under the long lease
+    const callsBefore = await shardCalls();
     const sessionRows = await countRowsWritten(session);
     const agentRows = await countRowsWritten(agentObject);
 
@@ -78,6 +119,8 @@ describe("cost: SQLite rows written per relayed update and per permission reques
     }
     const perPermission = { session: (sessionRows() - before.session) / asks, agent: (agentRows() - before.agent) / asks };
     console.log(`COST ${JSON.stringify({ perUpdate, perPermission, perRuleAnswered })}`);
+    // Precondition of the counts below: every request was decided from the rules the session held.
+    expect(await shardCalls()).toBe(callsBefore);
     // docs/decisions/0008-performance.md, "Rows per permission request". 2026-12-03 (rows branch): per update 1
     // in the session (the log row; the turn's progress is that row's time), 0 in the AgentObject (agentpath).
     expect(perUpdate.session).toBeLessThanOrEqual(1);

@@ -11,20 +11,23 @@ import { describe, expect, it } from "vitest";
 import { clientWithSession, dialInAgent, isMethod, isResponseTo, seedTenant, startTurn } from "./helpers";
 import { restartObject, sessionStub } from "./fuzz-faults";
 
+/** The instances a test marked (the isolate's own memory, so a new instance after an eviction is unmarked). */
+const markedInstances = new WeakSet<object>();
+
 /** The name the object's own ctx reports, read inside the object, and whether this instance was marked. */
 async function nameInside(stub: DurableObjectStub): Promise<{ name: string | undefined; marked: boolean }> {
-  // SAFETY: any gateway object; only its state and a test's own field are read.
-  return runInDurableObject(stub as DurableObjectStub<never>, (instance: unknown, state: DurableObjectState) => ({
+  // SAFETY: any gateway object; only its state is read, and the instance is used as a key.
+  return runInDurableObject(stub as DurableObjectStub<never>, (instance: object, state: DurableObjectState) => ({
     name: state.id.name,
-    marked: (instance as { marked?: boolean }).marked === true,
+    marked: markedInstances.has(instance),
   }));
 }
 
 /** Marks the running instance, so a test can tell that a later one is new (the eviction happened). */
 async function mark(stub: DurableObjectStub): Promise<void> {
   // SAFETY: as above.
-  await runInDurableObject(stub as DurableObjectStub<never>, (instance: unknown) => {
-    (instance as { marked?: boolean }).marked = true;
+  await runInDurableObject(stub as DurableObjectStub<never>, (instance: object) => {
+    markedInstances.add(instance);
   });
 }
 
