@@ -4,17 +4,14 @@
 // (the alarm only ever moves earlier). Counted in the real objects after a warm-up request, which
 // pays each of them once.
 
-import { runInDurableObject } from "cloudflare:test";
+import { env, runInDurableObject } from "cloudflare:test";
 import { describe, expect, it, onTestFinished } from "vitest";
-import type { RulesObject } from "../../durable-objects/rules/rules-object";
+import { type RulesObject, rulesTesting } from "../../durable-objects/rules/rules-object";
 import type { SessionObject } from "../../durable-objects/session/session-object";
 import { clientWithSession, DEFAULT_OPTIONS, dialInAgent, isMethod, isResponseTo, seedTenant, startTurn } from "./helpers";
 import { rulesStub, sessionStub } from "./fuzz-faults";
 
 type Counts = { rulesCalls: number; notifyReads: number; alarmWrites: number };
-
-// SAFETY: `ctx` and `env` are the DurableObject's own (protected) fields; only read or wrapped here.
-const internals = (object: unknown) => object as { ctx: DurableObjectState; env: { DB: D1Database } };
 
 /** Counts, from now on, the calls the session makes beyond its own SQLite (restored when the test ends). */
 async function countCosts(tenantId: string, sessionId: string): Promise<Counts> {
@@ -25,7 +22,7 @@ async function countCosts(tenantId: string, sessionId: string): Promise<Counts> 
       const original = proto[name];
       if (name === "constructor" || typeof original !== "function") continue;
       proto[name] = function (this: RulesObject, ...args: unknown[]) {
-        if (internals(this).ctx.id.name === tenantId) counts.rulesCalls++;
+        if (rulesTesting(this).name === tenantId) counts.rulesCalls++;
         return (original as (...a: unknown[]) => unknown).apply(this, args);
       };
       onTestFinished(() => {
@@ -33,7 +30,7 @@ async function countCosts(tenantId: string, sessionId: string): Promise<Counts> 
       });
     }
   });
-  await runInDurableObject(sessionStub(tenantId, sessionId), (instance: SessionObject, state) => {
+  await runInDurableObject(sessionStub(tenantId, sessionId), (_instance: SessionObject, state) => {
     const storage = state.storage;
     const setAlarm = storage.setAlarm.bind(storage);
     const deleteAlarm = storage.deleteAlarm.bind(storage);
@@ -45,7 +42,7 @@ async function countCosts(tenantId: string, sessionId: string): Promise<Counts> 
       counts.alarmWrites++;
       return deleteAlarm(...args);
     };
-    const env = internals(instance).env;
+    // The objects' D1 binding is the isolate's one (the test's `env.DB`): a read by any object counts.
     const db = env.DB;
     const prepare = db.prepare.bind(db);
     db.prepare = (query: string) => {
