@@ -15,7 +15,7 @@ import { type ClientAttachment, rewritable } from "../../protocol/session-wire";
 import type { Notifier } from "./notify";
 import { auditEntry, boundedEntry, outsideTurnSummary } from "./permission-audit";
 import type { DecidedBy, LinkRefusal } from "./contract";
-import { parsedParams } from "./pending-request";
+import { parsedParams } from "../../protocol/pending-permission";
 import type { RulesLink } from "./rules-link";
 import type { SessionInfo } from "./session-info";
 import { answerPermission } from "./permission-answer";
