@@ -1,6 +1,6 @@
 // The life of every permission request the agent asks of one session, as a synchronous state
-// machine: durable-objects/session/permission-lifecycle.ts builds its ports and
-// durable-objects/session/session-object.ts calls it. Pure: no platform import, no await; what takes
+// machine: durable-objects/session/permission-lifecycle.ts builds its ports; the SessionObject, its
+// agent link and its turn call it. Pure: no platform import, no await; what takes
 // time (the rules, the tenant's policy, the agent's hand-off, remembering a rule) is a port that
 // answers now or calls back later. test/unit/permission-machine.test.ts drives it, model-based, over
 // interleavings of asks, rule answers, client and link answers, cancels, withdrawals, deadlines,

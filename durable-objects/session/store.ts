@@ -78,7 +78,7 @@ const IDLE: TurnState = Object.freeze({ state: "idle" });
 /** How many ids nextId() reserves with one write. */
 const ID_BLOCK = 1000;
 
-export { type Approval, type PendingRequest, copyId, permIdOfCopy } from "../../protocol/pending-permission";
+export { type Approval, type PendingRequest, permIdOfCopy } from "../../protocol/pending-permission";
 export interface AgentRequestRow {
   outId: number;
   agentReqId: JsonRpcId;
