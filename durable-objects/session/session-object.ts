@@ -1,10 +1,10 @@
 // SessionObject: the Durable Object shell of one ACP session (one object per tenant + sessionId):
 // the platform handlers, attach, routing of client messages, the alarm, and the RPC methods, each
 // handed to the module that does the work: agent-link.ts (what the agent sends, and sending to it),
-// permission-lifecycle.ts (permission requests: the ports of protocol/permission-machine.ts), turn.ts (the turn), agent-request-routing.ts
-// (fs/terminal/elicitation requests), session-info.ts, notify.ts, store.ts (all state, in SQLite;
-// every socket is hibernatable, so an evicted object comes back whole on the next event). The RPC
-// argument and return types are in contract.ts.
+// protocol/permission-machine.ts (permission requests; its ports are built in permission-lifecycle.ts),
+// turn.ts (the turn), agent-request-routing.ts (fs/terminal/elicitation requests), session-info.ts,
+// notify.ts, store.ts (all state, in SQLite; every socket is hibernatable, so an evicted object comes
+// back whole on the next event). The RPC argument and return types are in contract.ts.
 //
 // Traffic:  client ⇄ edge Worker ⇄ (WebSocket per connection) ⇄ SessionObject ⇄ (agent link: a WebSocket, or RPC) ⇄ AgentObject ⇄ agent
 

@@ -14,7 +14,8 @@
 // After every step: the agent got at most one answer per request; the first valid answer (by role,
 // turn and four eyes, as `oracle` states them) is the one the agent gets; a refused answer leaves its
 // request pending and its client told; a first of two approvals reaches no one; "always" makes a rule
-// exactly when an approver chose it without four eyes; a cancelled turn left nothing pending;
+// exactly when an approver chose it without four eyes; a four-eyes request nobody attached can
+// approve was told to everyone; a cancelled turn left nothing pending;
 // nothing is resolved while already resolved (but an undelivered answer's rewrite); every copy a
 // client holds is of a pending request, or was answered by that client. After a quiet end (every
 // callback fired, every answer delivered, the turn ended): nothing pending, every request the agent
@@ -590,6 +591,18 @@ function invariants(w: World): void {
       check(winner(w, permId) === client, `${client} still holds a copy of ${permId}, resolved by ${winner(w, permId) ?? "no person"}`);
     }
   }
+  // Four eyes that nobody attached can approve is told (`four_eyes_unsatisfiable`), at least once since it became so.
+  for (const p of w.table.pending()) {
+    const asked = w.asked.find((a) => a.permId === p.permId)!;
+    if (!p.asking || asked.fourEyes === "none") continue;
+    const approved = w.approvals.get(p.permId) ?? new Set<string>();
+    const can = [...w.attached].some((c) => ROLES[c] === "approver" && !approved.has(`key:k_${c}`));
+    if (can) continue;
+    check(
+      w.notices.some((n) => n.method === GATEWAY_NOTIFICATIONS.fourEyesUnsatisfiable && n.params.toolCallId === p.toolCallId),
+      `nobody attached can approve ${p.permId} (four eyes ${asked.fourEyes}), and nobody was told`,
+    );
+  }
   if (w.table.turn.state !== "running") {
     for (const p of w.table.pending()) check(false, `request ${p.permId} pending outside a running turn`);
   }
@@ -781,6 +794,14 @@ const FIXED: [string, Command[], FourEyes?][] = [
       { t: "answer", client: 3, request: 0, choice: "a1" },
     ],
     "two_approvals",
+  ],
+  [
+    "the last approver leaving a four-eyes request: everyone is told nobody attached can approve it",
+    [
+      { t: "ask", mode: "none" },
+      { t: "leave", client: 1 },
+    ],
+    "not_prompter",
   ],
 ];
 
