@@ -56,31 +56,7 @@ export interface SessionSnapshot {
   lastSeq: number;
 }
 
-/** An answer through an approval link (`answerFromLink`). */
-export type LinkDecidedBy = { type: "link"; linkId: string; targetId: string; target: string };
-
-/** Who or what resolved a permission request; sent to clients and kept in the log and the audit. */
-export type DecidedBy =
-  | {
-      type: "person";
-      connectionId: string;
-      user: string | null;
-      keyId: string;
-      person?: { issuer: string; subject: string };
-      /** Their role when they answered (decision 0028). */
-      role?: string;
-      /** The policy that applied: `four_eyes:not_prompter` or `four_eyes:two_approvals`. */
-      policy?: string;
-      /** Under two_approvals: the first approval, recorded before this one committed. */
-      approvedBefore?: { who: string; user: string | null; role: string; connectionId: string; at: number }[];
-    }
-  | { type: "rule"; ruleId: string; description: string }
-  | { type: "cancel"; connectionId?: string; user?: string | null }
-  | { type: "deadline" }
-  | { type: "turn_end" }
-  | { type: "agent_disconnected"; reason: string }
-  | { type: "agent_withdrew" }
-  | LinkDecidedBy;
+export type { DecidedBy, LinkDecidedBy } from "../../protocol/pending-permission";
 
 /** What the approval page shows for a link (`approvalView`). */
 export type ApprovalView =

@@ -1,10 +1,10 @@
 // SessionObject: the Durable Object shell of one ACP session (one object per tenant + sessionId):
 // the platform handlers, attach, routing of client messages, the alarm, and the RPC methods, each
 // handed to the module that does the work: agent-link.ts (what the agent sends, and sending to it),
-// permission-lifecycle.ts (permission requests), turn.ts (the turn), agent-request-routing.ts
-// (fs/terminal/elicitation requests), session-info.ts, notify.ts, store.ts (all state, in SQLite;
-// every socket is hibernatable, so an evicted object comes back whole on the next event). The RPC
-// argument and return types are in contract.ts.
+// protocol/permission-machine.ts (permission requests; its ports are built in permission-lifecycle.ts),
+// turn.ts (the turn), agent-request-routing.ts (fs/terminal/elicitation requests), session-info.ts,
+// notify.ts, store.ts (all state, in SQLite; every socket is hibernatable, so an evicted object comes
+// back whole on the next event). The RPC argument and return types are in contract.ts.
 //
 // Traffic:  client ⇄ edge Worker ⇄ (WebSocket per connection) ⇄ SessionObject ⇄ (agent link: a WebSocket, or RPC) ⇄ AgentObject ⇄ agent
 
@@ -50,7 +50,7 @@ import { CompactionTally } from "./compaction";
 import { AgentRequests } from "./agent-request-routing";
 import { claim } from "./ownership";
 import { Notifier } from "./notify";
-import { PermissionLifecycle } from "./permission-lifecycle";
+import { type PermissionLifecycle, flushAudit, permissionLifecycle } from "./permission-lifecycle";
 import { RulesLink } from "./rules-link";
 import { sessionSnapshot } from "./snapshot";
 import { SessionInfo, loadResult } from "./session-info";
@@ -128,7 +128,7 @@ export class SessionObject extends DurableObject<Env> implements SessionContract
     this.rulesLink = new RulesLink(env, this.store);
     this.info = new SessionInfo(ctx, env, this.store, this.clients);
     const policy = new TenantPolicy(env.DB, this.store);
-    this.permissions = new PermissionLifecycle({
+    this.permissions = permissionLifecycle({
       policy,
       ctx,
       store: this.store,
@@ -383,7 +383,7 @@ export class SessionObject extends DurableObject<Env> implements SessionContract
   rulesChanged(generation: number): boolean {
     if (!this.store.meta) return false;
     const subscribed = this.rulesLink.rulesChanged(generation);
-    if (this.store.hasAsking()) this.ctx.waitUntil(this.permissions.reconsider());
+    if (this.store.hasAsking()) this.permissions.reconsider();
     return subscribed;
   }
 
@@ -401,7 +401,10 @@ export class SessionObject extends DurableObject<Env> implements SessionContract
     const gone = await this.notifier.targetGone(permId, linkId);
     if (gone) return gone;
     // Checked again and taken in one synchronous step (notify.ts takeAnswer): two answers cannot both pass.
-    return this.permissions.answerFromLink(permId, linkId, optionId);
+    const taken = this.notifier.takeAnswer(permId, linkId, optionId);
+    if (!taken.ok) return taken.view;
+    this.permissions.answerFromLink(taken.pending, optionId, taken.by);
+    return { state: "answered_by_you" };
   }
 
   // ── reads ─────────────────────────────────────────────────────────────────────────────────────
@@ -445,13 +448,14 @@ export class SessionObject extends DurableObject<Env> implements SessionContract
   override alarm(): void {
     this.alarmSetTo = undefined; // a fired alarm is gone
     const now = Date.now();
-    if (this.audits.waiting() > 0) this.ctx.waitUntil(this.permissions.flushAudit());
+    if (this.audits.waiting() > 0) this.ctx.waitUntil(flushAudit({ audits: this.audits, scheduleDeadline: () => this.scheduleDeadline() }));
     const unindexAt = this.unindex.retryAt(now);
     // Any alarm tries again: a row is only pending after a delete, when nothing else keeps the alarm busy.
     if (unindexAt !== undefined) this.ctx.waitUntil(this.unindex.retry().then(() => this.scheduleDeadline()));
     const idleAt = this.turnWatch.idleAt(this.store);
     if (idleAt !== undefined && idleAt <= now) this.turn.endIdle();
-    if (this.permissions.overdue(now)) this.turn.deadlinePassed();
+    const deadline = this.store.nextDeadline();
+    if (deadline !== undefined && deadline <= now) this.turn.deadlinePassed();
     this.notifier.onAlarm(now, this.clients.list().length > 0);
     this.scheduleDeadline();
   }

@@ -16,7 +16,7 @@ import { type JsonRpcId, isObject } from "../../protocol/jsonrpc";
 import type { Limits } from "../../protocol/tenant-limits";
 import { reduceToolCall, type ToolCallRow } from "../../protocol/tool-calls";
 import { MAX_STORED_ROW_BYTES, utf8LongerThan } from "../../protocol/limits";
-import { type ParsedParams, parsePermissionParams } from "./pending-request";
+import { type Approval, type PendingRequest, parsePermissionParams } from "../../protocol/pending-permission";
 import type { FourEyesNeed } from "../../protocol/people/four-eyes";
 import { type MigrationOutcome, type MigrationStorage, migrateStorage } from "./store-migrations";
 import { sessionLog } from "./session-log";
@@ -67,15 +67,6 @@ interface RequestColumn {
   approvals?: Approval[];
 }
 
-/** A first approval of a request that needs two (four eyes, decision 0028): who, from where, when. */
-export interface Approval {
-  who: string;
-  user: string | null;
-  role: string;
-  connectionId: string;
-  at: number;
-}
-
 /** A resolution written with its request (a rule's answer, a refusal): the resolution's text and audit entry. */
 export interface Resolution {
   text: string;
@@ -87,41 +78,7 @@ const IDLE: TurnState = Object.freeze({ state: "idle" });
 /** How many ids nextId() reserves with one write. */
 const ID_BLOCK = 1000;
 
-/**
- * A permission request waiting for an answer: its own log entry (kind `permission`), whose `request`
- * column holds these fields, written once when it is asked (and once more only when the rules are
- * consulted asynchronously and people are asked after). `permId` is the entry's seq, so it never
- * repeats in a session; the copies clients hold carry it as their id (`copyId`), so no row per copy
- * is needed.
- */
-interface PendingRow {
-  permId: number;
-  agentReqId: JsonRpcId;
-  agentEpoch: number;
-  toolCallId: string | null;
-  params: string;
-  createdAt: number;
-  deadlineAt: number;
-  /** 0 while the tenant's rules are consulted, 1 once people are asked (copies sent). */
-  asking: number;
-  /** What the tenant's four-eyes policy asks of it (decided when it is asked; absent: nothing). */
-  fourEyes?: FourEyesNeed | null;
-  /** The approvals recorded so far, when it needs two. */
-  approvals?: Approval[];
-}
-
-/** The id of every client's copy of a pending request: negative, so it never meets the positive ids of nextId(). */
-export function copyId(permId: number): number {
-  return -permId;
-}
-
-/** The pending request a copy's id names, if the id is a copy's. */
-export function permIdOfCopy(id: number): number | undefined {
-  return id < 0 ? -id : undefined;
-}
-
-/** A pending request as the lifecycle uses it: its params parsed once, when it is read (pending-request.ts). */
-export type PendingRequest = PendingRow & ParsedParams;
+export { type Approval, type PendingRequest, permIdOfCopy } from "../../protocol/pending-permission";
 export interface AgentRequestRow {
   outId: number;
   agentReqId: JsonRpcId;

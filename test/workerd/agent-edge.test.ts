@@ -380,7 +380,7 @@ class Watcher {
  * The client saw the agent's frames once each, and the prompt's answer last. The notifications in the
  * agent's order exactly; a permission request after every frame the agent sent before it, though
  * not always before those after it: the session shows it to people once the tenant's rules are
- * consulted, which may mean loading them (permission-lifecycle.ts `askAfterRules`; so on the
+ * consulted, which may mean loading them (protocol/permission-machine.ts `rulesAnswered`; so on the
  * AgentObject's path alone too), while the updates after it are fanned out as they come.
  */
 function expectAgentOrder(seen: string[], expected: string[]): void {

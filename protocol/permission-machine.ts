@@ -1,0 +1,745 @@
+// The life of every permission request the agent asks of one session, as a synchronous state
+// machine: durable-objects/session/permission-lifecycle.ts builds its ports; the SessionObject, its
+// agent link and its turn call it. Pure: no platform import, no await; what takes
+// time (the rules, the tenant's policy, the agent's hand-off, remembering a rule) is a port that
+// answers now or calls back later. test/unit/permission-machine.test.ts drives it, model-based, over
+// interleavings of asks, rule answers, client and link answers, cancels, withdrawals, deadlines,
+// clients coming and going, undelivered answers and evictions.
+//
+// A request's life: asked → (outside a turn: answered `cancelled` at once, audited; over the
+// session's limit: refused with an error) → the rules (may answer at once, later, or not be
+// reachable: then people are asked and told so) → people (a copy to every attached client and to
+// each that attaches, with `_meta.acpGateway.answerable` for its person) → resolved by the first
+// valid answer, a rule created meanwhile, an approval link, the turn's cancel or end, the deadline
+// (the turn's cancel), the agent withdrawing it, or the agent gone.
+//
+// The guarantees, and how:
+// - The first valid answer wins: resolving takes the request out of the pending table in the same
+//   synchronous step (`resolve`), and every answer is judged only while the request is pending. The
+//   agent gets exactly one answer per request: the winner's, `cancelled` (TC-12), or -32800 when it
+//   withdrew the request; nothing after.
+// - Never approval by accident (TC-10, TC-17): an answer is judged against the options offered
+//   (protocol/permissions.ts) and authorised as it commits — the role, whose turn it is, four eyes —
+//   (protocol/people/answering.ts); a refused answer leaves the request pending for everyone else and
+//   tells its client why. An allow rule never answers a request that needs four eyes.
+// - Every copy is answered or withdrawn: when a request that people were asked is resolved or
+//   withdrawn, every client but the one whose answer won is sent `$/cancel_request` for it.
+// - A resolution is announced (`_acp_gateway/permission_resolved`) only once the agent has the
+//   answer, to the clients attached when it was decided; one that could not be handed on while the
+//   turn runs makes the request pending again (asked again); otherwise it is audited as withdrawn.
+// - Every outcome is audited once, in the same write as the resolution (its audit entry waits in the
+//   session until D1 takes it; `audit.hold` keeps it back until the answer reached the agent). A
+//   refused answer and a first approval of two are audited too.
+// - A person's *_always choice is a tenant rule only when they may make rules and a rule may cover
+//   the operation; otherwise it applies once and every client is told why (`rule_not_created`).
+
+import { type JsonRpcId, RpcError, errorResponse, isObject } from "./jsonrpc";
+import { CANCEL_REQUEST, CLIENT_METHODS } from "./methods";
+import {
+  CANCELLED_RESULT,
+  type PermissionOption,
+  RULES_UNAVAILABLE_MESSAGE,
+  judgeAnswer,
+  markedRulesUnknown,
+  withGatewayMeta,
+} from "./permissions";
+import { type LimitError, limitsOf, outsideTurnAuditLimit, pendingLimitError } from "./tenant-limits";
+import { type ClientAttachment, rewritable } from "./session-wire";
+import { type DecidedBy, type PendingRequest, type Approval, copyId, parsedParams } from "./pending-permission";
+import { type Answerer, type RequestFacts, answerable, authorise, personKey, unsatisfiable } from "./people/answering";
+import { type FourEyesNeed, fourEyesNeed } from "./people/four-eyes";
+import { describeOperation } from "./operation";
+import type { ToAgent } from "./agent-relay";
+import type { ToolCallRow } from "./tool-calls";
+import type { FourEyesSettings } from "../core/principal";
+import { ErrorCode } from "../core/rpc-errors";
+import { GATEWAY_NOTIFICATIONS } from "../core/gateway-notifications";
+import { METRIC } from "../core/metrics";
+
+// ── the ports ─────────────────────────────────────────────────────────────────────────────────
+
+/** A port that answers later (it calls back) instead of now. */
+export const LATER = Symbol("later");
+type Later = typeof LATER;
+/** The rules could not be consulted (the shard or D1 failed): people are asked, and told so. */
+export const RULES_UNAVAILABLE = Symbol("rules unavailable");
+
+/** A rule's decision (durable-objects/rules/contract.ts DecideResult); null: no rule applies. */
+export interface RuleDecision {
+  decision: "allow" | "reject" | null;
+  ruleId?: string;
+  description?: string;
+  optionId?: string;
+}
+
+/** What remembering a person's *_always choice came to: a rule, why none, or nothing to say. */
+type Remembered = { reason: string } | object | null;
+
+/** What the session is, as the machine reads it (store.ts SessionMeta). */
+interface SessionFacts {
+  sessionId: string;
+  cwd: string;
+  deadlineMs: number;
+  relayAlwaysAsMade?: boolean;
+  limits?: unknown;
+}
+
+/** The session's turn (store.ts TurnState): nothing may be approved outside a running one. */
+export type TurnFacts = { state: "idle" } | { state: "running" | "cancelling"; gwId: number; prompter?: string };
+
+/** A resolution written with its request: the text clients are sent and the audit entry. */
+export interface Resolution {
+  text: string;
+  audit: object | null;
+}
+
+/**
+ * The session's tables (durable-objects/session/store.ts, in SQLite): the meta, the turn, the tool
+ * calls, and each request's one log entry (pending while its `request` column is open). The
+ * pending rows are the machine's state: an evicted object rebuilds them from the log, so every
+ * decision below reads them, never a copy.
+ */
+export interface PermissionTable {
+  readonly meta: SessionFacts | undefined;
+  readonly turn: TurnFacts;
+  nextSeq(): number;
+  applyToolCall(patch: unknown, seq: number): unknown;
+  toolCall(id: string): ToolCallRow | undefined;
+  pending(): PendingRequest[];
+  pendingById(permId: number): PendingRequest | undefined;
+  pendingByAgentId(agentReqId: JsonRpcId, epoch: number): PendingRequest | undefined;
+  pendingCount(): number;
+  isPending(permId: number): boolean;
+  /** The request's entry, written once: pending (`request`), resolved (`resolution`), or neither (over the limit). */
+  appendPermission(seq: number, body: string, request: PendingRequest | null, resolution?: Resolution): void;
+  markAsking(permId: number, asking: number): void;
+  setFourEyes(permId: number, need: FourEyesNeed | null): void;
+  recordApproval(permId: number, approval: Approval): void;
+  /** An entry that is only audit trail (a refused answer, a first approval). */
+  appendAudited(kind: "refusal", body: string, audit: object): void;
+  resolvePermission(permId: number, resolution: Resolution): void;
+  reopenPermission(pending: PendingRequest): void;
+}
+
+/** The attached clients (durable-objects/session/clients.ts); `C` is the shell's handle of one (a WebSocket). */
+interface ClientsPort<C> {
+  all(): C[];
+  attachment(client: C): ClientAttachment | undefined;
+  /** Sends one frame; a socket that is closing is skipped. Frames in the client's ids are marked `rewritable` (session-wire.ts). */
+  send(client: C, text: string): void;
+  /** How often each pending request was sent again to this client after a refused answer; kept with the client. */
+  resends(client: C): Record<string, number> | undefined;
+  setResends(client: C, resends: Record<string, number>): void;
+}
+
+/** The tenant's rules (durable-objects/session/rules-link.ts). */
+interface RulesPort {
+  /** A decision now, or LATER and `then` is called with it (or RULES_UNAVAILABLE). */
+  consult(pending: PendingRequest, then: (decided: RuleDecision | null | typeof RULES_UNAVAILABLE) => void): RuleDecision | null | Later;
+  /** Stores a person's *_always choice as a rule; `then` with what came of it (not called when it failed). */
+  remember(pending: PendingRequest, made: RememberMade, then: (remembered: Remembered) => void): void;
+  /** Requests wait on people: keep the rules' subscription, so a new rule may answer them (rulesChanged → `reconsider`). */
+  watch(): void;
+}
+
+interface RememberMade {
+  user: string | null;
+  chosen: { optionId: string; name: string; kind: string };
+  keyId: string;
+  toolCallId: string | null;
+}
+
+/** The tenant's decision audit (durable-objects/session/audit-outbox.ts, permission-audit.ts). */
+interface AuditPort {
+  /** The audit entry of an outcome of the request (null without the session's meta). */
+  entry(pending: PendingRequest, outcome: unknown, by: DecidedBy, chosen?: PermissionOption): object | null;
+  /** The out-of-turn window's one summarising entry in place of `latest`. */
+  outsideTurnSummary(latest: object, windowStart: number, over: number, rate: number): object;
+  /** The request's entry waits until its answer reached the agent (`release`). */
+  hold(permId: number): void;
+  release(permId: number): void;
+  /** An entry was written: it goes to D1 with the next (batched) flush. */
+  queued(): void;
+}
+
+/** What the session does around a request: notices, the alarm, the turn's idle clock, notifications, metrics. */
+interface SessionPort {
+  now(): number;
+  /** A gateway notification to every client, kept in the log (session-info.ts notice). */
+  notice(method: string, params: Record<string, unknown>): void;
+  /** The earliest deadline may have moved: the alarm is set again. */
+  deadlineChanged(): void;
+  /** A person's answer is the turn's progress: the idle clock starts again. */
+  progress(): void;
+  /** People are asked: the tenant's notification targets may be told (notify.ts). */
+  peopleAsked(permId: number): void;
+  /** The tenant's four-eyes settings for the running turn, now or LATER (then `then`). */
+  policy(gwId: number, then: (policy: FourEyesSettings | undefined) => void): FourEyesSettings | undefined | Later;
+  metric(name: PermissionMetric, detail?: string): void;
+}
+
+type PermissionMetric = typeof METRIC.permissionRequested | typeof METRIC.permissionResolved | typeof METRIC.limitRefused;
+
+export interface PermissionPorts<C> {
+  table: PermissionTable;
+  clients: ClientsPort<C>;
+  /** To the agent, in order; `after` learns whether the answer reached it (`threw`: the hand-off failed). */
+  toAgent(frame: ToAgent, after?: (delivered: boolean, threw: boolean) => void): void;
+  rules: RulesPort;
+  audit: AuditPort;
+  session: SessionPort;
+}
+
+// ── the machine ───────────────────────────────────────────────────────────────────────────────
+
+/** `pending.asking`: the rules are being consulted; people are asked; people are asked because the rules could not be consulted. */
+const NOT_YET_ASKING = 0;
+const ASKING = 1;
+const ASKING_RULES_UNKNOWN = 2;
+/** How many times a client that answered a permission request wrongly is asked again. */
+const MAX_RESENDS = 3;
+/** The window of the out-of-turn audit rate (Limits.outsideTurnAuditsPerMinute). */
+const OUTSIDE_TURN_WINDOW_MS = 60_000;
+
+type PersonDecidedBy = Extract<DecidedBy, { type: "person" }>;
+type Answer = { result?: unknown; error?: unknown };
+
+export class PermissionMachine<C> {
+  /** Out-of-turn requests in the current window (in memory: an eviction starts a new window, which only audits more). */
+  private outsideTurn = { start: 0, count: 0 };
+  /** permIds whose "nobody attached can approve" was told, so it is told once until someone who can attaches. */
+  private readonly toldBlocked = new Set<number>();
+
+  constructor(private readonly io: PermissionPorts<C>) {}
+
+  // ── asked ─────────────────────────────────────────────────────────────────────────────────────
+  /**
+   * The agent asked: its tool call is applied, then the rules, then people; the request is one log
+   * entry (its permId is the entry's seq), written once: already asking when the rules answer at once
+   * that they do not decide it, already resolved when a rule decides it, pending while the rules (or
+   * the tenant's policy) answer later. Its resolution later is one UPDATE of the same entry.
+   */
+  ask(epoch: number, agentReqId: JsonRpcId, text: string, params: unknown): void {
+    const { table, session } = this.io;
+    const meta = table.meta;
+    if (!meta) return;
+    const seq = table.nextSeq();
+    const parsed = parsedParams(params);
+    table.applyToolCall(parsed.toolCall, seq);
+    const now = session.now();
+    const request: PendingRequest = {
+      permId: seq,
+      agentReqId,
+      agentEpoch: epoch,
+      toolCallId: typeof parsed.toolCall?.toolCallId === "string" ? parsed.toolCall.toolCallId : null,
+      params: JSON.stringify(params),
+      createdAt: now,
+      deadlineAt: now + meta.deadlineMs,
+      asking: NOT_YET_ASKING,
+      ...parsed,
+    };
+    session.metric(METRIC.permissionRequested);
+    // Nothing may be approved outside a running turn: no rule answers, no client is asked (TC-11).
+    const turn = table.turn;
+    if (turn.state !== "running") return this.refuseOutsideTurn(request, text);
+    const limit = limitsOf(meta.limits).pendingPermissionsPerSession;
+    if (table.pendingCount() >= limit) {
+      session.metric(METRIC.limitRefused, "pending_permission_limit");
+      table.appendPermission(seq, text, null);
+      return this.refuseOverLimit(epoch, agentReqId, pendingLimitError(meta.sessionId, limit));
+    }
+    // Four eyes first (decision 0028): what the tenant's policy asks of the operation decides whether an allow rule may answer it.
+    const policy = session.policy(turn.gwId, (read) => this.policyRead(seq, read));
+    if (policy === LATER) {
+      table.appendPermission(seq, text, request);
+      session.deadlineChanged();
+      return;
+    }
+    request.fourEyes = this.fourEyesOf(request, policy);
+    const decided = this.io.rules.consult(request, (later) => this.rulesAnswered(seq, later));
+    if (decided === LATER) {
+      table.appendPermission(seq, text, request);
+      session.deadlineChanged();
+    } else if (!this.resolveByRule(request, decided, text)) {
+      this.startAsking(request, ASKING, { append: text });
+    }
+  }
+
+  /** The turn's policy, read later: then the rules, then people, as `ask`. */
+  private policyRead(permId: number, policy: FourEyesSettings | undefined): void {
+    const pending = this.io.table.pendingById(permId);
+    if (!pending || pending.asking) return; // cancelled or withdrawn meanwhile
+    this.io.table.setFourEyes(permId, this.fourEyesOf(pending, policy));
+    const decided = this.io.rules.consult(pending, (later) => this.rulesAnswered(permId, later));
+    if (decided === LATER) return;
+    if (!this.resolveByRule(pending, decided)) this.startAsking(pending, ASKING, "stored");
+  }
+
+  /**
+   * The rules answered later. Until then the request is pending but not shown, so an attaching client
+   * never sees a request that a rule is about to answer. A failure to consult the rules means asking
+   * people, never approval, and the people asked are told that remembered decisions could not be consulted.
+   */
+  private rulesAnswered(permId: number, decided: RuleDecision | null | typeof RULES_UNAVAILABLE): void {
+    const pending = this.io.table.pendingById(permId);
+    if (!pending || pending.asking) return; // cancelled or withdrawn meanwhile
+    if (decided === RULES_UNAVAILABLE) return this.startAsking(pending, ASKING_RULES_UNKNOWN, "stored");
+    if (!this.resolveByRule(pending, decided)) this.startAsking(pending, ASKING, "stored");
+  }
+
+  /** What the tenant's four-eyes policy asks of the request's operation, read by the rules engine's parser (protocol/operation.ts). */
+  private fourEyesOf(request: PendingRequest, policy: FourEyesSettings | undefined): FourEyesNeed | null {
+    const meta = this.io.table.meta;
+    if (!meta || !policy || policy.operations.length === 0) return null;
+    const row = request.toolCallId ? this.io.table.toolCall(request.toolCallId) : undefined;
+    const toolCall = row ?? request.toolCall ?? {};
+    return fourEyesNeed(policy, describeOperation(toolCall as Record<string, unknown>, meta.cwd));
+  }
+
+  /** A permission request beyond the session's bound: the agent gets an error saying why, the clients a notice. */
+  private refuseOverLimit(epoch: number, agentReqId: JsonRpcId, error: LimitError): void {
+    this.io.toAgent({ type: "response", epoch, id: agentReqId, error });
+    this.io.session.notice(GATEWAY_NOTIFICATIONS.limitReached, { sessionId: this.io.table.meta?.sessionId, ...error });
+  }
+
+  /**
+   * A permission request while no turn runs, or after the turn was cancelled: `cancelled` at once,
+   * audited (one entry, resolved). Past the tenant's rate in a minute, the entry is the window's one
+   * summarising row instead (the same id each time, the count rising), and the clients are told once.
+   */
+  private refuseOutsideTurn(request: PendingRequest, text: string): void {
+    const { table, session, audit } = this.io;
+    const by: DecidedBy = table.turn.state === "idle" ? { type: "turn_end" } : { type: "cancel" };
+    const entry = { agentReqId: request.agentReqId, outcome: CANCELLED_RESULT.outcome, decidedBy: by };
+    const meta = table.meta;
+    const rate = limitsOf(meta?.limits).outsideTurnAuditsPerMinute;
+    const now = session.now();
+    if (now - this.outsideTurn.start >= OUTSIDE_TURN_WINDOW_MS) this.outsideTurn = { start: now, count: 0 };
+    const n = ++this.outsideTurn.count;
+    session.metric(METRIC.permissionResolved, by.type);
+    const full = audit.entry(request, CANCELLED_RESULT.outcome, by);
+    const entered = n <= rate || !full ? full : audit.outsideTurnSummary(full, this.outsideTurn.start, n - rate, rate);
+    table.appendPermission(request.permId, text, request, { text: JSON.stringify(entry), audit: entered });
+    // After the request's own entry: a notice is a log entry too, numbered after it.
+    if (n === rate + 1 && meta) {
+      session.notice(GATEWAY_NOTIFICATIONS.limitReached, { sessionId: meta.sessionId, ...outsideTurnAuditLimit(meta.sessionId, rate) });
+    }
+    this.io.toAgent({ type: "response", epoch: request.agentEpoch, id: request.agentReqId, result: CANCELLED_RESULT });
+    audit.queued();
+  }
+
+  /**
+   * People are asked: a copy to every attached client (and to each that attaches later), the rules
+   * watched, notifications tracked. `write`: how the request's entry says so — written now (`append`,
+   * its agent frame), marked asking (`stored`, pending already), or pending again (`reopen`, its
+   * resolution never reached the agent).
+   */
+  private startAsking(request: PendingRequest, asking: number, write: { append: string } | "stored" | "reopen"): void {
+    const { table, session } = this.io;
+    const pending = { ...request, asking };
+    if (write === "stored") table.markAsking(pending.permId, asking);
+    else if (write === "reopen") table.reopenPermission(pending);
+    else table.appendPermission(pending.permId, write.append, pending);
+    if (asking === ASKING_RULES_UNKNOWN) {
+      session.notice(GATEWAY_NOTIFICATIONS.rulesUnavailable, {
+        sessionId: table.meta?.sessionId,
+        toolCallId: pending.toolCallId,
+        message: RULES_UNAVAILABLE_MESSAGE,
+      });
+    }
+    for (const client of this.io.clients.all()) this.sendCopy(client, pending);
+    this.checkApprovable(pending);
+    this.io.rules.watch();
+    session.deadlineChanged();
+    session.peopleAsked(pending.permId);
+  }
+
+  // ── rules ─────────────────────────────────────────────────────────────────────────────────────
+  /** A rule was created: the requests waiting on people that it matches resolve now, one after another. */
+  reconsider(): void {
+    this.reconsiderFrom(this.io.table.pending().filter((p) => p.asking));
+  }
+
+  private reconsiderFrom(waiting: PendingRequest[]): void {
+    for (let i = 0; i < waiting.length; i++) {
+      const permId = waiting[i]!.permId;
+      const rest = waiting.slice(i + 1);
+      const decided = this.io.rules.consult(waiting[i]!, (later) => {
+        this.reconsidered(permId, later);
+        this.reconsiderFrom(rest);
+      });
+      if (decided === LATER) return;
+      this.reconsidered(permId, decided);
+    }
+  }
+
+  private reconsidered(permId: number, decided: RuleDecision | null | typeof RULES_UNAVAILABLE): void {
+    const still = this.io.table.pendingById(permId);
+    if (still && decided !== RULES_UNAVAILABLE) this.resolveByRule(still, decided);
+  }
+
+  /** `append`: the request is not written yet (decided as it is asked): written once, resolved. */
+  private resolveByRule(pending: PendingRequest, decided: RuleDecision | null, append?: string): boolean {
+    if (!decided?.decision || !decided.optionId || !decided.ruleId) return false;
+    // No allow rule covers an operation that needs four eyes; a reject rule still rejects it.
+    if (decided.decision === "allow" && pending.fourEyes) return false;
+    const result = { outcome: { outcome: "selected", optionId: decided.optionId } };
+    this.resolve(pending, result, { type: "rule", ruleId: decided.ruleId, description: decided.description ?? "" }, undefined, append);
+    return true;
+  }
+
+  // ── clients ───────────────────────────────────────────────────────────────────────────────────
+  /** Sends a client its copy of a pending request: the agent's params, under the request's copy id, with who may answer. */
+  private sendCopy(client: C, pending: PendingRequest): void {
+    const agentParams = pending.asking === ASKING_RULES_UNKNOWN ? markedRulesUnknown(pending.params) : pending.params;
+    // Who may answer, as this client's person; judged again when the answer commits.
+    const facts = this.factsOf(pending);
+    const attachment = this.io.clients.attachment(client);
+    const fields: Record<string, unknown> = {
+      answerable: attachment
+        ? answerable(answererOf(attachment), facts)
+        : { optionIds: [], reason: "This copy is not addressed to a known client." },
+    };
+    if (facts.fourEyes) {
+      const blocked = this.blockedReason(facts);
+      fields.fourEyes = {
+        require: facts.fourEyes.require,
+        why: facts.fourEyes.why,
+        approvals: facts.approvals.length,
+        ...(blocked ? { unsatisfiable: blocked } : {}),
+      };
+    }
+    const params = withGatewayMeta(agentParams, fields);
+    const method = CLIENT_METHODS.sessionRequestPermission;
+    this.io.clients.send(client, rewritable(`{"jsonrpc":"2.0","id":${copyId(pending.permId)},"method":"${method}","params":${params}}`));
+  }
+
+  /** An attaching client gets a copy of every request people are being asked. */
+  sendPendingTo(client: C): void {
+    for (const pending of this.io.table.pending()) if (pending.asking) this.sendCopy(client, pending);
+  }
+
+  /** A client left (`leaving`) or arrived: the four-eyes requests it could have approved are checked again. */
+  clientsChanged(leaving?: string): void {
+    for (const pending of this.io.table.pending()) if (pending.asking) this.checkApprovable(pending, leaving);
+  }
+
+  /**
+   * A request under four eyes that nobody attached (but `leaving`) can approve: everyone is told, once,
+   * with who it waits for (`_acp_gateway/four_eyes_unsatisfiable`); each copy sent carries it too.
+   */
+  private checkApprovable(pending: PendingRequest, leaving?: string): void {
+    if (!pending.fourEyes) return;
+    const blocked = this.blockedReason(this.factsOf(pending), leaving);
+    if (blocked === null) {
+      this.toldBlocked.delete(pending.permId);
+      return;
+    }
+    if (this.toldBlocked.has(pending.permId)) return;
+    this.toldBlocked.add(pending.permId);
+    this.io.session.notice(GATEWAY_NOTIFICATIONS.fourEyesUnsatisfiable, {
+      sessionId: this.io.table.meta?.sessionId,
+      toolCallId: pending.toolCallId,
+      require: pending.fourEyes.require,
+      reason: blocked,
+    });
+  }
+
+  /** Why nobody attached (but `leaving`) can approve the request now, or null. */
+  private blockedReason(facts: RequestFacts, leaving?: string): string | null {
+    const attached: Answerer[] = [];
+    for (const client of this.io.clients.all()) {
+      const a = this.io.clients.attachment(client);
+      if (a && a.connId !== leaving) attached.push(answererOf(a));
+    }
+    return unsatisfiable(facts, attached);
+  }
+
+  /** What answering knows of a pending request now. */
+  private factsOf(pending: PendingRequest): RequestFacts {
+    const turn = this.io.table.turn;
+    return {
+      options: pending.options,
+      prompter: turn.state !== "idle" ? (turn.prompter ?? null) : null,
+      fourEyes: pending.fourEyes ?? null,
+      approvals: (pending.approvals ?? []).map((a) => a.who),
+    };
+  }
+
+  // ── answered ──────────────────────────────────────────────────────────────────────────────────
+  /**
+   * A client answered its copy: judged against the options offered (never approval when invalid),
+   * then authorised as it commits (the person's role, whose turn it is, four eyes), and a person's
+   * *_always choice remembered as a tenant rule when they may make rules and a rule may cover the
+   * operation. A refused answer is audited (who, role, why) and the request stays pending for the others.
+   */
+  answer(client: C, attachment: ClientAttachment, permId: number, response: Answer): void {
+    const { table, session } = this.io;
+    const pending = table.pendingById(permId);
+    // Answered already (the first answer won), withdrawn, or never asked: nothing to do.
+    if (!pending?.asking) return;
+    // The client declined to answer (closed its dialog, or cancelled its copy): others still may.
+    if (response.error !== undefined) return;
+    const judged = judgeAnswer(response.result, pending.options);
+    if (!judged.ok) {
+      // Never approval (TC-10, TC-17): tell this client, keep the request pending, and ask it again.
+      const requestId = copyId(permId);
+      const error = RpcError.invalidParams(
+        `Your answer to permission request ${requestId} was refused: ${judged.reason}. The request is still pending.`,
+        { requestId, sessionId: table.meta?.sessionId, toolCallId: pending.toolCallId },
+      );
+      this.io.clients.send(client, rewritable(JSON.stringify(errorResponse(null, error))));
+      if (this.countResend(client, permId)) this.sendCopy(client, pending);
+      return;
+    }
+    const answerer = answererOf(attachment);
+    const by: PersonDecidedBy = {
+      type: "person",
+      connectionId: attachment.connId,
+      user: attachment.user,
+      keyId: attachment.keyId,
+      ...(attachment.person ? { person: attachment.person } : {}),
+      role: answerer.role,
+      ...(pending.fourEyes ? { policy: `four_eyes:${pending.fourEyes.require}` } : {}),
+      ...(pending.approvals && pending.approvals.length > 0 ? { approvedBefore: pending.approvals } : {}),
+    };
+    const outcome = judged.outcome;
+    const chosen = outcome.outcome === "selected" ? outcome.option : null;
+    // Authorised as it commits: the role, the turn and the policy as they are now, not as when the copy was sent.
+    const authorised = authorise(answerer, this.factsOf(pending), chosen);
+    if (!authorised.ok) return this.refuse(client, pending, by, chosen, authorised.reason, outcome.outcome);
+    if (!authorised.commit) {
+      if (chosen) this.recordFirstApproval(client, pending, by, answerer.who, chosen);
+      return;
+    }
+    if (chosen && authorised.once !== null) {
+      // "Always" from someone who may not make rules, or for an operation no rule may cover: applied once, every client told why.
+      session.notice(GATEWAY_NOTIFICATIONS.ruleNotCreated, {
+        sessionId: table.meta?.sessionId,
+        toolCallId: pending.toolCallId,
+        reason: authorised.once,
+        chosenBy: attachment.user,
+      });
+      const forwarded = onceOf(chosen.kind, pending.options);
+      // Only "always" was offered: it is what the agent gets, but the gateway stores nothing.
+      if (!forwarded) return this.resolve(pending, response.result, by);
+      return this.resolve(pending, withOption(response.result, forwarded), by, chosen);
+    }
+    if (chosen && (chosen.kind === "allow_always" || chosen.kind === "reject_always")) {
+      // The gateway is the single authority for what the tenant remembers: it stores the rule and,
+      // unless the tenant says otherwise, tells the agent only "once", so a revoked rule really stops.
+      this.remember(pending, chosen, attachment);
+      const forwarded = table.meta?.relayAlwaysAsMade ? undefined : onceOf(chosen.kind, pending.options);
+      if (forwarded) return this.resolve(pending, withOption(response.result, forwarded), by, chosen);
+    }
+    this.resolve(pending, response.result, by);
+  }
+
+  /**
+   * The person may not choose this (their role, another's turn, four eyes): they get an error naming
+   * why (-32003), a fresh copy (its `answerable` says what they may choose), and the refusal is audited;
+   * the request stays pending for everyone else.
+   */
+  private refuse(
+    client: C,
+    pending: PendingRequest,
+    by: PersonDecidedBy,
+    chosen: PermissionOption | null,
+    reason: string,
+    outcome: string,
+  ): void {
+    const requestId = copyId(pending.permId);
+    const error = new RpcError(
+      ErrorCode.notPermitted,
+      `Your answer to permission request ${requestId} was refused: ${reason} The request is still pending.`,
+      { requestId, sessionId: this.io.table.meta?.sessionId, toolCallId: pending.toolCallId, reason },
+    );
+    this.io.clients.send(client, rewritable(JSON.stringify(errorResponse(null, error))));
+    const entry = this.io.audit.entry(pending, { outcome }, by, chosen ?? undefined);
+    if (entry) {
+      const body = JSON.stringify({ permId: pending.permId, decidedBy: by, reason });
+      this.io.table.appendAudited("refusal", body, { ...entry, outcome: "refused", reason });
+      this.io.audit.queued();
+    }
+    if (this.countResend(client, pending.permId)) this.sendCopy(client, pending);
+  }
+
+  /**
+   * The first of two approvals (four eyes, two_approvals): recorded with the request, audited, every
+   * client told (`_acp_gateway/approval_recorded`); the approver gets a fresh copy that says theirs is
+   * in and the second must be someone else's. Nothing reaches the agent yet.
+   */
+  private recordFirstApproval(client: C, pending: PendingRequest, by: PersonDecidedBy, who: string, chosen: PermissionOption): void {
+    const { table, audit, session } = this.io;
+    table.recordApproval(pending.permId, {
+      who,
+      user: by.user,
+      role: by.role ?? "approver",
+      connectionId: by.connectionId,
+      at: session.now(),
+    });
+    const entry = audit.entry(pending, { outcome: "selected", optionId: chosen.optionId }, by, chosen);
+    if (entry) {
+      const reason = "the first of two approvals: recorded, waiting for a second person";
+      const body = JSON.stringify({ permId: pending.permId, decidedBy: by, reason });
+      table.appendAudited("refusal", body, { ...entry, outcome: "approval_recorded", reason });
+      audit.queued();
+    }
+    session.notice(GATEWAY_NOTIFICATIONS.approvalRecorded, {
+      sessionId: table.meta?.sessionId,
+      toolCallId: pending.toolCallId,
+      approvedBy: { user: by.user, role: by.role, ...(by.person ? { person: by.person } : {}) },
+      optionId: chosen.optionId,
+      needed: 2,
+      recorded: 1,
+    });
+    const updated = table.pendingById(pending.permId);
+    if (updated) {
+      this.sendCopy(client, updated);
+      this.checkApprovable(updated);
+    }
+  }
+
+  /** Whether this client may be asked again (at most MAX_RESENDS times per request); counts it. */
+  private countResend(client: C, permId: number): boolean {
+    const kept = this.io.clients.resends(client);
+    if (!kept) return false;
+    const resends = Object.fromEntries(Object.entries(kept).filter(([id]) => this.io.table.isPending(Number(id))));
+    const sent = resends[permId] ?? 0;
+    if (sent >= MAX_RESENDS) return false;
+    this.io.clients.setResends(client, { ...resends, [permId]: sent + 1 });
+    return true;
+  }
+
+  /** Stores a person's *_always choice as a tenant rule; every client learns the rule, or why there is none. */
+  private remember(pending: PendingRequest, chosen: PermissionOption, client: ClientAttachment): void {
+    const sessionId = this.io.table.meta?.sessionId;
+    const toolCallId = pending.toolCallId;
+    const made = {
+      user: client.user,
+      chosen: { optionId: chosen.optionId, name: chosen.name, kind: chosen.kind },
+      keyId: client.keyId,
+      toolCallId,
+    };
+    this.io.rules.remember(pending, made, (rule) => {
+      if (!rule) return;
+      // Nothing remembered: the person is told why, and will be asked again next time.
+      if ("reason" in rule)
+        return this.io.session.notice(GATEWAY_NOTIFICATIONS.ruleNotCreated, { sessionId, toolCallId, reason: rule.reason });
+      this.io.session.notice(GATEWAY_NOTIFICATIONS.ruleCreated, { sessionId, toolCallId, rule, createdBy: client.user });
+    });
+  }
+
+  /** An answer from an approval link (its link already taken, notify.ts takeAnswer): exactly a client's answer. */
+  answerFromLink(pending: PendingRequest, optionId: string, by: DecidedBy): void {
+    this.resolve(pending, { outcome: { outcome: "selected", optionId } }, by);
+  }
+
+  // ── resolved ──────────────────────────────────────────────────────────────────────────────────
+  /**
+   * The first valid answer wins: it goes to the agent, every other copy is withdrawn. The request's
+   * entry is resolved in one UPDATE (or written resolved, `append`: its agent frame) with the text
+   * clients will be sent and the audit entry, which waits (held) until the answer reaches the agent.
+   */
+  private resolve(pending: PendingRequest, result: unknown, by: DecidedBy, chosen?: PermissionOption, append?: string): void {
+    const { table, audit, session } = this.io;
+    const outcome = isObject(result) ? result.outcome : undefined;
+    const params = {
+      sessionId: table.meta?.sessionId,
+      toolCallId: pending.toolCallId,
+      outcome,
+      ...(chosen ? { chosenOptionId: chosen.optionId } : {}),
+      decidedBy: by,
+    };
+    const text = JSON.stringify({ jsonrpc: "2.0", method: GATEWAY_NOTIFICATIONS.permissionResolved, params });
+    const resolution = { text, audit: audit.entry(pending, outcome, by, chosen) };
+    session.metric(METRIC.permissionResolved, by.type);
+    if (append === undefined) table.resolvePermission(pending.permId, resolution);
+    else table.appendPermission(pending.permId, append, pending, resolution);
+    audit.hold(pending.permId);
+    // Announced only once the agent has the answer: one that cannot reach it is no resolution. It goes
+    // to the clients attached now; one attaching meanwhile never saw the request (it is no longer pending).
+    const attached = this.io.clients.all();
+    // The answer is handed on first: what this event sends leaves in the order it was sent, after the commit.
+    this.io.toAgent({ type: "response", epoch: pending.agentEpoch, id: pending.agentReqId, result }, (delivered, threw) => {
+      audit.release(pending.permId);
+      if (delivered) for (const client of attached) this.io.clients.send(client, text);
+      else this.answerUndelivered(pending, by, threw);
+      audit.queued();
+    });
+    // The client that answered holds no copy any more (its edge dropped it with the answer).
+    if (pending.asking) this.withdrawCopies(pending.permId, by.type === "person" ? by.connectionId : undefined);
+    session.progress(); // a person's answer is progress: the idle clock starts again (resolved_at records it)
+    session.deadlineChanged();
+  }
+
+  /** The turn was cancelled or ended: every pending request is answered `cancelled` (TC-12). */
+  cancelAll(by: DecidedBy): void {
+    for (const pending of this.io.table.pending()) this.resolve(pending, CANCELLED_RESULT, by);
+  }
+
+  /**
+   * The answer did not reach the agent. If the hand-off failed while the turn runs, the request is
+   * pending again and people are asked again (a person's answer, or a rule's, is never assumed to have
+   * arrived). If the agent's connection is gone, nothing can answer it: audited as withdrawn.
+   */
+  private answerUndelivered(pending: PendingRequest, by: DecidedBy, threw: boolean): void {
+    if (threw && this.io.table.turn.state === "running" && (by.type === "person" || by.type === "rule")) {
+      this.startAsking(pending, pending.asking || ASKING, "reopen");
+      return;
+    }
+    this.writeWithdrawn(pending, { type: "agent_disconnected", reason: "the answer could not be delivered to the agent" });
+  }
+
+  /** The agent withdrew its request: the clients' copies go, the agent is told -32800. False if it was not pending. */
+  withdrawnByAgent(epoch: number, requestId: JsonRpcId): boolean {
+    const pending = this.io.table.pendingByAgentId(requestId, epoch);
+    if (!pending) return false;
+    this.withdraw(pending, { type: "agent_withdrew" });
+    this.io.toAgent({ type: "response", epoch, id: requestId, error: { code: ErrorCode.requestCancelled, message: "Request cancelled" } });
+    this.io.session.deadlineChanged();
+    return true;
+  }
+
+  /** A pending request nobody can answer any more (the agent withdrew it, or is gone): resolved as withdrawn, copies withdrawn, audited. */
+  withdraw(pending: PendingRequest, by: DecidedBy): void {
+    this.io.session.metric(METRIC.permissionResolved, by.type);
+    this.writeWithdrawn(pending, by);
+    this.withdrawCopies(pending.permId);
+    this.io.audit.queued();
+  }
+
+  /** The request's entry says it was withdrawn, and by whom (one UPDATE, with its audit entry). */
+  private writeWithdrawn(pending: PendingRequest, by: DecidedBy): void {
+    const text = JSON.stringify({ permId: pending.permId, decidedBy: by });
+    this.io.table.resolvePermission(pending.permId, { text, audit: this.io.audit.entry(pending, { outcome: "withdrawn" }, by) });
+  }
+
+  /**
+   * Every client that may hold a copy is told to withdraw it (but `answeredBy`, whose answer ended
+   * its copy); the edge drops it for one that holds none (any more).
+   */
+  private withdrawCopies(permId: number, answeredBy?: string): void {
+    const text = JSON.stringify({ jsonrpc: "2.0", method: CANCEL_REQUEST, params: { requestId: copyId(permId) } });
+    for (const client of this.io.clients.all()) {
+      if (answeredBy !== undefined && this.io.clients.attachment(client)?.connId === answeredBy) continue;
+      this.io.clients.send(client, rewritable(text));
+    }
+  }
+}
+
+/** The person behind a client, as answering judges them. A socket from before roles has no role: `approver`, what clients could do then. */
+function answererOf(client: ClientAttachment): Answerer {
+  return { role: client.role ?? "approver", who: personKey(client) };
+}
+
+/** The *_once option of the same decision as an *_always one, if the request offered it. */
+function onceOf(kind: string, options: PermissionOption[]): PermissionOption | undefined {
+  const once = kind === "allow_always" ? "allow_once" : "reject_once";
+  return options.find((o) => o.kind === once);
+}
+
+/** The client's result with another option chosen (an *_always choice forwarded as *_once). */
+function withOption(result: unknown, option: PermissionOption): unknown {
+  return { ...(result as object), outcome: { outcome: "selected", optionId: option.optionId } };
+}
