@@ -36,7 +36,7 @@ const RULE: Path = {
   boundaries: ["bench.send", "agent.in", "session.in", "session.toAgent", "edge.toAgent", "agent.out", "bench.agent"],
   stages: [
     "agent's socket → edge (wrangler's proxy, workerd)",
-    "edge → AgentObject (control socket): checks, hand-off → SessionObject (agent link)",
+    "edge: checks, hand-off → SessionObject (edge link, the session granted; else through the AgentObject)",
     "SessionObject: log, tool call, rules decision, answer handed on (JavaScript and SQLite, no I/O)",
     "SessionObject → edge: the commit (output gate) and the edge link",
     "edge: open request taken, send to the agent (JavaScript, no I/O)",
@@ -62,7 +62,7 @@ const CLIENT: Path = {
   ],
   stages: [
     "agent's socket → edge (wrangler's proxy, workerd)",
-    "edge → AgentObject (control socket): checks, hand-off → SessionObject (agent link)",
+    "edge: checks, hand-off → SessionObject (edge link, the session granted; else through the AgentObject)",
     "SessionObject: log, tool call, no rule applies, the request's log row, copy sent (JavaScript and SQLite, no I/O)",
     "SessionObject → edge: the commit (output gate) and the socket",
     "edge: id rewrite, send to the client (JavaScript, no I/O)",
