@@ -692,7 +692,7 @@ function stages(r: Json): Json {
       { stage: "edge + object hop, there and back (relay round trip)", ms: b.relayRtt.median },
       { stage: "SQLite commits (persisted − plain relay round trip)", ms: round(b.persistedRtt.median - b.relayRtt.median) },
       {
-        stage: "AgentObject + SessionObject, decided from the session's rules cache (rule, 10 rules − persisted rtt)",
+        stage: "the edge's checks + SessionObject, decided from the session's rules cache (rule, 10 rules − persisted rtt)",
         ms: round(rule10 - b.persistedRtt.median),
       },
       { stage: "asking a client instead: copy out, answer back (client − rule)", ms: round(person - rule10) },

@@ -33,14 +33,14 @@ const UPDATE: Path = {
 };
 
 const RULE: Path = {
-  boundaries: ["bench.send", "agent.in", "session.in", "session.toAgent", "agent.toAgent", "agent.out", "bench.agent"],
+  boundaries: ["bench.send", "agent.in", "session.in", "session.toAgent", "edge.toAgent", "agent.out", "bench.agent"],
   stages: [
     "agent's socket → edge (wrangler's proxy, workerd)",
-    "edge → AgentObject (control socket): checks, open request noted in memory, hand-off → SessionObject (agent link)",
+    "edge: checks, hand-off → SessionObject (edge link, the session granted; else through the AgentObject)",
     "SessionObject: log, tool call, rules decision, answer handed on (JavaScript and SQLite, no I/O)",
-    "SessionObject → AgentObject: the commit (output gate) and the agent link",
-    "AgentObject: open request taken, send to the agent (JavaScript, no I/O)",
-    "AgentObject → edge → agent's socket (control socket, workerd, wrangler's proxy)",
+    "SessionObject → edge: the commit (output gate) and the edge link",
+    "edge: open request taken, send to the agent (JavaScript, no I/O)",
+    "edge → agent's socket (workerd, wrangler's proxy)",
   ],
 };
 
@@ -56,13 +56,13 @@ const CLIENT: Path = {
     "edge.answer",
     "session.answer",
     "session.toAgent",
-    "agent.toAgent",
+    "edge.toAgent",
     "agent.out",
     "bench.agent",
   ],
   stages: [
     "agent's socket → edge (wrangler's proxy, workerd)",
-    "edge → AgentObject (control socket): checks, open request noted in memory, hand-off → SessionObject (agent link)",
+    "edge: checks, hand-off → SessionObject (edge link, the session granted; else through the AgentObject)",
     "SessionObject: log, tool call, no rule applies, the request's log row, copy sent (JavaScript and SQLite, no I/O)",
     "SessionObject → edge: the commit (output gate) and the socket",
     "edge: id rewrite, send to the client (JavaScript, no I/O)",
@@ -70,9 +70,9 @@ const CLIENT: Path = {
     "client's answer → edge (wrangler's proxy, workerd)",
     "edge: id rewrite; socket → SessionObject",
     "SessionObject: answer judged, the request's row resolved, answer handed on (JavaScript and SQLite, no I/O)",
-    "SessionObject → AgentObject: the commit (output gate) and the agent link",
-    "AgentObject: open request taken, send to the agent (JavaScript, no I/O)",
-    "AgentObject → edge → agent's socket (control socket, workerd, wrangler's proxy)",
+    "SessionObject → edge: the commit (output gate) and the edge link",
+    "edge: open request taken, send to the agent (JavaScript, no I/O)",
+    "edge → agent's socket (workerd, wrangler's proxy)",
   ],
 };
 

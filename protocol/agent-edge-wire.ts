@@ -6,14 +6,19 @@
 // - edge → AgentObject, `attributed`: an agent frame the edge counts as a session's (`s`), with its
 //   running count of such frames for that session (`c`); `handover`: frames the edge had already
 //   numbered for the session and could not deliver itself (`seqs`, one per text), in order.
-// - AgentObject → edge, `request`: a session's request for the agent under its agent-side id, so the
-//   edge knows whose its answer is; `grant`: everything the edge sent for session `s`, up to its
-//   count `c`, has been applied, and the edge may deliver the session's notifications itself,
-//   numbered from `from` up to (not including) `to`, on connection `epoch`.
+// - AgentObject → edge, `epoch`: the connection's epoch, first on the socket (a session's answer on
+//   an edge link names the epoch of the request it answers); `request`: a session's request for the
+//   agent under its agent-side id, so the edge knows whose its answer is; `answer`: a session's
+//   answer to the agent's request `id` that came through the AgentObject (the edge sends each
+//   request one answer, whichever way it came: protocol/edge-routing.ts `EdgeAnswers`); `grant`:
+//   everything the edge sent for session `s`, up to its count `c`, has been applied, and the edge
+//   may deliver the session's notifications itself, numbered from `from` up to (not including) `to`,
+//   on connection `epoch`.
 // Why the counts and numbers: a session's frames must be applied in the order the agent sent them,
 // and each once; see docs/decisions/0001-the-message-path.md, "The stream at the edge".
 // Pure: no Cloudflare imports; unit-tested in test/unit/agent-edge-wire.test.ts.
 
+import type { JsonRpcId } from "./jsonrpc";
 import { decodeFrame, encodeFrame, textsOf } from "./object-frame";
 /** The header on the control socket's upgrade that marks it as the edge's (value "1"). */
 export const AGENT_EDGE_HEADER = "X-Acp-Gateway-Agent-Edge";
@@ -26,7 +31,10 @@ export type EdgeToAgentObject =
   { t: "attributed"; s: string; c: number; text: string } | { t: "handover"; s: string; c: number; seqs: number[]; texts: string[] };
 
 export type AgentObjectToEdge =
-  { t: "request"; s: string; id: number; text: string } | { t: "grant"; s: string; c: number; from: number; to: number; epoch: number };
+  | { t: "epoch"; epoch: number }
+  | { t: "request"; s: string; id: number; text: string }
+  | { t: "answer"; s: string; id: JsonRpcId; text: string }
+  | { t: "grant"; s: string; c: number; from: number; to: number; epoch: number };
 
 export function encodeControl(message: EdgeToAgentObject | AgentObjectToEdge): string {
   switch (message.t) {
@@ -35,7 +43,9 @@ export function encodeControl(message: EdgeToAgentObject | AgentObjectToEdge): s
     case "handover":
       return encodeFrame({ t: message.t, s: message.s, c: message.c, seqs: message.seqs }, message.texts, CONTROL_MARK);
     case "request":
+    case "answer":
       return encodeFrame({ t: message.t, s: message.s, id: message.id }, message.text, CONTROL_MARK);
+    case "epoch":
     case "grant":
       return encodeFrame(message, undefined, CONTROL_MARK);
   }
@@ -47,6 +57,7 @@ export function decodeControl(text: string): { t: "plain"; text: string } | Edge
   const frame = decodeFrame(text, CONTROL_MARK);
   if (!frame) return undefined;
   const { header, body } = frame;
+  if (header.t === "epoch") return isCount(header.epoch) && body === undefined ? { t: "epoch", epoch: header.epoch } : undefined;
   const s = header.s;
   if (typeof header.t !== "string" || typeof s !== "string") return undefined;
   switch (header.t) {
@@ -60,6 +71,12 @@ export function decodeControl(text: string): { t: "plain"; text: string } | Edge
     }
     case "request":
       return isCount(header.id) && body !== undefined ? { t: "request", s, id: header.id, text: body } : undefined;
+    case "answer": {
+      const id = header.id;
+      return (typeof id === "string" || (typeof id === "number" && Number.isFinite(id))) && body !== undefined
+        ? { t: "answer", s, id, text: body }
+        : undefined;
+    }
     case "grant": {
       const { c, from, to, epoch } = header;
       if (!isCount(c) || !isCount(from) || !isCount(to) || !isCount(epoch) || to <= from) return undefined;

@@ -17,7 +17,10 @@
 //   on it is told `gone`, with the requests of it the agent did not answer, behind what the agent
 //   said before it went; a session's request finds no connection and is answered with an error.
 // - Each of the agent's requests is answered once, by the session it went to (`inbound`), also by an
-//   instance woken during the connection (`answered`).
+//   instance woken during the connection (`answered`). On the edge's control socket the edge keeps
+//   that account instead (it saw every request, and sessions answer it on their edge links too):
+//   a session's answer goes to it as `answer`, with the session, and it drops a second one
+//   (protocol/edge-routing.ts `EdgeAnswers`).
 // - The edge may take a session's notifications only with nothing of the session queued or in
 //   flight here (`grant`, protocol/edge-routing.ts holds the other side).
 
@@ -204,7 +207,10 @@ export class AgentRelay {
       clientCapabilities: { fs: { readTextFile: false, writeTextFile: false }, terminal: false },
       clientInfo: { name: "acp-gateway", title: "ACP Gateway", version: "0.1.0" },
     };
-    this.ports.agent.current()?.send(JSON.stringify({ jsonrpc: "2.0", id, method: AGENT_METHODS.initialize, params }));
+    const line = this.ports.agent.current();
+    // The edge learns the connection's epoch first: a session's answer it sends the agent names it.
+    if (line?.edge) line.send(encodeControl({ t: "epoch", epoch }));
+    line?.send(JSON.stringify({ jsonrpc: "2.0", id, method: AGENT_METHODS.initialize, params }));
   }
 
   /** Whether the current connection has answered initialize (it gets nothing else before). */
@@ -254,7 +260,8 @@ export class AgentRelay {
       }
       return;
     }
-    if (isRequest(message)) {
+    // The edge answers each of its connection's requests once itself (edge-routing.ts `EdgeAnswers`).
+    if (isRequest(message) && !viaEdge) {
       const key = inboundKey(message.id, epoch);
       this.inbound.set(key, { epoch, sessionId });
       this.answered.delete(key);
@@ -387,11 +394,18 @@ export class AgentRelay {
         return line !== undefined;
       case "response": {
         if (!line || frame.epoch !== epoch) return false;
-        // Each request of the agent is answered once: a second try finds it answered already.
-        if (!this.takeInbound(frame.id, epoch, sessionId)) return true;
         const body: Record<string, unknown> = { jsonrpc: "2.0", id: frame.id };
         if (frame.error !== undefined) body.error = frame.error;
         else body.result = frame.result ?? null;
+        // The edge keeps its connection's open requests and sends each one answer, whichever way
+        // it came (the session's edge link, or this object: a second try after that link failed).
+        if (line.edge) {
+          line.send(encodeControl({ t: "answer", s: sessionId, id: frame.id, text: JSON.stringify(body) }));
+          stage("agent.out", body);
+          return true;
+        }
+        // Each request of the agent is answered once: a second try finds it answered already.
+        if (!this.takeInbound(frame.id, epoch, sessionId)) return true;
         line.send(JSON.stringify(body));
         stage("agent.out", body);
         return true;

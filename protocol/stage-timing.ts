@@ -32,6 +32,8 @@ export type Stage =
   | "session.toAgent"
   /** The AgentObject has the session's frame (toAgent). */
   | "agent.toAgent"
+  /** The edge has the session's answer to the agent's request (its edge link). */
+  | "edge.toAgent"
   /** The AgentObject sent a frame to the agent's socket. */
   | "agent.out";
 

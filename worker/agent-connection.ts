@@ -1,10 +1,12 @@
 // The edge's end of a dial-in agent's connection. The edge terminates the agent's WebSocket, as it
 // does a client's, and opens one to the AgentObject (the control socket), which takes it as the
-// agent's own: initialize, session/new and /load, the agent's requests and answers, and everything
-// of a session that has no grant go through the AgentObject exactly as before. A session's
-// notifications (the stream) go from here straight to its SessionObject once the AgentObject has
-// granted it, so the stream crosses one object, not two (docs/decisions/0001-the-message-path.md, "The stream at the
-// edge"; the wire is protocol/agent-edge-wire.ts).
+// agent's own: initialize, session/new and /load, the agent's answers, and everything of a session
+// that has no grant go through the AgentObject exactly as before. A session's notifications (the
+// stream) and requests go from here straight to its SessionObject once the AgentObject has granted
+// it, so they cross one object, not two (docs/decisions/0001-the-message-path.md, "The stream at the
+// edge"; the wire is protocol/agent-edge-wire.ts). The sessions' answers to the agent's requests come
+// back on the edge links, and the edge sends each request one answer, whichever way it came
+// (protocol/edge-routing.ts `EdgeAnswers`, docs/decisions/0034-permission-round-trip-at-the-edge.md).
 //
 // Order and exactly-once across the two paths: protocol/edge-routing.ts. Checks: the connection's
 // message rates are applied here to every frame (the AgentObject skips them for the edge's), by
@@ -15,7 +17,7 @@
 import { SessionLinks, LINK_IDLE_MS, openSessionLink } from "../durable-objects/agent/session-links";
 import { AgentRates, FLOOD_REASON } from "../connection/tenant-limits";
 import { EDGE_LINK_HEADER, decodeControl, encodeControl } from "../protocol/agent-edge-wire";
-import { type DirectItem, EdgeRouting } from "../protocol/edge-routing";
+import { type DirectItem, EdgeAnswers, EdgeRouting } from "../protocol/edge-routing";
 import { refusedAnswer } from "../protocol/refused-answer";
 import { isGatewayMethod, stripGatewayMarks } from "../protocol/gateway-namespace";
 import {
@@ -74,8 +76,10 @@ export class AgentConnection {
   private readonly routing: EdgeRouting;
   /** The AgentObject's requests to the agent that a session made, by their agent-side id: whose the answer is. */
   private readonly answerOwners = new Map<number, string>();
-  /** The agent's open requests of a session, by their id as JSON: where its `$/cancel_request` for one belongs. */
-  private readonly requestSessions = new Map<string, string>();
+  /** The agent's open requests, and the one answer each gets (a session's, or the AgentObject's). */
+  private readonly answers = new EdgeAnswers();
+  /** The AgentObject's epoch for this connection (its first control frame): a session's answer names it. */
+  private epoch?: number;
   private readonly stubs = new Map<string, SessionStub>();
   private readonly links: SessionLinks;
   private readonly rates: AgentRates;
@@ -124,10 +128,11 @@ export class AgentConnection {
     });
     this.links = new SessionLinks({
       open: (sessionId) => openSessionLink(this.session(sessionId), EDGE_LINK_HEADER, principal.agent),
-      // Edge links carry batches in only; a session never sends the agent anything on them.
-      toAgent: () => Promise.resolve(false),
+      // A session sends its answers to the agent's requests on its edge link (AgentLink `toAgent`).
+      toAgent: (sessionId, frame) => this.answerFromSession(sessionId, frame),
       waitUntil,
       idleMs: Number(env.AGENT_LINK_IDLE_MS ?? LINK_IDLE_MS),
+      keep: (sessionId) => this.answers.waiting(sessionId),
     });
     agent.addEventListener("message", (event) => this.fromAgent(event.data));
     agent.addEventListener("close", (event) => this.agentClosed(event.code, event.reason));
@@ -222,16 +227,15 @@ export class AgentConnection {
     }
     if (message.method === CANCEL_REQUEST && !isRequest(message)) {
       const requestId = isObject(message.params) ? message.params.requestId : undefined;
-      const owner = requestId === undefined ? undefined : this.requestSessions.get(JSON.stringify(requestId));
+      const owner = this.answers.sessionOf(requestId);
       return owner === undefined ? this.sendControl(data) : this.routing.viaAgentObject(owner, data);
     }
     const sessionId = sessionIdOf(message);
+    if (isRequest(message)) this.answers.asked(message.id, sessionId);
     if (sessionId === undefined) return this.sendControl(data);
-    if (isRequest(message)) {
-      this.requestSessions.set(JSON.stringify(message.id), sessionId);
-      return this.routing.viaAgentObject(sessionId, data);
-    }
-    this.notification(sessionId, message, data);
+    // The session answers a request on its edge link: opened now, while the request goes to it.
+    if (isRequest(message)) this.links.prepare(sessionId);
+    this.sessionFrame(sessionId, message, data);
   }
 
   /** A request that arrived while the hold was over its bound: answered -32029 under its id, not relayed. */
@@ -255,13 +259,18 @@ export class AgentConnection {
     return owner;
   }
 
-  /** A session's notification: direct while granted, otherwise through the AgentObject. */
-  private notification(sessionId: string, message: Exclude<Message, ResponseMessage>, text: string): void {
+  /**
+   * A session's notification or request: direct while granted, otherwise through the AgentObject. A
+   * request's answer comes back on the edge link either way (`answerFromSession`), so a permission
+   * request of a granted session crosses one object (decision 0034).
+   */
+  private sessionFrame(sessionId: string, message: Exclude<Message, ResponseMessage>, text: string): void {
     if (!this.routing.direct(sessionId)) return this.routing.viaAgentObject(sessionId, text);
-    // What the AgentObject does to what passes through it (gateway-namespace.ts).
-    if (isGatewayMethod(message.method)) return;
+    // What the AgentObject does to what passes through it (gateway-namespace.ts): a notification in
+    // the gateway's namespace is dropped; a request goes to the AgentObject, which refuses it with an answer.
+    if (isGatewayMethod(message.method)) return isRequest(message) ? this.routing.viaAgentObject(sessionId, text) : undefined;
     if (stripGatewayMarks(message)) text = JSON.stringify(message);
-    this.routing.notification(sessionId, text);
+    this.routing.viaEdge(sessionId, text);
   }
 
   /** A batch of direct items: over the session's edge link, or by RPC while there is none. */
@@ -301,8 +310,16 @@ export class AgentConnection {
     const message = decodeControl(data);
     if (!message) return this.log("warn", "agent.control_frame_malformed", "a malformed frame from the agent object was dropped");
     if (message.t === "plain") {
-      this.forgetAnswered(message.text);
+      if (this.answersNothing(message.text)) return;
       return this.toAgent(message.text);
+    }
+    if (message.t === "epoch") {
+      this.epoch = message.epoch;
+      return;
+    }
+    if (message.t === "answer") {
+      if (this.answers.take(message.id, message.s)) this.toAgent(message.text);
+      return;
     }
     if (message.t === "request") {
       this.answerOwners.set(message.id, message.s);
@@ -315,15 +332,40 @@ export class AgentConnection {
     }
   }
 
-  /** An answer to one of the agent's requests is on its way: a later cancel of that id is nobody's. */
-  private forgetAnswered(text: string): void {
-    if (this.requestSessions.size === 0) return;
+  /**
+   * Whether a plain frame of the AgentObject is an answer of its own (an error in place of a
+   * session's) to a request that is not open: answered already, so it is dropped. Any other frame passes.
+   */
+  private answersNothing(text: string): boolean {
+    let value: unknown;
     try {
-      const value: unknown = JSON.parse(text);
-      if (isObject(value) && "id" in value && !("method" in value)) this.requestSessions.delete(JSON.stringify(value.id));
+      value = JSON.parse(text);
     } catch {
-      // not JSON: never from the AgentObject
+      return false; // not JSON: never from the AgentObject
     }
+    if (!isObject(value) || !("id" in value) || "method" in value) return false;
+    return !this.answers.take(value.id, null);
+  }
+
+  /**
+   * A session's answer to one of the agent's requests, on its edge link: sent to the agent if the
+   * request is open and the session's (true either way: a second answer is nobody's). It fails (the
+   * session tries again through the AgentObject, which sends it here as `answer`) when it is not an
+   * answer of this connection's epoch, or the connection is ending.
+   */
+  private answerFromSession(sessionId: string, frame: unknown): Promise<boolean> {
+    stage("edge.toAgent", frame);
+    if (!isObject(frame) || frame.type !== "response" || this.epoch === undefined || frame.epoch !== this.epoch || this.closing) {
+      return Promise.reject(new Error("not an answer the edge's connection can send"));
+    }
+    if (!this.answers.take(frame.id, sessionId)) return Promise.resolve(true);
+    const body: Record<string, unknown> = { jsonrpc: "2.0", id: frame.id };
+    if (frame.error !== undefined) body.error = frame.error;
+    else body.result = frame.result ?? null;
+    const text = JSON.stringify(body);
+    stage("agent.out", text);
+    this.toAgent(text);
+    return Promise.resolve(true);
   }
 
   private toAgent(text: string): void {

@@ -49,6 +49,8 @@ export interface SessionLinksDeps {
   waitUntil(promise: Promise<unknown>): void;
   /** How long a link may go unused before it is closed (LINK_IDLE_MS; tests set it short). */
   idleMs: number;
+  /** Whether an unused link is kept all the same (the edge's, while the session has a request of the agent to answer). */
+  keep?(sessionId: string): boolean;
 }
 
 /**
@@ -101,6 +103,13 @@ export class SessionLinks {
         reject(new Error("the link to the session closed before it acknowledged the batch"));
       });
     });
+  }
+
+  /** Opens the session's link unless it is open (or opening): the edge's, for the session's answer to a request. */
+  prepare(sessionId: string): void {
+    const link = this.links.get(sessionId);
+    if (link) link.used = true;
+    else this.openLater(sessionId);
   }
 
   private openLater(sessionId: string): void {
@@ -191,7 +200,7 @@ export class SessionLinks {
     setTimeout(() => {
       this.sweeping = false;
       for (const [sessionId, link] of this.links) {
-        if (link.used || this.batches.has(link) || link.handing > 0) link.used = false;
+        if (link.used || this.batches.has(link) || link.handing > 0 || this.d.keep?.(sessionId)) link.used = false;
         else this.drop(sessionId, link);
       }
       if (this.links.size > 0) this.sweepLater();

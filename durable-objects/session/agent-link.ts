@@ -184,6 +184,11 @@ export class AgentLink {
   private nextKey = Date.now() * 1000;
   /** RPC calls to the AgentObject not yet returned: while there are any, frames go by RPC too, so none overtakes another. */
   private rpcInFlight = 0;
+  /** Frames on the agent link not answered yet: while there are any (or RPC calls), an answer goes that way too. */
+  private linkInFlight = 0;
+  /** Answers on an edge link not answered yet: while there are any, the frames after them wait here (`afterEdge`). */
+  private edgeInFlight = 0;
+  private readonly afterEdge: (() => void)[] = [];
 
   /**
    * Fire and forget, in order. A frame goes on the agent link (agent-socket.ts) when there is one and
@@ -193,6 +198,13 @@ export class AgentLink {
    * itself failed). A failed hand-off is tried once more by RPC on a fresh stub (a stub whose object
    * crashed stays broken); both tries carry the frame's `key`, and the AgentObject hands a key on
    * once, so the second try never duplicates a frame (a notification included).
+   *
+   * An answer to one of the agent's requests goes on the edge link, when there is one and nothing
+   * sent before it is still on its way through the AgentObject: the edge holds the agent's open
+   * requests and sends each one answer (protocol/edge-routing.ts `EdgeAnswers`, decision 0034). If
+   * that fails (the link closed, or it is not the edge of the request's connection), the one second
+   * try goes through the AgentObject, which hands it to the edge, which drops it if the first got
+   * there. Frames after an answer on the edge link wait until it is answered, so none overtakes it.
    */
   toAgent(frame: ToAgent, after?: (delivered: boolean, threw: boolean) => void, retried = false, key = this.nextKey++): void {
     stage("session.toAgent", frame);
@@ -204,8 +216,34 @@ export class AgentLink {
       if (!delivered && frame.type === "request") this.requestUndelivered(frame.gwId, reason);
       after?.(delivered, threw);
     };
+    if (!retried && (this.edgeInFlight > 0 || this.afterEdge.length > 0)) {
+      if (frame.type !== "response" || this.afterEdge.length > 0) {
+        this.afterEdge.push(() => this.toAgent(frame, after, retried, key));
+        return;
+      }
+    }
+    if (!retried && frame.type === "response" && this.rpcInFlight === 0 && this.linkInFlight === 0) {
+      const sent = this.d.socket.send(
+        frame,
+        key,
+        (outcome) => {
+          this.edgeInFlight--;
+          // The edge failed it: the one second try goes through the AgentObject (no stub is broken).
+          if (outcome === "failed") this.toAgent(frame, after, true, key);
+          else settled(outcome === "delivered", false, notHeld);
+          if (this.edgeInFlight === 0) for (const next of this.afterEdge.splice(0)) next();
+        },
+        true,
+      );
+      if (sent) {
+        this.edgeInFlight++;
+        return;
+      }
+    }
     if (!retried && this.rpcInFlight === 0) {
+      this.linkInFlight++;
       const sent = this.d.socket.send(frame, key, (outcome) => {
+        this.linkInFlight--;
         if (outcome === "failed") {
           // The link failed, maybe with its AgentObject (a crash): the one try by RPC goes on a fresh
           // stub, as a second try after a failed call does (a stub whose object crashed stays broken).
@@ -214,6 +252,7 @@ export class AgentLink {
         } else settled(outcome === "delivered", false, notHeld);
       });
       if (sent) return;
+      this.linkInFlight--;
     }
     this.agentStub ??= objects.agent(env, meta.tenantId, meta.agent);
     const stub = this.agentStub;

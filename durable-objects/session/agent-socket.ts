@@ -3,6 +3,8 @@
 // the agent's batches come in on it (acked after they are applied, so the ack waits for the commit
 // exactly as an RPC's return does), and frames for the agent go out on it, each answered `sent` or
 // `failed`. A frame whose answer is lost with the link is handed to `toAgent`'s RPC path once.
+// The edge's links (opened by worker/agent-connection.ts) carry the agent's frames in, and the
+// session's answers to the agent's requests out, answered the same way (decision 0034).
 
 import { type LinkToSession, encodeLink } from "../../protocol/agent-link-wire";
 import type { ToAgent } from "../agent/contract";
@@ -20,7 +22,7 @@ const ANSWER_TIMEOUT_MS = 30_000;
 /** How a frame sent on the link ended: it reached the agent, it did not, or the link or the AgentObject failed it. */
 export type LinkOutcome = "delivered" | "undelivered" | "failed";
 
-/** The tag of the edge's links (session-object.ts `acceptEdgeLink`): in only, never this class's. */
+/** The tag of the edge's links (session-object.ts `acceptEdgeLink`): batches in, answers to the agent's requests out. */
 export const EDGE_LINK_TAG = "edge-link";
 
 /** Whether a socket's attachment (read once by the caller) is an edge link's. */
@@ -28,9 +30,10 @@ export function isEdgeLinkAttachment(attachment: unknown): boolean {
   return (attachment as { link?: string } | null | undefined)?.link === "edge";
 }
 
-/** Whether a socket's attachment (read once by the caller) is the agent link's. */
+/** Whether a socket's attachment (read once by the caller) is a link's, the AgentObject's or an edge's: frames awaiting an answer on it fail when it closes. */
 export function isLinkAttachment(attachment: unknown): boolean {
-  return (attachment as { link?: string } | null | undefined)?.link === "agent";
+  const link = (attachment as { link?: string } | null | undefined)?.link;
+  return link === "agent" || link === "edge";
 }
 
 export class AgentSocket {
@@ -56,9 +59,11 @@ export class AgentSocket {
   /**
    * Sends a frame on the link under its key `n` (unique across this session's instances); false when
    * there is none (the caller uses RPC). `settle` is called exactly once. The object stays in memory until then, as it does for an RPC in flight.
+   * `edge`: on the newest edge link instead (an answer to the agent's request; the edge fails one
+   * that is not its connection's, and the caller then tries the AgentObject).
    */
-  send(frame: ToAgent, n: number, settle: (outcome: LinkOutcome) => void): boolean {
-    const ws = this.ctx.getWebSockets(AGENT_LINK_TAG).at(-1);
+  send(frame: ToAgent, n: number, settle: (outcome: LinkOutcome) => void, edge = false): boolean {
+    const ws = this.ctx.getWebSockets(edge ? EDGE_LINK_TAG : AGENT_LINK_TAG).at(-1);
     if (!ws) return false;
     try {
       ws.send(encodeLink({ t: "toAgent", n, frame }));

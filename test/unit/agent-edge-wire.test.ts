@@ -33,6 +33,17 @@ const message: fc.Arbitrary<EdgeToAgentObject | AgentObjectToEdge> = fc.oneof(
     }),
   ),
   fc.record({ t: fc.constant("request" as const), s: sessionId, id: count, text: paddedJsonText }),
+  fc.record({
+    t: fc.constant("answer" as const),
+    s: sessionId,
+    id: fc.oneof(
+      fc.string({ unit: "binary" }),
+      fc.integer(),
+      fc.double({ noNaN: true, noDefaultInfinity: true }).filter((x) => !Object.is(x, -0)),
+    ),
+    text: paddedJsonText,
+  }),
+  fc.record({ t: fc.constant("epoch" as const), epoch: count }),
   fc
     .tuple(fc.nat({ max: Number.MAX_SAFE_INTEGER - 1 }), fc.maxSafeNat(), sessionId, count, count)
     .map(([from, to, s, c, epoch]) => ({ t: "grant" as const, s, c, from, to: Math.max(from + 1, to), epoch })),
@@ -42,7 +53,7 @@ const message: fc.Arbitrary<EdgeToAgentObject | AgentObjectToEdge> = fc.oneof(
 const frame = (header: unknown, ...body: string[]) => CONTROL_MARK + JSON.stringify(header) + body.map((text) => "\u0000" + text).join("");
 
 describe("the edge's control socket wire", () => {
-  it("decodes what it encodes, for all four kinds, whatever JSON text they carry", () => {
+  it("decodes what it encodes, for all six kinds, whatever JSON text they carry", () => {
     fc.assert(
       fc.property(message, (m) => {
         const encoded = encodeControl(m);

@@ -164,7 +164,7 @@ class World {
         // As the edge does (agent-connection.ts `notification`), and sometimes straight to
         // `notification`, which falls back to the AgentObject by itself.
         if (op === "other") this.router.viaAgentObject(s, text);
-        else if (this.router.direct(s) || flag % 3 === 2) this.router.notification(s, text);
+        else if (this.router.direct(s) || flag % 3 === 2) this.router.viaEdge(s, text);
         else this.router.viaAgentObject(s, text);
         return;
       }
@@ -464,7 +464,7 @@ describe("edge routing: a session's frames through the AgentObject or direct", (
     });
     router.viaAgentObject("s", "a");
     expect(router.granted({ t: "grant", s: "s", c: 1, from: 10, to: 20, epoch: 1 })).toBe(true);
-    router.notification("s", "b");
+    router.viaEdge("s", "b");
     router.viaAgentObject("s", "c"); // held behind b, the grant ended; the count is still 1
     expect(router.idle()).toBe(false);
     expect(router.granted({ t: "grant", s: "s", c: 1, from: 30, to: 40, epoch: 1 })).toBe(false);

@@ -14,6 +14,7 @@ import { describe, expect, it, vi } from "vitest";
 import { type AgentObject, agentTesting } from "../../durable-objects/agent/agent-object";
 import { type SessionObject, sessionTesting } from "../../durable-objects/session/session-object";
 import { EDGE_LINK_HEADER, decodeControl, encodeControl } from "../../protocol/agent-edge-wire";
+import { encodeLink, linkToAgent } from "../../protocol/agent-link-wire";
 import { agentStub, crashObject, sessionStub } from "./fuzz-faults";
 import {
   AGENT_OBJECT_LOST,
@@ -547,7 +548,14 @@ describe("agent edge: the edge link", () => {
     const link = own.webSocket as WebSocket;
     link.accept();
     const onLink: string[] = [];
-    link.addEventListener("message", (e) => onLink.push(String(e.data)));
+    link.addEventListener("message", (e) => {
+      const text = String(e.data);
+      // The session's answer to the agent's request may come on the newest edge link: this one fails it,
+      // as an edge fails one not of its connection, and the answer goes through the AgentObject.
+      const answer = linkToAgent(text);
+      if (answer?.t === "toAgent" && (answer.frame as Json).type === "response") link.send(encodeLink({ t: "failed", n: answer.n }));
+      else onLink.push(text);
+    });
     // Traffic both ways, on both of the agent's paths: none of it is fanned out to the link.
     await untilDirect(t, agent, client, sessionId);
     const reqId = agent.askPermission(sessionId, { toolCallId: "t1", title: "Run", kind: "execute" });

@@ -16,7 +16,7 @@ import type { SessionStub } from "../../durable-objects/objects";
 import type { SessionObject } from "../../durable-objects/session/session-object";
 import { AGENT_LINK_HEADER, linkToAgent, linkToSession } from "../../protocol/agent-link-wire";
 import type { Env } from "../../core/env";
-import { agentStub, crashObject, sessionStub } from "./fuzz-faults";
+import { agentStub, closeEdgeLinks as closeSessionEdgeLinks, crashObject, sessionStub } from "./fuzz-faults";
 import {
   AGENT_OBJECT_LOST,
   barrier,
@@ -137,6 +137,11 @@ async function noEdgeGrants(t: SeededTenant, agent: ScriptedAgent): Promise<void
     // SAFETY: `maybeGrant` is the relay's own method (protocol/agent-relay.ts); only this instance's copy is replaced.
     (agentTesting(instance).relay as unknown as { maybeGrant(sessionId: string): void }).maybeGrant = () => undefined;
   });
+}
+
+/** The session's edge links closed: its answer then goes on this link, the AgentObject's (agent-edge-answer.test.ts covers the edge's way). */
+async function closeEdgeLinks(t: SeededTenant, sessionId: string): Promise<void> {
+  expect(await closeSessionEdgeLinks(t.tenantId, sessionId)).toBeGreaterThan(0); // the precondition: the edge had opened one, as the request went by
 }
 
 async function linkedSession() {
@@ -357,6 +362,7 @@ describe("agent link: closed while a frame for the agent awaits its answer", () 
     await cutAtAnswer(t, agent, handedOn);
     const reqId = agent.askPermission(sessionId, { toolCallId: "t1", title: "Run", kind: "execute" });
     const copy = await client.next(isMethod("session/request_permission"));
+    await closeEdgeLinks(t, sessionId);
     client.respond(copy.id, ALLOW);
     expect((await agent.peer.next(isResponseTo(reqId))).result).toEqual(ALLOW);
     // The answer went on the link (and was cut there), not by RPC.
@@ -433,6 +439,7 @@ describe("agent link: the AgentObject crashes while a frame for the agent awaits
     });
     const reqId = agent.askPermission(sessionId, { toolCallId: "t1", title: "Run", kind: "execute" });
     const copy = await client.next(isMethod("session/request_permission"));
+    await closeEdgeLinks(t, sessionId);
     client.respond(copy.id, ALLOW);
     await vi.waitFor(async () => expect(await cutsOn(stub)).toBe(1), { timeout: 5000, interval: 10 });
     // A crash, not an eviction (an open link is an active reference, which an eviction waits for). The
@@ -507,9 +514,10 @@ describe("agent link: never a client", () => {
     await barrier(client, agent, sessionId);
 
     const stub = sessionStub(t.tenantId, sessionId);
+    // Beside the client and the AgentObject's link, the edge's (it carries the session's answers to the agent's requests).
     const sockets = () =>
       runInDurableObject(stub, (_instance: SessionObject, state: DurableObjectState) => ({
-        all: state.getWebSockets().length,
+        all: state.getWebSockets().length - state.getWebSockets("edge-link").length,
         links: state.getWebSockets("agent-link").length,
       }));
     expect(await sockets()).toEqual({ all: 2, links: 1 });

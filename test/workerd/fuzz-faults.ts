@@ -42,6 +42,23 @@ export async function crashObject(stub: DurableObjectStub): Promise<void> {
   }).catch(() => undefined);
 }
 
+/**
+ * Closes the session's edge links from its side; how many it had. Its answers to the agent's
+ * requests then go through the AgentObject, as whenever no edge link is open (decision 0034); the
+ * edge opens one again at the agent's next request.
+ */
+export async function closeEdgeLinks(tenantId: string, sessionId: string): Promise<number> {
+  // SAFETY: a SessionObject; only its state is used.
+  return runInDurableObject(
+    sessionStub(tenantId, sessionId) as DurableObjectStub<never>,
+    (_instance: unknown, state: DurableObjectState) => {
+      const links = state.getWebSockets("edge-link");
+      for (const ws of links) ws.close(1000, "closed by a test");
+      return links.length;
+    },
+  );
+}
+
 export async function restartBoth(tenantId: string, sessionId: string, agent: string): Promise<void> {
   await restartObject(sessionStub(tenantId, sessionId));
   await restartObject(agentStub(tenantId, agent));

@@ -8,6 +8,7 @@ import { describe, expect, it } from "vitest";
 import type { AgentObject } from "../../durable-objects/agent/agent-object";
 import { attachClient, clientWithSession, dialInAgent, isMethod, isResponseTo, seedTenant } from "./helpers";
 import { objects } from "../../durable-objects/objects";
+import { closeEdgeLinks } from "./fuzz-faults";
 
 const agentStub = (tenantId: string, name: string) => objects.agent(env, tenantId, name);
 const snapshotOf = (tenantId: string, sessionId: string) => objects.session(env, tenantId, sessionId).snapshot();
@@ -76,6 +77,8 @@ describe("hand-offs that fail leave the session consistent", () => {
     const agentReqId = agent.askPermission(sessionId, { toolCallId: "t1", kind: "execute", rawInput: { command: "make" } });
     const first = await alice.next(isMethod("session/request_permission"));
     await bob.next(isMethod("session/request_permission"));
+    // The answer goes on the edge link while one is open (decision 0034): closed, it goes through the AgentObject, whose hand-off fails.
+    expect(await closeEdgeLinks(t.tenantId, sessionId)).toBeGreaterThan(0);
     const repair = await breakHandOff(t.tenantId, agent.name, "response");
     alice.respond(first.id, { outcome: { outcome: "selected", optionId: "allow" } });
     await bob.next(isMethod("$/cancel_request"));
