@@ -8,7 +8,8 @@
 //    RulesObject logs each change (`rules.changed`: the objects it told, how long it waited for the
 //    fence): read back from the gateway's log.
 // B. The tenant's limits at 10,000 connections and 50,000 messages a second (bench/scale-limits.ts):
-//    the real lease classes on a simulated clock, since 10,000 sockets do not fit this machine.
+//    the real lease classes on a simulated clock, since 10,000 sockets do not fit this machine; and
+//    where the connections' slot renewals land (the real routing, decision 0035).
 // C. The bill at scale, from the counts above and the published prices (bench/scale-cost.ts).
 // Figures are absolute (a capacity test: no baseline to pair with), with the machine's load.
 // Sessions accumulate: 1,000 are made, measured, 2,000 more, measured, and so on.
@@ -20,7 +21,7 @@ import { startLocalGateway } from "../scripts/local-gateway.ts";
 import { type Json, type Peer, benchAgent, benchClient } from "./peer.ts";
 import { round } from "./stats.ts";
 import { build } from "esbuild";
-import type { LimitsOutcome, LimitsScenario } from "./scale-limits.ts";
+import type { LimitsOutcome, LimitsScenario, SlotsOutcome } from "./scale-limits.ts";
 import { costAtScale } from "./scale-cost.ts";
 
 const log = (s: string) => process.stdout.write(`${s}\n`);
@@ -72,7 +73,10 @@ if (process.env.BENCH_SCALE_LIMITS !== "0") {
     outfile: bundled,
     logLevel: "warning",
   });
-  const { simulateLimits } = (await import(bundled)) as { simulateLimits: (s: LimitsScenario) => Promise<LimitsOutcome> };
+  const { simulateLimits, simulateSlots } = (await import(bundled)) as {
+    simulateLimits: (s: LimitsScenario) => Promise<LimitsOutcome>;
+    simulateSlots: (connections: number, keys: number) => SlotsOutcome;
+  };
   const base = { connections: 10_000, messagesPerSecond: 50_000, seconds: 5, rttMs: 2 };
   results.limits = [];
   for (const scenario of [
@@ -87,6 +91,13 @@ if (process.env.BENCH_SCALE_LIMITS !== "0") {
       `scale: limits, ${scenario.connections} connections, ${scenario.messagesPerSecond} msg/s, tenant rate ${scenario.tenantRate}, ${scenario.shards} shards: ${outcome.leaseCallsPerMessage} lease calls a message; the tenant's object ${outcome.rootPerSecond}/s, the busiest shard ${outcome.busiestShardPerSecond}/s; admitted ${outcome.admitted} of ${outcome.messages} (${outcome.overLimit <= 0 ? "within" : `${outcome.overLimit} over`} the limit)`,
     );
   }
+  // Connection-slot renewals (decision 0035): at the key's shard, none at the root. 100 keys at the
+  // default 100 connections each, and one key holding all 10,000 (its limit raised).
+  results.slots = [simulateSlots(10_000, 100), simulateSlots(10_000, 1)];
+  for (const o of results.slots as SlotsOutcome[])
+    log(
+      `scale: slots, ${o.connections} connections over ${o.keys} keys: renewals at the tenant's root ${o.rootPerSecond}/s (before: ${o.rootBeforePerSecond}/s), the busiest shard ${o.busiestShardPerSecond}/s`,
+    );
   results.cost = costAtScale((results.limits[0] as LimitsOutcome).leaseCallsPerMessage);
   log(`scale: cost at 10,000 sessions: ${JSON.stringify(results.cost)}`);
 }
