@@ -59,6 +59,7 @@ const api = (path: string, init: RequestInit = {}) =>
     headers: { Authorization: `Bearer ${gateway.keys.admin}`, "Content-Type": "application/json", ...init.headers },
   });
 
+const out = process.env.BENCH_SCALE_OUT ?? join(import.meta.dirname, "results", "scale.json");
 const results: Json = { machine: { loadAtStart: loadavg().map((x) => round(x, 2)) }, ruleChange: [] as Json[] };
 
 /**
@@ -179,12 +180,21 @@ try {
     };
     return client;
   };
+  /** A step that never ends fails the bench with its name, instead of hanging it (a run stopped near 8,000 sessions once). */
+  const within = <T>(p: Promise<T>, what: string, ms = 120_000): Promise<T> =>
+    Promise.race([
+      p,
+      new Promise<never>((_, reject) => setTimeout(() => reject(new Error(`${what}: no answer in ${ms / 1000} s`)), ms).unref()),
+    ]);
   let madeIn = 0;
   /** Sessions that have asked once (and so took the rules). */
   let heldBy = 0;
   /** One more live session: made by a client, its turn started (its requests are asked by `everyoneAsks`). */
   const grow = async (client: Peer, index: number) => {
-    const answer = await request(client, `new-${index}`, "session/new", { cwd: "/bench/scale", mcpServers: [] });
+    const answer = await within(
+      request(client, `new-${index}`, "session/new", { cwd: "/bench/scale", mcpServers: [] }),
+      `session/new #${index}`,
+    );
     const sessionId = answer.result?.sessionId as string;
     if (typeof sessionId !== "string") throw new Error(`session/new failed: ${JSON.stringify(answer)}`);
     const prompted = new Promise<void>((resolve) => prompts.set(sessionId, resolve));
@@ -194,7 +204,7 @@ try {
       method: "session/prompt",
       params: { sessionId, prompt: [{ type: "text", text: "go" }] },
     });
-    await prompted;
+    await within(prompted, `the prompt of session #${index} reaching the agent`);
     sessions.push(sessionId);
   };
   /**
@@ -245,6 +255,7 @@ try {
         batch.push(grow(clients[c] as Peer, index));
       }
       await Promise.all(batch);
+      if (sessions.length % 1000 < CONCURRENCY) log(`scale: ${sessions.length} sessions (${round((Date.now() - t0) / 1000)} s)`);
     }
     log(`scale: ${size} live sessions holding the rules (${round((Date.now() - t0) / 1000)} s to add them)`);
 
@@ -295,6 +306,8 @@ try {
       load: loadavg().map((x) => round(x, 2)),
     };
     results.ruleChange.push(row);
+    // Kept after each size, so a run stopped later still leaves what it measured.
+    writeFileSync(out, `${JSON.stringify(results, null, 2)}\n`);
     log(
       `scale: ${size} sessions: POST /v1/rules ${row.createMs} ms (Worker ${row.createWorkerMs} ms), DELETE ${row.revokeMs} ms (Worker ${row.revokeWorkerMs} ms) (told ${JSON.stringify(row.changes)}); ${fresh.length} new sessions asking at once ${row.newSessionsAskMs} ms; the first request after the change in ${sample.length} sessions at once ${row.firstRequestAfterChangeMs} ms; audit settled in ${row.auditSettledMs.join(" / ")} ms; load ${row.load.join(" ")}`,
     );
@@ -314,7 +327,6 @@ try {
   for (const c of clients) c.close();
   agent.close();
   results.seconds = Math.round((Date.now() - started) / 1000);
-  const out = process.env.BENCH_SCALE_OUT ?? join(import.meta.dirname, "results", "scale.json");
   writeFileSync(out, `${JSON.stringify(results, null, 2)}\n`);
   log(`scale: results in ${out} (${results.seconds} s)`);
 } finally {
