@@ -6,7 +6,7 @@
 // with every call to an object taking `rttMs` and counted by the object it reaches.
 
 import { LeasePool, type LeaseGrant, RateGate, TokenBucket } from "../protocol/rate-limit.ts";
-import { type Limits, MAX_LEASE_RETRY_MS, limitsOf } from "../protocol/tenant-limits.ts";
+import { CONNECTION_RENEW_MS, LIMIT_SHARDS, type Limits, MAX_LEASE_RETRY_MS, limitsOf, slotShardOf } from "../protocol/tenant-limits.ts";
 
 export interface LimitsScenario {
   connections: number;
@@ -120,5 +120,37 @@ export async function simulateLimits(scenario: LimitsScenario): Promise<LimitsOu
     busiestShardPerSecond: scenario.shards === 0 ? 0 : Math.round(Math.max(...shardCalls) / seconds),
     leaseCallsPerMessage: Math.round(((rootCalls + shardCalls.reduce((a, b) => a + b, 0)) / Math.max(1, messages)) * 1000) / 1000,
     overLimit: admitted - (scenario.tenantRate * seconds + 2 * scenario.tenantRate),
+  };
+}
+
+export interface SlotsOutcome {
+  connections: number;
+  keys: number;
+  /** Slot renewals a second at the tenant's root: before decision 0035 every one; now none. */
+  rootBeforePerSecond: number;
+  rootPerSecond: number;
+  /** Renewals a second at the busiest shard (a key's connections all renew at its shard). */
+  busiestShardPerSecond: number;
+}
+
+/**
+ * Connection-slot renewals at 10,000 connections: each renews once every CONNECTION_RENEW_MS, at the
+ * shard its key hashes to (`slotShardOf`, the gateway's own routing), spread over `keys` keys.
+ * @public (imported by bench/scale.ts from an esbuild bundle)
+ */
+export function simulateSlots(connections: number, keys: number): SlotsOutcome {
+  const perShard = new Array<number>(LIMIT_SHARDS).fill(0);
+  for (let c = 0; c < connections; c++) {
+    const keyId = `key_${(c % keys).toString(36).padStart(8, "0")}`;
+    const s = slotShardOf(keyId);
+    perShard[s] = (perShard[s] ?? 0) + 1;
+  }
+  const perSecond = (n: number) => Math.round((n * 1000) / CONNECTION_RENEW_MS);
+  return {
+    connections,
+    keys,
+    rootBeforePerSecond: perSecond(connections),
+    rootPerSecond: 0,
+    busiestShardPerSecond: perSecond(Math.max(...perShard)),
   };
 }

@@ -5,7 +5,7 @@ import { CLOSE } from "../core/close-codes";
 import type { HoldClose } from "../protocol/agent-hold";
 import type { JsonRpcId } from "../protocol/jsonrpc";
 import { RateGate } from "../protocol/rate-limit";
-import { CONNECTION_RENEW_MS, LIMIT_SHARDS, type Limits, limitsOf } from "../protocol/tenant-limits";
+import { CONNECTION_RENEW_MS, LIMIT_SHARDS, type Limits, limitsOf, slotShardOf } from "../protocol/tenant-limits";
 import type { GatewayObjects, SlotOutcome } from "./gateway-objects";
 
 /** Where the tenant's shared counts are kept (durable-objects/objects.ts provides the real one). */
@@ -22,7 +22,10 @@ export function rateGate(objects: Objects, tenantId: string, overrides: Partial<
   return new RateGate(limits, role, (want) => stub.lease(want, limits.messagesPerSecondPerTenant));
 }
 
-/** A client connection under one key: counted from its opening to its close, renewed while it lives. */
+/**
+ * A client connection under one key: counted from its opening to its close, renewed while it lives,
+ * all at the key's shard of the TenantLimitsObject (`slotShardOf`), not the tenant's root.
+ */
 export class ConnectionSlot {
   // First renewed at the first tick: a connection rebuilt after its object restarted takes its slot back then.
   private renewedAt = 0;
@@ -43,7 +46,7 @@ export class ConnectionSlot {
     connectionId: string,
     overrides: Partial<Limits> | undefined,
   ): Promise<SlotOutcome> {
-    return objects.tenantLimits(tenantId).openConnection(keyId, connectionId, limitsOf(overrides).connectionsPerKey);
+    return objects.tenantLimits(tenantId, slotShardOf(keyId)).openConnection(keyId, connectionId, limitsOf(overrides).connectionsPerKey);
   }
 
   /** Call often (every few seconds): renews the slot when it is due. */
@@ -52,7 +55,7 @@ export class ConnectionSlot {
     if (this.releasing || now - this.renewedAt < CONNECTION_RENEW_MS) return;
     this.renewedAt = now;
     void this.objects
-      .tenantLimits(this.tenantId)
+      .tenantLimits(this.tenantId, slotShardOf(this.keyId))
       .renewConnection(this.keyId, this.connectionId)
       .catch(() => undefined);
   }
@@ -60,7 +63,7 @@ export class ConnectionSlot {
   /** Frees the slot; the same promise on every call (a Worker keeps its invocation alive for it with waitUntil). */
   release(): Promise<void> {
     this.releasing ??= this.objects
-      .tenantLimits(this.tenantId)
+      .tenantLimits(this.tenantId, slotShardOf(this.keyId))
       .closeConnection(this.keyId, this.connectionId)
       .catch(() => undefined);
     return this.releasing;

@@ -211,6 +211,26 @@ export const auditChain = sqliteTable(
   (t) => [primaryKey({ columns: [t.tenantId, t.seq] }), uniqueIndex("audit_chain_entry").on(t.tenantId, t.entryDigest)],
 );
 
+/**
+ * Audit entries written and waiting for their link (decision 0035): staged by each session's
+ * outbox, chained by whoever chains next, oldest first (`id`), and deleted in the commit that
+ * chains them. Never read by the API: the export drains it first.
+ */
+export const auditChainPending = sqliteTable(
+  "audit_chain_pending",
+  {
+    id: integer("id").primaryKey(),
+    tenantId: text("tenant_id")
+      .notNull()
+      .references(() => tenants.id),
+    /** The entry in canonical JSON, as it will be hashed. */
+    entry: text("entry").notNull(),
+    entryDigest: text("entry_digest").notNull(),
+    auditId: text("audit_id").notNull(),
+  },
+  (t) => [uniqueIndex("audit_chain_pending_entry").on(t.tenantId, t.entryDigest), index("audit_chain_pending_queue").on(t.tenantId, t.id)],
+);
+
 export type DecisionRuleRow = typeof decisionRules.$inferSelect;
 export type DecisionAuditRow = typeof decisionAudit.$inferSelect;
 

@@ -1,4 +1,5 @@
 import { ErrorCode } from "../core/rpc-errors";
+import { shardOf } from "./generation-lease";
 // Per-tenant limits: the defaults, and reading a tenant's overrides (tenants.settings.limits); the
 // limits on one frame are protocol/limits.ts. The
 // defaults are sized for a team that leaves agents running for hours: far above what people and
@@ -88,6 +89,63 @@ export const MAX_LEASE_RETRY_MS = 500;
 
 /** How often a live connection renews its slot in the tenant's count; a slot not renewed for three times this is freed. */
 export const CONNECTION_RENEW_MS = 20_000;
+
+/** A connection whose isolate died without closing it frees its slot after this long. */
+export const CONNECTION_TTL_MS = 3 * CONNECTION_RENEW_MS;
+
+/**
+ * The shard (TenantLimitsObject `${tenantId}/${index}`) that counts a key's connections: every
+ * connection of a key opens, renews and closes its slot there, so the key's count is exact in one
+ * place and the tenant's root serves none of it. Keys hash across the LIMIT_SHARDS shards (FNV-1a),
+ * so at 10,000 connections no object takes more than its keys' renewals: at most
+ * `connectionsPerKey / CONNECTION_RENEW_MS` per key (5 a second at the default 100).
+ */
+export function slotShardOf(keyId: string): number {
+  return shardOf(keyId, LIMIT_SHARDS);
+}
+
+/**
+ * The open connections of the keys one object counts (in memory: they describe the live
+ * connections, which renew every CONNECTION_RENEW_MS, so an object's restart forgets nothing for
+ * longer). Guarantees: a key never has more than `limit` slots taken by `open`; a slot not renewed
+ * within CONNECTION_TTL_MS is free; a renewal takes the slot back after a restart (above the limit
+ * only by connections that were open before it).
+ */
+export class SlotTable {
+  /** Per key: connection id → when its slot lapses. */
+  private readonly slots = new Map<string, Map<string, number>>();
+
+  open(keyId: string, connectionId: string, limit: number, now: number): { ok: true } | { ok: false; open: number } {
+    const open = this.live(keyId, now);
+    if (!open.has(connectionId) && open.size >= limit) return { ok: false, open: open.size };
+    open.set(connectionId, now + CONNECTION_TTL_MS);
+    return { ok: true };
+  }
+
+  renew(keyId: string, connectionId: string, now: number): void {
+    this.live(keyId, now).set(connectionId, now + CONNECTION_TTL_MS);
+  }
+
+  close(keyId: string, connectionId: string): void {
+    const open = this.slots.get(keyId);
+    open?.delete(connectionId);
+    if (open?.size === 0) this.slots.delete(keyId);
+  }
+
+  /** Live slots across every key. */
+  count(now: number): number {
+    let n = 0;
+    for (const keyId of [...this.slots.keys()]) n += this.live(keyId, now).size;
+    return n;
+  }
+
+  private live(keyId: string, now: number): Map<string, number> {
+    let open = this.slots.get(keyId);
+    if (!open) this.slots.set(keyId, (open = new Map()));
+    for (const [id, lapses] of open) if (lapses <= now) open.delete(id);
+    return open;
+  }
+}
 
 /** A session counts as live while it was used within this window (the sessions index's updated_at). */
 export const LIVE_SESSION_WINDOW_MS = 24 * 3600 * 1000;

@@ -137,8 +137,9 @@ export class AuditOutbox {
         }
         const batch = await this.withinBudget([...entries.values()]);
         await insertAuditRows(this.db, batch);
-        // Then the tenant's hash chain (decision 0024): one link per row as written; a retry of
-        // this batch finds the links it made and adds only what is missing.
+        // Then the tenant's hash chain (decisions 0024, 0035): one link per row as written, staged
+        // and chained with whatever the tenant's other sessions are writing; a retry of this batch
+        // finds what it staged or chained and adds only what is missing.
         const tenantId = batch[0]?.tenantId;
         if (tenantId !== undefined) await appendToChain(this.db, tenantId, batch);
         this.charged = undefined;

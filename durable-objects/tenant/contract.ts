@@ -13,8 +13,8 @@ export interface TenantLimitsContract extends Rpc.DurableObjectBranded {
   /** A live connection's slot, kept (or, after a restart of the object, taken again). */
   renewConnection(keyId: string, connectionId: string): void;
   closeConnection(keyId: string, connectionId: string): void;
-  /** How many client connections are open under the tenant's keys (for GET /v1/metrics). */
-  openConnections(): number;
+  /** How many client connections are open under the tenant's keys (for GET /v1/metrics): a shard's own; the root's, summed over its shards. */
+  openConnections(): number | Promise<number>;
   /**
    * A batch of audit rows about to be written: `full` bytes as they are, `summarised` bytes with the
    * operation's text replaced by its hash. Charges `full` if today's budget holds it (`kept: true`),

@@ -1,34 +1,34 @@
-// TenantLimitsObject: one per tenant, named by the tenant id (the *root*), and LIMIT_SHARDS lease
-// shards named `${tenantId}/${index}` (decision 0031). The root holds the counts that span a
-// tenant's connections, which live in many Worker isolates and objects: the tenant's message-rate
-// bucket, and the connections open under each key. The bucket is leased to the shards (each a
-// LeasePool, protocol/rate-limit.ts) in leases sized to their demand, and by them to the connections
-// (TenantLease), so at ten thousand connections the root sees a few calls a second per shard and each
-// shard the calls of its own connections. Both are in memory on purpose: they describe the last second and the live connections,
-// which the connections re-establish (leases are asked for again, connections renew their slot
-// every CONNECTION_RENEW_MS), so a restart forgets nothing that matters for longer than that.
+// TenantLimitsObject: one per tenant, named by the tenant id (the *root*), and LIMIT_SHARDS shards
+// named `${tenantId}/${index}` (decisions 0031, 0035). The root holds the tenant's message-rate bucket
+// and its audit budget. The bucket is leased to the shards (each a LeasePool, protocol/rate-limit.ts)
+// in leases sized to their demand, and by them to the connections (TenantLease), so at ten thousand
+// connections the root sees a few calls a second per shard and each shard the calls of its own
+// connections. Each shard also counts the open connections of the keys that hash to it
+// (`slotShardOf`): a key's slots are opened, renewed and closed in one shard, exact there, and never
+// at the root. Leases and slots are in memory on purpose: they describe the last second and the live
+// connections, which the connections re-establish (leases are asked for again, connections renew
+// their slot every CONNECTION_RENEW_MS), so a restart forgets nothing that matters for longer than that.
 
 import { DurableObject } from "cloudflare:workers";
 import { type LeaseGrant, LeasePool, TokenBucket } from "../../protocol/rate-limit";
 import type { Env } from "../../core/env";
-import { type AuditBudget, CONNECTION_RENEW_MS, MAX_LEASE_RETRY_MS, auditDay, auditDayEnd } from "../../protocol/tenant-limits";
+import { type AuditBudget, LIMIT_SHARDS, MAX_LEASE_RETRY_MS, SlotTable, auditDay, auditDayEnd } from "../../protocol/tenant-limits";
 import { objects, splitName } from "../objects";
 import type { SlotOutcome } from "../../connection/gateway-objects";
 import type { TenantLimitsContract } from "./contract";
 
-/** A connection whose isolate died without closing it frees its slot after this long. */
-const CONNECTION_TTL_MS = 3 * CONNECTION_RENEW_MS;
-
 export class TenantLimitsObject extends DurableObject<Env> implements TenantLimitsContract {
   private bucket: { rate: number; tokens: TokenBucket } | undefined;
-  /** Per key: connection id → when its slot lapses. */
-  private readonly slots = new Map<string, Map<string, number>>();
+  /** The open connections of the keys this shard counts (the root's stays empty but for connections opened before decision 0035). */
+  private readonly slots = new SlotTable();
   /** A lease shard: its pool of the root's tokens, and the tenant rate its connections last named. */
   private readonly shard?: { pool: LeasePool; rate: number };
+  private readonly tenantId: string;
 
   constructor(ctx: DurableObjectState, env: Env) {
     super(ctx, env);
     const name = splitName(ctx.id.name);
+    this.tenantId = name?.tenantId ?? ctx.id.name ?? "";
     if (name) {
       const root = objects.tenantLimits(env, name.tenantId);
       const shard: { pool: LeasePool; rate: number } = {
@@ -86,36 +86,27 @@ export class TenantLimitsObject extends DurableObject<Env> implements TenantLimi
     return { granted, retryAfterMs };
   }
 
-  /** A new connection under `keyId`: refused when the key already has `limit` open. */
+  /** A new connection under `keyId` (at the key's shard): refused when the key already has `limit` open. */
   openConnection(keyId: string, connectionId: string, limit: number): SlotOutcome {
-    const open = this.liveSlots(keyId);
-    if (!open.has(connectionId) && open.size >= limit) return { ok: false, open: open.size };
-    open.set(connectionId, Date.now() + CONNECTION_TTL_MS);
-    return { ok: true };
+    return this.slots.open(keyId, connectionId, limit, Date.now());
   }
 
   /** A live connection's slot, kept (or, after a restart of this object, taken again). */
   renewConnection(keyId: string, connectionId: string): void {
-    this.liveSlots(keyId).set(connectionId, Date.now() + CONNECTION_TTL_MS);
+    this.slots.renew(keyId, connectionId, Date.now());
   }
 
   closeConnection(keyId: string, connectionId: string): void {
-    const open = this.slots.get(keyId);
-    open?.delete(connectionId);
-    if (open?.size === 0) this.slots.delete(keyId);
+    this.slots.close(keyId, connectionId);
   }
 
-  openConnections(): number {
-    let open = 0;
-    for (const keyId of [...this.slots.keys()]) open += this.liveSlots(keyId).size;
-    return open;
-  }
-
-  private liveSlots(keyId: string): Map<string, number> {
-    let open = this.slots.get(keyId);
-    if (!open) this.slots.set(keyId, (open = new Map()));
-    const now = Date.now();
-    for (const [id, lapses] of open) if (lapses <= now) open.delete(id);
-    return open;
+  /** The tenant's open client connections: at the root, the sum over its shards (and its own, from before the shards counted them). */
+  async openConnections(): Promise<number> {
+    const own = this.slots.count(Date.now());
+    if (this.shard) return own;
+    const shards = await Promise.all(
+      Array.from({ length: LIMIT_SHARDS }, (_, i) => objects.tenantLimits(this.env, this.tenantId, i).openConnections()),
+    );
+    return shards.reduce((a, b) => a + b, own);
   }
 }

@@ -7,7 +7,8 @@ import { describe, expect, it } from "vitest";
 import type { AuditEntry } from "../../db/queries/audit";
 import { insertAuditRows } from "../../db/queries/audit";
 import { appendToChain } from "../../db/queries/audit-chain";
-import { type ChainLink, GENESIS, START, parsePoint, verifyChain } from "../../protocol/audit-chain";
+import { type ChainLink, GENESIS, START, canonicalJson, parsePoint, verifyChain } from "../../protocol/audit-chain";
+import { sha256HexSync } from "../../protocol/sha256";
 import { clientWithSession, dialInAgent, isMethod, isResponseTo, seedTenant, startTurn } from "./helpers";
 
 /** The body as UTF-8 text (workerd warns on .text() of a type it does not know as text). */
@@ -163,6 +164,31 @@ describe("audit hash chain", () => {
       "5 more permission requests outside a turn",
     ]);
     expect(verifyChain(lines, START, end).ok).toBe(true);
+  });
+
+  it("rows a writer staged and left (it stopped before chaining them) are chained by the next export, after the links before them", async () => {
+    const t = await seedTenant();
+    await appendToChain(env.DB, t.tenantId, [entryOf(t.tenantId, 1)]);
+    // As STAGE writes them: the entry's canonical JSON and its digest, queued behind nothing.
+    const left = [2, 3].map((i) => {
+      const text = canonicalJson({ id: `aud_left${i}`, sessionId: "s1", agent: "a", outcome: "selected", at: i });
+      return { text, digest: sha256HexSync(text), id: `aud_left${i}` };
+    });
+    for (const l of left)
+      await env.DB.prepare("INSERT INTO audit_chain_pending (tenant_id, entry, entry_digest, audit_id) VALUES (?, ?, ?, ?)")
+        .bind(t.tenantId, l.text, l.digest, l.id)
+        .run();
+    const { lines, end } = await exported(t.clientKey);
+    expect(lines.map((l) => (JSON.parse(l) as ChainLink & { entry: { id: string } }).entry.id)).toEqual([
+      "aud_t1",
+      "aud_left2",
+      "aud_left3",
+    ]);
+    expect(verifyChain(lines, START, end)).toMatchObject({ ok: true, links: 3 });
+    const staged = await env.DB.prepare("SELECT COUNT(*) AS n FROM audit_chain_pending WHERE tenant_id = ?")
+      .bind(t.tenantId)
+      .first<{ n: number }>();
+    expect(staged?.n).toBe(0);
   });
 
   it("an edit of a chained row in D1 fails the export's verification at its line; a deleted row, as a gap", async () => {

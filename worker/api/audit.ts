@@ -3,7 +3,7 @@
 
 import { OpenAPIHono, createRoute, z } from "@hono/zod-openapi";
 import { auditPage } from "../../db/queries/audit";
-import { chainPoint, chainRange, chainTip } from "../../db/queries/audit-chain";
+import { chainPoint, chainRange, chainTip, drainChain } from "../../db/queries/audit-chain";
 import { ApiError } from "../http-error";
 import { decisionAudit } from "../../db/schema";
 import { objects } from "../../durable-objects/objects";
@@ -205,6 +205,9 @@ auditApi.openapi(
     const after = wholeNumber("after", q.after, 0, 0, Number.MAX_SAFE_INTEGER);
     const limit = wholeNumber("limit", q.limit, EXPORT_DEFAULT_LIMIT, 1, EXPORT_MAX_LIMIT);
     const db = c.env.DB;
+    // Every row written so far is in the export: what sessions staged and nobody chained yet (a
+    // writer that stopped mid-drain, decision 0035) is chained first; usually there is none.
+    await drainChain(db, tenantId);
     // Links are numbered without a gap, so where this export ends is known before it starts: the
     // tip as it is now, or `limit` links on. Links appended meanwhile wait for the next export.
     const tip = await chainTip(db, tenantId);
