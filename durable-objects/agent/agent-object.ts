@@ -66,6 +66,8 @@ function lineOf(ws: WebSocket, epoch: number, edge: boolean): Line {
 export interface AgentTesting {
   readonly relay: AgentRelay;
   readonly links: SessionLinks;
+  /** The current connection epoch, as the store holds it. */
+  readonly epoch: number;
   /** Replaces the stub the instance delivers to a session through (by RPC and to open its link). */
   session?: (sessionId: string, real: SessionStub) => SessionStub;
 }
@@ -122,7 +124,14 @@ export class AgentObject extends DurableObject<Env> implements AgentContract {
         gone: (reason) => this.waiters.closeAll(reason),
       },
     });
-    testing.set(this, { relay: this.relay, links: this.links });
+    const store = this.store;
+    testing.set(this, {
+      relay: this.relay,
+      links: this.links,
+      get epoch() {
+        return store.epoch;
+      },
+    });
     void ctx.blockConcurrencyWhile(async () => this.relay.started());
   }
 

@@ -92,16 +92,20 @@ function failAgentCalls(instance: SessionObject): void {
   link.d.env = { ...link.d.env, AGENTS: { getByName: () => failing } as never };
 }
 
+/** The tests' own records, by the instance they were made on (the isolate's memory: a new instance after an eviction has none). */
+const cutCounts = new WeakMap<object, { cuts: number }>();
+const linkSeen = new WeakMap<object, string[]>();
+
 /** How many cuts a test's injection made on this object's instance (each injection below counts its own). */
 async function cutsOn(stub: DurableObjectStub<AgentObject> | DurableObjectStub<SessionObject>): Promise<number> {
-  // SAFETY: `cuts` is the test's own counter, set on the instance by the injections below.
-  return runInDurableObject(stub as DurableObjectStub<never>, (instance: unknown) => (instance as { cuts?: number }).cuts ?? 0);
+  // SAFETY: either object; the instance is only a key.
+  return runInDurableObject(stub as DurableObjectStub<never>, (instance: object) => cutCounts.get(instance)?.cuts ?? 0);
 }
 
 /** The instance's cut counter, started at 0. */
 function cutCounter(instance: AgentObject | SessionObject): { cuts: number } {
-  const counted = instance as unknown as { cuts: number };
-  counted.cuts = 0;
+  const counted = { cuts: 0 };
+  cutCounts.set(instance, counted);
   return counted;
 }
 
@@ -495,7 +499,7 @@ describe("agent link: never a client", () => {
     // Everything the session sends on the link, as the AgentObject's end receives it.
     await runInDurableObject(agentStub(t.tenantId, agent.name), (instance: AgentObject) => {
       const seen: string[] = [];
-      (instance as unknown as { linkSeen: string[] }).linkSeen = seen;
+      linkSeen.set(instance, seen);
       linksOf(instance)
         .links.get(sessionId)
         ?.ws.addEventListener("message", (event) => {
@@ -522,10 +526,7 @@ describe("agent link: never a client", () => {
       }));
     expect(await sockets()).toEqual({ all: 2, links: 1 });
     expect((await stub.snapshot())?.clients.map((c) => c.user)).toEqual(["alice"]);
-    const seen = await runInDurableObject(
-      agentStub(t.tenantId, agent.name),
-      (instance: AgentObject) => (instance as unknown as { linkSeen: string[] }).linkSeen,
-    );
+    const seen = await runInDurableObject(agentStub(t.tenantId, agent.name), (instance: AgentObject) => linkSeen.get(instance) ?? []);
     expect(seen.length).toBeGreaterThan(0); // acks and frames for the agent, at least
     expect(seen.filter((text) => linkToAgent(text) === undefined)).toEqual([]);
 

@@ -6,13 +6,13 @@
 import { runInDurableObject } from "cloudflare:test";
 import { describe, expect, it } from "vitest";
 import type { ToAgent } from "../../durable-objects/agent/contract";
+import { type AgentObject, agentTesting } from "../../durable-objects/agent/agent-object";
 import { barrier, clientWithSession, dialInAgent, isMethod, isResponseTo, seedTenant, startTurn } from "./helpers";
 import { agentStub, restartObject, sessionStub } from "./fuzz-faults";
 
 /** The AgentObject's current connection epoch, as its store holds it. */
 async function epochOf(stub: ReturnType<typeof agentStub>): Promise<number> {
-  // SAFETY: the AgentObject's private store, read by the test only.
-  return runInDurableObject(stub, (instance: unknown) => (instance as { store: { epoch: number } }).store.epoch);
+  return runInDurableObject(stub, (instance: AgentObject) => agentTesting(instance).epoch);
 }
 
 /** A turn with one permission request pending at the client; returns what the test needs. */
