@@ -96,6 +96,13 @@ async function cutAfterNextSent(t: SeededTenant, sessionId: string): Promise<voi
   });
 }
 
+/** How many frames for the agent wait in the session behind an answer on an edge link (its seam). */
+async function heldAfterEdgeAnswer(t: SeededTenant, sessionId: string): Promise<number> {
+  return runInDurableObject(sessionStub(t.tenantId, sessionId), (instance: SessionObject) =>
+    sessionTesting(instance).heldAfterEdgeAnswer(),
+  );
+}
+
 /** A dial-in agent (through the edge), a client, a session with a turn going; the session watched. */
 async function turnGoing() {
   const t = await seedTenant();
@@ -252,6 +259,44 @@ describe("the answer at the edge", () => {
     expect(first.result).toEqual({ outcome: { outcome: "cancelled" } });
     await agent.peer.next(isMethod("session/cancel"));
     await sentOnEdge(t, sessionId, 1);
+    await endTurn(agent, client, prompt);
+  });
+
+  it("the edge has not replied to the `cancelled` answer on its link when the client cancels the turn: session/cancel waits behind it in the session, so the agent gets the answer first", async () => {
+    const { t, agent, client, sessionId, prompt } = await turnGoing();
+    const reqId = agent.askPermission(sessionId, { toolCallId: "t1", title: "Run", kind: "execute" });
+    await client.next(isMethod("session/request_permission"));
+    // Opened after the edge's own: the newest, so the answer goes on it, and waits there until the test replies.
+    const link = await staleEdgeLink(t, sessionId, agent);
+    const onLink: Json[] = [];
+    link.addEventListener("message", (event) => {
+      const message = linkToAgent(String(event.data));
+      if (message?.t === "toAgent") onLink.push(message);
+    });
+    client.notify("session/cancel", { sessionId });
+    // Until the edge replies, either session/cancel is held in the session behind the answer, or
+    // (without the hold) it goes through the AgentObject and reaches the agent before the answer.
+    const reachedAgent = () => agent.peer.unclaimed().some((m) => m.id === reqId || m.method === "session/cancel");
+    await vi.waitFor(async () => expect(reachedAgent() || (await heldAfterEdgeAnswer(t, sessionId)) > 0).toBe(true), {
+      timeout: 5000,
+      interval: 10,
+    });
+    // The precondition: the `cancelled` answer is the one on the held link.
+    expect(onLink).toEqual([
+      {
+        t: "toAgent",
+        n: expect.any(Number),
+        frame: expect.objectContaining({ type: "response", id: reqId, result: { outcome: { outcome: "cancelled" } } }),
+      },
+    ]);
+    // The edge fails it (as one of another connection would): the one second try goes through the AgentObject, and what waited after it.
+    link.send(encodeLink({ t: "failed", n: onLink[0]?.n }));
+    const first = await agent.peer.next((m) => m.id === reqId || m.method === "session/cancel");
+    expect(first.method).toBeUndefined();
+    expect(first.id).toBe(reqId);
+    expect(first.result).toEqual({ outcome: { outcome: "cancelled" } });
+    await agent.peer.next(isMethod("session/cancel"));
+    link.close(1000, "done");
     await endTurn(agent, client, prompt);
   });
 
