@@ -190,6 +190,11 @@ export class AgentLink {
   private edgeInFlight = 0;
   private readonly afterEdge: (() => void)[] = [];
 
+  /** How many frames for the agent wait behind an answer on an edge link (the session's test seam reads it). */
+  get heldAfterEdgeAnswer(): number {
+    return this.afterEdge.length;
+  }
+
   /**
    * Fire and forget, in order. A frame goes on the agent link (agent-socket.ts) when there is one and
    * no RPC call is still out, otherwise as an RPC call (calls on one stub are delivered in the order

@@ -76,6 +76,8 @@ export interface SessionTesting {
   readonly audits: Pick<AuditOutbox, "waiting" | "retryAt">;
   /** When the turn's idle timer fires (turn-watch.ts), or undefined when no turn runs. */
   idleAt(): number | undefined;
+  /** How many frames for the agent wait in the session behind an answer on an edge link (agent-link.ts `toAgent`). */
+  heldAfterEdgeAnswer(): number;
   /**
    * Set by a test to watch or cut the messages that come on an agent or edge link: called instead of
    * the object's own handling, which it is handed as `apply` (`ack: false`: applied, the ack not sent).
@@ -170,7 +172,12 @@ export class SessionObject extends DurableObject<Env> implements SessionContract
     });
     const live = liveIndex(ctx, env, this.store);
     this.store.onLiveChange(() => live.changed());
-    this.testing = { store: this.store, audits: this.audits, idleAt: () => this.turnWatch.idleAt(this.store) };
+    this.testing = {
+      store: this.store,
+      audits: this.audits,
+      idleAt: () => this.turnWatch.idleAt(this.store),
+      heldAfterEdgeAnswer: () => this.agent.heldAfterEdgeAnswer,
+    };
     seams.set(this, this.testing);
   }
 

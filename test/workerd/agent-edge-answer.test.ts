@@ -12,6 +12,8 @@ import { describe, expect, it, vi } from "vitest";
 import { type SessionObject, sessionTesting } from "../../durable-objects/session/session-object";
 import { EDGE_LINK_HEADER } from "../../protocol/agent-edge-wire";
 import { encodeLink, linkToAgent, linkToSession } from "../../protocol/agent-link-wire";
+import { type AgentObject, agentTesting } from "../../durable-objects/agent/agent-object";
+import type { FromAgent } from "../../durable-objects/session/contract";
 import { agentStub, crashObject, restartObject, sessionStub } from "./fuzz-faults";
 import {
   attachClient,
@@ -92,6 +94,13 @@ async function cutAfterNextSent(t: SeededTenant, sessionId: string): Promise<voi
     const watch = watches.get(instance);
     if (watch) watch.cutAfter = true;
   });
+}
+
+/** How many frames for the agent wait in the session behind an answer on an edge link (its seam). */
+async function heldAfterEdgeAnswer(t: SeededTenant, sessionId: string): Promise<number> {
+  return runInDurableObject(sessionStub(t.tenantId, sessionId), (instance: SessionObject) =>
+    sessionTesting(instance).heldAfterEdgeAnswer(),
+  );
 }
 
 /** A dial-in agent (through the edge), a client, a session with a turn going; the session watched. */
@@ -253,6 +262,44 @@ describe("the answer at the edge", () => {
     await endTurn(agent, client, prompt);
   });
 
+  it("the edge has not replied to the `cancelled` answer on its link when the client cancels the turn: session/cancel waits behind it in the session, so the agent gets the answer first", async () => {
+    const { t, agent, client, sessionId, prompt } = await turnGoing();
+    const reqId = agent.askPermission(sessionId, { toolCallId: "t1", title: "Run", kind: "execute" });
+    await client.next(isMethod("session/request_permission"));
+    // Opened after the edge's own: the newest, so the answer goes on it, and waits there until the test replies.
+    const link = await staleEdgeLink(t, sessionId, agent);
+    const onLink: Json[] = [];
+    link.addEventListener("message", (event) => {
+      const message = linkToAgent(String(event.data));
+      if (message?.t === "toAgent") onLink.push(message);
+    });
+    client.notify("session/cancel", { sessionId });
+    // Until the edge replies, either session/cancel is held in the session behind the answer, or
+    // (without the hold) it goes through the AgentObject and reaches the agent before the answer.
+    const reachedAgent = () => agent.peer.unclaimed().some((m) => m.id === reqId || m.method === "session/cancel");
+    await vi.waitFor(async () => expect(reachedAgent() || (await heldAfterEdgeAnswer(t, sessionId)) > 0).toBe(true), {
+      timeout: 5000,
+      interval: 10,
+    });
+    // The precondition: the `cancelled` answer is the one on the held link.
+    expect(onLink).toEqual([
+      {
+        t: "toAgent",
+        n: expect.any(Number),
+        frame: expect.objectContaining({ type: "response", id: reqId, result: { outcome: { outcome: "cancelled" } } }),
+      },
+    ]);
+    // The edge fails it (as one of another connection would): the one second try goes through the AgentObject, and what waited after it.
+    link.send(encodeLink({ t: "failed", n: onLink[0]?.n }));
+    const first = await agent.peer.next((m) => m.id === reqId || m.method === "session/cancel");
+    expect(first.method).toBeUndefined();
+    expect(first.id).toBe(reqId);
+    expect(first.result).toEqual({ outcome: { outcome: "cancelled" } });
+    await agent.peer.next(isMethod("session/cancel"));
+    link.close(1000, "done");
+    await endTurn(agent, client, prompt);
+  });
+
   it("a client's answer to the agent's permission request goes on the session's edge link, and reaches the agent once", async () => {
     const { t, agent, client, sessionId, prompt } = await turnGoing();
     const { reqId, answer } = await askAndAnswer(agent, client, sessionId, "t1");
@@ -363,5 +410,138 @@ describe("the answer at the edge", () => {
     await answeredOnce(again, agent, sessionId, reqId);
     agent.peer.respond(prompt.id, { stopReason: "end_turn" });
     await barrier(again, agent, sessionId);
+  });
+});
+
+/** Every agent-side frame the session has been sent for the agent's departure, held back by the test (see `holdGone`). */
+interface GoneHold {
+  /** The batches with a `gone` item that came on the agent link: applied (without a second ack) by `release`. */
+  onLink: (() => void)[];
+  /** The `gone` items that came by RPC: delivered to the session by `release`. */
+  byRpc: FromAgent[];
+}
+
+/**
+ * Keeps the session from hearing that the agent's connection left: the AgentObject's `gone` for it,
+ * on the agent link (the session's seam) or by RPC (the AgentObject's stub seam), is held, and the
+ * AgentObject is told it was applied, so what it delivers next (the agent's next connection's
+ * frames) reaches the session. `release` hands the held ones to the session.
+ */
+async function holdGone(t: SeededTenant, sessionId: string, agentName: string): Promise<{ hold: GoneHold; release(): Promise<void> }> {
+  const hold: GoneHold = { onLink: [], byRpc: [] };
+  const hasGone = (items: unknown) => Array.isArray(items) && items.some((item: Json) => item?.kind === "gone");
+  await runInDurableObject(sessionStub(t.tenantId, sessionId), (instance: SessionObject) => {
+    const seam = sessionTesting(instance);
+    const before = seam.onLinkMessage;
+    seam.onLinkMessage = (ws, data, apply) => {
+      const attachment = ws.deserializeAttachment() as { link?: string } | null;
+      const message = typeof data === "string" ? linkToSession(data) : undefined;
+      if (attachment?.link !== "edge" && message?.t === "batch" && hasGone(message.items)) {
+        hold.onLink.push(() => apply(false));
+        ws.send(encodeLink({ t: "ack" }));
+        return;
+      }
+      return before ? before(ws, data, apply) : apply();
+    };
+  });
+  await runInDurableObject(agentStub(t.tenantId, agentName), (instance: AgentObject) => {
+    agentTesting(instance).session = (id, real) =>
+      id !== sessionId
+        ? real
+        : new Proxy(real, {
+            get(target, prop) {
+              if (prop === "fromAgentBatch")
+                return (items: FromAgent[]) => {
+                  const rest = items.filter((item) => item.kind !== "gone");
+                  hold.byRpc.push(...items.filter((item) => item.kind === "gone"));
+                  return rest.length > 0 ? target.fromAgentBatch(rest) : Promise.resolve();
+                };
+              const value: unknown = Reflect.get(target, prop);
+              return typeof value === "function" ? (value as (...a: unknown[]) => unknown).bind(target) : value;
+            },
+          });
+  });
+  const release = async () => {
+    await runInDurableObject(sessionStub(t.tenantId, sessionId), () => {
+      for (const apply of hold.onLink.splice(0)) apply();
+    });
+    const items = hold.byRpc.splice(0);
+    if (items.length > 0) await sessionStub(t.tenantId, sessionId).fromAgentBatch(items);
+  };
+  return { hold, release };
+}
+
+/** The session's open edge links (only the session's own agent's edge opens one, and this test opens none). */
+async function edgeLinksOpen(t: SeededTenant, sessionId: string): Promise<number> {
+  // SAFETY: a SessionObject; only its state is used.
+  return runInDurableObject(
+    sessionStub(t.tenantId, sessionId) as DurableObjectStub<never>,
+    (_instance: unknown, state: DurableObjectState) => {
+      return state.getWebSockets("edge-link").filter((ws) => ws.readyState === WebSocket.OPEN).length;
+    },
+  );
+}
+
+/** What came back on edge links to the session's answers (`sent`, `failed`), and how many edge links were open then. */
+async function watchEdgeReplies(t: SeededTenant, sessionId: string): Promise<{ t: string; links: number; onOpenLink: boolean }[]> {
+  const replies: { t: string; links: number; onOpenLink: boolean }[] = [];
+  // SAFETY: a SessionObject; its seam and state are used.
+  await runInDurableObject(sessionStub(t.tenantId, sessionId), (instance: SessionObject, state: DurableObjectState) => {
+    const seam = sessionTesting(instance);
+    const before = seam.onLinkMessage;
+    seam.onLinkMessage = (ws, data, apply) => {
+      const attachment = ws.deserializeAttachment() as { link?: string } | null;
+      const message = typeof data === "string" ? linkToSession(data) : undefined;
+      if (attachment?.link === "edge" && (message?.t === "sent" || message?.t === "failed")) {
+        const open = state.getWebSockets("edge-link").filter((link) => link.readyState === WebSocket.OPEN);
+        replies.push({ t: message.t, links: open.length, onOpenLink: open.includes(ws) });
+      }
+      return before ? before(ws, data, apply) : apply();
+    };
+  });
+  return replies;
+}
+
+describe("an answer meant for the agent's previous connection", () => {
+  it("a client answers a request of the agent's old connection after it reconnected and asked again under the same id: the new connection's request is not answered by it (the edge checks the epoch)", async () => {
+    const REJECT = { outcome: { outcome: "selected", optionId: "reject" } };
+    const { t, agent, client, sessionId } = await turnGoing();
+    const N = 7;
+    agent.askPermission(sessionId, { toolCallId: "old", title: "Run old", kind: "execute" }, undefined, N);
+    const oldCopy = await client.next((m) => m.method === "session/request_permission" && m.params?.toolCall?.toolCallId === "old");
+    // The session does not hear that connection 1 left: its request stays open there.
+    const { hold, release } = await holdGone(t, sessionId, agent.name);
+    agent.peer.close();
+    await vi.waitFor(() => expect(hold.onLink.length + hold.byRpc.length).toBeGreaterThanOrEqual(1), { timeout: 5000, interval: 10 });
+    // Connection 1's edge closed its edge links as it ended: any edge link open later is connection 2's.
+    await vi.waitFor(async () => expect(await edgeLinksOpen(t, sessionId)).toBe(0), { timeout: 5000, interval: 10 });
+
+    const again = await dialInAgent(t, agent.name);
+    again.askPermission(sessionId, { toolCallId: "new", title: "Run new", kind: "execute" }, undefined, N);
+    const newCopy = await client.next((m) => m.method === "session/request_permission" && m.params?.toolCall?.toolCallId === "new");
+    // The preconditions: both requests (the same agent id, two connections) are open in the session,
+    // and the session has one edge link, connection 2's (opened as its request went by).
+    const pending = (await sessionStub(t.tenantId, sessionId).snapshot())?.pendingPermissions ?? [];
+    expect(pending.map((p: Json) => p.toolCall?.toolCallId ?? p.toolCallId).sort()).toEqual(["new", "old"]);
+    expect(await edgeLinksOpen(t, sessionId)).toBe(1);
+
+    const replies = await watchEdgeReplies(t, sessionId);
+    client.respond(oldCopy.id, ALLOW);
+    // The answer to connection 1's request went on connection 2's edge link (the only one open), which did not send it.
+    await vi.waitFor(() => expect(replies.length).toBeGreaterThanOrEqual(1), { timeout: 5000, interval: 10 });
+    expect(replies[0]).toMatchObject({ links: 1, onOpenLink: true });
+    // Connection 1's answer reaches nobody, also by the AgentObject's way: after a barrier it has not come.
+    await barrier(client, again, sessionId);
+    expect(again.peer.unclaimed().filter((m) => m.id === N && !("method" in m))).toEqual([]);
+    // How: connection 2's edge failed it (not of its epoch), and the AgentObject's way dropped it (the connection is gone).
+    expect(replies[0]?.t).toBe("failed");
+
+    // Connection 2's request N gets its own answer, and it is the first and only answer to N.
+    client.respond(newCopy.id, REJECT);
+    const answer = await again.peer.next(isResponseTo(N));
+    expect(answer.result).toEqual(REJECT);
+    await barrier(client, again, sessionId);
+    expect(again.peer.unclaimed().filter((m) => m.id === N && !("method" in m))).toEqual([]);
+    await release();
   });
 });
