@@ -97,15 +97,18 @@ describe("audit bounds", () => {
     expect(page.budget.resetsAt).toBeGreaterThan(Date.now());
   }, 30_000);
 
-  it("one tenant flooding out-of-turn requests with 200 KB commands leaves another's keys and rules unhurt, and its own D1 share bounded", async () => {
+  it("one tenant flooding out-of-turn requests with 80 KB commands leaves another's keys and rules unhurt, and its own D1 share bounded", async () => {
     const flooder = await seedTenant();
     const agent = await dialInAgent(flooder);
     const sessions = await Promise.all([0, 1, 2].map(() => clientWithSession(flooder, agent)));
     const other = await seedTenant();
+    // 90 requests of 80 KB: 7.2 MB, under the 8 MiB the edge holds for one agent connection
+    // (protocol/tenant-limits.ts heldBytesPerAgentConnection). More, on a loaded machine, fills the hold and the
+    // rest are refused with -32029 (agent-hold.test.ts covers that); this test is about the audit.
     const PER_SESSION = 30;
     const asked = sessions.flatMap(({ sessionId }, s) =>
       Array.from({ length: PER_SESSION }, (_, i) =>
-        agent.askPermission(sessionId, run(`f-${s}-${i}`, `rm -rf /${i} ${"Z".repeat(200_000)}`)),
+        agent.askPermission(sessionId, run(`f-${s}-${i}`, `rm -rf /${i} ${"Z".repeat(80_000)}`)),
       ),
     );
     // While the flood is answered and audited, the other tenant works through the REST API.
@@ -128,7 +131,7 @@ describe("audit bounds", () => {
       .first<{ n: number }>();
     expect(otherKeys?.n).toBe(4 + 5);
     expect(otherRules?.n).toBe(5);
-    // The flooder's audit: per session 10 rows and one summary, each within 4 KiB (90 requests of 200 KB: 18 MB asked).
+    // The flooder's audit: per session 10 rows and one summary, each within 4 KiB (90 requests of 80 KB: 7.2 MB asked).
     for (const { sessionId } of sessions) {
       const rows = await auditUntil(
         flooder.tenantId,
