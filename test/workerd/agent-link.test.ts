@@ -15,6 +15,7 @@ import { LINK_IDLE_MS } from "../../durable-objects/agent/session-links";
 import type { SessionStub } from "../../durable-objects/objects";
 import type { SessionObject } from "../../durable-objects/session/session-object";
 import { AGENT_LINK_HEADER, linkToAgent, linkToSession } from "../../protocol/agent-link-wire";
+import { relayTesting } from "../../protocol/agent-relay";
 import type { Env } from "../../core/env";
 import { agentStub, closeEdgeLinks as closeSessionEdgeLinks, crashObject, sessionStub } from "./fuzz-faults";
 import {
@@ -138,8 +139,7 @@ const ALLOW = { outcome: { outcome: "selected", optionId: "allow" } };
  */
 async function noEdgeGrants(t: SeededTenant, agent: ScriptedAgent): Promise<void> {
   await runInDurableObject(agentStub(t.tenantId, agent.name), (instance: AgentObject) => {
-    // SAFETY: `maybeGrant` is the relay's own method (protocol/agent-relay.ts); only this instance's copy is replaced.
-    (agentTesting(instance).relay as unknown as { maybeGrant(sessionId: string): void }).maybeGrant = () => undefined;
+    relayTesting(agentTesting(instance).relay).grants = false;
   });
 }
 
