@@ -34,24 +34,9 @@ import {
 import { GATEWAY_NOTIFICATIONS } from "../../core/gateway-notifications";
 
 // ── the objects' insides, as the tests reach them ─────────────────────────────────────────────────
-interface LinkEnd {
-  ws: WebSocket;
-  batch?: unknown;
-}
-/** The AgentObject's SessionLinks (session-links.ts), the parts the tests read or wrap. */
-interface Links {
-  links: Map<string, LinkEnd>;
-  d: { idleMs: number; toAgent(sessionId: string, frame: unknown, n: number): Promise<boolean> };
-  deliver(sessionId: string, items: unknown[]): Promise<void> | undefined;
-  drop(sessionId: string, link: LinkEnd): void;
-}
-/** Every link of the AgentObject closes now, as the object's own `drop` closes one (its batch in flight fails). */
-function closeAll(links: Links): void {
-  for (const [sessionId, link] of [...links.links]) links.drop(sessionId, link);
-}
+/** The AgentObject's links to its sessions, through its test seam (session-links.ts `LinksTesting`). */
+const linksOf = (instance: AgentObject) => agentTesting(instance).links;
 // SAFETY: private fields of the objects, read or wrapped by the tests on one instance only.
-// SAFETY: the links' private members, reached through the object's test seam.
-const linksOf = (instance: AgentObject) => agentTesting(instance).links as unknown as Links;
 const sessionInsides = (instance: SessionObject) =>
   instance as unknown as {
     onLinkMessage(ws: WebSocket, data: string | ArrayBuffer): void;
@@ -63,19 +48,19 @@ const sessionInsides = (instance: SessionObject) =>
 /** The AgentObject keeps its links for the production idle time (10 s), not the tests' 50 ms. */
 async function keepLinksOpen(t: SeededTenant, agent: ScriptedAgent): Promise<void> {
   await runInDurableObject(agentStub(t.tenantId, agent.name), (instance: AgentObject) => {
-    linksOf(instance).d.idleMs = LINK_IDLE_MS;
+    linksOf(instance).idleMs = LINK_IDLE_MS;
   });
 }
 
 /** Waits until the AgentObject holds an open link to the session (it opens one at its first delivery). */
 async function linkOpen(t: SeededTenant, agent: ScriptedAgent, sessionId: string): Promise<void> {
   const isOpen = () =>
-    runInDurableObject(agentStub(t.tenantId, agent.name), (instance: AgentObject) => linksOf(instance).links.has(sessionId));
+    runInDurableObject(agentStub(t.tenantId, agent.name), (instance: AgentObject) => linksOf(instance).socket(sessionId) !== undefined);
   await vi.waitFor(async () => expect(await isOpen()).toBe(true), { timeout: 5000, interval: 10 });
 }
 
 async function closeLinks(t: SeededTenant, agent: ScriptedAgent): Promise<void> {
-  await runInDurableObject(agentStub(t.tenantId, agent.name), (instance: AgentObject) => closeAll(linksOf(instance)));
+  await runInDurableObject(agentStub(t.tenantId, agent.name), (instance: AgentObject) => linksOf(instance).closeAll());
 }
 
 /** Every call from this AgentObject instance to a session fails from now on (fromAgentBatch, fetch, all). */
@@ -324,15 +309,11 @@ describe("agent link: closed while a batch awaits its ack", () => {
       const stub = agentStub(t.tenantId, agent.name);
       await runInDurableObject(stub, (instance: AgentObject) => {
         const links = linksOf(instance);
-        const deliver = links.deliver.bind(links);
         const counter = cutCounter(instance);
-        links.deliver = (id, items) => {
-          const sent = deliver(id, items);
-          if (sent && id === sessionId && counter.cuts === 0) {
-            counter.cuts++;
-            closeAll(links);
-          }
-          return sent;
+        links.sent = (id) => {
+          if (id !== sessionId || counter.cuts > 0) return;
+          counter.cuts++;
+          links.closeAll();
         };
       });
       return stub;
@@ -345,17 +326,17 @@ describe("agent link: closed while a frame for the agent awaits its answer", () 
   async function cutAtAnswer(t: SeededTenant, agent: ScriptedAgent, handedOn: boolean, type = "response"): Promise<void> {
     await runInDurableObject(agentStub(t.tenantId, agent.name), (instance: AgentObject) => {
       const links = linksOf(instance);
-      const toAgent = links.d.toAgent;
+      const toAgent = links.toAgent;
       const counter = cutCounter(instance);
-      links.d.toAgent = async (sessionId, frame, n) => {
+      links.toAgent = async (sessionId, frame, n) => {
         if (counter.cuts > 0 || (frame as { type?: string }).type !== type) return toAgent(sessionId, frame, n);
         counter.cuts++;
         if (!handedOn) {
-          closeAll(links);
+          links.closeAll();
           throw new Error("injected: the link closed before the frame was handed on");
         }
         const delivered = await toAgent(sessionId, frame, n);
-        closeAll(links); // its `sent` cannot go out any more
+        links.closeAll(); // its `sent` cannot go out any more
         return delivered;
       };
     });
@@ -433,9 +414,9 @@ describe("agent link: the AgentObject crashes while a frame for the agent awaits
     // The hand-off of the answer never ends on this instance (it is stuck when it crashes).
     await runInDurableObject(stub, (instance: AgentObject) => {
       const links = linksOf(instance);
-      const toAgent = links.d.toAgent;
+      const toAgent = links.toAgent;
       const counter = cutCounter(instance);
-      links.d.toAgent = (id, frame, n) => {
+      links.toAgent = (id, frame, n) => {
         if (counter.cuts > 0 || (frame as { type?: string }).type !== "response") return toAgent(id, frame, n);
         counter.cuts++;
         return new Promise<boolean>(() => undefined);
@@ -471,16 +452,16 @@ describe("agent link: closed when idle", () => {
     const stub = agentStub(t.tenantId, agent.name);
     // Counts the links the session accepted (its answers to the AgentObject's requests to open one).
     await runInDurableObject(stub, (instance: AgentObject) => {
-      const links = linksOf(instance) as Links & { d: { open(id: string): Promise<WebSocket | undefined> } };
-      const open = links.d.open;
+      const links = linksOf(instance);
+      const open = links.openLink;
       const counter = cutCounter(instance);
-      links.d.open = async (id) => {
+      links.openLink = async (id) => {
         const ws = await open(id);
         if (ws) counter.cuts++;
         return ws;
       };
     });
-    const open = () => runInDurableObject(stub, (instance: AgentObject) => linksOf(instance).links.size);
+    const open = () => runInDurableObject(stub, (instance: AgentObject) => linksOf(instance).open);
     agent.peer.notify("session/update", chunk(sessionId, "one"));
     expect(await chunksSeen(client, 1)).toEqual(["one"]);
     await vi.waitFor(async () => expect(await cutsOn(stub)).toBe(1), { timeout: 5000, interval: 10 });
@@ -501,8 +482,8 @@ describe("agent link: never a client", () => {
       const seen: string[] = [];
       linkSeen.set(instance, seen);
       linksOf(instance)
-        .links.get(sessionId)
-        ?.ws.addEventListener("message", (event) => {
+        .socket(sessionId)
+        ?.addEventListener("message", (event) => {
           seen.push(String(event.data));
         });
     });
