@@ -12,11 +12,10 @@ import { runInDurableObject } from "cloudflare:test";
 import { describe, expect, it, vi } from "vitest";
 import { type AgentObject, agentTesting } from "../../durable-objects/agent/agent-object";
 import { LINK_IDLE_MS } from "../../durable-objects/agent/session-links";
-import type { SessionStub } from "../../durable-objects/objects";
-import type { SessionObject } from "../../durable-objects/session/session-object";
+import type { AgentStub, SessionStub } from "../../durable-objects/objects";
+import { type SessionObject, sessionTesting } from "../../durable-objects/session/session-object";
 import { AGENT_LINK_HEADER, linkToAgent, linkToSession } from "../../protocol/agent-link-wire";
 import { relayTesting } from "../../protocol/agent-relay";
-import type { Env } from "../../core/env";
 import { agentStub, closeEdgeLinks as closeSessionEdgeLinks, crashObject, sessionStub } from "./fuzz-faults";
 import {
   AGENT_OBJECT_LOST,
@@ -36,15 +35,6 @@ import { GATEWAY_NOTIFICATIONS } from "../../core/gateway-notifications";
 // ── the objects' insides, as the tests reach them ─────────────────────────────────────────────────
 /** The AgentObject's links to its sessions, through its test seam (session-links.ts `LinksTesting`). */
 const linksOf = (instance: AgentObject) => agentTesting(instance).links;
-// SAFETY: private fields of the objects, read or wrapped by the tests on one instance only.
-const sessionInsides = (instance: SessionObject) =>
-  instance as unknown as {
-    onLinkMessage(ws: WebSocket, data: string | ArrayBuffer): void;
-    fromAgentBatch(items: unknown[]): void;
-    agent: { d: { env: Env }; agentStub?: unknown };
-    agentSocket: { send(frame: unknown, n: number, settle: (outcome: string) => void): boolean };
-  };
-
 /** The AgentObject keeps its links for the production idle time (10 s), not the tests' 50 ms. */
 async function keepLinksOpen(t: SeededTenant, agent: ScriptedAgent): Promise<void> {
   await runInDurableObject(agentStub(t.tenantId, agent.name), (instance: AgentObject) => {
@@ -72,10 +62,9 @@ function failSessionCalls(instance: AgentObject): void {
 
 /** Every RPC call from this SessionObject instance to its AgentObject fails from now on, its retry on a fresh stub too. */
 function failAgentCalls(instance: SessionObject): void {
-  const link = sessionInsides(instance).agent;
-  const failing = { toAgent: () => Promise.reject(new Error("injected: the call to the agent failed")) };
-  link.agentStub = undefined;
-  link.d.env = { ...link.d.env, AGENTS: { getByName: () => failing } as never };
+  // SAFETY: a stub whose every method fails, as a broken RPC stub's do: the session calls only toAgent on it.
+  const failing = new Proxy({}, { get: () => () => Promise.reject(new Error("injected: the call to the agent failed")) }) as AgentStub;
+  sessionTesting(instance).agent = () => failing;
 }
 
 /** The tests' own records, by the instance they were made on (the isolate's memory: a new instance after an eviction has none). */
@@ -204,40 +193,29 @@ describe("agent link: frames for the agent keep their order across the two paths
   it("a frame that went by RPC (the link refused it, as a closing link does) is not overtaken on the link by the next one", async () => {
     const { t, agent, client, sessionId } = await linkedSession();
     await runInDurableObject(sessionStub(t.tenantId, sessionId), (instance: SessionObject) => {
-      const session = sessionInsides(instance);
+      const seam = sessionTesting(instance);
       // The link refuses the first frame, so it goes by RPC; the next one finds the link open.
-      const socket = session.agentSocket;
-      const send = socket.send.bind(socket);
       const counter = cutCounter(instance);
-      socket.send = (frame, n, settle) => {
-        if (counter.cuts > 0 || (frame as { method?: string }).method !== "_test/first") return send(frame, n, settle);
+      seam.onLinkSend = (frame, send) => {
+        if (counter.cuts > 0 || (frame as { method?: string }).method !== "_test/first") return send();
         counter.cuts++;
         return false;
       };
       // RPC is slow: the session's calls to its AgentObject wait, in order, until the session makes a second one.
-      const link = session.agent;
-      const agents = link.d.env.AGENTS;
       let release!: () => void;
       const slow = new Promise<void>((resolve) => (release = resolve));
       let queue: Promise<unknown> = Promise.resolve();
       let calls = 0;
-      link.agentStub = undefined;
-      link.d.env = {
-        ...link.d.env,
-        AGENTS: {
-          getByName: (name: string) => {
-            const real = agents.getByName(name);
-            return {
-              toAgent: (...args: Parameters<typeof real.toAgent>) => {
-                if (++calls > 1) release();
-                const call = queue.then(() => slow).then(() => real.toAgent(...args));
-                queue = call.catch(() => undefined);
-                return call;
-              },
-            };
+      // SAFETY: the real stub with toAgent slowed, the only method the session calls on it here.
+      seam.agent = (real) =>
+        ({
+          toAgent: (...args: Parameters<AgentStub["toAgent"]>) => {
+            if (++calls > 1) release();
+            const call = queue.then(() => slow).then(() => real.toAgent(...args));
+            queue = call.catch(() => undefined);
+            return call;
           },
-        } as never,
-      };
+        }) as unknown as AgentStub;
     });
     client.notify("_test/first", { sessionId });
     client.notify("_test/second", { sessionId });
@@ -256,14 +234,12 @@ describe("agent link: closed while a batch awaits its ack", () => {
    */
   async function cutAtNextBatch(stub: ReturnType<typeof sessionStub>, applied: boolean): Promise<typeof stub> {
     await runInDurableObject(stub, (instance: SessionObject) => {
-      const session = sessionInsides(instance);
-      const original = session.onLinkMessage.bind(instance);
       const counter = cutCounter(instance);
-      session.onLinkMessage = (ws, data) => {
+      sessionTesting(instance).onLinkMessage = (ws, data, apply) => {
         const message = typeof data === "string" ? linkToSession(data) : undefined;
-        if (counter.cuts > 0 || message?.t !== "batch") return original(ws, data);
+        if (counter.cuts > 0 || message?.t !== "batch") return apply();
         counter.cuts++;
-        if (applied) session.fromAgentBatch(message.items);
+        if (applied) apply(false); // applied, its ack not sent
         ws.close(1011, "injected: the link is cut");
       };
     });
