@@ -88,6 +88,11 @@ export interface SessionTesting {
    * link does, and the frame goes by RPC.
    */
   onLinkSend?: (frame: ToAgent, send: () => boolean) => boolean;
+  /**
+   * Set by a test to a D1 that fails or is slow (test/workerd/fuzz-faults.ts `setD1`): used instead of
+   * `env.DB` where the object reaches D1 after it is built (taking a deleted session out of the index).
+   */
+  d1?: D1Database;
   /** Set by a test to replace the stub the session calls its AgentObject through by RPC (agent-link.ts), given the real one at each call. */
   agent?: (real: AgentStub) => AgentStub;
 }
@@ -132,7 +137,7 @@ export class SessionObject extends DurableObject<Env> implements SessionContract
         }),
     });
     this.turnWatch = new TurnWatch(ctx.storage.sql);
-    this.unindex = new SessionUnindex(this.store, () => this.env.DB);
+    this.unindex = new SessionUnindex(this.store, () => this.testing.d1 ?? this.env.DB);
     this.notifier = new Notifier(ctx, env, this.store, () => this.scheduleDeadline());
     this.rulesLink = new RulesLink(env, this.store);
     this.info = new SessionInfo(ctx, env, this.store, this.clients);
