@@ -17,7 +17,7 @@ import type { AgentStatus, OpenSessionArgs } from "../../connection/gateway-obje
 import { AGENT_PRINCIPAL_HEADER, type AgentContract, type AgentPrincipal, type ToAgent } from "./contract";
 import { Dialer } from "./dialer";
 import { SessionOutboxTable } from "./session-outbox";
-import { LINK_IDLE_MS, SessionLinks, openSessionLink } from "./session-links";
+import { LINK_IDLE_MS, type LinksTesting, SessionLinks, linksTesting, openSessionLink } from "./session-links";
 import { AGENT_LINK_HEADER } from "../../protocol/agent-link-wire";
 import { AGENT_EDGE_HEADER } from "../../protocol/agent-edge-wire";
 import { ANSWERED_KEPT, type Admission, type AgentLine, AgentRelay, dropOldest } from "../../protocol/agent-relay";
@@ -64,8 +64,10 @@ function lineOf(ws: WebSocket, epoch: number, edge: boolean): Line {
 
 /** What tests reach on an instance (test/workerd/agent-*.test.ts): a seam, not part of the RPC type. */
 export interface AgentTesting {
+  /** The relay; its own seam is `relayTesting(relay)` (protocol/agent-relay.ts). */
   readonly relay: AgentRelay;
-  readonly links: SessionLinks;
+  /** The links to the sessions, as a test reads and wraps them (session-links.ts `LinksTesting`). */
+  readonly links: LinksTesting;
   /** The current connection epoch, as the store holds it. */
   readonly epoch: number;
   /** Replaces the stub the instance delivers to a session through (by RPC and to open its link). */
@@ -127,7 +129,7 @@ export class AgentObject extends DurableObject<Env> implements AgentContract {
     const store = this.store;
     testing.set(this, {
       relay: this.relay,
-      links: this.links,
+      links: linksTesting(this.links),
       get epoch() {
         return store.epoch;
       },

@@ -63,6 +63,37 @@ export async function openSessionLink(session: { fetch: Fetcher["fetch"] }, head
   return response.status === 101 ? (response.webSocket ?? undefined) : undefined;
 }
 
+/**
+ * The test seam (test/workerd/agent-link.test.ts, through the AgentObject's `agentTesting(...).links`):
+ * what a test may read of one object's links, and the functions it may replace to inject a fault, in
+ * place of casts to private members. No member of the class; production code never sets it.
+ */
+export interface LinksTesting {
+  /** The open link's socket to the session, if one is open. */
+  socket(sessionId: string): WebSocket | undefined;
+  /** How many links are open. */
+  readonly open: number;
+  /** How long a link may go unused (SessionLinksDeps `idleMs`): a test that needs a link kept sets LINK_IDLE_MS. */
+  idleMs: number;
+  /** The hand-off of a frame from a link (SessionLinksDeps `toAgent`): a test wraps it to cut the link mid-answer. */
+  toAgent: SessionLinksDeps["toAgent"];
+  /** Opening a session's link (SessionLinksDeps `open`): a test wraps it to count the links opened. */
+  openLink: SessionLinksDeps["open"];
+  /** Called once a batch went on a session's link and awaits its ack (`deliver`). */
+  sent?: (sessionId: string) => void;
+  /** Closes every link, as the object's own `closeAll` (a batch in flight fails). */
+  closeAll(): void;
+}
+
+const seams = new WeakMap<SessionLinks, LinksTesting>();
+
+/** A live SessionLinks' test seam (LinksTesting). */
+export function linksTesting(links: SessionLinks): LinksTesting {
+  const seam = seams.get(links);
+  if (!seam) throw new Error("not a SessionLinks");
+  return seam;
+}
+
 export class SessionLinks {
   private readonly links = new Map<string, Link>();
   private readonly opening = new Set<string>();
@@ -74,7 +105,34 @@ export class SessionLinks {
   private readonly batches = new Pending<Link, Link, null>(ACK_TIMEOUT_MS);
   private sweeping = false;
 
-  constructor(private readonly d: SessionLinksDeps) {}
+  constructor(private readonly d: SessionLinksDeps) {
+    const links = this.links;
+    seams.set(this, {
+      socket: (sessionId) => links.get(sessionId)?.ws,
+      get open() {
+        return links.size;
+      },
+      get idleMs() {
+        return d.idleMs;
+      },
+      set idleMs(ms) {
+        d.idleMs = ms;
+      },
+      get toAgent() {
+        return d.toAgent;
+      },
+      set toAgent(toAgent) {
+        d.toAgent = toAgent;
+      },
+      get openLink() {
+        return d.open;
+      },
+      set openLink(open) {
+        d.open = open;
+      },
+      closeAll: () => this.closeAll(),
+    });
+  }
 
   /**
    * Delivers a batch on the session's link: resolves when the session acked it (after its commit),
@@ -96,13 +154,15 @@ export class SessionLinks {
       this.drop(sessionId, link);
       return undefined;
     }
-    return new Promise<void>((resolve, reject) => {
+    const acked = new Promise<void>((resolve, reject) => {
       this.batches.add(link, link, (outcome) => {
         if (outcome.kind === "answered") return resolve();
         if (outcome.kind === "timedOut") this.drop(sessionId, link);
         reject(new Error("the link to the session closed before it acknowledged the batch"));
       });
     });
+    seams.get(this)?.sent?.(sessionId);
+    return acked;
   }
 
   /** Opens the session's link unless it is open (or opening): the edge's, for the session's answer to a request. */

@@ -48,9 +48,19 @@ export interface RulesTesting {
   leaseMs: number;
   /** The root: calls it made to other objects while answering `changed` (the API's path). */
   readonly changeCalls: number;
+  /**
+   * Set by a test to a D1 that fails or is slow (test/workerd/fuzz-faults.ts `setD1`): used instead of
+   * `env.DB` by the root's reads and writes (loading the rules, flushing hits, a created rule).
+   */
+  d1?: D1Database;
 }
 
 const seams = new WeakMap<RulesObject, RulesTesting>();
+
+/** The tenant's D1 for an instance: its env's, unless a test put a faulty one in its seam (`RulesTesting.d1`). */
+function d1Of(instance: RulesObject, env: Env): D1Database {
+  return seams.get(instance)?.d1 ?? env.DB;
+}
 
 /** A live instance's test seam (RulesTesting). */
 export function rulesTesting(instance: RulesObject): RulesTesting {
@@ -178,7 +188,7 @@ export class RulesObject extends DurableObject<Env> implements RulesContract {
     const derived = await deriveFromChoice(request);
     if (!derived) return null;
     if ("reason" in derived) return { reason: derived.reason };
-    const row = await insertRule(this.env.DB, toRuleRow(this.tenantId(), derived, request));
+    const row = await insertRule(d1Of(this, this.env), toRuleRow(this.tenantId(), derived, request));
     await this.changed();
     return { id: row.id, decision: row.decision, description: row.description };
   }
@@ -219,7 +229,7 @@ export class RulesObject extends DurableObject<Env> implements RulesContract {
     // Without its name (an alarm after a runtime restart), the tenant stored when the hits were counted.
     const tenantId = this.ctx.id.name ?? this.compiled?.tenantId ?? (await this.ctx.storage.get<string>("tenantId"));
     if (!tenantId || this.hits.size === 0) return;
-    await recordHits(this.env.DB, tenantId, this.hits.take()).catch((e: unknown) =>
+    await recordHits(d1Of(this, this.env), tenantId, this.hits.take()).catch((e: unknown) =>
       log("warn", "rules.hit_flush_failed", "writing rule hit counts to D1 failed", { tenantId }, e),
     );
   }
@@ -255,7 +265,7 @@ export class RulesObject extends DurableObject<Env> implements RulesContract {
     if (this.compiled?.tenantId === tenantId) return this.compiled.rules;
     const giver = this.asRoot();
     const generation = giver.generation;
-    const loading = (this.loading ??= activeRules(this.env.DB, tenantId).then((rows) => {
+    const loading = (this.loading ??= activeRules(d1Of(this, this.env), tenantId).then((rows) => {
       const rules = compileTenantRules(rows);
       if (generation === giver.generation) {
         this.compiled = { tenantId, rules };

@@ -50,6 +50,12 @@ export interface AgentLinkDeps {
   socket: AgentSocket;
   /** Sets the object's alarm to the earliest deadline, notify time, audit retry or idle time. */
   scheduleDeadline(): void;
+  /**
+   * The object's test seam (session-object.ts `SessionTesting`), applied at the two points a test may
+   * steer: the stub of each RPC call to the AgentObject, and each frame sent on a link. Both hand on
+   * the real one unless a test set its hook.
+   */
+  seam: { agent(real: AgentStub): AgentStub; send(frame: ToAgent, send: () => boolean): boolean };
 }
 
 export class AgentLink {
@@ -228,17 +234,19 @@ export class AgentLink {
       }
     }
     if (!retried && frame.type === "response" && this.rpcInFlight === 0 && this.linkInFlight === 0) {
-      const sent = this.d.socket.send(
-        frame,
-        key,
-        (outcome) => {
-          this.edgeInFlight--;
-          // The edge failed it: the one second try goes through the AgentObject (no stub is broken).
-          if (outcome === "failed") this.toAgent(frame, after, true, key);
-          else settled(outcome === "delivered", false, notHeld);
-          if (this.edgeInFlight === 0) for (const next of this.afterEdge.splice(0)) next();
-        },
-        true,
+      const sent = this.d.seam.send(frame, () =>
+        this.d.socket.send(
+          frame,
+          key,
+          (outcome) => {
+            this.edgeInFlight--;
+            // The edge failed it: the one second try goes through the AgentObject (no stub is broken).
+            if (outcome === "failed") this.toAgent(frame, after, true, key);
+            else settled(outcome === "delivered", false, notHeld);
+            if (this.edgeInFlight === 0) for (const next of this.afterEdge.splice(0)) next();
+          },
+          true,
+        ),
       );
       if (sent) {
         this.edgeInFlight++;
@@ -247,20 +255,22 @@ export class AgentLink {
     }
     if (!retried && this.rpcInFlight === 0) {
       this.linkInFlight++;
-      const sent = this.d.socket.send(frame, key, (outcome) => {
-        this.linkInFlight--;
-        if (outcome === "failed") {
-          // The link failed, maybe with its AgentObject (a crash): the one try by RPC goes on a fresh
-          // stub, as a second try after a failed call does (a stub whose object crashed stays broken).
-          this.agentStub = undefined;
-          this.toAgent(frame, after, true, key);
-        } else settled(outcome === "delivered", false, notHeld);
-      });
+      const sent = this.d.seam.send(frame, () =>
+        this.d.socket.send(frame, key, (outcome) => {
+          this.linkInFlight--;
+          if (outcome === "failed") {
+            // The link failed, maybe with its AgentObject (a crash): the one try by RPC goes on a fresh
+            // stub, as a second try after a failed call does (a stub whose object crashed stays broken).
+            this.agentStub = undefined;
+            this.toAgent(frame, after, true, key);
+          } else settled(outcome === "delivered", false, notHeld);
+        }),
+      );
       if (sent) return;
       this.linkInFlight--;
     }
-    this.agentStub ??= objects.agent(env, meta.tenantId, meta.agent);
-    const stub = this.agentStub;
+    const cached = (this.agentStub ??= objects.agent(env, meta.tenantId, meta.agent));
+    const stub = this.d.seam.agent(cached);
     const ref = { tenantId: meta.tenantId, sessionId: meta.sessionId };
     this.rpcInFlight++;
     this.d.ctx.waitUntil(
@@ -271,7 +281,7 @@ export class AgentLink {
           (delivered) => settled(delivered, false, notHeld),
           (e: unknown) => {
             sessionLog(this.d.store).warn("session.agent_delivery_failed", "handing a frame to the agent failed; tried again", {}, e);
-            if (this.agentStub === stub) this.agentStub = undefined;
+            if (this.agentStub === cached) this.agentStub = undefined;
             if (!retried) this.toAgent(frame, after, true, key);
             else settled(false, true, "the hand-off to the agent failed");
           },

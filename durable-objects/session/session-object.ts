@@ -42,7 +42,8 @@ import { TurnWatch } from "./turn-watch";
 import { AttachedClients, attachmentOf, clientOf, clientTags, send, sendPacked } from "./clients";
 import { ATTACH_HEADER, attachRequestOf } from "../../protocol/session-wire";
 import { SessionStore, permIdOfCopy } from "./store";
-import { objects, splitName } from "../objects";
+import { type AgentStub, objects, splitName } from "../objects";
+import type { ToAgent } from "../agent/contract";
 import { auditBudgetSpent } from "../../protocol/tenant-limits";
 import { GATEWAY_NOTIFICATIONS } from "../../core/gateway-notifications";
 import { deleteDuringTurn } from "../../protocol/session-delete";
@@ -83,6 +84,19 @@ export interface SessionTesting {
    * the object's own handling, which it is handed as `apply` (`ack: false`: applied, the ack not sent).
    */
   onLinkMessage?: (ws: WebSocket, data: string | ArrayBuffer, apply: (ack?: boolean) => void) => void;
+  /**
+   * Set by a test to refuse or watch a frame for the agent on a link (agent or edge; agent-socket.ts
+   * `send`): called instead of sending it, with the send as `send`; false refuses it as a closing
+   * link does, and the frame goes by RPC.
+   */
+  onLinkSend?: (frame: ToAgent, send: () => boolean) => boolean;
+  /**
+   * Set by a test to a D1 that fails or is slow (test/workerd/fuzz-faults.ts `setD1`): used instead of
+   * `env.DB` where the object reaches D1 after it is built (taking a deleted session out of the index).
+   */
+  d1?: D1Database;
+  /** Set by a test to replace the stub the session calls its AgentObject through by RPC (agent-link.ts), given the real one at each call. */
+  agent?: (real: AgentStub) => AgentStub;
 }
 
 const seams = new WeakMap<SessionObject, SessionTesting>();
@@ -125,7 +139,7 @@ export class SessionObject extends DurableObject<Env> implements SessionContract
         }),
     });
     this.turnWatch = new TurnWatch(ctx.storage.sql);
-    this.unindex = new SessionUnindex(this.store, () => this.env.DB);
+    this.unindex = new SessionUnindex(this.store, () => this.testing.d1 ?? this.env.DB);
     this.notifier = new Notifier(ctx, env, this.store, () => this.scheduleDeadline());
     this.rulesLink = new RulesLink(env, this.store);
     this.info = new SessionInfo(ctx, env, this.store, this.clients);
@@ -169,6 +183,10 @@ export class SessionObject extends DurableObject<Env> implements SessionContract
       unindex: this.unindex,
       socket: this.agentSocket,
       scheduleDeadline: () => this.scheduleDeadline(),
+      seam: {
+        agent: (real) => this.testing.agent?.(real) ?? real,
+        send: (frame, send) => this.testing.onLinkSend?.(frame, send) ?? send(),
+      },
     });
     const live = liveIndex(ctx, env, this.store);
     this.store.onLiveChange(() => live.changed());

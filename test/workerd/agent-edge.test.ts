@@ -13,7 +13,8 @@ import fc from "fast-check";
 import { describe, expect, it, vi } from "vitest";
 import { type AgentObject, agentTesting } from "../../durable-objects/agent/agent-object";
 import { type SessionObject, sessionTesting } from "../../durable-objects/session/session-object";
-import { EDGE_LINK_HEADER, decodeControl, encodeControl } from "../../protocol/agent-edge-wire";
+import { EDGE_LINK_HEADER, decodeControl } from "../../protocol/agent-edge-wire";
+import { relayTesting } from "../../protocol/agent-relay";
 import { encodeLink, linkToAgent } from "../../protocol/agent-link-wire";
 import { agentStub, crashObject, sessionStub } from "./fuzz-faults";
 import {
@@ -55,13 +56,6 @@ interface SessionWatch {
   cuts: number;
 }
 
-// SAFETY: private members of the AgentObject's relay (protocol/agent-relay.ts), reached through the
-// object's test seam and wrapped by the tests on one instance only.
-type AgentInsides = {
-  enqueue(sessionId: string, item: { kind: string }): void;
-  outbox: { reserveRange(count: number): { from: number; to: number } };
-  watch?: AgentWatch;
-};
 /**
  * The large bursts: 2,000 in `npm run test:slow` (BURST_UPDATES set), 600 in `npm test`, which keeps
  * every property (a burst far over a lease, held at the edge, in order, once) at a size that keeps the
@@ -71,34 +65,36 @@ const SLOW = Number(env.BURST_UPDATES) > 0;
 const LARGE_BURST = SLOW ? 2000 : 600;
 const MODEL_RUNS = SLOW ? 60 : 10;
 
-const relayInsides = (instance: AgentObject) => agentTesting(instance).relay as unknown as AgentInsides;
+/** The relay's test seam (protocol/agent-relay.ts `RelayTesting`) on the AgentObject's instance. */
+const relayOf = (instance: AgentObject) => relayTesting(agentTesting(instance).relay);
+
+/** The counters `watchAgentObject` keeps, by AgentObject instance (an evicted object's new instance has none). */
+const agentWatches = new WeakMap<AgentObject, AgentWatch>();
 
 /** Counts, on the AgentObject's instance, the frames it queues for each session and the grants it gives. */
 async function watchAgentObject(t: SeededTenant, agent: ScriptedAgent): Promise<void> {
   await runInDurableObject(agentStub(t.tenantId, agent.name), (instance: AgentObject) => {
-    const inside = relayInsides(instance);
-    if (inside.watch) return;
+    if (agentWatches.has(instance)) return;
     const watch: AgentWatch = { viaAgentObject: {}, grants: 0 };
-    inside.watch = watch;
-    const enqueue = inside.enqueue.bind(inside);
-    inside.enqueue = (sessionId, item) => {
+    agentWatches.set(instance, watch);
+    const relay = relayOf(instance);
+    relay.queued = (sessionId, item) => {
       if (item.kind === "frame") watch.viaAgentObject[sessionId] = (watch.viaAgentObject[sessionId] ?? 0) + 1;
-      enqueue(sessionId, item);
     };
-    const outbox = inside.outbox;
-    const reserveRange = outbox.reserveRange.bind(outbox);
-    outbox.reserveRange = (count) => {
+    relay.granted = () => {
       watch.grants++;
-      return reserveRange(count);
     };
   });
 }
 
 async function agentWatch(t: SeededTenant, agent: ScriptedAgent): Promise<AgentWatch> {
   return runInDurableObject(agentStub(t.tenantId, agent.name), (instance: AgentObject) =>
-    structuredClone(relayInsides(instance).watch as AgentWatch),
+    structuredClone(agentWatches.get(instance) as AgentWatch),
   );
 }
+
+/** Deliveries to one session held by the test on the AgentObject's instance (the stale-grant case), by instance. */
+const staleHolds = new WeakMap<AgentObject, { held: boolean }>();
 
 /** The counters `watchSession` keeps, by SessionObject instance (an evicted object's new instance has none). */
 const sessionWatches = new WeakMap<SessionObject, SessionWatch>();
@@ -488,31 +484,17 @@ describe("agent edge: grants", () => {
     // The AgentObject grants nothing by itself; when the session's second frame comes, its delivery is
     // held, and the edge gets a grant naming the count before that frame (as if it had crossed it).
     await runInDurableObject(agentStub(t.tenantId, agent.name), (instance: AgentObject) => {
-      // SAFETY: the object's own methods (agent-object.ts); only this instance's copies are replaced.
-      const inside = relayInsides(instance) as AgentInsides & {
-        maybeGrant(sessionId: string): void;
-        sendBatch(sessionId: string): void;
-        controlFrame(data: string, epoch: number): void;
-        ports: { agent: { current(): { send(text: string): void } | undefined } };
-        stale?: { held: boolean; release(): void };
-      };
-      inside.maybeGrant = () => undefined;
-      const sendBatch = inside.sendBatch.bind(inside);
-      const controlFrame = inside.controlFrame.bind(inside);
-      const stale = { held: false, release: () => undefined as void };
-      inside.stale = stale;
-      inside.sendBatch = (id) => (id === sessionId && stale.held ? undefined : sendBatch(id));
-      inside.controlFrame = (data, epoch) => {
+      const relay = relayOf(instance);
+      const stale = { held: false };
+      staleHolds.set(instance, stale);
+      relay.grants = false;
+      relay.held = (id) => id === sessionId && stale.held;
+      relay.controlFrame = (data, _epoch, handle) => {
         const control = decodeControl(data);
-        if (control?.t !== "attributed" || control.s !== sessionId || control.c !== 2) return controlFrame(data, epoch);
+        if (control?.t !== "attributed" || control.s !== sessionId || control.c !== 2) return handle();
         stale.held = true;
-        stale.release = () => {
-          stale.held = false;
-          sendBatch(sessionId);
-        };
-        controlFrame(data, epoch);
-        const { from, to } = inside.outbox.reserveRange(4096);
-        inside.ports.agent.current()?.send(encodeControl({ t: "grant", s: sessionId, c: 1, from, to, epoch }));
+        handle();
+        relay.grant(sessionId, 1);
       };
     });
     agent.peer.notify("session/update", chunk(sessionId, "one"));
@@ -520,14 +502,17 @@ describe("agent edge: grants", () => {
     agent.peer.notify("session/update", chunk(sessionId, "two"));
     const held = () =>
       runInDurableObject(agentStub(t.tenantId, agent.name), (instance: AgentObject) => {
-        return (relayInsides(instance) as unknown as { stale: { held: boolean } }).stale.held;
+        return staleHolds.get(instance)?.held;
       });
     await vi.waitFor(async () => expect(await held()).toBe(true), { timeout: 5000, interval: 10 });
     agent.peer.notify("session/update", chunk(sessionId, "three"));
     // "three" went through the AgentObject too (it counts 3 frames), queued behind "two".
     await vi.waitFor(async () => expect((await agentWatch(t, agent)).viaAgentObject[sessionId]).toBe(3), { timeout: 5000, interval: 10 });
     await runInDurableObject(agentStub(t.tenantId, agent.name), (instance: AgentObject) => {
-      (relayInsides(instance) as unknown as { stale: { release(): void } }).stale.release();
+      const stale = staleHolds.get(instance);
+      expect(stale?.held).toBe(true); // the precondition: the same instance still holds the delivery
+      if (stale) stale.held = false;
+      relayOf(instance).deliver(sessionId);
     });
     expect(await chunksSeen(client, 2)).toEqual(["two", "three"]);
     await barrier(client, agent, sessionId);

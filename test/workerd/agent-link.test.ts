@@ -12,10 +12,10 @@ import { runInDurableObject } from "cloudflare:test";
 import { describe, expect, it, vi } from "vitest";
 import { type AgentObject, agentTesting } from "../../durable-objects/agent/agent-object";
 import { LINK_IDLE_MS } from "../../durable-objects/agent/session-links";
-import type { SessionStub } from "../../durable-objects/objects";
-import type { SessionObject } from "../../durable-objects/session/session-object";
+import type { AgentStub, SessionStub } from "../../durable-objects/objects";
+import { type SessionObject, sessionTesting } from "../../durable-objects/session/session-object";
 import { AGENT_LINK_HEADER, linkToAgent, linkToSession } from "../../protocol/agent-link-wire";
-import type { Env } from "../../core/env";
+import { relayTesting } from "../../protocol/agent-relay";
 import { agentStub, closeEdgeLinks as closeSessionEdgeLinks, crashObject, sessionStub } from "./fuzz-faults";
 import {
   AGENT_OBJECT_LOST,
@@ -33,48 +33,24 @@ import {
 import { GATEWAY_NOTIFICATIONS } from "../../core/gateway-notifications";
 
 // ── the objects' insides, as the tests reach them ─────────────────────────────────────────────────
-interface LinkEnd {
-  ws: WebSocket;
-  batch?: unknown;
-}
-/** The AgentObject's SessionLinks (session-links.ts), the parts the tests read or wrap. */
-interface Links {
-  links: Map<string, LinkEnd>;
-  d: { idleMs: number; toAgent(sessionId: string, frame: unknown, n: number): Promise<boolean> };
-  deliver(sessionId: string, items: unknown[]): Promise<void> | undefined;
-  drop(sessionId: string, link: LinkEnd): void;
-}
-/** Every link of the AgentObject closes now, as the object's own `drop` closes one (its batch in flight fails). */
-function closeAll(links: Links): void {
-  for (const [sessionId, link] of [...links.links]) links.drop(sessionId, link);
-}
-// SAFETY: private fields of the objects, read or wrapped by the tests on one instance only.
-// SAFETY: the links' private members, reached through the object's test seam.
-const linksOf = (instance: AgentObject) => agentTesting(instance).links as unknown as Links;
-const sessionInsides = (instance: SessionObject) =>
-  instance as unknown as {
-    onLinkMessage(ws: WebSocket, data: string | ArrayBuffer): void;
-    fromAgentBatch(items: unknown[]): void;
-    agent: { d: { env: Env }; agentStub?: unknown };
-    agentSocket: { send(frame: unknown, n: number, settle: (outcome: string) => void): boolean };
-  };
-
+/** The AgentObject's links to its sessions, through its test seam (session-links.ts `LinksTesting`). */
+const linksOf = (instance: AgentObject) => agentTesting(instance).links;
 /** The AgentObject keeps its links for the production idle time (10 s), not the tests' 50 ms. */
 async function keepLinksOpen(t: SeededTenant, agent: ScriptedAgent): Promise<void> {
   await runInDurableObject(agentStub(t.tenantId, agent.name), (instance: AgentObject) => {
-    linksOf(instance).d.idleMs = LINK_IDLE_MS;
+    linksOf(instance).idleMs = LINK_IDLE_MS;
   });
 }
 
 /** Waits until the AgentObject holds an open link to the session (it opens one at its first delivery). */
 async function linkOpen(t: SeededTenant, agent: ScriptedAgent, sessionId: string): Promise<void> {
   const isOpen = () =>
-    runInDurableObject(agentStub(t.tenantId, agent.name), (instance: AgentObject) => linksOf(instance).links.has(sessionId));
+    runInDurableObject(agentStub(t.tenantId, agent.name), (instance: AgentObject) => linksOf(instance).socket(sessionId) !== undefined);
   await vi.waitFor(async () => expect(await isOpen()).toBe(true), { timeout: 5000, interval: 10 });
 }
 
 async function closeLinks(t: SeededTenant, agent: ScriptedAgent): Promise<void> {
-  await runInDurableObject(agentStub(t.tenantId, agent.name), (instance: AgentObject) => closeAll(linksOf(instance)));
+  await runInDurableObject(agentStub(t.tenantId, agent.name), (instance: AgentObject) => linksOf(instance).closeAll());
 }
 
 /** Every call from this AgentObject instance to a session fails from now on (fromAgentBatch, fetch, all). */
@@ -86,10 +62,9 @@ function failSessionCalls(instance: AgentObject): void {
 
 /** Every RPC call from this SessionObject instance to its AgentObject fails from now on, its retry on a fresh stub too. */
 function failAgentCalls(instance: SessionObject): void {
-  const link = sessionInsides(instance).agent;
-  const failing = { toAgent: () => Promise.reject(new Error("injected: the call to the agent failed")) };
-  link.agentStub = undefined;
-  link.d.env = { ...link.d.env, AGENTS: { getByName: () => failing } as never };
+  // SAFETY: a stub whose every method fails, as a broken RPC stub's do: the session calls only toAgent on it.
+  const failing = new Proxy({}, { get: () => () => Promise.reject(new Error("injected: the call to the agent failed")) }) as AgentStub;
+  sessionTesting(instance).agent = () => failing;
 }
 
 /** The tests' own records, by the instance they were made on (the isolate's memory: a new instance after an eviction has none). */
@@ -138,8 +113,7 @@ const ALLOW = { outcome: { outcome: "selected", optionId: "allow" } };
  */
 async function noEdgeGrants(t: SeededTenant, agent: ScriptedAgent): Promise<void> {
   await runInDurableObject(agentStub(t.tenantId, agent.name), (instance: AgentObject) => {
-    // SAFETY: `maybeGrant` is the relay's own method (protocol/agent-relay.ts); only this instance's copy is replaced.
-    (agentTesting(instance).relay as unknown as { maybeGrant(sessionId: string): void }).maybeGrant = () => undefined;
+    relayTesting(agentTesting(instance).relay).grants = false;
   });
 }
 
@@ -219,40 +193,29 @@ describe("agent link: frames for the agent keep their order across the two paths
   it("a frame that went by RPC (the link refused it, as a closing link does) is not overtaken on the link by the next one", async () => {
     const { t, agent, client, sessionId } = await linkedSession();
     await runInDurableObject(sessionStub(t.tenantId, sessionId), (instance: SessionObject) => {
-      const session = sessionInsides(instance);
+      const seam = sessionTesting(instance);
       // The link refuses the first frame, so it goes by RPC; the next one finds the link open.
-      const socket = session.agentSocket;
-      const send = socket.send.bind(socket);
       const counter = cutCounter(instance);
-      socket.send = (frame, n, settle) => {
-        if (counter.cuts > 0 || (frame as { method?: string }).method !== "_test/first") return send(frame, n, settle);
+      seam.onLinkSend = (frame, send) => {
+        if (counter.cuts > 0 || (frame as { method?: string }).method !== "_test/first") return send();
         counter.cuts++;
         return false;
       };
       // RPC is slow: the session's calls to its AgentObject wait, in order, until the session makes a second one.
-      const link = session.agent;
-      const agents = link.d.env.AGENTS;
       let release!: () => void;
       const slow = new Promise<void>((resolve) => (release = resolve));
       let queue: Promise<unknown> = Promise.resolve();
       let calls = 0;
-      link.agentStub = undefined;
-      link.d.env = {
-        ...link.d.env,
-        AGENTS: {
-          getByName: (name: string) => {
-            const real = agents.getByName(name);
-            return {
-              toAgent: (...args: Parameters<typeof real.toAgent>) => {
-                if (++calls > 1) release();
-                const call = queue.then(() => slow).then(() => real.toAgent(...args));
-                queue = call.catch(() => undefined);
-                return call;
-              },
-            };
+      // SAFETY: the real stub with toAgent slowed, the only method the session calls on it here.
+      seam.agent = (real) =>
+        ({
+          toAgent: (...args: Parameters<AgentStub["toAgent"]>) => {
+            if (++calls > 1) release();
+            const call = queue.then(() => slow).then(() => real.toAgent(...args));
+            queue = call.catch(() => undefined);
+            return call;
           },
-        } as never,
-      };
+        }) as unknown as AgentStub;
     });
     client.notify("_test/first", { sessionId });
     client.notify("_test/second", { sessionId });
@@ -271,14 +234,12 @@ describe("agent link: closed while a batch awaits its ack", () => {
    */
   async function cutAtNextBatch(stub: ReturnType<typeof sessionStub>, applied: boolean): Promise<typeof stub> {
     await runInDurableObject(stub, (instance: SessionObject) => {
-      const session = sessionInsides(instance);
-      const original = session.onLinkMessage.bind(instance);
       const counter = cutCounter(instance);
-      session.onLinkMessage = (ws, data) => {
+      sessionTesting(instance).onLinkMessage = (ws, data, apply) => {
         const message = typeof data === "string" ? linkToSession(data) : undefined;
-        if (counter.cuts > 0 || message?.t !== "batch") return original(ws, data);
+        if (counter.cuts > 0 || message?.t !== "batch") return apply();
         counter.cuts++;
-        if (applied) session.fromAgentBatch(message.items);
+        if (applied) apply(false); // applied, its ack not sent
         ws.close(1011, "injected: the link is cut");
       };
     });
@@ -324,15 +285,11 @@ describe("agent link: closed while a batch awaits its ack", () => {
       const stub = agentStub(t.tenantId, agent.name);
       await runInDurableObject(stub, (instance: AgentObject) => {
         const links = linksOf(instance);
-        const deliver = links.deliver.bind(links);
         const counter = cutCounter(instance);
-        links.deliver = (id, items) => {
-          const sent = deliver(id, items);
-          if (sent && id === sessionId && counter.cuts === 0) {
-            counter.cuts++;
-            closeAll(links);
-          }
-          return sent;
+        links.sent = (id) => {
+          if (id !== sessionId || counter.cuts > 0) return;
+          counter.cuts++;
+          links.closeAll();
         };
       });
       return stub;
@@ -345,17 +302,17 @@ describe("agent link: closed while a frame for the agent awaits its answer", () 
   async function cutAtAnswer(t: SeededTenant, agent: ScriptedAgent, handedOn: boolean, type = "response"): Promise<void> {
     await runInDurableObject(agentStub(t.tenantId, agent.name), (instance: AgentObject) => {
       const links = linksOf(instance);
-      const toAgent = links.d.toAgent;
+      const toAgent = links.toAgent;
       const counter = cutCounter(instance);
-      links.d.toAgent = async (sessionId, frame, n) => {
+      links.toAgent = async (sessionId, frame, n) => {
         if (counter.cuts > 0 || (frame as { type?: string }).type !== type) return toAgent(sessionId, frame, n);
         counter.cuts++;
         if (!handedOn) {
-          closeAll(links);
+          links.closeAll();
           throw new Error("injected: the link closed before the frame was handed on");
         }
         const delivered = await toAgent(sessionId, frame, n);
-        closeAll(links); // its `sent` cannot go out any more
+        links.closeAll(); // its `sent` cannot go out any more
         return delivered;
       };
     });
@@ -433,9 +390,9 @@ describe("agent link: the AgentObject crashes while a frame for the agent awaits
     // The hand-off of the answer never ends on this instance (it is stuck when it crashes).
     await runInDurableObject(stub, (instance: AgentObject) => {
       const links = linksOf(instance);
-      const toAgent = links.d.toAgent;
+      const toAgent = links.toAgent;
       const counter = cutCounter(instance);
-      links.d.toAgent = (id, frame, n) => {
+      links.toAgent = (id, frame, n) => {
         if (counter.cuts > 0 || (frame as { type?: string }).type !== "response") return toAgent(id, frame, n);
         counter.cuts++;
         return new Promise<boolean>(() => undefined);
@@ -471,16 +428,16 @@ describe("agent link: closed when idle", () => {
     const stub = agentStub(t.tenantId, agent.name);
     // Counts the links the session accepted (its answers to the AgentObject's requests to open one).
     await runInDurableObject(stub, (instance: AgentObject) => {
-      const links = linksOf(instance) as Links & { d: { open(id: string): Promise<WebSocket | undefined> } };
-      const open = links.d.open;
+      const links = linksOf(instance);
+      const open = links.openLink;
       const counter = cutCounter(instance);
-      links.d.open = async (id) => {
+      links.openLink = async (id) => {
         const ws = await open(id);
         if (ws) counter.cuts++;
         return ws;
       };
     });
-    const open = () => runInDurableObject(stub, (instance: AgentObject) => linksOf(instance).links.size);
+    const open = () => runInDurableObject(stub, (instance: AgentObject) => linksOf(instance).open);
     agent.peer.notify("session/update", chunk(sessionId, "one"));
     expect(await chunksSeen(client, 1)).toEqual(["one"]);
     await vi.waitFor(async () => expect(await cutsOn(stub)).toBe(1), { timeout: 5000, interval: 10 });
@@ -501,8 +458,8 @@ describe("agent link: never a client", () => {
       const seen: string[] = [];
       linkSeen.set(instance, seen);
       linksOf(instance)
-        .links.get(sessionId)
-        ?.ws.addEventListener("message", (event) => {
+        .socket(sessionId)
+        ?.addEventListener("message", (event) => {
           seen.push(String(event.data));
         });
     });

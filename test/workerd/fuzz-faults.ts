@@ -1,10 +1,11 @@
 // Fault injection for the workerd fault tests: object restarts (the plugin's eviction), and D1
 // outages or slowness inside one Durable Object. A D1 outage is the one behaviour no real peer
-// produces on demand, so it is the one hand-written stand-in: the object's `env.DB` is swapped for a
-// wrapper of the real binding whose calls fail (or wait) until it is swapped back.
+// produces on demand, so it is the one hand-written stand-in: a wrapper of the real binding whose
+// calls fail (or wait), put in the object's test seam (`d1`, read instead of `env.DB`) until taken back.
 
 import { env, evictDurableObject, runInDurableObject } from "cloudflare:test";
-import type { Env } from "../../core/env";
+import { SessionObject, sessionTesting } from "../../durable-objects/session/session-object";
+import { RulesObject, rulesTesting } from "../../durable-objects/rules/rules-object";
 import { countFault, newCounters } from "./fuzz-session";
 import { objects } from "../../durable-objects/objects";
 
@@ -69,11 +70,17 @@ export async function restartBoth(tenantId: string, sessionId: string, agent: st
 export type D1Mode = "down" | "slow" | "up";
 
 /** Makes D1 fail (or answer after `slowMs`) for one object, until called again with "up". */
-export async function setD1(stub: DurableObjectStub, mode: D1Mode, slowMs = 1500): Promise<void> {
-  // SAFETY: every Durable Object of the gateway keeps its bindings in `env`, a plain field at run time.
+export async function setD1(
+  stub: DurableObjectStub<SessionObject> | DurableObjectStub<RulesObject>,
+  mode: D1Mode,
+  slowMs = 1500,
+): Promise<void> {
+  // SAFETY: either object's stub; the instance is checked below.
   await runInDurableObject(stub as DurableObjectStub<never>, (instance: unknown) => {
-    const object = instance as { env: Env };
-    object.env = { ...object.env, DB: mode === "up" ? env.DB : faultyD1(env.DB, mode, slowMs) };
+    const seam =
+      instance instanceof SessionObject ? sessionTesting(instance) : instance instanceof RulesObject ? rulesTesting(instance) : undefined;
+    if (!seam) throw new Error("setD1 injects D1 faults in a SessionObject or a RulesObject");
+    seam.d1 = mode === "up" ? undefined : faultyD1(env.DB, mode, slowMs);
   });
   if (mode !== "up") injected(`d1_${mode}`);
 }
