@@ -27,10 +27,10 @@ import {
   type Peer,
   type ScriptedAgent,
   type SeededTenant,
+  ALLOW,
 } from "./helpers";
 
 type Json = Record<string, any>;
-const ALLOW = { outcome: { outcome: "selected", optionId: "allow" } };
 
 /** What the session's instance saw come back on edge links, and what the test does to the next `sent`. */
 interface EdgeWatch {

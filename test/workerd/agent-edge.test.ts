@@ -30,6 +30,7 @@ import {
   type Peer,
   type ScriptedAgent,
   type SeededTenant,
+  ALLOW,
 } from "./helpers";
 
 type Json = Record<string, any>;
@@ -327,8 +328,6 @@ function keyOf(m: Json): string | undefined {
   if (update?.sessionUpdate === "tool_call_update") return `tcu:${update.toolCallId}:${update.title}`;
   return `?:${JSON.stringify(m)}`;
 }
-
-const ALLOW = { outcome: { outcome: "selected", optionId: "allow" } };
 
 /** The tenant's rule that allows `npm test`. */
 async function allowNpmTest(t: SeededTenant): Promise<void> {

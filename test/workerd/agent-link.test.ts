@@ -29,6 +29,7 @@ import {
   type Peer,
   type ScriptedAgent,
   type SeededTenant,
+  ALLOW,
 } from "./helpers";
 import { GATEWAY_NOTIFICATIONS } from "../../core/gateway-notifications";
 
@@ -101,8 +102,6 @@ async function chunksSeen(client: Peer, n: number, timeoutMs = 5000): Promise<st
 function noMoreChunks(client: Peer): void {
   expect(client.unclaimed().filter((m) => m.params?.update?.sessionUpdate === "agent_message_chunk")).toEqual([]);
 }
-
-const ALLOW = { outcome: { outcome: "selected", optionId: "allow" } };
 
 /** A session with a turn going and its link open: the first update went by RPC and opened it. */
 /**

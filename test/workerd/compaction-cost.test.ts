@@ -3,12 +3,11 @@
 // The benchmark's cost table (BENCHMARKS.md) quotes these figures.
 
 import { SELF, env, runInDurableObject } from "cloudflare:test";
-import { describe, expect, it, onTestFinished } from "vitest";
+import { describe, expect, it } from "vitest";
 import { clientWithSession, DEFAULT_OPTIONS, dialInAgent, isMethod, seedTenant, startTurn } from "./helpers";
 import { objects } from "../../durable-objects/objects";
 import { type RulesObject, rulesTesting } from "../../durable-objects/rules/rules-object";
-import { RULES_SHARDS } from "../../durable-objects/rules/contract";
-import { shardOf } from "../../protocol/generation-lease";
+import { countRulesCalls, setSessionLease } from "./fuzz-faults";
 
 /** Wraps an object's sql.exec to sum the rows each statement wrote; returns a reader of the sum. */
 async function countRowsWritten(stub: DurableObjectStub): Promise<() => number> {
@@ -33,32 +32,14 @@ async function countRowsWritten(stub: DurableObjectStub): Promise<() => number> 
  * taken under leases long enough to hold the path steady (the root's to the shard, the shard's to
  * the session), and the test checks that no request waited for the shard.
  */
-async function holdRulesSteady(tenantId: string, sessionId: string): Promise<() => Promise<number>> {
+async function holdRulesSteady(tenantId: string, sessionId: string): Promise<() => number> {
   const leaseMs = 10 * 60_000;
-  const shard = objects.rulesShard(env, tenantId, shardOf(sessionId, RULES_SHARDS));
   await runInDurableObject(objects.rules(env, tenantId), (root: RulesObject) => {
     rulesTesting(root).leaseMs = leaseMs;
   });
-  let checks = 0;
-  await runInDurableObject(shard, (instance: RulesObject) => {
-    rulesTesting(instance).leaseMs = leaseMs;
-    const proto = Object.getPrototypeOf(instance) as RulesObject;
-    const { snapshot, check } = proto;
-    const counted = (self: RulesObject) => rulesTesting(self).name?.startsWith(`${tenantId}/`) === true;
-    proto.snapshot = function (this: RulesObject, ...args: Parameters<RulesObject["snapshot"]>) {
-      if (counted(this)) checks++;
-      return snapshot.apply(this, args);
-    };
-    proto.check = function (this: RulesObject, ...args: Parameters<RulesObject["check"]>) {
-      if (counted(this)) checks++;
-      return check.apply(this, args);
-    };
-    onTestFinished(() => {
-      proto.snapshot = snapshot;
-      proto.check = check;
-    });
-  });
-  return async () => checks;
+  await setSessionLease(tenantId, sessionId, leaseMs);
+  const calls = await countRulesCalls(tenantId);
+  return () => calls.snapshot + calls.check;
 }
 
 const lsAllowed = { decision: "allow", scope: { project: "/projects/demo" }, matcher: { type: "command", prefix: ["ls"] } };
@@ -82,8 +63,8 @@ describe("cost: SQLite rows written per relayed update and per permission reques
     // One request answered by the rule first: the session's rules are then held (rules-cache.ts), as in a running session.
     const warm = agent.askPermission(sessionId, { toolCallId: "warm", kind: "execute", rawInput: { command: "ls" } }, DEFAULT_OPTIONS);
     await agent.peer.next((m) => m.id === warm, 30_000);
-    expect(await shardCalls()).toBeGreaterThan(0); // precondition: the warm request fetched the rules under the long lease
-    const callsBefore = await shardCalls();
+    expect(shardCalls()).toBeGreaterThan(0); // precondition: the warm request fetched the rules under the long lease
+    const callsBefore = shardCalls();
     const sessionRows = await countRowsWritten(session);
     const agentRows = await countRowsWritten(agentObject);
 
@@ -120,7 +101,7 @@ describe("cost: SQLite rows written per relayed update and per permission reques
     const perPermission = { session: (sessionRows() - before.session) / asks, agent: (agentRows() - before.agent) / asks };
     console.log(`COST ${JSON.stringify({ perUpdate, perPermission, perRuleAnswered })}`);
     // Precondition of the counts below: every request was decided from the rules the session held.
-    expect(await shardCalls()).toBe(callsBefore);
+    expect(shardCalls()).toBe(callsBefore);
     // docs/decisions/0008-performance.md, "Rows per permission request". 2026-12-03 (rows branch): per update 1
     // in the session (the log row; the turn's progress is that row's time), 0 in the AgentObject (agentpath).
     expect(perUpdate.session).toBeLessThanOrEqual(1);

@@ -8,6 +8,9 @@ import { SessionObject, sessionTesting } from "../../durable-objects/session/ses
 import { RulesObject, rulesTesting } from "../../durable-objects/rules/rules-object";
 import { countFault, newCounters } from "./fuzz-session";
 import { objects } from "../../durable-objects/objects";
+import { RULES_SHARDS } from "../../durable-objects/rules/contract";
+import { shardOf } from "../../protocol/generation-lease";
+import { onTestFinished } from "vitest";
 
 /** Counters of one fault-test file, printed for scripts/reliability-summary.ts by `printCounters`. */
 export const faultCounters = newCounters();
@@ -23,6 +26,44 @@ export function printCounters(suite: string): void {
 export const sessionStub = (tenantId: string, sessionId: string) => objects.session(env, tenantId, sessionId);
 export const agentStub = (tenantId: string, name: string) => objects.agent(env, tenantId, name);
 export const rulesStub = (tenantId: string) => objects.rules(env, tenantId);
+
+/** The shard of the tenant's rules a session takes them from. */
+const shardOfSession = (tenantId: string, sessionId: string) => objects.rulesShard(env, tenantId, shardOf(sessionId, RULES_SHARDS));
+
+/** The object's name (its test seam). */
+const nameOf = (object: RulesObject) => rulesTesting(object).name ?? "";
+
+/**
+ * Counts the sessions' calls that reach the tenant's rules shards (RPC serves prototype methods:
+ * wrapped there, so only calls to this tenant's shards, by the objects' names, are counted).
+ */
+export async function countRulesCalls(tenantId: string): Promise<{ snapshot: number; check: number }> {
+  const counts = { snapshot: 0, check: 0 };
+  await runInDurableObject(rulesStub(tenantId), (instance: RulesObject) => {
+    const proto = Object.getPrototypeOf(instance) as RulesObject;
+    const { snapshot, check } = proto;
+    proto.snapshot = function (this: RulesObject, ...args: Parameters<RulesObject["snapshot"]>) {
+      if (nameOf(this).startsWith(`${tenantId}/`)) counts.snapshot++;
+      return snapshot.apply(this, args);
+    };
+    proto.check = function (this: RulesObject, ...args: Parameters<RulesObject["check"]>) {
+      if (nameOf(this).startsWith(`${tenantId}/`)) counts.check++;
+      return check.apply(this, args);
+    };
+    onTestFinished(() => {
+      proto.snapshot = snapshot;
+      proto.check = check;
+    });
+  });
+  return counts;
+}
+
+/** The lease the session's shard hands out (ms): lengthened where a test counts calls, so none is a renewal. */
+export async function setSessionLease(tenantId: string, sessionId: string, leaseMs: number): Promise<void> {
+  await runInDurableObject(shardOfSession(tenantId, sessionId), (instance: RulesObject) => {
+    rulesTesting(instance).leaseMs = leaseMs;
+  });
+}
 
 /** Evicts an object as a restart does; one that is not running (evicted already) counts as restarted. */
 export async function restartObject(stub: DurableObjectStub): Promise<void> {

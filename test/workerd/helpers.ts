@@ -220,6 +220,9 @@ export class ScriptedAgent {
   }
 }
 
+/** A client's answer choosing the default options' "allow". */
+export const ALLOW = { outcome: { outcome: "selected", optionId: "allow" } };
+
 export const DEFAULT_OPTIONS = [
   { optionId: "allow", name: "Allow once", kind: "allow_once" },
   { optionId: "allow-always", name: "Always allow", kind: "allow_always" },

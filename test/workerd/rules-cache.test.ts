@@ -5,7 +5,6 @@
 
 import { SELF, env, runInDurableObject } from "cloudflare:test";
 import { describe, expect, it, onTestFinished } from "vitest";
-import { type RulesObject, rulesTesting } from "../../durable-objects/rules/rules-object";
 import type { SessionObject } from "../../durable-objects/session/session-object";
 import {
   DEFAULT_OPTIONS,
@@ -18,10 +17,7 @@ import {
   type ScriptedAgent,
   seedTenant,
 } from "./helpers";
-import { restartObject, rulesStub, sessionStub } from "./fuzz-faults";
-import { objects } from "../../durable-objects/objects";
-import { RULES_SHARDS } from "../../durable-objects/rules/contract";
-import { shardOf } from "../../protocol/generation-lease";
+import { countRulesCalls, restartObject, sessionStub, setSessionLease } from "./fuzz-faults";
 
 type Tenant = Awaited<ReturnType<typeof seedTenant>>;
 
@@ -44,44 +40,6 @@ async function revoke(t: Tenant, id: string): Promise<void> {
 
 const npmTest = { decision: "allow", matcher: { type: "command", prefix: ["npm", "test"] } };
 const run = (id: string, command: string) => ({ toolCallId: id, kind: "execute", rawInput: { command } });
-
-/** The shard of the tenant's rules a session takes them from. */
-const shardOfSession = (tenantId: string, sessionId: string) => objects.rulesShard(env, tenantId, shardOf(sessionId, RULES_SHARDS));
-
-/** The object's name (its test seam). */
-const nameOf = (object: RulesObject) => rulesTesting(object).name ?? "";
-
-/**
- * Counts the sessions' calls that reach the tenant's rules shards (RPC serves prototype methods:
- * wrapped there, so only calls to this tenant's shards, by the objects' names, are counted).
- */
-async function countRulesCalls(tenantId: string): Promise<{ snapshot: number; check: number }> {
-  const counts = { snapshot: 0, check: 0 };
-  await runInDurableObject(rulesStub(tenantId), (instance: RulesObject) => {
-    const proto = Object.getPrototypeOf(instance) as RulesObject;
-    const { snapshot, check } = proto;
-    proto.snapshot = function (this: RulesObject, ...args: Parameters<RulesObject["snapshot"]>) {
-      if (nameOf(this).startsWith(`${tenantId}/`)) counts.snapshot++;
-      return snapshot.apply(this, args);
-    };
-    proto.check = function (this: RulesObject, ...args: Parameters<RulesObject["check"]>) {
-      if (nameOf(this).startsWith(`${tenantId}/`)) counts.check++;
-      return check.apply(this, args);
-    };
-    onTestFinished(() => {
-      proto.snapshot = snapshot;
-      proto.check = check;
-    });
-  });
-  return counts;
-}
-
-/** The lease the session's shard hands out (ms): lengthened where a test counts calls, so none is a renewal. */
-async function setSessionLease(tenantId: string, sessionId: string, leaseMs: number): Promise<void> {
-  await runInDurableObject(shardOfSession(tenantId, sessionId), (instance: RulesObject) => {
-    rulesTesting(instance).leaseMs = leaseMs;
-  });
-}
 
 async function sessionInTurn(t: Tenant, agent: ScriptedAgent, key = t.clientKey) {
   const { client, sessionId } = await clientWithSession(t, agent, key);
