@@ -132,7 +132,7 @@ interface ClientsPort<C> {
   setResends(client: C, resends: Record<string, number>): void;
 }
 
-/** The tenant's rules (durable-objects/session/rules-link.ts). */
+/** The tenant's rules (durable-objects/session/tenant-rules.ts). */
 interface RulesPort {
   /** A decision now, or LATER and `then` is called with it (or RULES_UNAVAILABLE). */
   consult(pending: PendingRequest, then: (decided: RuleDecision | null | typeof RULES_UNAVAILABLE) => void): RuleDecision | null | Later;

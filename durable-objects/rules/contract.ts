@@ -22,7 +22,7 @@ export const LEASE_SLACK_MS = 200;
 
 /**
  * Rule hit counters are sent on at most this often, never on the decision path: a session to the
- * RulesObject (rules-cache.ts), the RulesObject to D1 (rules-object.ts).
+ * RulesObject (tenant-rules.ts), the RulesObject to D1 (rules-object.ts).
  */
 export const HIT_FLUSH_MS = 1000;
 

@@ -20,7 +20,7 @@ import type { DecideRequest, DecideResult, RememberRequest } from "./contract";
 
 export interface CompiledTenantRules {
   compiled: CompiledRules;
-  /** The rules as compiled, handed to sessions in a snapshot (session/rules-cache.ts). */
+  /** The rules as compiled, handed to sessions in a snapshot (session/tenant-rules.ts). */
   list: Rule[];
 }
 

@@ -7,7 +7,7 @@
 //   could not be told, once the shard's own lease has run out. A revoked rule stops matching before
 //   the API returns.
 // - A *shard*, named `${tenantId}/${index}` (rules-shard.ts): leases the rules on to the sessions
-//   that hash to it, which decide locally (session/rules-cache.ts): a request a rule answers costs
+//   that hash to it, which decide locally (session/tenant-rules.ts): a request a rule answers costs
 //   no call, and the first request after a change costs one call to a shard, not to one object.
 // The decision logic (leases, fences, never-older) is protocol/generation-lease.ts, model-tested.
 
@@ -38,7 +38,7 @@ import { log } from "../../core/log";
 const MAX_SNAPSHOT_RETRIES = 3;
 
 /**
- * The test seam (test/workerd/rules-cache.test.ts), given the instance runInDurableObject hands a
+ * The test seam (test/workerd/tenant-rules.test.ts), given the instance runInDurableObject hands a
  * test. No member of the class, so nothing a stub can reach over RPC.
  */
 export interface RulesTesting {

@@ -20,7 +20,7 @@ import { appendUpdate, maybeFold } from "./compaction";
 import type { FromAgent } from "./contract";
 import type { Notifier } from "./notify";
 import type { PermissionLifecycle } from "./permission-lifecycle";
-import type { RulesLink } from "./rules-link";
+import type { TenantRules } from "./tenant-rules";
 import type { SessionInfo } from "./session-info";
 import type { InflightRow, SessionStore } from "./store";
 import type { TurnControl } from "./turn";
@@ -43,7 +43,7 @@ export interface AgentLinkDeps {
   notifier: Notifier;
   agentRequests: AgentRequests;
   turn: TurnControl;
-  rules: RulesLink;
+  rules: TenantRules;
   /** Takes a deleted session out of the tenant's index, retrying while D1 fails. */
   unindex: SessionUnindex;
   /** The agent link's session end: the fast lane to the AgentObject. */

@@ -11,7 +11,7 @@ import type { AuditOutbox } from "./audit-outbox";
 import { type AttachedClients, attachmentOf, send } from "./clients";
 import type { Notifier } from "./notify";
 import { auditEntry, boundedEntry, outsideTurnSummary } from "./permission-audit";
-import type { RulesLink } from "./rules-link";
+import type { TenantRules } from "./tenant-rules";
 import type { SessionInfo } from "./session-info";
 import type { SessionStore } from "./store";
 import type { TurnWatch } from "./turn-watch";
@@ -30,7 +30,7 @@ export interface LifecycleParts {
   notifier: Notifier;
   turnWatch: TurnWatch;
   audits: AuditOutbox;
-  rules: RulesLink;
+  rules: TenantRules;
   info: SessionInfo;
   policy: TenantPolicy;
   /** To the agent, in order; `after` learns whether the frame reached it (`threw`: the hand-off failed). */

@@ -52,7 +52,7 @@ import { AgentRequests } from "./agent-request-routing";
 import { claim } from "./ownership";
 import { Notifier } from "./notify";
 import { type PermissionLifecycle, flushAudit, permissionLifecycle } from "./permission-lifecycle";
-import { RulesLink } from "./rules-link";
+import { TenantRules } from "./tenant-rules";
 import { sessionSnapshot } from "./snapshot";
 import { SessionInfo, loadResult } from "./session-info";
 import { TurnControl } from "./turn";
@@ -113,7 +113,7 @@ export class SessionObject extends DurableObject<Env> implements SessionContract
   private readonly store: SessionStore;
   private readonly clients: AttachedClients;
   private readonly notifier: Notifier;
-  private readonly rulesLink: RulesLink;
+  private readonly rules: TenantRules;
   private readonly permissions: PermissionLifecycle;
   private readonly info: SessionInfo;
   private readonly turn: TurnControl;
@@ -141,7 +141,7 @@ export class SessionObject extends DurableObject<Env> implements SessionContract
     this.turnWatch = new TurnWatch(ctx.storage.sql);
     this.unindex = new SessionUnindex(this.store, () => this.testing.d1 ?? this.env.DB);
     this.notifier = new Notifier(ctx, env, this.store, () => this.scheduleDeadline());
-    this.rulesLink = new RulesLink(env, this.store);
+    this.rules = new TenantRules(env, this.store);
     this.info = new SessionInfo(ctx, env, this.store, this.clients);
     const policy = new TenantPolicy(env.DB, this.store);
     this.permissions = permissionLifecycle({
@@ -152,7 +152,7 @@ export class SessionObject extends DurableObject<Env> implements SessionContract
       notifier: this.notifier,
       turnWatch: this.turnWatch,
       audits: this.audits,
-      rules: this.rulesLink,
+      rules: this.rules,
       info: this.info,
       toAgent: (frame, after) => this.agent.toAgent(frame, after),
       scheduleDeadline: () => this.scheduleDeadline(),
@@ -179,7 +179,7 @@ export class SessionObject extends DurableObject<Env> implements SessionContract
       notifier: this.notifier,
       agentRequests: this.agentRequests,
       turn: this.turn,
-      rules: this.rulesLink,
+      rules: this.rules,
       unindex: this.unindex,
       socket: this.agentSocket,
       scheduleDeadline: () => this.scheduleDeadline(),
@@ -399,15 +399,15 @@ export class SessionObject extends DurableObject<Env> implements SessionContract
     this.agent.fromBatch(items);
   }
 
-  // ── the tenant's rules (rules-link.ts), called by the session's rules shard ────────────────────
+  // ── the tenant's rules (tenant-rules.ts), called by the session's rules shard ────────────────────
   /**
    * The rules changed (told after the change's fence, while requests wait on people; decision 0031):
-   * drop older ones (rules-cache.ts) and re-decide the waiting requests (a new rule may answer them).
+   * drop older ones (tenant-rules.ts) and re-decide the waiting requests (a new rule may answer them).
    * True while requests wait: the shard keeps telling this session.
    */
   rulesChanged(generation: number): boolean {
     if (!this.store.meta) return false;
-    const subscribed = this.rulesLink.rulesChanged(generation);
+    const subscribed = this.rules.rulesChanged(generation);
     if (this.store.hasAsking()) this.permissions.reconsider();
     return subscribed;
   }

@@ -1,7 +1,7 @@
 // Leases on a generation (protocol/generation-lease.ts), model-based: a simulated tenant of one root
 // (the RulesObject: a LeaseGiver that tells its shards), two shards (each a LeaseTaker of the root's
 // rules and a LeaseGiver to its sessions, as rules/rules-shard.ts) and four sessions (each a
-// LeaseTaker, as session/rules-cache.ts), driven through every interleaving fast-check finds of:
+// LeaseTaker, as session/tenant-rules.ts), driven through every interleaving fast-check finds of:
 // a rule change through the API (the root advances; the API "answers" when the fence resolves),
 // a session's lookup (it decides if it holds live rules, else asks its shard), a call delivered, a
 // call failed (before or after the far side acted), time passing, a shard or session restarting, and
@@ -213,7 +213,7 @@ class Session {
         if (!grant || taker !== this.taker) return;
         // Half the time it asked as a check (it held a lapsed copy), half as a snapshot.
         if (!(old && grant.generation === old.generation && taker.confirm(old, grant, sentAt))) taker.install(grant, true, sentAt);
-        // The request that made it ask is decided now, with what it holds (rules-cache.ts `decide`).
+        // The request that made it ask is decided now, with what it holds (tenant-rules.ts `decide`).
         const now = taker.live();
         if (now) this.w.decided(this.id, now.generation);
       })

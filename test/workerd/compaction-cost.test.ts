@@ -26,7 +26,7 @@ async function countRowsWritten(stub: DurableObjectStub): Promise<() => number> 
 }
 
 /**
- * The rows a request costs are those of a session holding the tenant's rules (rules-cache.ts): one
+ * The rows a request costs are those of a session holding the tenant's rules (tenant-rules.ts): one
  * whose lease ran out writes its entry before it waits for the rules, and once more after. With one
  * core busy the half second between renewals can pass between two asks, so the counts here are
  * taken under leases long enough to hold the path steady (the root's to the shard, the shard's to
@@ -60,7 +60,7 @@ describe("cost: SQLite rows written per relayed update and per permission reques
     // Permission requests are asked only during a turn.
     await startTurn(client, agent, sessionId);
     const shardCalls = await holdRulesSteady(t.tenantId, sessionId);
-    // One request answered by the rule first: the session's rules are then held (rules-cache.ts), as in a running session.
+    // One request answered by the rule first: the session's rules are then held (tenant-rules.ts), as in a running session.
     const warm = agent.askPermission(sessionId, { toolCallId: "warm", kind: "execute", rawInput: { command: "ls" } }, DEFAULT_OPTIONS);
     await agent.peer.next((m) => m.id === warm, 30_000);
     expect(shardCalls()).toBeGreaterThan(0); // precondition: the warm request fetched the rules under the long lease

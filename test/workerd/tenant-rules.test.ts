@@ -1,4 +1,4 @@
-// The compiled rules cache in the session (durable-objects/session/rules-cache.ts): a permission
+// The session's compiled copy of its tenant's rules (durable-objects/session/tenant-rules.ts): a permission
 // request that a rule answers is decided in the session, with no call to the RulesObject (its shard
 // is asked once per lease at most); and every change — revoke, expiry, a rule another session made,
 // an eviction, a session told nothing — is seen before it could let a stale rule answer.

@@ -1,6 +1,11 @@
-// The tenant's remembered decisions, compiled in the session, so a permission request that a rule
-// answers is decided here, with no call to the RulesObject (durable-objects/rules/). The decision is
-// the same pure function the RulesObject uses (protocol/rules, through rules/engine.ts).
+// The session's one way to its tenant's rules (the RulesObject: the session's shard for its rules,
+// the tenant's root for what it remembers), and the copy of them it decides with:
+// - `TenantRules` (the permission machine's `rules` port): what a pending request is asked as, the
+//   call that asks it (`consultRules`), remembering a person's *_always choice, and the watch that lets
+//   a new rule answer requests already waiting (the shard's pushes: no call per request).
+// - `RulesCache`: the tenant's remembered decisions, compiled in the session, so a permission request
+//   that a rule answers is decided here, with no call to the RulesObject (durable-objects/rules/). The
+//   decision is the same pure function the RulesObject uses (protocol/rules, through rules/engine.ts).
 //
 // Staying correct while decisions are local (decision 0031; the logic is protocol/generation-lease.ts):
 // - The rules come from the session's *shard* of the tenant's RulesObject, with a *lease*: they are
@@ -18,10 +23,120 @@
 // Kept in memory only: an evicted session starts empty and fetches a snapshot on its next request.
 
 import { HitTally } from "../../protocol/hit-tally";
-import { type Grant, type Held, LeaseTaker } from "../../protocol/generation-lease";
+import { type Grant, type Held, LeaseTaker, shardOf } from "../../protocol/generation-lease";
 import { type CompiledTenantRules, compileRuleList, decideWith, decideWithHash } from "../rules/engine";
-import { type DecideRequest, type DecideResult, HIT_FLUSH_MS, type RulesSnapshot } from "../rules/contract";
+import {
+  type DecideRequest,
+  type DecideResult,
+  HIT_FLUSH_MS,
+  RULES_SHARDS,
+  type RememberRequest,
+  type RuleCreated,
+  type RuleNotCreated,
+  type RulesSnapshot,
+} from "../rules/contract";
 import { log } from "../../core/log";
+import type { Env } from "../../core/env";
+import type { PendingRequest, SessionMeta, SessionStore } from "./store";
+import { type RulesStub, objects } from "../objects";
+
+export class TenantRules {
+  private readonly cache = new RulesCache(
+    () => this.shard(),
+    () => this.store.meta?.sessionId ?? "",
+  );
+  private stub?: RulesStub;
+  private shardStub?: RulesStub;
+  /** A person's *_always answer being stored (RulesObject.remember): requests wait for it. */
+  private remembering?: Promise<void>;
+
+  constructor(
+    private readonly env: Env,
+    private readonly store: SessionStore,
+  ) {}
+
+  /**
+   * The rule that answers this request, or null when none does: at once (no promise) when the
+   * session's compiled rules can decide now, otherwise once they are fetched or confirmed from the
+   * RulesObject. The promise rejects when the rules could not be consulted: the caller then asks
+   * people, never approves.
+   */
+  consultRules(pending: PendingRequest): DecideResult | null | Promise<DecideResult | null> {
+    const meta = this.store.meta;
+    if (!meta) return null;
+    const request = this.decideRequest(meta, pending);
+    // A person's always-answer is being stored: decided once it is (the change's fence has then run
+    // out this session's lease, so the new rule is fetched), as a person would expect of the next request.
+    if (this.remembering) return this.remembering.then(() => this.cache.decide(request));
+    if (this.cache.knownEmpty) return null;
+    return this.cache.decideNow(request) ?? this.cache.decide(request);
+  }
+
+  /** The shard's push: rules older than `generation` are dropped. True while requests wait on people (stay on its list). */
+  rulesChanged(generation: number): boolean {
+    return this.cache.changed(generation, this.store.hasAsking());
+  }
+
+  remember(
+    pending: PendingRequest,
+    extra: Pick<RememberRequest, "user" | "chosen" | "keyId" | "toolCallId">,
+  ): Promise<RuleCreated | RuleNotCreated | null> {
+    const meta = this.store.meta;
+    if (!meta) return Promise.resolve(null);
+    const remembered = this.rules().remember({ ...this.decideRequest(meta, pending), ...extra });
+    const settled = remembered.then(
+      () => undefined,
+      () => undefined,
+    );
+    this.remembering = settled;
+    void settled.then(() => {
+      if (this.remembering === settled) this.remembering = undefined;
+    });
+    return remembered;
+  }
+
+  /**
+   * Requests waiting on people must hear of a new rule that answers them. The shard's push of a change
+   * (`rulesChanged`, `RulesCache.changed` below) is that news: it reaches every session that said it has requests
+   * waiting, and such a session re-decides them (session-object.ts). So waiting costs one call when the
+   * session starts waiting, none per request. Nothing to undo when nothing waits any more: the next
+   * push that finds the session waiting on nobody takes it off the list.
+   */
+  watch(): void {
+    if (this.store.meta) this.cache.subscribe();
+  }
+
+  /** What the rules are asked: the tool call as the session's table holds it, the turn's user. */
+  private decideRequest(meta: SessionMeta, pending: PendingRequest): DecideRequest {
+    const row = pending.toolCallId ? this.store.toolCall(pending.toolCallId) : undefined;
+    const toolCall = (row ?? pending.toolCall ?? {}) as DecideRequest["toolCall"];
+    const turn = this.store.turn;
+    return {
+      sessionId: meta.sessionId,
+      agent: meta.agent,
+      cwd: meta.cwd,
+      user: turn.state !== "idle" ? (turn.user ?? null) : (meta.createdBy ?? null),
+      toolCall,
+      options: pending.options.map((o) => ({ optionId: o.optionId, name: o.name, kind: o.kind })),
+    };
+  }
+
+  /** The tenant's RulesObject (its root); asked only on behalf of a session that exists (its meta names the tenant). */
+  private rules(): RulesStub {
+    const tenantId = this.store.meta?.tenantId;
+    if (tenantId === undefined) throw new Error("the session has no meta: there are no rules to consult");
+    this.stub ??= objects.rules(this.env, tenantId);
+    return this.stub;
+  }
+
+  /** The shard of the tenant's rules this session takes them from (the same one for its whole life). */
+  private shard(): RulesStub {
+    const meta = this.store.meta;
+    if (meta === undefined) throw new Error("the session has no meta: there are no rules to consult");
+    this.shardStub ??= objects.rulesShard(this.env, meta.tenantId, shardOf(meta.sessionId, RULES_SHARDS));
+    return this.shardStub;
+  }
+}
 
 /** What the cache needs from its shard of the tenant's RulesObject (its RPC stub satisfies it). */
 export interface RulesSource {
