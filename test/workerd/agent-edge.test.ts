@@ -132,10 +132,53 @@ async function sessionWatch(t: SeededTenant, sessionId: string): Promise<Session
   return runInDurableObject(sessionStub(t.tenantId, sessionId), (instance: SessionObject) => structuredClone(watchOf(instance)));
 }
 
-async function cutNextEdgeBatch(t: SeededTenant, sessionId: string, cut: Cut): Promise<void> {
-  await runInDurableObject(sessionStub(t.tenantId, sessionId), (instance: SessionObject) => {
+/**
+ * Arms the cut of the next batch on an edge link (undefined: disarms it) and returns the session's
+ * logged chunk texts as they are then (`loggedChunks`): one call, so the link has as little time as
+ * possible to idle out before the burst that follows.
+ */
+async function armCut(t: SeededTenant, sessionId: string, cut: Cut | undefined): Promise<string[]> {
+  return runInDurableObject(sessionStub(t.tenantId, sessionId), (instance: SessionObject) => {
     watchOf(instance).cut = cut;
+    return chunksOfLog(instance);
   });
+}
+
+/**
+ * Bursts of `n` updates, each after an edge link was seen, until one of the burst's batches came on
+ * an edge link and met `cut`. Tests set AGENT_LINK_IDLE_MS to 50 ms, so on a loaded machine the link
+ * can idle out between the check and the burst; the edge then sends the batch by RPC (and opens a new
+ * link for later ones), and nothing is cut: that burst is not the case under test, so it is taken
+ * whole and another is sent. A cut that `hang`s leaves the burst unseen. Returns the log's chunks just
+ * before the burst that was cut, and that burst's texts.
+ */
+async function burstUntilCut(
+  t: SeededTenant,
+  agent: ScriptedAgent,
+  client: Peer,
+  sessionId: string,
+  cut: Cut,
+  name: string,
+  n: number,
+): Promise<{ loggedBefore: string[]; texts: string[] }> {
+  for (let round = 0; round < 10; round++) {
+    await untilEdgeLink(t, agent, client, sessionId);
+    const loggedBefore = await armCut(t, sessionId, cut);
+    const texts = Array.from({ length: n }, (_, i) => `${name}-${round}-${i}`);
+    for (const text of texts) agent.peer.notify("session/update", chunk(sessionId, text));
+    let cuts = 0;
+    await vi.waitFor(
+      async () => {
+        cuts = (await sessionWatch(t, sessionId)).cuts;
+        expect(cuts > 0 || unclaimedChunks(client).includes(texts.at(-1)!)).toBe(true);
+      },
+      { timeout: 60_000, interval: 10 },
+    );
+    if (cuts > 0) return { loggedBefore, texts };
+    expect(await chunksSeen(client, n)).toEqual(texts);
+    await armCut(t, sessionId, undefined);
+  }
+  throw new Error("no burst came on an edge link in 10 rounds");
 }
 
 /** The texts of a chunk (see `chunk`): each ends with "|". */
@@ -143,14 +186,16 @@ const textsOf = (text: string) => text.split("|").slice(0, -1);
 
 /** The session's log as a later session/load replays it: the texts of its agent_message_chunk updates. */
 async function loggedChunks(t: SeededTenant, sessionId: string): Promise<string[]> {
-  return runInDurableObject(sessionStub(t.tenantId, sessionId), (instance: SessionObject) => {
-    const texts: string[] = [];
-    for (const entry of sessionTesting(instance).store.replayable()) {
-      const body = JSON.parse(entry.body) as Json;
-      if (body.params?.update?.sessionUpdate === "agent_message_chunk") texts.push(...textsOf(body.params.update.content.text as string));
-    }
-    return texts;
-  });
+  return runInDurableObject(sessionStub(t.tenantId, sessionId), chunksOfLog);
+}
+
+function chunksOfLog(instance: SessionObject): string[] {
+  const texts: string[] = [];
+  for (const entry of sessionTesting(instance).store.replayable()) {
+    const body = JSON.parse(entry.body) as Json;
+    if (body.params?.update?.sessionUpdate === "agent_message_chunk") texts.push(...textsOf(body.params.update.content.text as string));
+  }
+  return texts;
 }
 
 // ── the agent's frames and what the client sees of them ──────────────────────────────────────────
@@ -564,10 +609,7 @@ describe("agent edge: the edge link", () => {
     "a direct batch cut by the edge link closing %s reaches the client once and in order (handed back through the AgentObject), and so do later updates",
     async (_, cut) => {
       const { t, agent, client, sessionId, prompt } = await turnGoing();
-      await untilEdgeLink(t, agent, client, sessionId);
-      await cutNextEdgeBatch(t, sessionId, cut);
-      const texts = Array.from({ length: 20 }, (_, i) => `burst-${i}`);
-      for (const text of texts) agent.peer.notify("session/update", chunk(sessionId, text));
+      const { loggedBefore, texts } = await burstUntilCut(t, agent, client, sessionId, cut, "burst", 20);
       expect(await chunksSeen(client, texts.length)).toEqual(texts);
       expect((await sessionWatch(t, sessionId)).cuts).toBe(1);
       const later = Array.from({ length: 5 }, (_, i) => `later-${i}`);
@@ -577,19 +619,14 @@ describe("agent edge: the edge link", () => {
       expect((await client.next(isResponseTo("turn"))).result).toEqual({ stopReason: "end_turn" });
       await barrier(client, agent, sessionId);
       noMoreChunks(client);
-      const logged = await loggedChunks(t, sessionId);
-      expect(logged.slice(logged.indexOf("burst-0"))).toEqual([...texts, ...later]);
+      expect(await loggedChunks(t, sessionId)).toEqual([...loggedBefore, ...texts, ...later]);
     },
   );
 
   it("the session crashes with a direct batch in flight: a reloading client gets every update once, the log holds each once", async () => {
     const { t, agent, client, sessionId, prompt } = await turnGoing();
-    await untilEdgeLink(t, agent, client, sessionId);
-    const seenBefore = await loggedChunks(t, sessionId);
-    await cutNextEdgeBatch(t, sessionId, "hang");
-    const inFlight = Array.from({ length: 10 }, (_, i) => `flight-${i}`);
-    for (const text of inFlight) agent.peer.notify("session/update", chunk(sessionId, text));
-    await vi.waitFor(async () => expect((await sessionWatch(t, sessionId)).cuts).toBe(1), { timeout: 5000, interval: 10 });
+    const { loggedBefore: seenBefore, texts: inFlight } = await burstUntilCut(t, agent, client, sessionId, "hang", "flight", 10);
+    expect((await sessionWatch(t, sessionId)).cuts).toBe(1);
     await crashObject(sessionStub(t.tenantId, sessionId));
     // The client's session socket dropped: it reconnects and loads the session.
     await client.closed;
