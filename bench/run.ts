@@ -757,6 +757,11 @@ async function cost(): Promise<Json> {
   };
 }
 
+/**
+ * The goals each run is read against. The permission round trips are issue 26's (one object on the
+ * way: a rule ≤ 1.2x, a client answering at once ≤ 1.5x the persisted relay's round trip); the others
+ * are the project's first targets (docs/decisions/0008-performance.md).
+ */
 function targets(r: Json): Json[] {
   const relay = r.scenarios.relay ?? {};
   const fanout = r.scenarios.fanout ?? {};
@@ -781,14 +786,14 @@ function targets(r: Json): Json[] {
     ...[10, 10_000].map((rules) => ({
       name: `permission answered by a rule, ${rules} rules, vs persisted relay round trip`,
       value: `${ruleAt(rules)?.ratioToPersistedRtt}x`,
-      target: "≤ 2x",
-      pass: (ruleAt(rules)?.ratioToPersistedRtt ?? 99) <= 2,
+      target: "≤ 1.2x",
+      pass: (ruleAt(rules)?.ratioToPersistedRtt ?? 99) <= 1.2,
     })),
     {
       name: "permission answered by a client at once vs persisted relay round trip",
       value: `${person?.ratioToPersistedRtt}x`,
-      target: "≤ 2.5x",
-      pass: (person?.ratioToPersistedRtt ?? 99) <= 2.5,
+      target: "≤ 1.5x",
+      pass: (person?.ratioToPersistedRtt ?? 99) <= 1.5,
     },
     { name: "attach with replay of 10k events", value: `${replay10k?.ms} ms`, target: "≤ 150 ms", pass: (replay10k?.ms ?? 1e9) <= 150 },
     ...(replay100k

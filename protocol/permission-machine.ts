@@ -85,7 +85,10 @@ interface SessionFacts {
 }
 
 /** The session's turn (store.ts TurnState): nothing may be approved outside a running one. */
-export type TurnFacts = { state: "idle" } | { state: "running" | "cancelling"; gwId: number; prompter?: string };
+export type TurnFacts =
+  | { state: "idle" }
+  /** `fromSeq`: the log's last seq as the turn started, so its requests are the entries after it. */
+  | { state: "running" | "cancelling"; gwId: number; prompter?: string; fromSeq?: number };
 
 /** A resolution written with its request: the text clients are sent and the audit entry. */
 export interface Resolution {
@@ -679,12 +682,15 @@ export class PermissionMachine<C> {
   }
 
   /**
-   * The answer did not reach the agent. If the hand-off failed while the turn runs, the request is
-   * pending again and people are asked again (a person's answer, or a rule's, is never assumed to have
-   * arrived). If the agent's connection is gone, nothing can answer it: audited as withdrawn.
+   * The answer did not reach the agent. If the hand-off failed while the request's own turn runs, the
+   * request is pending again and people are asked again (a person's answer, or a rule's, is never
+   * assumed to have arrived). Otherwise nothing can answer it — the agent's connection is gone, or its
+   * turn is over (a later turn's people never see an earlier turn's request): audited as withdrawn.
    */
   private answerUndelivered(pending: PendingRequest, by: DecidedBy, threw: boolean): void {
-    if (threw && this.io.table.turn.state === "running" && (by.type === "person" || by.type === "rule")) {
+    const turn = this.io.table.turn;
+    const itsTurnRuns = turn.state === "running" && turn.fromSeq !== undefined && pending.permId > turn.fromSeq;
+    if (threw && itsTurnRuns && (by.type === "person" || by.type === "rule")) {
       this.startAsking(pending, pending.asking || ASKING, "reopen");
       return;
     }

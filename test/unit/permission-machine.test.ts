@@ -155,6 +155,8 @@ interface Asked {
   fourEyes: FourEyes;
   /** The client whose answer resolved it, while that resolution stands. */
   answeredBy?: string;
+  /** The turn it was asked in (`gwId`; none outside a turn): it is pending only while that turn runs. */
+  turn?: number;
 }
 
 class World {
@@ -186,7 +188,7 @@ class World {
   constructor() {
     this.machine = this.build();
     // A turn runs and three clients are attached when the run starts (the commands change both).
-    this.table.turn = { state: "running", gwId: ++this.gwId, prompter: "key:k_c0" };
+    this.table.turn = { state: "running", gwId: ++this.gwId, prompter: "key:k_c0", fromSeq: this.table.lastSeq };
     for (const c of ["c0", "c1", "c2"]) {
       this.attached.add(c);
       this.inbox.set(c, []);
@@ -385,7 +387,8 @@ function run(w: World, c: Command): void {
       const permId = table.nextSeq();
       const pendingBefore = table.pendingCount();
       const params = { sessionId: "s", toolCall: { toolCallId: `tc${agentReqId}`, title: c.mode }, options: OPTIONS };
-      const asked: Asked = { agentReqId, permId, mode: c.mode, lost: false, fourEyes: w.fourEyes };
+      const turn = table.turn.state === "running" ? table.turn.gwId : undefined;
+      const asked: Asked = { agentReqId, permId, mode: c.mode, lost: false, fourEyes: w.fourEyes, turn };
       w.asked.push(asked);
       machine.ask(1, agentReqId, JSON.stringify({ jsonrpc: "2.0", id: agentReqId, params }), params);
       if (table.turn.state !== "running") asked.expected = "cancelled";
@@ -502,7 +505,7 @@ function run(w: World, c: Command): void {
       if (c.what === "start" && turn.state === "idle") {
         w.policyLater = c.policyLater;
         w.fourEyes = c.fourEyes ?? "none";
-        table.turn = { state: "running", gwId: ++w.gwId, prompter: "key:k_c0" };
+        table.turn = { state: "running", gwId: ++w.gwId, prompter: "key:k_c0", fromSeq: table.lastSeq };
       } else if (c.what === "cancel" && turn.state === "running") {
         cancelTurn(w, { type: "cancel", connectionId: "c0", user: "c0" }, { ...turn, state: "cancelling" });
       } else if (c.what === "end" && turn.state !== "idle") {
@@ -603,8 +606,11 @@ function invariants(w: World): void {
       `nobody attached can approve ${p.permId} (four eyes ${asked.fourEyes}), and nobody was told`,
     );
   }
-  if (w.table.turn.state !== "running") {
-    for (const p of w.table.pending()) check(false, `request ${p.permId} pending outside a running turn`);
+  const turn = w.table.turn;
+  for (const p of w.table.pending()) {
+    const asked = w.asked.find((a) => a.permId === p.permId)!;
+    check(turn.state === "running", `request ${p.permId} pending outside a running turn`);
+    check(asked.turn === turn.gwId, `request ${p.permId} of turn ${asked.turn} pending in turn ${turn.gwId}`);
   }
 }
 
@@ -698,8 +704,9 @@ const FIXED: [string, Command[], FourEyes?][] = [
     ],
   ],
   [
-    // Found by the model, kept as it was (decision 0033): the turn check does not ask which turn.
-    "a rule's answer whose hand-off throws after its turn ended and another began is asked again in the new turn, under the need it was asked with",
+    // Found by the model (decision 0033): the turn check did not ask which turn, and the request was
+    // asked again in the new turn. It is withdrawn now: a later turn's people never see it.
+    "a rule's answer whose hand-off throws after its turn ended and another began is withdrawn, not asked in the new turn",
     [
       { t: "ask", mode: "reject" },
       { t: "turn", what: "end", policyLater: false },
