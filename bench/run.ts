@@ -521,7 +521,7 @@ results.cost = ONLY ? {} : await cost();
 results.seconds = round((Date.now() - started) / 1000, 1);
 results.targets = targets(results);
 if (!ONLY) writeFileSync(join(ROOT, "bench", "results", QUICK ? "quick.json" : "latest.json"), `${JSON.stringify(results, null, 2)}\n`);
-if (!QUICK && !ONLY) writeReport(results);
+if (!QUICK && !ONLY) await writeReport(results);
 log(`\nTargets:`);
 for (const t of results.targets as Json[]) log(`  ${t.pass ? "PASS" : "MISS"}  ${t.name}: ${t.value} (target ${t.target})`);
 log(`done in ${results.seconds} s`);
