@@ -5,7 +5,8 @@
 //
 // Guarantees (test/unit/live-state.test.ts, a property over changes, completions and failures):
 // - At most one write is in flight per session, so writes land in the order of the changes.
-// - Changes made in one synchronous step are written once (read after the step, not during it).
+// - Changes made before the port's `later` runs are written once (read then, not as they happen), and
+//   not at all when the state is back to the one last written (a request asked and answered at once).
 // - Once changes stop and the writes settle, the last write made carries the current state, unless
 //   that write failed; a failed write is tried again at the next change.
 // - A state equal to the one last written is not written again.
@@ -23,7 +24,7 @@ export interface LiveStatePort {
   read(): LiveState | undefined;
   /** Writes it to the index; rejects when the write failed. */
   write(state: LiveState): Promise<void>;
-  /** Runs `fn` after the current synchronous step (queueMicrotask). */
+  /** Runs `fn` later: after the current step at the earliest (the session waits LIVE_INDEX_MS, live-index.ts). */
   later(fn: () => void): void;
 }
 

@@ -50,6 +50,19 @@ function harness() {
 const flush = () => new Promise<void>((resolve) => setImmediate(resolve));
 
 describe("the session's published state", () => {
+  it("writes nothing when the state is back to the one written before `later` runs (a request asked and answered at once)", async () => {
+    const h = harness();
+    h.set({ turn: "running", waiting: 0 });
+    h.runLater();
+    expect(h.writes).toHaveLength(1);
+    h.writes[0]!.settle(true);
+    await flush();
+    h.set({ turn: "running", waiting: 1 });
+    h.set({ turn: "running", waiting: 0 });
+    h.runLater();
+    expect(h.writes).toHaveLength(1);
+  });
+
   it("writes the changes of one step once, with the state after the step", () => {
     const h = harness();
     h.set({ turn: "running", waiting: 0 });
