@@ -15,7 +15,7 @@ import type { SessionStore } from "./store";
 import { sessionLog } from "./session-log";
 
 /** How long after a change the index is written: changes within it are written once, and not at all if they cancel out. */
-export const LIVE_INDEX_MS = 250;
+const LIVE_INDEX_MS = 250;
 
 export function liveIndex(ctx: DurableObjectState, env: Env, store: SessionStore): LiveStatePublisher {
   return new LiveStatePublisher({

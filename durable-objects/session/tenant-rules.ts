@@ -139,7 +139,7 @@ export class TenantRules {
 }
 
 /** What the cache needs from its shard of the tenant's RulesObject (its RPC stub satisfies it). */
-export interface RulesSource {
+interface RulesSource {
   snapshot(sessionId: string): Promise<RulesSnapshot>;
   /** The current generation, leased. */
   check(sessionId: string): Promise<Grant>;
@@ -151,7 +151,7 @@ export interface RulesSource {
 /** Snapshots that came back stale (a change while loading) before the cache gives up and people are asked. */
 const MAX_STALE_SNAPSHOTS = 3;
 
-export class RulesCache {
+class RulesCache {
   private readonly held = new LeaseTaker<CompiledTenantRules>(Date.now);
   private loading?: Promise<Held<CompiledTenantRules>>;
   private refreshing = false;
