@@ -6,7 +6,7 @@
 // costs no write, and a busy session writes its index at most once a window. Without it every
 // request asked of people cost two writes to the one D1 every tenant shares (waiting 0 → 1 → 0);
 // locally, where D1 runs on the gateway's own cores, that was half the time of a client's answer
-// (BENCHMARKS.md, "Reading this run"). The list shows a change at most that much later.
+// (decision 0036). The list shows a change at most that much later.
 
 import { touchSession } from "../../db/queries/sessions";
 import { LiveStatePublisher } from "../../protocol/live-state";
