@@ -7,7 +7,7 @@
 //
 // The workerd tests close links (the AgentObject's and the edge's) unused for 50 ms (vitest.config.ts).
 
-import { SELF, runInDurableObject } from "cloudflare:test";
+import { runInDurableObject } from "cloudflare:test";
 import { describe, expect, it, vi } from "vitest";
 import { type SessionObject, sessionTesting } from "../../durable-objects/session/session-object";
 import { EDGE_LINK_HEADER } from "../../protocol/agent-edge-wire";
@@ -28,6 +28,7 @@ import {
   type ScriptedAgent,
   type SeededTenant,
   ALLOW,
+  allowNpmTest,
 } from "./helpers";
 
 type Json = Record<string, any>;
@@ -135,16 +136,6 @@ async function answeredOnce(client: Peer, agent: ScriptedAgent, sessionId: strin
   expect(answer.result).toEqual(ALLOW);
   await barrier(client, agent, sessionId);
   expect(agent.peer.unclaimed().filter((m) => m.id === reqId)).toEqual([]);
-}
-
-/** The tenant's rule that allows `npm test`. */
-async function allowNpmTest(t: SeededTenant): Promise<void> {
-  const response = await SELF.fetch("http://gateway.test/v1/rules", {
-    method: "POST",
-    headers: { Authorization: `Bearer ${t.adminKey}`, "Content-Type": "application/json" },
-    body: JSON.stringify({ decision: "allow", matcher: { type: "command", prefix: ["npm", "test"] } }),
-  });
-  expect(response.status).toBe(201);
 }
 
 /** An edge link the test holds (as a stale edge's would be): only the session's own agent may open one. */

@@ -8,7 +8,7 @@
 //
 // The workerd tests close links (the AgentObject's and the edge's) unused for 50 ms (vitest.config.ts).
 
-import { SELF, env, runInDurableObject } from "cloudflare:test";
+import { env, runInDurableObject } from "cloudflare:test";
 import fc from "fast-check";
 import { describe, expect, it, vi } from "vitest";
 import { type AgentObject, agentTesting } from "../../durable-objects/agent/agent-object";
@@ -31,6 +31,7 @@ import {
   type ScriptedAgent,
   type SeededTenant,
   ALLOW,
+  allowNpmTest,
 } from "./helpers";
 
 type Json = Record<string, any>;
@@ -372,16 +373,6 @@ function keyOf(m: Json): string | undefined {
   if (update?.sessionUpdate === "tool_call") return `tc:${update.toolCallId}`;
   if (update?.sessionUpdate === "tool_call_update") return `tcu:${update.toolCallId}:${update.title}`;
   return `?:${JSON.stringify(m)}`;
-}
-
-/** The tenant's rule that allows `npm test`. */
-async function allowNpmTest(t: SeededTenant): Promise<void> {
-  const response = await SELF.fetch("http://gateway.test/v1/rules", {
-    method: "POST",
-    headers: { Authorization: `Bearer ${t.adminKey}`, "Content-Type": "application/json" },
-    body: JSON.stringify({ decision: "allow", matcher: { type: "command", prefix: ["npm", "test"] } }),
-  });
-  expect(response.status).toBe(201);
 }
 
 /** The client's side of a turn: records what it sees, answers every permission request, until the prompt's answer. */

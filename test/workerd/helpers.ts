@@ -157,6 +157,15 @@ export function api(path: string, key: string | undefined, init: { method?: stri
   });
 }
 
+/** The tenant's rule that allows `npm test` (through the API, as an admin would make it). */
+export async function allowNpmTest(t: SeededTenant): Promise<void> {
+  const response = await api("/v1/rules", t.adminKey, {
+    method: "POST",
+    body: { decision: "allow", matcher: { type: "command", prefix: ["npm", "test"] } },
+  });
+  expect(response.status).toBe(201);
+}
+
 export async function upgrade(path: string, key?: string, headers: Record<string, string> = {}): Promise<Response> {
   return SELF.fetch(`http://gateway.test${path}`, {
     headers: { Upgrade: "websocket", ...(key ? { Authorization: `Bearer ${key}` } : {}), ...headers },

@@ -2,9 +2,9 @@
 // (its rules shard's list of sessions it tells of a change: those with requests waiting on people;
 // durable-objects/rules/rules-shard.ts).
 
-import { SELF, env, runInDurableObject } from "cloudflare:test";
+import { env, runInDurableObject } from "cloudflare:test";
 import { describe, expect, it } from "vitest";
-import { barrier, clientWithSession, dialInAgent, isMethod, isResponseTo, seedTenant, startTurn } from "./helpers";
+import { allowNpmTest, barrier, clientWithSession, dialInAgent, isMethod, isResponseTo, seedTenant, startTurn } from "./helpers";
 import { restartObject, sessionStub } from "./fuzz-faults";
 import { objects } from "../../durable-objects/objects";
 import { RULES_SHARDS } from "../../durable-objects/rules/contract";
@@ -29,16 +29,6 @@ async function pushListBecomes(tenantId: string, sessionId: string, expected: st
     seen = await pushList(tenantId, sessionId);
   }
   expect(seen).toEqual(expected);
-}
-
-/** A rule through the API (it pushes the change to the listed sessions before it answers). */
-async function createRule(t: Awaited<ReturnType<typeof seedTenant>>): Promise<void> {
-  const response = await SELF.fetch("http://gateway.test/v1/rules", {
-    method: "POST",
-    headers: { Authorization: `Bearer ${t.adminKey}`, "Content-Type": "application/json" },
-    body: JSON.stringify({ decision: "allow", matcher: { type: "command", prefix: ["npm", "test"] } }),
-  });
-  expect(response.status).toBe(201);
 }
 
 describe("reliability: bounds on waiting", () => {
@@ -77,7 +67,7 @@ describe("reliability: bounds on waiting", () => {
     await barrier(client, agent, sessionId);
     // Still listed until the next change finds it waiting on nobody (evicted or not).
     await restartObject(sessionStub(t.tenantId, sessionId));
-    await createRule(t);
+    await allowNpmTest(t);
     await pushListBecomes(t.tenantId, sessionId, []);
   });
 
@@ -89,7 +79,7 @@ describe("reliability: bounds on waiting", () => {
     agent.askPermission(sessionId, { toolCallId: "g", kind: "execute", rawInput: { command: "npm test" } }, undefined, "pg");
     await client.next(isMethod("session/request_permission"));
     await restartObject(sessionStub(t.tenantId, sessionId));
-    await createRule(t);
+    await allowNpmTest(t);
     expect((await agent.peer.next(isResponseTo("pg"))).result.outcome).toEqual({ outcome: "selected", optionId: "allow" });
     await pushListBecomes(t.tenantId, sessionId, [sessionId]);
   });
