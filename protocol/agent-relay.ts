@@ -59,6 +59,14 @@ export type ToAgent =
   /** Withdraw a client request that was forwarded under gwId. */
   | { type: "cancel_request"; gwId: number };
 
+/** The JSON-RPC answer the agent gets for a session's `response` frame: its error, else its result (null when it has none). */
+export function agentAnswer(frame: { id?: unknown; result?: unknown; error?: unknown }): Record<string, unknown> {
+  const body: Record<string, unknown> = { jsonrpc: "2.0", id: frame.id };
+  if (frame.error !== undefined) body.error = frame.error;
+  else body.result = frame.result ?? null;
+  return body;
+}
+
 /** What the agent said in initialize, as the AgentObject keeps it (connection/gateway-objects.ts re-exports it). */
 export interface AgentInfo {
   protocolVersion: number;
@@ -441,9 +449,7 @@ export class AgentRelay {
         return line !== undefined;
       case "response": {
         if (!line || frame.epoch !== epoch) return false;
-        const body: Record<string, unknown> = { jsonrpc: "2.0", id: frame.id };
-        if (frame.error !== undefined) body.error = frame.error;
-        else body.result = frame.result ?? null;
+        const body = agentAnswer(frame);
         // The edge keeps its connection's open requests and sends each one answer, whichever way
         // it came (the session's edge link, or this object: a second try after that link failed).
         if (line.edge) {

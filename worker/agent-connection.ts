@@ -18,6 +18,7 @@ import { SessionLinks, LINK_IDLE_MS, openSessionLink } from "../durable-objects/
 import { AgentRates, FLOOD_REASON } from "../connection/tenant-limits";
 import { EDGE_LINK_HEADER, decodeControl, encodeControl } from "../protocol/agent-edge-wire";
 import { type DirectItem, EdgeAnswers, EdgeRouting } from "../protocol/edge-routing";
+import { agentAnswer } from "../protocol/agent-relay";
 import { refusedAnswer } from "../protocol/refused-answer";
 import { isGatewayMethod, stripGatewayMarks } from "../protocol/gateway-namespace";
 import {
@@ -359,10 +360,7 @@ export class AgentConnection {
       return Promise.reject(new Error("not an answer the edge's connection can send"));
     }
     if (!this.answers.take(frame.id, sessionId)) return Promise.resolve(true);
-    const body: Record<string, unknown> = { jsonrpc: "2.0", id: frame.id };
-    if (frame.error !== undefined) body.error = frame.error;
-    else body.result = frame.result ?? null;
-    const text = JSON.stringify(body);
+    const text = JSON.stringify(agentAnswer(frame));
     stage("agent.out", text);
     this.toAgent(text);
     return Promise.resolve(true);
