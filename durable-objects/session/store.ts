@@ -17,6 +17,7 @@ import type { Limits } from "../../protocol/tenant-limits";
 import { reduceToolCall, type ToolCallRow } from "../../protocol/tool-calls";
 import { MAX_STORED_ROW_BYTES, utf8LongerThan } from "../../protocol/limits";
 import { type Approval, type PendingRequest, parsePermissionParams } from "../../protocol/pending-permission";
+import type { Resolution } from "../../protocol/permission-machine";
 import type { FourEyesNeed } from "../../protocol/people/four-eyes";
 import { type MigrationOutcome, type MigrationStorage, migrateStorage } from "./store-migrations";
 import { sessionLog } from "./session-log";
@@ -65,12 +66,6 @@ interface RequestColumn {
   asking: number;
   fourEyes?: FourEyesNeed | null;
   approvals?: Approval[];
-}
-
-/** A resolution written with its request (a rule's answer, a refusal): the resolution's text and audit entry. */
-export interface Resolution {
-  text: string;
-  audit: object | null;
 }
 
 const IDLE: TurnState = Object.freeze({ state: "idle" });
