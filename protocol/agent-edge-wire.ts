@@ -18,7 +18,7 @@
 // and each once; see docs/decisions/0001-the-message-path.md, "The stream at the edge".
 // Pure: no Cloudflare imports; unit-tested in test/unit/agent-edge-wire.test.ts.
 
-import type { JsonRpcId } from "./jsonrpc";
+import { type JsonRpcId, isId } from "./jsonrpc";
 import { decodeFrame, encodeFrame, textsOf } from "./object-frame";
 /** The header on the control socket's upgrade that marks it as the edge's (value "1"). */
 export const AGENT_EDGE_HEADER = "X-Acp-Gateway-Agent-Edge";
@@ -71,12 +71,8 @@ export function decodeControl(text: string): { t: "plain"; text: string } | Edge
     }
     case "request":
       return isCount(header.id) && body !== undefined ? { t: "request", s, id: header.id, text: body } : undefined;
-    case "answer": {
-      const id = header.id;
-      return (typeof id === "string" || (typeof id === "number" && Number.isFinite(id))) && body !== undefined
-        ? { t: "answer", s, id, text: body }
-        : undefined;
-    }
+    case "answer":
+      return isId(header.id) && body !== undefined ? { t: "answer", s, id: header.id, text: body } : undefined;
     case "grant": {
       const { c, from, to, epoch } = header;
       if (!isCount(c) || !isCount(from) || !isCount(to) || !isCount(epoch) || to <= from) return undefined;

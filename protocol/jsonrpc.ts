@@ -75,7 +75,8 @@ export function resultResponse(id: JsonRpcId, result: unknown): ResponseMessage 
   return { jsonrpc: "2.0", id, result };
 }
 
-function isId(value: unknown): value is JsonRpcId {
+/** A JSON-RPC id: a string, or a finite number. */
+export function isId(value: unknown): value is JsonRpcId {
   return typeof value === "string" || (typeof value === "number" && Number.isFinite(value));
 }
 
