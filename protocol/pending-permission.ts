@@ -1,10 +1,12 @@
 // A permission request the agent asked, as the session keeps it while it waits (its log entry's
 // `request` column, durable-objects/session/store.ts), and who or what resolved it. Pure data and
-// the two id conversions; protocol/permission-machine.ts is what happens to it.
+// the two id conversions, and the operation it is judged on; protocol/permission-machine.ts is what
+// happens to it.
 
 import { type JsonRpcId, isObject } from "./jsonrpc";
 import { type PermissionOption, offeredOptions } from "./permissions";
 import type { FourEyesNeed } from "./people/four-eyes";
+import type { ToolCallRow } from "./tool-calls";
 
 /** A first approval of a request that needs two (four eyes, decision 0028): who, from where, when. */
 export interface Approval {
@@ -56,6 +58,15 @@ export function parsePermissionParams(text: string): ParsedParams {
 export function parsedParams(params: unknown): ParsedParams {
   const toolCall = isObject(params) && isObject(params.toolCall) ? params.toolCall : null;
   return { toolCall, options: offeredOptions(params) };
+}
+
+/**
+ * The operation a request is judged on, by the rules and by the four-eyes policy alike: its tool
+ * call as the session's table holds it (with the agent's updates merged), else as the request carried it.
+ */
+export function toolCallOf(request: PendingRequest, table: { toolCall(id: string): ToolCallRow | undefined }): object {
+  const row = request.toolCallId ? table.toolCall(request.toolCallId) : undefined;
+  return row ?? request.toolCall ?? {};
 }
 
 /** The id of every client's copy of a pending request: negative, so it never meets the positive ids of the session's nextId(). */

@@ -45,7 +45,7 @@ import {
 } from "./permissions";
 import { type LimitError, limitsOf, outsideTurnAuditLimit, pendingLimitError } from "./tenant-limits";
 import { type ClientAttachment, rewritable } from "./session-wire";
-import { type DecidedBy, type PendingRequest, type Approval, copyId, parsedParams } from "./pending-permission";
+import { type DecidedBy, type PendingRequest, type Approval, copyId, parsedParams, toolCallOf } from "./pending-permission";
 import { type Answerer, type RequestFacts, answerable, authorise, personKey, unsatisfiable } from "./people/answering";
 import { type FourEyesNeed, fourEyesNeed } from "./people/four-eyes";
 import { describeOperation } from "./operation";
@@ -294,9 +294,7 @@ export class PermissionMachine<C> {
   private fourEyesOf(request: PendingRequest, policy: FourEyesSettings | undefined): FourEyesNeed | null {
     const meta = this.io.table.meta;
     if (!meta || !policy || policy.operations.length === 0) return null;
-    const row = request.toolCallId ? this.io.table.toolCall(request.toolCallId) : undefined;
-    const toolCall = row ?? request.toolCall ?? {};
-    return fourEyesNeed(policy, describeOperation(toolCall as Record<string, unknown>, meta.cwd));
+    return fourEyesNeed(policy, describeOperation(toolCallOf(request, this.io.table) as Record<string, unknown>, meta.cwd));
   }
 
   /** A permission request beyond the session's bound: the agent gets an error saying why, the clients a notice. */

@@ -38,6 +38,7 @@ import {
 import { log } from "../../core/log";
 import type { Env } from "../../core/env";
 import type { PendingRequest, SessionMeta, SessionStore } from "./store";
+import { toolCallOf } from "../../protocol/pending-permission";
 import { type RulesStub, objects } from "../objects";
 
 export class TenantRules {
@@ -108,8 +109,7 @@ export class TenantRules {
 
   /** What the rules are asked: the tool call as the session's table holds it, the turn's user. */
   private decideRequest(meta: SessionMeta, pending: PendingRequest): DecideRequest {
-    const row = pending.toolCallId ? this.store.toolCall(pending.toolCallId) : undefined;
-    const toolCall = (row ?? pending.toolCall ?? {}) as DecideRequest["toolCall"];
+    const toolCall = toolCallOf(pending, this.store) as DecideRequest["toolCall"];
     const turn = this.store.turn;
     return {
       sessionId: meta.sessionId,
