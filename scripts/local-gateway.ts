@@ -182,7 +182,17 @@ function approvalLinkSecret(): Record<string, string> {
 export function wranglerEnv(): NodeJS.ProcessEnv {
   // Node 22 from node_modules/.bin first: wrangler 4 needs it, whatever node the caller has.
   const bin = join(ROOT, "node_modules", ".bin");
-  return { ...process.env, PATH: `${bin}:${process.env.PATH ?? ""}`, WRANGLER_SEND_METRICS: "false", CI: process.env.CI ?? "true" };
+  return {
+    ...process.env,
+    PATH: `${bin}:${process.env.PATH ?? ""}`,
+    WRANGLER_SEND_METRICS: "false",
+    CI: process.env.CI ?? "true",
+    // Wrangler's local trace collector (on unless this says no) runs in the gateway's own workerd
+    // thread and handles every invocation's events there: it doubled every round trip on loopback,
+    // and more for paths with more object hops. Production collects traces outside the isolate
+    // (docs/decisions/0037-bench-without-wranglers-trace-collector.md). X_LOCAL_OBSERVABILITY=true turns it back on.
+    X_LOCAL_OBSERVABILITY: process.env.X_LOCAL_OBSERVABILITY ?? "false",
+  };
 }
 
 /** Runs one wrangler command to completion; its output is kept for the error message. */
