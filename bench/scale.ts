@@ -1,5 +1,6 @@
 // BENCH_SCALE=1 npm run bench: a tenant at scale, on this machine's workerd (issue 26, decision 0031).
-// A. A rule change with N live sessions holding the tenant's rules (N = 1,000, 3,000, 10,000). At
+// A. A rule change with N live sessions holding the tenant's rules (N = 1,000, 3,000, 6,000, 10,000;
+//    a size past the open files the machine allows workerd is skipped, with the reason). At
 //    each size: the sessions added since the last size ask at once (a request a rule answers: each
 //    then has taken the rules), then POST /v1/rules (timed at the client and in the Worker), the
 //    first request after the change at once in every session (in a sample of BENCH_SCALE_AFTER_ALL
@@ -15,6 +16,7 @@
 // Figures are absolute (a capacity test: no baseline to pair with), with the machine's load.
 // Sessions accumulate: 1,000 are made, measured, 2,000 more, measured, and so on.
 
+import { execFileSync } from "node:child_process";
 import { mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { loadavg, tmpdir } from "node:os";
 import { join } from "node:path";
@@ -26,7 +28,15 @@ import type { LimitsOutcome, LimitsScenario, SlotsOutcome } from "./scale-limits
 import { costAtScale } from "./scale-cost.ts";
 
 const log = (s: string) => process.stdout.write(`${s}\n`);
-const SIZES = (process.env.BENCH_SCALE_SIZES ?? "1000,3000,10000").split(",").map(Number);
+const SIZES = (process.env.BENCH_SCALE_SIZES ?? "1000,3000,6000,10000").split(",").map(Number);
+/**
+ * Open files a live session costs workerd once it has asked (its SQLite database and WAL files:
+ * counted in /proc at 3,000 sessions, 2,400 → 9,300 open, about 2.3 each; a little over, for margin),
+ * and what the gateway holds besides. A size past the process's limit is skipped, with the reason:
+ * workerd crashes there (SQLITE_CANTOPEN) and wrangler restarts it without the sessions.
+ */
+const FILES_PER_LIVE_SESSION = 2.5;
+const FILES_BESIDES = 2500;
 /** Sessions per client connection (each attached session is one socket from the edge to its object). */
 const PER_CONNECTION = 200;
 /** Requests in flight at once while the sessions are set up. */
@@ -106,6 +116,36 @@ if (process.env.BENCH_SCALE_LIMITS !== "0") {
   log(`scale: cost at 10,000 sessions: ${JSON.stringify(results.cost)}`);
 }
 
+/**
+ * Rejects when wrangler reports that the runtime crashed: it restarts workerd, every live session's
+ * sockets are gone, and the steps waiting on them would wait forever. At 10,000 sessions here it did,
+ * out of file descriptors: each live object holds its SQLite database open (`SQLITE_CANTOPEN`).
+ */
+const crashed = new Promise<never>((_, reject) => {
+  let read = 0;
+  const watch = setInterval(() => {
+    const text = readFileSync(logFile, "utf8");
+    const fresh = text.slice(read);
+    read = text.length;
+    if (!fresh.includes("The Workers runtime crashed")) return;
+    clearInterval(watch);
+    const files = fresh.includes("SQLITE_CANTOPEN")
+      ? `: out of file descriptors (SQLITE_CANTOPEN; each live object holds its database open, and this process may open ${openFilesLimit()})`
+      : "";
+    reject(new Error(`workerd crashed under the bench and wrangler restarted it, losing every live session${files}; see ${logFile}`));
+  }, 2000);
+  watch.unref();
+});
+crashed.catch(() => {}); // observed by the steps that race it
+
+function openFilesLimit(): string {
+  try {
+    return execFileSync("sh", ["-c", "ulimit -n"], { encoding: "utf8" }).trim();
+  } catch {
+    return "an unknown number";
+  }
+}
+
 /** The RulesObject's `rules.changed` lines logged since the last call (absent before decision 0031). */
 let logRead = 0;
 function changesLogged(): Json[] {
@@ -118,6 +158,7 @@ function changesLogged(): Json[] {
     .map((line) => JSON.parse(line.slice(line.indexOf("{"))) as Json);
 }
 
+let finished = false;
 try {
   const agent = await benchAgent(ws, gateway.keys.agent, "scale");
   const options = [
@@ -180,10 +221,14 @@ try {
     };
     return client;
   };
-  /** A step that never ends fails the bench with its name, instead of hanging it (a run stopped near 8,000 sessions once). */
+  /**
+   * A step that never ends fails the bench with its name, instead of hanging it (a run stopped near
+   * 8,000 sessions once); so does the runtime crashing under it (`crashed`).
+   */
   const within = <T>(p: Promise<T>, what: string, ms = 120_000): Promise<T> =>
     Promise.race([
       p,
+      crashed,
       new Promise<never>((_, reject) => setTimeout(() => reject(new Error(`${what}: no answer in ${ms / 1000} s`)), ms).unref()),
     ]);
   let madeIn = 0;
@@ -237,14 +282,21 @@ try {
   /** These sessions (every one, by default) ask at once; each request must be answered by the rule. The time until all are. */
   const everyoneAsks = async (which: string[] = sessions): Promise<number> => {
     const t = performance.now();
-    const all = await Promise.all(which.map((s) => ask(s, "npm test")));
+    const all = await within(Promise.all(which.map((s) => ask(s, "npm test"))), `${which.length} sessions asking at once`, 600_000);
     const ms = performance.now() - t;
     const wrong = all.find((m) => m.result?.outcome?.optionId !== "ok");
     if (wrong) throw new Error(`a request was not answered by the rule: ${JSON.stringify(wrong)}`);
     return ms;
   };
 
+  const maxOpenFiles = Number(openFilesLimit()); // NaN ("unlimited", or unknown) never skips
   for (const size of SIZES) {
+    if (size * FILES_PER_LIVE_SESSION + FILES_BESIDES > maxOpenFiles) {
+      const reason = `${size} live sessions need about ${size * FILES_PER_LIVE_SESSION + FILES_BESIDES} open files in workerd; this process may open ${maxOpenFiles}`;
+      (results.skipped ??= []).push({ sessions: size, reason });
+      log(`scale: ${size} sessions skipped: ${reason}`);
+      continue;
+    }
     const t0 = Date.now();
     while (sessions.length < size) {
       const batch: Promise<void>[] = [];
@@ -329,7 +381,10 @@ try {
   results.seconds = Math.round((Date.now() - started) / 1000);
   writeFileSync(out, `${JSON.stringify(results, null, 2)}\n`);
   log(`scale: results in ${out} (${results.seconds} s)`);
+  finished = true;
 } finally {
   await gateway.stop();
-  rmSync(stateDir, { recursive: true, force: true });
+  // A failed run keeps the gateway's state and log, which its error names.
+  if (finished) rmSync(stateDir, { recursive: true, force: true });
+  else log(`scale: the run failed; the gateway's log and state are kept in ${stateDir}`);
 }
