@@ -25,7 +25,7 @@ export interface DirectItem {
   seq: number;
 }
 
-export interface EdgeRoutingDeps {
+export interface EdgeRoutingPorts {
   /** A frame (or a handover) for the AgentObject, on the control socket. */
   toAgentObject(message: EdgeToAgentObject): void;
   /** Delivers a batch to the session: resolves once applied, rejects if it may not have been. */
@@ -49,7 +49,7 @@ interface Route {
 export class EdgeRouting {
   private readonly routes = new Map<string, Route>();
 
-  constructor(private readonly d: EdgeRoutingDeps) {}
+  constructor(private readonly ports: EdgeRoutingPorts) {}
 
   /** Whether a notification or request of the session would go direct now (then `viaEdge` takes it). */
   direct(sessionId: string): boolean {
@@ -76,7 +76,7 @@ export class EdgeRouting {
       return;
     }
     route.sent++;
-    this.d.toAgentObject({ t: "attributed", s: sessionId, c: route.sent, text });
+    this.ports.toAgentObject({ t: "attributed", s: sessionId, c: route.sent, text });
   }
 
   /** The AgentObject's grant: taken only if it covers everything sent it for the session, and nothing waits here. */
@@ -109,7 +109,7 @@ export class EdgeRouting {
     route.inFlight = items.length;
     let delivery: Promise<void>;
     try {
-      delivery = this.d.deliver(sessionId, items);
+      delivery = this.ports.deliver(sessionId, items);
     } catch (error) {
       delivery = Promise.reject(error);
     }
@@ -134,7 +134,7 @@ export class EdgeRouting {
     if (items.length > 0) {
       route.sent++;
       const texts = items.map((item) => item.text);
-      this.d.toAgentObject({ t: "handover", s: sessionId, c: route.sent, seqs: items.map((item) => item.seq), texts });
+      this.ports.toAgentObject({ t: "handover", s: sessionId, c: route.sent, seqs: items.map((item) => item.seq), texts });
     }
     this.release(sessionId, route);
   }
@@ -143,9 +143,9 @@ export class EdgeRouting {
   private release(sessionId: string, route: Route): void {
     for (const text of route.held.splice(0)) {
       route.sent++;
-      this.d.toAgentObject({ t: "attributed", s: sessionId, c: route.sent, text });
+      this.ports.toAgentObject({ t: "attributed", s: sessionId, c: route.sent, text });
     }
-    this.d.drained();
+    this.ports.drained();
   }
 }
 

@@ -32,7 +32,7 @@ export interface Grant {
   leaseMs: number;
 }
 
-export interface LeaseGiverDeps {
+export interface LeaseGiverPorts {
   /** The giver's clock (ms). */
   now(): number;
   /** Resolves once `now()` has reached `at`. */
@@ -56,13 +56,13 @@ export class LeaseGiver {
   private readonly unknownUntil: number;
 
   constructor(
-    private readonly d: LeaseGiverDeps,
+    private readonly ports: LeaseGiverPorts,
     private generationNow: number,
     /** Mutable for tests that want a lease long enough to observe (the RulesObject's test seam). */
     public leaseMs: number,
     readonly slackMs: number,
   ) {
-    this.unknownUntil = d.now() + leaseMs + slackMs;
+    this.unknownUntil = ports.now() + leaseMs + slackMs;
   }
 
   get generation(): number {
@@ -75,7 +75,7 @@ export class LeaseGiver {
    */
   grant(taker: string, generation: number, until = Number.POSITIVE_INFINITY): Grant | null {
     if (generation > this.generationNow) this.generationNow = generation;
-    const now = this.d.now();
+    const now = this.ports.now();
     const leaseMs = Math.min(this.leaseMs, until - now);
     if (leaseMs <= 0) return null;
     const before = this.granted.get(taker);
@@ -92,7 +92,7 @@ export class LeaseGiver {
    */
   advance(to: number, tellAlso: Iterable<string> = []): { fenced: Promise<void>; told: Promise<void> } {
     this.generationNow = Math.max(this.generationNow, to);
-    const now = this.d.now();
+    const now = this.ports.now();
     const takers = new Set<string>(tellAlso);
     for (const [taker, g] of this.granted) {
       if (g.end <= now) this.granted.delete(taker);
@@ -100,18 +100,18 @@ export class LeaseGiver {
     }
     const fences: Promise<void>[] = [];
     const tells: Promise<void>[] = [];
-    const tell = this.d.tell;
+    const tell = this.ports.tell;
     for (const taker of takers) {
       const told = tell ? tell(taker, to) : undefined;
       if (told) tells.push(told.catch(() => undefined));
       const g = this.granted.get(taker);
       const end = Math.max(this.unknownUntil, g && g.generation < to ? g.end : 0);
       if (end <= now) continue;
-      const ranOut = this.d.sleepUntil(end);
+      const ranOut = this.ports.sleepUntil(end);
       fences.push(told ? Promise.race([told.catch(() => ranOut), ranOut]) : ranOut);
     }
     // Nothing granted is known to be out, but a previous incarnation's leases may be.
-    if (!tell && this.unknownUntil > now) fences.push(this.d.sleepUntil(this.unknownUntil));
+    if (!tell && this.unknownUntil > now) fences.push(this.ports.sleepUntil(this.unknownUntil));
     return { fenced: Promise.all(fences).then(() => undefined), told: Promise.all(tells).then(() => undefined) };
   }
 }

@@ -41,7 +41,7 @@ interface Link {
   handing: number;
 }
 
-export interface SessionLinksDeps {
+export interface SessionLinksPorts {
   /** Opens the session's end (SessionObject `fetch` with AGENT_LINK_HEADER); undefined if it refused. */
   open(sessionId: string): Promise<WebSocket | undefined>;
   /** A frame the session sent on the link (under its key `n`), handed on as its RPC `toAgent` would be: true if it reached the agent. */
@@ -73,12 +73,12 @@ export interface LinksTesting {
   socket(sessionId: string): WebSocket | undefined;
   /** How many links are open. */
   readonly open: number;
-  /** How long a link may go unused (SessionLinksDeps `idleMs`): a test that needs a link kept sets LINK_IDLE_MS. */
+  /** How long a link may go unused (SessionLinksPorts `idleMs`): a test that needs a link kept sets LINK_IDLE_MS. */
   idleMs: number;
-  /** The hand-off of a frame from a link (SessionLinksDeps `toAgent`): a test wraps it to cut the link mid-answer. */
-  toAgent: SessionLinksDeps["toAgent"];
-  /** Opening a session's link (SessionLinksDeps `open`): a test wraps it to count the links opened. */
-  openLink: SessionLinksDeps["open"];
+  /** The hand-off of a frame from a link (SessionLinksPorts `toAgent`): a test wraps it to cut the link mid-answer. */
+  toAgent: SessionLinksPorts["toAgent"];
+  /** Opening a session's link (SessionLinksPorts `open`): a test wraps it to count the links opened. */
+  openLink: SessionLinksPorts["open"];
   /** Called once a batch went on a session's link and awaits its ack (`deliver`). */
   sent?: (sessionId: string) => void;
   /** Closes every link, as the object's own `closeAll` (a batch in flight fails). */
@@ -105,7 +105,7 @@ export class SessionLinks {
   private readonly batches = new Pending<Link, Link, null>(ACK_TIMEOUT_MS);
   private sweeping = false;
 
-  constructor(private readonly d: SessionLinksDeps) {
+  constructor(private readonly ports: SessionLinksPorts) {
     const links = this.links;
     seams.set(this, {
       socket: (sessionId) => links.get(sessionId)?.ws,
@@ -113,22 +113,22 @@ export class SessionLinks {
         return links.size;
       },
       get idleMs() {
-        return d.idleMs;
+        return ports.idleMs;
       },
       set idleMs(ms) {
-        d.idleMs = ms;
+        ports.idleMs = ms;
       },
       get toAgent() {
-        return d.toAgent;
+        return ports.toAgent;
       },
       set toAgent(toAgent) {
-        d.toAgent = toAgent;
+        ports.toAgent = toAgent;
       },
       get openLink() {
-        return d.open;
+        return ports.open;
       },
       set openLink(open) {
-        d.open = open;
+        ports.open = open;
       },
       closeAll: () => this.closeAll(),
     });
@@ -177,7 +177,7 @@ export class SessionLinks {
     const failed = this.failedAt.get(sessionId);
     if (failed !== undefined && Date.now() - failed < REOPEN_AFTER_MS) return;
     this.opening.add(sessionId);
-    const opened = this.d
+    const opened = this.ports
       .open(sessionId)
       .catch((error: unknown) => {
         log("warn", "agent.link_open_failed", "opening the link to a session failed; RPC is used", { sessionId }, error);
@@ -192,7 +192,7 @@ export class SessionLinks {
         this.failedAt.delete(sessionId);
         this.adopt(sessionId, ws);
       });
-    this.d.waitUntil(opened);
+    this.ports.waitUntil(opened);
   }
 
   private adopt(sessionId: string, ws: WebSocket): void {
@@ -223,8 +223,8 @@ export class SessionLinks {
       }
     };
     link.handing++;
-    this.d.waitUntil(
-      this.d
+    this.ports.waitUntil(
+      this.ports
         .toAgent(sessionId, message.frame, n)
         .finally(() => link.handing--)
         .then(
@@ -260,11 +260,11 @@ export class SessionLinks {
     setTimeout(() => {
       this.sweeping = false;
       for (const [sessionId, link] of this.links) {
-        if (link.used || this.batches.has(link) || link.handing > 0 || this.d.keep?.(sessionId)) link.used = false;
+        if (link.used || this.batches.has(link) || link.handing > 0 || this.ports.keep?.(sessionId)) link.used = false;
         else this.drop(sessionId, link);
       }
       if (this.links.size > 0) this.sweepLater();
-    }, this.d.idleMs);
+    }, this.ports.idleMs);
   }
 }
 

@@ -32,7 +32,7 @@ import { ErrorCode } from "../../core/rpc-errors";
 import { type AgentStub, objects } from "../objects";
 import { sessionLog } from "./session-log";
 
-export interface AgentLinkDeps {
+export interface AgentLinkParts {
   ctx: DurableObjectState;
   env: Env;
   store: SessionStore;
@@ -62,19 +62,19 @@ export class AgentLink {
   private readonly delivery: AgentDelivery;
   private agentStub?: AgentStub;
 
-  constructor(private readonly d: AgentLinkDeps) {
-    this.delivery = new AgentDelivery(d.ctx.storage.sql, d.store);
+  constructor(private readonly parts: AgentLinkParts) {
+    this.delivery = new AgentDelivery(parts.ctx.storage.sql, parts.store);
   }
 
   // ── in: from the agent, through the AgentObject ──────────────────────────────────────────────
   /** A batch, handled as one event: one storage commit for all of it. */
   fromBatch(items: FromAgent[]): void {
     // No meta: never initialised, or deleted. (Another tenant's call cannot arrive: it names another object.)
-    if (!this.d.store.meta) return;
-    this.d.turnWatch.touch();
+    if (!this.parts.store.meta) return;
+    this.parts.turnWatch.touch();
     this.applyBatch(items);
     // Progress is durable in the log entry a frame writes; only a batch that wrote none marks it.
-    this.d.turnWatch.persist(this.d.store);
+    this.parts.turnWatch.persist(this.parts.store);
   }
 
   private applyBatch(items: FromAgent[]): void {
@@ -86,7 +86,7 @@ export class AgentLink {
         else if (item.kind === "response") this.response(item.gwId, item.text);
         else this.gone(item);
       } catch (error) {
-        sessionLog(this.d.store).error("session.agent_frame_failed", "an agent frame failed to apply", { unexpected: true }, error);
+        sessionLog(this.parts.store).error("session.agent_frame_failed", "an agent frame failed to apply", { unexpected: true }, error);
       }
     }
   }
@@ -100,20 +100,20 @@ export class AgentLink {
     if (!isRequest(message)) {
       if (message.method === CLIENT_METHODS.sessionUpdate) return this.sessionUpdate(text, message, params);
       if (message.method === CANCEL_REQUEST) return this.agentCancelRequest(epoch, params);
-      this.d.store.append("ext", text);
-      this.d.clients.broadcast(text);
+      this.parts.store.append("ext", text);
+      this.parts.clients.broadcast(text);
       return;
     }
     if (message.method === CLIENT_METHODS.sessionRequestPermission) {
-      return this.d.permissions.ask(epoch, message.id, text, params);
+      return this.parts.permissions.ask(epoch, message.id, text, params);
     }
     // Seen again after a restart (agent-delivery.ts): the client already has it.
-    if (this.d.store.agentRequests({ agentReqId: message.id, epoch }).length > 0) return;
-    this.d.agentRequests.route(epoch, message.id, message.method, params);
+    if (this.parts.store.agentRequests({ agentReqId: message.id, epoch }).length > 0) return;
+    this.parts.agentRequests.route(epoch, message.id, message.method, params);
   }
 
   private sessionUpdate(text: string, message: Message, params: unknown): void {
-    const { store, info } = this.d;
+    const { store, info } = this.parts;
     const update = isObject(params) ? params.update : undefined;
     const seq = appendUpdate(store, text, message);
     maybeFold(store, seq);
@@ -125,41 +125,41 @@ export class AgentLink {
     } else if (isObject(update) && update.sessionUpdate === "config_option_update" && Array.isArray(update.configOptions)) {
       info.setConfigOptions(update.configOptions);
     }
-    this.d.clients.broadcast(text);
+    this.parts.clients.broadcast(text);
   }
 
   /** The agent withdrew one of its requests: withdraw the clients' copies (and confirm with -32800). */
   private agentCancelRequest(epoch: number, params: unknown): void {
     const requestId = isObject(params) ? params.requestId : undefined;
     if (typeof requestId !== "string" && typeof requestId !== "number") return;
-    if (!this.d.permissions.withdrawnByAgent(epoch, requestId)) this.d.agentRequests.withdrawnByAgent(epoch, requestId);
+    if (!this.parts.permissions.withdrawnByAgent(epoch, requestId)) this.parts.agentRequests.withdrawnByAgent(epoch, requestId);
   }
 
   /** The agent answered a client request that the session forwarded under gwId. */
   private response(gwId: number, text: string): void {
-    const { store } = this.d;
+    const { store } = this.parts;
     if (!store.meta) return; // forgotten earlier in this batch (session/delete)
     const inflight = store.takeInflight(gwId);
     if (!inflight) return;
     const response = JSON.parse(text) as Record<string, unknown>;
     if (inflight.method === AGENT_METHODS.sessionDelete && deletionGoesAhead(response))
       return this.deleteSession(inflight, response.result);
-    if (inflight.method === AGENT_METHODS.sessionPrompt) this.d.turn.end(gwId, response.result);
+    if (inflight.method === AGENT_METHODS.sessionPrompt) this.parts.turn.end(gwId, response.result);
     // Whoever set an option, a client attaching later gets the current set in its session/load answer.
     if (
       inflight.method === AGENT_METHODS.sessionSetConfigOption &&
       isObject(response.result) &&
       Array.isArray(response.result.configOptions)
     ) {
-      this.d.info.setConfigOptions(response.result.configOptions);
+      this.parts.info.setConfigOptions(response.result.configOptions);
     }
-    const ws = this.d.clients.byConnection(inflight.connId);
+    const ws = this.parts.clients.byConnection(inflight.connId);
     if (ws) send(ws, JSON.stringify({ ...response, id: inflight.clientId }));
   }
 
   /** The agent's connection is gone: nothing it asked can be answered, nothing it was asked will be. */
   private gone(info: { epoch: number; reason: string; gwIds: number[] }): void {
-    const { store, clients, permissions } = this.d;
+    const { store, clients, permissions } = this.parts;
     const meta = store.meta;
     if (!meta) return;
     for (const pending of store.pending().filter((p) => p.agentEpoch <= info.epoch)) {
@@ -178,8 +178,8 @@ export class AgentLink {
       const error = new RpcError(ErrorCode.internalError, `${message} ${inflight.method}`, { reason: "agent_disconnected" });
       if (ws) send(ws, JSON.stringify(errorResponse(inflight.clientId, error)));
     }
-    this.d.turn.abandon(info.gwIds, "agent_disconnected", message);
-    this.d.scheduleDeadline();
+    this.parts.turn.abandon(info.gwIds, "agent_disconnected", message);
+    this.parts.scheduleDeadline();
   }
 
   // ── out: towards the agent, through the AgentObject ──────────────────────────────────────────
@@ -219,7 +219,7 @@ export class AgentLink {
    */
   toAgent(frame: ToAgent, after?: (delivered: boolean, threw: boolean) => void, retried = false, key = this.nextKey++): void {
     stage("session.toAgent", frame);
-    const { env, store } = this.d;
+    const { env, store } = this.parts;
     const meta = store.meta;
     if (!meta) return;
     const notHeld = "the agent does not hold this session";
@@ -234,8 +234,8 @@ export class AgentLink {
       }
     }
     if (!retried && frame.type === "response" && this.rpcInFlight === 0 && this.linkInFlight === 0) {
-      const sent = this.d.seam.send(frame, () =>
-        this.d.socket.send(
+      const sent = this.parts.seam.send(frame, () =>
+        this.parts.socket.send(
           frame,
           key,
           (outcome) => {
@@ -255,8 +255,8 @@ export class AgentLink {
     }
     if (!retried && this.rpcInFlight === 0) {
       this.linkInFlight++;
-      const sent = this.d.seam.send(frame, () =>
-        this.d.socket.send(frame, key, (outcome) => {
+      const sent = this.parts.seam.send(frame, () =>
+        this.parts.socket.send(frame, key, (outcome) => {
           this.linkInFlight--;
           if (outcome === "failed") {
             // The link failed, maybe with its AgentObject (a crash): the one try by RPC goes on a fresh
@@ -270,17 +270,17 @@ export class AgentLink {
       this.linkInFlight--;
     }
     const cached = (this.agentStub ??= objects.agent(env, meta.tenantId, meta.agent));
-    const stub = this.d.seam.agent(cached);
+    const stub = this.parts.seam.agent(cached);
     const ref = { tenantId: meta.tenantId, sessionId: meta.sessionId };
     this.rpcInFlight++;
-    this.d.ctx.waitUntil(
+    this.parts.ctx.waitUntil(
       stub
         .toAgent(meta.agent, ref, frame, key)
         .finally(() => this.rpcInFlight--)
         .then(
           (delivered) => settled(delivered, false, notHeld),
           (e: unknown) => {
-            sessionLog(this.d.store).warn("session.agent_delivery_failed", "handing a frame to the agent failed; tried again", {}, e);
+            sessionLog(this.parts.store).warn("session.agent_delivery_failed", "handing a frame to the agent failed; tried again", {}, e);
             if (this.agentStub === cached) this.agentStub = undefined;
             if (!retried) this.toAgent(frame, after, true, key);
             else settled(false, true, "the hand-off to the agent failed");
@@ -291,42 +291,42 @@ export class AgentLink {
 
   /** A client request that never reached the agent: its sender gets an error, a prompt's turn ends. */
   private requestUndelivered(gwId: number, reason: string): void {
-    const { store } = this.d;
+    const { store } = this.parts;
     const inflight = store.takeInflight(gwId);
     const meta = store.meta;
     if (!inflight || !meta) return;
     if (inflight.method === AGENT_METHODS.sessionDelete) return this.deleteSession(inflight, {});
     const message = `The gateway could not hand ${inflight.method} to the agent "${meta.agent}" (${reason}); nothing was done, try again`;
-    const ws = this.d.clients.byConnection(inflight.connId);
+    const ws = this.parts.clients.byConnection(inflight.connId);
     if (ws)
       send(
         ws,
         JSON.stringify(errorResponse(inflight.clientId, new RpcError(ErrorCode.internalError, message, { reason: "agent_unreachable" }))),
       );
-    this.d.turn.abandon([gwId], "agent_unreachable", message, true);
+    this.parts.turn.abandon([gwId], "agent_unreachable", message, true);
   }
 
   // ── session/delete went ahead ────────────────────────────────────────────────────────────────
   /** (protocol/session-delete.ts): requests cancelled, the session forgotten, then clients told and detached. */
   private deleteSession(inflight: InflightRow, result: unknown): void {
-    const { ctx, store, clients } = this.d;
+    const { ctx, store, clients } = this.parts;
     const meta = store.meta;
     if (!meta) return;
     const deleter = clients.byConnection(inflight.connId);
     const user = deleter ? (attachmentOf(deleter)?.user ?? null) : null;
-    this.d.permissions.cancelAll({ type: "cancel", connectionId: inflight.connId, user });
-    this.d.notifier.withdrawAll("session_deleted");
+    this.parts.permissions.cancelAll({ type: "cancel", connectionId: inflight.connId, user });
+    this.parts.notifier.withdrawAll("session_deleted");
     store.forget();
-    this.d.scheduleDeadline();
+    this.parts.scheduleDeadline();
     const answer = JSON.stringify(resultResponse(inflight.clientId, isObject(result) ? result : {}));
     const notice = sessionDeletedNotice(meta.sessionId, user);
     const attached = clients.all();
     // Out of the index first, so nobody who hears of the deletion can still list or load the session;
     // if D1 fails, the alarm keeps trying (unindex.ts), and the clients are told all the same.
-    const unindexed = this.d.unindex.remove({ tenantId: meta.tenantId, sessionId: meta.sessionId });
+    const unindexed = this.parts.unindex.remove({ tenantId: meta.tenantId, sessionId: meta.sessionId });
     ctx.waitUntil(
       unindexed.then(() => {
-        this.d.scheduleDeadline();
+        this.parts.scheduleDeadline();
         for (const ws of attached) {
           send(ws, ws === deleter ? answer : notice);
           try {

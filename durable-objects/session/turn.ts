@@ -17,7 +17,7 @@ import { GATEWAY_NOTIFICATIONS } from "../../core/gateway-notifications";
 import { personKey } from "../../protocol/people/answering";
 import type { TenantPolicy } from "./tenant-policy";
 
-export interface TurnDeps {
+export interface TurnParts {
   store: SessionStore;
   clients: AttachedClients;
   info: SessionInfo;
@@ -29,11 +29,11 @@ export interface TurnDeps {
 }
 
 export class TurnControl {
-  constructor(private readonly d: TurnDeps) {}
+  constructor(private readonly parts: TurnParts) {}
 
   /** A client's session/prompt: refused while a turn runs; otherwise the turn starts and the prompt goes to the agent. */
   start(client: ClientAttachment, id: JsonRpcId, method: string, params: unknown): void {
-    const { store } = this.d;
+    const { store } = this.parts;
     const turn = store.turn;
     if (turn.state !== "idle") {
       throw new RpcError(
@@ -52,36 +52,36 @@ export class TurnControl {
       startedAt: Date.now(),
       fromSeq: store.lastSeq(),
     };
-    this.d.policy.turnStarted(gwId);
+    this.parts.policy.turnStarted(gwId);
     store.addInflight({ gwId, connId: client.connId, clientId: id, method, createdAt: Date.now() });
-    this.d.info.recordPrompt(client.connId, client.user, params);
-    this.d.toAgent({ type: "request", gwId, method, params });
-    this.d.scheduleDeadline(); // the turn's idle timer
+    this.parts.info.recordPrompt(client.connId, client.user, params);
+    this.parts.toAgent({ type: "request", gwId, method, params });
+    this.parts.scheduleDeadline(); // the turn's idle timer
   }
 
   /** Answers every pending request `cancelled` (TC-12) and ends the turn's waiting. */
   cancel(by: DecidedBy): void {
-    this.d.permissions.cancelAll(by);
-    const turn = this.d.store.turn;
-    if (turn.state === "running") this.d.store.turn = { ...turn, state: "cancelling" };
+    this.parts.permissions.cancelAll(by);
+    const turn = this.parts.store.turn;
+    if (turn.state === "running") this.parts.store.turn = { ...turn, state: "cancelling" };
   }
 
   /** The agent answered the prompt. */
   end(gwId: number, result: unknown): void {
-    const turn = this.d.store.turn;
+    const turn = this.parts.store.turn;
     if (turn.state === "idle" || turn.gwId !== gwId) return;
     // Requests still open when the turn ends can no longer be acted on: answer them cancelled (TC-12).
-    this.d.permissions.cancelAll({ type: "turn_end" });
-    this.d.store.turn = { state: "idle" };
-    this.d.store.append("turn_end", JSON.stringify({ result }));
-    this.d.info.touchIndex();
+    this.parts.permissions.cancelAll({ type: "turn_end" });
+    this.parts.store.turn = { state: "idle" };
+    this.parts.store.append("turn_end", JSON.stringify({ result }));
+    this.parts.info.touchIndex();
   }
 
   /** A permission request waited past its deadline: exactly what a client's session/cancel does, and the clients are told why. */
   deadlinePassed(): void {
-    const meta = this.d.store.meta;
+    const meta = this.parts.store.meta;
     this.cancel({ type: "deadline" });
-    if (meta) this.d.toAgent({ type: "notification", method: AGENT_METHODS.sessionCancel, params: { sessionId: meta.sessionId } });
+    if (meta) this.parts.toAgent({ type: "notification", method: AGENT_METHODS.sessionCancel, params: { sessionId: meta.sessionId } });
     this.ended(
       "permission_deadline",
       `A permission request waited ${Math.round((meta?.deadlineMs ?? 0) / 1000)} s without an answer; the gateway cancelled the turn.`,
@@ -90,18 +90,18 @@ export class TurnControl {
 
   /** The agent never answered: the prompt fails naming why, the agent is told to cancel, clients learn the turn ended. */
   endIdle(): void {
-    const { store } = this.d;
+    const { store } = this.parts;
     const meta = store.meta;
     const turn = store.turn;
     if (!meta || turn.state === "idle") return;
     const seconds = Math.round(limitsOf(meta.limits).turnIdleMs / 1000);
     const message = `The agent "${meta.agent}" made no progress for ${seconds} s (no message, nobody asked); the gateway ended the turn.`;
     const inflight = store.takeInflight(turn.gwId);
-    const ws = inflight ? this.d.clients.byConnection(inflight.connId) : undefined;
+    const ws = inflight ? this.parts.clients.byConnection(inflight.connId) : undefined;
     if (inflight && ws)
       send(ws, JSON.stringify(errorResponse(inflight.clientId, new RpcError(ErrorCode.internalError, message, { reason: "turn_idle" }))));
     store.turn = { state: "idle" };
-    this.d.toAgent({ type: "notification", method: AGENT_METHODS.sessionCancel, params: { sessionId: meta.sessionId } });
+    this.parts.toAgent({ type: "notification", method: AGENT_METHODS.sessionCancel, params: { sessionId: meta.sessionId } });
     this.ended("turn_idle", message);
   }
 
@@ -111,16 +111,16 @@ export class TurnControl {
    * pending are answered `cancelled` first (TC-12). Nothing happens when no such turn runs.
    */
   abandon(gwIds: readonly number[], reason: string, message: string, cancelPending = false): void {
-    const { store } = this.d;
+    const { store } = this.parts;
     const turn = store.turn;
     if (turn.state === "idle" || !gwIds.includes(turn.gwId)) return;
-    if (cancelPending) this.d.permissions.cancelAll({ type: "turn_end" });
+    if (cancelPending) this.parts.permissions.cancelAll({ type: "turn_end" });
     store.turn = { state: "idle" };
     this.ended(reason, message);
   }
 
   /** The gateway ended the turn: `_acp_gateway/turn_ended` with the reason, logged and sent to every client. */
   ended(reason: string, message: string): void {
-    this.d.info.notice(GATEWAY_NOTIFICATIONS.turnEnded, { sessionId: this.d.store.meta?.sessionId, reason, message });
+    this.parts.info.notice(GATEWAY_NOTIFICATIONS.turnEnded, { sessionId: this.parts.store.meta?.sessionId, reason, message });
   }
 }
