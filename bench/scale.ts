@@ -123,13 +123,19 @@ if (process.env.BENCH_SCALE_LIMITS !== "0") {
  */
 const crashed = new Promise<never>((_, reject) => {
   let read = 0;
+  let crashSeen = false;
+  let outOfFiles = false;
   const watch = setInterval(() => {
-    const text = readFileSync(logFile, "utf8");
-    const fresh = text.slice(read);
-    read = text.length;
-    if (!fresh.includes("The Workers runtime crashed")) return;
+    const fresh = readFileSync(logFile, "utf8").slice(read); // the log is appended to only
+    read += fresh.length;
+    outOfFiles ||= fresh.includes("SQLITE_CANTOPEN");
+    // One more tick after the crash line: wrangler prints the restarted runtime's errors after it.
+    if (!crashSeen) {
+      crashSeen = fresh.includes("The Workers runtime crashed");
+      return;
+    }
     clearInterval(watch);
-    const files = fresh.includes("SQLITE_CANTOPEN")
+    const files = outOfFiles
       ? `: out of file descriptors (SQLITE_CANTOPEN; each live object holds its database open, and this process may open ${openFilesLimit()})`
       : "";
     reject(new Error(`workerd crashed under the bench and wrangler restarted it, losing every live session${files}; see ${logFile}`));
