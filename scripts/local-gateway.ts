@@ -189,7 +189,7 @@ export function wranglerEnv(): NodeJS.ProcessEnv {
     CI: process.env.CI ?? "true",
     // Wrangler's local trace collector (on unless this says no) runs in the gateway's own workerd
     // thread and handles every invocation's events there: it doubled every round trip on loopback,
-    // and more for paths with more object hops. Production collects traces outside the isolate
+    // and more for paths with more object hops. A deployed gateway runs no such collector in its events
     // (docs/decisions/0037-bench-without-wranglers-trace-collector.md). X_LOCAL_OBSERVABILITY=true turns it back on.
     X_LOCAL_OBSERVABILITY: process.env.X_LOCAL_OBSERVABILITY ?? "false",
   };
