@@ -17,7 +17,7 @@
 // Sessions accumulate: 1,000 are made, measured, 2,000 more, measured, and so on.
 
 import { execFileSync } from "node:child_process";
-import { mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
+import { closeSync, fstatSync, mkdtempSync, openSync, readFileSync, readSync, rmSync, writeFileSync } from "node:fs";
 import { loadavg, tmpdir } from "node:os";
 import { join } from "node:path";
 import { startLocalGateway } from "../scripts/local-gateway.ts";
@@ -117,26 +117,56 @@ if (process.env.BENCH_SCALE_LIMITS !== "0") {
 }
 
 /**
+ * A reader of the whole lines the gateway's log gained since its last call (the log is only appended
+ * to): reads the new bytes only, and leaves a line still being written for the next call.
+ */
+function logLines(): () => string {
+  let read = 0;
+  return () => {
+    const fd = openSync(logFile, "r");
+    try {
+      const fresh = Buffer.alloc(fstatSync(fd).size - read);
+      readSync(fd, fresh, 0, fresh.length, read);
+      const whole = fresh.lastIndexOf(0x0a) + 1;
+      read += whole;
+      return fresh.toString("utf8", 0, whole);
+    } finally {
+      closeSync(fd);
+    }
+  };
+}
+
+/** How many files this process (and the workerd it starts) may open; NaN when unlimited or unknown. */
+const maxOpenFiles = Number(
+  (() => {
+    try {
+      return execFileSync("sh", ["-c", "ulimit -n"], { encoding: "utf8" }).trim();
+    } catch {
+      return "unknown";
+    }
+  })(),
+);
+
+/**
  * Rejects when wrangler reports that the runtime crashed: it restarts workerd, every live session's
  * sockets are gone, and the steps waiting on them would wait forever. At 10,000 sessions here it did,
  * out of file descriptors: each live object holds its SQLite database open (`SQLITE_CANTOPEN`).
  */
 const crashed = new Promise<never>((_, reject) => {
-  let read = 0;
+  const fresh = logLines();
   let crashSeen = false;
   let outOfFiles = false;
   const watch = setInterval(() => {
-    const fresh = readFileSync(logFile, "utf8").slice(read); // the log is appended to only
-    read += fresh.length;
-    outOfFiles ||= fresh.includes("SQLITE_CANTOPEN");
+    const lines = fresh();
+    outOfFiles ||= lines.includes("SQLITE_CANTOPEN");
     // One more tick after the crash line: wrangler prints the restarted runtime's errors after it.
     if (!crashSeen) {
-      crashSeen = fresh.includes("The Workers runtime crashed");
+      crashSeen = lines.includes("The Workers runtime crashed");
       return;
     }
     clearInterval(watch);
     const files = outOfFiles
-      ? `: out of file descriptors (SQLITE_CANTOPEN; each live object holds its database open, and this process may open ${openFilesLimit()})`
+      ? `: out of file descriptors (SQLITE_CANTOPEN; each live object holds its database open, and this process may open ${maxOpenFiles})`
       : "";
     reject(new Error(`workerd crashed under the bench and wrangler restarted it, losing every live session${files}; see ${logFile}`));
   }, 2000);
@@ -144,21 +174,10 @@ const crashed = new Promise<never>((_, reject) => {
 });
 crashed.catch(() => {}); // observed by the steps that race it
 
-function openFilesLimit(): string {
-  try {
-    return execFileSync("sh", ["-c", "ulimit -n"], { encoding: "utf8" }).trim();
-  } catch {
-    return "an unknown number";
-  }
-}
-
 /** The RulesObject's `rules.changed` lines logged since the last call (absent before decision 0031). */
-let logRead = 0;
+const freshForChanges = logLines();
 function changesLogged(): Json[] {
-  const text = readFileSync(logFile, "utf8");
-  const fresh = text.slice(logRead);
-  logRead = text.length;
-  return fresh
+  return freshForChanges()
     .split("\n")
     .filter((line) => line.includes('"event":"rules.changed"'))
     .map((line) => JSON.parse(line.slice(line.indexOf("{"))) as Json);
@@ -295,10 +314,11 @@ try {
     return ms;
   };
 
-  const maxOpenFiles = Number(openFilesLimit()); // NaN ("unlimited", or unknown) never skips
   for (const size of SIZES) {
-    if (size * FILES_PER_LIVE_SESSION + FILES_BESIDES > maxOpenFiles) {
-      const reason = `${size} live sessions need about ${size * FILES_PER_LIVE_SESSION + FILES_BESIDES} open files in workerd; this process may open ${maxOpenFiles}`;
+    const files = size * FILES_PER_LIVE_SESSION + FILES_BESIDES;
+    if (files > maxOpenFiles) {
+      // (NaN, no known limit, never skips)
+      const reason = `${size} live sessions need about ${files} open files in workerd; this process may open ${maxOpenFiles}`;
       (results.skipped ??= []).push({ sessions: size, reason });
       log(`scale: ${size} sessions skipped: ${reason}`);
       continue;
