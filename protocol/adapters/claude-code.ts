@@ -1,21 +1,9 @@
 // Claude Code through claude-agent-acp: the tool's name is `_meta.claudeCode.toolName` (and `name`
 // from 0.101). Bash takes a script; `dangerouslyDisableSandbox: true` runs it outside the sandbox and
 // `run_in_background: true` leaves it running past the call and the turn: both are asked each time.
-import { type ToolAdapter, anyText, boolean, inert, isFalse, number } from "./table";
+import { type ToolAdapter, anyText, boolean, editsOnly, inert, isFalse, number } from "./table";
 
 const AGENT = "claude-code";
-
-/** MultiEdit's edits: text replacements in the one file the call names, nothing else. */
-const editsOnly = (v: unknown): boolean =>
-  Array.isArray(v) &&
-  v.every(
-    (e) =>
-      typeof e === "object" &&
-      e !== null &&
-      Object.entries(e).every(([k, x]) =>
-        k === "replace_all" ? typeof x === "boolean" : (k === "old_string" || k === "new_string") && typeof x === "string",
-      ),
-  );
 
 export const CLAUDE_CODE: readonly ToolAdapter[] = [
   {

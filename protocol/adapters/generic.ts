@@ -5,6 +5,7 @@
 
 import { isObject } from "../jsonrpc";
 import type { InputReading } from "./reading";
+import { editsOnly } from "./table";
 
 const COMMAND_FIELDS = ["command", "cmd", "argv", "script"];
 const DIRECTORY_FIELDS = ["cwd", "workdir", "working_directory", "dir", "directory"];
@@ -32,6 +33,7 @@ const PATH_INERT: Record<string, (v: unknown) => boolean> = {
   offset: (v) => typeof v === "number",
   limit: (v) => typeof v === "number",
   description: (v) => typeof v === "string",
+  edits: editsOnly,
 };
 const PATH_KINDS = new Set(["read", "edit", "delete", "move"]);
 

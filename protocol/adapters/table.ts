@@ -49,6 +49,18 @@ export const nullOrEmpty = (v: unknown): boolean => v === null || (Array.isArray
 export const anyArray = (v: unknown): boolean => Array.isArray(v);
 export const textArrayOrNull = (v: unknown): boolean => v === null || (Array.isArray(v) && v.every((x) => typeof x === "string"));
 
+/** MultiEdit's edits: text replacements in the one file the call names, nothing else. */
+export const editsOnly = (v: unknown): boolean =>
+  Array.isArray(v) &&
+  v.every(
+    (e) =>
+      typeof e === "object" &&
+      e !== null &&
+      Object.entries(e).every(([k, x]) =>
+        k === "replace_all" ? typeof x === "boolean" : (k === "old_string" || k === "new_string") && typeof x === "string",
+      ),
+  );
+
 /** An inert field that may hold any value of its type (the text of an edit, a description, a timeout). */
 export const inert = (check: (v: unknown) => boolean, what = "a value of a type the tool does not take"): FieldRole => ({
   role: "inert",

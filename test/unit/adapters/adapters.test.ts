@@ -6,6 +6,7 @@ import { describe, expect, it } from "vitest";
 import { ADAPTERS, readToolInput } from "../../../protocol/adapters";
 import type { FieldRole } from "../../../protocol/adapters/table";
 import { describeOperation } from "../../../protocol/operation";
+import { deriveRule, exactHash } from "../../../protocol/rules";
 
 const CWD = "/work/proj";
 const argvs = (call: Record<string, unknown>) => describeOperation(call, CWD).commands?.map((c) => c.argv) ?? null;
@@ -216,14 +217,14 @@ describe("adapters: the tables themselves", () => {
         }
       }
   });
-  it("property: adding any unknown field to any adapter's input makes the call not remembered", () => {
+  it("property: adding any unknown field to any adapter's input makes the call not remembered", async () => {
     const known = new Set(ADAPTERS.flatMap((a) => Object.keys(a.fields)));
-    fc.assert(
-      fc.property(
+    await fc.assert(
+      fc.asyncProperty(
         fc.constantFrom(...ADAPTERS),
         fc.string({ minLength: 1, maxLength: 12 }).filter((f) => !known.has(f) && f !== "__proto__"),
         fc.jsonValue(),
-        (adapter, field, value) => {
+        async (adapter, field, value) => {
           const kind = adapter.kinds[0] as string;
           const rawInput: Record<string, unknown> = {};
           for (const f of adapter.shape ?? []) rawInput[f] = f === "command" ? ["npm", "test"] : "x";
@@ -231,6 +232,15 @@ describe("adapters: the tables themselves", () => {
           rawInput[field] = value;
           const call = adapter.shape ? { toolCallId: "t", kind, rawInput } : named(adapter.tool, kind, rawInput);
           expect(op(call).ambiguity).not.toBeNull();
+          const derived = deriveRule({
+            toolCall: call,
+            optionKind: "allow_always",
+            optionName: "Always",
+            cwd: CWD,
+            agent: "a",
+            exactHash: await exactHash(call),
+          });
+          expect(derived).toMatchObject({ reason: expect.stringMatching(/^Not remembered/) });
         },
       ),
       { numRuns: 500 },

@@ -102,6 +102,18 @@ describe.each(FIXTURES)("$agent's real permission requests", (f) => {
   });
 });
 
+describe("a reject holds every agent's spelling", () => {
+  it.each(FIXTURES)("$agent: a reject on git push holds its `git push --force` request, codex's /bin/bash -lc argv included", async (f) => {
+    const reject: DerivedRule = {
+      decision: "reject",
+      scope: { project: f.cwd, agent: f.agent, user: null },
+      matcher: { type: "command", prefix: ["git", "push"] },
+      description: "",
+    };
+    expect((await judged(f, reject, f.requests.execute, again(f.requests.execute, "git push --force", 5))).decision).toBe("reject");
+  });
+});
+
 describe("escalations in real requests are asked each time", () => {
   const byAgent = (agent: string) => FIXTURES.find((f) => f.agent === agent) as AgentFixture;
   it("qwen's is_background: true, claude's dangerouslyDisableSandbox: true, codex's network access are not covered by the always", async () => {
