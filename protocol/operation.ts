@@ -1,18 +1,29 @@
-// One description of an operation: what people see in a permission request, what the audit records
-// and what the remembered-decision matcher judges all come from here. It understands the shapes
-// real agents send for a command — a plain string, `{ command }`, `{ cmd }`, `{ command, args }`,
-// argv arrays (`["bash", "-lc", "…"]`, `{ argv }`) — their working directory (`cwd`, `workdir`)
-// and the paths of a call (locations and diffs), resolved.
+// One description of an operation: what people see in a permission request, what the audit records,
+// four eyes and the remembered-decision matcher judge all come from here (decision 0039).
+// - The tool is identified by its identity (ACP `name`, the agent's `_meta` tool name, codex's event
+//   shape), never its title, and its input read by that tool's table (protocol/adapters/): which
+//   field is the command, the directory, the files; which change nothing, and with which values;
+//   which escalate (a sandbox disabled, a background process, network access). A call no table
+//   identifies is read by the generic table. Any field a table does not have, a field named twice or
+//   an escalating value makes the call ambiguous: answered by no allow rule, never remembered.
+// - The command: a script judged by the bash parser, or an argv array, with `bash -c`/`-lc`,
+//   `sh -c` and their system paths judged by their script (protocol/rules/shell.ts).
+// - The paths: `locations`, diffs and every file the input names, resolved (relative ones against
+//   the call's directory, else the session's). A read/edit/delete/move whose input names a file its
+//   locations and diffs do not, or carries a command, is ambiguous.
 
+import { readToolInput } from "./adapters";
 import { isObject } from "./jsonrpc";
 import { commandText, commandsOf, looseWordsOf } from "./rules/command";
 import { looseWords } from "./rules/shell";
-import { pathsOf, resolvePath } from "./rules/paths";
+import { pathsOf, resolveAgainst, resolvePath } from "./rules/paths";
 import type { SimpleCommand } from "./rules/shell";
 
 export interface Operation {
   kind: string;
   name: string | null;
+  /** The table that read the call's input (`claude-code Bash`), or null for the generic one. */
+  adapter: string | null;
   /** The command as one line, for people and for the audit; null when the call carries none. */
   command: string | null;
   /** The simple commands bash would run, or null when there is no command or it cannot be judged. */
@@ -20,58 +31,63 @@ export interface Operation {
   /** Every word of the command, when it cannot be judged: what reject rules are held against. */
   looseWords: string[] | null;
   /**
-   * The directory the command runs in: the call's own `cwd`/`workdir` resolved against the session's,
-   * else the session's; null when the call names one that cannot be understood.
+   * The directory the command runs in: the call's own directory field resolved against the
+   * session's, else the session's; null when the call names one that cannot be understood.
    */
   workdir: string | null;
-  /** Every resolved path the call touches; null when one is not absolute. */
+  /** Every resolved path the call touches (locations, diffs, the input's files); null when one cannot be resolved. */
   paths: string[] | null;
   /**
-   * Why the call has no one meaning — it names the command or its directory more than once, or
-   * carries a field the gateway does not know (`env`, `shell`…) — or null. Such a call is answered by
-   * no allow rule and never remembered: a tool may run what the engine did not read.
+   * Why the call has no one meaning — a field its tool's table does not have, the command or its
+   * directory named twice, an escalating value, a file named beside its locations — or null. Such a
+   * call is answered by no allow rule and never remembered: a tool may do what the engine did not read.
    */
   ambiguity: string | null;
 }
 
-/** Fields of an execute call's rawInput that name what runs, and where. */
-const COMMAND_FIELDS = ["command", "cmd", "argv", "script"];
-const DIRECTORY_FIELDS = ["cwd", "workdir", "working_directory", "dir", "directory"];
-/** Fields known to change nothing about what runs or where. */
-const HARMLESS_FIELDS = new Set(["args", "description", "timeout", "timeout_ms", "run_in_background", "justification"]);
+const PATH_KINDS = new Set(["read", "edit", "delete", "move"]);
 
 export function describeOperation(toolCall: Record<string, unknown>, sessionCwd: string): Operation {
   const raw = toolCall.rawInput;
   const kind = typeof toolCall.kind === "string" ? toolCall.kind : "other";
-  const ambiguity = kind === "execute" ? ambiguityOf(raw) : null;
-  const command = commandText(raw);
-  const commands = command === null || ambiguity !== null ? null : commandsOf(raw);
+  const reading = readToolInput(toolCall, kind);
+  const workdir = workdirOf(reading.directory, sessionCwd);
+  const shown = pathsOf(toolCall);
+  const named = reading.files === null ? null : resolveAll(reading.files, workdir);
+  const ambiguity = reading.ambiguity ?? (PATH_KINDS.has(kind) ? namedBeyondShown(reading.files, named, shown) : null);
+  const command = commandText(reading.commandInput);
+  const commands = command === null || ambiguity !== null ? null : commandsOf(reading.commandInput);
   return {
     kind,
     name: typeof toolCall.name === "string" ? toolCall.name : null,
+    adapter: reading.adapter,
     command,
     commands,
     // An ambiguous call is held against rejects by every word of every field.
-    looseWords: ambiguity !== null ? allWords(raw) : command !== null && commands === null ? looseWordsOf(raw) : null,
-    workdir: ambiguity !== null ? null : workdirOf(raw, sessionCwd),
-    paths: pathsOf(toolCall),
+    looseWords: ambiguity !== null ? allWords(raw) : command !== null && commands === null ? looseWordsOf(reading.commandInput) : null,
+    workdir: ambiguity !== null ? null : workdir,
+    paths: shown === null || named === null ? null : [...new Set([...shown, ...named])],
     ambiguity,
   };
 }
 
-function ambiguityOf(raw: unknown): string | null {
-  if (!isObject(raw)) return null;
-  const keys = Object.keys(raw);
-  const commands = keys.filter((k) => COMMAND_FIELDS.includes(k));
-  if (commands.length > 1) return `it names the command in more than one field (${commands.join(", ")})`;
-  const dirs = keys.filter((k) => DIRECTORY_FIELDS.includes(k));
-  if (dirs.length > 1) return `it names the directory in more than one field (${dirs.join(", ")})`;
-  const unknown = keys.filter((k) => !COMMAND_FIELDS.includes(k) && !DIRECTORY_FIELDS.includes(k) && !HARMLESS_FIELDS.has(k));
-  if (unknown.length > 0) return `it carries fields the gateway does not know (${unknown.slice(0, 5).join(", ")})`;
-  if (raw.script !== undefined) return "it names the command as a script field the gateway does not read";
-  if (raw.args !== undefined && typeof raw.command !== "string" && typeof raw.cmd !== "string")
-    return "it gives arguments without a program";
-  return null;
+/** Each path resolved against the call's directory; null when one cannot be. */
+function resolveAll(files: string[], workdir: string | null): string[] | null {
+  const out: string[] = [];
+  for (const f of files) {
+    const p = resolveAgainst(f, workdir);
+    if (p === null) return null;
+    out.push(p);
+  }
+  return out;
+}
+
+/** Why a path call's input names a file the person is not shown in its locations and diffs, or null. */
+function namedBeyondShown(given: string[] | null, named: string[] | null, shown: string[] | null): string | null {
+  if (given !== null && named === null) return `it names a file the gateway cannot resolve (${given.join(", ").slice(0, 120)})`;
+  if (named === null || shown === null || shown.length === 0) return null;
+  const beyond = named.filter((p) => !shown.includes(p));
+  return beyond.length > 0 ? `its input names ${beyond.slice(0, 3).join(", ")}, which its locations and diffs do not` : null;
 }
 
 /** Every word of every string in the value, for rejects. */
@@ -94,17 +110,13 @@ export function operationSummary(toolCall: Record<string, unknown>, sessionCwd: 
     for (const c of toolCall.content)
       if (isObject(c) && c.type === "diff" && typeof c.path === "string" && !raw.includes(c.path)) raw.push(c.path);
   }
+  for (const p of op.paths ?? []) if (!raw.includes(p)) raw.push(p);
   return raw.length > 0 ? raw.join(", ") : null;
 }
 
-function workdirOf(raw: unknown, sessionCwd: string): string | null {
+function workdirOf(given: unknown, sessionCwd: string): string | null {
   const base = resolvePath(sessionCwd);
-  if (!isObject(raw)) return base;
-  const field = DIRECTORY_FIELDS.find((k) => raw[k] !== undefined);
-  const given = field === undefined ? undefined : raw[field];
   if (given === undefined || given === null) return base;
   if (typeof given !== "string" || given === "") return null;
-  if (given.startsWith("/")) return resolvePath(given);
-  if (base === null || /(^|\/)~/.test(given) || given.includes("$")) return null;
-  return resolvePath(`${base}/${given}`);
+  return resolveAgainst(given, base);
 }

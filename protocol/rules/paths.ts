@@ -16,7 +16,21 @@ export function resolvePath(path: string): string | null {
   return `/${out.join("/")}`;
 }
 
-/** Every path the call touches: its locations and the paths of its diffs. Null if any is not absolute. */
+/**
+ * A path as a tool given `base` as its directory would read it: absolute as it is, relative against
+ * `base`; null for `~`, a `$` expansion, or a relative path with no base (the shell or the tool would
+ * expand what the gateway cannot know).
+ */
+export function resolveAgainst(path: string, base: string | null): string | null {
+  if (path === "" || path.includes("$") || /(^|\/)~/.test(path)) return null;
+  if (path.startsWith("/")) return resolvePath(path);
+  return base === null ? null : resolvePath(`${base}/${path}`);
+}
+
+/**
+ * The paths a call shows people: its locations and the paths of its diffs. Null if any is not
+ * absolute. The Operation adds every file its input names (protocol/operation.ts).
+ */
 export function pathsOf(toolCall: Record<string, unknown>): string[] | null {
   const raw: unknown[] = [];
   if (Array.isArray(toolCall.locations)) for (const l of toolCall.locations) raw.push(isObject(l) ? l.path : undefined);

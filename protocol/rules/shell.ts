@@ -29,8 +29,21 @@ const BUILTINS = new Set(
 
 const RESERVED = new Set("if then else elif fi case esac for select while until do done in function ! { } [[ ]] time coproc".split(" "));
 
-/** Shells whose `-c SCRIPT` form is judged by its script: bash only, as the shared fixture asks. */
+/**
+ * Shells whose `-c SCRIPT` form is judged by its script, by name or at a system path (an agent-chosen
+ * path could be any program). A login shell (`-lc`, codex's form) also reads the user's profile:
+ * the user's files, which no rule lets the agent write outside its project (decision 0039).
+ */
+const WRAPPERS = new Map<string, "bash" | "sh">([
+  ...["bash", "/bin/bash", "/usr/bin/bash", "/usr/local/bin/bash"].map((p) => [p, "bash"] as const),
+  ...["sh", "/bin/sh", "/usr/bin/sh"].map((p) => [p, "sh"] as const),
+]);
 const WRAPPER_FLAGS = new Set(["-c", "-lc", "-cl"]);
+/**
+ * What `sh` (dash, a POSIX shell) reads as bash does: no `$`, backquote or backslash (dash has no
+ * `$'…'`), no braces, none of bash's own `|&`, `&>`, `<<<`. Any other `sh -c` script is not judged.
+ */
+const POSIX_SAME = (script: string) => !/[$`\\{}]|\|&|&>|<<</.test(script);
 const MAX_WRAPPER_DEPTH = 3;
 
 type Word = { kind: "word"; text: string; fuzzy: boolean; quoted: boolean; assignment: boolean };
@@ -326,13 +339,15 @@ function harmlessRedirection(op: string, target: string): boolean {
   return false;
 }
 
-/** One simple command as bash runs it: builtins other than the harmless few fail; `bash -c` is judged by its script. */
+/** One simple command as bash runs it: builtins other than the harmless few fail; `bash -c`, `sh -c` are judged by their script. */
 function judged(command: SimpleCommand, depth: number): SimpleCommand[] | null {
   const [program, flag, script, ...rest] = command.argv;
   if (program === undefined || command.fuzzy[0]) return null; // a program name bash would expand
   if (BUILTINS.has(program) && !HARMLESS_BUILTINS.has(program)) return null;
-  if (program === "bash" && flag !== undefined && WRAPPER_FLAGS.has(flag)) {
+  const shell = WRAPPERS.get(program);
+  if (shell !== undefined && flag !== undefined && WRAPPER_FLAGS.has(flag) && !command.fuzzy[1]) {
     if (script === undefined || rest.length > 0 || command.fuzzy[2]) return null; // positional arguments: not judged
+    if (shell === "sh" && !POSIX_SAME(script)) return null;
     return parseCommands(script, depth + 1);
   }
   return [command];

@@ -3,7 +3,8 @@
 // stub programs that only append their argv to a log as a JSON line, in a temporary HOME and cwd,
 // with a clean environment. What the stubs logged is what bash actually executed. `eval`, `source`
 // and the other builtins are bash's own and really run — that is the point. Shells are stubs too
-// (`sh -c`, `bash -c` log and run nothing); `bash -c SCRIPT` is followed by running SCRIPT the same way.
+// (`sh -c`, `bash -c` log and run nothing); `bash -c SCRIPT` is followed by running SCRIPT the same way,
+// `sh -c SCRIPT` by running SCRIPT under the real /bin/sh.
 
 import { spawnSync } from "node:child_process";
 import { chmodSync, mkdirSync, mkdtempSync, readFileSync, readdirSync, rmSync, writeFileSync } from "node:fs";
@@ -38,15 +39,18 @@ export class BashSandbox {
     this.resetCwd();
   }
 
-  /** What bash executed for `command` (run as `bash -c command`), with `bash -c SCRIPT` followed into SCRIPT. */
-  run(command: string, depth = 0): Ran[] {
+  /**
+   * What bash executed for `command` (run as `bash -c command`), with `bash -c SCRIPT` followed into
+   * SCRIPT and `sh -c SCRIPT` into SCRIPT as the real /bin/sh runs it.
+   */
+  run(command: string, depth = 0, shell = "/bin/bash"): Ran[] {
     // Each run logs to its own file (named in the environment the stubs inherit), so a stub that an
     // earlier command sent to the background and that writes after bash exited lands in that
     // command's log, never in this one's.
     const log = join(this.root, `argv-${this.runs++}.log`);
     writeFileSync(log, "");
     writeFileSync(this.fallbackLog, "");
-    const result = spawnSync("/bin/bash", ["-c", command], {
+    const result = spawnSync(shell, ["-c", command], {
       cwd: this.cwd,
       env: { PATH: this.bin, HOME: this.home, LC_ALL: "C", ACP_STUB_LOG: log },
       input: "",
@@ -65,13 +69,13 @@ export class BashSandbox {
     for (const r of ran) {
       const [flag, script, ...rest] = r.args;
       if (
-        r.name === "bash" &&
+        (r.name === "bash" || r.name === "sh") &&
         (flag === "-c" || flag === "-lc" || flag === "-cl") &&
         script !== undefined &&
         rest.length === 0 &&
         depth < 3
       ) {
-        out.push(...this.run(script, depth + 1));
+        out.push(...this.run(script, depth + 1, r.name === "sh" ? "/bin/sh" : "/bin/bash"));
       } else out.push(r);
     }
     return out;

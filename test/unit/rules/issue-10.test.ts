@@ -183,10 +183,15 @@ describe("parse like bash, fail closed", () => {
       expect(parseCommands(src), src).toBeNull();
     }
   });
-  it("judges bash -c by its script, and every other shell wrapper as itself", () => {
+  it("judges bash -c by its script, sh -c only when sh reads it as bash does, and every other shell wrapper as itself", () => {
     expect(judged("bash -c 'git status'")).toEqual([["git", "status"]]);
     expect(judged("bash -lc 'git status; ls'")).toEqual([["git", "status"], ["ls"]]);
-    expect(judged("sh -c 'git status'")).toEqual([["sh", "-c", "git status"]]);
+    expect(judged("sh -c 'git status'")).toEqual([["git", "status"]]);
+    // dash has no $'…': it would run `npm` with the word `$test`, not `test`.
+    expect(judged(`sh -c "npm \\$'test'"`)).toBeNull();
+    expect(judged("/bin/bash -lc 'npm test'")).toEqual([["npm", "test"]]);
+    expect(judged("/tmp/x/bash -lc 'npm test'")).toEqual([["/tmp/x/bash", "-lc", "npm test"]]);
+    expect(judged("zsh -c 'git status'")).toEqual([["zsh", "-c", "git status"]]);
     expect(judged("bash -c 'git status' x")).toBeNull();
   });
 });
