@@ -5,7 +5,7 @@
 
 import { randomUUID } from "node:crypto";
 import { createReadStream, createWriteStream, existsSync, mkdirSync, readFileSync } from "node:fs";
-import { rename } from "node:fs/promises";
+import { rename, rm } from "node:fs/promises";
 import { spawnSync } from "node:child_process";
 import { createRequire } from "node:module";
 import { tmpdir } from "node:os";
@@ -67,8 +67,13 @@ function packagedChromium(): Promise<string> {
     const target = join(tmpdir(), `acp-gateway-chromium-${version}`);
     if (existsSync(target)) return target;
     const part = `${target}.${process.pid}-${randomUUID()}.part`;
-    await pipeline(createReadStream(join(pkg, "bin", "chromium.br")), createBrotliDecompress(), createWriteStream(part, { mode: 0o755 }));
-    await rename(part, target);
+    try {
+      await pipeline(createReadStream(join(pkg, "bin", "chromium.br")), createBrotliDecompress(), createWriteStream(part, { mode: 0o755 }));
+      await rename(part, target);
+    } catch (error) {
+      await rm(part, { force: true }); // a disk that filled mid-way keeps no 200 MB remnant
+      throw error;
+    }
     return target;
   })();
   return unpacked;
