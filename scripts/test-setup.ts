@@ -9,12 +9,7 @@
 import { spawnSync } from "node:child_process";
 import { accessSync, constants } from "node:fs";
 import { delimiter, join } from "node:path";
-
-/** Each program the suite runs that a new machine may lack, and the Debian package that has it. */
-const PROGRAMS: Record<string, string> = { strace: "strace", git: "git", make: "make", bash: "bash", cargo: "cargo" };
-
-/** The shared libraries the packaged Chromium links beyond libc (`ldd` of its binary), by package. */
-const LIBRARIES: Record<string, string> = { "libnss3.so": "libnss3", "libnspr4.so": "libnspr4", "libexpat.so.1": "libexpat1" };
+import { missingPackages, setupStep } from "./system-needs.ts";
 
 function onPath(program: string): boolean {
   return (process.env.PATH ?? "").split(delimiter).some((dir) => {
@@ -27,16 +22,6 @@ function onPath(program: string): boolean {
   });
 }
 
-/** The packages whose libraries the dynamic linker's cache lacks (none known when there is no ldconfig to ask). */
-function missingLibraries(): string[] {
-  const ldconfig = ["ldconfig", "/sbin/ldconfig"].find((p) => p.startsWith("/") || onPath(p));
-  const cache = ldconfig ? (spawnSync(ldconfig, ["-p"], { encoding: "utf8" }).stdout ?? "") : "";
-  if (!cache) return [];
-  return Object.entries(LIBRARIES)
-    .filter(([lib]) => !cache.includes(`${lib} (`))
-    .map(([, pkg]) => pkg);
-}
-
 function aptGet(args: string[]): { ok: boolean; output: string } {
   const r = spawnSync("apt-get", ["-o", "DPkg::Lock::Timeout=300", ...args], {
     encoding: "utf8",
@@ -45,27 +30,19 @@ function aptGet(args: string[]): { ok: boolean; output: string } {
   return { ok: r.status === 0, output: `${r.stdout ?? ""}${r.stderr ?? ""}` };
 }
 
-const missing = [
-  ...new Set([
-    ...Object.entries(PROGRAMS)
-      .filter(([program]) => !onPath(program))
-      .map(([, pkg]) => pkg),
-    ...missingLibraries(),
-  ]),
-];
-if (missing.length > 0) {
-  const command = `apt-get install -y ${missing.join(" ")}`;
-  if (process.getuid?.() !== 0 || !onPath("apt-get")) {
-    console.log(`test set-up: ${missing.join(", ")} missing; the tests that use them fail until you run: sudo ${command}`);
-  } else {
-    console.log(`test set-up: installing ${missing.join(", ")} from Debian's packages (${command}), which the tests run for real`);
-    const install = ["install", "-y", "-qq", "--no-install-recommends", ...missing];
+const ldconfig = onPath("ldconfig") ? "ldconfig" : "/sbin/ldconfig";
+const linkerCache = spawnSync(ldconfig, ["-p"], { encoding: "utf8" }).stdout ?? "";
+const step = setupStep(missingPackages(onPath, linkerCache), process.getuid?.() === 0 && onPath("apt-get"));
+if (step) {
+  console.log(step.say);
+  if (step.install.length > 0) {
+    const install = ["install", "-y", "-qq", "--no-install-recommends", ...step.install];
     // A machine's package lists may be missing or stale: refresh them only when the install needs it.
     let result = aptGet(install);
     if (!result.ok) result = aptGet(["update", "-qq"]).ok ? aptGet(install) : result;
     if (!result.ok)
       console.log(
-        `${result.output.trim().split("\n").slice(-5).join("\n")}\ntest set-up: the install failed; the tests that use them fail until ${command} succeeds`,
+        `${result.output.trim().split("\n").slice(-5).join("\n")}\ntest set-up: the install failed; the tests that use them fail until apt-get install -y ${step.install.join(" ")} succeeds`,
       );
   }
 }
