@@ -1,4 +1,4 @@
-// The web console in a real browser: Debian's Chromium driven by playwright-core, against the
+// The web console in a real browser: headless Chromium (browser.ts) driven by playwright-core, against the
 // gateway as `npm start` runs it, with the demo agent (demo/agent.ts) through `acp-gateway agent`.
 // One flow on a desktop and the same flow on a 390×844 phone; screenshots go to test-results/screenshots (browser.ts).
 

@@ -24,7 +24,10 @@ const OPTIONS = [
 let sandbox: ToolsSandbox;
 beforeAll(() => {
   for (const tool of ["strace", "git", "make", "npm", "cargo"])
-    if (!installed(tool)) throw new Error(`the real-tool differential needs ${tool}: apt-get install ${tool} (.ci/run installs it)`);
+    if (!installed(tool))
+      throw new Error(
+        `the real-tool differential needs ${tool}: apt-get install -y ${tool} (npm test's set-up step, scripts/test-setup.ts, does it as root)`,
+      );
   sandbox = new ToolsSandbox();
 });
 afterAll(() => sandbox?.dispose());
