@@ -10,9 +10,9 @@
 // call that names what runs or where more than once is not remembered either (operation.ts).
 // - read / edit / delete / move: the file itself, or its directory (`dir/**`) when the option's name
 //   says so ("directory", "folder", "all files in"); several files: the exact operation;
-// - any other tool with a name (MCP tools): that tool, by kind and name;
-// - anything else: the exact operation.
-// A session whose cwd is `/` or a home directory never yields a prefix, directory or tool rule: only
+// - any other tool, named or not (MCP tools, web fetches): the exact operation — this agent, this
+//   name, this whole input (canonical.ts). Never a rule on a kind or a name alone: the agent chooses both;
+// A session whose cwd is `/` or a home directory never yields a prefix or directory rule: only
 // exact ones. A directory rule never covers files that decide what commands run (command-files.ts). An operation with nothing to identify it is never remembered: the result says why.
 // switch_mode is never remembered as an allow: no rule may approve it.
 
@@ -66,7 +66,7 @@ export function deriveRule(input: DeriveInput): DeriveResult {
     };
   }
   const scope = { project: sessionCwd, agent: input.agent, user: null };
-  // Broad rules (prefix, directory, tool) only for a session in a project, never `/` or a home directory.
+  // Broad rules (prefix, directory) only for a session in a project, never `/` or a home directory.
   const broad = sessionCwd !== null && !isRootOrHome(sessionCwd);
   const verb = decision === "allow" ? "Always allow" : "Always reject";
   const where = `${scope.project ? ` in ${scope.project}` : ""} (agent ${input.agent})`;
@@ -141,15 +141,11 @@ export function deriveRule(input: DeriveInput): DeriveResult {
     };
   }
 
-  if (op.name && broad) {
-    return {
-      decision,
-      scope,
-      matcher: { type: "tool", kind: op.kind, name: op.name },
-      description: `${verb} the ${op.kind} tool ${op.name}${where}`,
-    };
-  }
-  return exact(`this ${op.kind} operation${op.name ? ` of ${op.name}` : ""}`);
+  // A tool's name is never a rule by itself: the agent chooses both the kind and the name (ACP: a
+  // name "does not advertise a capability or grant authorization"). Exact: this agent, this name,
+  // this whole input.
+  if (op.name) return exact(`this call of the ${op.kind} tool ${op.name}, with this exact input`);
+  return exact(`this ${op.kind} operation`);
 }
 
 /** A reject's program and subcommand, found past global options (`git -C . push` → `git push`). */

@@ -13,7 +13,11 @@ import { rejectApplies } from "./reject-spelling";
 import type { SimpleCommand } from "./shell";
 
 export type Matcher =
-  /** A tool by kind, and name when given (an MCP tool such as `mcp__server__tool`). */
+  /**
+   * A tool by kind, and name when given (an MCP tool such as `mcp__server__tool`). Only ever a
+   * reject: the agent chooses the kind and the name, so an allow of this type covers nothing (an
+   * admin may still post one through the REST API; derive.ts never makes one).
+   */
   | { type: "tool"; kind: string; name?: string }
   /**
    * `execute` calls whose every simple command starts with these words and whose every further word
@@ -124,7 +128,7 @@ export function decide(compiled: CompiledRules, ctx: DecisionContext): Decision 
     if (!live(rule)) continue;
     if (rule.matcher.type === "path") {
       if (!pathRuleMatches(rule, rule.matcher, kind, op.paths)) continue;
-    } else if (!wholeCallMatches(rule.matcher, ctx, kind)) continue;
+    } else if (!wholeCallMatches(rule, ctx, kind)) continue;
     if (rule.decision === "reject") reject ??= rule;
     else allow ??= rule;
   }
@@ -191,8 +195,10 @@ function inScope(rule: Rule, ctx: DecisionContext): boolean {
   return true;
 }
 
-function wholeCallMatches(m: Matcher, ctx: DecisionContext, kind: string): boolean {
-  if (m.type === "tool") return m.kind === kind && (m.name === undefined || m.name === ctx.toolCall.name);
+function wholeCallMatches(rule: Rule, ctx: DecisionContext, kind: string): boolean {
+  const m = rule.matcher;
+  // A tool rule names what the agent chose to call the call: it may reject, never allow (closed world).
+  if (m.type === "tool") return rule.decision === "reject" && m.kind === kind && (m.name === undefined || m.name === ctx.toolCall.name);
   if (m.type === "exact") return ctx.exactHash !== undefined && m.hash === ctx.exactHash;
   return false;
 }
