@@ -6,8 +6,10 @@
 //   or one the parser cannot judge, as the exact operation;
 // - execute, reject: the program and its subcommand however spelled (`git push`), else the argv;
 // The rule's project is the session's cwd, never a directory the agent names: a command the agent
-// says runs elsewhere (its `cwd`/`workdir` outside the session's) is not remembered at all, and a
-// call that names what runs or where more than once is not remembered either (operation.ts).
+// says runs elsewhere (its `cwd`/`workdir` outside the session's) is not remembered at all, an allow
+// for one that runs in a subdirectory or a dependency tree is not remembered (it applies only where it
+// was approved: rules.ts whereFor), and a call that names what runs or where more than once is not
+// remembered either (operation.ts).
 // - read / edit / delete / move: the file itself, or its directory (`dir/**`) when the option's name
 //   says so ("directory", "folder", "all files in"); several files: the exact operation;
 // - any other tool, named or not (MCP tools, web fetches): the exact operation — this agent, this
@@ -18,7 +20,7 @@
 
 import { describeOperation } from "../operation";
 import { isUnidentifiable } from "./canonical";
-import { isWithin, resolvePath } from "./paths";
+import { inForeignTree, isWithin, resolvePath } from "./paths";
 import { derivablePrefix, prefixCovers } from "./coverage";
 import { basename, subcommandPositions } from "./programs";
 import type { Matcher } from "./rules";
@@ -63,6 +65,13 @@ export function deriveRule(input: DeriveInput): DeriveResult {
   if (op.kind === "execute" && (op.workdir === null || sessionCwd === null || !isWithin(op.workdir, sessionCwd))) {
     return {
       reason: `Not remembered: the command runs in ${op.workdir ?? "a directory the gateway cannot read"}, outside this session's project ${sessionCwd ?? "(none)"}. You are asked each time.`,
+    };
+  }
+  // An allow applies only in the directory where it was approved (rules.ts whereFor): one asked in a
+  // subdirectory, or in a dependency or vendored tree, would never answer anything, so it is not made.
+  if (op.kind === "execute" && decision === "allow" && (op.workdir !== sessionCwd || inForeignTree(op.workdir ?? "/"))) {
+    return {
+      reason: `Not remembered: the command runs in ${op.workdir ?? "?"}, and an allow applies only in the directory it was approved in (${sessionCwd ?? "(none)"}), never in a subdirectory, dependency or vendored tree. You are asked each time.`,
     };
   }
   const scope = { project: sessionCwd, agent: input.agent, user: null };

@@ -8,7 +8,7 @@ import { type Operation, describeOperation } from "../operation";
 import { changesWhatRuns } from "./command-files";
 import { prefixCoverage } from "./coverage";
 import type { Where } from "./grammar";
-import { globMatches, isWithin, resolvePath } from "./paths";
+import { globMatches, inForeignTree, isWithin, resolvePath } from "./paths";
 import { rejectApplies } from "./reject-spelling";
 import type { SimpleCommand } from "./shell";
 
@@ -137,8 +137,8 @@ export function decide(compiled: CompiledRules, ctx: DecisionContext): Decision 
     for (const rule of compiled.commandRejects) {
       if (!reject && live(rule) && rejectApplies(commandWords(rule.matcher), op)) reject = rule;
     }
-    // Every part must be covered by an allow (TC-18: a changed command is judged anew), run inside the
-    // rule's project (TC-21), or the session's when the rule has none.
+    // Every part must be covered by an allow (TC-18: a changed command is judged anew), run in the
+    // rule's project directory itself (TC-21, issue 35), or the session's when the rule has none.
     if (op.commands && compiled.byCommandHead.size > 0) {
       let covering: Rule | undefined;
       let allCovered = true;
@@ -154,7 +154,7 @@ export function decide(compiled: CompiledRules, ctx: DecisionContext): Decision 
       }
       if (allCovered && covering) allow ??= covering;
     }
-    // An allow never applies to a command that runs outside the rule's project, whatever matched it.
+    // An allow never applies to a command that runs anywhere but the rule's project directory, whatever matched it.
     if (allow && !whereFor(allow, op, ctx)) allow = undefined;
   }
   // A call that names what runs, or where, more than once is answered by no allow (one meaning).
@@ -223,12 +223,15 @@ function allowCovers(m: Matcher, command: SimpleCommand, where: Where): boolean 
 }
 
 /**
- * Where an execute call runs, and the directory nothing may leave: the rule's project, or the
- * session's cwd for a rule with none. Null when the call runs elsewhere, or where cannot be known.
+ * Where an execute call runs, and the directory nothing may leave: the rule's project (the session
+ * cwd it was approved in), or the session's cwd for a rule with none. An allow applies only in that
+ * very directory (issue 35): in a subdirectory, make reads another makefile, git may discover another
+ * repository (a bare layout the agent wrote as plain files) and npm another package.json. Null when
+ * the call runs anywhere else, in a dependency or vendored tree, or where cannot be known.
  */
 function whereFor(rule: Rule, op: Operation, ctx: DecisionContext): Where | null {
   const project = rule.scope?.project ? resolvePath(rule.scope.project) : resolvePath(ctx.cwd);
-  if (project === null || op.workdir === null || !isWithin(op.workdir, project)) return null;
+  if (project === null || op.workdir === null || op.workdir !== project || inForeignTree(op.workdir)) return null;
   return { workdir: op.workdir, project };
 }
 

@@ -186,7 +186,9 @@ describe("issue 22: scope comes from the session, never from the agent", () => {
       expect(await judge([allow(["git", "status"], null)], exec("git status", { workdir })), workdir).toBeNull();
       expect(await judge([allow(["git", "status"])], exec("git status", { workdir })), workdir).toBeNull();
     }
-    expect(await judge([allow(["git", "status"], null)], exec("git status", { workdir: "sub" }))).toBe("allow");
+    expect(await judge([allow(["git", "status"], null)], exec("git status", { workdir: "." }))).toBe("allow");
+    // Issue 35: and only in the project directory itself, never a subdirectory.
+    expect(await judge([allow(["git", "status"], null)], exec("git status", { workdir: "sub" }))).toBeNull();
   });
   it("a path argument outside the project is not covered", async () => {
     for (const command of ["ls /etc", "ls ..", "ls ../proj-b", "ls ~", "git status /etc", "git log -- ../x"])
