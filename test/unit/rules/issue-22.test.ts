@@ -64,11 +64,18 @@ describe("issue 22: a prefix covers only argv the table fully understands", () =
       "make test -C /",
       "make test deploy",
       "make test SHELL=/tmp/evil",
-      "make test -j 4",
+      "make test -j", // issue 35: unbounded
       "make test -I /tmp",
       "make test -e",
     ]);
-    for (const harmless of ["make test -s", "make test -sk", "make test -j4", "make test --jobs=2", "make test --no-print-directory"])
+    for (const harmless of [
+      "make test -s",
+      "make test -sk",
+      "make test -j4",
+      "make test -j 4",
+      "make test --jobs=2",
+      "make test --no-print-directory",
+    ])
       expect(await judge([allow(["make", "test"])], exec(harmless)), harmless).toBe("allow");
   });
 

@@ -233,3 +233,56 @@ describe("issue 35: two automatic steps — prefix rules apply in the directory 
     );
   });
 });
+
+describe("issue 35: make -j covered only with a number", () => {
+  it("make test -j (unbounded jobs) is asked; make test -j N with a small N is covered", async () => {
+    const rules = [allow(["make", "test"]), allow(["cargo", "build"])];
+    for (const command of [
+      "make test -j",
+      "make test --jobs",
+      "make test -j0",
+      "make test -j 0",
+      "make test --jobs=0",
+      "make test -j 999999",
+      "make test -j -s",
+      "make test -j test",
+      "make test -sj",
+      "make test -sj4",
+      "make test -j4x",
+      "make test --jobs=",
+      "cargo build -j",
+      "cargo build -j 0",
+      "cargo build --jobs 100000",
+      "cargo build -j -1",
+    ])
+      expect(await judge(rules, exec(command)), command).toBeNull();
+    for (const command of [
+      "make test -j4",
+      "make test -j 4",
+      "make test --jobs=8",
+      "make test --jobs 2",
+      "cargo build -j 4",
+      "cargo build --jobs 2",
+    ])
+      expect(await judge(rules, exec(command)), command).toBe("allow");
+  });
+
+  it("the rule's description says so", async () => {
+    expect((await remembered(exec("make test -j4"))).description).toMatch(/-j N \(N from 1 to 64\)/);
+  });
+
+  it("property: a jobs value is covered exactly when it is a count from 1 to 64", async () => {
+    await fc.assert(
+      fc.asyncProperty(
+        fc.oneof(fc.integer({ min: -5, max: 200 }).map(String), fc.string({ maxLength: 4 })),
+        fc.constantFrom("-j", "--jobs="),
+        async (value, option) => {
+          const covered = /^[1-9][0-9]?$/.test(value) && Number(value) <= 64;
+          const argv = option === "-j" ? ["make", "test", "-j", value] : ["make", "test", `--jobs=${value}`];
+          expect(await judge([allow(["make", "test"])], exec(argv)), argv.join(" ")).toBe(covered ? "allow" : null);
+        },
+      ),
+      { numRuns: RUNS },
+    );
+  });
+});
