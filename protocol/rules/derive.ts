@@ -16,9 +16,12 @@
 //   name, this whole input (canonical.ts). Never a rule on a kind or a name alone: the agent chooses both;
 // A session whose cwd is `/` or a home directory never yields a prefix or directory rule: only
 // exact ones. A directory rule never covers files that decide what commands run (command-files.ts). An operation with nothing to identify it is never remembered: the result says why.
-// switch_mode is never remembered as an allow: no rule may approve it.
+// switch_mode is never remembered as an allow: no rule may approve it. Given the tenant's four-eyes
+// policy, an allow that would cover an operation it holds is not made (issue 35).
 
-import { describeOperation } from "../operation";
+import type { FourEyesSettings } from "../../core/principal";
+import { type Operation, describeOperation } from "../operation";
+import { allowRuleCoversHeld } from "../people/four-eyes";
 import { isUnidentifiable } from "./canonical";
 import { inForeignTree, isWithin, resolvePath } from "./paths";
 import { derivablePrefix, prefixCovers } from "./coverage";
@@ -44,12 +47,25 @@ export interface DeriveInput {
   agent: string;
   /** SHA-256 of the canonical operation, for the exact fallback. */
   exactHash: string;
+  /**
+   * The tenant's four-eyes policy, when the caller has it: an allow that would cover an operation it
+   * holds is not made (people/four-eyes.ts allowRuleCoversHeld). Absent: not checked here.
+   */
+  fourEyes?: FourEyesSettings;
 }
 
 export function deriveRule(input: DeriveInput): DeriveResult {
+  const op = describeOperation(input.toolCall, input.cwd);
+  const derived = deriveFrom(input, op);
+  if (derived === null || "reason" in derived || input.fourEyes === undefined) return derived;
+  // No "always" yields a rule that covers an operation four eyes holds (issue 35).
+  const held = allowRuleCoversHeld(derived, input.fourEyes, op);
+  return held === null ? derived : { reason: `Not remembered: ${held}. A second person is asked each time.` };
+}
+
+function deriveFrom(input: DeriveInput, op: Operation): DeriveResult {
   const decision = input.optionKind === "allow_always" ? "allow" : input.optionKind === "reject_always" ? "reject" : null;
   if (!decision) return null;
-  const op = describeOperation(input.toolCall, input.cwd);
   if (op.kind === "switch_mode" && decision === "allow")
     return { reason: "Leaving a mode is never remembered as an allow: you are asked each time." };
   if (isUnidentifiable(input.toolCall)) {
