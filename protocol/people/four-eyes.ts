@@ -186,10 +186,14 @@ function pathApplies(glob: string, op: Operation): string | null {
   if (op.commands === null) return "its command could not be read in full, so the policy is assumed to cover it";
   if (op.workdir === null) return "the directory it runs in could not be read, so the policy is assumed to cover it";
   if (hits(op.workdir)) return `it runs in ${op.workdir}`;
+  let budget = MAX_PATH_READINGS;
   for (const command of op.commands) {
     for (let i = 0; i < command.argv.length; i++) {
       if (command.fuzzy[i]) return "a word of its command is expanded by the shell, so it may name any path";
-      for (const candidate of pathCandidates(command.argv[i] as string)) {
+      const candidates = pathCandidates(command.argv[i] as string);
+      budget -= candidates?.length ?? budget + 1;
+      if (candidates === null || budget < 0) return "its command is too long to read as paths, so the policy is assumed to cover it";
+      for (const candidate of candidates) {
         if (candidate.startsWith("~")) return `it names ${candidate}, a path the gateway cannot resolve`;
         const resolved = resolvePath(candidate.startsWith("/") ? candidate : `${op.workdir}/${candidate}`);
         if (resolved === null) return "a word of its command could not be read as a path, so the policy is assumed to cover it";
@@ -225,12 +229,18 @@ function globBase(glob: string): string | null {
  * `--output=/x`, `host:/x`), and for a short option every tail after its dash and first letter
  * (`-C/x`, `-o/x`, `-xzC/x`). Reading too many only ever adds four eyes.
  */
-function pathCandidates(word: string): string[] {
+function pathCandidates(word: string): string[] | null {
+  // Bounded, so a hostile command cannot make this quadratic: a longer word is not read (held).
+  if (word.length > MAX_PATH_WORD) return null;
   const out = [word];
   for (let i = 0; i < word.length; i++) if ("=:,".includes(word[i] as string) && i + 1 < word.length) out.push(word.slice(i + 1));
   if (/^-[^-]/.test(word)) for (let k = 2; k < word.length; k++) out.push(word.slice(k));
   return out;
 }
+
+/** The longest word read as paths (PATH_MAX), and the most readings of one command: beyond, the operation is held. */
+const MAX_PATH_WORD = 4096;
+const MAX_PATH_READINGS = 4096;
 
 /**
  * Why an allow rule would cover an operation the policy holds, or null when it covers none: the

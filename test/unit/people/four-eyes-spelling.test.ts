@@ -132,6 +132,14 @@ describe("issue 35: a path policy on /srv/prod/** meets the directory itself and
       expect(held(PROD, command, extra), command).toBe(true);
   });
 
+  it("a command too long to read as paths is held (a bounded reading), and reading it stays fast", () => {
+    expect(held(PROD, `cp x -o${"a".repeat(5000)}`)).toBe(true);
+    const started = performance.now();
+    expect(held(PROD, `cp ${Array.from({ length: 200 }, () => `-x${"=a,".repeat(1300)}`).join(" ")} y`)).toBe(true);
+    expect(held(PROD, `cp ${Array.from({ length: 200 }, () => "-v").join(" ")} a b`)).toBe(false);
+    expect(performance.now() - started).toBeLessThan(5000);
+  });
+
   it("paths elsewhere are not held: a sibling with the same prefix, the project, a URL", () => {
     for (const command of [
       "cp x /srv/production",
