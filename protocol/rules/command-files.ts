@@ -19,6 +19,9 @@ const DIRECTORIES: Readonly<Record<string, string>> = {
   ".circleci": "CI definitions",
   ".ssh": "keys and the ssh config (ProxyCommand runs a program)",
   ".yarn": "yarn's plugins and releases are code yarn runs",
+  node_modules: "dependencies: code the project's scripts and test runners load and run",
+  RCS: "make remakes a makefile from RCS/Makefile,v with its built-in rules",
+  SCCS: "make remakes a makefile from SCCS/s.Makefile with its built-in rules",
 };
 
 /** Exact file names (anywhere), with why. */
@@ -59,7 +62,11 @@ const NAMES: Readonly<Record<string, string>> = {
 
 /** Name patterns, with why. */
 const PATTERNS: ReadonlyArray<readonly [RegExp, string]> = [
-  [/\.mk$/, "makefiles included by the Makefile"],
+  [/\.(mk|mak)$/, "makefiles included by the Makefile"],
+  // GNU make remakes its makefile from `Makefile.sh` (`%: %.sh`), `Makefile,v` and the like.
+  [/^(GNUmakefile|[Mm]akefile)[.,]/, "make remakes the Makefile from it with a built-in rule, then runs its recipes"],
+  // A directory holding HEAD (with objects/ and refs/) is a repository git discovers and whose config runs programs.
+  [/^HEAD$/, "it makes its directory a git repository that git discovers (core.fsmonitor, textconv drivers run programs)"],
   [/^\.env\./, "environment files loaded by tools"],
   [/\.config\.[cm]?[jt]s$/, "tool configuration that is code (vitest, jest, eslint, vite, webpack…) run by the test and build scripts"],
   [/^\.[a-z]+rc\.[cm]?js$/, "tool configuration that is code (.eslintrc.js, .babelrc.js…)"],

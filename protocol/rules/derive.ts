@@ -6,19 +6,24 @@
 //   or one the parser cannot judge, as the exact operation;
 // - execute, reject: the program and its subcommand however spelled (`git push`), else the argv;
 // The rule's project is the session's cwd, never a directory the agent names: a command the agent
-// says runs elsewhere (its `cwd`/`workdir` outside the session's) is not remembered at all, and a
-// call that names what runs or where more than once is not remembered either (operation.ts).
+// says runs elsewhere (its `cwd`/`workdir` outside the session's) is not remembered at all, an allow
+// for one that runs in a subdirectory or a dependency tree is not remembered (it applies only where it
+// was approved: rules.ts whereFor), and a call that names what runs or where more than once is not
+// remembered either (operation.ts).
 // - read / edit / delete / move: the file itself, or its directory (`dir/**`) when the option's name
 //   says so ("directory", "folder", "all files in"); several files: the exact operation;
-// - any other tool with a name (MCP tools): that tool, by kind and name;
-// - anything else: the exact operation.
-// A session whose cwd is `/` or a home directory never yields a prefix, directory or tool rule: only
+// - any other tool, named or not (MCP tools, web fetches): the exact operation — this agent, this
+//   name, this whole input (canonical.ts). Never a rule on a kind or a name alone: the agent chooses both;
+// A session whose cwd is `/` or a home directory never yields a prefix or directory rule: only
 // exact ones. A directory rule never covers files that decide what commands run (command-files.ts). An operation with nothing to identify it is never remembered: the result says why.
-// switch_mode is never remembered as an allow: no rule may approve it.
+// switch_mode is never remembered as an allow: no rule may approve it. Given the tenant's four-eyes
+// policy, an allow that would cover an operation it holds is not made (issue 35).
 
-import { describeOperation } from "../operation";
+import type { FourEyesSettings } from "../../core/principal";
+import { type Operation, describeOperation } from "../operation";
+import { allowRuleCoversHeld } from "../people/four-eyes";
 import { isUnidentifiable } from "./canonical";
-import { isWithin, resolvePath } from "./paths";
+import { inForeignTree, isWithin, resolvePath } from "./paths";
 import { derivablePrefix, prefixCovers } from "./coverage";
 import { basename, subcommandPositions } from "./programs";
 import type { Matcher } from "./rules";
@@ -42,12 +47,25 @@ export interface DeriveInput {
   agent: string;
   /** SHA-256 of the canonical operation, for the exact fallback. */
   exactHash: string;
+  /**
+   * The tenant's four-eyes policy, when the caller has it: an allow that would cover an operation it
+   * holds is not made (people/four-eyes.ts allowRuleCoversHeld). Absent: not checked here.
+   */
+  fourEyes?: FourEyesSettings;
 }
 
 export function deriveRule(input: DeriveInput): DeriveResult {
+  const op = describeOperation(input.toolCall, input.cwd);
+  const derived = deriveFrom(input, op);
+  if (derived === null || "reason" in derived || input.fourEyes === undefined) return derived;
+  // No "always" yields a rule that covers an operation four eyes holds (issue 35).
+  const held = allowRuleCoversHeld(derived, input.fourEyes, op);
+  return held === null ? derived : { reason: `Not remembered: ${held}. A second person is asked each time.` };
+}
+
+function deriveFrom(input: DeriveInput, op: Operation): DeriveResult {
   const decision = input.optionKind === "allow_always" ? "allow" : input.optionKind === "reject_always" ? "reject" : null;
   if (!decision) return null;
-  const op = describeOperation(input.toolCall, input.cwd);
   if (op.kind === "switch_mode" && decision === "allow")
     return { reason: "Leaving a mode is never remembered as an allow: you are asked each time." };
   if (isUnidentifiable(input.toolCall)) {
@@ -65,8 +83,15 @@ export function deriveRule(input: DeriveInput): DeriveResult {
       reason: `Not remembered: the command runs in ${op.workdir ?? "a directory the gateway cannot read"}, outside this session's project ${sessionCwd ?? "(none)"}. You are asked each time.`,
     };
   }
+  // An allow applies only in the directory where it was approved (rules.ts whereFor): one asked in a
+  // subdirectory, or in a dependency or vendored tree, would never answer anything, so it is not made.
+  if (op.kind === "execute" && decision === "allow" && (op.workdir !== sessionCwd || inForeignTree(op.workdir ?? "/"))) {
+    return {
+      reason: `Not remembered: the command runs in ${op.workdir ?? "?"}, and an allow applies only in the directory it was approved in (${sessionCwd ?? "(none)"}), never in a subdirectory, dependency or vendored tree. You are asked each time.`,
+    };
+  }
   const scope = { project: sessionCwd, agent: input.agent, user: null };
-  // Broad rules (prefix, directory, tool) only for a session in a project, never `/` or a home directory.
+  // Broad rules (prefix, directory) only for a session in a project, never `/` or a home directory.
   const broad = sessionCwd !== null && !isRootOrHome(sessionCwd);
   const verb = decision === "allow" ? "Always allow" : "Always reject";
   const where = `${scope.project ? ` in ${scope.project}` : ""} (agent ${input.agent})`;
@@ -141,15 +166,11 @@ export function deriveRule(input: DeriveInput): DeriveResult {
     };
   }
 
-  if (op.name && broad) {
-    return {
-      decision,
-      scope,
-      matcher: { type: "tool", kind: op.kind, name: op.name },
-      description: `${verb} the ${op.kind} tool ${op.name}${where}`,
-    };
-  }
-  return exact(`this ${op.kind} operation${op.name ? ` of ${op.name}` : ""}`);
+  // A tool's name is never a rule by itself: the agent chooses both the kind and the name (ACP: a
+  // name "does not advertise a capability or grant authorization"). Exact: this agent, this name,
+  // this whole input.
+  if (op.name) return exact(`this call of the ${op.kind} tool ${op.name}, with this exact input`);
+  return exact(`this ${op.kind} operation`);
 }
 
 /** A reject's program and subcommand, found past global options (`git -C . push` → `git push`). */

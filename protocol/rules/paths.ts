@@ -54,6 +54,14 @@ export function isWithin(path: string, dir: string): boolean {
   return d === "/" || path === d || path.startsWith(`${d}/`);
 }
 
+/** Directories whose content is another project's: dependencies, vendored code, a repository's internals. */
+const FOREIGN_TREES = new Set(["node_modules", "vendor", "third_party", "third-party", "bower_components", ".git"]);
+
+/** Whether a resolved path lies in a dependency or vendored tree (`…/node_modules/…`, `…/vendor/…`). */
+export function inForeignTree(path: string): boolean {
+  return path.split("/").some((segment) => FOREIGN_TREES.has(segment));
+}
+
 const compiled = new Map<string, RegExp>();
 
 /**

@@ -8,12 +8,16 @@ import { type Operation, describeOperation } from "../operation";
 import { changesWhatRuns } from "./command-files";
 import { prefixCoverage } from "./coverage";
 import type { Where } from "./grammar";
-import { globMatches, isWithin, resolvePath } from "./paths";
+import { globMatches, inForeignTree, isWithin, resolvePath } from "./paths";
 import { rejectApplies } from "./reject-spelling";
 import type { SimpleCommand } from "./shell";
 
 export type Matcher =
-  /** A tool by kind, and name when given (an MCP tool such as `mcp__server__tool`). */
+  /**
+   * A tool by kind, and name when given (an MCP tool such as `mcp__server__tool`). Only ever a
+   * reject: the agent chooses the kind and the name, so an allow of this type covers nothing (an
+   * admin may still post one through the REST API; derive.ts never makes one).
+   */
   | { type: "tool"; kind: string; name?: string }
   /**
    * `execute` calls whose every simple command starts with these words and whose every further word
@@ -124,7 +128,7 @@ export function decide(compiled: CompiledRules, ctx: DecisionContext): Decision 
     if (!live(rule)) continue;
     if (rule.matcher.type === "path") {
       if (!pathRuleMatches(rule, rule.matcher, kind, op.paths)) continue;
-    } else if (!wholeCallMatches(rule.matcher, ctx, kind)) continue;
+    } else if (!wholeCallMatches(rule, ctx, kind)) continue;
     if (rule.decision === "reject") reject ??= rule;
     else allow ??= rule;
   }
@@ -133,8 +137,8 @@ export function decide(compiled: CompiledRules, ctx: DecisionContext): Decision 
     for (const rule of compiled.commandRejects) {
       if (!reject && live(rule) && rejectApplies(commandWords(rule.matcher), op)) reject = rule;
     }
-    // Every part must be covered by an allow (TC-18: a changed command is judged anew), run inside the
-    // rule's project (TC-21), or the session's when the rule has none.
+    // Every part must be covered by an allow (TC-18: a changed command is judged anew), run in the
+    // rule's project directory itself (TC-21, issue 35), or the session's when the rule has none.
     if (op.commands && compiled.byCommandHead.size > 0) {
       let covering: Rule | undefined;
       let allCovered = true;
@@ -150,7 +154,7 @@ export function decide(compiled: CompiledRules, ctx: DecisionContext): Decision 
       }
       if (allCovered && covering) allow ??= covering;
     }
-    // An allow never applies to a command that runs outside the rule's project, whatever matched it.
+    // An allow never applies to a command that runs anywhere but the rule's project directory, whatever matched it.
     if (allow && !whereFor(allow, op, ctx)) allow = undefined;
   }
   // A call that names what runs, or where, more than once is answered by no allow (one meaning).
@@ -191,8 +195,10 @@ function inScope(rule: Rule, ctx: DecisionContext): boolean {
   return true;
 }
 
-function wholeCallMatches(m: Matcher, ctx: DecisionContext, kind: string): boolean {
-  if (m.type === "tool") return m.kind === kind && (m.name === undefined || m.name === ctx.toolCall.name);
+function wholeCallMatches(rule: Rule, ctx: DecisionContext, kind: string): boolean {
+  const m = rule.matcher;
+  // A tool rule names what the agent chose to call the call: it may reject, never allow (closed world).
+  if (m.type === "tool") return rule.decision === "reject" && m.kind === kind && (m.name === undefined || m.name === ctx.toolCall.name);
   if (m.type === "exact") return ctx.exactHash !== undefined && m.hash === ctx.exactHash;
   return false;
 }
@@ -217,12 +223,15 @@ function allowCovers(m: Matcher, command: SimpleCommand, where: Where): boolean 
 }
 
 /**
- * Where an execute call runs, and the directory nothing may leave: the rule's project, or the
- * session's cwd for a rule with none. Null when the call runs elsewhere, or where cannot be known.
+ * Where an execute call runs, and the directory nothing may leave: the rule's project (the session
+ * cwd it was approved in), or the session's cwd for a rule with none. An allow applies only in that
+ * very directory (issue 35): in a subdirectory, make reads another makefile, git may discover another
+ * repository (a bare layout the agent wrote as plain files) and npm another package.json. Null when
+ * the call runs anywhere else, in a dependency or vendored tree, or where cannot be known.
  */
 function whereFor(rule: Rule, op: Operation, ctx: DecisionContext): Where | null {
   const project = rule.scope?.project ? resolvePath(rule.scope.project) : resolvePath(ctx.cwd);
-  if (project === null || op.workdir === null || !isWithin(op.workdir, project)) return null;
+  if (project === null || op.workdir === null || op.workdir !== project || inForeignTree(op.workdir)) return null;
   return { workdir: op.workdir, project };
 }
 

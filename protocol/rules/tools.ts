@@ -13,10 +13,12 @@
 //   installed in CI), so their commands are remembered as exact argv only;
 // - global options before a subcommand (`git --no-pager log`): a prefix rule names the subcommand
 //   as its second word, so they are never covered;
-// - further targets, scripts or subcommands (`make test deploy`): each is another command.
+// - further targets, scripts or subcommands (`make test deploy`): each is another command;
+// - an unbounded form of a bounded option: make's and cargo's -j/--jobs only with a count from 1 to
+//   MAX_JOBS (a bare `make -j` runs every recipe at once; `-j 0` is not a bound either).
 // Proven against the real tools by test/unit/fuzz/tools-differential.test.ts.
 
-import { type ArgGrammar, type OptionSpec, count, name, oneOf, pathInProject, text } from "./grammar";
+import { type ArgGrammar, type OptionSpec, type ValueCheck, count, name, oneOf, pathInProject, text } from "./grammar";
 
 export interface ToolForm {
   grammar: ArgGrammar;
@@ -39,6 +41,10 @@ export interface PlainTool {
 const flag: OptionSpec = {};
 const flags = (...names: string[]): Record<string, OptionSpec> => Object.fromEntries(names.map((n) => [n, flag]));
 const valued = (check: OptionSpec["value"], extra: Omit<OptionSpec, "value"> = {}): OptionSpec => ({ value: check, ...extra });
+
+/** The most parallel jobs a rule covers: a bare `-j`, `-j 0` or a huge count is unbounded. */
+const MAX_JOBS = 64;
+const jobs: ValueCheck = (v) => /^[1-9][0-9]{0,1}$/.test(v) && Number(v) <= MAX_JOBS;
 
 const color = valued(oneOf("always", "never", "auto"), { optional: true });
 const revisionsOrPaths = { max: 50, check: pathInProject };
@@ -300,14 +306,15 @@ const npm: Tool = {
 export const MAKE_GRAMMAR: ArgGrammar = {
   options: {
     ...flags("-s", "--silent", "--quiet", "-k", "--keep-going", "--no-print-directory"),
-    "-j": valued(count, { optional: true }),
-    "--jobs": valued(count, { optional: true }),
+    // Only with a number: a bare -j / --jobs is unbounded (every recipe at once).
+    "-j": valued(jobs, { separate: true }),
+    "--jobs": valued(jobs, { separate: true }),
   },
   cluster: "sk",
 };
 const makeTarget: ToolForm = {
   grammar: MAKE_GRAMMAR,
-  covers: "and only -s, -k, -j N or --no-print-directory: no other target, variable, makefile or directory",
+  covers: `and only -s, -k, -j N (N from 1 to ${MAX_JOBS}) or --no-print-directory: no other target, variable, makefile or directory`,
 };
 const make: Tool = { subcommands: { test: makeTarget, check: makeTarget, lint: makeTarget } };
 
@@ -335,8 +342,8 @@ const CARGO_OPTIONS: Record<string, OptionSpec> = {
   "--package": valued(name, { separate: true }),
   "-F": valued(name, { separate: true }),
   "--features": valued(name, { separate: true }),
-  "-j": valued(count, { separate: true }),
-  "--jobs": valued(count, { separate: true }),
+  "-j": valued(jobs, { separate: true }),
+  "--jobs": valued(jobs, { separate: true }),
 };
 const cargoForm = (extra: Partial<ArgGrammar>, covers: string): ToolForm => ({
   grammar: { options: CARGO_OPTIONS, cluster: "qvr", ...extra },

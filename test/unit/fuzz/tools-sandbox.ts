@@ -82,7 +82,11 @@ export class ToolsSandbox {
     );
     writeFileSync(join(this.outside, "other", "Makefile"), `test:\n\t${touchCanary}\ncheck lint deploy: test\n`);
     // The project: its own scripts are allowed to run (they are what the person approved).
-    writeFileSync(join(this.project, "Makefile"), "test check lint:\n\t@true\ndeploy:\n\t@sh -c 'exit 0' && " + touchCanary + "\n");
+    // Includes config.mak when there is one, as many projects do (the sequences write one).
+    writeFileSync(
+      join(this.project, "Makefile"),
+      "-include config.mak\ntest check lint:\n\t@true\ndeploy:\n\t@sh -c 'exit 0' && " + touchCanary + "\n",
+    );
     writeFileSync(
       join(this.project, "package.json"),
       JSON.stringify({ name: "proj", version: "1.0.0", scripts: { test: "true", build: "true" } }),
@@ -118,14 +122,14 @@ export class ToolsSandbox {
     }
   }
 
-  /** Runs argv in the project under strace, and says what it did outside. */
-  run(argv: readonly string[]): ToolRun {
+  /** Runs argv in the project (or `cwd`, a directory inside it) under strace, and says what it did outside. */
+  run(argv: readonly string[], cwd: string = this.project): ToolRun {
     rmSync(join(this.outside, "RAN"), { force: true });
     const result = spawnSync(
       "strace",
       ["-f", "-qq", "-s", "512", "-e", "trace=execve,open,openat,creat,chdir", "-o", this.trace, ...argv],
       {
-        cwd: this.project,
+        cwd,
         env: this.env,
         input: "",
         timeout: 60_000,
@@ -172,6 +176,17 @@ export class ToolsSandbox {
     if (path === "/dev/null" || path === "/dev/tty" || path.startsWith("/dev/fd/")) return true;
     if (Object.values(this.toolchain).some((dir) => path.startsWith(`${dir}/`))) return true; // cargo's registry and locks
     return [this.tmp, join(this.home, ".npm"), join(this.home, ".cache")].some((dir) => path.startsWith(`${dir}/`));
+  }
+
+  /** Puts the project back as it was committed: every file the last sequence wrote is gone. */
+  reset(): void {
+    for (const args of [
+      ["checkout", "-q", "--", "."],
+      ["clean", "-fdxq"],
+    ]) {
+      const r = spawnSync("git", args, { cwd: this.project, env: this.env, encoding: "utf8" });
+      if (r.status !== 0) throw new Error(`git ${args.join(" ")} failed: ${r.stderr}`);
+    }
   }
 
   dispose(): void {

@@ -82,11 +82,14 @@ describe("remembered decisions: matching", () => {
     expect(parseCommands("'unterminated")).toBeNull();
   });
 
-  it("matches MCP tools by kind and name", () => {
-    const rules = [rule({ matcher: { type: "tool", kind: "other", name: "mcp__github__list_issues" } })];
-    expect(decideWith(rules, ctx({ toolCallId: "t", kind: "other", name: "mcp__github__list_issues" })).decision).toBe("allow");
-    expect(decideWith(rules, ctx({ toolCallId: "t", kind: "other", name: "mcp__github__delete_repo" })).decision).toBeNull();
-    expect(decideWith(rules, ctx({ toolCallId: "t", kind: "fetch", name: "mcp__github__list_issues" })).decision).toBeNull();
+  it("a tool rule (kind and name) rejects MCP tools by kind and name, and never allows one (issue 35)", () => {
+    const matcher = { type: "tool", kind: "other", name: "mcp__github__list_issues" } as const;
+    const call = (kind: string, name: string) => ctx({ toolCallId: "t", kind, name, rawInput: { repo: "x" } });
+    expect(decideWith([rule({ matcher })], call("other", "mcp__github__list_issues")).decision).toBeNull();
+    const rejects = [rule({ decision: "reject", matcher })];
+    expect(decideWith(rejects, call("other", "mcp__github__list_issues")).decision).toBe("reject");
+    expect(decideWith(rejects, call("other", "mcp__github__delete_repo")).decision).toBeNull();
+    expect(decideWith(rejects, call("fetch", "mcp__github__list_issues")).decision).toBeNull();
   });
 
   it("TC-21: a path outside the session's cwd never matches a rule scoped to that project", () => {
@@ -231,15 +234,14 @@ describe("deriving a rule from a person's *_always answer", () => {
       deriveRule({ ...base, toolCall: edit, optionKind: "reject_always", optionName: "Always allow edits in this directory" }),
     ).toMatchObject({ decision: "reject", matcher: { type: "path", glob: "/projects/demo/src/**" } });
   });
-  it("an MCP tool becomes its kind and name; a once answer or an allowed switch_mode derives nothing", () => {
+  it("an MCP tool becomes its exact call (issue 35); a once answer or an allowed switch_mode derives nothing", async () => {
+    const mcp = { toolCallId: "t", kind: "other", name: "mcp__x__y", rawInput: { q: 1 } };
     expect(
-      deriveRule({
-        ...base,
-        toolCall: { toolCallId: "t", kind: "other", name: "mcp__x__y", rawInput: {} },
-        optionKind: "allow_always",
-        optionName: "",
-      })?.matcher,
-    ).toEqual({ type: "tool", kind: "other", name: "mcp__x__y" });
+      deriveRule({ ...base, toolCall: mcp, exactHash: await exactHash(mcp), optionKind: "allow_always", optionName: "" })?.matcher,
+    ).toEqual({
+      type: "exact",
+      hash: await exactHash(mcp),
+    });
     expect(deriveRule({ ...base, toolCall: exec("git status"), optionKind: "allow_once", optionName: "" })).toBeNull();
     expect(
       deriveResult({

@@ -368,7 +368,7 @@ describe("one description of an operation", () => {
   it("TC-21: a rule scoped to a project never covers a command whose working directory is elsewhere", async () => {
     const rules: Rule[] = [{ ...allow(["ls"]), scope: { project: "/projects/demo" } }];
     expect(await judge(rules, exec("ls"))).toBe("allow");
-    expect(await judge(rules, exec("ls", { cwd: "/projects/demo/src" }))).toBe("allow");
+    expect(await judge(rules, exec("ls", { cwd: "/projects/demo/src" }))).toBeNull(); // issue 35: only where approved
     expect(await judge(rules, exec("ls", { cwd: "/etc" }))).toBeNull();
     expect(await judge(rules, exec("ls", { workdir: "../other" }))).toBeNull();
     expect(await judge(rules, exec("ls", { cwd: 42 }))).toBeNull();

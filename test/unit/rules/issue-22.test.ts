@@ -64,11 +64,18 @@ describe("issue 22: a prefix covers only argv the table fully understands", () =
       "make test -C /",
       "make test deploy",
       "make test SHELL=/tmp/evil",
-      "make test -j 4",
+      "make test -j", // issue 35: unbounded
       "make test -I /tmp",
       "make test -e",
     ]);
-    for (const harmless of ["make test -s", "make test -sk", "make test -j4", "make test --jobs=2", "make test --no-print-directory"])
+    for (const harmless of [
+      "make test -s",
+      "make test -sk",
+      "make test -j4",
+      "make test -j 4",
+      "make test --jobs=2",
+      "make test --no-print-directory",
+    ])
       expect(await judge([allow(["make", "test"])], exec(harmless)), harmless).toBe("allow");
   });
 
@@ -186,7 +193,9 @@ describe("issue 22: scope comes from the session, never from the agent", () => {
       expect(await judge([allow(["git", "status"], null)], exec("git status", { workdir })), workdir).toBeNull();
       expect(await judge([allow(["git", "status"])], exec("git status", { workdir })), workdir).toBeNull();
     }
-    expect(await judge([allow(["git", "status"], null)], exec("git status", { workdir: "sub" }))).toBe("allow");
+    expect(await judge([allow(["git", "status"], null)], exec("git status", { workdir: "." }))).toBe("allow");
+    // Issue 35: and only in the project directory itself, never a subdirectory.
+    expect(await judge([allow(["git", "status"], null)], exec("git status", { workdir: "sub" }))).toBeNull();
   });
   it("a path argument outside the project is not covered", async () => {
     for (const command of ["ls /etc", "ls ..", "ls ../proj-b", "ls ~", "git status /etc", "git log -- ../x"])
