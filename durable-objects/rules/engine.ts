@@ -1,6 +1,7 @@
 // Between D1 rows and the pure engine in protocol/rules: compiling a tenant's rows, deciding a
 // session's request, and turning a person's *_always choice into a row to store.
 
+import type { FourEyesSettings } from "../../core/principal";
 import type { NewDecisionRule } from "../../db/queries/decision-rules";
 import type { DecisionRuleRow } from "../../db/schema";
 import {
@@ -72,8 +73,9 @@ export function decideWithHash(rules: CompiledTenantRules, request: DecideReques
   return { decision: d.decision, ruleId: d.rule.id, description: d.rule.description ?? "", optionId: d.option.optionId };
 }
 
-export async function deriveFromChoice(request: RememberRequest): Promise<DeriveResult> {
+export async function deriveFromChoice(request: RememberRequest, fourEyes: FourEyesSettings): Promise<DeriveResult> {
   return deriveRule({
+    fourEyes,
     toolCall: request.toolCall,
     optionKind: request.chosen.kind,
     optionName: request.chosen.name,

@@ -14,6 +14,9 @@
 import { DurableObject } from "cloudflare:workers";
 import { activeRules, insertRule, recordHits } from "../../db/queries/decision-rules";
 import type { Env } from "../../core/env";
+import type { FourEyesSettings, TenantSettings } from "../../core/principal";
+import { tenantById } from "../../db/queries/tenants";
+import { POLICY_UNKNOWN } from "../../protocol/people/four-eyes";
 import { HitTally } from "../../protocol/hit-tally";
 import { type Grant, LeaseGiver } from "../../protocol/generation-lease";
 import { type CompiledTenantRules, compileTenantRules, decideWith, deriveFromChoice, toRuleRow } from "./engine";
@@ -185,12 +188,25 @@ export class RulesObject extends DurableObject<Env> implements RulesContract {
   /** A person chose allow_always or reject_always: derive the narrowest rule, store it, apply it now. */
   async remember(request: RememberRequest): Promise<RuleCreated | RuleNotCreated | null> {
     this.asRoot();
-    const derived = await deriveFromChoice(request);
+    const derived = await deriveFromChoice(request, await this.fourEyesPolicy());
     if (!derived) return null;
     if ("reason" in derived) return { reason: derived.reason };
     const row = await insertRule(d1Of(this, this.env), toRuleRow(this.tenantId(), derived, request));
     await this.changed();
     return { id: row.id, decision: row.decision, description: row.description };
+  }
+
+  /**
+   * The tenant's four-eyes policy as it stands now, so no "always" stores an allow that would answer an
+   * operation the policy holds (decision 0038). Unreadable: every operation held (closed world).
+   */
+  private async fourEyesPolicy(): Promise<FourEyesSettings> {
+    try {
+      const tenant = await tenantById(d1Of(this, this.env), this.tenantId());
+      return (tenant ? (JSON.parse(tenant.settings) as TenantSettings).fourEyes : undefined) ?? { operations: [] };
+    } catch {
+      return POLICY_UNKNOWN;
+    }
   }
 
   /**

@@ -206,8 +206,11 @@ function wholeCallMatches(rule: Rule, ctx: DecisionContext, kind: string): boole
 function pathRuleMatches(rule: Rule, m: Extract<Matcher, { type: "path" }>, kind: string, paths: string[] | null): boolean {
   if (!PATH_KINDS.has(kind) || (m.kinds && !m.kinds.includes(kind))) return false;
   if (!paths || paths.length === 0) return false;
-  // A rule scoped to a project never covers a path outside it (TC-21).
   const project = rule.scope?.project;
+  // A reject holds a call that names any path it matches, whatever else the call names beside it
+  // (the session's project already put the rule in scope: inScope).
+  if (rule.decision === "reject") return paths.some((p) => globMatches(m.glob, p));
+  // A rule scoped to a project never covers a path outside it (TC-21).
   if (project && !paths.every((p) => isWithin(p, project))) return false;
   if (!paths.every((p) => globMatches(m.glob, p))) return false;
   // A directory rule (a glob with wildcards) never allows a change to what commands run.

@@ -7,6 +7,7 @@
 import { SELF, env } from "cloudflare:test";
 import { describe, expect, it } from "vitest";
 import type { FourEyesSettings } from "../../core/principal";
+import { objects } from "../../durable-objects/objects";
 import { addKey, attachClient, barrier, clientWithSession, dialInAgent, isMethod, isResponseTo, seedTenant, startTurn } from "./helpers";
 
 const OPTIONS = [
@@ -249,5 +250,34 @@ describe("four eyes: the export", () => {
         }),
       ]),
     );
+  });
+});
+
+describe("an always never stores an allow that would answer what four eyes holds (issue 35)", () => {
+  const remember = (tenantId: string, command: string, user: string) =>
+    objects.rules(env, tenantId).remember({
+      sessionId: "s-remember",
+      agent: "demo",
+      cwd: "/srv/proj",
+      user,
+      toolCall: run("tc", command),
+      options: OPTIONS,
+      chosen: OPTIONS[1] as (typeof OPTIONS)[number],
+      keyId: "k",
+      toolCallId: "tc",
+    });
+
+  it("an approver's always on `git status` under a policy on `git status --short` is refused with the reason, and stores nothing", async () => {
+    const { t } = await tenant({ operations: [{ program: "git", prefix: ["git", "status", "--short"] }] });
+    const result = await remember(t.tenantId, "git status", "ada");
+    expect(result).toMatchObject({ reason: expect.stringMatching(/four-eyes/) });
+    const rules = (await (await api("/v1/rules", t.adminKey)).json()) as { items: unknown[] };
+    expect(rules.items).toEqual([]);
+  });
+
+  it("the same always with no policy stores the prefix rule (the refusal comes from the policy, not the command)", async () => {
+    const t = await seedTenant();
+    const result = await remember(t.tenantId, "git status", "ada");
+    expect(result).toMatchObject({ decision: "allow", description: expect.stringMatching(/git status/) });
   });
 });

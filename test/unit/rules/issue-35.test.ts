@@ -286,3 +286,32 @@ describe("issue 35: make -j covered only with a number", () => {
     );
   });
 });
+
+describe("issue 35: a path reject holds a call that names any path it matches", () => {
+  const ETC: Rule = { id: "no etc", decision: "reject", matcher: { type: "path", glob: "/etc/**" } };
+  const twoFiles = (paths: string[]) => ({
+    toolCallId: "t",
+    kind: "edit",
+    locations: paths.map((path) => ({ path })),
+  });
+
+  it("an edit naming /etc/shadow beside a project file is rejected, not only asked", async () => {
+    expect(await judge([DIRECTORY, ETC], twoFiles([`${PROJECT}/src/a.ts`, "/etc/shadow"]))).toBe("reject");
+  });
+
+  it("an edit naming only project files is not held by it", async () => {
+    expect(await judge([DIRECTORY, ETC], twoFiles([`${PROJECT}/src/a.ts`, `${PROJECT}/src/b.ts`]))).toBe("allow");
+  });
+
+  it("property: whenever any named path is under the rejected directory, the call is rejected", async () => {
+    const name = fc.stringMatching(/^[a-z]{1,8}$/);
+    await fc.assert(
+      fc.asyncProperty(fc.array(name, { minLength: 0, maxLength: 3 }), name, fc.nat(3), async (inProject, secret, at) => {
+        const paths = inProject.map((n) => `${PROJECT}/src/${n}.ts`);
+        paths.splice(Math.min(at, paths.length), 0, `/etc/${secret}`);
+        expect(await judge([DIRECTORY, ETC], twoFiles(paths))).toBe("reject");
+      }),
+      { numRuns: RUNS },
+    );
+  });
+});
