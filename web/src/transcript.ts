@@ -209,6 +209,8 @@ function whoDecided(by: DecidedBy, myConnectionId: string | null): string {
       return "the agent disconnected";
     case "agent_withdrew":
       return "the agent withdrew the request";
+    case "operation_changed":
+      return "the agent changed the operation after it was asked; it was asked again";
     default:
       return "resolved";
   }
