@@ -6,12 +6,13 @@
 // interleavings of asks, rule answers, client and link answers, cancels, withdrawals, deadlines,
 // clients coming and going, undelivered answers and evictions.
 //
-// A request's life: asked → (outside a turn: answered `cancelled` at once, audited; over the
-// session's limit: refused with an error) → the rules (may answer at once, later, or not be
-// reachable: then people are asked and told so) → people (a copy to every attached client and to
+// A request's life: asked (its operation frozen) → (outside a turn: answered `cancelled` at once,
+// audited; over the session's limit, or an operation too large to keep: refused with an error) →
+// the rules (may answer at once, later, or not be reachable: then people are asked and told so) → people (a copy to every attached client and to
 // each that attaches, with `_meta.acpGateway.answerable` for its person) → resolved by the first
 // valid answer, a rule created meanwhile, an approval link, the turn's cancel or end, the deadline
-// (the turn's cancel), the agent withdrawing it, or the agent gone.
+// (the turn's cancel), the agent withdrawing it, the agent gone, or the agent changing its operation
+// (then asked again as a new request).
 //
 // The guarantees, and how:
 // - The first valid answer wins: resolving takes the request out of the pending table in the same
@@ -31,7 +32,20 @@
 //   session until D1 takes it; `audit.hold` keeps it back until the answer reached the agent). A
 //   refused answer and a first approval of two are audited too.
 // - A person's *_always choice is a tenant rule only when they may make rules and a rule may cover
-//   the operation; otherwise it applies once and every client is told why (`rule_not_created`).
+//   the operation; otherwise it applies once and every client is told why (`rule_not_created`), and
+//   the agent gets the offered *_once; when only an *_always of that decision was offered, the answer
+//   is refused (the agent would remember what the gateway may not). `relayAlwaysAsMade` (a tenant's
+//   opt-in) relays only an approver's always for which a rule is being stored; should the rules
+//   engine then decline to make one, the agent was told "always" (decision 0040 names this).
+// - What is asked is what is judged (decision 0040): the operation is frozen when the request is asked
+//   (the request's tool call merged over the row then, with its digest, `frozen-operation.ts`), and it
+//   is what every copy shows, what four eyes and the rules judge, what an "always" derives from and
+//   what the audit records. An update of the tool call that changes the digest while the request waits
+//   (`toolCallChanged`) withdraws it — every copy, audited `operation_changed`, clients told why — and
+//   asks again as a new request; nothing of the old one carries over, and an answer to its copy is
+//   refused. A status-only update changes nothing.
+// - A request whose own rawInput is absent or null is never allowed by a rule and never remembered
+//   (ACP 1.9.1: explicit confirmation); a reject rule still answers it.
 
 import { type JsonRpcId, RpcError, errorResponse, isObject } from "./jsonrpc";
 import { CANCEL_REQUEST, CLIENT_METHODS } from "./methods";

@@ -110,8 +110,12 @@ function mergeTool(t: Transcript, id: string, patch: JsonObject): Transcript {
 export function permissionRequested(t: Transcript, requestId: number | string, params: JsonObject): Transcript {
   const toolCall = isObject(params.toolCall) ? params.toolCall : {};
   const id = typeof toolCall.toolCallId === "string" ? toolCall.toolCallId : null;
-  // The card shows the call as the tool-call stream knows it, completed by what the request says.
-  const known = id ? t.tools[id] : undefined;
+  // The gateway froze the operation when it was asked and sends it (decision 0040): the card shows
+  // exactly that, never the tool-call stream's later state. From a gateway that does not: the call as
+  // the stream knows it, completed by what the request says.
+  const gateway = isObject(params._meta) && isObject(params._meta.acpGateway) ? params._meta.acpGateway : {};
+  const frozen = isObject(gateway.operation);
+  const known = id && !frozen ? t.tools[id] : undefined;
   const key = id ? `tool:${id}` : `request:${requestId}`;
   const options = Array.isArray(params.options)
     ? params.options
@@ -162,6 +166,13 @@ export function permissionResolved(t: Transcript, params: JsonObject, myConnecti
       : notice(t, `Permission to ${operationLine(call)}: ${resolution}`);
   if (outcome.outcome !== "selected" && toolCallId) next = cancelTool(next, toolCallId);
   return next;
+}
+
+/** `_acp_gateway/operation_changed`: the agent changed a request after it was asked; it is asked again. */
+export function operationChanged(t: Transcript, params: JsonObject): Transcript {
+  const message =
+    typeof params.message === "string" ? params.message : "The agent changed a request after it was asked; it is asked again.";
+  return notice(t, message, "warn");
 }
 
 export function ruleCreated(t: Transcript, params: JsonObject): Transcript {
