@@ -165,6 +165,22 @@ describe("the console's card of a frozen operation", () => {
     expect(t.permissions["tool:c1"]?.toolCall).toMatchObject({ rawInput: { command: "ls" }, title: "List" });
   });
 
+  it("says on the card that it replaces a changed request, and why it is always asked", () => {
+    const t = permissionRequested(EMPTY, 8, {
+      toolCall: { toolCallId: "c1", kind: "execute", rawInput: { command: "git push" } },
+      options: ONCE,
+      _meta: {
+        acpGateway: {
+          operation: { hash: "b".repeat(64), replaces: 7, changed: ["rawInput"], rawInputMissing: "the request carries no rawInput" },
+        },
+      },
+    });
+    expect(t.permissions["tool:c1"]?.note).toBe(
+      "The agent changed this request (rawInput) after it was asked; this is the new one. Always asked: the request carries no rawInput.",
+    );
+    expect(permissionRequested(EMPTY, 9, { toolCall: { toolCallId: "c2" }, options: ONCE }).permissions["tool:c2"]?.note).toBeUndefined();
+  });
+
   it("says why a request is asked again", () => {
     const message =
       "The agent changed this request's rawInput after it was asked: it was withdrawn and is asked again. Nothing was approved.";

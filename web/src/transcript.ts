@@ -27,6 +27,8 @@ export interface Permission {
   options: PermissionOption[];
   /** Which options this person may choose, when the gateway says (null: all). */
   answerable: Answerable | null;
+  /** What the gateway says of the operation: why it is asked of a person, what it replaces (decision 0040). */
+  note?: string;
   state: "open" | "sent" | "withdrawn" | "resolved";
   /** Set once resolved: who or what answered, in words. */
   resolution?: string;
@@ -114,7 +116,8 @@ export function permissionRequested(t: Transcript, requestId: number | string, p
   // exactly that, never the tool-call stream's later state. From a gateway that does not: the call as
   // the stream knows it, completed by what the request says.
   const gateway = isObject(params._meta) && isObject(params._meta.acpGateway) ? params._meta.acpGateway : {};
-  const frozen = isObject(gateway.operation);
+  const operation = isObject(gateway.operation) ? gateway.operation : null;
+  const frozen = operation !== null;
   const known = id && !frozen ? t.tools[id] : undefined;
   const key = id ? `tool:${id}` : `request:${requestId}`;
   const options = Array.isArray(params.options)
@@ -129,9 +132,19 @@ export function permissionRequested(t: Transcript, requestId: number | string, p
     options,
     answerable: answerableOf(params),
     state: "open",
+    ...(operation ? noteOf(operation) : {}),
   };
   const items = t.permissions[key] ? t.items : [...t.items, { type: "permission" as const, key }];
   return { ...t, items, permissions: { ...t.permissions, [key]: permission } };
+}
+
+/** The gateway's words on a frozen operation: asked again after the agent changed it, or without raw input. */
+function noteOf(operation: JsonObject): { note?: string } {
+  const notes: string[] = [];
+  if (Array.isArray(operation.changed) && operation.changed.length > 0)
+    notes.push(`The agent changed this request (${operation.changed.map(String).join(", ")}) after it was asked; this is the new one.`);
+  if (typeof operation.rawInputMissing === "string") notes.push(`Always asked: ${operation.rawInputMissing}.`);
+  return notes.length > 0 ? { note: notes.join(" ").slice(0, 500) } : {};
 }
 
 export function permissionAnswered(t: Transcript, key: string): Transcript {
