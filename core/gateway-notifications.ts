@@ -16,6 +16,8 @@ export const GATEWAY_NOTIFICATIONS = {
   fourEyesUnsatisfiable: "_acp_gateway/four_eyes_unsatisfiable",
   /** The tenant's remembered decisions could not be consulted: people are asked. */
   rulesUnavailable: "_acp_gateway/rules_unavailable",
+  /** The agent changed a waiting request's operation: its copies were withdrawn, it is asked again (decision 0040): what changed. */
+  operationChanged: "_acp_gateway/operation_changed",
   /** The gateway ended a turn (deadline, agent gone): why. */
   turnEnded: "_acp_gateway/turn_ended",
   /** Another client deleted the session (session/delete): this client was detached from it. */

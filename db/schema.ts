@@ -160,7 +160,7 @@ export const decisionAudit = sqliteTable(
     optionId: text("option_id"),
     optionKind: text("option_kind"),
     decidedBy: text("decided_by", {
-      enum: ["person", "link", "rule", "cancel", "deadline", "turn_end", "agent_disconnected", "agent_withdrew"],
+      enum: ["person", "link", "rule", "cancel", "deadline", "turn_end", "agent_disconnected", "agent_withdrew", "operation_changed"],
     }).notNull(),
     decidedByKey: text("decided_by_key"),
     decidedByUser: text("decided_by_user"),

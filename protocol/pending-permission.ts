@@ -6,7 +6,6 @@
 import { type JsonRpcId, isObject } from "./jsonrpc";
 import { type PermissionOption, offeredOptions } from "./permissions";
 import type { FourEyesNeed } from "./people/four-eyes";
-import type { ToolCallRow } from "./tool-calls";
 
 /** A first approval of a request that needs two (four eyes, decision 0028): who, from where, when. */
 export interface Approval {
@@ -38,6 +37,11 @@ interface PendingRow {
   fourEyes?: FourEyesNeed | null;
   /** The approvals recorded so far, when it needs two. */
   approvals?: Approval[];
+  /** The operation frozen when it was asked, and its digest (protocol/frozen-operation.ts, decision 0040). */
+  operation: Record<string, unknown>;
+  operationHash: string;
+  /** Asked again because the agent changed the operation of an earlier request (its permId), and what changed. */
+  replaces?: { permId: number; changed: string[] };
 }
 
 /** A pending request's params, parsed once when its row is read: the tool call it names and the options it offers. */
@@ -61,12 +65,12 @@ export function parsedParams(params: unknown): ParsedParams {
 }
 
 /**
- * The operation a request is judged on, by the rules and by the four-eyes policy alike: its tool
- * call as the session's table holds it (with the agent's updates merged), else as the request carried it.
+ * The operation a request is judged on — by the rules, the four-eyes policy, an "always", the audit,
+ * and what every client is shown: frozen when it was asked (protocol/frozen-operation.ts), never the
+ * session's row as the agent changed it since.
  */
-export function toolCallOf(request: PendingRequest, table: { toolCall(id: string): ToolCallRow | undefined }): object {
-  const row = request.toolCallId ? table.toolCall(request.toolCallId) : undefined;
-  return row ?? request.toolCall ?? {};
+export function toolCallOf(request: Pick<PendingRequest, "operation">): Record<string, unknown> {
+  return request.operation;
 }
 
 /** The id of every client's copy of a pending request: negative, so it never meets the positive ids of the session's nextId(). */
@@ -103,4 +107,6 @@ export type DecidedBy =
   | { type: "turn_end" }
   | { type: "agent_disconnected"; reason: string }
   | { type: "agent_withdrew" }
+  /** The agent changed the operation while it waited: withdrawn and asked again as a new request (decision 0040); which fields. */
+  | { type: "operation_changed"; changed: string[] }
   | LinkDecidedBy;

@@ -6,12 +6,13 @@
 // interleavings of asks, rule answers, client and link answers, cancels, withdrawals, deadlines,
 // clients coming and going, undelivered answers and evictions.
 //
-// A request's life: asked → (outside a turn: answered `cancelled` at once, audited; over the
-// session's limit: refused with an error) → the rules (may answer at once, later, or not be
-// reachable: then people are asked and told so) → people (a copy to every attached client and to
+// A request's life: asked (its operation frozen) → (outside a turn: answered `cancelled` at once,
+// audited; over the session's limit, or an operation too large to keep: refused with an error) →
+// the rules (may answer at once, later, or not be reachable: then people are asked and told so) → people (a copy to every attached client and to
 // each that attaches, with `_meta.acpGateway.answerable` for its person) → resolved by the first
 // valid answer, a rule created meanwhile, an approval link, the turn's cancel or end, the deadline
-// (the turn's cancel), the agent withdrawing it, or the agent gone.
+// (the turn's cancel), the agent withdrawing it, the agent gone, or the agent changing its operation
+// (then asked again as a new request).
 //
 // The guarantees, and how:
 // - The first valid answer wins: resolving takes the request out of the pending table in the same
@@ -31,7 +32,20 @@
 //   session until D1 takes it; `audit.hold` keeps it back until the answer reached the agent). A
 //   refused answer and a first approval of two are audited too.
 // - A person's *_always choice is a tenant rule only when they may make rules and a rule may cover
-//   the operation; otherwise it applies once and every client is told why (`rule_not_created`).
+//   the operation; otherwise it applies once and every client is told why (`rule_not_created`), and
+//   the agent gets the offered *_once; when only an *_always of that decision was offered, the answer
+//   is refused (the agent would remember what the gateway may not). `relayAlwaysAsMade` (a tenant's
+//   opt-in) relays only an approver's always for which a rule is being stored; should the rules
+//   engine then decline to make one, the agent was told "always" (decision 0040 names this).
+// - What is asked is what is judged (decision 0040): the operation is frozen when the request is asked
+//   (the request's tool call merged over the row then, with its digest, `frozen-operation.ts`), and it
+//   is what every copy shows, what four eyes and the rules judge, what an "always" derives from and
+//   what the audit records. An update of the tool call that changes the digest while the request waits
+//   (`toolCallChanged`) withdraws it — every copy, audited `operation_changed`, clients told why — and
+//   asks again as a new request; nothing of the old one carries over, and an answer to its copy is
+//   refused. A status-only update changes nothing.
+// - A request whose own rawInput is absent or null is never allowed by a rule and never remembered
+//   (ACP 1.9.1: explicit confirmation); a reject rule still answers it.
 
 import { type JsonRpcId, RpcError, errorResponse, isObject } from "./jsonrpc";
 import { CANCEL_REQUEST, CLIENT_METHODS } from "./methods";
@@ -46,11 +60,13 @@ import {
 import { type LimitError, limitsOf, outsideTurnAuditLimit, pendingLimitError } from "./tenant-limits";
 import { type ClientAttachment, rewritable } from "./session-wire";
 import { type DecidedBy, type PendingRequest, type Approval, copyId, parsedParams, toolCallOf } from "./pending-permission";
+import { type FrozenOperation, changedFields, freezeOperation, rawInputMissing, tooLargeToFreeze } from "./frozen-operation";
 import { type Answerer, type RequestFacts, answerable, authorise, personKey, unsatisfiable } from "./people/answering";
 import { type FourEyesNeed, fourEyesNeed } from "./people/four-eyes";
 import { describeOperation } from "./operation";
 import type { ToAgent } from "./agent-relay";
 import type { ToolCallRow } from "./tool-calls";
+import { MAX_STORED_ROW_BYTES } from "./limits";
 import type { FourEyesSettings } from "../core/principal";
 import { ErrorCode } from "../core/rpc-errors";
 import { GATEWAY_NOTIFICATIONS } from "../core/gateway-notifications";
@@ -113,6 +129,8 @@ export interface PermissionTable {
   pendingByAgentId(agentReqId: JsonRpcId, epoch: number): PendingRequest | undefined;
   pendingCount(): number;
   isPending(permId: number): boolean;
+  /** The text a request's entry was resolved with, if it was (an answer to a changed request is told why). */
+  resolvedText(permId: number): string | undefined;
   /** The request's entry, written once: pending (`request`), resolved (`resolution`), or neither (over the limit). */
   appendPermission(seq: number, body: string, request: PendingRequest | null, resolution?: Resolution): void;
   markAsking(permId: number, asking: number): void;
@@ -226,31 +244,51 @@ export class PermissionMachine<C> {
     const { table, session } = this.io;
     const meta = table.meta;
     if (!meta) return;
-    const seq = table.nextSeq();
     const parsed = parsedParams(params);
-    table.applyToolCall(parsed.toolCall, seq);
+    const toolCallId = typeof parsed.toolCall?.toolCallId === "string" ? parsed.toolCall.toolCallId : null;
+    table.applyToolCall(parsed.toolCall, table.nextSeq());
+    // The request's tool call is an update too: another request waiting on the same tool call may be asked again.
+    if (toolCallId !== null) this.toolCallChanged(toolCallId, parsed.toolCall);
+    const seq = table.nextSeq();
     const now = session.now();
     const request: PendingRequest = {
       permId: seq,
       agentReqId,
       agentEpoch: epoch,
-      toolCallId: typeof parsed.toolCall?.toolCallId === "string" ? parsed.toolCall.toolCallId : null,
+      toolCallId,
       params: JSON.stringify(params),
       createdAt: now,
       deadlineAt: now + meta.deadlineMs,
       asking: NOT_YET_ASKING,
       ...parsed,
+      // Frozen now: what every judge reads and every client is shown, whatever the agent updates later.
+      ...freezeOperation(toolCallId !== null ? table.toolCall(toolCallId) : undefined, parsed.toolCall),
     };
     session.metric(METRIC.permissionRequested);
     // Nothing may be approved outside a running turn: no rule answers, no client is asked (TC-11).
     const turn = table.turn;
     if (turn.state !== "running") return this.refuseOutsideTurn(request, text);
+    // An operation too large to keep with its request cannot be frozen: refused, never judged on less.
+    if (tooLargeToFreeze(request.operation)) {
+      session.metric(METRIC.limitRefused, "operation_too_large");
+      table.appendPermission(seq, text, null);
+      return this.refuseOverLimit(epoch, agentReqId, operationTooLarge(meta.sessionId));
+    }
     const limit = limitsOf(meta.limits).pendingPermissionsPerSession;
     if (table.pendingCount() >= limit) {
       session.metric(METRIC.limitRefused, "pending_permission_limit");
       table.appendPermission(seq, text, null);
       return this.refuseOverLimit(epoch, agentReqId, pendingLimitError(meta.sessionId, limit));
     }
+    this.judge(request, text);
+  }
+
+  /** A request in a running turn, written or not: the tenant's policy, then the rules, then people. */
+  private judge(request: PendingRequest, text: string): void {
+    const { table, session } = this.io;
+    const seq = request.permId;
+    const turn = table.turn;
+    if (turn.state !== "running") return;
     // Four eyes first (decision 0028): what the tenant's policy asks of the operation decides whether an allow rule may answer it.
     const policy = session.policy(turn.gwId, (read) => this.policyRead(seq, read));
     if (policy === LATER) {
@@ -294,11 +332,11 @@ export class PermissionMachine<C> {
   private fourEyesOf(request: PendingRequest, policy: FourEyesSettings | undefined): FourEyesNeed | null {
     const meta = this.io.table.meta;
     if (!meta || !policy || policy.operations.length === 0) return null;
-    return fourEyesNeed(policy, describeOperation(toolCallOf(request, this.io.table) as Record<string, unknown>, meta.cwd));
+    return fourEyesNeed(policy, describeOperation(toolCallOf(request), meta.cwd));
   }
 
   /** A permission request beyond the session's bound: the agent gets an error saying why, the clients a notice. */
-  private refuseOverLimit(epoch: number, agentReqId: JsonRpcId, error: LimitError): void {
+  private refuseOverLimit(epoch: number, agentReqId: JsonRpcId, error: LimitError | OperationTooLarge): void {
     this.io.toAgent({ type: "response", epoch, id: agentReqId, error });
     this.io.session.notice(GATEWAY_NOTIFICATIONS.limitReached, { sessionId: this.io.table.meta?.sessionId, ...error });
   }
@@ -355,6 +393,61 @@ export class PermissionMachine<C> {
     session.peopleAsked(pending.permId);
   }
 
+  // ── changed ───────────────────────────────────────────────────────────────────────────────────
+  /**
+   * The agent changed a tool call (`tool_call`, `tool_call_update`, or another request naming it). A
+   * request waiting on it whose operation no longer hashes as the frozen one would now be approved for
+   * something nobody was shown: it is withdrawn (every copy, audited), every client is told why, and it
+   * is asked again as a new request with the new operation — the rules and four eyes judge it anew, and
+   * nothing of the old one (approvals, resends, its copies) carries over. A status-only update changes nothing.
+   */
+  toolCallChanged(toolCallId: string, patch: Record<string, unknown> | null): void {
+    for (const pending of this.io.table.pending()) {
+      if (pending.toolCallId !== toolCallId) continue;
+      // The update over the frozen operation (not over the table's row, which may not have stored an update past its bound).
+      const now = freezeOperation(pending.operation as ToolCallRow, patch);
+      if (now.operationHash !== pending.operationHash) this.askAgain(pending, now);
+    }
+  }
+
+  private askAgain(old: PendingRequest, frozen: FrozenOperation): void {
+    const { table, session } = this.io;
+    const changed = changedFields(old.operation, frozen.operation);
+    this.toldBlocked.delete(old.permId);
+    this.withdraw(old, { type: "operation_changed", changed });
+    session.notice(GATEWAY_NOTIFICATIONS.operationChanged, {
+      sessionId: table.meta?.sessionId,
+      toolCallId: old.toolCallId,
+      requestId: copyId(old.permId),
+      changed,
+      message: `The agent changed this request's ${changed.join(", ")} after it was asked: it was withdrawn and is asked again. Nothing was approved.`,
+    });
+    if (table.turn.state !== "running") {
+      // Pending only while its turn runs; should the turn be over, the agent gets `cancelled`, as any request then.
+      this.io.toAgent({ type: "response", epoch: old.agentEpoch, id: old.agentReqId, result: CANCELLED_RESULT });
+      return;
+    }
+    const sessionId = table.meta?.sessionId ?? "";
+    if (tooLargeToFreeze(frozen.operation)) return this.refuseOverLimit(old.agentEpoch, old.agentReqId, operationTooLarge(sessionId));
+    const request: PendingRequest = {
+      permId: table.nextSeq(),
+      agentReqId: old.agentReqId,
+      agentEpoch: old.agentEpoch,
+      toolCallId: old.toolCallId,
+      params: old.params,
+      createdAt: session.now(),
+      // The old deadline stands: changing the operation does not buy the agent time.
+      deadlineAt: old.deadlineAt,
+      asking: NOT_YET_ASKING,
+      toolCall: old.toolCall,
+      options: old.options,
+      ...frozen,
+      replaces: { permId: old.permId, changed },
+    };
+    const params: unknown = JSON.parse(old.params);
+    this.judge(request, JSON.stringify({ jsonrpc: "2.0", id: old.agentReqId, method: CLIENT_METHODS.sessionRequestPermission, params }));
+  }
+
   // ── rules ─────────────────────────────────────────────────────────────────────────────────────
   /** A rule was created: the requests waiting on people that it matches resolve now, one after another. */
   reconsider(): void {
@@ -382,8 +475,9 @@ export class PermissionMachine<C> {
   /** `append`: the request is not written yet (decided as it is asked): written once, resolved. */
   private resolveByRule(pending: PendingRequest, decided: RuleDecision | null, append?: string): boolean {
     if (!decided?.decision || !decided.optionId || !decided.ruleId) return false;
-    // No allow rule covers an operation that needs four eyes; a reject rule still rejects it.
-    if (decided.decision === "allow" && pending.fourEyes) return false;
+    // No allow rule covers an operation that needs four eyes, nor one whose raw input is missing (ACP:
+    // explicit confirmation); a reject rule still rejects it.
+    if (decided.decision === "allow" && (pending.fourEyes || rawInputMissing(pending.toolCall, pending.operation))) return false;
     const result = { outcome: { outcome: "selected", optionId: decided.optionId } };
     this.resolve(pending, result, { type: "rule", ruleId: decided.ruleId, description: decided.description ?? "" }, undefined, append);
     return true;
@@ -392,7 +486,10 @@ export class PermissionMachine<C> {
   // ── clients ───────────────────────────────────────────────────────────────────────────────────
   /** Sends a client its copy of a pending request: the agent's params, under the request's copy id, with who may answer. */
   private sendCopy(client: C, pending: PendingRequest): void {
-    const agentParams = pending.asking === ASKING_RULES_UNKNOWN ? markedRulesUnknown(pending.params) : pending.params;
+    const agentParams = withToolCall(
+      pending.asking === ASKING_RULES_UNKNOWN ? markedRulesUnknown(pending.params) : pending.params,
+      pending.operation,
+    );
     // Who may answer, as this client's person; judged again when the answer commits.
     const facts = this.factsOf(pending);
     const attachment = this.io.clients.attachment(client);
@@ -400,6 +497,12 @@ export class PermissionMachine<C> {
       answerable: attachment
         ? answerable(answererOf(attachment), facts)
         : { optionIds: [], reason: "This copy is not addressed to a known client." },
+    };
+    // The operation as frozen (it is the copy's toolCall): its digest, why it is asked of a person, what it replaces.
+    fields.operation = {
+      hash: pending.operationHash,
+      ...(rawInputMissing(pending.toolCall, pending.operation) ? { rawInputMissing: RAW_INPUT_MISSING } : {}),
+      ...(pending.replaces ? { replaces: copyId(pending.replaces.permId), changed: pending.replaces.changed } : {}),
     };
     if (facts.fourEyes) {
       const blocked = this.blockedReason(facts);
@@ -477,10 +580,12 @@ export class PermissionMachine<C> {
   answer(client: C, attachment: ClientAttachment, permId: number, response: Answer): void {
     const { table, session } = this.io;
     const pending = table.pendingById(permId);
-    // Answered already (the first answer won), withdrawn, or never asked: nothing to do.
-    if (!pending?.asking) return;
     // The client declined to answer (closed its dialog, or cancelled its copy): others still may.
     if (response.error !== undefined) return;
+    // Answered already (the first answer won), withdrawn, or never asked: nothing to do — but an answer
+    // to a request the agent changed is refused aloud: what it answered is not what would run.
+    if (!pending) return this.refuseChanged(client, permId);
+    if (!pending.asking) return;
     const judged = judgeAnswer(response.result, pending.options);
     if (!judged.ok) {
       // Never approval (TC-10, TC-17): tell this client, keep the request pending, and ask it again.
@@ -513,17 +618,24 @@ export class PermissionMachine<C> {
       if (chosen) this.recordFirstApproval(client, pending, by, answerer.who, chosen);
       return;
     }
-    if (chosen && authorised.once !== null) {
+    const always = chosen !== null && (chosen.kind === "allow_always" || chosen.kind === "reject_always");
+    // ACP 1.9.1: without raw input nothing is remembered; the person's "always" applies once.
+    const once = authorised.once ?? (always && rawInputMissing(pending.toolCall, pending.operation) ? RAW_INPUT_MISSING : null);
+    if (chosen && once !== null) {
+      const forwarded = onceOf(chosen.kind, pending.options);
+      // Only "always" was offered: relayed, the agent would remember what the gateway may not. Refused: a
+      // reject, a cancel or someone who may make rules still answers (decision 0040).
+      if (!forwarded) {
+        const reason = `only an "always" option of this decision was offered, and it cannot be remembered here (${once}); relayed, the agent would remember it.`;
+        return this.refuse(client, pending, by, chosen, reason, outcome.outcome);
+      }
       // "Always" from someone who may not make rules, or for an operation no rule may cover: applied once, every client told why.
       session.notice(GATEWAY_NOTIFICATIONS.ruleNotCreated, {
         sessionId: table.meta?.sessionId,
         toolCallId: pending.toolCallId,
-        reason: authorised.once,
+        reason: once,
         chosenBy: attachment.user,
       });
-      const forwarded = onceOf(chosen.kind, pending.options);
-      // Only "always" was offered: it is what the agent gets, but the gateway stores nothing.
-      if (!forwarded) return this.resolve(pending, response.result, by);
       return this.resolve(pending, withOption(response.result, forwarded), by, chosen);
     }
     if (chosen && (chosen.kind === "allow_always" || chosen.kind === "reject_always")) {
@@ -563,6 +675,20 @@ export class PermissionMachine<C> {
       this.io.audit.queued();
     }
     if (this.countResend(client, pending.permId)) this.sendCopy(client, pending);
+  }
+
+  /** An answer to a request withdrawn because the agent changed its operation: its client is told so (-32003); nothing else happens. */
+  private refuseChanged(client: C, permId: number): void {
+    const text = this.io.table.resolvedText(permId);
+    const by = text ? (JSON.parse(text) as { decidedBy?: DecidedBy }).decidedBy : undefined;
+    if (by?.type !== "operation_changed") return;
+    const requestId = copyId(permId);
+    const error = new RpcError(
+      ErrorCode.notPermitted,
+      `Your answer to permission request ${requestId} was refused: the request changed — the agent changed its ${by.changed.join(", ")} after it was asked, so it was withdrawn and asked again. Nothing was approved; answer the new request.`,
+      { requestId, sessionId: this.io.table.meta?.sessionId, reason: "operation_changed", changed: by.changed },
+    );
+    this.io.clients.send(client, rewritable(JSON.stringify(errorResponse(null, error))));
   }
 
   /**
@@ -689,6 +815,10 @@ export class PermissionMachine<C> {
     const turn = this.io.table.turn;
     const itsTurnRuns = turn.state === "running" && turn.fromSeq !== undefined && pending.permId > turn.fromSeq;
     if (threw && itsTurnRuns && (by.type === "person" || by.type === "rule")) {
+      // Asked again as it was frozen, unless the agent changed the operation meanwhile: then as the new one.
+      const row = pending.toolCallId !== null ? this.io.table.toolCall(pending.toolCallId) : undefined;
+      const now = row ? freezeOperation(row, null) : null;
+      if (now && now.operationHash !== pending.operationHash) return this.askAgain(pending, now);
       this.startAsking(pending, pending.asking || ASKING, "reopen");
       return;
     }
@@ -735,6 +865,32 @@ export class PermissionMachine<C> {
 /** The person behind a client, as answering judges them. A socket from before roles has no role: `approver`, what clients could do then. */
 function answererOf(client: ClientAttachment): Answerer {
   return { role: client.role ?? "approver", who: personKey(client) };
+}
+
+interface OperationTooLarge {
+  code: number;
+  message: string;
+  data: { reason: "operation_too_large"; limit: "storedRowBytes"; value: number };
+}
+
+/** The agent's request whose operation (its tool call merged over the session's row) cannot be kept with it. */
+function operationTooLarge(sessionId: string): OperationTooLarge {
+  return {
+    code: ErrorCode.limitExceeded,
+    message: `The operation of this permission request in session ${sessionId} (its tool call merged over the session's earlier updates of it) is larger than the ${MAX_STORED_ROW_BYTES} bytes the gateway keeps with a request, so it cannot be shown and judged whole; the gateway refused it. Send a smaller tool call.`,
+    data: { reason: "operation_too_large", limit: "storedRowBytes", value: MAX_STORED_ROW_BYTES },
+  };
+}
+
+/** Why an "always" applies once when the request carries no raw input (ACP 1.9.1: require explicit confirmation). */
+const RAW_INPUT_MISSING =
+  "the request carries no rawInput, so the operation cannot be identified: it is always asked of a person and never remembered";
+
+/** The request's params with its `toolCall` replaced by the frozen operation (what every client is shown). */
+function withToolCall(paramsText: string, operation: Record<string, unknown>): string {
+  const params = JSON.parse(paramsText) as unknown;
+  if (!isObject(params)) return paramsText;
+  return JSON.stringify({ ...params, toolCall: operation });
 }
 
 /** The *_once option of the same decision as an *_always one, if the request offered it. */

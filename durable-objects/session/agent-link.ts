@@ -117,8 +117,11 @@ export class AgentLink {
     const update = isObject(params) ? params.update : undefined;
     const seq = appendUpdate(store, text, message);
     maybeFold(store, seq);
-    if (isToolCallUpdate(update)) store.applyToolCall(update, seq);
-    else if (isObject(update) && update.sessionUpdate === "session_info_update" && typeof update.title === "string") {
+    if (isToolCallUpdate(update)) {
+      store.applyToolCall(update, seq);
+      // A request waiting on this tool call whose operation changed is withdrawn and asked again (decision 0040).
+      this.parts.permissions.toolCallChanged(update.toolCallId, update);
+    } else if (isObject(update) && update.sessionUpdate === "session_info_update" && typeof update.title === "string") {
       info.setTitle(update.title);
     } else if (isObject(update) && update.sessionUpdate === "current_mode_update" && typeof update.currentModeId === "string") {
       info.setCurrentMode(update.currentModeId);

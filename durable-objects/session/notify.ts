@@ -22,6 +22,7 @@ import { deliverWebhook } from "./webhook-delivery";
 import { allowPrivateWebhooks } from "../../protocol/webhook-url";
 import { NOTIFICATION_EVENT, type WaitingRequestPayload, displayFields, optionsForPayload } from "../../protocol/webhook-payload";
 import type { ApprovalView, LinkDecidedBy, LinkRefusal, LinkWithdrawal } from "./contract";
+import { toolCallOf } from "../../protocol/pending-permission";
 import type { PendingRequest, SessionStore } from "./store";
 import { sessionLog } from "./session-log";
 
@@ -224,8 +225,8 @@ export class Notifier {
 
   private requestView(pending: PendingRequest) {
     const meta = this.store.meta;
-    const row = pending.toolCallId ? this.store.toolCall(pending.toolCallId) : undefined;
-    const toolCall = row ?? pending.toolCall ?? undefined;
+    // The operation frozen when it was asked (decision 0040): what the link approves, whatever the agent updated since.
+    const toolCall = toolCallOf(pending);
     const options = pending.options;
     return {
       session: { id: meta?.sessionId ?? "", agent: meta?.agent ?? "", cwd: meta?.cwd ?? "", title: meta?.title ?? null },

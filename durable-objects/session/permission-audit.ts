@@ -1,5 +1,6 @@
 // The decision audit row of one resolved permission request (db/queries/audit.ts), built from the
-// parsed request, the tool call as the session's table holds it, and who decided. Entries wait in
+// parsed request, the operation frozen when it was asked (decision 0040: what people were shown and
+// the rules judged, not the row as the agent changed it since), and who decided. Entries wait in
 // their request's own log entry (audit-outbox.ts) until D1 takes them.
 
 import type { AuditEntry } from "../../db/queries/audit";
@@ -7,7 +8,6 @@ import { isObject } from "../../protocol/jsonrpc";
 import { randomId } from "../../protocol/ids";
 import { operationSummary } from "../../protocol/operation";
 import type { PermissionOption } from "../../protocol/permissions";
-import type { ToolCallRow } from "../../protocol/tool-calls";
 import { sha256HexSync } from "../../protocol/sha256";
 import type { DecidedBy } from "./contract";
 import type { PendingRequest, SessionMeta } from "./store";
@@ -15,7 +15,6 @@ import type { PendingRequest, SessionMeta } from "./store";
 export function auditEntry(
   meta: SessionMeta,
   pending: PendingRequest,
-  row: ToolCallRow | undefined,
   outcome: unknown,
   by: DecidedBy,
   chosen?: PermissionOption,
@@ -23,16 +22,17 @@ export function auditEntry(
   const kindOfOutcome = isObject(outcome) && typeof outcome.outcome === "string" ? outcome.outcome : "withdrawn";
   const selected = isObject(outcome) && outcome.outcome === "selected" ? String(outcome.optionId) : null;
   const option = chosen ?? pending.options.find((o) => o.optionId === selected);
+  const op = pending.operation;
   return {
     id: randomId("aud"),
     tenantId: meta.tenantId,
     sessionId: meta.sessionId,
     agent: meta.agent,
     toolCallId: pending.toolCallId,
-    kind: typeof row?.kind === "string" ? row.kind : null,
-    name: typeof row?.name === "string" ? row.name : null,
+    kind: typeof op.kind === "string" ? op.kind : null,
+    name: typeof op.name === "string" ? op.name : null,
     // The operation as the audit shows it: the command, else the paths (protocol/operation.ts), bounded below.
-    operation: row ? operationSummary(row, meta.cwd) : null,
+    operation: Object.keys(op).length > 0 ? operationSummary(op, meta.cwd) : null,
     outcome: kindOfOutcome === "selected" || kindOfOutcome === "cancelled" ? kindOfOutcome : "withdrawn",
     optionId: option?.optionId ?? null,
     optionKind: option?.kind ?? null,

@@ -94,8 +94,8 @@ export function permissionLifecycle(parts: LifecycleParts): PermissionLifecycle 
       entry: (pending, outcome, by, chosen) => {
         const meta = store.meta;
         if (!meta) return null;
-        const row = pending.toolCallId ? store.toolCall(pending.toolCallId) : undefined;
-        return boundedEntry(auditEntry(meta, pending, row, outcome, by, chosen));
+        // The operation as frozen when it was asked: what people were shown and the rules judged.
+        return boundedEntry(auditEntry(meta, pending, outcome, by, chosen));
       },
       // SAFETY: the machine hands back what `entry` made.
       outsideTurnSummary: (latest, start, over, rate) => outsideTurnSummary(latest as AuditEntry, start, over, rate),

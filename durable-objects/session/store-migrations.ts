@@ -27,6 +27,7 @@ CREATE TABLE log (seq INTEGER PRIMARY KEY, kind TEXT NOT NULL, body TEXT NOT NUL
 CREATE TABLE agent_requests (out_id INTEGER PRIMARY KEY, agent_req_id TEXT NOT NULL, agent_epoch INTEGER NOT NULL, conn_id TEXT NOT NULL, method TEXT NOT NULL);
 CREATE TABLE inflight (gw_id INTEGER PRIMARY KEY, conn_id TEXT NOT NULL, client_id TEXT NOT NULL, method TEXT NOT NULL, created_at INTEGER NOT NULL);
 CREATE INDEX inflight_client ON inflight (conn_id, client_id);
+CREATE TABLE frozen_operations (perm_id INTEGER PRIMARY KEY, operation TEXT NOT NULL);
 `;
 
 /** The storage a migration runs against: the object's SQLite and its synchronous transaction. */
@@ -138,6 +139,13 @@ ALTER TABLE tool_calls_new RENAME TO tool_calls;`);
         );
       }
       sql.exec("DROP TABLE audit_outbox");
+    },
+  },
+  {
+    version: 6,
+    what: "frozen_operations: the operation each pending permission request was asked with (decision 0040), a row of its own beside its log entry",
+    run(sql) {
+      sql.exec("CREATE TABLE IF NOT EXISTS frozen_operations (perm_id INTEGER PRIMARY KEY, operation TEXT NOT NULL)");
     },
   },
 ];

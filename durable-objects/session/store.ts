@@ -18,6 +18,7 @@ import { reduceToolCall, type ToolCallRow } from "../../protocol/tool-calls";
 import { MAX_STORED_ROW_BYTES, utf8LongerThan } from "../../protocol/limits";
 import { type Approval, type PendingRequest, parsePermissionParams } from "../../protocol/pending-permission";
 import type { Resolution } from "../../protocol/permission-machine";
+import { freezeOperation } from "../../protocol/frozen-operation";
 import type { FourEyesNeed } from "../../protocol/people/four-eyes";
 import { type MigrationOutcome, type MigrationStorage, migrateStorage } from "./store-migrations";
 import { sessionLog } from "./session-log";
@@ -66,6 +67,9 @@ interface RequestColumn {
   asking: number;
   fourEyes?: FourEyesNeed | null;
   approvals?: Approval[];
+  /** The digest of the operation frozen when it was asked (decision 0040; the operation is in `frozen_operations`); absent in entries written before it. */
+  operationHash?: string;
+  replaces?: { permId: number; changed: string[] };
 }
 
 const IDLE: TurnState = Object.freeze({ state: "idle" });
@@ -132,11 +136,11 @@ export class SessionStore {
         scanFrom,
       )
       .toArray();
-    for (const r of rows) this.open.set(r.seq, pendingOf(r.seq, r.body, JSON.parse(r.request) as RequestColumn));
+    for (const r of rows) this.open.set(r.seq, this.pendingOf(r.seq, r.body, JSON.parse(r.request) as RequestColumn));
   }
   /** session/delete: the session, its log, tool calls and requests are gone (audit entries not yet in D1 stay until they are). */
   forget(): void {
-    for (const table of ["meta", "tool_calls", "agent_requests", "inflight"]) this.sql.exec(`DELETE FROM ${table}`);
+    for (const table of ["meta", "tool_calls", "agent_requests", "inflight", "frozen_operations"]) this.sql.exec(`DELETE FROM ${table}`);
     this.metaCache.clear();
     this.sql.exec("DELETE FROM log WHERE audit IS NULL OR seq <= ?", this.auditCursor);
     // Seqs restart above what is left: the cursor must not stand above entries written from now on.
@@ -400,9 +404,35 @@ export class SessionStore {
       resolution?.audit ? JSON.stringify(resolution.audit) : null,
     );
     if (request && !resolution) {
+      this.freeze(request);
       this.open.set(seq, request);
       this.liveChanged?.();
     }
+  }
+  /**
+   * A pending request's frozen operation, in a row of its own: with the agent's frame in the log entry
+   * it could pass SQLite's row cap (the machine refuses one that is past it alone: tooLargeToFreeze).
+   */
+  private freeze(request: PendingRequest): void {
+    this.sql.exec(
+      "INSERT OR REPLACE INTO frozen_operations (perm_id, operation) VALUES (?, ?)",
+      request.permId,
+      JSON.stringify(request.operation),
+    );
+  }
+  /**
+   * A pending request from its entry: the agent's frame (its params), the request column and its frozen
+   * operation. An entry from before operations were frozen is frozen as it is read: its tool call over the row now.
+   */
+  private pendingOf(seq: number, body: string, r: RequestColumn): PendingRequest {
+    const params = JSON.stringify((JSON.parse(body) as { params?: unknown }).params ?? null);
+    const parsed = parsePermissionParams(params);
+    const kept = this.sql.exec<{ operation: string }>("SELECT operation FROM frozen_operations WHERE perm_id = ?", seq).toArray()[0];
+    const frozen =
+      kept && r.operationHash
+        ? { operation: JSON.parse(kept.operation) as Record<string, unknown>, operationHash: r.operationHash }
+        : freezeOperation(r.toolCallId ? this.toolCall(r.toolCallId) : undefined, parsed.toolCall);
+    return { ...parsed, ...r, ...frozen, permId: seq, params };
   }
   markAsking(permId: number, asking: number): void {
     const pending = this.open.get(permId);
@@ -445,6 +475,8 @@ export class SessionStore {
    */
   resolvePermission(permId: number, resolution: Resolution): void {
     if (this.open.delete(permId)) this.liveChanged?.();
+    // Its audit entry is written with the resolution: the frozen operation is not needed any more (reopened: written again).
+    this.sql.exec("DELETE FROM frozen_operations WHERE perm_id = ?", permId);
     this.sql.exec(
       "UPDATE log SET resolved = ?, resolved_at = ?, audit = ? WHERE seq = ?",
       resolution.text,
@@ -455,6 +487,7 @@ export class SessionStore {
   }
   /** A resolution whose answer never reached the agent: the request is pending again (asked again). */
   reopenPermission(pending: PendingRequest): void {
+    this.freeze(pending);
     this.open.set(pending.permId, pending);
     this.liveChanged?.();
     this.sql.exec(
@@ -484,6 +517,10 @@ export class SessionStore {
   }
   pendingCount(): number {
     return this.open.size;
+  }
+  /** The text a request's entry was resolved with (its own column; not the separate entries of old sessions). */
+  resolvedText(permId: number): string | undefined {
+    return this.sql.exec<{ resolved: string | null }>("SELECT resolved FROM log WHERE seq = ?", permId).toArray()[0]?.resolved ?? undefined;
   }
   isPending(permId: number): boolean {
     return this.open.has(permId);
@@ -584,13 +621,10 @@ function requestColumn(p: PendingRequest): string {
     asking: p.asking,
     ...(p.fourEyes ? { fourEyes: p.fourEyes } : {}),
     ...(p.approvals && p.approvals.length > 0 ? { approvals: p.approvals } : {}),
+    operationHash: p.operationHash,
+    ...(p.replaces ? { replaces: p.replaces } : {}),
   };
   return JSON.stringify(column);
-}
-/** A pending request from its entry: the agent's frame (its params) and the request column. */
-function pendingOf(seq: number, body: string, r: RequestColumn): PendingRequest {
-  const params = JSON.stringify((JSON.parse(body) as { params?: unknown }).params ?? null);
-  return { ...parsePermissionParams(params), ...r, permId: seq, params };
 }
 
 type AgentRequestSql = { out_id: number; agent_req_id: string; agent_epoch: number; conn_id: string; method: string };

@@ -107,9 +107,9 @@ export class TenantRules {
     if (this.store.meta) this.cache.subscribe();
   }
 
-  /** What the rules are asked: the tool call as the session's table holds it, the turn's user. */
+  /** What the rules are asked: the operation frozen when the request was asked (never the row as changed since), the turn's user. */
   private decideRequest(meta: SessionMeta, pending: PendingRequest): DecideRequest {
-    const toolCall = toolCallOf(pending, this.store) as DecideRequest["toolCall"];
+    const toolCall = toolCallOf(pending) as DecideRequest["toolCall"];
     const turn = this.store.turn;
     return {
       sessionId: meta.sessionId,

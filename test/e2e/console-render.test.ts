@@ -5,7 +5,16 @@
 import { describe, expect, it } from "vitest";
 import { lineDiff } from "../../protocol/line-diff";
 import { renderMarkdown } from "../../web/src/markdown";
-import { EMPTY, applyUpdate, permissionRequested, permissionResolved, permissionWithdrawn, turnEnded } from "../../web/src/transcript";
+import {
+  EMPTY,
+  applyUpdate,
+  notice,
+  operationChanged,
+  permissionRequested,
+  permissionResolved,
+  permissionWithdrawn,
+  turnEnded,
+} from "../../web/src/transcript";
 
 describe("the console's Markdown", () => {
   it("renders Markdown and shows raw HTML as text, never as elements", () => {
@@ -121,5 +130,60 @@ describe("the console's permission cards", () => {
     expect(t.permissions["tool:t1"]?.answerable).toEqual({ optionIds: ["allow-once"], reason: "Four eyes: you prompted this turn" });
     const all = permissionRequested(EMPTY, 5, { toolCall: { toolCallId: "t1" }, options });
     expect(all.permissions["tool:t1"]?.answerable).toBeNull();
+  });
+});
+
+const ONCE = [{ optionId: "once", name: "Allow once", kind: "allow_once" }];
+
+// The card shows the operation as the gateway froze it (decision 0040), and says why a request is asked again.
+describe("the console's card of a frozen operation", () => {
+  it("shows the frozen git status, not the stream's later git push --force origin main", () => {
+    let t = applyUpdate(
+      EMPTY,
+      { sessionUpdate: "tool_call", toolCallId: "c1", kind: "execute", rawInput: { command: "git status" } },
+      undefined,
+    );
+    // The agent changed the row after the gateway froze the request; the copy carries the frozen one.
+    t = applyUpdate(
+      t,
+      {
+        sessionUpdate: "tool_call_update",
+        toolCallId: "c1",
+        rawInput: { command: "git push --force origin main" },
+        locations: [{ path: "/x" }],
+      },
+      undefined,
+    );
+    const frozen = { toolCallId: "c1", kind: "execute", rawInput: { command: "git status" }, status: "pending" };
+    t = permissionRequested(t, 7, { toolCall: frozen, options: ONCE, _meta: { acpGateway: { operation: { hash: "a".repeat(64) } } } });
+    expect(t.permissions["tool:c1"]?.toolCall).toEqual(frozen);
+  });
+
+  it("from a gateway that sends no frozen operation, completes the request's call with the stream's", () => {
+    let t = applyUpdate(EMPTY, { sessionUpdate: "tool_call", toolCallId: "c1", kind: "execute", rawInput: { command: "ls" } }, undefined);
+    t = permissionRequested(t, 7, { toolCall: { toolCallId: "c1", title: "List" }, options: ONCE });
+    expect(t.permissions["tool:c1"]?.toolCall).toMatchObject({ rawInput: { command: "ls" }, title: "List" });
+  });
+
+  it("says on the card that it replaces a changed request, and why it is always asked", () => {
+    const t = permissionRequested(EMPTY, 8, {
+      toolCall: { toolCallId: "c1", kind: "execute", rawInput: { command: "git push" } },
+      options: ONCE,
+      _meta: {
+        acpGateway: {
+          operation: { hash: "b".repeat(64), replaces: 7, changed: ["rawInput"], rawInputMissing: "the request carries no rawInput" },
+        },
+      },
+    });
+    expect(t.permissions["tool:c1"]?.note).toBe(
+      "The agent changed this request (rawInput) after it was asked; this is the new one. Always asked: the request carries no rawInput.",
+    );
+    expect(permissionRequested(EMPTY, 9, { toolCall: { toolCallId: "c2" }, options: ONCE }).permissions["tool:c2"]?.note).toBeUndefined();
+  });
+
+  it("says why a request is asked again", () => {
+    const message =
+      "The agent changed this request's rawInput after it was asked: it was withdrawn and is asked again. Nothing was approved.";
+    expect(operationChanged(EMPTY, { message })).toEqual(notice(EMPTY, message, "warn"));
   });
 });

@@ -43,6 +43,8 @@ import type { JsonRpcId } from "../../protocol/jsonrpc";
 import { CANCEL_REQUEST, CLIENT_METHODS } from "../../protocol/methods";
 import { GATEWAY_NOTIFICATIONS } from "../../core/gateway-notifications";
 import { ErrorCode } from "../../core/rpc-errors";
+import { reduceToolCall, type ToolCallRow } from "../../protocol/tool-calls";
+import { operationHash } from "../../protocol/frozen-operation";
 
 const RUNS = Number(process.env.FUZZ_RUNS ?? 300);
 const PROPERTY_TIMEOUT_MS = 60_000;
@@ -78,12 +80,23 @@ class Table implements PermissionTable {
   readonly inFlight = new Map<number, number>();
   lastSeq = 0;
   violations: string[] = [];
+  /** The session's tool-call rows, merged as store.ts merges them. */
+  toolCalls = new Map<string, ToolCallRow>();
   nextSeq(): number {
     return this.lastSeq + 1;
   }
-  applyToolCall(): void {}
-  toolCall(): undefined {
-    return undefined;
+  applyToolCall(patch: unknown): void {
+    const id = (patch as { toolCallId?: unknown } | null)?.toolCallId;
+    if (typeof id !== "string") return;
+    const row = reduceToolCall(this.toolCalls.get(id), patch);
+    if (row) this.toolCalls.set(id, row);
+  }
+  toolCall(id: string): ToolCallRow | undefined {
+    const row = this.toolCalls.get(id);
+    return row ? structuredClone(row) : undefined;
+  }
+  resolvedText(permId: number): string | undefined {
+    return this.rows.get(permId)?.resolved ?? undefined;
   }
   pending(): PendingRequest[] {
     return [...this.rows.entries()]
@@ -138,6 +151,7 @@ class Table implements PermissionTable {
   /** What a new instance reads back: the rows as SQLite holds them. */
   reloaded(): void {
     this.rows = new Map([...this.rows].map(([k, r]) => [k, structuredClone(r)]));
+    this.toolCalls = new Map([...this.toolCalls].map(([k, r]) => [k, structuredClone(r)]));
   }
 }
 
@@ -157,6 +171,10 @@ interface Asked {
   answeredBy?: string;
   /** The turn it was asked in (`gwId`; none outside a turn): it is pending only while that turn runs. */
   turn?: number;
+  /** The request carried a raw input (ACP: without one, nothing is allowed by a rule or remembered). */
+  raw: boolean;
+  /** Its earlier permIds: asked again because the agent changed the operation. */
+  previous: number[];
 }
 
 class World {
@@ -166,7 +184,7 @@ class World {
   resends = new Map<string, Record<string, number>>();
   inbox = new Map<string, unknown[]>();
   /** Frames handed to the agent, with their `after`, not yet settled. */
-  handoff: { frame: ToAgent; after?: (delivered: boolean, threw: boolean) => void }[] = [];
+  handoff: { frame: ToAgent; after?: (delivered: boolean, threw: boolean) => void; permId?: number }[] = [];
   /** Frames that reached the agent, by its request id. */
   delivered = new Map<JsonRpcId, ToAgent[]>();
   later: Later[] = [];
@@ -206,11 +224,11 @@ class World {
         setResends: (c, r) => void this.resends.set(c, r),
       },
       toAgent: (frame, after) => {
-        if (frame.type === "response" && after) {
-          const asked = this.asked.find((a) => a.agentReqId === frame.id);
-          if (asked) this.table.inFlight.set(asked.permId, (this.table.inFlight.get(asked.permId) ?? 0) + 1);
-        }
-        this.handoff.push({ frame, after });
+        // The request this answer resolved: the newest entry of the agent's request (an earlier one may have been asked again).
+        const entries = [...this.table.rows].filter(([, r]) => frame.type === "response" && r.request?.agentReqId === frame.id);
+        const permId = entries.length > 0 ? Math.max(...entries.map(([k]) => k)) : undefined;
+        if (permId !== undefined && after) this.table.inFlight.set(permId, (this.table.inFlight.get(permId) ?? 0) + 1);
+        this.handoff.push({ frame, after, permId });
       },
       rules: {
         consult: (pending, then) => {
@@ -281,7 +299,9 @@ function resultOf(choice: Choice): unknown {
 
 // ── the commands ───────────────────────────────────────────────────────────────────────────────
 type Command =
-  | { t: "ask"; mode: RuleMode }
+  | { t: "ask"; mode: RuleMode; raw?: boolean }
+  | { t: "change"; request: number; what: "command" | "status" }
+  | { t: "answerOld"; client: number; request: number }
   | { t: "answer"; client: number; request: number; choice: Choice }
   | { t: "link"; request: number; option: "a1" | "r1" }
   | { t: "settle"; index: number; choice: number }
@@ -300,8 +320,18 @@ const command: fc.Arbitrary<Command> = fc.oneof(
     arbitrary: fc.record({
       t: fc.constant("ask" as const),
       mode: fc.constantFrom<RuleMode>("none", "none", "none", "none", "allow", "reject", "later", "unavailable"),
+      raw: fc.constantFrom(true, true, true, false),
     }),
   },
+  {
+    weight: 2,
+    arbitrary: fc.record({
+      t: fc.constant("change" as const),
+      request: fc.nat(7),
+      what: fc.constantFrom<"command" | "status">("command", "status"),
+    }),
+  },
+  { weight: 1, arbitrary: fc.record({ t: fc.constant("answerOld" as const), client: fc.nat(3), request: fc.nat(7) }) },
   {
     weight: 10,
     arbitrary: fc.record({
@@ -386,9 +416,16 @@ function run(w: World, c: Command): void {
       const agentReqId = w.nextAgentId++;
       const permId = table.nextSeq();
       const pendingBefore = table.pendingCount();
-      const params = { sessionId: "s", toolCall: { toolCallId: `tc${agentReqId}`, title: c.mode }, options: OPTIONS };
+      const raw = c.raw !== false;
+      const toolCall = {
+        toolCallId: `tc${agentReqId}`,
+        title: c.mode,
+        kind: "execute",
+        ...(raw ? { rawInput: { command: "git status" } } : {}),
+      };
+      const params = { sessionId: "s", toolCall, options: OPTIONS };
       const turn = table.turn.state === "running" ? table.turn.gwId : undefined;
-      const asked: Asked = { agentReqId, permId, mode: c.mode, lost: false, fourEyes: w.fourEyes, turn };
+      const asked: Asked = { agentReqId, permId, mode: c.mode, lost: false, fourEyes: w.fourEyes, turn, raw, previous: [] };
       w.asked.push(asked);
       machine.ask(1, agentReqId, JSON.stringify({ jsonrpc: "2.0", id: agentReqId, params }), params);
       if (table.turn.state !== "running") asked.expected = "cancelled";
@@ -436,7 +473,7 @@ function run(w: World, c: Command): void {
       if (c.choice === "aa") {
         // A rule only from someone who may make rules, for an operation a rule may cover (not under four eyes).
         const remembered = w.remembered.slice(rememberedBefore).includes(`${asked.permId}:allow_always`);
-        const may = ROLES[client] === "approver" && asked.fourEyes === "none";
+        const may = ROLES[client] === "approver" && asked.fourEyes === "none" && asked.raw;
         check(remembered === may, `an "always" answer of a ${ROLES[client]} (four eyes ${asked.fourEyes}): remembered ${remembered}`);
         if (!remembered)
           check(
@@ -444,6 +481,44 @@ function run(w: World, c: Command): void {
             `no rule_not_created for an "always" that made no rule`,
           );
       }
+      return;
+    }
+    case "change": {
+      // The agent updates the tool call of a request: its command (a new operation) or only its status.
+      const asked = w.asked[c.request % Math.max(1, w.asked.length)];
+      if (!asked) return;
+      const before = table.pendingById(asked.permId);
+      const toolCallId = `tc${asked.agentReqId}`;
+      const patch =
+        c.what === "command"
+          ? { sessionUpdate: "tool_call_update", toolCallId, rawInput: { command: `git push --force origin v${w.now++}` } }
+          : { sessionUpdate: "tool_call_update", toolCallId, status: "in_progress", rawOutput: { n: w.now++ } };
+      table.applyToolCall(patch);
+      machine.toolCallChanged(toolCallId, patch);
+      if (!before) return;
+      if (c.what === "status") {
+        check(table.isPending(asked.permId), `a status-only update withdrew ${asked.permId}`);
+        return;
+      }
+      check(!table.isPending(asked.permId), `request ${asked.permId} still pending after its operation changed`);
+      check(askedAgain(w, asked), `request ${asked.permId} changed and was not asked again`);
+      return;
+    }
+    case "answerOld": {
+      // A client answers the copy of a request that was asked again since: refused aloud, nothing reaches the agent.
+      const client = CLIENTS[c.client]!;
+      const asked = w.asked[c.request % Math.max(1, w.asked.length)];
+      const old = asked?.previous.at(-1);
+      if (!asked || old === undefined || !w.attached.has(client)) return;
+      const inboxBefore = w.inbox.get(client)!.length;
+      const toAgentBefore = w.handoff.length;
+      machine.answer(client, attachment(client), old, { result: resultOf("a1") });
+      check(w.handoff.length === toAgentBefore, `an answer to ${old}, asked again since, went to the agent`);
+      const told = w.inbox
+        .get(client)!
+        .slice(inboxBefore)
+        .some((m) => (m as { error?: { data?: { reason?: string } } }).error?.data?.reason === "operation_changed");
+      check(told, `an answer to ${old}, asked again since, was not refused as changed`);
       return;
     }
     case "link": {
@@ -477,16 +552,16 @@ function run(w: World, c: Command): void {
       if (asked && (c.how === "lost" || (!next.after && c.how !== "ok"))) asked.lost = true;
       // Its outcome may rewrite the resolution (undelivered): the request counts as in flight until the callback returns.
       next.after?.(c.how === "ok", c.how === "threw");
-      if (asked && next.after) {
-        const n = table.inFlight.get(asked.permId)! - 1;
-        if (n === 0) table.inFlight.delete(asked.permId);
-        else table.inFlight.set(asked.permId, n);
+      if (next.permId !== undefined && next.after) {
+        const n = table.inFlight.get(next.permId)! - 1;
+        if (n === 0) table.inFlight.delete(next.permId);
+        else table.inFlight.set(next.permId, n);
       }
       if (asked && c.how === "threw" && next.after) {
         // Asked again (a person's or a rule's answer, the turn running): the next valid answer is the one the
         // agent gets. Otherwise (a cancel, the turn over) it is audited as withdrawn and not tried again.
         if (table.isPending(asked.permId)) asked.expected = asked.answeredBy = undefined;
-        else asked.lost = true;
+        else if (!askedAgain(w, asked)) asked.lost = true;
       }
       return;
     }
@@ -562,6 +637,21 @@ function run(w: World, c: Command): void {
   }
 }
 
+/**
+ * The request was asked again as a new one (the agent changed its operation): the model follows the new
+ * one; nothing of the old carries over. False when it was not.
+ */
+function askedAgain(w: World, asked: Asked): boolean {
+  const again = [...w.table.rows.entries()].filter(([, r]) => r.request?.agentReqId === asked.agentReqId).map(([k]) => k);
+  const newest = Math.max(...again);
+  if (newest <= asked.permId) return false;
+  asked.previous.push(asked.permId);
+  w.approvals.delete(asked.permId);
+  asked.permId = newest;
+  asked.expected = asked.answeredBy = undefined;
+  return true;
+}
+
 /** What a client holds: the copies it was sent and not told to withdraw. */
 function heldCopies(w: World, client: string): Set<number> {
   const held = new Set<number>();
@@ -571,6 +661,18 @@ function heldCopies(w: World, client: string): Set<number> {
     if (msg.method === CANCEL_REQUEST && typeof msg.params?.requestId === "number") held.delete(-msg.params.requestId);
   }
   return held;
+}
+
+/** The tool call each copy a client holds shows (the latest copy of each request). */
+function shownCopies(w: World, client: string): Map<number, Record<string, unknown>> {
+  const shown = new Map<number, Record<string, unknown>>();
+  const held = heldCopies(w, client);
+  for (const m of w.inbox.get(client) ?? []) {
+    const msg = m as { id?: number; method?: string; params?: { toolCall?: Record<string, unknown> } };
+    if (msg.method === CLIENT_METHODS.sessionRequestPermission && typeof msg.id === "number" && held.has(-msg.id))
+      shown.set(-msg.id, msg.params?.toolCall ?? {});
+  }
+  return shown;
 }
 
 /** The client whose answer resolved `permId` (its edge dropped its copy with the answer), if a person's did. */
@@ -593,6 +695,26 @@ function invariants(w: World): void {
       if (w.table.isPending(permId)) continue;
       check(winner(w, permId) === client, `${client} still holds a copy of ${permId}, resolved by ${winner(w, permId) ?? "no person"}`);
     }
+  }
+  // What every client holds is what the agent would run: a pending request's copy shows its tool call as
+  // the row holds it now (the agent changed it since: asked again, the old copy withdrawn).
+  for (const client of w.attached) {
+    for (const [permId, toolCall] of shownCopies(w, client)) {
+      const pending = w.table.pendingById(permId);
+      if (!pending?.toolCallId) continue;
+      const row = w.table.toolCall(pending.toolCallId)!;
+      check(
+        operationHash(toolCall) === operationHash(row),
+        `${client} holds a copy of ${permId} showing ${JSON.stringify(toolCall.rawInput)}, the agent would run ${JSON.stringify(row.rawInput)}`,
+      );
+    }
+  }
+  // A request without raw input is never allowed by a rule (a reject rule may answer it).
+  for (const [permId, row] of w.table.rows) {
+    if (!row.request || row.resolved === null || row.request.toolCall?.rawInput !== undefined) continue;
+    const resolved = JSON.parse(row.resolved) as { params?: { decidedBy?: DecidedBy; outcome?: { optionId?: string } } };
+    if (resolved.params?.decidedBy?.type === "rule")
+      check(resolved.params.outcome?.optionId !== "a1", `request ${permId} without raw input was allowed by a rule`);
   }
   // Four eyes that nobody attached can approve is told (`four_eyes_unsatisfiable`), at least once since it became so.
   for (const p of w.table.pending()) {
@@ -665,6 +787,7 @@ function runAll(commands: Command[], fourEyes: FourEyes = "none"): void {
       : undefined;
     stat(resolved ? (resolved.params?.decidedBy ?? resolved.decidedBy)!.type : "pending");
     if (a.lost) stat("lost");
+    if (a.previous.length > 0) stat("operation_changed");
   }
   for (const c of w.attached) for (const m of w.inbox.get(c)!) if ((m as { error?: unknown }).error) stat("refused");
   if (w.machine !== first) stat("evicted");
@@ -802,6 +925,72 @@ const FIXED: [string, Command[], FourEyes?][] = [
     ],
     "two_approvals",
   ],
+  // Decision 0040: the operation is frozen when asked. Found while writing the model (the machine was wrong): an
+  // answer whose hand-off threw after the agent changed the operation was asked again as it was frozen.
+  [
+    "an answer whose hand-off throws after the agent changed the operation is asked again as the new operation",
+    [
+      { t: "ask", mode: "none", raw: true },
+      { t: "answer", client: 0, request: 0, choice: "a1" },
+      { t: "change", request: 0, what: "command" },
+      { t: "deliver", how: "threw" },
+      { t: "answerOld", client: 0, request: 0 },
+      { t: "evict" },
+      { t: "answer", client: 0, request: 0, choice: "a1" },
+      { t: "change", request: 0, what: "command" },
+      { t: "withdraw", request: 0 },
+    ],
+  ],
+  [
+    "a rule's answer whose hand-off throws after the agent changed the operation: the new one is judged, its answer lost once",
+    [
+      { t: "ask", mode: "reject", raw: true },
+      { t: "change", request: 0, what: "command" },
+      { t: "deliver", how: "threw" },
+      { t: "deliver", how: "lost" },
+      { t: "answer", client: 0, request: 0, choice: "a1" },
+    ],
+  ],
+  // The planted bugs' counterexamples: the row judged instead of the frozen operation (never asked again),
+  // and an allow rule answering a request without raw input.
+  [
+    "a changed operation withdraws the request and asks again; the old copy's answer is refused",
+    [
+      { t: "ask", mode: "none", raw: true },
+      { t: "change", request: 0, what: "command" },
+      { t: "answerOld", client: 1, request: 0 },
+      { t: "ask", mode: "none", raw: true },
+      { t: "gone" },
+      { t: "answer", client: 0, request: 0, choice: "a1" },
+      { t: "deliver", how: "ok" },
+    ],
+  ],
+  [
+    "a status-only update does not ask again",
+    [
+      { t: "ask", mode: "none", raw: true },
+      { t: "change", request: 0, what: "status" },
+      { t: "answer", client: 0, request: 0, choice: "a1" },
+    ],
+  ],
+  [
+    "an allow rule never answers a request without raw input",
+    [
+      { t: "ask", mode: "allow", raw: false },
+      { t: "gone" },
+      { t: "join", client: 0 },
+      { t: "answer", client: 0, request: 0, choice: "a1" },
+      { t: "ask", mode: "none", raw: true },
+      { t: "deliver", how: "ok" },
+    ],
+  ],
+  [
+    'an approver\'s "always" on a request without raw input applies once and makes no rule',
+    [
+      { t: "ask", mode: "none", raw: false },
+      { t: "answer", client: 1, request: 0, choice: "aa" },
+    ],
+  ],
   [
     "the last approver leaving a four-eyes request: everyone is told nobody attached can approve it",
     [
@@ -833,6 +1022,7 @@ describe("permission machine (protocol/permission-machine.ts), model-based", () 
         "deadline",
         "agent_withdrew",
         "agent_disconnected",
+        "operation_changed",
         "refused",
         "lost",
         "evicted",

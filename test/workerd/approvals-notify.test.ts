@@ -159,6 +159,20 @@ describe("notifications of waiting permission requests", () => {
     expect(await nextDelivery(channel, 300)).toBeNull();
   });
 
+  it("shows the operation as it was asked (frozen, decision 0040), not the row as the agent updated it since", async () => {
+    const channel = `c-${crypto.randomUUID()}`;
+    const { t, target, agent, sessionId } = await waitingRequest({ channel });
+    // The title is no part of what the agent runs: the request is not asked again, and the link shows what was asked.
+    agent.update(sessionId, { sessionUpdate: "tool_call_update", toolCallId: "call-rm", title: "Read the README" });
+    const row = async () => (await sessionStub(t, sessionId).snapshot())?.toolCalls.find((c) => JSON.stringify(c).includes('"call-rm"'));
+    await vi.waitFor(async () => expect(await row()).toMatchObject({ title: "Read the README" }), { timeout: 5000, interval: 20 });
+    await advance(t, sessionId, NOTIFY_AFTER);
+    expect(await runDurableObjectAlarm(sessionStub(t, sessionId))).toBe(true);
+    const payload = await notified(channel, target.secret);
+    expect(payload.operation).toMatchObject({ agentTitle: "Tidy up the build output", command: { text: "rm -rf dist" } });
+    expect(payload.display.agentTitle).toBe("Tidy up the build output");
+  });
+
   it("sends nothing while a client who could answer is attached; the wait starts again when it leaves", async () => {
     const channel = `c-${crypto.randomUUID()}`;
     const { t, target, client, sessionId } = await waitingRequest({ channel, leave: false });

@@ -68,7 +68,11 @@ describe("who may answer, on every copy", () => {
     const [m, o, x, a] = await Promise.all([copyOf(mia), copyOf(olga), copyOf(max), copyOf(ada)]);
     expect(m).toEqual({
       agentOwn: 1,
-      acpGateway: { answerable: { optionIds: ["once", "always", "no"], reason: expect.stringMatching(/only approvers store rules/) } },
+      acpGateway: {
+        answerable: { optionIds: ["once", "always", "no"], reason: expect.stringMatching(/only approvers store rules/) },
+        // The digest of the operation the copy shows, frozen when it was asked (decision 0040).
+        operation: { hash: expect.stringMatching(/^[0-9a-f]{64}$/) },
+      },
     });
     expect(o.acpGateway.answerable).toEqual({ optionIds: [], reason: expect.stringMatching(/observer/) });
     expect(x.acpGateway.answerable).toEqual({ optionIds: [], reason: expect.stringMatching(/member.*turn they prompted/) });

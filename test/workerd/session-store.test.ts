@@ -6,6 +6,7 @@ import { env, runInDurableObject } from "cloudflare:test";
 import { describe, expect, it } from "vitest";
 import { AuditOutbox } from "../../durable-objects/session/audit-outbox";
 import { MAX_STORED_ROW_BYTES } from "../../protocol/limits";
+import { freezeOperation } from "../../protocol/frozen-operation";
 import { type PendingRequest, SessionStore } from "../../durable-objects/session/store";
 import { clientWithSession, dialInAgent, isMethod, isResponseTo, seedTenant, startTurn } from "./helpers";
 import { objects } from "../../durable-objects/objects";
@@ -47,6 +48,7 @@ function request(store: SessionStore, agentReqId: number, toolCallId: string): P
     asking: 1,
     toolCall: { toolCallId, kind: "execute" },
     options: [{ optionId: "allow", name: "Allow", kind: "allow_once" }],
+    ...freezeOperation(undefined, { toolCallId, kind: "execute" }),
   };
 }
 
@@ -377,7 +379,8 @@ describe("session store: a request at the size limits", () => {
       kind: "execute",
       rawInput: { command: `x${"y".repeat(near)}` },
     });
-    const id = agent.askPermission(sessionId, { toolCallId: "big", title: "z".repeat(near) });
+    // The request's tool call merged over the row (its frozen operation, decision 0040) just within the stored-row bound.
+    const id = agent.askPermission(sessionId, { toolCallId: "big", title: "z".repeat(near - 150_000) });
     const copy = await client.next(isMethod("session/request_permission"), 15_000);
     client.respond(copy.id, { outcome: { outcome: "selected", optionId: "allow" } });
     expect((await agent.peer.next(isResponseTo(id), 15_000)).result.outcome).toEqual({ outcome: "selected", optionId: "allow" });
@@ -404,5 +407,26 @@ describe("session store: a request at the size limits", () => {
           .one().n,
     );
     expect(bytes).toBeLessThanOrEqual(MAX_STORED_ROW_BYTES);
+  }, 60_000);
+
+  it("a request whose operation (its tool call merged over the row) is past the stored-row bound is refused with a clear limit error, never judged on less", async () => {
+    const t = await seedTenant();
+    const agent = await dialInAgent(t);
+    const { client, sessionId } = await clientWithSession(t, agent);
+    await startTurn(client, agent, sessionId);
+    const near = 1024 * 1024 - 4 * 1024; // each frame within the frame limit; together above SQLite's row cap
+    agent.update(sessionId, {
+      sessionUpdate: "tool_call",
+      toolCallId: "big",
+      kind: "execute",
+      rawInput: { command: `x${"y".repeat(near)}` },
+    });
+    const id = agent.askPermission(sessionId, { toolCallId: "big", title: "z".repeat(near) });
+    const refused = await agent.peer.next(isResponseTo(id), 15_000);
+    expect(refused.error.code).toBe(-32029);
+    expect(refused.error.data.reason).toBe("operation_too_large");
+    expect(refused.error.message).toMatch(/cannot be shown and judged whole/);
+    const notice = await client.next(isMethod("_acp_gateway/limit_reached"), 15_000);
+    expect(notice.params.data.reason).toBe("operation_too_large");
   }, 60_000);
 });

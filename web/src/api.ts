@@ -73,7 +73,8 @@ export interface DryRun {
   option: { optionId: string; name: string; kind: string } | null;
 }
 
-type DecidedByType = "person" | "link" | "rule" | "cancel" | "deadline" | "turn_end" | "agent_disconnected" | "agent_withdrew";
+type DecidedByType =
+  "person" | "link" | "rule" | "cancel" | "deadline" | "turn_end" | "agent_disconnected" | "agent_withdrew" | "operation_changed";
 
 export interface AuditEntry {
   id: string;

@@ -27,6 +27,8 @@ export interface Permission {
   options: PermissionOption[];
   /** Which options this person may choose, when the gateway says (null: all). */
   answerable: Answerable | null;
+  /** What the gateway says of the operation: why it is asked of a person, what it replaces (decision 0040). */
+  note?: string;
   state: "open" | "sent" | "withdrawn" | "resolved";
   /** Set once resolved: who or what answered, in words. */
   resolution?: string;
@@ -110,8 +112,13 @@ function mergeTool(t: Transcript, id: string, patch: JsonObject): Transcript {
 export function permissionRequested(t: Transcript, requestId: number | string, params: JsonObject): Transcript {
   const toolCall = isObject(params.toolCall) ? params.toolCall : {};
   const id = typeof toolCall.toolCallId === "string" ? toolCall.toolCallId : null;
-  // The card shows the call as the tool-call stream knows it, completed by what the request says.
-  const known = id ? t.tools[id] : undefined;
+  // The gateway froze the operation when it was asked and sends it (decision 0040): the card shows
+  // exactly that, never the tool-call stream's later state. From a gateway that does not: the call as
+  // the stream knows it, completed by what the request says.
+  const gateway = isObject(params._meta) && isObject(params._meta.acpGateway) ? params._meta.acpGateway : {};
+  const operation = isObject(gateway.operation) ? gateway.operation : null;
+  const frozen = operation !== null;
+  const known = id && !frozen ? t.tools[id] : undefined;
   const key = id ? `tool:${id}` : `request:${requestId}`;
   const options = Array.isArray(params.options)
     ? params.options
@@ -125,9 +132,19 @@ export function permissionRequested(t: Transcript, requestId: number | string, p
     options,
     answerable: answerableOf(params),
     state: "open",
+    ...(operation ? noteOf(operation) : {}),
   };
   const items = t.permissions[key] ? t.items : [...t.items, { type: "permission" as const, key }];
   return { ...t, items, permissions: { ...t.permissions, [key]: permission } };
+}
+
+/** The gateway's words on a frozen operation: asked again after the agent changed it, or without raw input. */
+function noteOf(operation: JsonObject): { note?: string } {
+  const notes: string[] = [];
+  if (Array.isArray(operation.changed) && operation.changed.length > 0)
+    notes.push(`The agent changed this request (${operation.changed.map(String).join(", ")}) after it was asked; this is the new one.`);
+  if (typeof operation.rawInputMissing === "string") notes.push(`Always asked: ${operation.rawInputMissing}.`);
+  return notes.length > 0 ? { note: notes.join(" ").slice(0, 500) } : {};
 }
 
 export function permissionAnswered(t: Transcript, key: string): Transcript {
@@ -162,6 +179,13 @@ export function permissionResolved(t: Transcript, params: JsonObject, myConnecti
       : notice(t, `Permission to ${operationLine(call)}: ${resolution}`);
   if (outcome.outcome !== "selected" && toolCallId) next = cancelTool(next, toolCallId);
   return next;
+}
+
+/** `_acp_gateway/operation_changed`: the agent changed a request after it was asked; it is asked again. */
+export function operationChanged(t: Transcript, params: JsonObject): Transcript {
+  const message =
+    typeof params.message === "string" ? params.message : "The agent changed a request after it was asked; it is asked again.";
+  return notice(t, message, "warn");
 }
 
 export function ruleCreated(t: Transcript, params: JsonObject): Transcript {
@@ -209,6 +233,8 @@ function whoDecided(by: DecidedBy, myConnectionId: string | null): string {
       return "the agent disconnected";
     case "agent_withdrew":
       return "the agent withdrew the request";
+    case "operation_changed":
+      return "the agent changed the operation after it was asked; it was asked again";
     default:
       return "resolved";
   }

@@ -243,6 +243,11 @@ export function PermissionCard({ api, permission: p, session, onAnswer }: Permis
       </div>
       <AgentWords call={p.toolCall} />
       <Operation call={p.toolCall} cwd={session.cwd} />
+      {p.note && (
+        <p class="hint warn">
+          <Safe text={p.note} />
+        </p>
+      )}
       {p.state === "resolved" && (
         <p class="resolution">
           <Safe text={p.resolution ?? ""} />

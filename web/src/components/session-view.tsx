@@ -11,6 +11,7 @@ import {
   type Transcript,
   applyUpdate,
   notice,
+  operationChanged,
   pendingCount,
   permissionAnswered,
   permissionRequested,
@@ -71,6 +72,10 @@ export function SessionView({ api, link, session, isNew, onBack }: Props) {
           return;
         case GATEWAY_NOTIFICATIONS.ruleCreated:
           update((t) => ruleCreated(t, m.params));
+          return;
+        case GATEWAY_NOTIFICATIONS.operationChanged:
+          // The copy is withdrawn and a new one follows: say why beside it.
+          update((t) => operationChanged(t, m.params));
           return;
         case GATEWAY_NOTIFICATIONS.rulesUnavailable:
           // A request reached people without the tenant's rules: say so beside it (README, "Permission requests").
