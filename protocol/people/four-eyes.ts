@@ -175,6 +175,7 @@ const NO_OPERATION: Operation = {
   workdir: null,
   paths: [],
   ambiguity: null,
+  adapter: null,
 };
 
 function pathApplies(glob: string, op: Operation): string | null {
