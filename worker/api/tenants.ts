@@ -11,7 +11,7 @@ import { requireOperator } from "../middleware/require-operator";
 import { closeAgentConnections } from "../revocation";
 import type { AppEnv } from "../types";
 import { conflictResponse, errorResponses, validationHook } from "./openapi";
-import { FourEyesSettingsSchema, RolesSettingsSchema, SHARED_SETTINGS } from "./settings";
+import { FourEyesSettingsSchema, ModeSettingsSchema, RolesSettingsSchema, SHARED_SETTINGS } from "./settings";
 import { PageQuery, json, pageOf, pageParams, pageSchema } from "./pagination";
 
 const errors = { ...errorResponses, ...conflictResponse };
@@ -56,6 +56,7 @@ const SettingsSchema = z
     limits: LimitsSchema.optional(),
     roles: RolesSettingsSchema.optional(),
     fourEyes: FourEyesSettingsSchema.optional(),
+    modes: ModeSettingsSchema.optional(),
   })
   .strict()
   .openapi("TenantSettings");
