@@ -13,6 +13,7 @@
 
 import { DurableObject } from "cloudflare:workers";
 import { activeRules, insertRule, recordHits } from "../../db/queries/decision-rules";
+import { StoredLimitExceeded } from "../../db/queries/stored-limits";
 import type { Env } from "../../core/env";
 import { HitTally } from "../../protocol/hit-tally";
 import { type Grant, LeaseGiver } from "../../protocol/generation-lease";
@@ -188,7 +189,14 @@ export class RulesObject extends DurableObject<Env> implements RulesContract {
     const derived = await deriveFromChoice(request);
     if (!derived) return null;
     if ("reason" in derived) return { reason: derived.reason };
-    const row = await insertRule(d1Of(this, this.env), toRuleRow(this.tenantId(), derived, request));
+    let row;
+    try {
+      row = await insertRule(d1Of(this, this.env), toRuleRow(this.tenantId(), derived, request));
+    } catch (error) {
+      // The tenant's rules are at their limit (decision 0041): the choice applies once, and everyone is told why.
+      if (error instanceof StoredLimitExceeded) return { reason: error.message };
+      throw error;
+    }
     await this.changed();
     return { id: row.id, decision: row.decision, description: row.description };
   }

@@ -6,6 +6,7 @@ import { insertTenant, tenantById, tenantBySlug, tenantsPage, updateTenant } fro
 import type { Tenant } from "../../db/schema";
 import { mintKey } from "../../protocol/api-keys";
 import { randomId } from "../../protocol/ids";
+import { HARD_LIMITS } from "../../protocol/tenant-limits";
 import { ApiError } from "../http-error";
 import { requireOperator } from "../middleware/require-operator";
 import { closeAgentConnections } from "../revocation";
@@ -38,6 +39,9 @@ const LimitsSchema = z
       .min(1024)
       .max(1024 * 1024 * 1024)
       .optional(),
+    rulesPerTenant: z.number().int().min(1).max(HARD_LIMITS.rulesPerTenant).optional(),
+    ruleBytesPerTenant: z.number().int().min(1024).max(HARD_LIMITS.ruleBytesPerTenant).optional(),
+    notificationTargetsPerTenant: z.number().int().min(1).max(HARD_LIMITS.notificationTargetsPerTenant).optional(),
     turnIdleMs: z
       .number()
       .int()
