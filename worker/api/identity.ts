@@ -100,7 +100,7 @@ async function store(env: Env, tenantId: string, provider: IdentityProvider, con
     throw new ApiError(
       409,
       "conflict",
-      "Another tenant already trusts this issuer with this audience: a token must name one tenant, so give this tenant its own audience (client id)",
+      "Another tenant has proven this issuer with this audience (its people signed in with it first): a token must name one tenant, so give this tenant its own audience (client id)",
     );
   }
   await putIdentityProvider(env.DB, tenantId, provider, config, Date.now());
