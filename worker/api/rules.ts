@@ -12,7 +12,7 @@ import { requireRole } from "../middleware/require-key";
 import { may } from "../../protocol/people/roles";
 import { json, pageOf, pageParams, pageSchema } from "./pagination";
 import type { AppEnv } from "../types";
-import { errorResponses, validationHook } from "./openapi";
+import { errorResponses, storedLimitResponses, validationHook } from "./openapi";
 import { objects } from "../../durable-objects/objects";
 
 const MatcherSchema = z
@@ -143,7 +143,11 @@ rulesApi.openapi(
     summary: "Write a rule by hand",
     middleware: [requireRole("rules")] as const,
     request: { body: { content: { "application/json": { schema: NewRuleSchema } }, required: true } },
-    responses: { 201: { description: "The rule", content: { "application/json": { schema: z.object({ rule: RuleSchema }) } } }, ...errors },
+    responses: {
+      201: { description: "The rule", content: { "application/json": { schema: z.object({ rule: RuleSchema }) } } },
+      ...errors,
+      ...storedLimitResponses,
+    },
   }),
   async (c) => {
     const principal = c.get("principal");
