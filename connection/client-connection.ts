@@ -33,7 +33,8 @@ import { ConnectionSlot, rateGate } from "./tenant-limits";
 import type { ClientSink } from "./client-sink";
 import type { Env } from "../core/env";
 import { DEFAULT_KEY_RECHECK_MS, DEFAULT_KEY_UNVERIFIED_GRACE_MS, KeyRecheck, credentialNow } from "./key-recheck";
-import { refusedByRole } from "../protocol/people/acp-methods";
+import { modesNotice, refusedByRole } from "../protocol/people/acp-methods";
+import { gateModeChanges } from "./mode-gate";
 import { logTracedRequest } from "./trace";
 import { stage, stageTimingFrom } from "../protocol/stage-timing";
 import type { Principal } from "../core/principal";
@@ -171,7 +172,7 @@ export class ClientConnection {
   private async onClientRequest(id: JsonRpcId, method: string, message: Message, text: string): Promise<void> {
     const params = "params" in message ? message.params : undefined;
     logTracedRequest(this.logContext(), method, params);
-    const refusal = refusedByRole(this.principal.role, method);
+    const refusal = refusedByRole(this.principal.role, method) ?? (await this.gateModes(method, params));
     if (refusal) throw refusal;
     switch (method) {
       case AGENT_METHODS.initialize:
@@ -209,7 +210,8 @@ export class ClientConnection {
   }
 
   private async onClientNotification(method: string, message: Message, text: string): Promise<void> {
-    const refusal = refusedByRole(this.principal.role, method);
+    const params = "params" in message ? message.params : undefined;
+    const refusal = refusedByRole(this.principal.role, method) ?? (await this.gateModes(method, params));
     // A notification has no id to answer: the refusal is an error response with id null, so the client still learns why.
     if (refusal) return this.reply(errorResponse(null, refusal));
     if (method === CANCEL_REQUEST) {
@@ -224,6 +226,15 @@ export class ClientConnection {
     } catch {
       // Unknown session: notifications get no error response.
     }
+  }
+
+  /** A mode or configuration change that can make the agent ask less: judged and audited (connection/mode-gate.ts). */
+  private gateModes(method: string, params: unknown): Promise<RpcError | null> {
+    return gateModeChanges(
+      { db: this.env.DB, principal: this.principal, agent: this.agent, connectionId: this.connectionId },
+      method,
+      params,
+    );
   }
 
   private onClientResponse(message: Message & { id: JsonRpcId | null }, text: string): void {
@@ -266,6 +277,8 @@ export class ClientConnection {
           connectionId: this.connectionId,
           agent: this.agent,
           agentConnected: status.connected,
+          // Which mode and configuration changes need more than driving a session (decision 0041).
+          modes: modesNotice(this.principal.role, this.principal.settings.modes),
           ...(status.unreachable ? { agentUnreachable: status.unreachable } : {}),
         },
       },

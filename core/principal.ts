@@ -20,6 +20,19 @@ export interface RoleSettings {
 /** Operations that need a second person (settings.fourEyes; protocol/people/four-eyes.ts reads it). */
 export interface FourEyesSettings {
   operations: FourEyesOperation[];
+  /**
+   * Let a credential that names no person (the admin key, a key issued to nobody) approve what needs
+   * a second person (decision 0041; default false: four eyes counts people, not credentials).
+   */
+  keysApprove?: boolean;
+}
+
+/** Mode and configuration changes the tenant forbids (settings.modes; protocol/people/modes.ts, decision 0041). */
+export interface ModeSettings {
+  /** Modes or values refused to everyone, whatever their role (compared case- and separator-folded). */
+  forbid?: string[];
+  /** Refuse every change that can make the agent ask less (every governed mode or value), to everyone. */
+  forbidLessOversight?: boolean;
 }
 
 /** One operation a second person must approve: every field given must match (kind, program, argv prefix, path glob). */
@@ -55,6 +68,8 @@ export interface TenantSettings {
   roles?: RoleSettings;
   /** Operations that need a second person (decision 0028). */
   fourEyes?: FourEyesSettings;
+  /** Modes and configuration values the tenant forbids (decision 0041). */
+  modes?: ModeSettings;
 }
 
 /**

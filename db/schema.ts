@@ -261,8 +261,9 @@ export type NotificationTargetRow = typeof notificationTargets.$inferSelect;
 
 /**
  * A tenant's identity providers (decision 0025): OpenID Connect, and Cloudflare Access in front of the
- * gateway. A token is verified against the row of the tenant the request names; (issuer, audience)
- * is unique across tenants, so a token whose audience is one tenant's can never be another's.
+ * gateway. A token is verified against the row of the tenant the request names. Several tenants may
+ * name one (issuer, audience) until one proves it (identity_proofs, decision 0041): a claim alone
+ * takes nothing from the tenant it really belongs to.
  */
 export const tenantIdentity = sqliteTable(
   "tenant_identity",
@@ -286,10 +287,28 @@ export const tenantIdentity = sqliteTable(
       .notNull()
       .default(sql`(unixepoch() * 1000)`),
   },
-  (t) => [primaryKey({ columns: [t.tenantId, t.provider] }), uniqueIndex("tenant_identity_issuer_audience").on(t.issuer, t.audience)],
+  (t) => [primaryKey({ columns: [t.tenantId, t.provider] }), index("tenant_identity_issuer_audience").on(t.issuer, t.audience)],
 );
 
 export type TenantIdentityRow = typeof tenantIdentity.$inferSelect;
+
+/**
+ * Which tenant proved an (issuer, audience) first (decision 0041): the first whose person signed in
+ * with a token the pair's keys verified. From then on the pair is that tenant's: another tenant may
+ * not name it, and a token for it is refused at any other.
+ */
+export const identityProofs = sqliteTable(
+  "identity_proofs",
+  {
+    issuer: text("issuer").notNull(),
+    audience: text("audience").notNull(),
+    tenantId: text("tenant_id")
+      .notNull()
+      .references(() => tenants.id),
+    provenAt: integer("proven_at").notNull(),
+  },
+  (t) => [primaryKey({ columns: [t.issuer, t.audience] })],
+);
 
 /**
  * Single-use tickets for a browser's WebSocket (POST /v1/tickets, decision 0025): stored hashed, each

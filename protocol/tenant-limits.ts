@@ -37,6 +37,12 @@ export interface Limits {
    * and the operation's length and SHA-256 only, and clients get `_acp_gateway/limit_reached`.
    */
   auditBytesPerDay: number;
+  /** Rules (remembered decisions) not revoked; beyond it a new one is refused (decision 0041). */
+  rulesPerTenant: number;
+  /** Bytes of the rules not revoked (matcher, its text, description, scope); beyond it a new one is refused. */
+  ruleBytesPerTenant: number;
+  /** Notification targets (webhooks); beyond it a new one is refused, and no request is sent to more. */
+  notificationTargetsPerTenant: number;
 }
 
 export const DEFAULT_LIMITS: Readonly<Limits> = {
@@ -50,7 +56,23 @@ export const DEFAULT_LIMITS: Readonly<Limits> = {
   turnIdleMs: 30 * 60 * 1000,
   outsideTurnAuditsPerMinute: 10,
   auditBytesPerDay: 64 * 1024 * 1024,
+  rulesPerTenant: 1000,
+  ruleBytesPerTenant: 1024 * 1024,
+  notificationTargetsPerTenant: 20,
 };
+
+/**
+ * What no tenant's settings raise the stored-data limits above (decision 0041): rules and targets
+ * live in the one D1 every tenant shares. A larger value in a row written by hand is read as these.
+ */
+export const HARD_LIMITS = {
+  rulesPerTenant: 25_000,
+  ruleBytesPerTenant: 16 * 1024 * 1024,
+  notificationTargetsPerTenant: 50,
+} as const satisfies Partial<Limits>;
+
+/** One rule's bytes (as counted for ruleBytesPerTenant) may not exceed this, whatever the budget. */
+export const MAX_RULE_BYTES = 64 * 1024;
 
 /** A tenant's decision audit budget today (TenantLimitsObject), as the REST audit API reports it. */
 export interface AuditBudget {

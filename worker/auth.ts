@@ -11,7 +11,7 @@
 // Keys are stored as SHA-256 hashes; the looked-up hash is compared again in constant time so that no
 // timing difference depends on the secret.
 
-import { identityProvider } from "../db/queries/identity";
+import { identityProvider, proveIssuerAudience } from "../db/queries/identity";
 import { keyWithTenantByHash, keyWithTenantById, markKeyUsed } from "../db/queries/keys";
 import { tenantBySlug } from "../db/queries/tenants";
 import type { ApiKey } from "../db/schema";
@@ -118,6 +118,12 @@ async function fromToken(env: Env, via: "oidc" | "access", token: string, tenant
   if (tenant.disabled) return refused("This tenant is disabled");
   const check = await verifyToken(env, provider, token);
   if (!check.ok) return refused(`Identity token refused: ${check.reason}`);
+  // The first tenant whose person signs in with a pair proves it; any other naming it is refused (decision 0041).
+  const prover = await proveIssuerAudience(env.DB, provider.issuer, provider.audience, tenant.id, Date.now());
+  if (prover !== tenant.id)
+    return refused(
+      "Identity token refused: another tenant proved this issuer and audience first (its people signed in with them); give this tenant its own audience (client id)",
+    );
   const settings = parseSettings(tenant.settings);
   return {
     ok: true,

@@ -5,6 +5,7 @@ import type { Context } from "hono";
 import { HTTPException } from "hono/http-exception";
 import type { ContentfulStatusCode } from "hono/utils/http-status";
 import { log } from "../core/log";
+import { StoredLimitExceeded } from "../db/queries/stored-limits";
 
 export class ApiError extends HTTPException {
   constructor(
@@ -34,6 +35,8 @@ export function errorBody(code: string, message: string) {
 
 export function onError(error: Error, c: Context): Response {
   if (error instanceof ApiError) return c.json(errorBody(error.code, error.message), error.status);
+  // A stored-data limit (rules, notification targets; decision 0041): 409 for a count, 413 for bytes.
+  if (error instanceof StoredLimitExceeded) return c.json(errorBody("limit_exceeded", error.message), error.status);
   if (error instanceof HTTPException) return c.json(errorBody("http_error", error.message), error.status);
   log("error", "http.unhandled_error", "an unexpected failure answered 500", { traceId: c.get("traceId"), unexpected: true }, error);
   return c.json(errorBody("internal_error", "Internal error"), 500);

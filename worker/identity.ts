@@ -8,6 +8,7 @@ import { type JWTPayload, type JWTVerifyGetKey, createRemoteJWKSet, errors, jwtV
 import type { TenantIdentityRow } from "../db/schema";
 import type { Person } from "../core/principal";
 import type { Env } from "../core/env";
+import { allowPrivateWebhooks, nonPublicRange } from "../protocol/webhook-url";
 
 /** The signature algorithms a token may use; `none` and HMAC (a shared secret) never. */
 const ALGORITHMS = ["RS256", "ES256", "EdDSA"];
@@ -30,6 +31,17 @@ function keySetOf(url: string, cooldownMs: number): JWTVerifyGetKey {
   return set;
 }
 
+/**
+ * Why the gateway will not fetch keys from `url` (null: it will): a loopback, private or link-local
+ * host, as for webhooks (protocol/webhook-url.ts), unless the deployment sets WEBHOOK_ALLOW_PRIVATE=1.
+ * Checked when the provider is stored and again before every fetch (a row from before, or by hand).
+ */
+export function privateKeysHost(env: Env, url: URL): string | null {
+  const range = nonPublicRange(url.hostname);
+  if (!range || allowPrivateWebhooks(env.WEBHOOK_ALLOW_PRIVATE)) return null;
+  return `its host ${url.hostname} is ${range}; the gateway fetches keys only from public hosts (a deployment that needs otherwise sets WEBHOOK_ALLOW_PRIVATE=1)`;
+}
+
 /** Whether a bearer value is a JWT: three base64url parts whose first is a JSON object. API keys never hold a dot. */
 export function looksLikeJwt(value: string): boolean {
   return /^eyJ[A-Za-z0-9_-]*\.[A-Za-z0-9_-]+\.[A-Za-z0-9_-]+$/.test(value);
@@ -40,6 +52,14 @@ export type TokenCheck = { ok: true; person: Person; expiresAt: number } | { ok:
 /** Verifies a token against one provider of the tenant; the reason says what was wrong, never the token. */
 export async function verifyToken(env: Env, provider: TenantIdentityRow, token: string): Promise<TokenCheck> {
   const cooldown = Number(env.JWKS_COOLDOWN_MS ?? DEFAULT_JWKS_COOLDOWN_MS);
+  let keysUrl: URL;
+  try {
+    keysUrl = new URL(provider.jwksUrl);
+  } catch {
+    return { ok: false, reason: "the tenant's JWKS URL is not a URL" };
+  }
+  const refused = privateKeysHost(env, keysUrl);
+  if (refused) return { ok: false, reason: `the tenant's JWKS URL is refused: ${refused}` };
   let payload: JWTPayload;
   try {
     ({ payload } = await jwtVerify(

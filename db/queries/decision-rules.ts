@@ -3,6 +3,8 @@
 import { and, desc, eq, isNull, like, lt, or, sql } from "drizzle-orm";
 import { dbOf } from "../client";
 import { decisionRules, type DecisionRuleRow } from "../schema";
+import { MAX_RULE_BYTES } from "../../protocol/tenant-limits";
+import { StoredLimitExceeded, storedLimit, storedLimitSql } from "./stored-limits";
 
 export type NewDecisionRule = typeof decisionRules.$inferInsert;
 
@@ -16,10 +18,94 @@ export async function activeRules(db: D1Database, tenantId: string): Promise<Dec
     .where(and(eq(decisionRules.tenantId, tenantId), isNull(decisionRules.revokedAt)));
 }
 
+/** One rule's bytes as `ruleBytesPerTenant` counts them: what its maker wrote (the SQL below counts the same). */
+const RULE_BYTES_SQL =
+  "length(CAST(matcher AS BLOB)) + length(CAST(matcher_text AS BLOB)) + length(CAST(description AS BLOB)) + coalesce(length(CAST(scope_project AS BLOB)), 0) + coalesce(length(CAST(scope_user AS BLOB)), 0) + coalesce(length(CAST(scope_agent AS BLOB)), 0)";
+
+const utf8 = new TextEncoder();
+const bytesOf = (text: string | null | undefined) => (text ? utf8.encode(text).length : 0);
+
+function ruleBytes(rule: NewDecisionRule): number {
+  return (
+    bytesOf(rule.matcher) +
+    bytesOf(rule.matcherText) +
+    bytesOf(rule.description) +
+    bytesOf(rule.scopeProject) +
+    bytesOf(rule.scopeUser) +
+    bytesOf(rule.scopeAgent)
+  );
+}
+
+/**
+ * Stores a rule if the tenant's rules stay within `rulesPerTenant` and `ruleBytesPerTenant` (rules
+ * not revoked; decision 0041), checked in the insert itself; else throws StoredLimitExceeded.
+ */
 export async function insertRule(db: D1Database, rule: NewDecisionRule): Promise<DecisionRuleRow> {
-  const [row] = await rulesDb(db).insert(decisionRules).values(rule).returning();
+  const bytes = ruleBytes(rule);
+  if (bytes > MAX_RULE_BYTES)
+    throw new StoredLimitExceeded(
+      "ruleBytes",
+      MAX_RULE_BYTES,
+      `This rule is ${bytes} bytes (matcher, description and scope); one rule may be at most ${MAX_RULE_BYTES}. Write a narrower matcher or a shorter description.`,
+      413,
+    );
+  const count = storedLimitSql("rulesPerTenant", rule.tenantId);
+  const total = storedLimitSql("ruleBytesPerTenant", rule.tenantId);
+  const values = [
+    rule.id,
+    rule.tenantId,
+    rule.decision,
+    rule.scopeProject ?? null,
+    rule.scopeUser ?? null,
+    rule.scopeAgent ?? null,
+    rule.matcher,
+    rule.matcherText,
+    rule.description,
+    rule.expiresAt ?? null,
+    rule.createdByKey ?? null,
+    rule.createdByUser ?? null,
+    rule.createdFromSession ?? null,
+    rule.createdFromToolCall ?? null,
+    rule.createdAt ?? Date.now(),
+  ];
+  const inserted = await db
+    .prepare(
+      `INSERT INTO decision_rules (id, tenant_id, decision, scope_project, scope_user, scope_agent, matcher, matcher_text, description, expires_at, created_by_key, created_by_user, created_from_session, created_from_tool_call, created_at)
+       SELECT ${values.map(() => "?").join(", ")}
+       WHERE (SELECT count(*) FROM decision_rules WHERE tenant_id = ? AND revoked_at IS NULL) < ${count.sql}
+         AND (SELECT coalesce(sum(${RULE_BYTES_SQL}), 0) FROM decision_rules WHERE tenant_id = ? AND revoked_at IS NULL) + ? <= ${total.sql}`,
+    )
+    .bind(...values, rule.tenantId, ...count.binds, rule.tenantId, bytes, ...total.binds)
+    .run();
+  if (inserted.meta.changes === 0) throw await overBudget(db, rule.tenantId, bytes);
+  const row = await ruleById(db, rule.tenantId, rule.id);
   if (!row) throw new Error("inserting the rule returned nothing");
   return row;
+}
+
+/** Which of the two limits refused a rule of `bytes`, said so a person can act on it. */
+async function overBudget(db: D1Database, tenantId: string, bytes: number): Promise<StoredLimitExceeded> {
+  const used = await db
+    .prepare(
+      `SELECT count(*) AS n, coalesce(sum(${RULE_BYTES_SQL}), 0) AS b FROM decision_rules WHERE tenant_id = ? AND revoked_at IS NULL`,
+    )
+    .bind(tenantId)
+    .first<{ n: number; b: number }>();
+  const maxCount = await storedLimit(db, "rulesPerTenant", tenantId);
+  if ((used?.n ?? 0) >= maxCount)
+    return new StoredLimitExceeded(
+      "rulesPerTenant",
+      maxCount,
+      `This tenant has ${used?.n ?? 0} rules, its limit (limits.rulesPerTenant ${maxCount}): revoke rules it no longer needs (DELETE /v1/rules/{id}), or ask the operator to raise the limit.`,
+      409,
+    );
+  const maxBytes = await storedLimit(db, "ruleBytesPerTenant", tenantId);
+  return new StoredLimitExceeded(
+    "ruleBytesPerTenant",
+    maxBytes,
+    `This tenant's rules use ${used?.b ?? 0} of ${maxBytes} bytes (limits.ruleBytesPerTenant), and this rule needs ${bytes} more: revoke rules it no longer needs, or ask the operator to raise the limit.`,
+    413,
+  );
 }
 
 export async function ruleById(db: D1Database, tenantId: string, id: string): Promise<DecisionRuleRow | undefined> {

@@ -3,7 +3,7 @@
 
 import { and, eq } from "drizzle-orm";
 import { dbOf } from "../client";
-import { type TenantIdentityRow, tenantIdentity, tenants } from "../schema";
+import { type TenantIdentityRow, identityProofs, tenantIdentity, tenants } from "../schema";
 
 export type IdentityProvider = TenantIdentityRow["provider"];
 export type IdentityConfig = Omit<TenantIdentityRow, "tenantId" | "provider" | "updatedAt">;
@@ -39,14 +39,32 @@ export async function signInProvider(
   return row;
 }
 
-/** The tenant that already uses this (issuer, audience), if any: a pair names one tenant at most. */
+/** The tenant that proved this (issuer, audience) first (decision 0041), if any: the pair is then its alone. */
 export async function tenantOfIssuerAudience(d1: D1Database, issuer: string, audience: string): Promise<string | undefined> {
   const [row] = await dbOf(d1)
-    .select({ tenantId: tenantIdentity.tenantId, provider: tenantIdentity.provider })
-    .from(tenantIdentity)
-    .where(and(eq(tenantIdentity.issuer, issuer), eq(tenantIdentity.audience, audience)))
+    .select({ tenantId: identityProofs.tenantId })
+    .from(identityProofs)
+    .where(and(eq(identityProofs.issuer, issuer), eq(identityProofs.audience, audience)))
     .limit(1);
   return row?.tenantId;
+}
+
+/**
+ * A person of `tenantId` signed in with a token the pair's keys verified: the pair is proven by the
+ * tenant that did so first. Returns that tenant (this one, unless another proved it before). Reads
+ * first, so only the first sign-in of a pair writes; two first sign-ins at once agree on one.
+ */
+export async function proveIssuerAudience(
+  d1: D1Database,
+  issuer: string,
+  audience: string,
+  tenantId: string,
+  now: number,
+): Promise<string> {
+  const proven = await tenantOfIssuerAudience(d1, issuer, audience);
+  if (proven !== undefined) return proven;
+  await dbOf(d1).insert(identityProofs).values({ issuer, audience, tenantId, provenAt: now }).onConflictDoNothing();
+  return (await tenantOfIssuerAudience(d1, issuer, audience)) ?? tenantId;
 }
 
 export async function putIdentityProvider(

@@ -13,6 +13,7 @@
 
 import { DurableObject } from "cloudflare:workers";
 import { activeRules, insertRule, recordHits } from "../../db/queries/decision-rules";
+import { StoredLimitExceeded } from "../../db/queries/stored-limits";
 import type { Env } from "../../core/env";
 import type { FourEyesSettings, TenantSettings } from "../../core/principal";
 import { tenantById } from "../../db/queries/tenants";
@@ -191,7 +192,14 @@ export class RulesObject extends DurableObject<Env> implements RulesContract {
     const derived = await deriveFromChoice(request, await this.fourEyesPolicy());
     if (!derived) return null;
     if ("reason" in derived) return { reason: derived.reason };
-    const row = await insertRule(d1Of(this, this.env), toRuleRow(this.tenantId(), derived, request));
+    let row;
+    try {
+      row = await insertRule(d1Of(this, this.env), toRuleRow(this.tenantId(), derived, request));
+    } catch (error) {
+      // The tenant's rules are at their limit (decision 0041): the choice applies once, and everyone is told why.
+      if (error instanceof StoredLimitExceeded) return { reason: error.message };
+      throw error;
+    }
     await this.changed();
     return { id: row.id, decision: row.decision, description: row.description };
   }

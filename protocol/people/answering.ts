@@ -11,6 +11,9 @@
 //   member's); `two_approvals` needs two distinct approvers, so the first approval is recorded, not
 //   committed, and the same person approving again is refused.
 // - An option kind the gateway does not know is treated as an approval (closed world).
+// - Four eyes counts people, not credentials (decision 0041): a person is their subject, whether
+//   signed in or holding a key issued to them; a credential that names nobody approves nothing that
+//   needs four eyes unless the tenant lets it (settings.fourEyes.keysApprove).
 
 import type { PermissionOption } from "../permissions";
 import type { Role } from "../../core/principal";
@@ -51,9 +54,27 @@ export function isApproval(option: PermissionOption): boolean {
   return option.kind !== "reject_once" && option.kind !== "reject_always";
 }
 
-/** Who someone is for the purposes of answering: the same person across keys and connections. */
+/**
+ * Who someone is for the purposes of answering: the same person across keys, sign-ins and
+ * connections (decision 0041). A tenant has one identity provider, and a key issued to a person
+ * names them by their subject at it (`POST /v1/keys {user}`), so the subject alone is the person: a
+ * sign-in and a key issued to the same subject are one person, not two. A credential that names
+ * nobody (the admin key, a key issued to nobody) is only itself, `key:<id>`.
+ */
 export function personKey(client: { keyId: string; person?: { issuer: string; subject: string } | undefined }): string {
-  return client.person ? `person:${client.person.issuer}|${client.person.subject}` : `key:${client.keyId}`;
+  return client.person ? `subject:${client.person.subject}` : `key:${client.keyId}`;
+}
+
+/** A `personKey` as stored before decision 0041 (`person:<issuer>|<subject>`, in pending requests) read as today's. */
+function current(who: string): string {
+  if (!who.startsWith("person:")) return who;
+  const bar = who.indexOf("|");
+  return bar < 0 ? who : `subject:${who.slice(bar + 1)}`;
+}
+
+/** Whether `who` names no person: four eyes does not count such a credential as a second person. */
+function namesNobody(who: string): boolean {
+  return current(who).startsWith("key:");
 }
 
 /** Why `answerer` may not choose `option` (null: they may), and whether choosing it only records a first approval. */
@@ -61,7 +82,8 @@ function refusal(answerer: Answerer, facts: RequestFacts, option: PermissionOpti
   if (!may(answerer.role, "answer_own")) {
     return "You are an observer: observers watch and do not answer permission requests.";
   }
-  const ownTurn = facts.prompter !== null && facts.prompter === answerer.who;
+  const who = current(answerer.who);
+  const ownTurn = facts.prompter !== null && current(facts.prompter) === who;
   if (!may(answerer.role, "answer_any") && !ownTurn) {
     return "You are a member: members answer only the requests of a turn they prompted, and someone else prompted this one. An approver may answer it.";
   }
@@ -70,10 +92,13 @@ function refusal(answerer: Answerer, facts: RequestFacts, option: PermissionOpti
   if (!may(answerer.role, "answer_any")) {
     return `This operation needs a second person's approval (${need.why}); members may reject it, and an approver approves it.`;
   }
+  if (namesNobody(who) && need.keysApprove !== true) {
+    return `This operation needs a second person's approval (${need.why}), and four eyes counts people: your credential names nobody (an admin key, or a key issued to no person). Sign in, or use a key issued to you; a tenant admin may let such keys approve (settings.fourEyes.keysApprove). You may reject it.`;
+  }
   if (need.require === "not_prompter" && ownTurn) {
     return `This operation needs a second person's approval (${need.why}): you prompted this turn, so another approver approves it. You may reject it.`;
   }
-  if (need.require === "two_approvals" && facts.approvals.includes(answerer.who)) {
+  if (need.require === "two_approvals" && facts.approvals.some((a) => current(a) === who)) {
     return `This operation needs two approvals from distinct people (${need.why}); yours is recorded, a second approver's is awaited.`;
   }
   return null;

@@ -35,6 +35,8 @@ type FourEyesRequirement = "not_prompter" | "two_approvals";
 export interface FourEyesNeed {
   require: FourEyesRequirement;
   why: string;
+  /** The tenant lets a credential that names no person approve (settings.fourEyes.keysApprove; answering.ts). */
+  keysApprove?: true;
 }
 
 /** The requirement the tenant's policy puts on the operation, or null when none applies. */
@@ -50,7 +52,7 @@ export function fourEyesNeed(policy: FourEyesSettings | undefined, op: Operation
     const require = entry.require ?? "not_prompter";
     if (need === null || (require === "two_approvals" && need.require !== "two_approvals")) need = { require, why };
   }
-  return need;
+  return need !== null && policy?.keysApprove === true ? { ...need, keysApprove: true } : need;
 }
 
 /** An entry whose every given field has the type the settings API checks; anything else is read as "every operation". */

@@ -21,6 +21,8 @@ export type Action =
   | "answer_own"
   /** Answer any permission request of the tenant. */
   | "answer_any"
+  /** Switch a session to a mode or configuration that can make the agent ask less (protocol/people/modes.ts). */
+  | "oversight"
   /** Create remembered decisions (rules) and revoke one's own; turn an "always" answer into a rule. */
   | "rules"
   /** Keys, agents, identity providers, notification targets, the tenant's settings, metrics. */
@@ -31,6 +33,7 @@ const LEAST: Record<Action, Role> = {
   drive: "member",
   answer_own: "member",
   answer_any: "approver",
+  oversight: "approver",
   rules: "approver",
   administer: "admin",
 };

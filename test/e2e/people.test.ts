@@ -184,6 +184,31 @@ describe("a person's identity token", () => {
     });
   });
 
+  it("a tenant that names another's issuer and audience before it is proven takes nothing: the first to sign in proves it (decision 0041)", async () => {
+    const squatter = await tenantTrusting(idp, "people-squat");
+    const owner = await tenantTrusting(idp, "people-own");
+    // The squatter names the owner's pair first: allowed, for a claim alone proves nothing.
+    const claimed = await call("/v1/tenant/oidc", squatter.admin, {
+      method: "PUT",
+      body: { issuer: idp.issuer, audience: owner.audience, jwksUrl: idp.jwksUrl },
+    });
+    expect(claimed.status).toBe(200);
+    // The owner's person signs in with it: that proves the pair for the owner.
+    const token = await idp.token("u-olive", { audience: owner.audience });
+    expect((await restWith(token, owner.slug)).status).toBe(200);
+    // From then on the squatter gets nothing from it: its tokens are refused, and naming it again is 409.
+    expect(await restWith(token, squatter.slug)).toMatchObject({
+      status: 401,
+      body: { error: { message: expect.stringMatching(/another tenant proved this issuer and audience first/) } },
+    });
+    const again = await call("/v1/tenant/oidc", squatter.admin, {
+      method: "PUT",
+      body: { issuer: idp.issuer, audience: owner.audience, jwksUrl: idp.jwksUrl },
+    });
+    expect(again).toMatchObject({ status: 409, body: { error: { message: expect.stringMatching(/has proven this issuer/) } } });
+    expect((await restWith(token, owner.slug)).status).toBe(200);
+  });
+
   it("follows key rotation: a new key is fetched once, the rotated-out key is refused; unknown keys refetch at most once per cooldown", async () => {
     const before = await idp.token("u-bob", { audience: a.audience });
     expect((await restWith(before, a.slug)).status).toBe(200);

@@ -206,7 +206,7 @@ class World {
   constructor() {
     this.machine = this.build();
     // A turn runs and three clients are attached when the run starts (the commands change both).
-    this.table.turn = { state: "running", gwId: ++this.gwId, prompter: "key:k_c0", fromSeq: this.table.lastSeq };
+    this.table.turn = { state: "running", gwId: ++this.gwId, prompter: "subject:c0", fromSeq: this.table.lastSeq };
     for (const c of ["c0", "c1", "c2"]) {
       this.attached.add(c);
       this.inbox.set(c, []);
@@ -278,6 +278,8 @@ function attachment(c: string): ClientAttachment {
     connId: c,
     keyId: `k_${c}`,
     user: c,
+    // Each client is a person (four eyes counts people, decision 0041; a key naming nobody is answering.test.ts's).
+    person: { issuer: "https://idp.test", subject: c },
     role: ROLES[c],
     attachedAt: 0,
     caps: { readTextFile: false, writeTextFile: false, terminal: false },
@@ -380,14 +382,14 @@ function oracle(w: World, client: string, asked: Asked, choice: Choice): "refuse
   if (choice === "bogus") return "refused";
   const role = ROLES[client];
   const turn = w.table.turn;
-  const own = turn.state !== "idle" && turn.prompter === `key:k_${client}`;
+  const own = turn.state !== "idle" && turn.prompter === `subject:${client}`;
   if (role === "observer" || (role === "member" && !own)) return "refused";
   const approval = choice === "a1" || choice === "aa";
   if (!approval || asked.fourEyes === "none") return "commit";
   if (role === "member" || (asked.fourEyes === "not_prompter" && own)) return "refused";
   if (asked.fourEyes === "not_prompter") return "commit";
   const approvals = w.approvals.get(asked.permId) ?? new Set();
-  if (approvals.has(`key:k_${client}`)) return "refused";
+  if (approvals.has(`subject:${client}`)) return "refused";
   return approvals.size === 0 ? "recorded" : "commit";
 }
 
@@ -465,7 +467,7 @@ function run(w: World, c: Command): void {
       if (asked.fourEyes !== "none") w.ways.push(`four eyes: ${would}`);
       if (would === "recorded") {
         check(w.handoff.length === toAgentBefore, `a first approval of ${asked.permId} went to the agent`);
-        w.approvals.set(asked.permId, new Set([`key:k_${client}`]));
+        w.approvals.set(asked.permId, new Set([`subject:${client}`]));
       }
       if (would !== "commit") return;
       asked.expected = c.choice === "aa" ? "a1" : c.choice;
@@ -580,7 +582,7 @@ function run(w: World, c: Command): void {
       if (c.what === "start" && turn.state === "idle") {
         w.policyLater = c.policyLater;
         w.fourEyes = c.fourEyes ?? "none";
-        table.turn = { state: "running", gwId: ++w.gwId, prompter: "key:k_c0", fromSeq: table.lastSeq };
+        table.turn = { state: "running", gwId: ++w.gwId, prompter: "subject:c0", fromSeq: table.lastSeq };
       } else if (c.what === "cancel" && turn.state === "running") {
         cancelTurn(w, { type: "cancel", connectionId: "c0", user: "c0" }, { ...turn, state: "cancelling" });
       } else if (c.what === "end" && turn.state !== "idle") {

@@ -57,7 +57,7 @@ describe("the rules API", () => {
     expect(after.items[0]?.revokedAt).toBeGreaterThan(0);
   });
 
-  it("a person's display name from a token never lets a key with that label revoke the person's rule", async () => {
+  it("a label never lets a key revoke a rule it did not make: not a person's display name, not another key's label", async () => {
     const t = await seedTenant();
     const created = (await (await api("/v1/rules", t.adminKey, { method: "POST", body: gitStatus })).json()) as { rule: { id: string } };
     // As a rule a person signed in with a token made from an answer: their person key id, their display name "alice".
@@ -65,11 +65,11 @@ describe("the rules API", () => {
       .bind("person:0123456789abcdef", "alice", created.rule.id)
       .run();
     expect((await api(`/v1/rules/${created.rule.id}`, t.clientKey, { method: "DELETE" })).status).toBe(403);
-    // Between keys, the label still names the person: another key labelled "alice" may revoke alice's key's rule.
+    // Between keys neither (decision 0041): a label is whatever its key's issuer wrote, not who someone is.
     await env.DB.prepare("UPDATE decision_rules SET created_by_key = ?, created_by_user = ? WHERE id = ?")
       .bind("key_other", "alice", created.rule.id)
       .run();
-    expect((await api(`/v1/rules/${created.rule.id}`, t.clientKey, { method: "DELETE" })).status).toBe(204);
+    expect((await api(`/v1/rules/${created.rule.id}`, t.clientKey, { method: "DELETE" })).status).toBe(403);
   });
 
   it("refuses bad input with 400, wrong key kinds with 403, and another tenant's rule with 404", async () => {

@@ -18,6 +18,7 @@ import {
   seedTenant,
 } from "./helpers";
 import { countRulesCalls, restartObject, sessionStub, setSessionLease } from "./fuzz-faults";
+import { HARD_LIMITS } from "../../protocol/tenant-limits";
 
 type Tenant = Awaited<ReturnType<typeof seedTenant>>;
 
@@ -179,7 +180,10 @@ describe("the compiled rules cache in the session", { timeout: 30_000 }, () => {
   });
 
   it("10,000 rules: the session decides from the index, and the right rule answers", async () => {
-    const t = await seedTenant();
+    // Beyond the default bounds on a tenant's rules (decision 0041), as its operator may allow.
+    const t = await seedTenant({
+      limits: { rulesPerTenant: HARD_LIMITS.rulesPerTenant, ruleBytesPerTenant: HARD_LIMITS.ruleBytesPerTenant },
+    });
     const at = Date.now();
     const values = Array.from(
       { length: 10_000 },

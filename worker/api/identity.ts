@@ -14,6 +14,7 @@ import {
 import type { TenantIdentityRow } from "../../db/schema";
 import type { Env } from "../../core/env";
 import { ApiError } from "../http-error";
+import { privateKeysHost } from "../identity";
 import { requireRole } from "../middleware/require-key";
 import type { AppEnv } from "../types";
 import { conflictResponse, errorResponses, validationHook } from "./openapi";
@@ -78,12 +79,18 @@ const providerJson = (r: TenantIdentityRow) => ({
   updatedAt: r.updatedAt,
 });
 
-/** An https URL without credentials (plain http too where IDENTITY_ALLOW_HTTP=1: local development, the tests). */
-function checkedUrl(env: Env, field: string, text: string): string {
+/**
+ * An https URL without credentials (plain http too where IDENTITY_ALLOW_HTTP=1: local development, the
+ * tests). One the gateway itself fetches (`fetched`: the keys) names a public host, as a webhook does
+ * (decision 0041): not loopback, private or link-local, unless the deployment sets WEBHOOK_ALLOW_PRIVATE=1.
+ */
+function checkedUrl(env: Env, field: string, text: string, fetched = false): string {
   const url = new URL(text);
   const http = env.IDENTITY_ALLOW_HTTP === "1" && url.protocol === "http:";
   if (url.protocol !== "https:" && !http) throw ApiError.badRequest(`${field} must be an https URL`);
   if (url.username || url.password) throw ApiError.badRequest(`${field} must not carry credentials`);
+  const refused = fetched ? privateKeysHost(env, url) : null;
+  if (refused) throw ApiError.badRequest(`${field} is refused: ${refused}`);
   return url.href;
 }
 
@@ -93,7 +100,7 @@ async function store(env: Env, tenantId: string, provider: IdentityProvider, con
     throw new ApiError(
       409,
       "conflict",
-      "Another tenant already trusts this issuer with this audience: a token must name one tenant, so give this tenant its own audience (client id)",
+      "Another tenant has proven this issuer with this audience (its people signed in with it first): a token must name one tenant, so give this tenant its own audience (client id)",
     );
   }
   await putIdentityProvider(env.DB, tenantId, provider, config, Date.now());
@@ -154,7 +161,7 @@ identityApi.openapi(
       issuer: body.issuer,
       audience: body.audience,
       clientId: body.clientId === body.audience ? null : body.clientId,
-      jwksUrl: checkedUrl(c.env, "jwksUrl", body.jwksUrl),
+      jwksUrl: checkedUrl(c.env, "jwksUrl", body.jwksUrl, true),
       userClaim: body.userClaim,
       groupsClaim: body.groupsClaim,
       nameClaim: body.nameClaim,
@@ -178,7 +185,7 @@ identityApi.openapi(
     const origin = /^[a-z]+:\/\//i.test(body.teamDomain) ? body.teamDomain : `https://${body.teamDomain}`;
     let base: URL;
     try {
-      base = new URL(checkedUrl(c.env, "teamDomain", origin));
+      base = new URL(checkedUrl(c.env, "teamDomain", origin, true));
     } catch (error) {
       if (error instanceof ApiError) throw error;
       throw ApiError.badRequest("teamDomain must be a domain such as myteam.cloudflareaccess.com");

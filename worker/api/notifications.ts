@@ -9,7 +9,7 @@ import { requireRole } from "../middleware/require-key";
 import { PageQuery, json, pageOf, pageParams, pageSchema } from "./pagination";
 import type { AppEnv } from "../types";
 import { randomId } from "../../protocol/ids";
-import { errorResponses, validationHook } from "./openapi";
+import { errorResponses, storedLimitResponses, validationHook } from "./openapi";
 import { allowPrivateWebhooks, checkWebhookUrl } from "../../protocol/webhook-url";
 
 /** The URL's form here; where it may point (public https hosts, unless the deployment allows private ones) is checked in the handler. */
@@ -49,7 +49,11 @@ notificationsApi.openapi(
         required: true,
       },
     },
-    responses: { 201: json(TargetSchema.extend({ secret: z.string() }), "The target, with its signing secret"), ...errorResponses },
+    responses: {
+      201: json(TargetSchema.extend({ secret: z.string() }), "The target, with its signing secret"),
+      ...errorResponses,
+      409: storedLimitResponses[409],
+    },
   }),
   async (c) => {
     const { tenantId } = c.get("principal");

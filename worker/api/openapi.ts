@@ -30,3 +30,8 @@ export const errorResponses = {
 } as const;
 export const conflictResponse = { 409: errorOf("Conflict") } as const;
 export const rateLimitedResponse = { 429: errorOf("Too many requests") } as const;
+/** A stored-data limit of the tenant (decision 0041): 409 for a count reached, 413 for bytes. */
+export const storedLimitResponses = {
+  409: errorOf("The tenant's limit on how many it may store is reached (limit_exceeded)"),
+  413: errorOf("Over the tenant's byte limit, or one item too large (limit_exceeded)"),
+} as const;

@@ -12,7 +12,7 @@ import { requireRole } from "../middleware/require-key";
 import { may } from "../../protocol/people/roles";
 import { json, pageOf, pageParams, pageSchema } from "./pagination";
 import type { AppEnv } from "../types";
-import { errorResponses, validationHook } from "./openapi";
+import { errorResponses, storedLimitResponses, validationHook } from "./openapi";
 import { objects } from "../../durable-objects/objects";
 
 const MatcherSchema = z
@@ -143,7 +143,11 @@ rulesApi.openapi(
     summary: "Write a rule by hand",
     middleware: [requireRole("rules")] as const,
     request: { body: { content: { "application/json": { schema: NewRuleSchema } }, required: true } },
-    responses: { 201: { description: "The rule", content: { "application/json": { schema: z.object({ rule: RuleSchema }) } } }, ...errors },
+    responses: {
+      201: { description: "The rule", content: { "application/json": { schema: z.object({ rule: RuleSchema }) } } },
+      ...errors,
+      ...storedLimitResponses,
+    },
   }),
   async (c) => {
     const principal = c.get("principal");
@@ -201,7 +205,7 @@ rulesApi.openapi(
     path: "/v1/rules/{id}",
     tags: ["rules"],
     summary: "Revoke a rule (kept, with revokedAt, for audit)",
-    description: "An admin (or owner), or an approver who made the rule (the same key, or the same person).",
+    description: "An admin (or owner), or the approver who made the rule (the same key, or the same signed-in person).",
     middleware: [requireRole("rules")] as const,
     request: { params: z.object({ id: z.string() }) },
     responses: { 204: { description: "Revoked" }, ...errors },
@@ -211,14 +215,11 @@ rulesApi.openapi(
     const id = c.req.valid("param").id;
     const rule = await ruleById(c.env.DB, principal.tenantId, id);
     if (!rule) throw ApiError.notFound("Rule");
-    // The same key, or the same person; a label names a person only between keys (a display name from a
-    // token is not unique, so it never matches a key's label, nor the other way round).
-    const madeByToken = rule.createdByKey?.startsWith("person:") === true;
-    const sameLabel =
-      principal.credential.type === "key" && !madeByToken && principal.label !== null && rule.createdByUser === principal.label;
-    const own = rule.createdByKey === principal.keyId || sameLabel;
+    // Its maker only: the same key, or the same signed-in person (a person's keyId is theirs across
+    // sign-ins). A label or display name is not who someone is: anyone may give a key the same one.
+    const own = rule.createdByKey === principal.keyId;
     if (!may(principal.role, "administer") && !own)
-      throw ApiError.forbidden("Only an admin, or the approver who made the rule, may revoke it");
+      throw ApiError.forbidden("Only an admin, or the approver who made the rule (with the same key or sign-in), may revoke it");
     if (rule.revokedAt === null) await updateRule(c.env.DB, principal.tenantId, id, { revokedAt: Date.now() });
     await rulesChanged(c.env, principal.tenantId);
     return c.body(null, 204);

@@ -1,5 +1,5 @@
 // The tenant's own settings, for its admins (decision 0028): who is which role (settings.roles) and
-// which operations need a second person (settings.fourEyes), beside the settings the operator may set
+// which operations need a second person (settings.fourEyes), which modes are forbidden (settings.modes), beside the settings the operator may set
 // too (deadlines, relaying "always"). Limits stay the operator's (PATCH /v1/tenants/{id}): they bound
 // what the tenant costs everyone else. An admin maps groups at most to their own role.
 
@@ -38,9 +38,24 @@ const FourEyesOperationSchema = z
   });
 
 export const FourEyesSettingsSchema = z
-  .object({ operations: z.array(FourEyesOperationSchema).max(100) })
+  .object({
+    operations: z.array(FourEyesOperationSchema).max(100),
+    /** Let a credential that names no person (the admin key, a key issued to nobody) approve (default false: people count). */
+    keysApprove: z.boolean().optional(),
+  })
   .strict()
   .openapi("FourEyesSettings");
+
+/** Mode and configuration changes refused to everyone (decision 0041). */
+export const ModeSettingsSchema = z
+  .object({
+    /** Modes or values refused whatever the role (compared case- and separator-folded). */
+    forbid: z.array(z.string().min(1).max(200)).max(100).optional(),
+    /** Refuse every change that can make the agent ask less, to everyone. */
+    forbidLessOversight: z.boolean().optional(),
+  })
+  .strict()
+  .openapi("ModeSettings");
 
 /** The settings both an admin (here) and the operator (PATCH /v1/tenants/{id}) may change. */
 export const SHARED_SETTINGS = {
@@ -64,6 +79,7 @@ const TenantOwnSettingsSchema = z
   .object({
     roles: RolesSettingsSchema.optional(),
     fourEyes: FourEyesSettingsSchema.optional(),
+    modes: ModeSettingsSchema.optional(),
     ...SHARED_SETTINGS,
   })
   .strict()

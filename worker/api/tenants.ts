@@ -6,12 +6,13 @@ import { insertTenant, tenantById, tenantBySlug, tenantsPage, updateTenant } fro
 import type { Tenant } from "../../db/schema";
 import { mintKey } from "../../protocol/api-keys";
 import { randomId } from "../../protocol/ids";
+import { HARD_LIMITS } from "../../protocol/tenant-limits";
 import { ApiError } from "../http-error";
 import { requireOperator } from "../middleware/require-operator";
 import { closeAgentConnections } from "../revocation";
 import type { AppEnv } from "../types";
 import { conflictResponse, errorResponses, validationHook } from "./openapi";
-import { FourEyesSettingsSchema, RolesSettingsSchema, SHARED_SETTINGS } from "./settings";
+import { FourEyesSettingsSchema, ModeSettingsSchema, RolesSettingsSchema, SHARED_SETTINGS } from "./settings";
 import { PageQuery, json, pageOf, pageParams, pageSchema } from "./pagination";
 
 const errors = { ...errorResponses, ...conflictResponse };
@@ -38,6 +39,9 @@ const LimitsSchema = z
       .min(1024)
       .max(1024 * 1024 * 1024)
       .optional(),
+    rulesPerTenant: z.number().int().min(1).max(HARD_LIMITS.rulesPerTenant).optional(),
+    ruleBytesPerTenant: z.number().int().min(1024).max(HARD_LIMITS.ruleBytesPerTenant).optional(),
+    notificationTargetsPerTenant: z.number().int().min(1).max(HARD_LIMITS.notificationTargetsPerTenant).optional(),
     turnIdleMs: z
       .number()
       .int()
@@ -56,6 +60,7 @@ const SettingsSchema = z
     limits: LimitsSchema.optional(),
     roles: RolesSettingsSchema.optional(),
     fourEyes: FourEyesSettingsSchema.optional(),
+    modes: ModeSettingsSchema.optional(),
   })
   .strict()
   .openapi("TenantSettings");

@@ -141,11 +141,70 @@ describe("answering: who may choose what", () => {
     expect(isApproval({ optionId: "x", name: "x", kind: "_vendor" })).toBe(true);
   });
 
-  it("names a person across keys by issuer and subject, and an unnamed key by its id", () => {
+  it("names a person across keys by their subject, and an unnamed key by its id", () => {
     expect(personKey({ keyId: "k1", person: { issuer: "https://idp", subject: "alice" } })).toBe(
       personKey({ keyId: "k2", person: { issuer: "https://idp", subject: "alice" } }),
     );
     expect(personKey({ keyId: "k1" })).not.toBe(personKey({ keyId: "k2" }));
+  });
+});
+
+describe("four eyes counts people, not credentials (decision 0041)", () => {
+  // The shapes worker/auth.ts gives the two credentials of one person: a sign-in with the tenant's
+  // provider, and a key issued to them (`POST /v1/keys {user}`), which names them with the issuer "key".
+  const signIn = { keyId: "person:5f1e", person: { issuer: "https://idp.example.com", subject: "alice" } };
+  const aliceKey = { keyId: "key_alice", person: { issuer: "key", subject: "alice" } };
+  const rm: RequestFacts = { options: OPTIONS, prompter: null, fourEyes: { require: "not_prompter", why: "it runs rm" }, approvals: [] };
+  const once = OPTIONS[0] as PermissionOption;
+
+  it("a person's sign-in plus a key issued to the same person is one person: the prompter's own key cannot approve", () => {
+    expect(personKey(signIn)).toBe(personKey(aliceKey));
+    const facts = { ...rm, prompter: personKey(signIn) };
+    expect(authorise({ role: "approver", who: personKey(aliceKey) }, facts, once)).toMatchObject({
+      ok: false,
+      reason: expect.stringMatching(/you prompted this turn/),
+    });
+    const two: RequestFacts = { ...rm, fourEyes: { require: "two_approvals", why: "w" }, approvals: [personKey(aliceKey)] };
+    expect(authorise({ role: "approver", who: personKey(signIn) }, two, once)).toMatchObject({ ok: false });
+  });
+
+  it("a prompter recorded before decision 0041 (person:<issuer>|<subject>) is still the same person", () => {
+    const facts = { ...rm, prompter: "person:https://idp.example.com|alice" };
+    expect(authorise({ role: "approver", who: personKey(aliceKey) }, facts, once).ok).toBe(false);
+    const two: RequestFacts = { ...rm, fourEyes: { require: "two_approvals", why: "w" }, approvals: ["person:key|alice"] };
+    expect(authorise({ role: "approver", who: personKey(signIn) }, two, once).ok).toBe(false);
+  });
+
+  it("a freshly minted key with no person is refused as second approver, and so is the admin key; both may reject", () => {
+    const facts = { ...rm, prompter: personKey(signIn) };
+    for (const keyId of ["key_fresh", "key_admin"]) {
+      const who = personKey({ keyId });
+      for (const role of ["approver", "admin", "owner"] as const) {
+        expect(authorise({ role, who }, facts, once)).toMatchObject({ ok: false, reason: expect.stringMatching(/names nobody/) });
+        expect(authorise({ role, who }, facts, OPTIONS[2] as PermissionOption)).toMatchObject({ ok: true, commit: true });
+      }
+    }
+    expect(unsatisfiable(facts, [{ role: "owner", who: personKey({ keyId: "key_admin" }) }])).toMatch(/nobody attached can approve/);
+  });
+
+  it("a tenant that lets keys approve (settings.fourEyes.keysApprove) counts a key with no person", () => {
+    const facts: RequestFacts = { ...rm, prompter: personKey(signIn), fourEyes: { require: "not_prompter", why: "w", keysApprove: true } };
+    expect(authorise({ role: "approver", who: personKey({ keyId: "key_fresh" }) }, facts, once)).toEqual({
+      ok: true,
+      commit: true,
+      once: null,
+    });
+  });
+
+  it("without four eyes, a key with no person answers as its role allows", () => {
+    fc.assert(
+      fc.property(fc.constantFrom(...ROLES), fc.constantFrom(...OPTIONS), (role, option) => {
+        const who = personKey({ keyId: "key_x" });
+        const facts: RequestFacts = { options: OPTIONS, prompter: null, fourEyes: null, approvals: [] };
+        expect(authorise({ role, who }, facts, option).ok).toBe(rank(role) >= rank("approver"));
+      }),
+      { numRuns: RUNS },
+    );
   });
 });
 

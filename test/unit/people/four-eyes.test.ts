@@ -54,6 +54,13 @@ describe("four eyes: by prefix", () => {
     expect(need(PUSH, "git 'push'")).not.toBeNull();
   });
 
+  it("carries the tenant's keysApprove to the answer, and nothing when it is not true (people count)", () => {
+    expect(need({ ...PUSH, keysApprove: true }, "git push")).toMatchObject({ keysApprove: true });
+    expect(need({ ...PUSH, keysApprove: false }, "git push")).not.toHaveProperty("keysApprove");
+    expect(need(PUSH, "git push")).not.toHaveProperty("keysApprove");
+    expect(need({ ...PUSH, keysApprove: true }, "git pull")).toBeNull();
+  });
+
   it("the strictest entry that applies wins", () => {
     const both: FourEyesSettings = { operations: [{ program: "git" }, { prefix: ["git", "push"], require: "two_approvals" }] };
     expect(fourEyesNeed(both, run("git push"))?.require).toBe("two_approvals");

@@ -10,7 +10,7 @@ import { ErrorCode } from "../../../core/rpc-errors";
 
 const RUNS = Number(process.env.FUZZ_RUNS ?? 500);
 const role = fc.constantFrom(...ROLES);
-const ACTIONS: Action[] = ["watch", "drive", "answer_own", "answer_any", "rules", "administer"];
+const ACTIONS: Action[] = ["watch", "drive", "answer_own", "answer_any", "oversight", "rules", "administer"];
 
 describe("roles: where they come from", () => {
   it("keeps what keys could do before roles: an admin key without a role is owner, a client key approver, an agent key none", () => {
@@ -77,12 +77,12 @@ describe("roles: what each may do", () => {
     );
   });
 
-  it("the table: observer watches; member drives and answers its own turn; approver answers all and makes rules; admin administers", () => {
+  it("the table: observer watches; member drives and answers its own turn; approver answers all, makes rules and changes modes that ask less; admin administers", () => {
     const table = Object.fromEntries(ROLES.map((r) => [r, ACTIONS.filter((a) => may(r, a))]));
     expect(table).toEqual({
       observer: ["watch"],
       member: ["watch", "drive", "answer_own"],
-      approver: ["watch", "drive", "answer_own", "answer_any", "rules"],
+      approver: ["watch", "drive", "answer_own", "answer_any", "oversight", "rules"],
       admin: ACTIONS,
       owner: ACTIONS,
     });
