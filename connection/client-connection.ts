@@ -244,6 +244,7 @@ export class ClientConnection {
       terminal: fs.terminal === true,
       elicitationForm: isObject(fs.elicitation) && isObject(fs.elicitation.form),
       elicitationUrl: isObject(fs.elicitation) && isObject(fs.elicitation.url),
+      notices: isObject(fs.session) && isObject(fs.session.notices),
     };
     const status = await this.agentStatus();
     const info = status.info;

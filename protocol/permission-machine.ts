@@ -49,6 +49,7 @@ import { type DecidedBy, type PendingRequest, type Approval, copyId, parsedParam
 import { type Answerer, type RequestFacts, answerable, authorise, personKey, unsatisfiable } from "./people/answering";
 import { type FourEyesNeed, fourEyesNeed } from "./people/four-eyes";
 import { describeOperation } from "./operation";
+import { type AnsweredReason, answeredByGateway, noticeUpdate } from "./answered-by-gateway";
 import type { ToAgent } from "./agent-relay";
 import type { ToolCallRow } from "./tool-calls";
 import type { FourEyesSettings } from "../core/principal";
@@ -327,6 +328,18 @@ export class PermissionMachine<C> {
     }
     this.io.toAgent({ type: "response", epoch: request.agentEpoch, id: request.agentReqId, result: CANCELLED_RESULT });
     audit.queued();
+    // Past the rate the clients were told once (limit_reached), not once a request.
+    if (n <= rate) this.reportAnsweredByGateway(request, by.type === "cancel" ? "after_cancel" : "outside_turn");
+  }
+
+  /** What the gateway answered by itself is told to every client: what, why, what the agent got (answered-by-gateway.ts). */
+  private reportAnsweredByGateway(request: PendingRequest, reason: AnsweredReason): void {
+    const meta = this.io.table.meta;
+    if (!meta) return;
+    const report = answeredByGateway(meta.sessionId, toolCallOf(request, this.io.table), meta.cwd, reason, CANCELLED_RESULT);
+    this.io.session.notice(GATEWAY_NOTIFICATIONS.answeredByGateway, { ...report });
+    const notice = noticeUpdate(report);
+    for (const client of this.io.clients.all()) if (this.io.clients.attachment(client)?.caps.notices) this.io.clients.send(client, notice);
   }
 
   /**
