@@ -247,6 +247,8 @@ export class ClientConnection {
       notices: isObject(fs.session) && isObject(fs.session.notices),
     };
     const status = await this.agentStatus();
+    // An agent that refused the gateway's initialize: the client learns why, not empty capabilities.
+    if (status.failing) throw new RpcError(ErrorCode.internalError, status.failing, { reason: "agent_failing", agent: this.agent });
     const info = status.info;
     return {
       protocolVersion: PROTOCOL_VERSION,

@@ -25,7 +25,8 @@ export interface OpenSessionArgs {
 export type { AgentInfo };
 
 /** Whether the agent is connected, what it said in initialize, and why it cannot be reached (`status`). */
-export type AgentStatus = { connected: boolean; info: AgentInfo | null; unreachable?: string };
+/** `failing`: the agent's connection refused the gateway's initialize, with the agent's message (decision 0042). */
+export type AgentStatus = { connected: boolean; info: AgentInfo | null; unreachable?: string; failing?: string };
 
 /** A connection's slot among its key's (`openConnection`): refused with how many are open. */
 export type SlotOutcome = { ok: true } | { ok: false; open: number };

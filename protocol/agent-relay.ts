@@ -41,6 +41,7 @@ import { decodeControl, encodeControl } from "./agent-edge-wire";
 import { MAX_BATCH_BYTES, batchPrefix } from "./agent-link-wire";
 import { AgentOutbox, type OutboxRows, type SessionItem, type Stamped } from "./agent-outbox";
 import { refusedAnswer } from "./refused-answer";
+import { displayString } from "./display-text";
 import { stage } from "./stage-timing";
 import { ErrorCode } from "../core/rpc-errors";
 import { type LogContext, type LogLevel, log } from "../core/log";
@@ -78,6 +79,38 @@ export interface AgentInfo {
   epoch: number;
 }
 
+/**
+ * The agent answered the gateway's initialize with an error (a v2-only agent: `-32022 Unsupported
+ * protocol version`): that connection is failing, not connected (decision 0042). Its message is the
+ * agent's own words, shown as they are and bounded.
+ */
+export interface AgentInitFailure {
+  epoch: number;
+  code: number | null;
+  message: string;
+  at: number;
+}
+
+/** The longest agent message kept of a failed initialize. */
+const FAILURE_MESSAGE_MAX = 500;
+
+function initFailureOf(error: unknown, epoch: number): AgentInitFailure {
+  const code = isObject(error) && typeof error.code === "number" ? error.code : null;
+  const raw = isObject(error) && typeof error.message === "string" && error.message !== "" ? error.message : "no message";
+  const message = displayString(raw.length > FAILURE_MESSAGE_MAX ? `${raw.slice(0, FAILURE_MESSAGE_MAX)}…` : raw);
+  return { epoch, code, message, at: Date.now() };
+}
+
+/** What a client is told when the agent it names is failing: the agent's own message, and its code. */
+export function agentFailingError(agent: string, failure: AgentInitFailure): RpcError {
+  const code = failure.code === null ? "" : ` (${failure.code})`;
+  return new RpcError(ErrorCode.internalError, `The agent "${agent}" refused the gateway's initialize: ${failure.message}${code}`, {
+    reason: "agent_failing",
+    agent,
+    agentError: { code: failure.code, message: failure.message },
+  });
+}
+
 /** A request the AgentObject sent the agent, by its agent-side id (`agentId`). */
 export interface Outbound {
   agentId: number;
@@ -96,6 +129,8 @@ export interface AgentTables {
   /** The newest epoch whose sessions were told it is gone (once per connection). */
   goneEpoch: number;
   info: AgentInfo | undefined;
+  /** The newest failed initialize, or null once a connection answered it (decision 0042). */
+  initFailure: AgentInitFailure | null;
   nextId(): number;
   addSession(sessionId: string, epoch: number): void;
   ownsSession(sessionId: string): boolean;
@@ -267,6 +302,12 @@ export class AgentRelay {
     return this.tables.info?.epoch === this.tables.epoch;
   }
 
+  /** The current connection's failed initialize, if it answered with an error: it gets nothing (the agent is failing). */
+  get failing(): AgentInitFailure | undefined {
+    const failure = this.tables.initFailure;
+    return failure && failure.epoch === this.tables.epoch ? failure : undefined;
+  }
+
   // ── from the agent ──────────────────────────────────────────────────────────────────────────
   /**
    * One frame from the agent on connection `epoch`. `viaEdge`: it came on the edge's control socket,
@@ -364,6 +405,12 @@ export class AgentRelay {
     }
     this.tables.takeOutbound(message.id);
     if (outbound.kind === "initialize") {
+      // An error is no connection: kept as the agent's failure, never as its capabilities (decision 0042).
+      if (message.error !== undefined && message.error !== null) {
+        this.tables.initFailure = initFailureOf(message.error, outbound.epoch);
+        return this.ports.waits.initialized();
+      }
+      if (this.tables.initFailure !== null) this.tables.initFailure = null;
       const result = isObject(message.result) ? message.result : {};
       this.tables.info = {
         protocolVersion: typeof result.protocolVersion === "number" ? result.protocolVersion : PROTOCOL_VERSION,
