@@ -39,6 +39,7 @@ import { stage, stageTimingFrom } from "../protocol/stage-timing";
 import type { Principal } from "../core/principal";
 import { CLOSE } from "../core/close-codes";
 import { ErrorCode } from "../core/rpc-errors";
+import { servedCapabilities } from "../protocol/served-capabilities";
 import { ConnectionMetrics } from "./connection-metrics";
 import { log } from "../core/log";
 
@@ -250,17 +251,16 @@ export class ClientConnection {
     // An agent that refused the gateway's initialize: the client learns why, not empty capabilities.
     if (status.failing) throw new RpcError(ErrorCode.internalError, status.failing, { reason: "agent_failing", agent: this.agent });
     const info = status.info;
+    const served = servedCapabilities(info?.agentCapabilities);
     return {
       protocolVersion: PROTOCOL_VERSION,
       // The gateway keeps every session's history, so it can always load: it replays them itself.
       // It keeps the sessions list too, so it can always delete from it (protocol/session-delete.ts).
+      // Only what the gateway serves reaches the client (protocol/served-capabilities.ts, decision 0042).
       agentCapabilities: {
-        ...(info?.agentCapabilities ?? {}),
+        ...served,
         loadSession: true,
-        sessionCapabilities: {
-          ...(isObject(info?.agentCapabilities.sessionCapabilities) ? info.agentCapabilities.sessionCapabilities : {}),
-          delete: {},
-        },
+        sessionCapabilities: { ...(isObject(served.sessionCapabilities) ? served.sessionCapabilities : {}), delete: {} },
       },
       authMethods: [],
       agentInfo: info?.agentInfo ?? { name: this.agent },
@@ -270,6 +270,8 @@ export class ClientConnection {
           agent: this.agent,
           agentConnected: status.connected,
           ...(status.unreachable ? { agentUnreachable: status.unreachable } : {}),
+          // What the agent said about itself, outside any session (`_auth/status_update`): its newest of each.
+          ...(status.notices && status.notices.length > 0 ? { agentNotices: status.notices } : {}),
         },
       },
     };

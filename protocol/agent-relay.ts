@@ -111,6 +111,30 @@ export function agentFailingError(agent: string, failure: AgentInitFailure): Rpc
   });
 }
 
+/**
+ * A notification of the agent that names no session (`_auth/status_update`): about the agent, not a
+ * session, so it is kept as the agent's status (the newest of each method) for the API and clients'
+ * initialize, never dropped (decision 0042).
+ */
+export interface AgentNotice {
+  method: string;
+  /** As the agent sent them, or `{ omitted: bytes }` past AGENT_NOTICE_MAX_BYTES. */
+  params: unknown;
+  at: number;
+}
+
+/** How many methods' newest notices are kept, and how large one's params may be. */
+const AGENT_NOTICES_KEPT = 8;
+const AGENT_NOTICE_MAX_BYTES = 4096;
+
+/** `kept` with `method`'s newest notice in front; the oldest methods beyond the bound go. */
+export function withAgentNotice(kept: readonly AgentNotice[], method: string, params: unknown, at: number): AgentNotice[] {
+  const text = JSON.stringify(params ?? null);
+  const bytes = new TextEncoder().encode(text).length;
+  const notice = { method, params: bytes > AGENT_NOTICE_MAX_BYTES ? { omitted: bytes } : (params ?? null), at };
+  return [notice, ...kept.filter((n) => n.method !== method)].slice(0, AGENT_NOTICES_KEPT);
+}
+
 /** A request the AgentObject sent the agent, by its agent-side id (`agentId`). */
 export interface Outbound {
   agentId: number;
@@ -131,6 +155,8 @@ export interface AgentTables {
   info: AgentInfo | undefined;
   /** The newest failed initialize, or null once a connection answered it (decision 0042). */
   initFailure: AgentInitFailure | null;
+  /** The agent's newest notification of each method that named no session (decision 0042). */
+  notices: AgentNotice[];
   nextId(): number;
   addSession(sessionId: string, epoch: number): void;
   ownsSession(sessionId: string): boolean;
@@ -347,6 +373,8 @@ export class AgentRelay {
             ? new RpcError(ErrorCode.methodNotFound, `The gateway routes agent requests by params.sessionId; ${message.method} has none`)
             : RpcError.sessionNotFound(sessionId);
         line?.send(JSON.stringify(errorResponse(message.id, error)));
+      } else if (sessionId === undefined) {
+        this.tables.notices = withAgentNotice(this.tables.notices, message.method, message.params, Date.now());
       }
       return;
     }

@@ -424,6 +424,7 @@ export class AgentObject extends DurableObject<Env> implements AgentContract {
       info: failing ? null : (this.store.info ?? null),
       ...(unreachable ? { unreachable } : {}),
       ...(failing ? { failing: agentFailingError(agent, failing).message } : {}),
+      notices: this.store.notices,
     };
   }
 

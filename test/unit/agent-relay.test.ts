@@ -22,10 +22,12 @@ import { describe, expect, it } from "vitest";
 import {
   type AgentInfo,
   type AgentInitFailure,
+  type AgentNotice,
   AgentRelay,
   type AgentTables,
   type Outbound,
   agentFailingError,
+  withAgentNotice,
 } from "../../protocol/agent-relay";
 import type { OutboxRows, Stamped } from "../../protocol/agent-outbox";
 import { RpcError } from "../../protocol/jsonrpc";
@@ -48,6 +50,7 @@ class Tables implements AgentTables {
   goneEpoch = 0;
   info: AgentInfo | undefined;
   initFailure: AgentInitFailure | null = null;
+  notices: AgentNotice[] = [];
   lastId = 0;
   readonly sessions = new Map<string, number>();
   readonly outbounds = new Map<number, Outbound>();
@@ -613,5 +616,20 @@ describe("the agent's initialize (decision 0042)", () => {
     );
     expect(relay.initialized).toBe(true);
     expect(tables.initFailure).toBeNull();
+  });
+});
+
+describe("the agent's notifications that name no session (decision 0042)", () => {
+  it("keeps the newest of each method, at most eight methods, and a large one's size instead of its params", () => {
+    let kept: AgentNotice[] = [];
+    kept = withAgentNotice(kept, "_auth/status_update", { status: "expired" }, 1);
+    kept = withAgentNotice(kept, "_auth/status_update", { status: "ok" }, 2);
+    expect(kept).toEqual([{ method: "_auth/status_update", params: { status: "ok" }, at: 2 }]);
+    for (let i = 0; i < 10; i++) kept = withAgentNotice(kept, `_x/${i}`, undefined, 10 + i);
+    expect(kept).toHaveLength(8);
+    expect(kept[0]).toEqual({ method: "_x/9", params: null, at: 19 });
+    expect(kept.some((n) => n.method === "_auth/status_update")).toBe(false);
+    kept = withAgentNotice(kept, "_big", { text: "y".repeat(5000) }, 30);
+    expect(kept[0]?.params).toEqual({ omitted: 5011 });
   });
 });

@@ -120,8 +120,14 @@ agentsApi.openapi(
     request: { query: PageQuery.extend({ status: z.enum(["0", "1"]).optional() }) },
     responses: {
       200: json(
-        pageSchema(AgentSchema.extend({ connected: z.boolean().nullable().optional(), failing: z.string().nullable().optional() })),
-        "A page of agents (`failing`: the agent refused the gateway's initialize, with its message)",
+        pageSchema(
+          AgentSchema.extend({
+            connected: z.boolean().nullable().optional(),
+            failing: z.string().nullable().optional(),
+            notices: z.array(z.object({ method: z.string(), params: z.unknown(), at: z.number() })).optional(),
+          }),
+        ),
+        "A page of agents (`failing`: the agent refused the gateway's initialize, with its message; `notices`: its newest notification of each method that named no session)",
       ),
       ...errors,
     },
@@ -142,7 +148,7 @@ agentsApi.openapi(
           ? gatewayObjects(c.env)
               .agent(tenantId, a.name)
               .status(tenantId, a.name)
-              .then((s) => ({ connected: s.connected, failing: s.failing ?? null }))
+              .then((s) => ({ connected: s.connected, failing: s.failing ?? null, notices: s.notices ?? [] }))
               .catch(() => null)
           : Promise.resolve(null),
       ),
@@ -150,7 +156,12 @@ agentsApi.openapi(
     return c.json(
       {
         ...page,
-        items: page.items.map((a, i) => ({ ...a, connected: statuses[i]?.connected ?? null, failing: statuses[i]?.failing ?? null })),
+        items: page.items.map((a, i) => ({
+          ...a,
+          connected: statuses[i]?.connected ?? null,
+          failing: statuses[i]?.failing ?? null,
+          notices: statuses[i]?.notices ?? [],
+        })),
       },
       200,
     );
