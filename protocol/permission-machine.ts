@@ -50,6 +50,7 @@ import { type Answerer, type RequestFacts, answerable, authorise, personKey, uns
 import { type FourEyesNeed, fourEyesNeed } from "./people/four-eyes";
 import { describeOperation } from "./operation";
 import { type AnsweredReason, answeredByGateway, noticeUpdate } from "./answered-by-gateway";
+import { gatewayOptions, isGatewayOption, withGatewayOptions } from "./gateway-options";
 import type { ToAgent } from "./agent-relay";
 import type { ToolCallRow } from "./tool-calls";
 import type { FourEyesSettings } from "../core/principal";
@@ -80,6 +81,8 @@ type Remembered = { reason: string } | object | null;
 interface SessionFacts {
   sessionId: string;
   cwd: string;
+  /** The agent's name: the scope of a rule the gateway offers (gateway-options.ts). */
+  agent?: string;
   deadlineMs: number;
   relayAlwaysAsMade?: boolean;
   limits?: unknown;
@@ -423,7 +426,7 @@ export class PermissionMachine<C> {
         ...(blocked ? { unsatisfiable: blocked } : {}),
       };
     }
-    const params = withGatewayMeta(agentParams, fields);
+    const params = withGatewayOptions(withGatewayMeta(agentParams, fields), this.gatewayOptionsOf(pending));
     const method = CLIENT_METHODS.sessionRequestPermission;
     this.io.clients.send(client, rewritable(`{"jsonrpc":"2.0","id":${copyId(pending.permId)},"method":"${method}","params":${params}}`));
   }
@@ -470,10 +473,23 @@ export class PermissionMachine<C> {
   }
 
   /** What answering knows of a pending request now. */
+  /** The gateway's own "always" options for a request (gateway-options.ts): none without the session's agent. */
+  private gatewayOptionsOf(pending: PendingRequest): PermissionOption[] {
+    const meta = this.io.table.meta;
+    // No rule may cover a request that needs four eyes (people/answering.ts): nothing to offer.
+    if (!meta?.agent || pending.fourEyes) return [];
+    return gatewayOptions(toolCallOf(pending, this.io.table), pending.options, meta.cwd, meta.agent);
+  }
+
+  /** What people may choose from: the agent's options and the gateway's own. */
+  private offeredToPeople(pending: PendingRequest): PermissionOption[] {
+    return [...pending.options, ...this.gatewayOptionsOf(pending)];
+  }
+
   private factsOf(pending: PendingRequest): RequestFacts {
     const turn = this.io.table.turn;
     return {
-      options: pending.options,
+      options: this.offeredToPeople(pending),
       prompter: turn.state !== "idle" ? (turn.prompter ?? null) : null,
       fourEyes: pending.fourEyes ?? null,
       approvals: (pending.approvals ?? []).map((a) => a.who),
@@ -494,7 +510,7 @@ export class PermissionMachine<C> {
     if (!pending?.asking) return;
     // The client declined to answer (closed its dialog, or cancelled its copy): others still may.
     if (response.error !== undefined) return;
-    const judged = judgeAnswer(response.result, pending.options);
+    const judged = judgeAnswer(response.result, this.offeredToPeople(pending));
     if (!judged.ok) {
       // Never approval (TC-10, TC-17): tell this client, keep the request pending, and ask it again.
       const requestId = copyId(permId);
@@ -543,7 +559,8 @@ export class PermissionMachine<C> {
       // The gateway is the single authority for what the tenant remembers: it stores the rule and,
       // unless the tenant says otherwise, tells the agent only "once", so a revoked rule really stops.
       this.remember(pending, chosen, attachment);
-      const forwarded = table.meta?.relayAlwaysAsMade ? undefined : onceOf(chosen.kind, pending.options);
+      // The gateway's own option is never the agent's to read: it always gets the once (offered, gateway-options.ts).
+      const forwarded = table.meta?.relayAlwaysAsMade && !isGatewayOption(chosen) ? undefined : onceOf(chosen.kind, pending.options);
       if (forwarded) return this.resolve(pending, withOption(response.result, forwarded), by, chosen);
     }
     this.resolve(pending, response.result, by);

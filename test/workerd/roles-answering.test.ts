@@ -68,11 +68,18 @@ describe("who may answer, on every copy", () => {
     const [m, o, x, a] = await Promise.all([copyOf(mia), copyOf(olga), copyOf(max), copyOf(ada)]);
     expect(m).toEqual({
       agentOwn: 1,
-      acpGateway: { answerable: { optionIds: ["once", "always", "no"], reason: expect.stringMatching(/only approvers store rules/) } },
+      acpGateway: {
+        answerable: {
+          optionIds: ["once", "always", "no", "_acp_gateway/allow_always", "_acp_gateway/reject_always"],
+          reason: expect.stringMatching(/only approvers store rules/),
+        },
+      },
     });
     expect(o.acpGateway.answerable).toEqual({ optionIds: [], reason: expect.stringMatching(/observer/) });
     expect(x.acpGateway.answerable).toEqual({ optionIds: [], reason: expect.stringMatching(/member.*turn they prompted/) });
-    expect(a.acpGateway.answerable).toEqual({ optionIds: ["once", "always", "no"] });
+    expect(a.acpGateway.answerable).toEqual({
+      optionIds: ["once", "always", "no", "_acp_gateway/allow_always", "_acp_gateway/reject_always"],
+    });
   });
 });
 
