@@ -40,6 +40,7 @@ import { stage, stageTimingFrom } from "../protocol/stage-timing";
 import type { Principal } from "../core/principal";
 import { CLOSE } from "../core/close-codes";
 import { ErrorCode } from "../core/rpc-errors";
+import { servedCapabilities } from "../protocol/served-capabilities";
 import { ConnectionMetrics } from "./connection-metrics";
 import { log } from "../core/log";
 
@@ -255,20 +256,22 @@ export class ClientConnection {
       terminal: fs.terminal === true,
       elicitationForm: isObject(fs.elicitation) && isObject(fs.elicitation.form),
       elicitationUrl: isObject(fs.elicitation) && isObject(fs.elicitation.url),
+      notices: isObject(fs.session) && isObject(fs.session.notices),
     };
     const status = await this.agentStatus();
+    // An agent that refused the gateway's initialize: the client learns why, not empty capabilities.
+    if (status.failing) throw new RpcError(ErrorCode.internalError, status.failing, { reason: "agent_failing", agent: this.agent });
     const info = status.info;
+    const served = servedCapabilities(info?.agentCapabilities);
     return {
       protocolVersion: PROTOCOL_VERSION,
       // The gateway keeps every session's history, so it can always load: it replays them itself.
       // It keeps the sessions list too, so it can always delete from it (protocol/session-delete.ts).
+      // Only what the gateway serves reaches the client (protocol/served-capabilities.ts, decision 0042).
       agentCapabilities: {
-        ...(info?.agentCapabilities ?? {}),
+        ...served,
         loadSession: true,
-        sessionCapabilities: {
-          ...(isObject(info?.agentCapabilities.sessionCapabilities) ? info.agentCapabilities.sessionCapabilities : {}),
-          delete: {},
-        },
+        sessionCapabilities: { ...(isObject(served.sessionCapabilities) ? served.sessionCapabilities : {}), delete: {} },
       },
       authMethods: [],
       agentInfo: info?.agentInfo ?? { name: this.agent },
@@ -280,6 +283,8 @@ export class ClientConnection {
           // Which mode and configuration changes need more than driving a session (decision 0041).
           modes: modesNotice(this.principal.role, this.principal.settings.modes),
           ...(status.unreachable ? { agentUnreachable: status.unreachable } : {}),
+          // What the agent said about itself, outside any session (`_auth/status_update`): its newest of each.
+          ...(status.notices && status.notices.length > 0 ? { agentNotices: status.notices } : {}),
         },
       },
     };

@@ -6,7 +6,7 @@ import type { ResponseMessage } from "../protocol/jsonrpc";
 import type { AGENT_METHODS } from "../protocol/methods";
 import type { LeaseGrant } from "../protocol/rate-limit";
 import type { Limits } from "../protocol/tenant-limits";
-import type { AgentInfo } from "../protocol/agent-relay";
+import type { AgentInfo, AgentNotice } from "../protocol/agent-relay";
 
 /** A client's session/new or session/load, opened through the agent (`openSession`). */
 export interface OpenSessionArgs {
@@ -25,7 +25,11 @@ export interface OpenSessionArgs {
 export type { AgentInfo };
 
 /** Whether the agent is connected, what it said in initialize, and why it cannot be reached (`status`). */
-export type AgentStatus = { connected: boolean; info: AgentInfo | null; unreachable?: string };
+/**
+ * `failing`: the agent's connection refused the gateway's initialize, with the agent's message;
+ * `notices`: its newest notification of each method that named no session (decision 0042).
+ */
+export type AgentStatus = { connected: boolean; info: AgentInfo | null; unreachable?: string; failing?: string; notices?: AgentNotice[] };
 
 /** A connection's slot among its key's (`openConnection`): refused with how many are open. */
 export type SlotOutcome = { ok: true } | { ok: false; open: number };

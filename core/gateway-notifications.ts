@@ -24,6 +24,11 @@ export const GATEWAY_NOTIFICATIONS = {
   sessionDeleted: "_acp_gateway/session_deleted",
   /** The replay just sent folded older tool-call updates into their current state. */
   historyCompacted: "_acp_gateway/history_compacted",
+  /**
+   * The gateway answered an agent's permission request by itself, nobody asked (outside a turn, after
+   * a cancel): the operation, why, and what the agent got (protocol/answered-by-gateway.ts).
+   */
+  answeredByGateway: "_acp_gateway/answered_by_gateway",
   /** The gateway refused something of the agent's by a limit: which, and the value. */
   limitReached: "_acp_gateway/limit_reached",
 } as const;

@@ -41,6 +41,7 @@ import { decodeControl, encodeControl } from "./agent-edge-wire";
 import { MAX_BATCH_BYTES, batchPrefix } from "./agent-link-wire";
 import { AgentOutbox, type OutboxRows, type SessionItem, type Stamped } from "./agent-outbox";
 import { refusedAnswer } from "./refused-answer";
+import { displayString } from "./display-text";
 import { stage } from "./stage-timing";
 import { ErrorCode } from "../core/rpc-errors";
 import { type LogContext, type LogLevel, log } from "../core/log";
@@ -78,6 +79,62 @@ export interface AgentInfo {
   epoch: number;
 }
 
+/**
+ * The agent answered the gateway's initialize with an error (a v2-only agent: `-32022 Unsupported
+ * protocol version`): that connection is failing, not connected (decision 0042). Its message is the
+ * agent's own words, shown as they are and bounded.
+ */
+export interface AgentInitFailure {
+  epoch: number;
+  code: number | null;
+  message: string;
+  at: number;
+}
+
+/** The longest agent message kept of a failed initialize. */
+const FAILURE_MESSAGE_MAX = 500;
+
+function initFailureOf(error: unknown, epoch: number): AgentInitFailure {
+  const code = isObject(error) && typeof error.code === "number" ? error.code : null;
+  const raw = isObject(error) && typeof error.message === "string" && error.message !== "" ? error.message : "no message";
+  const message = displayString(raw.length > FAILURE_MESSAGE_MAX ? `${raw.slice(0, FAILURE_MESSAGE_MAX)}…` : raw);
+  return { epoch, code, message, at: Date.now() };
+}
+
+/** What a client is told when the agent it names is failing: the agent's own message, and its code. */
+export function agentFailingError(agent: string, failure: AgentInitFailure): RpcError {
+  const code = failure.code === null ? "" : ` (${failure.code})`;
+  return new RpcError(ErrorCode.internalError, `The agent "${agent}" refused the gateway's initialize: ${failure.message}${code}`, {
+    reason: "agent_failing",
+    agent,
+    agentError: { code: failure.code, message: failure.message },
+  });
+}
+
+/**
+ * A notification of the agent that names no session (`_auth/status_update`): about the agent, not a
+ * session, so it is kept as the agent's status (the newest of each method) for the API and clients'
+ * initialize, never dropped (decision 0042).
+ */
+export interface AgentNotice {
+  method: string;
+  /** As the agent sent them, or `{ omitted: bytes }` past AGENT_NOTICE_MAX_BYTES. */
+  params: unknown;
+  at: number;
+}
+
+/** How many methods' newest notices are kept, and how large one's params may be. */
+const AGENT_NOTICES_KEPT = 8;
+const AGENT_NOTICE_MAX_BYTES = 4096;
+
+/** `kept` with `method`'s newest notice in front; the oldest methods beyond the bound go. */
+export function withAgentNotice(kept: readonly AgentNotice[], method: string, params: unknown, at: number): AgentNotice[] {
+  const text = JSON.stringify(params ?? null);
+  const bytes = new TextEncoder().encode(text).length;
+  const notice = { method, params: bytes > AGENT_NOTICE_MAX_BYTES ? { omitted: bytes } : (params ?? null), at };
+  return [notice, ...kept.filter((n) => n.method !== method)].slice(0, AGENT_NOTICES_KEPT);
+}
+
 /** A request the AgentObject sent the agent, by its agent-side id (`agentId`). */
 export interface Outbound {
   agentId: number;
@@ -96,6 +153,10 @@ export interface AgentTables {
   /** The newest epoch whose sessions were told it is gone (once per connection). */
   goneEpoch: number;
   info: AgentInfo | undefined;
+  /** The newest failed initialize, or null once a connection answered it (decision 0042). */
+  initFailure: AgentInitFailure | null;
+  /** The agent's newest notification of each method that named no session (decision 0042). */
+  notices: AgentNotice[];
   nextId(): number;
   addSession(sessionId: string, epoch: number): void;
   ownsSession(sessionId: string): boolean;
@@ -267,6 +328,12 @@ export class AgentRelay {
     return this.tables.info?.epoch === this.tables.epoch;
   }
 
+  /** The current connection's failed initialize, if it answered with an error: it gets nothing (the agent is failing). */
+  get failing(): AgentInitFailure | undefined {
+    const failure = this.tables.initFailure;
+    return failure && failure.epoch === this.tables.epoch ? failure : undefined;
+  }
+
   // ── from the agent ──────────────────────────────────────────────────────────────────────────
   /**
    * One frame from the agent on connection `epoch`. `viaEdge`: it came on the edge's control socket,
@@ -306,6 +373,8 @@ export class AgentRelay {
             ? new RpcError(ErrorCode.methodNotFound, `The gateway routes agent requests by params.sessionId; ${message.method} has none`)
             : RpcError.sessionNotFound(sessionId);
         line?.send(JSON.stringify(errorResponse(message.id, error)));
+      } else if (sessionId === undefined) {
+        this.tables.notices = withAgentNotice(this.tables.notices, message.method, message.params, Date.now());
       }
       return;
     }
@@ -364,6 +433,12 @@ export class AgentRelay {
     }
     this.tables.takeOutbound(message.id);
     if (outbound.kind === "initialize") {
+      // An error is no connection: kept as the agent's failure, never as its capabilities (decision 0042).
+      if (message.error !== undefined && message.error !== null) {
+        this.tables.initFailure = initFailureOf(message.error, outbound.epoch);
+        return this.ports.waits.initialized();
+      }
+      if (this.tables.initFailure !== null) this.tables.initFailure = null;
       const result = isObject(message.result) ? message.result : {};
       this.tables.info = {
         protocolVersion: typeof result.protocolVersion === "number" ? result.protocolVersion : PROTOCOL_VERSION,

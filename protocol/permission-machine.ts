@@ -64,6 +64,8 @@ import { type FrozenOperation, changedFields, freezeOperation, rawInputMissing, 
 import { type Answerer, type RequestFacts, answerable, authorise, personKey, unsatisfiable } from "./people/answering";
 import { type FourEyesNeed, fourEyesNeed } from "./people/four-eyes";
 import { describeOperation } from "./operation";
+import { type AnsweredReason, answeredByGateway, noticeUpdate } from "./answered-by-gateway";
+import { gatewayOptions, isGatewayOption, withGatewayOptions } from "./gateway-options";
 import type { ToAgent } from "./agent-relay";
 import type { ToolCallRow } from "./tool-calls";
 import { MAX_STORED_ROW_BYTES } from "./limits";
@@ -95,6 +97,8 @@ type Remembered = { reason: string } | object | null;
 interface SessionFacts {
   sessionId: string;
   cwd: string;
+  /** The agent's name: the scope of a rule the gateway offers (gateway-options.ts). */
+  agent?: string;
   deadlineMs: number;
   relayAlwaysAsMade?: boolean;
   limits?: unknown;
@@ -365,6 +369,18 @@ export class PermissionMachine<C> {
     }
     this.io.toAgent({ type: "response", epoch: request.agentEpoch, id: request.agentReqId, result: CANCELLED_RESULT });
     audit.queued();
+    // Past the rate the clients were told once (limit_reached), not once a request.
+    if (n <= rate) this.reportAnsweredByGateway(request, by.type === "cancel" ? "after_cancel" : "outside_turn");
+  }
+
+  /** What the gateway answered by itself is told to every client: what, why, what the agent got (answered-by-gateway.ts). */
+  private reportAnsweredByGateway(request: PendingRequest, reason: AnsweredReason): void {
+    const meta = this.io.table.meta;
+    if (!meta) return;
+    const report = answeredByGateway(meta.sessionId, toolCallOf(request), meta.cwd, reason, CANCELLED_RESULT);
+    this.io.session.notice(GATEWAY_NOTIFICATIONS.answeredByGateway, { ...report });
+    const notice = noticeUpdate(report);
+    for (const client of this.io.clients.all()) if (this.io.clients.attachment(client)?.caps.notices) this.io.clients.send(client, notice);
   }
 
   /**
@@ -513,7 +529,7 @@ export class PermissionMachine<C> {
         ...(blocked ? { unsatisfiable: blocked } : {}),
       };
     }
-    const params = withGatewayMeta(agentParams, fields);
+    const params = withGatewayOptions(withGatewayMeta(agentParams, fields), this.gatewayOptionsOf(pending));
     const method = CLIENT_METHODS.sessionRequestPermission;
     this.io.clients.send(client, rewritable(`{"jsonrpc":"2.0","id":${copyId(pending.permId)},"method":"${method}","params":${params}}`));
   }
@@ -560,10 +576,24 @@ export class PermissionMachine<C> {
   }
 
   /** What answering knows of a pending request now. */
+  /** The gateway's own "always" options for a request (gateway-options.ts): none without the session's agent. */
+  private gatewayOptionsOf(pending: PendingRequest): PermissionOption[] {
+    const meta = this.io.table.meta;
+    // No rule may cover a request that needs four eyes (people/answering.ts), nor one without its
+    // input (decision 0040): nothing to offer.
+    if (!meta?.agent || pending.fourEyes || rawInputMissing(pending.toolCall, pending.operation)) return [];
+    return gatewayOptions(toolCallOf(pending), pending.options, meta.cwd, meta.agent);
+  }
+
+  /** What people may choose from: the agent's options and the gateway's own. */
+  private offeredToPeople(pending: PendingRequest): PermissionOption[] {
+    return [...pending.options, ...this.gatewayOptionsOf(pending)];
+  }
+
   private factsOf(pending: PendingRequest): RequestFacts {
     const turn = this.io.table.turn;
     return {
-      options: pending.options,
+      options: this.offeredToPeople(pending),
       prompter: turn.state !== "idle" ? (turn.prompter ?? null) : null,
       fourEyes: pending.fourEyes ?? null,
       approvals: (pending.approvals ?? []).map((a) => a.who),
@@ -586,7 +616,7 @@ export class PermissionMachine<C> {
     // to a request the agent changed is refused aloud: what it answered is not what would run.
     if (!pending) return this.refuseChanged(client, permId);
     if (!pending.asking) return;
-    const judged = judgeAnswer(response.result, pending.options);
+    const judged = judgeAnswer(response.result, this.offeredToPeople(pending));
     if (!judged.ok) {
       // Never approval (TC-10, TC-17): tell this client, keep the request pending, and ask it again.
       const requestId = copyId(permId);
@@ -642,7 +672,8 @@ export class PermissionMachine<C> {
       // The gateway is the single authority for what the tenant remembers: it stores the rule and,
       // unless the tenant says otherwise, tells the agent only "once", so a revoked rule really stops.
       this.remember(pending, chosen, attachment);
-      const forwarded = table.meta?.relayAlwaysAsMade ? undefined : onceOf(chosen.kind, pending.options);
+      // The gateway's own option is never the agent's to read: it always gets the once (offered, gateway-options.ts).
+      const forwarded = table.meta?.relayAlwaysAsMade && !isGatewayOption(chosen) ? undefined : onceOf(chosen.kind, pending.options);
       if (forwarded) return this.resolve(pending, withOption(response.result, forwarded), by, chosen);
     }
     this.resolve(pending, response.result, by);

@@ -24,8 +24,15 @@ export interface ClientAttachment {
    * as `approver`, what every client key could do then.
    */
   role?: Role;
-  /** What the client advertised in initialize: whether it can serve fs, terminal and elicitation requests. */
-  caps: { readTextFile: boolean; writeTextFile: boolean; terminal: boolean; elicitationForm?: boolean; elicitationUrl?: boolean };
+  /** What the client advertised in initialize: whether it can serve fs, terminal and elicitation requests, and show ACP `notice` updates. */
+  caps: {
+    readTextFile: boolean;
+    writeTextFile: boolean;
+    terminal: boolean;
+    elicitationForm?: boolean;
+    elicitationUrl?: boolean;
+    notices?: boolean;
+  };
   attachedAt: number;
 }
 

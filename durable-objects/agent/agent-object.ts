@@ -20,7 +20,7 @@ import { SessionOutboxTable } from "./session-outbox";
 import { LINK_IDLE_MS, type LinksTesting, SessionLinks, linksTesting, openSessionLink } from "./session-links";
 import { AGENT_LINK_HEADER } from "../../protocol/agent-link-wire";
 import { AGENT_EDGE_HEADER } from "../../protocol/agent-edge-wire";
-import { ANSWERED_KEPT, type Admission, type AgentLine, AgentRelay, dropOldest } from "../../protocol/agent-relay";
+import { ANSWERED_KEPT, type Admission, type AgentLine, AgentRelay, agentFailingError, dropOldest } from "../../protocol/agent-relay";
 import type { Stamped } from "../../protocol/agent-outbox";
 import { AgentStore } from "./store";
 import { stage, stageTimingFrom } from "../../protocol/stage-timing";
@@ -259,7 +259,7 @@ export class AgentObject extends DurableObject<Env> implements AgentContract {
 
   /** Resolves once the current connection has answered initialize (or after INIT_WAIT_MS). */
   private waitForInitialize(): Promise<void> {
-    if (this.relay.initialized) return Promise.resolve();
+    if (this.relay.initialized || this.relay.failing) return Promise.resolve();
     // Answered, or timed out: either way the caller goes on (and finds the agent initialized or not).
     return new Promise((resolve) => this.initWaiters.add(++this.initWaits, null, () => resolve()));
   }
@@ -301,6 +301,12 @@ export class AgentObject extends DurableObject<Env> implements AgentContract {
     if (line && !this.relay.initialized) {
       await this.waitForInitialize();
       line = this.current();
+    }
+    // An agent that refused initialize gets nothing: a request is answered with its message.
+    const failing = this.relay.failing;
+    if (line && failing) {
+      if (frame.type === "request") this.relay.unreachable(ref.sessionId, frame.gwId, agentFailingError(agent, failing));
+      return frame.type === "request";
     }
     if (!line && frame.type === "request") {
       this.relay.unreachable(ref.sessionId, frame.gwId, this.notConnected(agent));
@@ -411,7 +417,15 @@ export class AgentObject extends DurableObject<Env> implements AgentContract {
     const line = await this.ensureLine();
     if (line) await this.waitForInitialize();
     const unreachable = line ? undefined : this.dialer.lastError;
-    return { connected: line !== undefined, info: this.store.info ?? null, ...(unreachable ? { unreachable } : {}) };
+    // A connection whose initialize failed is no connection: it is failing, with the agent's message.
+    const failing = line ? this.relay.failing : undefined;
+    return {
+      connected: line !== undefined && !failing,
+      info: failing ? null : (this.store.info ?? null),
+      ...(unreachable ? { unreachable } : {}),
+      ...(failing ? { failing: agentFailingError(agent, failing).message } : {}),
+      notices: this.store.notices,
+    };
   }
 
   /** session/new or session/load through the agent; on success the SessionObject is set up and indexed. */
@@ -421,6 +435,8 @@ export class AgentObject extends DurableObject<Env> implements AgentContract {
     const line = await this.ensureLine();
     if (!line) return errorResponse(0, this.notConnected(args.agent));
     await this.waitForInitialize();
+    const failing = this.relay.failing;
+    if (failing) return errorResponse(0, agentFailingError(args.agent, failing));
     const { agentId, epoch } = this.relay.opening();
     const loadId = args.method === AGENT_METHODS.sessionLoad ? sessionIdOfParams(args.params) : undefined;
     // A loaded session must exist before the agent replays its history into it.

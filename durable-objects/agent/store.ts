@@ -4,7 +4,7 @@
 // protocol/agent-relay.ts reads and writes it through its `AgentTables` port.
 
 import type { AgentInfo } from "../../connection/gateway-objects";
-import type { AgentTables, Outbound } from "../../protocol/agent-relay";
+import type { AgentInitFailure, AgentNotice, AgentTables, Outbound } from "../../protocol/agent-relay";
 
 const SCHEMA = `
 CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
@@ -56,6 +56,20 @@ export class AgentStore implements AgentTables {
   }
   set info(value: AgentInfo) {
     this.set("info", value);
+  }
+  /** The newest failed initialize (the agent is failing while its epoch is current), or null. */
+  get initFailure(): AgentInitFailure | null {
+    return this.get<AgentInitFailure | null>("init_failure") ?? null;
+  }
+  set initFailure(value: AgentInitFailure | null) {
+    this.set("init_failure", value);
+  }
+  /** The agent's newest notification of each method that named no session. */
+  get notices(): AgentNotice[] {
+    return this.get<AgentNotice[]>("notices") ?? [];
+  }
+  set notices(value: AgentNotice[]) {
+    this.set("notices", value);
   }
   /** Each dial-in is a new epoch; answers meant for an older connection are dropped. */
   get epoch(): number {

@@ -366,8 +366,7 @@ export class SessionObject extends DurableObject<Env> implements SessionContract
     if (!client) return;
     if (refusedByRole(client.role ?? "approver", method)) return;
     if (method === AGENT_METHODS.sessionCancel) {
-      this.turn.cancel({ type: "cancel", connectionId: client.connId, user: client.user });
-      this.agent.toAgent({ type: "notification", method, params });
+      this.turn.cancel({ type: "cancel", connectionId: client.connId, user: client.user }, params);
       return;
     }
     if (method === CANCEL_REQUEST) {

@@ -59,8 +59,17 @@ export class TurnControl {
     this.parts.scheduleDeadline(); // the turn's idle timer
   }
 
-  /** Answers every pending request `cancelled` (TC-12) and ends the turn's waiting. */
-  cancel(by: DecidedBy): void {
+  /**
+   * session/cancel goes to the agent first, then every pending request is answered `cancelled`
+   * (TC-12) and the turn's waiting ends. The order matters to real agents: qwen takes a `cancelled`
+   * answer that comes before the cancel as the person's rejection and ends the turn `end_turn`, and
+   * codex may apply a late cancel to the next prompt. `toAgent` sends frames in the order it is
+   * called (agent-link.ts: an answer never takes the edge link while a frame before it is on its way
+   * through the AgentObject), so the agent reads the cancel before any answer. `params`: the client's
+   * own, relayed as sent.
+   */
+  cancel(by: DecidedBy, params: unknown): void {
+    this.parts.toAgent({ type: "notification", method: AGENT_METHODS.sessionCancel, params });
     this.parts.permissions.cancelAll(by);
     const turn = this.parts.store.turn;
     if (turn.state === "running") this.parts.store.turn = { ...turn, state: "cancelling" };
@@ -80,8 +89,7 @@ export class TurnControl {
   /** A permission request waited past its deadline: exactly what a client's session/cancel does, and the clients are told why. */
   deadlinePassed(): void {
     const meta = this.parts.store.meta;
-    this.cancel({ type: "deadline" });
-    if (meta) this.parts.toAgent({ type: "notification", method: AGENT_METHODS.sessionCancel, params: { sessionId: meta.sessionId } });
+    this.cancel({ type: "deadline" }, { sessionId: meta?.sessionId });
     this.ended(
       "permission_deadline",
       `A permission request waited ${Math.round((meta?.deadlineMs ?? 0) / 1000)} s without an answer; the gateway cancelled the turn.`,

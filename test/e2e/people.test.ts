@@ -340,7 +340,7 @@ describe("roles for people, end to end (decision 0028)", () => {
     const prompt = mia.request("session/prompt", { sessionId, prompt: [{ type: "text", text: "edit" }] });
     const asked = await mia.permissions.waitFor(() => true);
     expect(asked.params._meta.acpGateway.answerable).toMatchObject({
-      optionIds: ["allow-once", "allow-always", "reject-once"],
+      optionIds: ["allow-once", "allow-always", "reject-once", "_acp_gateway/allow_always", "_acp_gateway/reject_always"],
       reason: expect.stringMatching(/only approvers store rules/),
     });
     asked.answer({ outcome: { outcome: "selected", optionId: "allow-always" } });

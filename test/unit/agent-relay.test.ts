@@ -19,7 +19,16 @@
 
 import fc from "fast-check";
 import { describe, expect, it } from "vitest";
-import { type AgentInfo, AgentRelay, type AgentTables, type Outbound } from "../../protocol/agent-relay";
+import {
+  type AgentInfo,
+  type AgentInitFailure,
+  type AgentNotice,
+  AgentRelay,
+  type AgentTables,
+  type Outbound,
+  agentFailingError,
+  withAgentNotice,
+} from "../../protocol/agent-relay";
 import type { OutboxRows, Stamped } from "../../protocol/agent-outbox";
 import { RpcError } from "../../protocol/jsonrpc";
 
@@ -40,6 +49,8 @@ class Tables implements AgentTables {
   epoch = 0;
   goneEpoch = 0;
   info: AgentInfo | undefined;
+  initFailure: AgentInitFailure | null = null;
+  notices: AgentNotice[] = [];
   lastId = 0;
   readonly sessions = new Map<string, number>();
   readonly outbounds = new Map<number, Outbound>();
@@ -538,5 +549,87 @@ describe("the AgentObject's relay, model-based", () => {
     ]);
     const answers = world.lines[0]?.received.filter((m) => m.method === undefined && m.id === 1);
     expect(answers).toHaveLength(1);
+  });
+});
+
+describe("the agent's initialize (decision 0042)", () => {
+  /** A relay over fresh tables whose agent line records what it is sent. */
+  function relayWithLine() {
+    const tables = new Tables();
+    const sent: Record<string, unknown>[] = [];
+    let woken = 0;
+    const relay = new AgentRelay({
+      agent: {
+        current: () => ({ edge: false, send: (text: string) => void sent.push(JSON.parse(text) as Record<string, unknown>) }),
+        admit: () => "ok",
+      },
+      tables,
+      outbox: new Rows(),
+      sessions: { deliver: () => undefined },
+      alarm: { redeliverSoon: () => undefined, watch: () => undefined },
+      waits: { opened: () => undefined, initialized: () => void woken++, gone: () => undefined },
+    });
+    relay.started();
+    /** A new connection: the gateway's initialize goes out; its id. */
+    const connect = (replacing: boolean) => {
+      const epoch = relay.connected(replacing);
+      relay.initialize(epoch);
+      const init = sent.at(-1) as { id: number; method: string; params: { protocolVersion: unknown } };
+      expect(init.method).toBe("initialize");
+      return { epoch, init };
+    };
+    return { relay, tables, connect, woken: () => woken };
+  }
+
+  it("sends protocolVersion 1, and an error answer (-32022, a v2-only agent) is a failing connection with the agent's message, never its capabilities", () => {
+    const { relay, tables, connect, woken } = relayWithLine();
+    const { epoch, init } = connect(false);
+    expect(init.params.protocolVersion).toBe(1);
+    relay.agentFrame(
+      JSON.stringify({ jsonrpc: "2.0", id: init.id, error: { code: -32022, message: "Unsupported protocol version" } }),
+      epoch,
+    );
+    expect(relay.initialized).toBe(false);
+    expect(tables.info).toBeUndefined();
+    expect(relay.failing).toMatchObject({ epoch, code: -32022, message: "Unsupported protocol version" });
+    expect(woken()).toBe(1); // whoever waited on initialize goes on, and finds it failing
+    const error = agentFailingError("qwen", relay.failing as AgentInitFailure);
+    expect(error.message).toBe(`The agent "qwen" refused the gateway's initialize: Unsupported protocol version (-32022)`);
+    expect(error.data).toMatchObject({ reason: "agent_failing", agentError: { code: -32022 } });
+  });
+
+  it("a failure is of its connection: the next one that answers is initialized and the failure is forgotten; a hostile message is bounded and shown as it is", () => {
+    const { relay, tables, connect } = relayWithLine();
+    const first = connect(false);
+    relay.agentFrame(
+      JSON.stringify({ jsonrpc: "2.0", id: first.init.id, error: { code: 1, message: `no\u202e${"x".repeat(2000)}` } }),
+      first.epoch,
+    );
+    const failure = relay.failing as AgentInitFailure;
+    expect(failure.message.length).toBeLessThan(520);
+    expect(failure.message).not.toContain("\u202e");
+    const second = connect(true);
+    expect(relay.failing).toBeUndefined(); // a new epoch is not failing until it answers so
+    relay.agentFrame(
+      JSON.stringify({ jsonrpc: "2.0", id: second.init.id, result: { protocolVersion: 1, agentCapabilities: {} } }),
+      second.epoch,
+    );
+    expect(relay.initialized).toBe(true);
+    expect(tables.initFailure).toBeNull();
+  });
+});
+
+describe("the agent's notifications that name no session (decision 0042)", () => {
+  it("keeps the newest of each method, at most eight methods, and a large one's size instead of its params", () => {
+    let kept: AgentNotice[] = [];
+    kept = withAgentNotice(kept, "_auth/status_update", { status: "expired" }, 1);
+    kept = withAgentNotice(kept, "_auth/status_update", { status: "ok" }, 2);
+    expect(kept).toEqual([{ method: "_auth/status_update", params: { status: "ok" }, at: 2 }]);
+    for (let i = 0; i < 10; i++) kept = withAgentNotice(kept, `_x/${i}`, undefined, 10 + i);
+    expect(kept).toHaveLength(8);
+    expect(kept[0]).toEqual({ method: "_x/9", params: null, at: 19 });
+    expect(kept.some((n) => n.method === "_auth/status_update")).toBe(false);
+    kept = withAgentNotice(kept, "_big", { text: "y".repeat(5000) }, 30);
+    expect(kept[0]?.params).toEqual({ omitted: 5011 });
   });
 });

@@ -240,22 +240,23 @@ describe("the permission round trip through one object", () => {
 });
 
 describe("the answer at the edge", () => {
-  it("the client cancels the turn with a request pending: the agent gets the request's `cancelled` answer (edge link) before session/cancel (through the AgentObject)", async () => {
-    const { t, agent, client, sessionId, prompt } = await turnGoing();
+  it("the client cancels the turn with a request pending: the agent gets session/cancel first, then the request's `cancelled` answer, on the same path", async () => {
+    const { agent, client, sessionId, prompt } = await turnGoing();
     const reqId = agent.askPermission(sessionId, { toolCallId: "t1", title: "Run", kind: "execute" });
     await client.next(isMethod("session/request_permission"));
     client.notify("session/cancel", { sessionId });
     const first = await agent.peer.next((m) => m.id === reqId || m.method === "session/cancel");
-    expect(first.id).toBe(reqId);
-    expect(first.result).toEqual({ outcome: { outcome: "cancelled" } });
-    await agent.peer.next(isMethod("session/cancel"));
-    await sentOnEdge(t, sessionId, 1);
+    expect(first.method).toBe("session/cancel");
+    const answer = await agent.peer.next(isResponseTo(reqId));
+    expect(answer.result).toEqual({ outcome: { outcome: "cancelled" } });
     await endTurn(agent, client, prompt);
   });
 
-  it("the edge has not replied to the `cancelled` answer on its link when the client cancels the turn: session/cancel waits behind it in the session, so the agent gets the answer first", async () => {
+  it("the edge has not replied to an earlier answer on its link when the client cancels the turn: session/cancel and the pending request's `cancelled` wait behind it in the session, in that order", async () => {
     const { t, agent, client, sessionId, prompt } = await turnGoing();
-    const reqId = agent.askPermission(sessionId, { toolCallId: "t1", title: "Run", kind: "execute" });
+    const answeredId = agent.askPermission(sessionId, { toolCallId: "t1", title: "Run", kind: "execute" });
+    const answeredCopy = await client.next(isMethod("session/request_permission"));
+    const pendingId = agent.askPermission(sessionId, { toolCallId: "t2", title: "Run", kind: "execute" });
     await client.next(isMethod("session/request_permission"));
     // Opened after the edge's own: the newest, so the answer goes on it, and waits there until the test replies.
     const link = await staleEdgeLink(t, sessionId, agent);
@@ -264,29 +265,28 @@ describe("the answer at the edge", () => {
       const message = linkToAgent(String(event.data));
       if (message?.t === "toAgent") onLink.push(message);
     });
-    client.notify("session/cancel", { sessionId });
-    // Until the edge replies, either session/cancel is held in the session behind the answer, or
-    // (without the hold) it goes through the AgentObject and reaches the agent before the answer.
-    const reachedAgent = () => agent.peer.unclaimed().some((m) => m.id === reqId || m.method === "session/cancel");
-    await vi.waitFor(async () => expect(reachedAgent() || (await heldAfterEdgeAnswer(t, sessionId)) > 0).toBe(true), {
-      timeout: 5000,
-      interval: 10,
+    client.respond(answeredCopy.id, ALLOW);
+    await vi.waitFor(() => expect(onLink).toHaveLength(1), { timeout: 5000, interval: 10 });
+    // The precondition: the person's answer is the one on the held link.
+    expect(onLink[0]).toEqual({
+      t: "toAgent",
+      n: expect.any(Number),
+      frame: expect.objectContaining({ type: "response", id: answeredId, result: ALLOW }),
     });
-    // The precondition: the `cancelled` answer is the one on the held link.
-    expect(onLink).toEqual([
-      {
-        t: "toAgent",
-        n: expect.any(Number),
-        frame: expect.objectContaining({ type: "response", id: reqId, result: { outcome: { outcome: "cancelled" } } }),
-      },
-    ]);
+    client.notify("session/cancel", { sessionId });
+    await vi.waitFor(async () => expect(await heldAfterEdgeAnswer(t, sessionId)).toBe(2), { timeout: 5000, interval: 10 });
     // The edge fails it (as one of another connection would): the one second try goes through the AgentObject, and what waited after it.
     link.send(encodeLink({ t: "failed", n: onLink[0]?.n }));
-    const first = await agent.peer.next((m) => m.id === reqId || m.method === "session/cancel");
-    expect(first.method).toBeUndefined();
-    expect(first.id).toBe(reqId);
-    expect(first.result).toEqual({ outcome: { outcome: "cancelled" } });
-    await agent.peer.next(isMethod("session/cancel"));
+    await agent.peer.next(isResponseTo(pendingId));
+    const order = agent.peer.raw
+      .map((text) => JSON.parse(text) as Json)
+      .filter((m) => m.id === answeredId || m.id === pendingId || m.method === "session/cancel")
+      .map((m) => (m.method as string | undefined) ?? `${m.id === answeredId ? "answered" : "pending"}:${JSON.stringify(m.result)}`);
+    expect(order).toEqual([
+      `answered:${JSON.stringify(ALLOW)}`,
+      "session/cancel",
+      `pending:${JSON.stringify({ outcome: { outcome: "cancelled" } })}`,
+    ]);
     link.close(1000, "done");
     await endTurn(agent, client, prompt);
   });

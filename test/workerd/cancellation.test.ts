@@ -1,10 +1,30 @@
 import { describe, expect, it } from "vitest";
-import { attachClient, barrier, clientWithSession, dialInAgent, isMethod, isResponseTo, seedTenant, startTurn } from "./helpers";
+import {
+  type ScriptedAgent,
+  attachClient,
+  barrier,
+  clientWithSession,
+  dialInAgent,
+  isMethod,
+  isResponseTo,
+  seedTenant,
+  startTurn,
+} from "./helpers";
+
+type Json = Record<string, any>;
+
+/** The order in which the agent received session/cancel and the answers to `ids`, as its socket delivered them. */
+function arrivalOrder(agent: ScriptedAgent, ids: unknown[]): unknown[] {
+  return agent.peer.raw
+    .map((text) => JSON.parse(text) as Json)
+    .filter((m) => m.method === "session/cancel" || (ids.includes(m.id) && !("method" in m)))
+    .map((m) => (m.method === "session/cancel" ? m.method : m.id));
+}
 
 const call = (id: string) => ({ toolCallId: id, title: `Run ${id}`, kind: "execute", rawInput: { command: `echo ${id}` } });
 
 describe("cancellation", () => {
-  it("TC-12: answers every pending permission 'cancelled' when the turn is cancelled, then forwards the cancel", async () => {
+  it("TC-12: forwards the cancel to the agent first, then answers every pending permission 'cancelled'", async () => {
     const t = await seedTenant();
     const agent = await dialInAgent(t);
     const { client: alice, sessionId } = await clientWithSession(t, agent);
@@ -25,6 +45,8 @@ describe("cancellation", () => {
     for (const a of answers) expect(a.result).toEqual({ outcome: { outcome: "cancelled" } });
     const cancel = await agent.peer.next(isMethod("session/cancel"));
     expect(cancel.params).toEqual({ sessionId });
+    // The order the agent read them in: the cancel, then the answers (qwen ends a turn answered first as `end_turn`).
+    expect(arrivalOrder(agent, [first, second])).toEqual(["session/cancel", first, second]);
     // Both clients' copies are withdrawn.
     const withdrawn = [await alice.next(isMethod("$/cancel_request")), await alice.next(isMethod("$/cancel_request"))];
     expect(withdrawn.map((w) => w.params.requestId).sort()).toEqual(aliceCopies.map((c) => c.id).sort());
@@ -37,6 +59,19 @@ describe("cancellation", () => {
     expect(late.params.update.status).toBe("failed");
     agent.peer.respond(prompt.id, { stopReason: "cancelled" });
     expect((await alice.next(isResponseTo(1))).result).toEqual({ stopReason: "cancelled" });
+  });
+
+  it("a permission deadline cancels like a client: session/cancel reaches the agent before the waiting request's `cancelled`", async () => {
+    const t = await seedTenant({ permissionDeadlineMs: 300 });
+    const agent = await dialInAgent(t);
+    const { client, sessionId } = await clientWithSession(t, agent);
+    await startTurn(client, agent, sessionId);
+    const asked = agent.askPermission(sessionId, call("slow"));
+    await client.next(isMethod("session/request_permission"));
+    const answer = await agent.peer.next(isResponseTo(asked), 10_000);
+    expect(answer.result).toEqual({ outcome: { outcome: "cancelled" } });
+    expect(arrivalOrder(agent, [asked])).toEqual(["session/cancel", asked]);
+    expect((await client.next(isMethod("_acp_gateway/turn_ended"))).params.reason).toBe("permission_deadline");
   });
 
   it("a lax agent's end_turn after a cancel still reaches the prompter, and the session takes a new prompt", async () => {

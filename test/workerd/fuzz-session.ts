@@ -298,6 +298,13 @@ async function reconcileClient(model: SessionModel, real: LiveSession, name: str
       if (entry) client.copies.delete(entry[0]);
     } else if (m.method === "_acp_gateway/permission_resolved") {
       cm.resolvedNoticesDue--;
+    } else if (m.method === "_acp_gateway/answered_by_gateway") {
+      // A request outside a turn, answered `cancelled` by the gateway, is told to every client (decision 0042).
+      check(
+        m.params?.agentGot?.outcome?.outcome === "cancelled" && ["outside_turn", "after_cancel"].includes(m.params?.reason),
+        "a report of a request the gateway did not answer cancelled by itself",
+        m,
+      );
     } else if (m.method === "_acp_gateway/turn_ended") {
       // Announced when the gateway ends a turn (agent gone, deadline); the prompt's answer is checked below.
     } else if (!("method" in m) && m.id === null) {

@@ -69,14 +69,19 @@ describe("who may answer, on every copy", () => {
     expect(m).toEqual({
       agentOwn: 1,
       acpGateway: {
-        answerable: { optionIds: ["once", "always", "no"], reason: expect.stringMatching(/only approvers store rules/) },
+        answerable: {
+          optionIds: ["once", "always", "no", "_acp_gateway/allow_always", "_acp_gateway/reject_always"],
+          reason: expect.stringMatching(/only approvers store rules/),
+        },
         // The digest of the operation the copy shows, frozen when it was asked (decision 0040).
         operation: { hash: expect.stringMatching(/^[0-9a-f]{64}$/) },
       },
     });
     expect(o.acpGateway.answerable).toEqual({ optionIds: [], reason: expect.stringMatching(/observer/) });
     expect(x.acpGateway.answerable).toEqual({ optionIds: [], reason: expect.stringMatching(/member.*turn they prompted/) });
-    expect(a.acpGateway.answerable).toEqual({ optionIds: ["once", "always", "no"] });
+    expect(a.acpGateway.answerable).toEqual({
+      optionIds: ["once", "always", "no", "_acp_gateway/allow_always", "_acp_gateway/reject_always"],
+    });
   });
 });
 

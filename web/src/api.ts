@@ -33,6 +33,8 @@ export interface Agent {
   mode: "dial_in" | "dial_out";
   isDefault: boolean;
   connected?: boolean | null;
+  /** The agent refused the gateway's initialize: its message (it is connected, but failing). */
+  failing?: string | null;
 }
 
 export interface Snapshot {

@@ -119,7 +119,16 @@ agentsApi.openapi(
     middleware: [requireRole("watch")] as const,
     request: { query: PageQuery.extend({ status: z.enum(["0", "1"]).optional() }) },
     responses: {
-      200: json(pageSchema(AgentSchema.extend({ connected: z.boolean().nullable().optional() })), "A page of agents"),
+      200: json(
+        pageSchema(
+          AgentSchema.extend({
+            connected: z.boolean().nullable().optional(),
+            failing: z.string().nullable().optional(),
+            notices: z.array(z.object({ method: z.string(), params: z.unknown(), at: z.number() })).optional(),
+          }),
+        ),
+        "A page of agents (`failing`: the agent refused the gateway's initialize, with its message; `notices`: its newest notification of each method that named no session)",
+      ),
       ...errors,
     },
   }),
@@ -133,18 +142,29 @@ agentsApi.openapi(
     const page = pageOf(rows, limit, (a) => a.name, shown);
     if (query.status !== "1") return c.json(page, 200);
     // Dial-out agents are not asked: asking would dial them. Their status is known when a session opens.
-    const connected = await Promise.all(
+    const statuses = await Promise.all(
       page.items.map((a) =>
         a.mode === "dial_in"
           ? gatewayObjects(c.env)
               .agent(tenantId, a.name)
               .status(tenantId, a.name)
-              .then((s) => s.connected)
+              .then((s) => ({ connected: s.connected, failing: s.failing ?? null, notices: s.notices ?? [] }))
               .catch(() => null)
           : Promise.resolve(null),
       ),
     );
-    return c.json({ ...page, items: page.items.map((a, i) => ({ ...a, connected: connected[i] ?? null })) }, 200);
+    return c.json(
+      {
+        ...page,
+        items: page.items.map((a, i) => ({
+          ...a,
+          connected: statuses[i]?.connected ?? null,
+          failing: statuses[i]?.failing ?? null,
+          notices: statuses[i]?.notices ?? [],
+        })),
+      },
+      200,
+    );
   },
 );
 

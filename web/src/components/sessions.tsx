@@ -210,6 +210,10 @@ function NewSession({ auth, api, onCreated }: { auth: Auth; api: Api; onCreated(
       setError(`There is no agent named “${agent}” in this tenant.${names ? ` Its agents: ${names}.` : " It has no agents yet."}`);
       return;
     }
+    if (known?.failing) {
+      setError(`Agent “${agent}” is failing: ${known.failing}`);
+      return;
+    }
     if (known?.connected === false) {
       setError(`Agent “${agent}” is offline: it is registered but not connected to the gateway. Start it, then try again.`);
       return;
@@ -259,7 +263,15 @@ function NewSession({ auth, api, onCreated }: { auth: Auth; api: Api; onCreated(
       <datalist id="tenant-agents">
         {agents?.map((a) => (
           <option key={a.name} value={a.name}>
-            {a.connected === true ? "connected" : a.connected === false ? "offline" : a.mode === "dial_out" ? "dialled by the gateway" : ""}
+            {a.failing
+              ? `failing: ${a.failing}`
+              : a.connected === true
+                ? "connected"
+                : a.connected === false
+                  ? "offline"
+                  : a.mode === "dial_out"
+                    ? "dialled by the gateway"
+                    : ""}
           </option>
         ))}
       </datalist>
