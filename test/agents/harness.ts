@@ -1,0 +1,89 @@
+// One real agent behind the gateway, as a team runs it: its scripted model on loopback, a throwaway
+// home and project, and the agent started by `acp-gateway agent -- <its command>` against the gateway
+// the e2e global setup started. Clients are the SDK's WebSocket client (test/e2e/peers.ts).
+
+import { existsSync, mkdtempSync, readFileSync, rmSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { type TestClient, connectClient, waitForAgent } from "../e2e/peers.ts";
+import { startCli } from "../e2e/processes.ts";
+import type { AgentProfile } from "./agents.ts";
+import { type ModelServer, startModelServer } from "./models/server.ts";
+
+type Json = Record<string, any>;
+
+export interface RunningAgent {
+  name: string;
+  project: string;
+  home: string;
+  model: ModelServer;
+  /** The bridge's stderr (the agent's own stderr among it), for failure messages. */
+  log: string[];
+  client(): Promise<TestClient>;
+  newSession(client: TestClient): Promise<string>;
+  /** What the agent's own permission files hold now (absent: null). */
+  remembered(): Record<string, string | null>;
+  stop(): Promise<void>;
+}
+
+export async function startAgent(
+  profile: AgentProfile,
+  gateway: { url: string; keys: { client: string; agent: string } },
+): Promise<RunningAgent> {
+  const home = mkdtempSync(join(tmpdir(), `acp-agents-${profile.id}-home-`));
+  const project = mkdtempSync(join(tmpdir(), `acp-agents-${profile.id}-project-`));
+  const model = await startModelServer(profile.model(profile.tools, project));
+  const { argv, env } = profile.prepare(home, model.url);
+  const name = `real-${profile.id}-${Date.now()}`;
+  const bridge = startCli(["agent", "--url", gateway.url, "--name", name, "--", ...argv], { ...env, ACP_GATEWAY_KEY: gateway.keys.agent });
+  try {
+    await waitForAgent(gateway.url, gateway.keys.client, name, 60_000);
+  } catch (error) {
+    bridge.kill("SIGKILL");
+    throw new Error(
+      `${profile.pkg} did not connect: ${(error as Error).message}\n--- its output ---\n${bridge.log.join("").slice(-4000)}`,
+      {
+        cause: error,
+      },
+    );
+  }
+  const clients: TestClient[] = [];
+  return {
+    name,
+    project,
+    home,
+    model,
+    log: bridge.log,
+    async client() {
+      const c = await connectClient({ url: gateway.url, key: gateway.keys.client, agent: name });
+      clients.push(c);
+      return c;
+    },
+    async newSession(c) {
+      const { sessionId } = await c.request<{ sessionId: string }>("session/new", { cwd: project, mcpServers: [] });
+      return sessionId;
+    },
+    remembered() {
+      return Object.fromEntries(profile.remembered(home, project).map((f) => [f, existsSync(f) ? readFileSync(f, "utf8") : null]));
+    },
+    async stop() {
+      for (const c of clients) c.close();
+      const exited = new Promise((resolve) => bridge.once("exit", resolve));
+      bridge.kill("SIGTERM");
+      await exited;
+      await model.close();
+      rmSync(home, { recursive: true, force: true });
+      rmSync(project, { recursive: true, force: true });
+    },
+  };
+}
+
+/** The option of a kind among those a client was offered (the agent's ids differ: match on kinds). */
+export function optionOf(params: Json, kind: string): string {
+  const option = (params.options as Json[]).find((o) => o.kind === kind);
+  if (!option) throw new Error(`no ${kind} option among ${JSON.stringify(params.options)}`);
+  return option.optionId as string;
+}
+
+export const prompt = (c: TestClient, sessionId: string, text: string) =>
+  c.request<{ stopReason: string }>("session/prompt", { sessionId, prompt: [{ type: "text", text }] });
