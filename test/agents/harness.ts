@@ -85,5 +85,44 @@ export function optionOf(params: Json, kind: string): string {
   return option.optionId as string;
 }
 
+/**
+ * The next permission request this client is sent during `turn`; a turn that ends first fails the
+ * test at once with its stop reason and what the agent said (not after a timeout).
+ */
+export async function askedDuring(
+  c: TestClient,
+  turn: Promise<{ stopReason: string }>,
+  match: (p: PermissionCopy) => boolean = () => true,
+) {
+  const ended = turn.then((r) => {
+    const said = c.updates.items
+      .map((u) => u.update as Json)
+      .filter((u) => u.sessionUpdate === "agent_message_chunk")
+      .map((u) => u.content?.text);
+    throw new Error(`the turn ended ${r.stopReason} before the person was asked; the agent said ${JSON.stringify(said)}`);
+  });
+  ended.catch(() => undefined);
+  return Promise.race([c.permissions.waitFor(match, 120_000, "a permission request"), ended]);
+}
+
+/**
+ * The turn's result, when no new permission request reaches this client during it. One that does
+ * fails the test at once: the turn is cancelled (so the agent is free for the next test) and the
+ * request is named.
+ */
+export async function unasked(c: TestClient, sessionId: string, turn: Promise<{ stopReason: string }>) {
+  const seen = new Set(c.permissions.items);
+  const asked = c.permissions
+    .waitFor((p) => !seen.has(p), 600_000, "an unexpected request")
+    .then(async (p) => {
+      await c.notify("session/cancel", { sessionId });
+      throw new Error(`the person was asked: ${JSON.stringify(p.params.toolCall).slice(0, 1500)}`);
+    });
+  asked.catch(() => undefined);
+  return Promise.race([turn, asked]);
+}
+
+type PermissionCopy = TestClient["permissions"]["items"][number];
+
 export const prompt = (c: TestClient, sessionId: string, text: string) =>
   c.request<{ stopReason: string }>("session/prompt", { sessionId, prompt: [{ type: "text", text }] });
