@@ -2,11 +2,12 @@
 // home and project, and the agent started by `acp-gateway agent -- <its command>` against the gateway
 // the e2e global setup started. Clients are the SDK's WebSocket client (test/e2e/peers.ts).
 
+import { spawn } from "node:child_process";
 import { existsSync, mkdtempSync, readFileSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { type TestClient, connectClient, waitForAgent } from "../e2e/peers.ts";
-import { startCli } from "../e2e/processes.ts";
+import { ROOT } from "../../scripts/local-gateway.ts";
 import type { AgentProfile } from "./agents.ts";
 import { type ModelServer, startModelServer } from "./models/server.ts";
 
@@ -35,17 +36,30 @@ export async function startAgent(
   const model = await startModelServer(profile.model(profile.tools, project));
   const { argv, env } = profile.prepare(home, model.url);
   const name = `real-${profile.id}-${Date.now()}`;
-  const bridge = startCli(["agent", "--url", gateway.url, "--name", name, "--", ...argv], { ...env, ACP_GATEWAY_KEY: gateway.keys.agent });
+  // Started in the project, as a person starts an agent there: an agent that reads its process's
+  // directory (Gemini CLI names it in every shell request) sees the project, never this checkout.
+  const bridge = spawn(
+    process.execPath,
+    [join(ROOT, "cli", "acp-gateway.ts"), "agent", "--url", gateway.url, "--name", name, "--", ...argv],
+    {
+      cwd: project,
+      env: { ...process.env, ...env, ACP_GATEWAY_KEY: gateway.keys.agent },
+      stdio: ["ignore", "ignore", "pipe"],
+    },
+  );
+  // Never outlive the test process (a failed run must not leave agents running).
+  const orphaned = () => bridge.kill("SIGKILL");
+  process.once("exit", orphaned);
+  bridge.once("exit", () => process.off("exit", orphaned));
+  const log: string[] = [];
+  bridge.stderr.on("data", (d: Buffer) => log.push(d.toString()));
   try {
     await waitForAgent(gateway.url, gateway.keys.client, name, 60_000);
   } catch (error) {
     bridge.kill("SIGKILL");
-    throw new Error(
-      `${profile.pkg} did not connect: ${(error as Error).message}\n--- its output ---\n${bridge.log.join("").slice(-4000)}`,
-      {
-        cause: error,
-      },
-    );
+    throw new Error(`${profile.pkg} did not connect: ${(error as Error).message}\n--- its output ---\n${log.join("").slice(-4000)}`, {
+      cause: error,
+    });
   }
   const clients: TestClient[] = [];
   return {
@@ -53,7 +67,7 @@ export async function startAgent(
     project,
     home,
     model,
-    log: bridge.log,
+    log,
     async client() {
       const c = await connectClient({ url: gateway.url, key: gateway.keys.client, agent: name });
       clients.push(c);
@@ -68,9 +82,11 @@ export async function startAgent(
     },
     async stop() {
       for (const c of clients) c.close();
-      const exited = new Promise((resolve) => bridge.once("exit", resolve));
-      bridge.kill("SIGTERM");
-      await exited;
+      if (bridge.exitCode === null) {
+        const exited = new Promise((resolve) => bridge.once("exit", resolve));
+        bridge.kill("SIGTERM");
+        await exited;
+      }
       await model.close();
       rmSync(home, { recursive: true, force: true });
       rmSync(project, { recursive: true, force: true });

@@ -5,7 +5,6 @@
 import { existsSync, mkdirSync, readFileSync, rmSync } from "node:fs";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, inject, it } from "vitest";
-import { killAll } from "../e2e/processes.ts";
 import { AGENTS } from "./agents.ts";
 import { type RunningAgent, askedDuring, optionOf, prompt, startAgent, unasked } from "./harness.ts";
 
@@ -13,7 +12,6 @@ type Json = Record<string, any>;
 
 const url = inject("gatewayUrl");
 const keys = inject("keys");
-afterAll(killAll);
 
 describe.each(AGENTS)("$pkg behind acp-gateway agent", (profile) => {
   let agent: RunningAgent;
@@ -85,8 +83,9 @@ describe.each(AGENTS)("$pkg behind acp-gateway agent", (profile) => {
     const turn = prompt(alice, sessionId, "RUN: touch cancel-marker");
     const asked = await askedDuring(alice, turn);
     await alice.notify("session/cancel", { sessionId });
-    expect(await turn).toEqual(expect.objectContaining({ stopReason: "cancelled" }));
-    await expect(asked.answered).rejects.toMatchObject({ code: -32800 });
+    // Soft: a turn that ends otherwise still reports whether the command ran.
+    expect.soft(await turn).toEqual(expect.objectContaining({ stopReason: "cancelled" }));
+    await expect.soft(asked.answered).rejects.toMatchObject({ code: -32800 });
     expect(existsSync(file("cancel-marker"))).toBe(false);
   });
 
