@@ -45,10 +45,21 @@ export async function startAgent(
       cwd: project,
       env: { ...process.env, ...env, ACP_GATEWAY_KEY: gateway.keys.agent },
       stdio: ["ignore", "ignore", "pipe"],
+      // Its own process group: the agent and what the agent starts (qwen a second node, Claude Code
+      // its binary) end with it, and stop() can wait until all of them have.
+      detached: true,
     },
   );
+  const group = (signal: NodeJS.Signals | 0) => {
+    try {
+      process.kill(-(bridge.pid ?? 0), signal);
+      return true;
+    } catch {
+      return false; // ESRCH: no process of the group is left
+    }
+  };
   // Never outlive the test process (a failed run must not leave agents running).
-  const orphaned = () => bridge.kill("SIGKILL");
+  const orphaned = () => group("SIGKILL");
   process.once("exit", orphaned);
   bridge.once("exit", () => process.off("exit", orphaned));
   const log: string[] = [];
@@ -56,7 +67,7 @@ export async function startAgent(
   try {
     await waitForAgent(gateway.url, gateway.keys.client, name, 60_000);
   } catch (error) {
-    bridge.kill("SIGKILL");
+    group("SIGKILL");
     throw new Error(`${profile.pkg} did not connect: ${(error as Error).message}\n--- its output ---\n${log.join("").slice(-4000)}`, {
       cause: error,
     });
@@ -82,16 +93,27 @@ export async function startAgent(
     },
     async stop() {
       for (const c of clients) c.close();
-      if (bridge.exitCode === null) {
-        const exited = new Promise((resolve) => bridge.once("exit", resolve));
-        bridge.kill("SIGTERM");
-        await exited;
-      }
+      await endGroup(group);
       await model.close();
       rmSync(home, { recursive: true, force: true });
       rmSync(project, { recursive: true, force: true });
     },
   };
+}
+
+/**
+ * Ends the agent's process group: SIGTERM, then SIGKILL for whatever is left after 10 s. Resolves
+ * when no process of the group is left (or 15 s have passed), so nothing writes into the home it is
+ * about to lose.
+ */
+async function endGroup(group: (signal: NodeJS.Signals | 0) => boolean): Promise<void> {
+  group("SIGTERM");
+  const start = Date.now();
+  // Bounded: a process left as a zombie (no init reaping in some containers) still answers signal 0.
+  while (group(0) && Date.now() - start < 15_000) {
+    if (Date.now() - start > 10_000) group("SIGKILL");
+    await new Promise((resolve) => setTimeout(resolve, 50));
+  }
 }
 
 /** The option of a kind among those a client was offered (the agent's ids differ: match on kinds). */
