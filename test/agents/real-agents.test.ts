@@ -1,0 +1,129 @@
+// The real agents behind the gateway (issue 36): each pinned package started through
+// `acp-gateway agent`, driven by its scripted model on loopback, with SDK WebSocket clients in front.
+// Every test runs a real command or writes a real file in a throwaway project and checks the disk.
+
+import { existsSync, mkdirSync, readFileSync, rmSync } from "node:fs";
+import { join } from "node:path";
+import { afterAll, beforeAll, describe, expect, inject, it } from "vitest";
+import { AGENTS } from "./agents.ts";
+import { type RunningAgent, askedDuring, optionOf, prompt, startAgent, unasked } from "./harness.ts";
+
+type Json = Record<string, any>;
+
+const url = inject("gatewayUrl");
+const keys = inject("keys");
+
+describe.each(AGENTS)("$pkg behind acp-gateway agent", (profile) => {
+  let agent: RunningAgent;
+  beforeAll(async () => {
+    agent = await startAgent(profile, { url, keys });
+  });
+  afterAll(async () => {
+    await agent?.stop();
+  });
+  const file = (name: string) => join(agent.project, name);
+
+  it("sends a permission request to two clients, withdraws the loser's copy, and allow once runs the command", async () => {
+    const alice = await agent.client();
+    const sessionId = await agent.newSession(alice);
+    const bob = await agent.client();
+    await bob.request("session/load", { sessionId, cwd: agent.project, mcpServers: [] });
+    const turn = prompt(alice, sessionId, "RUN: touch once-marker");
+    const [a, b] = await Promise.all([askedDuring(alice, turn), askedDuring(bob, turn)]);
+    expect(a.params).toEqual(b.params);
+    expect(existsSync(file("once-marker"))).toBe(false);
+    b.answer({ outcome: { outcome: "selected", optionId: optionOf(b.params, "allow_once") } });
+    await expect(a.answered).rejects.toMatchObject({ code: -32800 });
+    expect(await turn).toEqual(expect.objectContaining({ stopReason: "end_turn" }));
+    expect(existsSync(file("once-marker"))).toBe(true);
+  });
+
+  it("a person's always answers the same command in a new session, asks for git push --force, and leaves the agent's own permissions unchanged", async () => {
+    const before = agent.remembered();
+    const alice = await agent.client();
+    const first = await agent.newSession(alice);
+    const turn = prompt(alice, first, "RUN: touch always-marker");
+    const asked = await askedDuring(alice, turn);
+    asked.answer({ outcome: { outcome: "selected", optionId: optionOf(asked.params, "allow_always") } });
+    expect(await turn).toEqual(expect.objectContaining({ stopReason: "end_turn" }));
+    expect(existsSync(file("always-marker"))).toBe(true);
+    rmSync(file("always-marker"));
+
+    const second = await agent.newSession(alice);
+    expect(await unasked(alice, second, prompt(alice, second, "RUN: touch always-marker"))).toEqual(
+      expect.objectContaining({ stopReason: "end_turn" }),
+    );
+    expect(existsSync(file("always-marker"))).toBe(true);
+
+    const push = prompt(alice, second, "RUN: git push --force");
+    const dangerous = await askedDuring(alice, push, (p) => p !== asked);
+    expect(JSON.stringify(dangerous.params.toolCall)).toContain("git push --force");
+    dangerous.answer({ outcome: { outcome: "selected", optionId: optionOf(dangerous.params, "reject_once") } });
+    expect(["end_turn", "cancelled"]).toContain((await push).stopReason);
+    expect(agent.remembered()).toEqual(before);
+  });
+
+  it("shows an edit's diff to clients before the file changes, and writes it after allow once", async () => {
+    const alice = await agent.client();
+    const sessionId = await agent.newSession(alice);
+    const turn = prompt(alice, sessionId, "WRITE: notes.txt hello from the scripted model");
+    const asked = await askedDuring(alice, turn);
+    const seen = [...alice.updates.items.map((u) => u.update), asked.params.toolCall] as Json[];
+    const diff = seen.flatMap((u) => (u.content ?? []) as Json[]).find((c) => c.type === "diff");
+    expect(diff).toMatchObject({ path: file("notes.txt"), newText: expect.stringContaining("hello from the scripted model") });
+    expect(existsSync(file("notes.txt"))).toBe(false);
+    asked.answer({ outcome: { outcome: "selected", optionId: optionOf(asked.params, "allow_once") } });
+    expect(await turn).toEqual(expect.objectContaining({ stopReason: "end_turn" }));
+    expect(readFileSync(file("notes.txt"), "utf8")).toContain("hello from the scripted model");
+  });
+
+  it("cancel while the person is asked ends the turn cancelled and the command never runs", async () => {
+    const alice = await agent.client();
+    const sessionId = await agent.newSession(alice);
+    const turn = prompt(alice, sessionId, "RUN: touch cancel-marker");
+    const asked = await askedDuring(alice, turn);
+    await alice.notify("session/cancel", { sessionId });
+    // Soft: a turn that ends otherwise still reports whether the command ran.
+    expect.soft(await turn).toEqual(expect.objectContaining({ stopReason: "cancelled" }));
+    await expect.soft(asked.answered).rejects.toMatchObject({ code: -32800 });
+    expect(existsSync(file("cancel-marker"))).toBe(false);
+  });
+
+  it("a client attaching mid-turn gets the history, then the waiting request, and its answer runs the command", async () => {
+    const alice = await agent.client();
+    const sessionId = await agent.newSession(alice);
+    const turn = prompt(alice, sessionId, "RUN: touch late-marker");
+    const first = await askedDuring(alice, turn);
+    const late = await agent.client();
+    await late.request("session/load", { sessionId, cwd: agent.project, mcpServers: [] });
+    // The history: the person's prompt and the agent's tool call (agents send other updates around them).
+    const replayed = late.updates.items.map((u) => u.update as Json);
+    expect(replayed).toContainEqual(
+      expect.objectContaining({
+        sessionUpdate: "user_message_chunk",
+        content: expect.objectContaining({ text: "RUN: touch late-marker" }),
+      }),
+    );
+    const copy = await late.permissions.waitFor(() => true, 10_000);
+    expect(copy.params).toEqual(first.params);
+    copy.answer({ outcome: { outcome: "selected", optionId: optionOf(copy.params, "allow_once") } });
+    expect(await turn).toEqual(expect.objectContaining({ stopReason: "end_turn" }));
+    expect(existsSync(file("late-marker"))).toBe(true);
+  });
+
+  it("a team's reject rule answers the agent: no client is asked and the command never runs", async () => {
+    mkdirSync(file("build"), { recursive: true });
+    const created = await fetch(`${url}/v1/rules`, {
+      method: "POST",
+      headers: { Authorization: `Bearer ${keys.admin}`, "content-type": "application/json" },
+      body: JSON.stringify({ decision: "reject", matcher: { type: "command", prefix: ["rm"] }, scope: { project: agent.project } }),
+    });
+    expect(created.status).toBe(201);
+    const alice = await agent.client();
+    const sessionId = await agent.newSession(alice);
+    expect(["end_turn", "cancelled"]).toContain(
+      (await unasked(alice, sessionId, prompt(alice, sessionId, "RUN: rm -rf build"))).stopReason,
+    );
+    expect(existsSync(file("build"))).toBe(true);
+  });
+});
