@@ -44,6 +44,17 @@ export interface DeriveInput {
   exactHash: string;
 }
 
+/**
+ * A path rule is scoped to the project and never covers a path outside it (TC-21): storing one would
+ * make a rule that never answers anything (issue 38), so the person is told why instead.
+ */
+function outsideProject(path: string, project: string | null): { reason: string } | null {
+  if (project === null || isWithin(path, project)) return null;
+  return {
+    reason: `Not remembered: ${path} is outside this session's project ${project}, and a rule scoped to the project never covers it. You are asked each time.`,
+  };
+}
+
 export function deriveRule(input: DeriveInput): DeriveResult {
   const decision = input.optionKind === "allow_always" ? "allow" : input.optionKind === "reject_always" ? "reject" : null;
   if (!decision) return null;
@@ -117,6 +128,7 @@ export function deriveRule(input: DeriveInput): DeriveResult {
   if (op.kind === "read" || op.kind === "edit" || op.kind === "delete" || op.kind === "move") {
     const paths = op.paths;
     if (!paths || paths.length === 0) return exact(`this ${op.kind}`);
+
     const wantsDirectory = /\b(directory|folder|all files in)\b/i.test(input.optionName);
     if (wantsDirectory && broad) {
       const dirs = new Set(paths.map(parentOf));
@@ -124,6 +136,8 @@ export function deriveRule(input: DeriveInput): DeriveResult {
       if (dir === null || dir === "/" || isRootOrHome(dir) || (sessionCwd !== null && isWithin(sessionCwd, dir) && dir !== sessionCwd)) {
         return exact(`this ${op.kind} of ${paths.join(", ")}`);
       }
+      const dead = outsideProject(dir, sessionCwd);
+      if (dead) return dead;
       return {
         decision,
         scope,
@@ -133,6 +147,8 @@ export function deriveRule(input: DeriveInput): DeriveResult {
     }
     if (paths.length !== 1) return exact(`this ${op.kind} of ${paths.join(", ")}`);
     const file = paths[0] as string;
+    const dead = outsideProject(file, sessionCwd);
+    if (dead) return dead;
     return {
       decision,
       scope,
