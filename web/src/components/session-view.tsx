@@ -299,7 +299,7 @@ function LinkStatus({ state }: { state: LinkState }) {
     );
   const seconds = Math.max(1, Math.round((state.retryAt - Date.now()) / 1000));
   return (
-    <p class="warn" role="status">
+    <p class="warn" role="status" tabIndex={0} id="link-status">
       The connection to the gateway was lost. Reconnecting (attempt {state.attempt}, in about {seconds} s)… Prompts wait until it is back.
     </p>
   );
