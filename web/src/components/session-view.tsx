@@ -149,6 +149,13 @@ export function SessionView({ api, link, session, isNew, onBack }: Props) {
       .finally(() => {
         myTurn.current = false;
         setTurn("idle");
+        // The gateway names an untitled session by its first prompt (the list shows it): show it here too.
+        api
+          .get<Snapshot>(`/v1/sessions/${encodeURIComponent(session.id)}`)
+          .then((snapshot) => {
+            if (snapshot.title) setTitle(snapshot.title);
+          })
+          .catch(() => undefined);
       });
   };
 
