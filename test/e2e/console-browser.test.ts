@@ -246,6 +246,13 @@ describe("the web console in Chromium", () => {
     await signIn(page, keys.client);
     await page.getByRole("button", { name: "New session" }).waitFor();
     await noHorizontalOverflow(page);
+    // The top bar on a phone: who is signed in is not cut ("d."), Sign out stays on one line.
+    const who = page.locator(".topbar .who-name");
+    await who.waitFor();
+    expect(await who.evaluate((e) => e.scrollWidth <= e.clientWidth)).toBe(true);
+    const signOut = page.getByRole("button", { name: "Sign out" });
+    expect(await signOut.evaluate((e) => e.getClientRects().length === 1 && e.scrollHeight <= 44)).toBe(true);
+    await onScreen(page, signOut);
     await newSession(page, "/projects/demo");
 
     // The agent echoes the prompt: Markdown is rendered, HTML in it is shown as text, never run.
