@@ -1,7 +1,8 @@
 // acp-gateway agent: a stdio ACP agent process on one side, the gateway's /agents/NAME/connect
 // WebSocket on the other. Both are kept alive:
 // - the process is restarted with backoff when it exits, and the socket reopened, so the gateway
-//   initializes the new process (the old one's sessions are gone with it);
+//   initializes the new process (the old one's sessions are gone with it); one that keeps exiting
+//   within seconds is reported as a crash loop and then given up on (crash-loop.ts);
 // - the socket is reconnected with backoff when it drops; the process keeps its sessions, and the
 //   gateway's new initialize is answered from the process's first answer (an agent may refuse a
 //   second initialize).
@@ -13,6 +14,7 @@ import type { WebSocket } from "ws";
 import { OutageBuffer, classify, unanswerable } from "./agent-outage.ts";
 import { webSocketUrl } from "./args.ts";
 import { connectWithRetry } from "./connect.ts";
+import { CrashWatch, crashLoopMessage } from "./crash-loop.ts";
 import { backoff, log, readLines } from "./ndjson.ts";
 import { CLOSE } from "../core/close-codes.ts";
 
@@ -35,6 +37,7 @@ export async function runAgent(opts: {
   let initializeResult: unknown;
   let initializeId: unknown;
   let childAttempts = 0;
+  const crashes = new CrashWatch();
   /** The agent's requests sent on the current socket and not yet answered: method by JSON id. */
   const openRequests = new Map<string, { id: string | number; method: string }>();
   const outage = new OutageBuffer(opts.buffer);
@@ -62,7 +65,16 @@ export async function runAgent(opts: {
       child = undefined;
       initializeResult = undefined; // the next process answers its own initialize
       openRequests.clear(); // nobody is left to answer
-      if (Date.now() - started > 30_000) childAttempts = 0;
+      const lived = Date.now() - started;
+      if (lived > 30_000) childAttempts = 0;
+      // A process that keeps dying at once is reported, then given up on, so the gateway shows the agent offline.
+      const crash = crashes.exited(lived);
+      if (crash.verdict !== "restart") log(crashLoopMessage(opts.argv, crash.quickExits, String(signal ?? code)));
+      if (crash.verdict === "give-up") {
+        log(`stopping after ${crash.quickExits} quick exits in a row; fix the agent's command and start again`);
+        stop(1);
+        return;
+      }
       const wait = backoff(childAttempts++);
       log(`the agent process exited (${signal ?? code}); restarting it in ${wait} ms`);
       // The gateway must initialize the new process: reopen the socket after the restart.

@@ -10,6 +10,7 @@
 
 import type { WebSocket } from "ws";
 import { webSocketUrl } from "./args.ts";
+import { explainAgentError } from "./agent-names.ts";
 import { connectWithRetry } from "./connect.ts";
 import { log, readLines } from "./ndjson.ts";
 import { CLOSE } from "../core/close-codes.ts";
@@ -29,6 +30,8 @@ interface SessionState {
 }
 
 const INTERNAL = "acp-gateway-cli:";
+/** How long a bridge that cannot connect waits for the editor's first request, to answer it with the reason. */
+const FIRST_REQUEST_WAIT_MS = 5_000;
 
 export async function runClient(opts: { url: URL; key: string; agent: string | undefined }): Promise<number> {
   const target = webSocketUrl(opts.url, "/acp", { agent: opts.agent });
@@ -50,6 +53,9 @@ export async function runClient(opts: { url: URL; key: string; agent: string | u
   const ownConnections = new Set<string>();
   let finished: (code: number) => void = () => undefined;
   const done = new Promise<number>((resolve) => (finished = resolve));
+  let stdinEnded = false;
+  /** Called when the editor sends a request (refuseEditor waits for the first one). */
+  let onEditorRequest: () => void = () => undefined;
 
   const send = (text: string) => {
     if (socket && socket.readyState === socket.OPEN) socket.send(text);
@@ -67,6 +73,7 @@ export async function runClient(opts: { url: URL; key: string; agent: string | u
     }
     if (message.method !== undefined && message.id !== undefined) {
       inflight.set(JSON.stringify(message.id), { id: message.id, method: message.method, params: message.params ?? {} });
+      onEditorRequest();
       if (message.method === "initialize") initParams = message.params;
       if (message.method === "session/load" && typeof message.params?.sessionId === "string")
         track(message.params.sessionId, message.params);
@@ -85,7 +92,10 @@ export async function runClient(opts: { url: URL; key: string; agent: string | u
     send(line);
   });
   // The editor closed its side: done, once the first connection attempt has had its say (a refused key is still exit 2).
-  process.stdin.on("end", () => void firstAttempt.then(() => finished(0)));
+  process.stdin.on("end", () => {
+    stdinEnded = true;
+    void firstAttempt.then(() => finished(0));
+  });
   let firstAttempt: Promise<void> = Promise.resolve();
 
   function track(sessionId: string, params: Json): void {
@@ -112,6 +122,11 @@ export async function runClient(opts: { url: URL; key: string; agent: string | u
       inflight.delete(key);
       if (request?.method === "session/new" && typeof message.result?.sessionId === "string")
         track(message.result.sessionId, request.params);
+      if (message.error?.data?.reason === "agent_not_connected" && opts.agent !== undefined) {
+        const agent = opts.agent;
+        void explainAgentError(opts.url, opts.key, agent, message.error as Json).then((error) => toEditor({ ...message, error }));
+        return;
+      }
       toEditor(message);
       return;
     }
@@ -168,6 +183,7 @@ export async function runClient(opts: { url: URL; key: string; agent: string | u
   async function connect(): Promise<void> {
     const result = await connectWithRetry(target, opts.key, { everConnected });
     if (!result.ok) {
+      await refuseEditor(result.exitCode === 2 ? ErrorCode.authRequired : ErrorCode.internalError, result.message);
       finished(result.exitCode);
       return;
     }
@@ -181,6 +197,31 @@ export async function runClient(opts: { url: URL; key: string; agent: string | u
     if (everConnected) reattach();
     everConnected = true;
     for (const text of pendingToGateway.splice(0)) socket.send(text);
+  }
+
+  /**
+   * The bridge cannot serve the editor (a refused key, a gateway never reached): answer what the editor
+   * asked with an error naming why, so it shows the reason instead of waiting on a process that exits.
+   * An editor that has not sent its first request yet gets a moment to send it.
+   */
+  async function refuseEditor(code: number, message: string): Promise<void> {
+    if (inflight.size === 0 && !stdinEnded) {
+      await new Promise<void>((resolve) => {
+        const timer = setTimeout(resolve, FIRST_REQUEST_WAIT_MS);
+        onEditorRequest = () => {
+          clearTimeout(timer);
+          resolve();
+        };
+        process.stdin.once("end", () => {
+          clearTimeout(timer);
+          resolve();
+        });
+      });
+    }
+    for (const request of inflight.values()) {
+      toEditor({ jsonrpc: "2.0", id: request.id, error: { code, message: `acp-gateway client: ${message}` } });
+    }
+    inflight.clear();
   }
 
   function onClosed(gen: number, code: number, reason: string): void {

@@ -52,27 +52,28 @@ const MAX_FIRST_ATTEMPTS = 5;
 /**
  * Opens the socket, retrying with backoff while the gateway is unreachable. A refused key is final
  * (exit 2); a gateway never reached gives up after a few attempts (exit 1); one that was reached
- * before is retried for as long as `keepTrying` says.
+ * before is retried for as long as `keepTrying` says. A failure carries the line it logged.
  */
 export async function connectWithRetry(
   url: string,
   key: string,
   opts: { everConnected: boolean; keepTrying?: () => boolean },
-): Promise<{ ok: true; socket: WebSocket; connectionId: string | null } | { ok: false; exitCode: 1 | 2 }> {
+): Promise<{ ok: true; socket: WebSocket; connectionId: string | null } | { ok: false; exitCode: 1 | 2; message: string }> {
   for (let attempt = 0; opts.keepTrying?.() ?? true; attempt++) {
     const result = await openSocket(url, key);
     if (result.ok) return result;
     if (result.refused) {
       log(result.message);
-      return { ok: false, exitCode: 2 };
+      return { ok: false, exitCode: 2, message: result.message };
     }
     if (!opts.everConnected && attempt + 1 >= MAX_FIRST_ATTEMPTS) {
-      log(`cannot reach the gateway at ${url}: ${result.message}`);
-      return { ok: false, exitCode: 1 };
+      const message = `cannot reach the gateway at ${url}: ${result.message}`;
+      log(message);
+      return { ok: false, exitCode: 1, message };
     }
     const wait = backoff(attempt);
     log(`cannot reach the gateway (${result.message}); retrying in ${wait} ms`);
     await new Promise((r) => setTimeout(r, wait));
   }
-  return { ok: false, exitCode: 1 };
+  return { ok: false, exitCode: 1, message: "stopped" };
 }

@@ -1,8 +1,10 @@
 #!/usr/bin/env node
 // The demo agent that `npm start` connects through `acp-gateway agent`: a stdio ACP agent built with
 // the SDK that streams text, runs tool calls of several kinds (read; edit with a diff; execute) and
-// asks permission for the edit and the command. It does nothing for real: it only tells.
+// asks permission for the edit and the command. It does nothing for real: it only tells. It works in
+// the session's project (its cwd), so an "always" a person gives there makes a rule that applies.
 
+import { posix } from "node:path";
 import { Readable, Writable } from "node:stream";
 import { PROTOCOL_VERSION, agent, ndJsonStream } from "@agentclientprotocol/sdk";
 
@@ -10,6 +12,8 @@ type Notify = (method: string, params: unknown) => Promise<void>;
 type Ask = (method: string, params: unknown) => Promise<unknown>;
 
 const turns = new Map<string, AbortController>();
+/** Each session's project directory (session/new's cwd). */
+const projects = new Map<string, string>();
 let counter = 0;
 
 const app = agent({ name: "acp-gateway-demo" })
@@ -19,7 +23,11 @@ const app = agent({ name: "acp-gateway-demo" })
     agentInfo: { name: "acp-gateway-demo", title: "ACP Gateway demo agent", version: "0.1.0" },
     authMethods: [],
   }))
-  .onRequest("session/new", () => ({ sessionId: `demo-${Date.now().toString(36)}-${(counter++).toString(36)}` }))
+  .onRequest("session/new", ({ params }) => {
+    const sessionId = `demo-${Date.now().toString(36)}-${(counter++).toString(36)}`;
+    projects.set(sessionId, params.cwd);
+    return { sessionId };
+  })
   .onRequest("authenticate", () => ({}))
   .onNotification("session/cancel", ({ params }) => {
     turns.get(params.sessionId)?.abort();
@@ -30,7 +38,8 @@ const app = agent({ name: "acp-gateway-demo" })
     const notify: Notify = (method, p) => client.notify(method, p);
     const ask: Ask = (method, p) => client.request(method, p);
     try {
-      const stop = await turn(params.sessionId, promptText(params.prompt), controller.signal, notify, ask);
+      const readme = posix.join(projects.get(params.sessionId) ?? "/projects/demo", "README.md");
+      const stop = await turn(params.sessionId, promptText(params.prompt), readme, controller.signal, notify, ask);
       return { stopReason: stop };
     } finally {
       turns.delete(params.sessionId);
@@ -46,7 +55,14 @@ function promptText(prompt: unknown): string {
   return prompt.map((b) => (b && typeof b === "object" && "text" in b ? String(b.text) : "")).join(" ");
 }
 
-async function turn(sessionId: string, text: string, signal: AbortSignal, notify: Notify, ask: Ask): Promise<"end_turn" | "cancelled"> {
+async function turn(
+  sessionId: string,
+  text: string,
+  readme: string,
+  signal: AbortSignal,
+  notify: Notify,
+  ask: Ask,
+): Promise<"end_turn" | "cancelled"> {
   const update = (u: Record<string, unknown>) => notify("session/update", { sessionId, update: u });
   const say = (t: string) => update({ sessionUpdate: "agent_message_chunk", content: { type: "text", text: t } });
   const id = () => `call-${Date.now().toString(36)}-${(counter++).toString(36)}`;
@@ -60,8 +76,8 @@ async function turn(sessionId: string, text: string, signal: AbortSignal, notify
     title: "Read README.md",
     kind: "read",
     status: "pending",
-    locations: [{ path: "/projects/demo/README.md" }],
-    rawInput: { path: "/projects/demo/README.md" },
+    locations: [{ path: readme }],
+    rawInput: { path: readme },
   });
   await update({ sessionUpdate: "tool_call_update", toolCallId: read, status: "in_progress" });
   await update({
@@ -75,7 +91,7 @@ async function turn(sessionId: string, text: string, signal: AbortSignal, notify
   const edit = id();
   const diff = {
     type: "diff",
-    path: "/projects/demo/README.md",
+    path: readme,
     oldText: "# Demo\nA demo project.",
     newText: "# Demo\nA demo project, edited through the gateway.",
   };
@@ -84,9 +100,9 @@ async function turn(sessionId: string, text: string, signal: AbortSignal, notify
     title: "Edit README.md",
     kind: "edit",
     status: "pending",
-    locations: [{ path: "/projects/demo/README.md", line: 2 }],
+    locations: [{ path: readme, line: 2 }],
     content: [diff],
-    rawInput: { path: "/projects/demo/README.md" },
+    rawInput: { path: readme },
   };
   await update({ sessionUpdate: "tool_call", ...editCall });
   const editAnswer = await askPermission(ask, sessionId, editCall, "this file");

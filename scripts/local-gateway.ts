@@ -34,6 +34,11 @@ export interface LocalGatewayOptions {
   logFile?: string;
   /** STAGE_TIMING=1: the gateway logs when the bench's probe frames cross each stage (protocol/stage-timing.ts). */
   stageTiming?: boolean;
+  /**
+   * Work that may touch what a running gateway watches (npm start builds web/dist): run only once the
+   * port is free and the state is this process's, so a refused start disturbs no one.
+   */
+  prepare?: () => Promise<void>;
 }
 
 export interface LocalGateway {
@@ -67,10 +72,12 @@ export async function startLocalGateway(options: LocalGatewayOptions = {}): Prom
     locks.delete(unlock);
   };
   locks.add(unlock);
-  const child = await launch(options, { port, keys, persist, stateDir }).catch((error: unknown) => {
-    unlock();
-    throw error;
-  });
+  const child = await Promise.resolve(options.prepare?.())
+    .then(() => launch(options, { port, keys, persist, stateDir }))
+    .catch((error: unknown) => {
+      unlock();
+      throw error;
+    });
   const url = `http://127.0.0.1:${port}`;
   const stop = async () => {
     await stopProcessGroup(child.process);

@@ -24,13 +24,14 @@ async function shutdown(): Promise<void> {
 }
 for (const signal of ["SIGINT", "SIGTERM", "SIGHUP"] as const) process.on(signal, () => void shutdown());
 
-// The web console is served from web/dist: build it first (esbuild, well under a second).
-await buildConsole();
-
-const gateway = await startLocalGateway({ quiet: process.env.ACP_GATEWAY_VERBOSE !== "1" }).catch((error: unknown) => {
-  process.stderr.write(`Could not start the gateway: ${error instanceof Error ? error.message : String(error)}\n`);
-  process.exit(1);
-});
+// The web console is served from web/dist: built once the guards pass (a running gateway watches
+// web/dist, and a refused start must not make it reload), before wrangler starts.
+const gateway = await startLocalGateway({ quiet: process.env.ACP_GATEWAY_VERBOSE !== "1", prepare: buildConsole }).catch(
+  (error: unknown) => {
+    process.stderr.write(`Could not start the gateway: ${error instanceof Error ? error.message : String(error)}\n`);
+    process.exit(1);
+  },
+);
 const { url, keys } = gateway;
 
 const demo = spawn(

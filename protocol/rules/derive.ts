@@ -54,6 +54,17 @@ export interface DeriveInput {
   fourEyes?: FourEyesSettings;
 }
 
+/**
+ * A path rule is scoped to the project and never covers a path outside it (TC-21): storing one would
+ * make a rule that never answers anything (issue 38), so the person is told why instead.
+ */
+function outsideProject(path: string, project: string | null): { reason: string } | null {
+  if (project === null || isWithin(path, project)) return null;
+  return {
+    reason: `Not remembered: ${path} is outside this session's project ${project}, and a rule scoped to the project never covers it. You are asked each time.`,
+  };
+}
+
 export function deriveRule(input: DeriveInput): DeriveResult {
   const op = describeOperation(input.toolCall, input.cwd);
   const derived = deriveFrom(input, op);
@@ -142,6 +153,7 @@ function deriveFrom(input: DeriveInput, op: Operation): DeriveResult {
   if (op.kind === "read" || op.kind === "edit" || op.kind === "delete" || op.kind === "move") {
     const paths = op.paths;
     if (!paths || paths.length === 0) return exact(`this ${op.kind}`);
+
     const wantsDirectory = /\b(directory|folder|all files in)\b/i.test(input.optionName);
     if (wantsDirectory && broad) {
       const dirs = new Set(paths.map(parentOf));
@@ -149,6 +161,8 @@ function deriveFrom(input: DeriveInput, op: Operation): DeriveResult {
       if (dir === null || dir === "/" || isRootOrHome(dir) || (sessionCwd !== null && isWithin(sessionCwd, dir) && dir !== sessionCwd)) {
         return exact(`this ${op.kind} of ${paths.join(", ")}`);
       }
+      const dead = outsideProject(dir, sessionCwd);
+      if (dead) return dead;
       return {
         decision,
         scope,
@@ -158,6 +172,8 @@ function deriveFrom(input: DeriveInput, op: Operation): DeriveResult {
     }
     if (paths.length !== 1) return exact(`this ${op.kind} of ${paths.join(", ")}`);
     const file = paths[0] as string;
+    const dead = outsideProject(file, sessionCwd);
+    if (dead) return dead;
     return {
       decision,
       scope,

@@ -105,4 +105,57 @@ describe("acp-gateway agent and acp-gateway client", () => {
     expect(await exitOf(badUrl)).toBe(2);
     expect(badUrl.log.join("")).toMatch(/is not a URL/);
   }, 60_000);
+
+  it("a refused key: the bridge answers the editor's initialize with an error naming it, then exits 2", async () => {
+    const editor = editorThrough(["--url", url, "--agent", "x"], () => ({ outcome: { outcome: "cancelled" } }), {
+      ACP_GATEWAY_KEY: "wrong-key",
+    });
+    const answer = editor.ctx.request("initialize", { protocolVersion: 1, clientCapabilities: {} }).then(
+      () => null,
+      (error: unknown) => error as { code: number; message: string },
+    );
+    await expect(answer).resolves.toMatchObject({ code: -32000, message: expect.stringMatching(/refused the key \(HTTP 401\)/) });
+    expect(await exitOf(editor.bridge)).toBe(2);
+  }, 60_000);
+
+  it("a mistyped agent name is told apart from an offline agent: no such agent, with the tenant's agent names", async () => {
+    const name = `cli-offline-${crypto.randomUUID().slice(0, 8)}`;
+    const agent = await dialInAgent({ url, key: keys.agent, name, script: async () => "end_turn" });
+    await waitForAgent(url, keys.client, name);
+    agent.close();
+    const refusal = async (agentName: string) => {
+      const editor = editorThrough(["--url", url, "--agent", agentName], () => ({ outcome: { outcome: "cancelled" } }));
+      try {
+        await editor.ctx.request("initialize", { protocolVersion: 1, clientCapabilities: {} });
+        return await editor.ctx.request("session/new", { cwd: "/tmp", mcpServers: [] }).then(
+          () => null,
+          (error: unknown) => error as { message: string; data?: Json },
+        );
+      } finally {
+        editor.close();
+        editor.bridge.kill("SIGTERM");
+      }
+    };
+    const typo = await refusal(`${name}-typo`);
+    expect(typo?.message).toMatch(new RegExp(`There is no agent named "${name}-typo" in this tenant \\(its agents: .*"${name}"`));
+    expect(typo?.data).toMatchObject({ reason: "agent_unknown" });
+    // The registered one, gone: offline, with the gateway's own words (start it).
+    await expect.poll(() => refusal(name), { timeout: 15_000 }).toMatchObject({ data: { reason: "agent_not_connected" } });
+  }, 90_000);
+
+  it("an agent process that keeps exiting at once is reported as a crash loop and given up on (exit 1), not left 'connected'", async () => {
+    const name = `cli-crash-${crypto.randomUUID().slice(0, 8)}`;
+    const bridge = startCli(["agent", "--url", url, "--name", name, "--", NODE, "-e", "process.exit(3)"], { ACP_GATEWAY_KEY: keys.agent });
+    expect(await exitOf(bridge, 60_000)).toBe(1);
+    const log = bridge.log.join("");
+    expect(log).toMatch(/the agent process keeps exiting within 10 s of starting \(3 times in a row, last 3\)/);
+    expect(log).toMatch(/stopping after 5 quick exits in a row/);
+    // The gateway no longer has it connected.
+    const connected = async () => {
+      const response = await fetch(`${url}/v1/agents?status=1&limit=100`, { headers: { Authorization: `Bearer ${keys.client}` } });
+      const page = (await response.json()) as { items: Array<{ name: string; connected: boolean | null }> };
+      return page.items.find((a) => a.name === name)?.connected;
+    };
+    await expect.poll(connected, { timeout: 15_000 }).toBe(false);
+  }, 90_000);
 });

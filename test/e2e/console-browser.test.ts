@@ -180,6 +180,8 @@ describe("the web console in Chromium", () => {
     await page.getByText(/Remembered for the team by dev: Always allow `npm test/).waitFor();
     await page.locator("section.tool", { hasText: "Run the tests" }).locator(".badge.status-completed").waitFor();
     await expect.poll(() => page.getByRole("button", { name: "Send" }).isDisabled()).toBe(true); // empty prompt
+    // Titled by its first prompt in the header as in the list, without a reload (issue 38: "Untitled session").
+    await expect.poll(() => page.locator("#session-title").textContent()).toBe("Tidy the README");
     // A reload keeps the session (its URL), titled by its first prompt, with its history replayed once.
     await page.reload();
     await page.getByRole("heading", { name: "Tidy the README" }).waitFor();
@@ -244,6 +246,13 @@ describe("the web console in Chromium", () => {
     await signIn(page, keys.client);
     await page.getByRole("button", { name: "New session" }).waitFor();
     await noHorizontalOverflow(page);
+    // The top bar on a phone: who is signed in is not cut ("d."), Sign out stays on one line.
+    const who = page.locator(".topbar .who-name");
+    await who.waitFor();
+    expect(await who.evaluate((e) => e.scrollWidth <= e.clientWidth)).toBe(true);
+    const signOut = page.getByRole("button", { name: "Sign out" });
+    expect(await signOut.evaluate((e) => e.getClientRects().length === 1 && e.scrollHeight <= 44)).toBe(true);
+    await onScreen(page, signOut);
     await newSession(page, "/projects/demo");
 
     // The agent echoes the prompt: Markdown is rendered, HTML in it is shown as text, never run.
@@ -278,6 +287,9 @@ describe("the web console in Chromium", () => {
       .focus();
     await page.keyboard.press("Enter");
     await page.getByText("All done: the tests pass.").waitFor();
+    // The header takes the title the list shows (the first prompt), wrapped within the phone's width.
+    await expect.poll(() => page.locator("#session-title").textContent()).toContain("Make it **bold**");
+    await noHorizontalOverflow(page);
 
     // Next turn: the edit is auto-answered; the command waits; the turn is cancelled from the phone.
     await prompt(page, "Again");

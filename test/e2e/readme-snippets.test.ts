@@ -8,6 +8,7 @@ import { mkdirSync, readFileSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { client } from "@agentclientprotocol/sdk";
 import { afterAll, describe, expect, inject, it } from "vitest";
+import { WebSocket } from "ws";
 import { ROOT } from "../../scripts/local-gateway";
 import { blocksAfter } from "./readme";
 import { dialInAgent, waitForAgent } from "./peers";
@@ -107,6 +108,40 @@ describe("the README's snippets", () => {
       const out = spawnSync(NODE, [file], { env: { ...process.env, ACP_GATEWAY_KEY: keys.client }, encoding: "utf8", timeout: 30_000 });
       expect(out.stderr).toBe("");
       expect(out.stdout.trim()).toBe("open acp.v1");
+    } finally {
+      agent.close();
+    }
+  });
+
+  it("a page on another origin: /v1/tickets grants it no CORS, as the README says; a ticket its backend asked for opens /acp from that origin", async () => {
+    const prose = readFileSync(join(ROOT, "README.md"), "utf8").replace(/\s+/g, " ");
+    expect(prose).toContain("The snippet runs on the gateway's own origin");
+    const preflight = await fetch(`${url}/v1/tickets`, {
+      method: "OPTIONS",
+      headers: {
+        Origin: "https://page.example",
+        "Access-Control-Request-Method": "POST",
+        "Access-Control-Request-Headers": "authorization",
+      },
+    });
+    expect(preflight.headers.get("access-control-allow-origin")).toBeNull();
+    // The backend's POST (no browser, no CORS), then the page's WebSocket with the ticket only.
+    const name = `readme-${crypto.randomUUID().slice(0, 8)}`;
+    const agent = await dialInAgent({ url, key: keys.agent, name, script: async () => "end_turn" });
+    try {
+      await waitForAgent(url, keys.client, name);
+      const issued = await fetch(`${url}/v1/tickets`, { method: "POST", headers: { Authorization: `Bearer ${keys.client}` } });
+      expect(issued.status).toBe(201);
+      const { subprotocol } = (await issued.json()) as { subprotocol: string };
+      const socket = new WebSocket(`${url.replace(/^http/, "ws")}/acp?agent=${name}`, ["acp.v1", subprotocol], {
+        origin: "https://page.example",
+      });
+      const opened = await new Promise<string>((resolve, reject) => {
+        socket.once("open", () => resolve(socket.protocol));
+        socket.once("error", reject);
+      });
+      socket.close();
+      expect(opened).toBe("acp.v1");
     } finally {
       agent.close();
     }

@@ -11,6 +11,9 @@ import type { Api } from "./api";
 
 export type JsonObject = { [key: string]: unknown };
 
+/** How long one attempt to open the WebSocket may take. */
+const OPEN_TIMEOUT_MS = 15_000;
+
 export interface RpcError {
   code: number;
   message: string;
@@ -62,11 +65,22 @@ export class AcpClient {
     const scheme = location.protocol === "https:" ? "wss:" : "ws:";
     const ws = new WebSocket(`${scheme}//${location.host}/acp?agent=${encodeURIComponent(agent)}`, ["acp.v1", subprotocol]);
     return new Promise((resolve, reject) => {
-      const failed = () => reject(new Error("The gateway refused the connection."));
+      // A gateway that is restarting may hold the upgrade without answering: give up on this attempt
+      // (the link tries again) rather than wait for ever.
+      const timer = setTimeout(() => {
+        ws.removeEventListener("error", failed);
+        ws.close();
+        reject(new Error("The gateway did not answer the connection in time."));
+      }, OPEN_TIMEOUT_MS);
+      const failed = () => {
+        clearTimeout(timer);
+        reject(new Error("The gateway refused the connection."));
+      };
       ws.addEventListener("error", failed, { once: true });
       ws.addEventListener(
         "open",
         () => {
+          clearTimeout(timer);
           ws.removeEventListener("error", failed);
           resolve(new AcpClient(ws, handlers));
         },

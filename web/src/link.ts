@@ -19,7 +19,12 @@ interface LinkListener {
   onState(state: LinkState): void;
 }
 
+/** Numbers each link, so the view keyed on it is remounted for a new link and never for a reconnect. */
+let links = 0;
+
 export class SessionLink {
+  /** This link's own number: stable across its reconnects (the connection id is not). */
+  readonly id = ++links;
   private buffer: Incoming[] = [];
   private listener: LinkListener | null = null;
   private closedByUs = false;

@@ -7,7 +7,6 @@ import type { ComponentChildren } from "preact";
 import { useEffect, useRef, useState } from "preact/hooks";
 import { type DeriveResult, type DerivedRule, deriveRule } from "../../../protocol/rules/derive";
 import { exactHash } from "../../../protocol/rules/canonical";
-import { isWithin } from "../../../protocol/rules/paths";
 import { type JsonObject, isObject } from "../acp";
 import { optionChoice } from "../answerable";
 import type { Api, DryRun, Session } from "../api";
@@ -300,12 +299,6 @@ function NotYours({ permission: p }: { permission: Permission }) {
   );
 }
 
-/** A path rule scoped to a project never covers paths outside it (the rules engine's TC-21). */
-function outsideProject(rule: DerivedRule, call: JsonObject): boolean {
-  const project = rule.scope.project;
-  return rule.matcher.type === "path" && project !== null && pathsOfCall(call).some((path) => !isWithin(path, project));
-}
-
 /**
  * The rule an "always" answer will store, derived with the gateway's own deriveRule (the code the
  * RulesObject runs when the answer arrives), and the API's dry run of this request against the
@@ -372,13 +365,6 @@ function AlwaysConfirm({
           <p class="rule-description">
             <Safe text={rule.description} />
           </p>
-          {outsideProject(rule, p.toolCall) && (
-            <p class="warn">
-              <Safe
-                text={`${pathsOfCall(p.toolCall).join(", ")} is outside the project ${rule.scope.project ?? ""}: a rule scoped to the project never covers it, so this request is answered but the next one like it is asked again.`}
-              />
-            </p>
-          )}
           <dl class="rule-scope">
             <dt>Decision</dt>
             <dd>

@@ -154,6 +154,13 @@ export function SessionView({ api, link, session, isNew, onBack }: Props) {
       .finally(() => {
         myTurn.current = false;
         setTurn("idle");
+        // The gateway names an untitled session by its first prompt (the list shows it): show it here too.
+        api
+          .get<Snapshot>(`/v1/sessions/${encodeURIComponent(session.id)}`)
+          .then((snapshot) => {
+            if (snapshot.title) setTitle(snapshot.title);
+          })
+          .catch(() => undefined);
       });
   };
 
@@ -304,7 +311,7 @@ function LinkStatus({ state }: { state: LinkState }) {
     );
   const seconds = Math.max(1, Math.round((state.retryAt - Date.now()) / 1000));
   return (
-    <p class="warn" role="status">
+    <p class="warn" role="status" tabIndex={0} id="link-status">
       The connection to the gateway was lost. Reconnecting (attempt {state.attempt}, in about {seconds} s)… Prompts wait until it is back.
     </p>
   );

@@ -149,7 +149,8 @@ export function SessionsPage({ auth, api }: { auth: Auth; api: Api }) {
       <section class="session-pane" aria-label="Open session">
         {open ? (
           <SessionView
-            key={`${open.session.id}:${open.link.connectionId ?? ""}`}
+            // Keyed on the link, not its connection id: that changes on every reconnect, and a remount closes the link for good.
+            key={`${open.session.id}:${open.link.id}`}
             api={api}
             link={open.link}
             session={open.session}
