@@ -67,8 +67,10 @@ interface RequestColumn {
   asking: number;
   fourEyes?: FourEyesNeed | null;
   approvals?: Approval[];
-  /** The digest of the operation frozen when it was asked (decision 0040; the operation is in `frozen_operations`); absent in entries written before it. */
+  /** The digest of the operation frozen when it was asked (decision 0040); absent in entries written before it. */
   operationHash?: string;
+  /** The frozen operation itself when it is small (no row of its own to write and delete); else it is in `frozen_operations`. */
+  operation?: Record<string, unknown>;
   replaces?: { permId: number; changed: string[] };
 }
 
@@ -404,7 +406,7 @@ export class SessionStore {
       resolution?.audit ? JSON.stringify(resolution.audit) : null,
     );
     if (request && !resolution) {
-      this.freeze(request);
+      if (!inlineOperation(request)) this.freeze(request);
       this.open.set(seq, request);
       this.liveChanged?.();
     }
@@ -427,10 +429,15 @@ export class SessionStore {
   private pendingOf(seq: number, body: string, r: RequestColumn): PendingRequest {
     const params = JSON.stringify((JSON.parse(body) as { params?: unknown }).params ?? null);
     const parsed = parsePermissionParams(params);
-    const kept = this.sql.exec<{ operation: string }>("SELECT operation FROM frozen_operations WHERE perm_id = ?", seq).toArray()[0];
+    const kept = r.operation
+      ? r.operation
+      : (() => {
+          const row = this.sql.exec<{ operation: string }>("SELECT operation FROM frozen_operations WHERE perm_id = ?", seq).toArray()[0];
+          return row ? (JSON.parse(row.operation) as Record<string, unknown>) : undefined;
+        })();
     const frozen =
       kept && r.operationHash
-        ? { operation: JSON.parse(kept.operation) as Record<string, unknown>, operationHash: r.operationHash }
+        ? { operation: kept, operationHash: r.operationHash }
         : freezeOperation(r.toolCallId ? this.toolCall(r.toolCallId) : undefined, parsed.toolCall);
     return { ...parsed, ...r, ...frozen, permId: seq, params };
   }
@@ -487,7 +494,7 @@ export class SessionStore {
   }
   /** A resolution whose answer never reached the agent: the request is pending again (asked again). */
   reopenPermission(pending: PendingRequest): void {
-    this.freeze(pending);
+    if (!inlineOperation(pending)) this.freeze(pending);
     this.open.set(pending.permId, pending);
     this.liveChanged?.();
     this.sql.exec(
@@ -623,8 +630,19 @@ function requestColumn(p: PendingRequest): string {
     ...(p.approvals && p.approvals.length > 0 ? { approvals: p.approvals } : {}),
     operationHash: p.operationHash,
     ...(p.replaces ? { replaces: p.replaces } : {}),
+    ...(inlineOperation(p) ? { operation: p.operation } : {}),
   };
   return JSON.stringify(column);
+}
+
+/**
+ * A frozen operation this small is kept in its entry's request column: asking and resolving a request
+ * then writes the same rows as before operations were frozen (compaction-cost.test.ts). A larger one
+ * gets a row of its own, so that with the agent's frame in the entry it stays under SQLite's row cap.
+ */
+const INLINE_OPERATION_CHARS = 16 * 1024;
+function inlineOperation(p: PendingRequest): boolean {
+  return JSON.stringify(p.operation).length <= INLINE_OPERATION_CHARS;
 }
 
 type AgentRequestSql = { out_id: number; agent_req_id: string; agent_epoch: number; conn_id: string; method: string };

@@ -24,6 +24,13 @@ export interface AgentProfile {
   prepare(home: string, modelUrl: string): { argv: string[]; env: Record<string, string> };
   /** Files in which the agent itself remembers permissions (an "always" it stored on its own). */
   remembered(home: string, project: string): string[];
+  /**
+   * Why the gateway cannot remember this agent's commands, when the agent's own requests make it so
+   * (a request without `rawInput` is confirmed by a person every time: ACP 1.9.1, decision 0040).
+   */
+  unrememberable?: string;
+  /** Why this harness cannot make the agent edit a file, when the agent offers its model no edit tool. */
+  noEditTool?: string;
 }
 
 /** Nothing from the developer's own setup: a home of its own, no telemetry, no update checks. */
@@ -146,6 +153,8 @@ const opencode: AgentProfile = {
 };
 
 const codex: AgentProfile = {
+  noEditTool:
+    "codex-acp 2.6 offers a custom model provider no apply_patch tool (and a model name it knows no tools at all), so the scripted model cannot make it edit",
   id: "codex",
   pkg: "@agentclientprotocol/codex-acp@2.6.0",
   tools: {
@@ -203,6 +212,8 @@ const codex: AgentProfile = {
 
 const gemini: AgentProfile = {
   id: "gemini",
+  unrememberable:
+    "gemini-cli 0.61 sends its shell requests with no rawInput (the command only in the title): no rule may judge them, so a person is asked each time",
   pkg: "@google/gemini-cli@0.61.0",
   tools: {
     shell: (command) => ({ name: "run_shell_command", input: { command, description: "Run it" } }),

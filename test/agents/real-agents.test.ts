@@ -38,32 +38,55 @@ describe.each(AGENTS)("$pkg behind acp-gateway agent", (profile) => {
     expect(existsSync(file("once-marker"))).toBe(true);
   });
 
-  it("a person's always answers the same command in a new session, asks for git push --force, and leaves the agent's own permissions unchanged", async () => {
+  const GATEWAY_ALWAYS = "_acp_gateway/allow_always";
+
+  it.runIf(!profile.unrememberable)(
+    "a person's always (the gateway's own) answers the same command in a new session, asks for git push --force, and leaves the agent's own permissions unchanged",
+    async () => {
+      const before = agent.remembered();
+      const alice = await agent.client();
+      const first = await agent.newSession(alice);
+      const turn = prompt(alice, first, "RUN: touch always-marker");
+      const asked = await askedDuring(alice, turn);
+      // The gateway owns remembered decisions: its own option, worded as the rule it stores, whatever the agent offered.
+      const gatewayAlways = (asked.params.options as Json[]).find((o) => o.optionId === GATEWAY_ALWAYS);
+      expect(gatewayAlways).toMatchObject({ kind: "allow_always", name: expect.stringContaining("touch") });
+      asked.answer({ outcome: { outcome: "selected", optionId: GATEWAY_ALWAYS } });
+      expect(await turn).toEqual(expect.objectContaining({ stopReason: "end_turn" }));
+      expect(existsSync(file("always-marker"))).toBe(true);
+      rmSync(file("always-marker"));
+
+      const second = await agent.newSession(alice);
+      expect(await unasked(alice, second, prompt(alice, second, "RUN: touch always-marker"))).toEqual(
+        expect.objectContaining({ stopReason: "end_turn" }),
+      );
+      expect(existsSync(file("always-marker"))).toBe(true);
+
+      const push = prompt(alice, second, "RUN: git push --force");
+      const dangerous = await askedDuring(alice, push, (p) => p !== asked);
+      expect(JSON.stringify(dangerous.params.toolCall)).toContain("git push --force");
+      dangerous.answer({ outcome: { outcome: "selected", optionId: optionOf(dangerous.params, "reject_once") } });
+      expect(["end_turn", "cancelled"]).toContain((await push).stopReason);
+      expect(agent.remembered()).toEqual(before);
+    },
+  );
+
+  it.runIf(profile.unrememberable)(`is asked each time and offered no always: ${profile.unrememberable}`, async () => {
     const before = agent.remembered();
     const alice = await agent.client();
-    const first = await agent.newSession(alice);
-    const turn = prompt(alice, first, "RUN: touch always-marker");
-    const asked = await askedDuring(alice, turn);
-    asked.answer({ outcome: { outcome: "selected", optionId: optionOf(asked.params, "allow_always") } });
-    expect(await turn).toEqual(expect.objectContaining({ stopReason: "end_turn" }));
-    expect(existsSync(file("always-marker"))).toBe(true);
-    rmSync(file("always-marker"));
-
-    const second = await agent.newSession(alice);
-    expect(await unasked(alice, second, prompt(alice, second, "RUN: touch always-marker"))).toEqual(
-      expect.objectContaining({ stopReason: "end_turn" }),
-    );
-    expect(existsSync(file("always-marker"))).toBe(true);
-
-    const push = prompt(alice, second, "RUN: git push --force");
-    const dangerous = await askedDuring(alice, push, (p) => p !== asked);
-    expect(JSON.stringify(dangerous.params.toolCall)).toContain("git push --force");
-    dangerous.answer({ outcome: { outcome: "selected", optionId: optionOf(dangerous.params, "reject_once") } });
-    expect(["end_turn", "cancelled"]).toContain((await push).stopReason);
+    for (const marker of ["first-marker", "second-marker"]) {
+      const sessionId = await agent.newSession(alice);
+      const turn = prompt(alice, sessionId, `RUN: touch ${marker}`);
+      const asked = await askedDuring(alice, turn);
+      expect((asked.params.options as Json[]).map((o) => o.optionId)).not.toContain(GATEWAY_ALWAYS);
+      asked.answer({ outcome: { outcome: "selected", optionId: optionOf(asked.params, "allow_once") } });
+      expect(await turn).toEqual(expect.objectContaining({ stopReason: "end_turn" }));
+      expect(existsSync(file(marker))).toBe(true);
+    }
     expect(agent.remembered()).toEqual(before);
   });
 
-  it("shows an edit's diff to clients before the file changes, and writes it after allow once", async () => {
+  it.runIf(!profile.noEditTool)("shows an edit's diff to clients before the file changes, and writes it after allow once", async () => {
     const alice = await agent.client();
     const sessionId = await agent.newSession(alice);
     const turn = prompt(alice, sessionId, "WRITE: notes.txt hello from the scripted model");
@@ -111,7 +134,7 @@ describe.each(AGENTS)("$pkg behind acp-gateway agent", (profile) => {
     expect(existsSync(file("late-marker"))).toBe(true);
   });
 
-  it("a team's reject rule answers the agent: no client is asked and the command never runs", async () => {
+  const postReject = async () => {
     mkdirSync(file("build"), { recursive: true });
     const created = await fetch(`${url}/v1/rules`, {
       method: "POST",
@@ -119,11 +142,26 @@ describe.each(AGENTS)("$pkg behind acp-gateway agent", (profile) => {
       body: JSON.stringify({ decision: "reject", matcher: { type: "command", prefix: ["rm"] }, scope: { project: agent.project } }),
     });
     expect(created.status).toBe(201);
+  };
+
+  it.runIf(!profile.unrememberable)("a team's reject rule answers the agent: no client is asked and the command never runs", async () => {
+    await postReject();
     const alice = await agent.client();
     const sessionId = await agent.newSession(alice);
     expect(["end_turn", "cancelled"]).toContain(
       (await unasked(alice, sessionId, prompt(alice, sessionId, "RUN: rm -rf build"))).stopReason,
     );
+    expect(existsSync(file("build"))).toBe(true);
+  });
+
+  it.runIf(profile.unrememberable)("a request no rule can judge goes to a person, who rejects it: the command never runs", async () => {
+    await postReject();
+    const alice = await agent.client();
+    const sessionId = await agent.newSession(alice);
+    const turn = prompt(alice, sessionId, "RUN: rm -rf build");
+    const asked = await askedDuring(alice, turn);
+    asked.answer({ outcome: { outcome: "selected", optionId: optionOf(asked.params, "reject_once") } });
+    expect(["end_turn", "cancelled"]).toContain((await turn).stopReason);
     expect(existsSync(file("build"))).toBe(true);
   });
 });

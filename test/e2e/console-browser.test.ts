@@ -148,7 +148,14 @@ describe("the web console in Chromium", () => {
     expect(await edit.locator(".diff .del").textContent()).toContain("A demo project.");
     expect(await edit.locator(".diff .add").textContent()).toContain("A demo project, edited through the gateway.");
     expect(await edit.locator(".paths").textContent()).toContain("/projects/demo/README.md");
-    expect(await edit.locator(".option-kind").allTextContents()).toEqual(["allow_once", "allow_always", "reject_once", "reject_always"]);
+    expect(await edit.locator(".option-kind").allTextContents()).toEqual([
+      "allow_once",
+      "allow_always",
+      "reject_once",
+      "reject_always",
+      "allow_always",
+      "reject_always",
+    ]);
     await showWhole(edit);
     await page.screenshot({ path: join(SHOTS, "console-desktop.png") });
 
@@ -161,7 +168,8 @@ describe("the web console in Chromium", () => {
     // The command's request: "always" first shows the rule that will be stored and what it covers.
     const run = openPermission(page);
     await run.locator("pre.command", { hasText: "npm test" }).waitFor();
-    await run.getByRole("button", { name: /Always allow `npm test`/ }).click();
+    // The gateway's own always (decision 0042), named by the rule it stores, beside the agent's.
+    await run.getByRole("button", { name: /^Always \(gateway rule\): Always allow `npm test`/ }).click();
     const confirm = run.getByRole("group", { name: "Confirm the rule" });
     // Keyboard focus moves with the flow: after "always", to Confirm.
     await expect.poll(() => page.evaluate(() => document.activeElement?.textContent ?? "")).toMatch(/^Confirm/);
@@ -172,7 +180,7 @@ describe("the web console in Chromium", () => {
       );
     expect(await confirm.locator(".rule-scope").textContent()).toContain("`npm test` with no other arguments (only --silent)");
     expect(await confirm.locator(".rule-scope").textContent()).toContain(
-      `in /projects/demo and below, for agent ${AGENT}, for everyone on the team`,
+      `in /projects/demo itself (a command run in a subdirectory is asked), for agent ${AGENT}, for everyone on the team`,
     );
     await expect.poll(() => confirm.locator(".dry-run").textContent()).toContain("no current rule answers this request");
     await confirm.getByRole("button", { name: /^Confirm/ }).click();

@@ -339,8 +339,9 @@ describe("roles for people, end to end (decision 0028)", () => {
     const { sessionId } = await mia.request<{ sessionId: string }>("session/new", { cwd: "/w", mcpServers: [] });
     const prompt = mia.request("session/prompt", { sessionId, prompt: [{ type: "text", text: "edit" }] });
     const asked = await mia.permissions.waitFor(() => true);
+    // The request carries no rawInput: nothing may be remembered from it (decision 0040), so the gateway offers no always of its own.
     expect(asked.params._meta.acpGateway.answerable).toMatchObject({
-      optionIds: ["allow-once", "allow-always", "reject-once", "_acp_gateway/allow_always", "_acp_gateway/reject_always"],
+      optionIds: ["allow-once", "allow-always", "reject-once"],
       reason: expect.stringMatching(/only approvers store rules/),
     });
     asked.answer({ outcome: { outcome: "selected", optionId: "allow-always" } });

@@ -24,7 +24,10 @@ export function coversText(matcher: Matcher): string {
         : `${kinds} of ${matcher.glob} only`;
     }
     case "tool":
-      return matcher.name ? `the ${matcher.kind} tool ${matcher.name}, with any input` : `any ${matcher.kind} tool call`;
+      // A tool's name is never a rule by itself (decision 0038): an allow by tool answers nothing.
+      return matcher.name
+        ? `rejects only: the ${matcher.kind} tool ${matcher.name}, with any input (an allow by a tool's name answers nothing)`
+        : `rejects only: any ${matcher.kind} tool call (an allow by a tool's name answers nothing)`;
     case "exact":
       return "only this exact operation: the same kind, command or paths and content; anything different is asked again";
     default:
@@ -32,9 +35,19 @@ export function coversText(matcher: Matcher): string {
   }
 }
 
-export function scopeText(scope: Scope): string {
+/**
+ * Where a rule applies. An allow on commands applies only in its project's own directory (a
+ * subdirectory's makefile or repository is not what was approved: protocol/rules/rules.ts `whereFor`);
+ * a path rule and a reject hold anywhere in the project.
+ */
+export function scopeText(scope: Scope, matcher: Matcher, decision: "allow" | "reject"): string {
+  const commandsHere = decision === "allow" && (matcher.type === "command" || matcher.type === "argv" || matcher.type === "exact");
   const parts = [
-    scope.project ? `in ${scope.project} and below` : "in every project",
+    scope.project
+      ? commandsHere
+        ? `in ${scope.project} itself (a command run in a subdirectory is asked)`
+        : `in ${scope.project} and below`
+      : "in every project",
     scope.agent ? `for agent ${scope.agent}` : "for every agent",
     scope.user ? `when ${scope.user} is asking` : "for everyone on the team",
   ];

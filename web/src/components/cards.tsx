@@ -376,7 +376,7 @@ function AlwaysConfirm({
             </dd>
             <dt>Where</dt>
             <dd>
-              <Safe text={scopeText(rule.scope)} />
+              <Safe text={scopeText(rule.scope, rule.matcher, rule.decision)} />
             </dd>
           </dl>
         </>

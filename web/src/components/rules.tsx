@@ -139,7 +139,7 @@ function RuleCard({ api, rule: r, onChanged }: { api: Api; rule: Rule; onChanged
         </dd>
         <dt>Where</dt>
         <dd>
-          <Safe text={scopeText(r.scope)} />
+          <Safe text={scopeText(r.scope, r.matcher, r.decision)} />
         </dd>
         <dt>Made by</dt>
         <dd>
