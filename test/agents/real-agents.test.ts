@@ -71,18 +71,18 @@ describe.each(AGENTS)("$pkg behind acp-gateway agent", (profile) => {
     },
   );
 
-  it.runIf(profile.unrememberable)(`is asked each time and offered no always: ${profile.unrememberable}`, async () => {
+  it.runIf(profile.unrememberable)(`is offered no always, and allow once runs the command: ${profile.unrememberable}`, async () => {
     const before = agent.remembered();
     const alice = await agent.client();
-    for (const marker of ["first-marker", "second-marker"]) {
-      const sessionId = await agent.newSession(alice);
-      const turn = prompt(alice, sessionId, `RUN: touch ${marker}`);
-      const asked = await askedDuring(alice, turn);
-      expect((asked.params.options as Json[]).map((o) => o.optionId)).not.toContain(GATEWAY_ALWAYS);
-      asked.answer({ outcome: { outcome: "selected", optionId: optionOf(asked.params, "allow_once") } });
-      expect(await turn).toEqual(expect.objectContaining({ stopReason: "end_turn" }));
-      expect(existsSync(file(marker))).toBe(true);
-    }
+    const sessionId = await agent.newSession(alice);
+    const turn = prompt(alice, sessionId, "RUN: touch unremembered-marker");
+    const asked = await askedDuring(alice, turn);
+    // Nothing may be remembered from a request without its input (decision 0040): no always of the gateway's own.
+    expect((asked.params.options as Json[]).map((o) => o.optionId)).not.toContain(GATEWAY_ALWAYS);
+    expect(asked.params._meta.acpGateway.operation.rawInputMissing).toBeTruthy();
+    asked.answer({ outcome: { outcome: "selected", optionId: optionOf(asked.params, "allow_once") } });
+    expect(await turn).toEqual(expect.objectContaining({ stopReason: "end_turn" }));
+    expect(existsSync(file("unremembered-marker"))).toBe(true);
     expect(agent.remembered()).toEqual(before);
   });
 

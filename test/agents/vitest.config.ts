@@ -19,5 +19,7 @@ export default defineConfig({
     hookTimeout: 180_000,
     // One file at a time: every agent shares the gateway's dev tenant.
     fileParallelism: false,
+    // .ci/run counts this run from its JSON report, as it counts the other deep runs.
+    reporters: ["default", ["json", { outputFile: process.env.VITEST_JSON_REPORT ?? ".ci/agents-results.json" }]],
   },
 });
