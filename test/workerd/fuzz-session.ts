@@ -305,6 +305,14 @@ async function reconcileClient(model: SessionModel, real: LiveSession, name: str
         "a report of a request the gateway did not answer cancelled by itself",
         m,
       );
+    } else if (m.method === "_acp_gateway/operation_changed") {
+      // The agent changed a waiting request's operation (an update of its tool call): its copies were
+      // withdrawn above and it is asked again under the same request (decision 0040).
+      check(
+        typeof m.params?.toolCallId === "string" && Array.isArray(m.params?.changed) && m.params.changed.length > 0,
+        "a change of operation that names no tool call or no field",
+        m,
+      );
     } else if (m.method === "_acp_gateway/turn_ended") {
       // Announced when the gateway ends a turn (agent gone, deadline); the prompt's answer is checked below.
     } else if (!("method" in m) && m.id === null) {

@@ -79,6 +79,14 @@ describe("fixed sequences (shapes the fuzz must always get right)", () => {
     new AgentAsks({ toolCallId: "", content: null, rawInput: [1, "a"] }),
   ] as never[]);
 
+  // Found by the fuzz once operations were frozen (seed 1021601184, decision 0040): the agent's update
+  // changes a waiting request's rawInput; every client is told the request was asked again.
+  fixed("the agent changes a waiting request's rawInput: withdrawn, told, asked again", [
+    new Prompt(0),
+    new AgentAsks({ toolCallId: "t1" }),
+    new AgentUpdate({ sessionUpdate: "tool_call", toolCallId: "t1", rawInput: false }),
+  ] as never[]);
+
   fixed("a turn with a pending request, answered by one of two clients, then ended", [
     new Attach(true),
     new Prompt(0),
