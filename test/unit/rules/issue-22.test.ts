@@ -3,45 +3,10 @@
 // reject covers every spelling the tool accepts, scope comes from the session, one operation has one
 // meaning, and directory edit rules never cover files that decide what commands run.
 import { describe, expect, it } from "vitest";
-import { type DerivedRule, type DeriveInput, type Rule, compileRules, decide, deriveRule, exactHash } from "../../../protocol/rules";
+import { type Rule, exactHash } from "../../../protocol/rules";
+import { PROJECT, allow, derive, exec, judge, reject, remembered } from "./engine-fixture";
 
-const OPTIONS = [
-  { optionId: "ao", name: "Allow once", kind: "allow_once" },
-  { optionId: "ro", name: "Reject once", kind: "reject_once" },
-];
-const PROJECT = "/srv/proj-a";
-const exec = (command: unknown, extra: Record<string, unknown> = {}) => ({
-  toolCallId: "t",
-  kind: "execute",
-  rawInput: { command, ...extra },
-});
 const edit = (path: string) => ({ toolCallId: "t", kind: "edit", locations: [{ path }] });
-const allow = (prefix: string[], project: string | null = PROJECT): Rule => ({
-  id: `allow ${prefix.join(" ")}`,
-  decision: "allow",
-  matcher: { type: "command", prefix },
-  ...(project ? { scope: { project } } : {}),
-});
-const reject = (prefix: string[]): Rule => ({ id: `reject ${prefix.join(" ")}`, decision: "reject", matcher: { type: "command", prefix } });
-const judge = async (rules: Rule[], toolCall: Record<string, unknown>, cwd = PROJECT) =>
-  decide(compileRules(rules), { toolCall, options: OPTIONS, cwd, agent: "demo", now: 1, exactHash: await exactHash(toolCall) }).decision;
-
-async function derive(toolCall: Record<string, unknown>, over: Partial<DeriveInput> = {}) {
-  return deriveRule({
-    toolCall,
-    optionKind: "allow_always",
-    optionName: "Always allow",
-    cwd: PROJECT,
-    agent: "demo",
-    exactHash: await exactHash(toolCall),
-    ...over,
-  });
-}
-async function remembered(toolCall: Record<string, unknown>, over: Partial<DeriveInput> = {}): Promise<Rule> {
-  const r = await derive(toolCall, over);
-  if (!r || "reason" in r) throw new Error(`nothing remembered: ${JSON.stringify(r)}`);
-  return { id: "derived", ...(r as DerivedRule) };
-}
 
 /** Each command is asked of a person under the rules, and the plain form is still allowed (the precondition). */
 async function allAsked(rules: Rule[], plain: string, commands: string[]) {

@@ -3,28 +3,11 @@
 // with a number. Every example of the issue that the engine decides is a named test, with variants.
 import fc from "fast-check";
 import { describe, expect, it } from "vitest";
-import { type DerivedRule, type DeriveInput, type Rule, compileRules, decide, deriveRule, exactHash } from "../../../protocol/rules";
+import { type Rule, compileRules, decide, exactHash } from "../../../protocol/rules";
+import { OPTIONS, PROJECT, allow, derive, exec, judge, reject, remembered } from "./engine-fixture";
 
 const RUNS = Number(process.env.FUZZ_RUNS ?? 200);
-const OPTIONS = [
-  { optionId: "ao", name: "Allow once", kind: "allow_once" },
-  { optionId: "aa", name: "Always allow", kind: "allow_always" },
-  { optionId: "ro", name: "Reject once", kind: "reject_once" },
-];
-const PROJECT = "/srv/proj-a";
-const exec = (command: unknown, extra: Record<string, unknown> = {}) => ({
-  toolCallId: "t",
-  kind: "execute",
-  rawInput: { command, ...extra },
-});
 const edit = (path: string) => ({ toolCallId: "t", kind: "edit", locations: [{ path: `${PROJECT}/${path}` }] });
-const allow = (prefix: string[], project: string | null = PROJECT): Rule => ({
-  id: `allow ${prefix.join(" ")}`,
-  decision: "allow",
-  matcher: { type: "command", prefix },
-  ...(project ? { scope: { project } } : {}),
-});
-const reject = (prefix: string[]): Rule => ({ id: `reject ${prefix.join(" ")}`, decision: "reject", matcher: { type: "command", prefix } });
 /** "Always allow all files in this directory" on an ordinary edit at the project's root. */
 const DIRECTORY: Rule = {
   id: "dir",
@@ -44,25 +27,6 @@ const COMMANDS = [
   allow(["npm", "test"]),
   allow(["cargo", "check"]),
 ];
-const judge = async (rules: Rule[], toolCall: Record<string, unknown>, cwd = PROJECT) =>
-  decide(compileRules(rules), { toolCall, options: OPTIONS, cwd, agent: "demo", now: 1, exactHash: await exactHash(toolCall) }).decision;
-
-async function derive(toolCall: Record<string, unknown>, over: Partial<DeriveInput> = {}) {
-  return deriveRule({
-    toolCall,
-    optionKind: "allow_always",
-    optionName: "Always allow",
-    cwd: PROJECT,
-    agent: "demo",
-    exactHash: await exactHash(toolCall),
-    ...over,
-  });
-}
-async function remembered(toolCall: Record<string, unknown>, over: Partial<DeriveInput> = {}): Promise<Rule> {
-  const r = await derive(toolCall, over);
-  if (!r || "reason" in r) throw new Error(`nothing remembered: ${JSON.stringify(r)}`);
-  return { id: "derived", ...(r as DerivedRule) };
-}
 
 const mcp = (name: string, rawInput: unknown, kind = "other") => ({ toolCallId: "t", kind, name, rawInput });
 
