@@ -1,0 +1,96 @@
+// What the agents changed that no person saw, and which rule-answered steps that stops (issue 35,
+// decision 0046). Pure: the tenant's RulesObject keeps the changes (durable-objects/rules/unseen-changes.ts),
+// the session's rules port asks it (durable-objects/session/tenant-rules.ts), the machine asks people.
+//
+// The property, with where each half is enforced:
+// - **No chain of automatic steps runs what no person saw.** A step an allow rule answers whose effect
+//   may depend on files (`readsProjectContent`: every command but the few that read no file's content,
+//   every tool of a kind the gateway cannot read) is not answered while the tenant holds an unseen
+//   change: people are asked, and shown what changed, where and by which step. Checked and noted in
+//   one step of the tenant's one RulesObject, so two sessions cannot interleave a change and a run.
+// - **An unseen change is what an automatic step may have written with content the agent chose.** A
+//   file operation answered by a rule: every path it names (none known: anything). A command answered by a
+//   rule: nothing when the closed-world table understands every word (tools.ts: git's read-only forms,
+//   `npm test`, `make test`, `cargo check` — they write only what the project's own code writes, and
+//   that code had no unseen change when it ran, by the first point); anything else (an exact-argv rule
+//   on a program the table does not know, an exact tool call): anything. Kinds that read only: nothing.
+// - **Seen means a person allowed a step that showed it.** A request held by unseen changes carries
+//   them (the count, the first few, the newest id); a person's allow of it (once or always) clears every
+//   change up to that id, in every session of the tenant. A reject clears nothing. A person's own allow
+//   of an edit adds nothing (they saw its diff) and clears nothing (a diff shows a part of a file).
+// Both the kind and the tool's fields are the agent's to choose: the operation is read by the same
+// adapters the rules read (protocol/operation.ts), and whatever it cannot read is anything.
+
+import type { Operation } from "./operation";
+import { derivablePrefix } from "./rules/coverage";
+
+/** A change no person saw, as the tenant keeps it. */
+export interface UnseenChange {
+  /** Increasing per tenant: a person who saw the changes up to an id saw every one before it. */
+  id: number;
+  /** An absolute path, or ANYTHING when what the step changed cannot be named. */
+  path: string;
+  sessionId: string;
+  toolCallId: string | null;
+  /** The rule that answered the step. */
+  ruleId: string | null;
+  at: number;
+}
+
+/** A change to note: what an automatic step may have written. */
+export type NewUnseenChange = Omit<UnseenChange, "id">;
+
+/** The path of a change whose extent is unknown: the step may have written anything the agent can. */
+export const ANYTHING = "*";
+
+/** A request an allow rule would answer, held for people because of unseen changes: what they are shown. */
+export interface UnseenHold {
+  /** How many unseen changes the tenant holds (the first few are listed). */
+  total: number;
+  changes: UnseenChange[];
+  /** The newest change's id: a person's allow clears every change up to it. */
+  upTo: number;
+}
+
+/** How many changes a held request lists (the count says the rest). */
+export const UNSEEN_LISTED = 20;
+
+/** Kinds whose tools read and report, and change no file. */
+const READ_ONLY_KINDS = new Set(["read", "search", "think"]);
+/** Kinds the rules read by their paths: a file operation does not run what it touches. */
+const FILE_KINDS = new Set(["read", "edit", "delete", "move"]);
+const WRITING_FILE_KINDS = new Set(["edit", "delete", "move"]);
+
+/**
+ * Programs whose output never depends on a file's content: they list names and print where they are.
+ * Closed world: every other program may read a file the agent wrote (make its makefile, git its
+ * config and attributes and any repository it discovers, a test runner its tests, cat what it prints).
+ */
+const CONTENT_BLIND = new Set(["ls", "pwd"]);
+
+/** Whether the step's effect may depend on a file's content, so an unseen change stops a rule answering it. */
+export function readsProjectContent(op: Operation): boolean {
+  if (FILE_KINDS.has(op.kind)) return false;
+  if (op.kind !== "execute") return true;
+  if (op.commands === null || op.commands.length === 0) return true;
+  // The bare name only: `./ls` is a file in the project, and `/bin/ls` is judged like any path.
+  return !op.commands.every((c) => CONTENT_BLIND.has(c.argv[0] ?? "") && !c.fuzzy[0]);
+}
+
+/** What the step may have written when an allow rule answered it: the paths, [ANYTHING], or none. */
+export function changesOf(op: Operation): string[] {
+  if (READ_ONLY_KINDS.has(op.kind)) return [];
+  if (WRITING_FILE_KINDS.has(op.kind)) return op.paths && op.paths.length > 0 ? [...op.paths] : [ANYTHING];
+  if (op.kind !== "execute" || op.commands === null || op.workdir === null) return [ANYTHING];
+  const where = { workdir: op.workdir, project: op.workdir };
+  // Every command a form the table understands in full (a prefix could be derived from it): it writes
+  // what the project's own code writes.
+  return op.commands.every((c) => derivablePrefix(c, where) !== null) ? [] : [ANYTHING];
+}
+
+/** What a held request's people are told, in one line. */
+export function unseenMessage(hold: UnseenHold): string {
+  const named = hold.changes.slice(0, 3).map((c) => (c.path === ANYTHING ? "files a command may have written" : c.path));
+  const more = hold.total > named.length ? ` and ${hold.total - named.length} more` : "";
+  return `The agent changed ${named.join(", ")}${more} since anyone looked, with no person asked; a remembered rule does not answer a step that may read them. Allowing this marks them seen.`;
+}
