@@ -6,6 +6,7 @@
 import { type JsonRpcId, isObject } from "./jsonrpc";
 import { type PermissionOption, offeredOptions } from "./permissions";
 import type { FourEyesNeed } from "./people/four-eyes";
+import type { UnseenHold } from "./unseen";
 
 /** A first approval of a request that needs two (four eyes, decision 0028): who, from where, when. */
 export interface Approval {
@@ -42,6 +43,8 @@ interface PendingRow {
   operationHash: string;
   /** Asked again because the agent changed the operation of an earlier request (its permId), and what changed. */
   replaces?: { permId: number; changed: string[] };
+  /** Asked of people although an allow rule matched: what the agent changed that no person saw (decision 0046). */
+  unseen?: UnseenHold;
 }
 
 /** A pending request's params, parsed once when its row is read: the tool call it names and the options it offers. */

@@ -46,6 +46,10 @@
 //   refused. A status-only update changes nothing.
 // - A request whose own rawInput is absent or null is never allowed by a rule and never remembered
 //   (ACP 1.9.1: explicit confirmation); a reject rule still answers it.
+// - No chain of automatic steps runs what no person saw (decision 0046, protocol/unseen.ts): before an
+//   allow rule answers, the tenant's unseen changes are consulted (`rules.gate`): a step that may read
+//   content is held for people while a change is unseen, a write while a rule-answered reader may still
+//   run; a held request is asked with what changed. A person's allow of it marks those changes seen.
 
 import { type JsonRpcId, RpcError, errorResponse, isObject } from "./jsonrpc";
 import { CANCEL_REQUEST, CLIENT_METHODS } from "./methods";
@@ -64,6 +68,7 @@ import { type FrozenOperation, changedFields, freezeOperation, rawInputMissing, 
 import { type Answerer, type RequestFacts, answerable, authorise, personKey, unsatisfiable } from "./people/answering";
 import { type FourEyesNeed, fourEyesNeed } from "./people/four-eyes";
 import { describeOperation } from "./operation";
+import { type UnseenGateRequest, type UnseenHold, changesOf, readsProjectContent, unseenMessage } from "./unseen";
 import { type AnsweredReason, answeredByGateway, noticeUpdate } from "./answered-by-gateway";
 import { gatewayOptions, isGatewayOption, withGatewayOptions } from "./gateway-options";
 import type { ToAgent } from "./agent-relay";
@@ -137,7 +142,8 @@ export interface PermissionTable {
   resolvedText(permId: number): string | undefined;
   /** The request's entry, written once: pending (`request`), resolved (`resolution`), or neither (over the limit). */
   appendPermission(seq: number, body: string, request: PendingRequest | null, resolution?: Resolution): void;
-  markAsking(permId: number, asking: number): void;
+  /** `unseen`: why an allow rule did not answer it (decision 0046), kept with it. */
+  markAsking(permId: number, asking: number, unseen?: UnseenHold): void;
   setFourEyes(permId: number, need: FourEyesNeed | null): void;
   recordApproval(permId: number, approval: Approval): void;
   /** An entry that is only audit trail (a refused answer, a first approval). */
@@ -165,6 +171,16 @@ interface RulesPort {
   remember(pending: PendingRequest, made: RememberMade, then: (remembered: Remembered) => void): void;
   /** Requests wait on people: keep the rules' subscription, so a new rule may answer them (rulesChanged → `reconsider`). */
   watch(): void;
+  /**
+   * An allow rule would answer: the tenant's unseen changes may hold it (null: go ahead, what it may
+   * write noted and, if it reads, it opened as a reader), now or LATER (`then`; RULES_UNAVAILABLE when
+   * they could not be consulted).
+   */
+  gate(request: UnseenGateRequest, then: (held: UnseenHold | null | typeof RULES_UNAVAILABLE) => void): UnseenHold | null | Later;
+  /** A person allowed a request that showed the unseen changes up to `upTo`: they are seen. */
+  seen(upTo: number): void;
+  /** A reader a rule let go finished (its tool call), or the turn ended (null: every reader of the session). */
+  readerDone(toolCallId: string | null): void;
 }
 
 interface RememberMade {
@@ -234,6 +250,10 @@ export class PermissionMachine<C> {
   private outsideTurn = { start: 0, count: 0 };
   /** permIds whose "nobody attached can approve" was told, so it is told once until someone who can attaches. */
   private readonly toldBlocked = new Set<number>();
+  /** Tool calls a rule let go that may read the project, until they finish. In memory: the turn's end closes them all anyway. */
+  private readonly readers = new Set<string>();
+  /** Whether the tenant may hold readers of this session (unknown after a restart, so at first true). */
+  private mayHoldReaders = true;
 
   constructor(private readonly io: PermissionPorts<C>) {}
 
@@ -392,7 +412,7 @@ export class PermissionMachine<C> {
   private startAsking(request: PendingRequest, asking: number, write: { append: string } | "stored" | "reopen"): void {
     const { table, session } = this.io;
     const pending = { ...request, asking };
-    if (write === "stored") table.markAsking(pending.permId, asking);
+    if (write === "stored") table.markAsking(pending.permId, asking, pending.unseen);
     else if (write === "reopen") table.reopenPermission(pending);
     else table.appendPermission(pending.permId, write.append, pending);
     if (asking === ASKING_RULES_UNKNOWN) {
@@ -418,6 +438,10 @@ export class PermissionMachine<C> {
    * nothing of the old one (approvals, resends, its copies) carries over. A status-only update changes nothing.
    */
   toolCallChanged(toolCallId: string, patch: Record<string, unknown> | null): void {
+    if (this.readers.has(toolCallId) && (patch?.status === "completed" || patch?.status === "failed")) {
+      this.readers.delete(toolCallId);
+      this.io.rules.readerDone(toolCallId);
+    }
     for (const pending of this.io.table.pending()) {
       if (pending.toolCallId !== toolCallId) continue;
       // The update over the frozen operation (not over the table's row, which may not have stored an update past its bound).
@@ -488,15 +512,88 @@ export class PermissionMachine<C> {
     if (still && decided !== RULES_UNAVAILABLE) this.resolveByRule(still, decided);
   }
 
-  /** `append`: the request is not written yet (decided as it is asked): written once, resolved. */
+  /**
+   * `append`: the request is not written yet (decided as it is asked): written once, resolved. True when
+   * the rule took it (resolved, held for people with what changed, or waiting on the unseen changes).
+   */
   private resolveByRule(pending: PendingRequest, decided: RuleDecision | null, append?: string): boolean {
     if (!decided?.decision || !decided.optionId || !decided.ruleId) return false;
     // No allow rule covers an operation that needs four eyes, nor one whose raw input is missing (ACP:
     // explicit confirmation); a reject rule still rejects it.
     if (decided.decision === "allow" && (pending.fourEyes || rawInputMissing(pending.toolCall, pending.operation))) return false;
-    const result = { outcome: { outcome: "selected", optionId: decided.optionId } };
-    this.resolve(pending, result, { type: "rule", ruleId: decided.ruleId, description: decided.description ?? "" }, undefined, append);
+    const gate = decided.decision === "allow" ? this.gateRequest(pending, decided.ruleId) : null;
+    if (gate) {
+      const held = this.io.rules.gate(gate, (later) => this.gated(pending.permId, decided, gate, later));
+      if (held === LATER) {
+        if (append !== undefined) this.io.table.appendPermission(pending.permId, append, pending);
+        this.io.session.deadlineChanged();
+        return true;
+      }
+      if (held) {
+        // Already asked (a rule reconsidered): it stays with people as it is.
+        if (!pending.asking) this.startAsking({ ...pending, unseen: held }, ASKING, append === undefined ? "stored" : { append });
+        return true;
+      }
+      this.opened(gate);
+    }
+    this.resolveWithRule(pending, decided, append);
     return true;
+  }
+
+  private resolveWithRule(pending: PendingRequest, decided: RuleDecision, append?: string): void {
+    const result = { outcome: { outcome: "selected", optionId: decided.optionId } };
+    this.resolve(
+      pending,
+      result,
+      { type: "rule", ruleId: decided.ruleId ?? "", description: decided.description ?? "" },
+      undefined,
+      append,
+    );
+  }
+
+  /** What the tenant's unseen changes are asked before an allow rule answers; null when the step neither reads content nor writes. */
+  private gateRequest(pending: PendingRequest, ruleId: string): UnseenGateRequest | null {
+    const meta = this.io.table.meta;
+    if (!meta) return null;
+    const op = describeOperation(toolCallOf(pending), meta.cwd);
+    const reads = readsProjectContent(op);
+    const paths = changesOf(op);
+    if (!reads && paths.length === 0) return null;
+    const at = this.io.session.now();
+    const toolCallId = pending.toolCallId;
+    const note = paths.map((path) => ({ path, sessionId: meta.sessionId, toolCallId, ruleId, at }));
+    return { reads, note, sessionId: meta.sessionId, toolCallId };
+  }
+
+  /** The unseen changes answered later: the rule answers, or people are asked with what changed (or told the changes could not be read). */
+  private gated(permId: number, decided: RuleDecision, gate: UnseenGateRequest, held: UnseenHold | null | typeof RULES_UNAVAILABLE): void {
+    const pending = this.io.table.pendingById(permId);
+    if (!pending) return; // answered, cancelled or withdrawn meanwhile
+    if (held === RULES_UNAVAILABLE) {
+      if (!pending.asking) this.startAsking(pending, ASKING_RULES_UNKNOWN, "stored");
+      return;
+    }
+    if (held) {
+      if (!pending.asking) this.startAsking({ ...pending, unseen: held }, ASKING, "stored");
+      return;
+    }
+    this.opened(gate);
+    this.resolveWithRule(pending, decided);
+  }
+
+  /** A step the gate let go that reads: open until its tool call finishes or the turn ends. */
+  private opened(gate: UnseenGateRequest): void {
+    if (!gate.reads || gate.toolCallId === null) return;
+    this.readers.add(gate.toolCallId);
+    this.mayHoldReaders = true;
+  }
+
+  /** The turn ended (turn.ts): whatever its steps were running is over; the tenant stops counting them as readers. */
+  turnEnded(): void {
+    if (!this.mayHoldReaders) return;
+    this.readers.clear();
+    this.mayHoldReaders = false;
+    this.io.rules.readerDone(null);
   }
 
   // ── clients ───────────────────────────────────────────────────────────────────────────────────
@@ -520,6 +617,8 @@ export class PermissionMachine<C> {
       ...(rawInputMissing(pending.toolCall, pending.operation) ? { rawInputMissing: RAW_INPUT_MISSING } : {}),
       ...(pending.replaces ? { replaces: copyId(pending.replaces.permId), changed: pending.replaces.changed } : {}),
     };
+    // Why no remembered rule answered it: what the agent changed that nobody saw (decision 0046).
+    if (pending.unseen) fields.unseen = { message: unseenMessage(pending.unseen), ...pending.unseen };
     if (facts.fourEyes) {
       const blocked = this.blockedReason(facts);
       fields.fourEyes = {
@@ -811,6 +910,9 @@ export class PermissionMachine<C> {
     };
     const text = JSON.stringify({ jsonrpc: "2.0", method: GATEWAY_NOTIFICATIONS.permissionResolved, params });
     const resolution = { text, audit: audit.entry(pending, outcome, by, chosen) };
+    // A person allowed a request that showed what the agent changed unseen: those changes are seen now.
+    if (pending.unseen && pending.unseen.upTo > 0 && (by.type === "person" || by.type === "link") && allows(outcome, pending.options))
+      this.io.rules.seen(pending.unseen.upTo);
     session.metric(METRIC.permissionResolved, by.type);
     if (append === undefined) table.resolvePermission(pending.permId, resolution);
     else table.appendPermission(pending.permId, append, pending, resolution);
@@ -914,6 +1016,13 @@ function operationTooLarge(sessionId: string): OperationTooLarge {
 }
 
 /** Why an "always" applies once when the request carries no raw input (ACP 1.9.1: require explicit confirmation). */
+/** Whether an outcome selects an allow option the request offered. */
+function allows(outcome: unknown, options: readonly PermissionOption[]): boolean {
+  if (!isObject(outcome) || outcome.outcome !== "selected") return false;
+  const kind = options.find((o) => o.optionId === outcome.optionId)?.kind;
+  return kind === "allow_once" || kind === "allow_always";
+}
+
 const RAW_INPUT_MISSING =
   "the request carries no rawInput, so the operation cannot be identified: it is always asked of a person and never remembered";
 

@@ -14,6 +14,10 @@
 //   `npm test`, `make test`, `cargo check` — they write only what the project's own code writes, and
 //   that code had no unseen change when it ran, by the first point); anything else (an exact-argv rule
 //   on a program the table does not know, an exact tool call): anything. Kinds that read only: nothing.
+// - **A run and an unseen change never overlap.** A step that reads, once a rule let it go, is an open
+//   reader until its tool call is reported finished (or its turn ends); a rule-answered step that would
+//   write while a reader is open is held for people instead (agents run tool calls in parallel: an
+//   edit and `make test` answered together would race). Noting, checking and opening are one step.
 // - **Seen means a person allowed a step that showed it.** A request held by unseen changes carries
 //   them (the count, the first few, the newest id); a person's allow of it (once or always) clears every
 //   change up to that id, in every session of the tenant. A reject clears nothing. A person's own allow
@@ -43,13 +47,33 @@ export type NewUnseenChange = Omit<UnseenChange, "id">;
 /** The path of a change whose extent is unknown: the step may have written anything the agent can. */
 export const ANYTHING = "*";
 
-/** A request an allow rule would answer, held for people because of unseen changes: what they are shown. */
+/** A step a rule let go that may be reading the project now: open until its tool call finished or its turn ended. */
+export interface OpenReader {
+  sessionId: string;
+  toolCallId: string;
+  at: number;
+}
+
+/** A request an allow rule would answer, held for people: what they are shown. */
 export interface UnseenHold {
   /** How many unseen changes the tenant holds (the first few are listed). */
   total: number;
   changes: UnseenChange[];
-  /** The newest change's id: a person's allow clears every change up to it. */
+  /** The newest change's id: a person's allow clears every change up to it (0: none). */
   upTo: number;
+  /** A write held because these rule-answered steps may be reading the project now (the first few). */
+  readers: OpenReader[];
+}
+
+/** What a rule-answered step asks of the tenant's unseen changes (durable-objects/rules/unseen-changes.ts). */
+export interface UnseenGateRequest {
+  /** It may read content: held while any change is unseen; let go, it is an open reader. */
+  reads: boolean;
+  /** What it may write: held while a reader is open; let go, noted as unseen. */
+  note: NewUnseenChange[];
+  /** Its session and tool call: the reader to open, and the one reader that cannot race itself. */
+  sessionId: string;
+  toolCallId: string | null;
 }
 
 /** How many changes a held request lists (the count says the rest). */
@@ -90,6 +114,10 @@ export function changesOf(op: Operation): string[] {
 
 /** What a held request's people are told, in one line. */
 export function unseenMessage(hold: UnseenHold): string {
+  if (hold.total === 0) {
+    const n = hold.readers.length;
+    return `A command a remembered rule allowed may be reading the project now (${n} step${n === 1 ? "" : "s"} not yet finished); a change made now would reach it unseen, so a person decides this one.`;
+  }
   const named = hold.changes.slice(0, 3).map((c) => (c.path === ANYTHING ? "files a command may have written" : c.path));
   const more = hold.total > named.length ? ` and ${hold.total - named.length} more` : "";
   return `The agent changed ${named.join(", ")}${more} since anyone looked, with no person asked; a remembered rule does not answer a step that may read them. Allowing this marks them seen.`;

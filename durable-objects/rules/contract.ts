@@ -6,6 +6,7 @@
 
 import type { Grant } from "../../protocol/generation-lease";
 import type { Rule } from "../../protocol/rules";
+import type { UnseenGateRequest, UnseenHold } from "../../protocol/unseen";
 
 /** Shards of a tenant's rules: sessions spread over them, so no one object serves every session. */
 export const RULES_SHARDS = 64;
@@ -100,4 +101,13 @@ export interface RulesContract extends Rpc.DurableObjectBranded {
   remember(request: RememberRequest): Promise<RuleCreated | RuleNotCreated | null>;
   /** The rules changed in D1: a new generation; answers once no session can use an older one. */
   changed(): Promise<void>;
+  // ── the root: unseen changes (decision 0046, unseen-changes.ts) ──
+  /** A step an allow rule would answer: held (unseen changes, or a write while a reader is open), else noted; null: go ahead. */
+  unseenGate(request: UnseenGateRequest): UnseenHold | null;
+  /** A rule-answered reader finished (its tool call), or its session's turn ended (null: all of the session's). */
+  unseenReaderDone(sessionId: string, toolCallId: string | null): void;
+  /** A person allowed a step that showed the unseen changes up to `upTo`: cleared. */
+  unseenSeen(upTo: number): number;
+  /** What is unseen now. */
+  unseenNow(): UnseenHold | null;
 }

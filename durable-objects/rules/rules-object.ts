@@ -35,6 +35,8 @@ import {
   SHARD_LEASE_MS,
 } from "./contract";
 import { RulesShard } from "./rules-shard";
+import { UnseenChanges } from "./unseen-changes";
+import type { UnseenGateRequest, UnseenHold } from "../../protocol/unseen";
 import { objects, splitName } from "../objects";
 import { log } from "../../core/log";
 
@@ -82,6 +84,8 @@ export class RulesObject extends DurableObject<Env> implements RulesContract {
   private readonly giver?: LeaseGiver;
   /** This object as a shard (undefined in the root). */
   private readonly shard?: RulesShard;
+  /** The root: what rule-answered steps changed that no person saw, in every session of the tenant (decision 0046). */
+  private readonly unseen?: UnseenChanges;
   private changeCalls = 0;
 
   constructor(ctx: DurableObjectState, env: Env) {
@@ -105,6 +109,7 @@ export class RulesObject extends DurableObject<Env> implements RulesContract {
       // The shards that ever took a lease: each is told of every change (a restarted root forgets the leases, not them).
       ctx.storage.sql.exec("CREATE TABLE IF NOT EXISTS rules_shards (idx INTEGER PRIMARY KEY)");
       const generation = ctx.storage.sql.exec<{ value: number }>("SELECT value FROM generation").toArray()[0]?.value ?? 0;
+      this.unseen = new UnseenChanges(ctx.storage.sql);
       this.giver = new LeaseGiver(
         {
           now: Date.now,
@@ -202,6 +207,31 @@ export class RulesObject extends DurableObject<Env> implements RulesContract {
     }
     await this.changed();
     return { id: row.id, decision: row.decision, description: row.description };
+  }
+
+  /** A step an allow rule would answer: held by unseen changes (when it reads content), or what it may write noted. */
+  unseenGate(request: UnseenGateRequest): UnseenHold | null {
+    return this.asUnseen().gate(request, Date.now());
+  }
+
+  /** A rule-answered reader finished (its tool call), or its session's turn ended (null: all of them). */
+  unseenReaderDone(sessionId: string, toolCallId: string | null): void {
+    this.asUnseen().readerDone(sessionId, toolCallId);
+  }
+
+  /** A person allowed a step that showed the unseen changes up to `upTo`. */
+  unseenSeen(upTo: number): number {
+    return this.asUnseen().seen(upTo);
+  }
+
+  /** What is unseen now (GET /v1/unseen). */
+  unseenNow(): UnseenHold | null {
+    return this.asUnseen().hold();
+  }
+
+  private asUnseen(): UnseenChanges {
+    if (!this.unseen) throw new Error("rules: the root's method was called on a shard");
+    return this.unseen;
   }
 
   /**

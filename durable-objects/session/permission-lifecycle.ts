@@ -89,6 +89,18 @@ export function permissionLifecycle(parts: LifecycleParts): PermissionLifecycle 
         ctx.waitUntil(remembered.catch(failed("session.remember_failed", "remembering the decision failed")));
       },
       watch: () => parts.rules.watch(),
+      gate: (request, then) => {
+        const gated = parts.rules.gate(request).then(then, (error: unknown) => {
+          sessionLog(store).warn("session.unseen_unavailable", "consulting the unseen changes failed; asking people", {}, error);
+          then(RULES_UNAVAILABLE);
+        });
+        ctx.waitUntil(gated);
+        return LATER;
+      },
+      seen: (upTo) =>
+        ctx.waitUntil(parts.rules.seen(upTo).catch(failed("session.unseen_seen_failed", "marking unseen changes seen failed"))),
+      readerDone: (toolCallId) =>
+        ctx.waitUntil(parts.rules.readerDone(toolCallId).catch(failed("session.reader_done_failed", "closing a reader failed"))),
     },
     audit: {
       entry: (pending, outcome, by, chosen) => {

@@ -20,6 +20,7 @@ import { type Approval, type PendingRequest, parsePermissionParams } from "../..
 import type { Resolution } from "../../protocol/permission-machine";
 import { freezeOperation } from "../../protocol/frozen-operation";
 import type { FourEyesNeed } from "../../protocol/people/four-eyes";
+import type { UnseenHold } from "../../protocol/unseen";
 import { type MigrationOutcome, type MigrationStorage, migrateStorage } from "./store-migrations";
 import { sessionLog } from "./session-log";
 
@@ -72,6 +73,8 @@ interface RequestColumn {
   /** The frozen operation itself when it is small (no row of its own to write and delete); else it is in `frozen_operations`. */
   operation?: Record<string, unknown>;
   replaces?: { permId: number; changed: string[] };
+  /** Held for people by the tenant's unseen changes (decision 0046). */
+  unseen?: UnseenHold;
 }
 
 const IDLE: TurnState = Object.freeze({ state: "idle" });
@@ -441,10 +444,11 @@ export class SessionStore {
         : freezeOperation(r.toolCallId ? this.toolCall(r.toolCallId) : undefined, parsed.toolCall);
     return { ...parsed, ...r, ...frozen, permId: seq, params };
   }
-  markAsking(permId: number, asking: number): void {
+  markAsking(permId: number, asking: number, unseen?: UnseenHold): void {
     const pending = this.open.get(permId);
     if (!pending) return;
     pending.asking = asking;
+    if (unseen) pending.unseen = unseen;
     this.sql.exec("UPDATE log SET request = ? WHERE seq = ?", requestColumn(pending), permId);
     this.liveChanged?.();
   }
@@ -630,6 +634,7 @@ function requestColumn(p: PendingRequest): string {
     ...(p.approvals && p.approvals.length > 0 ? { approvals: p.approvals } : {}),
     operationHash: p.operationHash,
     ...(p.replaces ? { replaces: p.replaces } : {}),
+    ...(p.unseen ? { unseen: p.unseen } : {}),
     ...(inlineOperation(p) ? { operation: p.operation } : {}),
   };
   return JSON.stringify(column);

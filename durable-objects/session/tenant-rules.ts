@@ -39,6 +39,7 @@ import { log } from "../../core/log";
 import type { Env } from "../../core/env";
 import type { PendingRequest, SessionMeta, SessionStore } from "./store";
 import { toolCallOf } from "../../protocol/pending-permission";
+import type { UnseenGateRequest, UnseenHold } from "../../protocol/unseen";
 import { type RulesStub, objects } from "../objects";
 
 export class TenantRules {
@@ -105,6 +106,22 @@ export class TenantRules {
    */
   watch(): void {
     if (this.store.meta) this.cache.subscribe();
+  }
+
+  /** The tenant's unseen changes (decision 0046): hold the step, or note what it may write (RulesObject root, unseen-changes.ts). */
+  gate(request: UnseenGateRequest): Promise<UnseenHold | null> {
+    return this.rules().unseenGate(request);
+  }
+
+  /** A person allowed a request that showed the unseen changes up to `upTo`. */
+  seen(upTo: number): Promise<number> {
+    return this.rules().unseenSeen(upTo);
+  }
+
+  /** A reader the rules let go finished (null: the session's turn ended, every one). */
+  readerDone(toolCallId: string | null): Promise<void> {
+    const sessionId = this.store.meta?.sessionId;
+    return sessionId === undefined ? Promise.resolve() : this.rules().unseenReaderDone(sessionId, toolCallId);
   }
 
   /** What the rules are asked: the operation frozen when the request was asked (never the row as changed since), the turn's user. */

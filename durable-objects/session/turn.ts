@@ -82,6 +82,7 @@ export class TurnControl {
     // Requests still open when the turn ends can no longer be acted on: answer them cancelled (TC-12).
     this.parts.permissions.cancelAll({ type: "turn_end" });
     this.parts.store.turn = { state: "idle" };
+    this.parts.permissions.turnEnded();
     this.parts.store.append("turn_end", JSON.stringify({ result }));
     this.parts.info.touchIndex();
   }
@@ -109,6 +110,7 @@ export class TurnControl {
     if (inflight && ws)
       send(ws, JSON.stringify(errorResponse(inflight.clientId, new RpcError(ErrorCode.internalError, message, { reason: "turn_idle" }))));
     store.turn = { state: "idle" };
+    this.parts.permissions.turnEnded();
     this.parts.toAgent({ type: "notification", method: AGENT_METHODS.sessionCancel, params: { sessionId: meta.sessionId } });
     this.ended("turn_idle", message);
   }
@@ -124,6 +126,7 @@ export class TurnControl {
     if (turn.state === "idle" || !gwIds.includes(turn.gwId)) return;
     if (cancelPending) this.parts.permissions.cancelAll({ type: "turn_end" });
     store.turn = { state: "idle" };
+    this.parts.permissions.turnEnded();
     this.ended(reason, message);
   }
 

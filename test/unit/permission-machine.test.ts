@@ -247,6 +247,10 @@ class World {
           this.later.push({ what: `remember ${pending.permId}`, fire: () => then({ ruleId: "new" }) });
         },
         watch: () => {},
+        // The unseen changes (decision 0046) let every step go here: permission-machine-unseen.test.ts holds them.
+        gate: () => null,
+        seen: () => {},
+        readerDone: () => {},
       },
       audit: {
         entry: (pending, outcome, by) => ({ permId: pending.permId, outcome, by: by.type }),

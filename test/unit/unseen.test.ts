@@ -67,7 +67,7 @@ describe("unseenMessage", () => {
   it("names the first changes and counts the rest", () => {
     const at = 0;
     const change = (id: number, path: string) => ({ id, path, sessionId: "s", toolCallId: null, ruleId: null, at });
-    const text = unseenMessage({ total: 5, upTo: 5, changes: [change(1, "/p/Makefile.sh"), change(2, ANYTHING)] });
+    const text = unseenMessage({ total: 5, upTo: 5, readers: [], changes: [change(1, "/p/Makefile.sh"), change(2, ANYTHING)] });
     expect(text).toContain("/p/Makefile.sh");
     expect(text).toContain("files a command may have written");
     expect(text).toContain("3 more");

@@ -1,0 +1,171 @@
+// No chain of automatic steps runs what no person saw (issue 35, decision 0046), in the real
+// SessionObject and the tenant's real RulesObject: a step a rule answers that may have written (an
+// edit, a command the table does not understand) is noted as unseen; a later step whose effect may read
+// content (every command but ls and pwd) is then not answered by its rule — the person is asked and
+// shown what changed; their allow marks it seen, their reject does not. A rule-answered reader still
+// running holds a rule-answered write. The tenant's sessions share it all.
+
+import { describe, expect, it } from "vitest";
+import {
+  api,
+  clientWithSession,
+  dialInAgent,
+  isMethod,
+  isResponseTo,
+  type Peer,
+  type SeededTenant,
+  seedTenant,
+  startTurn,
+} from "./helpers";
+
+const OPTIONS = [
+  { optionId: "once", name: "Allow once", kind: "allow_once" },
+  { optionId: "no", name: "Reject", kind: "reject_once" },
+];
+const CWD = "/projects/demo";
+const run = (toolCallId: string, command: string) => ({ toolCallId, title: "Run", kind: "execute", rawInput: { command } });
+const edit = (toolCallId: string, path: string) => ({
+  toolCallId,
+  title: "Edit",
+  kind: "edit",
+  rawInput: { file_path: path, old_string: "a", new_string: "b" },
+  locations: [{ path }],
+  content: [{ type: "diff", path, oldText: "a", newText: "b" }],
+});
+const isCopy = isMethod("session/request_permission");
+type Agent = Awaited<ReturnType<typeof dialInAgent>>;
+
+async function rule(t: SeededTenant, matcher: Record<string, unknown>): Promise<void> {
+  const response = await api("/v1/rules", t.adminKey, { method: "POST", body: { decision: "allow", matcher, scope: { project: CWD } } });
+  expect(response.status, await response.clone().text()).toBe(201);
+}
+
+/** The agent asks; the rule answers it with the offered once, and no client is asked. */
+async function answeredByRule(agent: Agent, sessionId: string, toolCall: Record<string, unknown>): Promise<void> {
+  const id = agent.askPermission(sessionId, toolCall, OPTIONS);
+  const answer = await agent.peer.next(isResponseTo(id));
+  expect(answer.result.outcome, `${JSON.stringify(toolCall.rawInput)} answered by its rule`).toEqual({
+    outcome: "selected",
+    optionId: "once",
+  });
+}
+
+/** The agent asks; a person is asked instead of the rule, and the copy says what changed. */
+async function heldForPeople(client: Peer, agent: Agent, sessionId: string, toolCall: Record<string, unknown>) {
+  const id = agent.askPermission(sessionId, toolCall, OPTIONS);
+  const copy = await client.next(isCopy);
+  expect(copy.params.toolCall.toolCallId).toBe(toolCall.toolCallId);
+  return { id, copy, unseen: copy.params._meta.acpGateway.unseen };
+}
+
+async function session(t: SeededTenant, agent: Agent) {
+  const { client, sessionId } = await clientWithSession(t, agent);
+  await startTurn(client, agent, sessionId);
+  return { client, sessionId };
+}
+
+describe("an unseen change stops a rule answering what may read it", () => {
+  it("an always on package.json's edit, then npm test: the edit is answered, npm test is asked with the change named; allowed, the next npm test is answered", async () => {
+    const t = await seedTenant();
+    await rule(t, { type: "path", glob: `${CWD}/package.json`, kinds: ["edit"] });
+    await rule(t, { type: "command", prefix: ["npm", "test"] });
+    const agent = await dialInAgent(t);
+    const { client, sessionId } = await session(t, agent);
+    // Before any change: npm test is the rule's (and its tool call finishes).
+    await answeredByRule(agent, sessionId, run("t0", "npm test"));
+    agent.update(sessionId, { sessionUpdate: "tool_call_update", toolCallId: "t0", status: "completed" });
+    await answeredByRule(agent, sessionId, edit("e1", `${CWD}/package.json`));
+    const held = await heldForPeople(client, agent, sessionId, run("t1", "npm test"));
+    expect(held.unseen).toMatchObject({
+      total: 1,
+      changes: [{ path: `${CWD}/package.json`, sessionId, toolCallId: "e1" }],
+      message: expect.stringMatching(/The agent changed \/projects\/demo\/package\.json since anyone looked/),
+    });
+    client.respond(held.copy.id, { outcome: { outcome: "selected", optionId: "once" } });
+    expect((await agent.peer.next(isResponseTo(held.id))).result.outcome).toEqual({ outcome: "selected", optionId: "once" });
+    agent.update(sessionId, { sessionUpdate: "tool_call_update", toolCallId: "t1", status: "completed" });
+    // Seen: the rule answers again.
+    await answeredByRule(agent, sessionId, run("t2", "npm test"));
+  });
+
+  it("a person's reject marks nothing seen: the next npm test is asked again", async () => {
+    const t = await seedTenant();
+    await rule(t, { type: "path", glob: `${CWD}/src/**`, kinds: ["edit"] });
+    await rule(t, { type: "command", prefix: ["npm", "test"] });
+    const agent = await dialInAgent(t);
+    const { client, sessionId } = await session(t, agent);
+    await answeredByRule(agent, sessionId, edit("e1", `${CWD}/src/a.test.js`));
+    const first = await heldForPeople(client, agent, sessionId, run("t1", "npm test"));
+    client.respond(first.copy.id, { outcome: { outcome: "selected", optionId: "no" } });
+    expect((await agent.peer.next(isResponseTo(first.id))).result.outcome).toEqual({ outcome: "selected", optionId: "no" });
+    const again = await heldForPeople(client, agent, sessionId, run("t2", "npm test"));
+    expect(again.unseen.changes).toMatchObject([{ path: `${CWD}/src/a.test.js` }]);
+  });
+
+  it("a change in one session holds the rule in another session of the tenant (the file system is shared)", async () => {
+    const t = await seedTenant();
+    await rule(t, { type: "path", glob: `${CWD}/src/**`, kinds: ["edit"] });
+    await rule(t, { type: "command", prefix: ["make", "test"] });
+    const agent = await dialInAgent(t);
+    const a = await session(t, agent);
+    const b = await session(t, agent);
+    await answeredByRule(agent, a.sessionId, edit("e1", `${CWD}/src/main.c`));
+    const held = await heldForPeople(b.client, agent, b.sessionId, run("m1", "make test"));
+    expect(held.unseen.changes).toMatchObject([{ path: `${CWD}/src/main.c`, sessionId: a.sessionId }]);
+  });
+
+  it("ls and pwd read no file's content: still answered while changes are unseen", async () => {
+    const t = await seedTenant();
+    await rule(t, { type: "path", glob: `${CWD}/src/**`, kinds: ["edit"] });
+    await rule(t, { type: "command", prefix: ["ls"] });
+    await rule(t, { type: "command", prefix: ["pwd"] });
+    const agent = await dialInAgent(t);
+    const { sessionId } = await session(t, agent);
+    await answeredByRule(agent, sessionId, edit("e1", `${CWD}/src/x.c`));
+    await answeredByRule(agent, sessionId, run("l1", "ls -la src"));
+    await answeredByRule(agent, sessionId, run("p1", "pwd"));
+  });
+
+  it("a command an exact rule answers may write anything: cp notes.txt Makefile.sh, then make test is asked, naming files a command may have written", async () => {
+    const t = await seedTenant();
+    await rule(t, { type: "argv", argv: ["cp", "notes.txt", "Makefile.sh"] });
+    await rule(t, { type: "command", prefix: ["make", "test"] });
+    const agent = await dialInAgent(t);
+    const { client, sessionId } = await session(t, agent);
+    await answeredByRule(agent, sessionId, run("c1", "cp notes.txt Makefile.sh"));
+    const held = await heldForPeople(client, agent, sessionId, run("m1", "make test"));
+    expect(held.unseen.changes).toMatchObject([{ path: "*", toolCallId: "c1" }]);
+    expect(held.unseen.message).toMatch(/files a command may have written/);
+  });
+
+  it("a rule-answered command still running holds a rule-answered edit (parallel tool calls); once it finished, the edit is the rule's", async () => {
+    const t = await seedTenant();
+    await rule(t, { type: "path", glob: `${CWD}/src/**`, kinds: ["edit"] });
+    await rule(t, { type: "command", prefix: ["make", "test"] });
+    const agent = await dialInAgent(t);
+    const { client, sessionId } = await session(t, agent);
+    await answeredByRule(agent, sessionId, run("m1", "make test"));
+    const held = await heldForPeople(client, agent, sessionId, edit("e1", `${CWD}/src/main.c`));
+    expect(held.unseen).toMatchObject({ total: 0, readers: [{ sessionId, toolCallId: "m1" }] });
+    expect(held.unseen.message).toMatch(/may be reading the project now/);
+    // The person allows the edit they saw: nothing is noted (they saw its diff).
+    client.respond(held.copy.id, { outcome: { outcome: "selected", optionId: "once" } });
+    await agent.peer.next(isResponseTo(held.id));
+    agent.update(sessionId, { sessionUpdate: "tool_call_update", toolCallId: "m1", status: "completed" });
+    await answeredByRule(agent, sessionId, edit("e2", `${CWD}/src/util.c`));
+  });
+
+  it("the turn's end closes its readers: an edit in the next turn is the rule's", async () => {
+    const t = await seedTenant();
+    await rule(t, { type: "path", glob: `${CWD}/src/**`, kinds: ["edit"] });
+    await rule(t, { type: "command", prefix: ["make", "test"] });
+    const agent = await dialInAgent(t);
+    const { client, sessionId } = await clientWithSession(t, agent);
+    const prompt = await startTurn(client, agent, sessionId);
+    await answeredByRule(agent, sessionId, run("m1", "make test"));
+    agent.peer.respond(prompt.id, { stopReason: "end_turn" });
+    await client.next(isResponseTo("turn"));
+    await startTurn(client, agent, sessionId, "turn2");
+    await answeredByRule(agent, sessionId, edit("e1", `${CWD}/src/main.c`));
+  });
+});
