@@ -94,7 +94,9 @@ export async function measureStages(o: StageProbeOptions): Promise<Json> {
   const created = await fetch(`${o.gatewayUrl}/v1/rules`, {
     method: "POST",
     headers: { Authorization: `Bearer ${o.keys.admin}`, "Content-Type": "application/json" },
-    body: JSON.stringify({ decision: "allow", matcher: { type: "command", prefix: ["stageprobe", "run"] } }),
+    // A form the table understands (npm run <script>): it reads the project, so the rule path includes the
+    // unseen-changes check (decision 0046) as a real rule's does, and notes nothing, so every probe is the rule's.
+    body: JSON.stringify({ decision: "allow", matcher: { type: "command", prefix: ["npm", "run", "stageprobe"] } }),
   });
   if (created.status !== 201) throw new Error(`creating the stage probes' rule failed: ${created.status}`);
   const agent = await benchAgent(o.ws, o.keys.agent, "stages");
@@ -132,7 +134,7 @@ export async function measureStages(o: StageProbeOptions): Promise<Json> {
       method: "session/request_permission",
       params: {
         sessionId,
-        toolCall: { toolCallId: mark, kind: "execute", rawInput: { command: kind === "rule" ? "stageprobe run" : "make stageprobe" } },
+        toolCall: { toolCallId: mark, kind: "execute", rawInput: { command: kind === "rule" ? "npm run stageprobe" : "make stageprobe" } },
         options: [
           { optionId: `ok-${mark}`, name: "Allow", kind: "allow_once" },
           { optionId: `no-${mark}`, name: "Reject", kind: "reject_once" },
