@@ -55,6 +55,8 @@ async function answeredByRule(agent: ScriptedAgent, client: Peer, sessionId: str
   expect((await agent.peer.next(isResponseTo(id))).result.outcome).toEqual({ outcome: "selected", optionId: "allow" });
   const resolved = await client.next((m) => m.method === "_acp_gateway/permission_resolved" && m.params.toolCallId === toolCallId);
   expect(resolved.params.decidedBy.type).toBe("rule");
+  // The agent ran it and says so: a rule-answered command still running would hold a rule-answered write (decision 0046).
+  agent.update(sessionId, { sessionUpdate: "tool_call_update", toolCallId, status: "completed" });
   return resolved.params.decidedBy.ruleId as string;
 }
 
@@ -91,7 +93,7 @@ describe("the rules path for a tenant with no rules", () => {
 });
 
 describe("the compiled rules cache in the session", { timeout: 30_000 }, () => {
-  it("decides locally: many requests answered by a rule cost one snapshot and no other call to the RulesObject", async () => {
+  it("decides locally: many requests answered by a rule cost one snapshot of the rules and no lease check (the unseen-changes check is one call to the root, decision 0046)", async () => {
     const t = await seedTenant();
     const ruleId = await createRule(t, npmTest);
     const agent = await dialInAgent(t);
