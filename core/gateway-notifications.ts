@@ -29,6 +29,11 @@ export const GATEWAY_NOTIFICATIONS = {
    * a cancel): the operation, why, and what the agent got (protocol/answered-by-gateway.ts).
    */
   answeredByGateway: "_acp_gateway/answered_by_gateway",
+  /**
+   * The agent reported a tool call finished that it never asked about (its own allowlist, a governed
+   * mode): what it may have changed is noted as unseen (decision 0046), and clients are told.
+   */
+  ranUnasked: "_acp_gateway/ran_unasked",
   /** The gateway refused something of the agent's by a limit: which, and the value. */
   limitReached: "_acp_gateway/limit_reached",
 } as const;

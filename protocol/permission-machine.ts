@@ -68,7 +68,16 @@ import { type FrozenOperation, changedFields, freezeOperation, rawInputMissing, 
 import { type Answerer, type RequestFacts, answerable, authorise, personKey, unsatisfiable } from "./people/answering";
 import { type FourEyesNeed, fourEyesNeed } from "./people/four-eyes";
 import { describeOperation } from "./operation";
-import { type UnseenGateRequest, type UnseenHold, changesOf, readsProjectContent, unseenMessage } from "./unseen";
+import {
+  ANYTHING,
+  type NewUnseenChange,
+  UNSEEN_LISTED,
+  type UnseenGateRequest,
+  type UnseenHold,
+  changesOf,
+  readsProjectContent,
+  unseenMessage,
+} from "./unseen";
 import { type AnsweredReason, answeredByGateway, noticeUpdate } from "./answered-by-gateway";
 import { gatewayOptions, isGatewayOption, withGatewayOptions } from "./gateway-options";
 import type { ToAgent } from "./agent-relay";
@@ -142,6 +151,8 @@ export interface PermissionTable {
   resolvedText(permId: number): string | undefined;
   /** The request's entry, written once: pending (`request`), resolved (`resolution`), or neither (over the limit). */
   appendPermission(seq: number, body: string, request: PendingRequest | null, resolution?: Resolution): void;
+  /** Whether a permission request of the running turn named this tool call (the log, after a restart). */
+  wasAsked(toolCallId: string): boolean;
   /** `unseen`: why an allow rule did not answer it (decision 0046), kept with it. */
   markAsking(permId: number, asking: number, unseen?: UnseenHold): void;
   setFourEyes(permId: number, need: FourEyesNeed | null): void;
@@ -179,6 +190,8 @@ interface RulesPort {
   gate(request: UnseenGateRequest, then: (held: UnseenHold | null | typeof RULES_UNAVAILABLE) => void): UnseenHold | null | Later;
   /** A person allowed a request that showed the unseen changes up to `upTo`: they are seen. */
   seen(upTo: number): void;
+  /** What the agent changed with nobody asked (a tool call it ran unasked): unseen, whatever is running. */
+  note(changes: NewUnseenChange[]): void;
   /** A reader a rule let go finished (its tool call), or the turn ended (null: every reader of the session). */
   readerDone(toolCallId: string | null): void;
 }
@@ -254,6 +267,8 @@ export class PermissionMachine<C> {
   private readonly readers = new Set<string>();
   /** Whether the tenant may hold readers of this session (unknown after a restart, so at first true). */
   private mayHoldReaders = true;
+  /** Tool calls the agent asked about (or that were told as run unasked), in memory; the table answers for those before a restart. */
+  private readonly asked = new Set<string>();
 
   constructor(private readonly io: PermissionPorts<C>) {}
 
@@ -270,6 +285,7 @@ export class PermissionMachine<C> {
     if (!meta) return;
     const parsed = parsedParams(params);
     const toolCallId = typeof parsed.toolCall?.toolCallId === "string" ? parsed.toolCall.toolCallId : null;
+    if (toolCallId !== null) this.asked.add(toolCallId);
     table.applyToolCall(parsed.toolCall, table.nextSeq());
     // The request's tool call is an update too: another request waiting on the same tool call may be asked again.
     if (toolCallId !== null) this.toolCallChanged(toolCallId, parsed.toolCall);
@@ -438,10 +454,12 @@ export class PermissionMachine<C> {
    * nothing of the old one (approvals, resends, its copies) carries over. A status-only update changes nothing.
    */
   toolCallChanged(toolCallId: string, patch: Record<string, unknown> | null): void {
-    if (this.readers.has(toolCallId) && (patch?.status === "completed" || patch?.status === "failed")) {
+    const finished = patch?.status === "completed" || patch?.status === "failed";
+    if (finished && this.readers.has(toolCallId)) {
       this.readers.delete(toolCallId);
       this.io.rules.readerDone(toolCallId);
     }
+    if (finished && !this.asked.has(toolCallId)) this.maybeRanUnasked(toolCallId);
     for (const pending of this.io.table.pending()) {
       if (pending.toolCallId !== toolCallId) continue;
       // The update over the frozen operation (not over the table's row, which may not have stored an update past its bound).
@@ -579,6 +597,34 @@ export class PermissionMachine<C> {
     }
     this.opened(gate);
     this.resolveWithRule(pending, decided);
+  }
+
+  /**
+   * The agent reports a tool call finished that it never asked about: it decided by itself (its own
+   * allowlist, a governed mode such as acceptEdits). What it may have written is unseen (decision 0046):
+   * noted for the tenant, and every client told. A read-only kind notes nothing and is not told.
+   * Judged when the agent reports it finished (an agent reports `in_progress` before asking, opencode).
+   */
+  private maybeRanUnasked(toolCallId: string): void {
+    const { table, session } = this.io;
+    const meta = table.meta;
+    const row = table.toolCall(toolCallId);
+    if (!meta || !row) return;
+    const op = describeOperation(row as Record<string, unknown>, meta.cwd);
+    const paths = changesOf(op);
+    if (paths.length === 0 || table.wasAsked(toolCallId)) return;
+    this.asked.add(toolCallId);
+    const at = session.now();
+    this.io.rules.note(paths.map((path) => ({ path, sessionId: meta.sessionId, toolCallId, ruleId: null, at })));
+    const shown = paths.includes(ANYTHING) ? "anything it can write" : paths.slice(0, 3).join(", ");
+    session.notice(GATEWAY_NOTIFICATIONS.ranUnasked, {
+      sessionId: meta.sessionId,
+      toolCallId,
+      kind: op.kind,
+      ...(op.command !== null ? { command: op.command } : {}),
+      changes: paths.slice(0, UNSEEN_LISTED),
+      message: `The agent ran a ${op.kind} tool call without asking anyone (${shown}). What it changed is unseen: remembered rules will not answer steps that may read it until a person allows one.`,
+    });
   }
 
   /** A step the gate let go that reads: open until its tool call finishes or the turn ends. */

@@ -6,7 +6,7 @@
 
 import type { Grant } from "../../protocol/generation-lease";
 import type { Rule } from "../../protocol/rules";
-import type { UnseenGateRequest, UnseenHold } from "../../protocol/unseen";
+import type { NewUnseenChange, UnseenGateRequest, UnseenHold } from "../../protocol/unseen";
 
 /** Shards of a tenant's rules: sessions spread over them, so no one object serves every session. */
 export const RULES_SHARDS = 64;
@@ -106,6 +106,8 @@ export interface RulesContract extends Rpc.DurableObjectBranded {
   unseenGate(request: UnseenGateRequest): UnseenHold | null;
   /** A rule-answered reader finished (its tool call), or its session's turn ended (null: all of the session's). */
   unseenReaderDone(sessionId: string, toolCallId: string | null): void;
+  /** What an agent changed with nobody asked (a tool call it ran by itself): unseen. */
+  unseenNote(changes: NewUnseenChange[]): void;
   /** A person allowed a step that showed the unseen changes up to `upTo`: cleared. */
   unseenSeen(upTo: number): number;
   /** What is unseen now. */

@@ -36,7 +36,7 @@ import {
 } from "./contract";
 import { RulesShard } from "./rules-shard";
 import { UnseenChanges } from "./unseen-changes";
-import type { UnseenGateRequest, UnseenHold } from "../../protocol/unseen";
+import type { NewUnseenChange, UnseenGateRequest, UnseenHold } from "../../protocol/unseen";
 import { objects, splitName } from "../objects";
 import { log } from "../../core/log";
 
@@ -217,6 +217,11 @@ export class RulesObject extends DurableObject<Env> implements RulesContract {
   /** A rule-answered reader finished (its tool call), or its session's turn ended (null: all of them). */
   unseenReaderDone(sessionId: string, toolCallId: string | null): void {
     this.asUnseen().readerDone(sessionId, toolCallId);
+  }
+
+  /** What an agent changed with nobody asked (decision 0046): unseen. */
+  unseenNote(changes: NewUnseenChange[]): void {
+    this.asUnseen().note(changes);
   }
 
   /** A person allowed a step that showed the unseen changes up to `upTo`. */

@@ -71,6 +71,11 @@ export class UnseenChanges {
     return null;
   }
 
+  /** What an agent changed with nobody asked (a tool call it ran by itself): unseen, whatever reader is open. */
+  note(changes: NewUnseenChange[]): void {
+    for (const change of changes) this.add(change);
+  }
+
   /** A reader's tool call finished (`toolCallId`), or its session's turn ended (every reader of the session). */
   readerDone(sessionId: string, toolCallId: string | null): void {
     if (toolCallId === null) this.sql.exec("DELETE FROM open_readers WHERE session_id = ?", sessionId);

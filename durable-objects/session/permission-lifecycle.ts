@@ -97,6 +97,10 @@ export function permissionLifecycle(parts: LifecycleParts): PermissionLifecycle 
         ctx.waitUntil(gated);
         return LATER;
       },
+      note: (changes) =>
+        ctx.waitUntil(
+          parts.rules.note(changes).catch(failed("session.unseen_note_failed", "noting what the agent changed unasked failed")),
+        ),
       seen: (upTo) =>
         ctx.waitUntil(parts.rules.seen(upTo).catch(failed("session.unseen_seen_failed", "marking unseen changes seen failed"))),
       readerDone: (toolCallId) =>

@@ -58,6 +58,9 @@ export type TurnState =
       fromSeq?: number;
     };
 
+/** How far back an idle session looks for the request that named a tool call reported finished. */
+const WAS_ASKED_WINDOW = 10_000;
+
 /** What a permission request's `request` column holds (the rest of a PendingRow is in its entry). */
 interface RequestColumn {
   agentReqId: JsonRpcId;
@@ -263,6 +266,24 @@ export class SessionStore {
       seq,
     );
     return row;
+  }
+  /**
+   * Whether a permission request named this tool call: in the running turn, or (idle) among the last
+   * WAS_ASKED_WINDOW entries. Read only for a tool call reported finished that this instance did not see
+   * asked (the permission machine keeps the rest in memory), so after a restart, not per update.
+   */
+  wasAsked(toolCallId: string): boolean {
+    const turn = this.turn;
+    const from = turn.state !== "idle" ? (turn.fromSeq ?? 0) : Math.max(0, this.lastSeq() - WAS_ASKED_WINDOW);
+    return (
+      this.sql
+        .exec(
+          "SELECT 1 FROM log WHERE seq > ? AND kind = 'permission' AND json_extract(request, '$.toolCallId') = ? LIMIT 1",
+          from,
+          toolCallId,
+        )
+        .toArray().length > 0
+    );
   }
   toolCall(id: string): ToolCallRow | undefined {
     const row = this.sql.exec<{ row: string }>("SELECT row FROM tool_calls WHERE id = ?", id).toArray()[0];

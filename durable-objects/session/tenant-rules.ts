@@ -39,7 +39,7 @@ import { log } from "../../core/log";
 import type { Env } from "../../core/env";
 import type { PendingRequest, SessionMeta, SessionStore } from "./store";
 import { toolCallOf } from "../../protocol/pending-permission";
-import type { UnseenGateRequest, UnseenHold } from "../../protocol/unseen";
+import type { NewUnseenChange, UnseenGateRequest, UnseenHold } from "../../protocol/unseen";
 import { type RulesStub, objects } from "../objects";
 
 export class TenantRules {
@@ -111,6 +111,11 @@ export class TenantRules {
   /** The tenant's unseen changes (decision 0046): hold the step, or note what it may write (RulesObject root, unseen-changes.ts). */
   gate(request: UnseenGateRequest): Promise<UnseenHold | null> {
     return this.rules().unseenGate(request);
+  }
+
+  /** What the agent changed with nobody asked: unseen for the tenant. */
+  note(changes: NewUnseenChange[]): Promise<void> {
+    return this.rules().unseenNote(changes);
   }
 
   /** A person allowed a request that showed the unseen changes up to `upTo`. */

@@ -122,6 +122,9 @@ class Table implements PermissionTable {
     this.lastSeq = seq;
     this.rows.set(seq, { body, request: request ? structuredClone(request) : null, resolved: resolution?.text ?? null });
   }
+  wasAsked(): boolean {
+    return true; // the model's tool calls are all asked (permission-machine-unseen cases are the real session's)
+  }
   markAsking(permId: number, asking: number): void {
     const p = this.pendingById(permId);
     if (p) p.asking = asking;
@@ -250,6 +253,7 @@ class World {
         // The unseen changes (decision 0046) let every step go here: permission-machine-unseen.test.ts holds them.
         gate: () => null,
         seen: () => {},
+        note: () => {},
         readerDone: () => {},
       },
       audit: {

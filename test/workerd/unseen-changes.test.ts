@@ -5,7 +5,10 @@
 // shown what changed; their allow marks it seen, their reject does not. A rule-answered reader still
 // running holds a rule-answered write. The tenant's sessions share it all.
 
+import { env } from "cloudflare:test";
 import { describe, expect, it } from "vitest";
+import { objects } from "../../durable-objects/objects";
+import { restartObject } from "./fuzz-faults";
 import {
   api,
   clientWithSession,
@@ -167,5 +170,53 @@ describe("an unseen change stops a rule answering what may read it", () => {
     await client.next(isResponseTo("turn"));
     await startTurn(client, agent, sessionId, "turn2");
     await answeredByRule(agent, sessionId, edit("e1", `${CWD}/src/main.c`));
+  });
+
+  it("a tool call the agent ran without asking (an edit reported completed, never asked) is unseen: clients are told, and make test is asked naming it", async () => {
+    const t = await seedTenant();
+    await rule(t, { type: "command", prefix: ["make", "test"] });
+    const agent = await dialInAgent(t);
+    const { client, sessionId } = await session(t, agent);
+    agent.update(sessionId, { sessionUpdate: "tool_call", ...edit("u1", `${CWD}/src/main.c`), status: "completed" });
+    const told = await client.next(isMethod("_acp_gateway/ran_unasked"));
+    expect(told.params).toMatchObject({ sessionId, toolCallId: "u1", kind: "edit", changes: [`${CWD}/src/main.c`] });
+    expect(told.params.message).toMatch(/without asking anyone/);
+    const held = await heldForPeople(client, agent, sessionId, run("m1", "make test"));
+    expect(held.unseen.changes).toMatchObject([{ path: `${CWD}/src/main.c`, toolCallId: "u1", ruleId: null }]);
+  });
+
+  it("a read the agent ran without asking changes nothing; a command reported in progress before it is asked (opencode) is not unasked", async () => {
+    const t = await seedTenant();
+    await rule(t, { type: "command", prefix: ["make", "test"] });
+    const agent = await dialInAgent(t);
+    const { client, sessionId } = await session(t, agent);
+    agent.update(sessionId, {
+      sessionUpdate: "tool_call",
+      toolCallId: "r1",
+      title: "Read",
+      kind: "read",
+      locations: [{ path: `${CWD}/a` }],
+      status: "completed",
+    });
+    agent.update(sessionId, { sessionUpdate: "tool_call", ...run("m0", "make test"), status: "in_progress" });
+    await answeredByRule(agent, sessionId, run("m0", "make test"));
+    agent.update(sessionId, { sessionUpdate: "tool_call_update", toolCallId: "m0", status: "completed" });
+    await answeredByRule(agent, sessionId, run("m1", "make test"));
+    expect(client.unclaimed().filter((m) => m.method === "_acp_gateway/ran_unasked")).toEqual([]);
+  });
+
+  it("a command asked before the session restarted and reported finished after it is not unasked (the log says it was asked)", async () => {
+    const t = await seedTenant();
+    await rule(t, { type: "argv", argv: ["./build.sh"] });
+    const agent = await dialInAgent(t);
+    const { client, sessionId } = await session(t, agent);
+    const id = agent.askPermission(sessionId, run("b1", "./build.sh --fast"), OPTIONS);
+    const copy = await client.next(isCopy);
+    client.respond(copy.id, { outcome: { outcome: "selected", optionId: "once" } });
+    await agent.peer.next(isResponseTo(id));
+    await restartObject(objects.session(env, t.tenantId, sessionId));
+    agent.update(sessionId, { sessionUpdate: "tool_call_update", toolCallId: "b1", status: "completed" });
+    await answeredByRule(agent, sessionId, run("b2", "./build.sh"));
+    expect(client.unclaimed().filter((m) => m.method === "_acp_gateway/ran_unasked")).toEqual([]);
   });
 });
