@@ -181,6 +181,16 @@ describe("the console's card of a frozen operation", () => {
     expect(permissionRequested(EMPTY, 9, { toolCall: { toolCallId: "c2" }, options: ONCE }).permissions["tool:c2"]?.note).toBeUndefined();
   });
 
+  it("says why a rule did not answer: what the agent changed that nobody saw (decision 0046)", () => {
+    const message = "The agent changed /p/package.json since anyone looked, with no person asked; …";
+    const t = permissionRequested(EMPTY, 10, {
+      toolCall: { toolCallId: "c3", kind: "execute", rawInput: { command: "npm test" } },
+      options: ONCE,
+      _meta: { acpGateway: { operation: { hash: "c".repeat(64) }, unseen: { message, total: 1, upTo: 3, changes: [], readers: [] } } },
+    });
+    expect(t.permissions["tool:c3"]?.note).toBe(message);
+  });
+
   it("says why a request is asked again", () => {
     const message =
       "The agent changed this request's rawInput after it was asked: it was withdrawn and is asked again. Nothing was approved.";

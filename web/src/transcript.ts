@@ -132,15 +132,19 @@ export function permissionRequested(t: Transcript, requestId: number | string, p
     options,
     answerable: answerableOf(params),
     state: "open",
-    ...(operation ? noteOf(operation) : {}),
+    ...noteOf(operation ?? {}, isObject(gateway.unseen) ? gateway.unseen : null),
   };
   const items = t.permissions[key] ? t.items : [...t.items, { type: "permission" as const, key }];
   return { ...t, items, permissions: { ...t.permissions, [key]: permission } };
 }
 
-/** The gateway's words on a frozen operation: asked again after the agent changed it, or without raw input. */
-function noteOf(operation: JsonObject): { note?: string } {
+/**
+ * The gateway's words on a frozen operation: asked again after the agent changed it, without raw input,
+ * or asked although a rule matched because the agent changed files nobody saw (decision 0046).
+ */
+function noteOf(operation: JsonObject, unseen: JsonObject | null): { note?: string } {
   const notes: string[] = [];
+  if (unseen && typeof unseen.message === "string") notes.push(unseen.message);
   if (Array.isArray(operation.changed) && operation.changed.length > 0)
     notes.push(`The agent changed this request (${operation.changed.map(String).join(", ")}) after it was asked; this is the new one.`);
   if (typeof operation.rawInputMissing === "string") notes.push(`Always asked: ${operation.rawInputMissing}.`);

@@ -77,6 +77,12 @@ export function SessionView({ api, link, session, isNew, onBack }: Props) {
           // The copy is withdrawn and a new one follows: say why beside it.
           update((t) => operationChanged(t, m.params));
           return;
+        case GATEWAY_NOTIFICATIONS.ranUnasked:
+          // The agent ran a tool call nobody was asked about (decision 0046): rules wait until a person allows a step.
+          update((t) =>
+            notice(t, typeof m.params.message === "string" ? m.params.message : "The agent ran a tool call without asking.", "warn"),
+          );
+          return;
         case GATEWAY_NOTIFICATIONS.rulesUnavailable:
           // A request reached people without the tenant's rules: say so beside it (README, "Permission requests").
           update((t) => notice(t, typeof m.params.message === "string" ? m.params.message : "The rules could not be consulted.", "warn"));
