@@ -580,7 +580,8 @@ export class PermissionMachine<C> {
     const at = this.io.session.now();
     const toolCallId = pending.toolCallId;
     const note = paths.map((path) => ({ path, sessionId: meta.sessionId, toolCallId, ruleId, at }));
-    return { reads, note, sessionId: meta.sessionId, toolCallId };
+    // A request naming no tool call is a reader until the turn ends (no report can close it).
+    return { reads, note, sessionId: meta.sessionId, toolCallId: toolCallId ?? `request:${pending.permId}` };
   }
 
   /** The unseen changes answered later: the rule answers, or people are asked with what changed (or told the changes could not be read). */

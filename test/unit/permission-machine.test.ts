@@ -7,6 +7,8 @@
 // - a client answers (a valid option, an *_always one, `cancelled`, an option not offered, an error,
 //   a role that may not answer, a late or duplicate answer), an approval link answers;
 // - the rules or the policy answer later; a rule is created (the waiting requests reconsidered);
+// - the tenant's unseen changes let a rule's allow go, hold it, or answer later (decision 0046): no
+//   rule allows what they did not let go (planted bug: resolving on a later hold);
 // - a turn starts (with a four-eyes policy: none, not_prompter, two_approvals), is cancelled, ends;
 //   a deadline passes; clients join and leave;
 // - the agent's hand-off delivers an answer, fails (`threw`), or loses it (the agent gone);
@@ -194,6 +196,12 @@ class World {
   asked: Asked[] = [];
   ruleCreated = false;
   policyLater = false;
+  /** How the tenant's unseen changes answer a rule's allow (decision 0046): let it go, hold it, or later (either, or unreachable). */
+  gate: "go" | "held" | "later" = "go";
+  /** What the unseen changes last said of each tool call; a rule's allow may only follow "go". */
+  gated = new Map<string, "go" | "held" | "unavailable" | "waiting">();
+  /** The `upTo` of every `seen` call: a person allowed a held request. */
+  seen: number[] = [];
   /** The four-eyes policy of the running turn (every operation, when set: decision 0028). */
   fourEyes: FourEyes = "none";
   /** The first approvals recorded, by request (two_approvals), as the model follows them. */
@@ -250,9 +258,25 @@ class World {
           this.later.push({ what: `remember ${pending.permId}`, fire: () => then({ ruleId: "new" }) });
         },
         watch: () => {},
-        // The unseen changes (decision 0046) let every step go here: permission-machine-unseen.test.ts holds them.
-        gate: () => null,
-        seen: () => {},
+        // The tenant's unseen changes (decision 0046): as the world's `gate` mode says, now or later.
+        gate: (request, then) => {
+          const toolCallId = request.toolCallId ?? "";
+          if (this.gate === "go" || this.gate === "held") {
+            this.gated.set(toolCallId, this.gate);
+            return this.gate === "held" ? HOLD : null;
+          }
+          this.gated.set(toolCallId, "waiting");
+          this.later.push({
+            what: `unseen changes of ${toolCallId}`,
+            fire: (choice) => {
+              const answer = choice % 3 === 0 ? "go" : choice % 3 === 1 ? "held" : "unavailable";
+              this.gated.set(toolCallId, answer);
+              then(answer === "go" ? null : answer === "held" ? HOLD : RULES_UNAVAILABLE);
+            },
+          });
+          return LATER;
+        },
+        seen: (upTo) => void this.seen.push(upTo),
         note: () => {},
         readerDone: () => {},
       },
@@ -298,6 +322,14 @@ function modeOf(pending: PendingRequest): RuleMode {
   return (pending.toolCall?.title as RuleMode | undefined) ?? "none";
 }
 
+/** What the tenant's unseen changes answer when they hold a step: one change, newest id 7. */
+const HOLD = {
+  total: 1,
+  upTo: 7,
+  readers: [],
+  changes: [{ id: 7, path: "/w/Makefile.sh", sessionId: "s", toolCallId: "tc0", ruleId: "rule_allow", at: 0 }],
+};
+
 function rule(mode: "allow" | "reject"): RuleDecision {
   return { decision: mode, optionId: mode === "allow" ? "a1" : "r1", ruleId: `rule_${mode}`, description: mode };
 }
@@ -322,6 +354,7 @@ type Command =
   | { t: "join"; client: number }
   | { t: "leave"; client: number }
   | { t: "ruleCreated" }
+  | { t: "unseen"; gate: "go" | "held" | "later" }
   | { t: "evict" };
 
 const command: fc.Arbitrary<Command> = fc.oneof(
@@ -376,6 +409,10 @@ const command: fc.Arbitrary<Command> = fc.oneof(
   { weight: 2, arbitrary: fc.record({ t: fc.constant("join" as const), client: fc.nat(3) }) },
   { weight: 1, arbitrary: fc.record({ t: fc.constant("leave" as const), client: fc.nat(3) }) },
   { weight: 1, arbitrary: fc.record({ t: fc.constant("ruleCreated" as const) }) },
+  {
+    weight: 1,
+    arbitrary: fc.record({ t: fc.constant("unseen" as const), gate: fc.constantFrom<"go" | "held" | "later">("go", "held", "later") }),
+  },
   { weight: 1, arbitrary: fc.record({ t: fc.constant("evict" as const) }) },
   { weight: 1, arbitrary: fc.record({ t: fc.constant("gone" as const) }) },
 );
@@ -621,6 +658,10 @@ function run(w: World, c: Command): void {
       w.attached.delete(client);
       return;
     }
+    case "unseen": {
+      w.gate = c.gate;
+      return;
+    }
     case "ruleCreated": {
       // A rule that matches the requests waiting now (the next consults decide as before).
       w.ruleCreated = true;
@@ -726,6 +767,20 @@ function invariants(w: World): void {
     if (resolved.params?.decidedBy?.type === "rule")
       check(resolved.params.outcome?.optionId !== "a1", `request ${permId} without raw input was allowed by a rule`);
   }
+  // No rule allows a step the tenant's unseen changes did not let go (decision 0046), and only a held
+  // request's resolution may mark them seen.
+  for (const [permId, row] of w.table.rows) {
+    if (!row.request || row.resolved === null) continue;
+    const resolved = JSON.parse(row.resolved) as { params?: { decidedBy?: DecidedBy; outcome?: { optionId?: string } } };
+    if (resolved.params?.decidedBy?.type === "rule" && resolved.params.outcome?.optionId === "a1") {
+      const said = w.gated.get(row.request.toolCallId ?? "");
+      check(said === "go", `request ${permId} was allowed by a rule while the unseen changes said ${said ?? "nothing"}`);
+    }
+  }
+  check(
+    w.seen.length <= [...w.table.rows.values()].filter((r) => r.request?.unseen && r.resolved !== null).length,
+    `seen was called ${w.seen.length} times, more than held requests were resolved`,
+  );
   // Four eyes that nobody attached can approve is told (`four_eyes_unsatisfiable`), at least once since it became so.
   for (const p of w.table.pending()) {
     const asked = w.asked.find((a) => a.permId === p.permId)!;
@@ -821,6 +876,33 @@ const FIXED: [string, Command[], FourEyes?][] = [
       { t: "ask", mode: "none" },
       { t: "turn", what: "cancel", policyLater: false },
       { t: "deliver", how: "threw" },
+    ],
+  ],
+  [
+    // The planted bug that found it (decision 0046): a rule's allow resolved although the unseen changes,
+    // answering later, held it.
+    "a rule created while a request waits does not allow it when the unseen changes, answering later, hold it",
+    [
+      { t: "ask", mode: "none", raw: true },
+      { t: "unseen", gate: "later" },
+      { t: "ruleCreated" },
+      { t: "settle", index: 0, choice: 1 },
+      { t: "withdraw", request: 0 },
+      { t: "settle", index: 0, choice: 0 },
+      { t: "change", request: 0, what: "command" },
+      { t: "ruleCreated" },
+      { t: "turn", what: "start", policyLater: false, fourEyes: "none" },
+    ],
+  ],
+  [
+    "a held request is asked of people: a rule's allow never answers it, a person's allow does",
+    [
+      { t: "unseen", gate: "held" },
+      { t: "ask", mode: "allow" },
+      { t: "answer", client: 1, request: 0, choice: "a1" },
+      { t: "deliver", how: "ok" },
+      { t: "unseen", gate: "go" },
+      { t: "ask", mode: "allow" },
     ],
   ],
   [
