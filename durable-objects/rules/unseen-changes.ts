@@ -17,7 +17,7 @@ import {
  * A reader no session said finished (its session evicted mid-turn, then gone) stops holding writes
  * after this long: the bound on a leak, longer than any turn a person waits through.
  */
-export const READER_LEASE_MS = 6 * 60 * 60 * 1000;
+const READER_LEASE_MS = 6 * 60 * 60 * 1000;
 
 /**
  * The most changes kept one by one. Past it a change is kept as one ANYTHING entry (the newest), so the

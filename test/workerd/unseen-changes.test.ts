@@ -8,6 +8,7 @@
 import { env } from "cloudflare:test";
 import { describe, expect, it } from "vitest";
 import { objects } from "../../durable-objects/objects";
+import { MAX_UNSEEN_ROWS } from "../../durable-objects/rules/unseen-changes";
 import { restartObject } from "./fuzz-faults";
 import {
   api,
@@ -218,5 +219,21 @@ describe("an unseen change stops a rule answering what may read it", () => {
     agent.update(sessionId, { sessionUpdate: "tool_call_update", toolCallId: "b1", status: "completed" });
     await answeredByRule(agent, sessionId, run("b2", "./build.sh"));
     expect(client.unclaimed().filter((m) => m.method === "_acp_gateway/ran_unasked")).toEqual([]);
+  });
+
+  it("the tenant's unseen changes are bounded: past the bound the newest is one '*' (a new id each time), so a person's earlier look never clears it", async () => {
+    const t = await seedTenant();
+    const root = objects.rules(env, t.tenantId);
+    const change = (i: number) => ({ path: `${CWD}/f${i}`, sessionId: "s", toolCallId: `u${i}`, ruleId: null, at: i });
+    await root.unseenNote(Array.from({ length: MAX_UNSEEN_ROWS + 5 }, (_, i) => change(i)));
+    const first = await root.unseenNow();
+    expect(first?.total).toBe(MAX_UNSEEN_ROWS + 1);
+    await root.unseenNote([change(9999)]);
+    const later = await root.unseenNow();
+    expect(later?.total).toBe(MAX_UNSEEN_ROWS + 1);
+    expect(later!.upTo).toBeGreaterThan(first!.upTo);
+    // A person who saw up to the first look clears all but the newest "*".
+    await root.unseenSeen(first!.upTo);
+    expect(await root.unseenNow()).toMatchObject({ total: 1, changes: [{ path: "*" }] });
   });
 });
