@@ -9,6 +9,8 @@ export const CLOSE = {
   protocolError: 1002,
   /** Closed without a status (what workerd reports; never sent: answered with `normal`). */
   noStatus: 1005,
+  /** The peer's side failed (an error event on its socket): what the other side of the relay is told. */
+  internalError: 1011,
   /** The gateway's side restarted (a session's or the agent connection's object): reconnect and session/load. */
   serviceRestart: 1012,
   /** The key could not be re-checked for the grace period (D1 unavailable): reconnect later. */

@@ -137,10 +137,10 @@ export class AgentConnection {
     });
     agent.addEventListener("message", (event) => this.fromAgent(event.data));
     agent.addEventListener("close", (event) => this.agentClosed(event.code, event.reason));
-    agent.addEventListener("error", () => this.agentClosed(1011, "connection error"));
+    agent.addEventListener("error", () => this.agentClosed(CLOSE.internalError, "connection error"));
     control.addEventListener("message", (event) => this.fromAgentObject(event.data));
     control.addEventListener("close", (event) => this.controlClosed(event.code, event.reason));
-    control.addEventListener("error", () => this.controlClosed(1011, "the gateway's agent object failed"));
+    control.addEventListener("error", () => this.controlClosed(CLOSE.internalError, "the gateway's agent object failed"));
   }
 
   /** Before the agent's first frame: the tenant's first lease of its message rate (one call to its counter). */
@@ -250,7 +250,7 @@ export class AgentConnection {
   /** The hold stayed over its bound: closed 4429 with the reason; the sessions hear FLOOD_REASON. */
   private overflowed(why: HoldClose): void {
     this.rates.closeHeld(this.agent, EDGE_EPOCH, this.principal.tenantId, why);
-    this.agentClosed(1000, FLOOD_REASON);
+    this.agentClosed(CLOSE.normal, FLOOD_REASON);
   }
 
   private takeAnswerOwner(id: JsonRpcId | null | undefined): string | undefined {
@@ -421,7 +421,7 @@ export class AgentConnection {
     this.hold.end();
     this.metrics.close();
     if (this.closing) return this.closeWhenDrained();
-    this.closing = { code: 1000, reason };
+    this.closing = { code: CLOSE.normal, reason };
     const passOn = isApplicationCloseCode(code);
     try {
       this.agent.close(
@@ -437,7 +437,7 @@ export class AgentConnection {
 
 /** A code `close()` accepts (1000 or 3000–4999); others are named in the reason. */
 function sendableCode(code: number): number {
-  return code === 1000 || (code >= 3000 && code <= 4999) ? code : 1000;
+  return code === CLOSE.normal || (code >= 3000 && code <= 4999) ? code : CLOSE.normal;
 }
 
 /** A close reason fits in 123 bytes. */
