@@ -269,7 +269,7 @@ export class RulesObject extends DurableObject<Env> implements RulesContract {
   }
 
   /**
-   * This object's tenant: its name (RULES is named by the tenant id; object-name.ts). Its RPC methods
+   * This object's tenant: its name (RULES is named by the tenant id; objects.ts `objectNames`). Its RPC methods
    * take no tenant id: a stub reaches the object only by that name, so every call is for this tenant.
    */
   private tenantId(): string {

@@ -438,7 +438,7 @@ export class SessionObject extends DurableObject<Env> implements SessionContract
   }
 
   /**
-   * Who this session is: its name `${tenantId}/${sessionId}` (object-name.ts), or, when workerd lost
+   * Who this session is: its name `${tenantId}/${sessionId}` (objects.ts `objectNames`, `splitName`), or, when workerd lost
    * the name (an alarm after a runtime restart), its stored meta.
    */
   private ref(): SessionRef | undefined {
