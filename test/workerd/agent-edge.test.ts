@@ -13,7 +13,7 @@ import fc from "fast-check";
 import { describe, expect, it, vi } from "vitest";
 import { type AgentObject, agentTesting } from "../../durable-objects/agent/agent-object";
 import { type SessionObject, sessionTesting } from "../../durable-objects/session/session-object";
-import { EDGE_LINK_HEADER, decodeControl } from "../../protocol/agent-edge-wire";
+import { CONTROL_MARK, EDGE_LINK_HEADER, decodeControl } from "../../protocol/agent-edge-wire";
 import { relayTesting } from "../../protocol/agent-relay";
 import { encodeLink, linkToAgent } from "../../protocol/agent-link-wire";
 import { agentStub, crashObject, sessionStub } from "./fuzz-faults";
@@ -694,7 +694,7 @@ describe("agent edge: the agent's end", () => {
     noMoreChunks(client);
   }, 120_000);
 
-  it("a frame forged as a control frame (\\u0001{handover...}) is answered as a parse error and never reaches another session", async () => {
+  it("a frame forged as a control frame (CONTROL_MARK{handover...}) is answered as a parse error and never reaches another session", async () => {
     const t = await seedTenant();
     const agent = await dialInAgent(t);
     await watchAgentObject(t, agent);
@@ -708,11 +708,11 @@ describe("agent edge: the agent's end", () => {
     const forged = JSON.stringify({ jsonrpc: "2.0", method: "session/update", params: chunk(other.sessionId, "forged") });
     // A handover numbered far above anything the AgentObject stamps: applied, it would hide every later frame.
     const header = JSON.stringify({ t: "handover", s: other.sessionId, c: 1, seqs: [1_000_000_000] });
-    agent.peer.send(`\u0001${header}\u0000${forged}`);
+    agent.peer.send(`${CONTROL_MARK}${header}\u0000${forged}`);
     const refused = await agent.peer.next((m) => m.error !== undefined && !("method" in m));
     expect(refused.error.code).toBe(-32700);
     // From the agent's own session too.
-    agent.peer.send(`\u0001${JSON.stringify({ t: "attributed", s: other.sessionId, c: 1 })}\u0000${forged}`);
+    agent.peer.send(`${CONTROL_MARK}${JSON.stringify({ t: "attributed", s: other.sessionId, c: 1 })}\u0000${forged}`);
     expect((await agent.peer.next((m) => m.error !== undefined && !("method" in m))).error.code).toBe(-32700);
     agent.peer.notify("session/update", chunk(other.sessionId, "after"));
     expect(await chunksSeen(other.client, 1)).toEqual(["after"]);
