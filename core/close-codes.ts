@@ -31,3 +31,15 @@ export const CLOSE = {
 export function isApplicationCloseCode(code: number): boolean {
   return code >= 4000 && code <= 4999;
 }
+
+/**
+ * Closes a socket (or anything closed by code and reason) that may be closing or closed already, when
+ * that is fine: close() throws then, and its close event, or the one before, follows either way.
+ */
+export function closeQuietly(socket: { close(code: number, reason: string): void }, code: number, reason: string): void {
+  try {
+    socket.close(code, reason);
+  } catch {
+    // already closing or closed
+  }
+}

@@ -45,6 +45,7 @@ import { displayString } from "./display-text";
 import { stage } from "./stage-timing";
 import { ErrorCode } from "../core/rpc-errors";
 import { type LogContext, type LogLevel, log } from "../core/log";
+import { testSeams } from "../core/test-seam";
 
 /**
  * What a session sends towards its agent (the AgentObject's `toAgent`; agent/contract.ts). The
@@ -226,14 +227,10 @@ export interface RelayTesting {
   grant(sessionId: string, c: number): void;
 }
 
-const seams = new WeakMap<AgentRelay, RelayTesting>();
+const seams = testSeams<AgentRelay, RelayTesting>("AgentRelay");
 
 /** A live relay's test seam (RelayTesting). */
-export function relayTesting(relay: AgentRelay): RelayTesting {
-  const seam = seams.get(relay);
-  if (!seam) throw new Error("not an AgentRelay");
-  return seam;
-}
+export const relayTesting = seams.of;
 
 export class AgentRelay {
   private readonly testing: RelayTesting;
@@ -275,7 +272,7 @@ export class AgentRelay {
         if (line) this.sendGrant(line, sessionId, c);
       },
     };
-    seams.set(this, this.testing);
+    seams.attach(this, this.testing);
   }
 
   private get tables(): AgentTables {

@@ -37,7 +37,7 @@ import { type Limits, heldFullError, limitsOf } from "../protocol/tenant-limits"
 import { AgentHold, type HoldClose, HostedSessions, type Share, type Wake, utf8Bytes } from "../protocol/agent-hold";
 import { stage, stageTimingFrom } from "../protocol/stage-timing";
 import type { Env } from "../core/env";
-import { CLOSE, isApplicationCloseCode } from "../core/close-codes";
+import { CLOSE, closeQuietly, isApplicationCloseCode } from "../core/close-codes";
 import { type SessionStub, gatewayObjects, objects } from "../durable-objects/objects";
 import { type LogContext, type LogLevel, log } from "../core/log";
 import { ConnectionMetrics } from "../connection/connection-metrics";
@@ -391,11 +391,7 @@ export class AgentConnection {
     if (this.closing) return;
     this.metrics.close();
     this.closing = { code: sendableCode(code), reason: closeReason(reason || `closed with code ${code}`) };
-    try {
-      this.agent.close(this.closing.code, this.closing.reason);
-    } catch {
-      // already closed
-    }
+    closeQuietly(this.agent, this.closing.code, this.closing.reason);
     this.closeWhenDrained();
   }
 
@@ -404,11 +400,7 @@ export class AgentConnection {
     this.links.closeAll();
     if (!this.controlOpen) return;
     this.controlOpen = false;
-    try {
-      this.control.close(this.closing.code, this.closing.reason);
-    } catch {
-      // already closed
-    }
+    closeQuietly(this.control, this.closing.code, this.closing.reason);
   }
 
   /**
@@ -423,14 +415,11 @@ export class AgentConnection {
     if (this.closing) return this.closeWhenDrained();
     this.closing = { code: CLOSE.normal, reason };
     const passOn = isApplicationCloseCode(code);
-    try {
-      this.agent.close(
-        passOn ? code : CLOSE.serviceRestart,
-        closeReason(passOn ? reason : `the gateway's agent connection restarted; reconnect (${reason || code})`),
-      );
-    } catch {
-      // already closed
-    }
+    closeQuietly(
+      this.agent,
+      passOn ? code : CLOSE.serviceRestart,
+      closeReason(passOn ? reason : `the gateway's agent connection restarted; reconnect (${reason || code})`),
+    );
     this.closeWhenDrained();
   }
 }

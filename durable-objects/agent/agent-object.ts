@@ -24,7 +24,8 @@ import { ANSWERED_KEPT, type Admission, type AgentLine, AgentRelay, agentFailing
 import type { Stamped } from "../../protocol/agent-outbox";
 import { AgentStore } from "./store";
 import { stage, stageTimingFrom } from "../../protocol/stage-timing";
-import { CLOSE } from "../../core/close-codes";
+import { CLOSE, closeQuietly } from "../../core/close-codes";
+import { testSeams } from "../../core/test-seam";
 import { ErrorCode } from "../../core/rpc-errors";
 import { type SessionStub, gatewayObjects, objects } from "../objects";
 import { Pending } from "../pending";
@@ -73,12 +74,9 @@ export interface AgentTesting {
   /** Replaces the stub the instance delivers to a session through (by RPC and to open its link). */
   session?: (sessionId: string, real: SessionStub) => SessionStub;
 }
-const testing = new WeakMap<AgentObject, AgentTesting>();
-export function agentTesting(instance: AgentObject): AgentTesting {
-  const seam = testing.get(instance);
-  if (!seam) throw new Error("not an AgentObject instance");
-  return seam;
-}
+const seams = testSeams<AgentObject, AgentTesting>("AgentObject");
+/** A live instance's test seam (AgentTesting). */
+export const agentTesting = seams.of;
 
 export class AgentObject extends DurableObject<Env> implements AgentContract {
   private readonly store: AgentStore;
@@ -127,7 +125,7 @@ export class AgentObject extends DurableObject<Env> implements AgentContract {
       },
     });
     const store = this.store;
-    testing.set(this, {
+    seams.attach(this, {
       relay: this.relay,
       links: linksTesting(this.links),
       get epoch() {
@@ -349,7 +347,7 @@ export class AgentObject extends DurableObject<Env> implements AgentContract {
       stub = objects.session(this.env, tenantId, sessionId);
       this.sessionStubs.set(sessionId, stub);
     }
-    const replace = testing.get(this)?.session;
+    const replace = seams.find(this)?.session;
     return replace ? replace(sessionId, stub) : stub;
   }
 
@@ -510,14 +508,6 @@ export class AgentObject extends DurableObject<Env> implements AgentContract {
   /** A log line carrying this agent's tenant and name (core/log.ts). */
   private log(level: LogLevel, event: string, msg: string, context: LogContext = {}, error?: unknown): void {
     log(level, event, msg, { tenantId: this.store.meta?.tenantId, agent: this.store.meta?.name, ...context }, error);
-  }
-}
-
-function closeQuietly(ws: WebSocket, code: number, reason: string): void {
-  try {
-    ws.close(code, reason);
-  } catch {
-    // already closing
   }
 }
 

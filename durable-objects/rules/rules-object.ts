@@ -37,6 +37,7 @@ import {
 import { RulesShard } from "./rules-shard";
 import { objects, splitName } from "../objects";
 import { log } from "../../core/log";
+import { testSeams } from "../../core/test-seam";
 
 /** Copies of the rules read again because they changed while they loaded, before the shard is refused. */
 const MAX_SNAPSHOT_RETRIES = 3;
@@ -59,19 +60,15 @@ export interface RulesTesting {
   d1?: D1Database;
 }
 
-const seams = new WeakMap<RulesObject, RulesTesting>();
+const seams = testSeams<RulesObject, RulesTesting>("RulesObject");
 
 /** The tenant's D1 for an instance: its env's, unless a test put a faulty one in its seam (`RulesTesting.d1`). */
 function d1Of(instance: RulesObject, env: Env): D1Database {
-  return seams.get(instance)?.d1 ?? env.DB;
+  return seams.find(instance)?.d1 ?? env.DB;
 }
 
 /** A live instance's test seam (RulesTesting). */
-export function rulesTesting(instance: RulesObject): RulesTesting {
-  const seam = seams.get(instance);
-  if (!seam) throw new Error("not a RulesObject instance");
-  return seam;
-}
+export const rulesTesting = seams.of;
 
 export class RulesObject extends DurableObject<Env> implements RulesContract {
   private compiled?: { tenantId: string; rules: CompiledTenantRules };
@@ -121,7 +118,7 @@ export class RulesObject extends DurableObject<Env> implements RulesContract {
     }
     const giver = this.shard?.giver ?? this.giver;
     const changeCalls = () => this.changeCalls;
-    seams.set(this, {
+    seams.attach(this, {
       name: ctx.id.name,
       get leaseMs() {
         return giver?.leaseMs ?? 0;
