@@ -161,7 +161,7 @@ export class ClientConnection {
       }
       this.initialized = true;
     }
-    if (isResponse(message)) return this.onClientResponse(message, text);
+    if (isResponse(message)) return this.onClientResponse(message);
     if (!admitted && !this.withinRate(message.method, isRequest(message) ? message.id : null)) return;
     try {
       if (isRequest(message)) await this.onClientRequest(message.id, message.method, message, text);
@@ -242,8 +242,8 @@ export class ClientConnection {
     );
   }
 
-  private onClientResponse(message: Message & { id: JsonRpcId | null }, text: string): void {
-    const answer = this.ids.toSession(message.id, text);
+  private onClientResponse(message: Message & { id: JsonRpcId | null }): void {
+    const answer = this.ids.toSession(message);
     if (!answer) return; // Answer to a request that was withdrawn, or not ours: nothing to do.
     const session = this.sessions.get(answer.sessionId);
     if (!session) return;
