@@ -46,7 +46,7 @@ const MAX_SNAPSHOT_RETRIES = 3;
  * The test seam (test/workerd/tenant-rules.test.ts), given the instance runInDurableObject hands a
  * test. No member of the class, so nothing a stub can reach over RPC.
  */
-export interface RulesTesting {
+interface RulesTesting {
   /** The object's name: the tenant (root) or `${tenantId}/${index}` (a shard). */
   readonly name: string | undefined;
   /** The lease it hands (ms): a shard's to its sessions, the root's to its shards; a test may lengthen it to observe a fence or hold a path steady. */
