@@ -3,6 +3,47 @@
 import js from "@eslint/js";
 import tseslint from "typescript-eslint";
 
+// no-restricted-syntax takes one list per file: a later block's list replaces an earlier one's, so each
+// block below names every selector that applies to its files.
+
+/** Durable Objects are reached through durable-objects/objects.ts, where names are built and stubs typed. */
+const reachObjects = {
+  selector: "MemberExpression[property.name=/^(idFromName|getByName|idFromString|newUniqueId)$/]",
+  message:
+    "Reach a Durable Object through durable-objects/objects.ts (objects.session(env, …) etc.): names are built and stubs typed there.",
+};
+
+/** The session's turn changes in durable-objects/session/turn.ts only. */
+const turnInOneModule = {
+  selector: "AssignmentExpression[left.type='MemberExpression'][left.property.name='turn'][left.object.type!='ThisExpression']",
+  message: "The session's turn changes only in durable-objects/session/turn.ts (TurnControl): add a method there.",
+};
+
+/** A WebSocket close code (1000–4999) written as a number where a close code goes. */
+const CLOSE_LITERAL = "Literal[value>=1000][value<=4999]";
+/**
+ * Codes are named in core/ only: a close code given to anything called *close* or *Closed*, set as a
+ * `code`, or compared with a `code`; a JSON-RPC error code (-32xxx) anywhere.
+ */
+const literalCodes = [
+  {
+    selector: `:matches(CallExpression[callee.name=/close/i], CallExpression[callee.property.name=/close/i]) > ${CLOSE_LITERAL}`,
+    message: "Name the close code from core/close-codes.ts (CLOSE.normal, …); add it there if it is new.",
+  },
+  {
+    selector: `Property[key.name=/^(code|closeCode)$/] > ${CLOSE_LITERAL}.value`,
+    message: "Name the close code from core/close-codes.ts (CLOSE.normal, …); add it there if it is new.",
+  },
+  {
+    selector: `BinaryExpression[operator=/^[!=]==?$/]:matches([left.name=/code$/i], [right.name=/code$/i]) > ${CLOSE_LITERAL}`,
+    message: "Name the close code from core/close-codes.ts (CLOSE.normal, …); add it there if it is new.",
+  },
+  {
+    selector: "UnaryExpression[operator='-'] > Literal[value>=32000][value<=32999]",
+    message: "Name the JSON-RPC error code from core/rpc-errors.ts (ErrorCode.invalidParams, …); add it there if it is new.",
+  },
+];
+
 export default tseslint.config(
   {
     ignores: [
@@ -35,38 +76,28 @@ export default tseslint.config(
   },
   {
     // Objects are named in one place (durable-objects/objects.ts), which types each stub by its contract.
-    files: ["core/**", "protocol/**", "db/**", "connection/**", "durable-objects/**", "worker/**"],
+    files: ["core/**"],
+    rules: { "no-restricted-syntax": ["error", reachObjects] },
+  },
+  {
+    // Codes come from core/'s registries; a test may spell the wire's own numbers (it checks them).
+    files: ["cli/**", "web/src/**", "scripts/**", "demo/**", "bench/**"],
+    rules: { "no-restricted-syntax": ["error", ...literalCodes] },
+  },
+  {
+    files: ["protocol/**", "db/**", "connection/**", "durable-objects/**", "worker/**"],
     ignores: ["durable-objects/objects.ts"],
-    rules: {
-      "no-restricted-syntax": [
-        "error",
-        {
-          selector: "MemberExpression[property.name=/^(idFromName|getByName|idFromString|newUniqueId)$/]",
-          message:
-            "Reach a Durable Object through durable-objects/objects.ts (objects.session(env, …) etc.): names are built and stubs typed there.",
-        },
-      ],
-    },
+    rules: { "no-restricted-syntax": ["error", reachObjects, ...literalCodes] },
+  },
+  {
+    files: ["durable-objects/objects.ts"],
+    rules: { "no-restricted-syntax": ["error", ...literalCodes] },
   },
   {
     // The session's turn is changed in one module only (durable-objects/session/turn.ts, TurnControl).
-    // (Repeats the rule above: a later block's no-restricted-syntax replaces an earlier one's.)
     files: ["durable-objects/**"],
     ignores: ["durable-objects/objects.ts", "durable-objects/session/turn.ts"],
-    rules: {
-      "no-restricted-syntax": [
-        "error",
-        {
-          selector: "MemberExpression[property.name=/^(idFromName|getByName|idFromString|newUniqueId)$/]",
-          message:
-            "Reach a Durable Object through durable-objects/objects.ts (objects.session(env, …) etc.): names are built and stubs typed there.",
-        },
-        {
-          selector: "AssignmentExpression[left.type='MemberExpression'][left.property.name='turn'][left.object.type!='ThisExpression']",
-          message: "The session's turn changes only in durable-objects/session/turn.ts (TurnControl): add a method there.",
-        },
-      ],
-    },
+    rules: { "no-restricted-syntax": ["error", reachObjects, turnInOneModule, ...literalCodes] },
   },
   {
     // Command-line programs and scripts talk to people on stdout.

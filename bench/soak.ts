@@ -16,6 +16,7 @@ import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { WebSocket } from "ws";
+import { CLOSE } from "../core/close-codes.ts";
 import { ROOT, startLocalGateway } from "../scripts/local-gateway.ts";
 
 type Json = Record<string, any>;
@@ -90,7 +91,7 @@ class Conn {
     return new Promise((resolve) => {
       if (this.ws.readyState === WebSocket.CLOSED) return resolve();
       this.ws.once("close", () => resolve());
-      this.ws.close(1000, "soak");
+      this.ws.close(CLOSE.normal, "soak");
     });
   }
 }

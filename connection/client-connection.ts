@@ -38,7 +38,7 @@ import { gateModeChanges } from "./mode-gate";
 import { logTracedRequest } from "./trace";
 import { stage, stageTimingFrom } from "../protocol/stage-timing";
 import type { Principal } from "../core/principal";
-import { CLOSE } from "../core/close-codes";
+import { CLOSE, closeQuietly } from "../core/close-codes";
 import { ErrorCode } from "../core/rpc-errors";
 import { servedCapabilities } from "../protocol/served-capabilities";
 import { ConnectionMetrics } from "./connection-metrics";
@@ -129,15 +129,19 @@ export class ClientConnection {
       return;
     }
     if (verdict === "keep") return;
-    try {
-      if (verdict === "unverified") {
-        this.sink.close(CLOSE.tryAgainLater, "the gateway could not verify the API key (its database is unavailable); reconnect later");
-      } else if (this.principal.credential.type === "token") {
-        this.sink.close(CLOSE.credentialsRevoked, "the identity token expired, or the tenant was disabled: reconnect with a fresh token");
-      } else this.sink.close(CLOSE.credentialsRevoked, "the API key was revoked or expired, or the tenant was disabled");
-    } catch {
-      // already closed
-    }
+    if (verdict === "unverified") {
+      closeQuietly(
+        this.sink,
+        CLOSE.tryAgainLater,
+        "the gateway could not verify the API key (its database is unavailable); reconnect later",
+      );
+    } else if (this.principal.credential.type === "token") {
+      closeQuietly(
+        this.sink,
+        CLOSE.credentialsRevoked,
+        "the identity token expired, or the tenant was disabled: reconnect with a fresh token",
+      );
+    } else closeQuietly(this.sink, CLOSE.credentialsRevoked, "the API key was revoked or expired, or the tenant was disabled");
     this.close();
   }
 
@@ -157,7 +161,7 @@ export class ClientConnection {
       }
       this.initialized = true;
     }
-    if (isResponse(message)) return this.onClientResponse(message, text);
+    if (isResponse(message)) return this.onClientResponse(message);
     if (!admitted && !this.withinRate(message.method, isRequest(message) ? message.id : null)) return;
     try {
       if (isRequest(message)) await this.onClientRequest(message.id, message.method, message, text);
@@ -238,8 +242,8 @@ export class ClientConnection {
     );
   }
 
-  private onClientResponse(message: Message & { id: JsonRpcId | null }, text: string): void {
-    const answer = this.ids.toSession(message.id, text);
+  private onClientResponse(message: Message & { id: JsonRpcId | null }): void {
+    const answer = this.ids.toSession(message);
     if (!answer) return; // Answer to a request that was withdrawn, or not ours: nothing to do.
     const session = this.sessions.get(answer.sessionId);
     if (!session) return;

@@ -1,6 +1,8 @@
 // Where a ClientConnection's outgoing messages go. The connection logic is the same for every
 // transport; a sink is the one thing that differs: a WebSocket, or an HTTP connection's SSE streams.
 
+import { closeQuietly } from "../core/close-codes";
+
 export interface ClientSink {
   /** One JSON-RPC message as text; `sessionId` names the session it came from, when it came from one. */
   send(text: string, sessionId?: string): void;
@@ -12,12 +14,6 @@ export interface ClientSink {
 export function webSocketSink(socket: WebSocket): ClientSink {
   return {
     send: (text) => socket.send(text),
-    close: (code, reason) => {
-      try {
-        socket.close(code, reason);
-      } catch {
-        // already closed
-      }
-    },
+    close: (code, reason) => closeQuietly(socket, code, reason),
   };
 }

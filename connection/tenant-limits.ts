@@ -1,7 +1,7 @@
 // The callers' side of the TenantLimitsObject: a connection's rate gate (its own rate and its lease of
 // the tenant's), and its slot among the connections of its key.
 
-import { CLOSE } from "../core/close-codes";
+import { CLOSE, closeQuietly } from "../core/close-codes";
 import type { HoldClose } from "../protocol/agent-hold";
 import type { JsonRpcId } from "../protocol/jsonrpc";
 import { RateGate } from "../protocol/rate-limit";
@@ -141,11 +141,7 @@ export class AgentRates {
     this.gateFor(epoch, tenantId).closed = true;
     const mib = (why.heldBytes / (1024 * 1024)).toFixed(1);
     const held = why.cause === "sustained" ? `over ${mib} MiB waiting for 5 s` : `${mib} MiB waiting`;
-    try {
-      ws.close(CLOSE.rateExceeded, `kept sending faster than ${why.rate} messages a second (${held})`);
-    } catch {
-      // already closing
-    }
+    closeQuietly(ws, CLOSE.rateExceeded, `kept sending faster than ${why.rate} messages a second (${held})`);
   }
 }
 
@@ -153,9 +149,5 @@ export class AgentRates {
 export const FLOOD_REASON = "kept sending over its message rate";
 
 function closeFlood(ws: WebSocket, whose: string, perSecond: number): void {
-  try {
-    ws.close(CLOSE.rateExceeded, `kept sending ${whose} ${perSecond} messages a second`);
-  } catch {
-    // already closing
-  }
+  closeQuietly(ws, CLOSE.rateExceeded, `kept sending ${whose} ${perSecond} messages a second`);
 }

@@ -9,6 +9,8 @@ export const CLOSE = {
   protocolError: 1002,
   /** Closed without a status (what workerd reports; never sent: answered with `normal`). */
   noStatus: 1005,
+  /** The peer's side failed (an error event on its socket): what the other side of the relay is told. */
+  internalError: 1011,
   /** The gateway's side restarted (a session's or the agent connection's object): reconnect and session/load. */
   serviceRestart: 1012,
   /** The key could not be re-checked for the grace period (D1 unavailable): reconnect later. */
@@ -28,4 +30,16 @@ export const CLOSE = {
 /** Whether a close code is the application's own (4000–4999): passed on as it is. */
 export function isApplicationCloseCode(code: number): boolean {
   return code >= 4000 && code <= 4999;
+}
+
+/**
+ * Closes a socket (or anything closed by code and reason) that may be closing or closed already, when
+ * that is fine: close() throws then, and its close event, or the one before, follows either way.
+ */
+export function closeQuietly(socket: { close(code: number, reason: string): void }, code: number, reason: string): void {
+  try {
+    socket.close(code, reason);
+  } catch {
+    // already closing or closed
+  }
 }

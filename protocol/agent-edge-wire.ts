@@ -20,12 +20,14 @@
 
 import { type JsonRpcId, isId } from "./jsonrpc";
 import { decodeFrame, encodeFrame, textsOf } from "./object-frame";
+import { WIRE_MARK } from "./wire-marks";
 /** The header on the control socket's upgrade that marks it as the edge's (value "1"). */
 export const AGENT_EDGE_HEADER = "X-Acp-Gateway-Agent-Edge";
 /** The header the edge opens a session link with (value: the agent's name), beside AGENT_LINK_HEADER's. */
 export const EDGE_LINK_HEADER = "X-Acp-Gateway-Edge-Link";
 
-export const CONTROL_MARK = "\u0001";
+/** Opens a framed message on the control socket (wire-marks.ts: no other wire's mark). */
+export const CONTROL_MARK = WIRE_MARK.control;
 
 export type EdgeToAgentObject =
   { t: "attributed"; s: string; c: number; text: string } | { t: "handover"; s: string; c: number; seqs: number[]; texts: string[] };

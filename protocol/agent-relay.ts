@@ -204,39 +204,7 @@ const GRANT_NUMBERS = 4096;
 /** How many answers a woken instance remembers against second tries (a retry comes within seconds). */
 export const ANSWERED_KEPT = 1024;
 
-/**
- * The test seam (test/workerd/agent-*.test.ts, through `relayTesting`): what a test may set on one
- * live relay to watch or steer it, in place of casts to private members. No member of the class;
- * the relay reads it only at the points each field names, and an unset hook changes nothing.
- */
-export interface RelayTesting {
-  /** False: this relay grants the edge nothing (`maybeGrant`), so every frame goes through the object. */
-  grants: boolean;
-  /** Called for each item queued for a session (`enqueue`): what goes through the object. */
-  queued?: (sessionId: string, item: SessionItem) => void;
-  /** Called for each grant sent to the edge. */
-  granted?: (sessionId: string) => void;
-  /** While it answers true for a session, nothing is delivered to it (`sendBatch`); `deliver` sends what waits once it answers false. */
-  held?: (sessionId: string) => boolean;
-  /** Called instead of the relay's handling of a frame on the edge's control socket, which it is handed as `handle`. */
-  controlFrame?: (data: string, epoch: number, handle: () => void) => void;
-  /** Delivers what waits for the session now, if nothing is in flight (as after a delivery). */
-  deliver(sessionId: string): void;
-  /** Sends the edge a grant for the session naming count `c` now, whatever the session's state (a stale grant). */
-  grant(sessionId: string, c: number): void;
-}
-
-const seams = new WeakMap<AgentRelay, RelayTesting>();
-
-/** A live relay's test seam (RelayTesting). */
-export function relayTesting(relay: AgentRelay): RelayTesting {
-  const seam = seams.get(relay);
-  if (!seam) throw new Error("not an AgentRelay");
-  return seam;
-}
-
 export class AgentRelay {
-  private readonly testing: RelayTesting;
   private readonly outbox: AgentOutbox;
   /** Per session, the number of the last item in the delivery under way (one at a time). */
   private readonly inFlight = new Map<string, number>();
@@ -267,15 +235,6 @@ export class AgentRelay {
 
   constructor(private readonly ports: AgentRelayPorts) {
     this.outbox = new AgentOutbox(ports.outbox);
-    this.testing = {
-      grants: true,
-      deliver: (sessionId) => this.sendBatch(sessionId),
-      grant: (sessionId, c) => {
-        const line = this.ports.agent.current();
-        if (line) this.sendGrant(line, sessionId, c);
-      },
-    };
-    seams.set(this, this.testing);
   }
 
   private get tables(): AgentTables {
@@ -394,12 +353,6 @@ export class AgentRelay {
    * has already held it to the connection's message rates.
    */
   controlFrame(data: string, epoch: number): void {
-    const hook = this.testing.controlFrame;
-    if (hook) hook(data, epoch, () => this.handleControl(data, epoch));
-    else this.handleControl(data, epoch);
-  }
-
-  private handleControl(data: string, epoch: number): void {
     if (epoch !== this.tables.epoch) return;
     const control = decodeControl(data);
     if (!control) return this.log("warn", "agent.control_frame_malformed", "a malformed frame on the edge's control socket was dropped");
@@ -595,7 +548,6 @@ export class AgentRelay {
 
   // ── deliveries to the sessions ──────────────────────────────────────────────────────────────
   private enqueue(sessionId: string, item: SessionItem): void {
-    this.testing.queued?.(sessionId, item);
     this.outbox.add(sessionId, item);
     this.sendBatch(sessionId);
   }
@@ -608,7 +560,7 @@ export class AgentRelay {
    * queue per session, one delivery at a time.
    */
   private sendBatch(sessionId: string): void {
-    if (this.inFlight.has(sessionId) || !this.tables.meta || this.testing.held?.(sessionId)) return;
+    if (this.inFlight.has(sessionId) || !this.tables.meta) return;
     const waiting = this.outbox.pendingFor(sessionId);
     // One delivery stays well under the RPC message limit (32 MiB): what does not fit goes in the next.
     const items = waiting.slice(0, batchPrefix(waiting, MAX_BATCH_BYTES));
@@ -654,7 +606,7 @@ export class AgentRelay {
   private maybeGrant(sessionId: string): void {
     const c = this.edgeCounts.get(sessionId);
     const line = this.ports.agent.current();
-    if (c === undefined || !line?.edge || !this.testing.grants) return;
+    if (c === undefined || !line?.edge) return;
     if (this.inFlight.has(sessionId) || this.outbox.pendingFor(sessionId).length > 0 || !this.tables.ownsSession(sessionId)) return;
     this.edgeCounts.delete(sessionId);
     this.sendGrant(line, sessionId, c);
@@ -662,7 +614,6 @@ export class AgentRelay {
 
   private sendGrant(line: AgentLine, sessionId: string, c: number): void {
     const { from, to } = this.outbox.reserveRange(GRANT_NUMBERS);
-    this.testing.granted?.(sessionId);
     try {
       line.send(encodeControl({ t: "grant", s: sessionId, c, from, to, epoch: this.tables.epoch }));
     } catch {

@@ -12,6 +12,7 @@
 // of the first one, and nothing after it is judged.
 
 import { sha256HexSync } from "./sha256.ts";
+import type { ApiAuditEntry } from "./rest-api.ts";
 
 /** `prev` of the first link of every tenant. */
 export const GENESIS = "0".repeat(64);
@@ -33,18 +34,15 @@ export function canonicalJson(value: unknown): string {
   throw new TypeError(`canonical JSON cannot hold a ${typeof value}`);
 }
 
-/** One audit row as the chain holds it: the shape `GET /v1/audit` shows. */
-export interface ChainEntry {
-  id: string;
-  sessionId: string;
-  agent: string;
-  toolCallId: string | null;
-  kind: string | null;
-  name: string | null;
-  operation: string | null;
+/**
+ * One audit row as the chain holds it: the shape `GET /v1/audit` shows (rest-api.ts), but for the
+ * fields added since the chain began, which are left out when unset so older rows hash as they did.
+ */
+export interface ChainEntry extends Pick<
+  ApiAuditEntry,
+  "id" | "sessionId" | "agent" | "toolCallId" | "kind" | "name" | "operation" | "optionId" | "optionKind" | "at"
+> {
   outcome: string;
-  optionId: string | null;
-  optionKind: string | null;
   decidedBy: {
     type: string;
     key: string | null;
@@ -59,7 +57,6 @@ export interface ChainEntry {
   policy?: string;
   reason?: string;
   approvedBy?: unknown;
-  at: number;
 }
 
 export interface ChainLink {

@@ -58,10 +58,12 @@ export class ConnectionIds {
   }
 
   /**
-   * The client's answer (its text and id) as its session must see it: under the session's own id.
-   * Undefined for an id this connection did not give out, or one already answered or withdrawn.
+   * The client's answer, as the edge parsed it (parsed once: the text is not read again), as its
+   * session must see it: under the session's own id. Undefined for an id this connection did not give
+   * out, or one already answered or withdrawn.
    */
-  toSession(id: JsonRpcId | null, text: string): { sessionId: string; text: string } | undefined {
+  toSession(answer: { id: JsonRpcId | null }): { sessionId: string; text: string } | undefined {
+    const id = answer.id;
     if (typeof id !== "number") return undefined;
     const target = this.outstanding.get(id);
     if (!target) return undefined;
@@ -69,7 +71,7 @@ export class ConnectionIds {
     const key = requestKey(target.sessionId, target.sessionRequestId);
     this.byRequestKey.delete(key);
     this.remember(key, id);
-    return { sessionId: target.sessionId, text: JSON.stringify({ ...(JSON.parse(text) as object), id: target.sessionRequestId }) };
+    return { sessionId: target.sessionId, text: JSON.stringify({ ...answer, id: target.sessionRequestId }) };
   }
 
   private remember(key: string, id: number): void {

@@ -8,9 +8,7 @@
 // unmarked beside the framed ones). Pure: unit-tested in test/unit/object-frame.test.ts.
 
 import { parseJsonObject } from "./jsonrpc";
-
-/** Ends the header and separates the texts after it. */
-const TEXT_SEPARATOR = "\u0000";
+import { TEXT_SEPARATOR } from "./wire-marks";
 
 /**
  * `header` as JSON, then `body`: nothing (no separator), one text, or several texts in order. The

@@ -2,9 +2,10 @@
 // session (one WebSocket per connection and session, described by one header), and how the frames
 // the session sends on it are marked so the edge parses only what it must rewrite.
 // Pure: no Cloudflare imports (the sockets are in durable-objects/session/clients.ts and
-// worker/client-connection.ts); unit-tested in test/unit/session-wire.test.ts.
+// connection/client-connection.ts); unit-tested in test/unit/session-wire.test.ts.
 
 import type { Role } from "../core/principal";
+import { TEXT_SEPARATOR, WIRE_MARK } from "./wire-marks";
 
 /** The header the edge uses to describe the connection it attaches (JSON of an AttachRequest). */
 export const ATTACH_HEADER = "X-Acp-Gateway-Attach";
@@ -56,20 +57,20 @@ export function attachRequestOf(header: string | null): AttachRequest | null {
  * only those into the connection's id space (protocol/connection-ids.ts) and passes every other
  * frame (updates, responses) on untouched, without parsing it.
  */
-export const REWRITE_MARK = "\u0001";
+export const REWRITE_MARK = WIRE_MARK.rewrite;
 
 /**
  * Replay goes to the edge in packs: one frame holding many logged messages, separated by NUL (which
  * JSON text never contains), so a long history costs the edge a few events instead of one per
  * message. The edge unpacks and sends each message to the client as its own frame.
  */
-export const PACK_MARK = "\u0002";
-export const PACK_SEPARATOR = "\u0000";
+export const PACK_MARK = WIRE_MARK.pack;
+export const PACK_SEPARATOR = TEXT_SEPARATOR;
 /**
  * A replayed message that cannot go in a pack (it holds a NUL, or starts with a mark: never so for
  * JSON text, which is all the log holds) goes alone behind this mark and reaches the client verbatim.
  */
-export const VERBATIM_MARK = "\u0003";
+export const VERBATIM_MARK = WIRE_MARK.verbatim;
 
 /** A pack is closed once its messages reach this many characters. */
 const PACK_CHARS = 512 * 1024;

@@ -37,7 +37,7 @@ import { type Limits, heldFullError, limitsOf } from "../protocol/tenant-limits"
 import { AgentHold, type HoldClose, HostedSessions, type Share, type Wake, utf8Bytes } from "../protocol/agent-hold";
 import { stage, stageTimingFrom } from "../protocol/stage-timing";
 import type { Env } from "../core/env";
-import { CLOSE, isApplicationCloseCode } from "../core/close-codes";
+import { CLOSE, closeQuietly, isApplicationCloseCode } from "../core/close-codes";
 import { type SessionStub, gatewayObjects, objects } from "../durable-objects/objects";
 import { type LogContext, type LogLevel, log } from "../core/log";
 import { ConnectionMetrics } from "../connection/connection-metrics";
@@ -137,10 +137,10 @@ export class AgentConnection {
     });
     agent.addEventListener("message", (event) => this.fromAgent(event.data));
     agent.addEventListener("close", (event) => this.agentClosed(event.code, event.reason));
-    agent.addEventListener("error", () => this.agentClosed(1011, "connection error"));
+    agent.addEventListener("error", () => this.agentClosed(CLOSE.internalError, "connection error"));
     control.addEventListener("message", (event) => this.fromAgentObject(event.data));
     control.addEventListener("close", (event) => this.controlClosed(event.code, event.reason));
-    control.addEventListener("error", () => this.controlClosed(1011, "the gateway's agent object failed"));
+    control.addEventListener("error", () => this.controlClosed(CLOSE.internalError, "the gateway's agent object failed"));
   }
 
   /** Before the agent's first frame: the tenant's first lease of its message rate (one call to its counter). */
@@ -250,7 +250,7 @@ export class AgentConnection {
   /** The hold stayed over its bound: closed 4429 with the reason; the sessions hear FLOOD_REASON. */
   private overflowed(why: HoldClose): void {
     this.rates.closeHeld(this.agent, EDGE_EPOCH, this.principal.tenantId, why);
-    this.agentClosed(1000, FLOOD_REASON);
+    this.agentClosed(CLOSE.normal, FLOOD_REASON);
   }
 
   private takeAnswerOwner(id: JsonRpcId | null | undefined): string | undefined {
@@ -391,11 +391,7 @@ export class AgentConnection {
     if (this.closing) return;
     this.metrics.close();
     this.closing = { code: sendableCode(code), reason: closeReason(reason || `closed with code ${code}`) };
-    try {
-      this.agent.close(this.closing.code, this.closing.reason);
-    } catch {
-      // already closed
-    }
+    closeQuietly(this.agent, this.closing.code, this.closing.reason);
     this.closeWhenDrained();
   }
 
@@ -404,11 +400,7 @@ export class AgentConnection {
     this.links.closeAll();
     if (!this.controlOpen) return;
     this.controlOpen = false;
-    try {
-      this.control.close(this.closing.code, this.closing.reason);
-    } catch {
-      // already closed
-    }
+    closeQuietly(this.control, this.closing.code, this.closing.reason);
   }
 
   /**
@@ -421,23 +413,20 @@ export class AgentConnection {
     this.hold.end();
     this.metrics.close();
     if (this.closing) return this.closeWhenDrained();
-    this.closing = { code: 1000, reason };
+    this.closing = { code: CLOSE.normal, reason };
     const passOn = isApplicationCloseCode(code);
-    try {
-      this.agent.close(
-        passOn ? code : CLOSE.serviceRestart,
-        closeReason(passOn ? reason : `the gateway's agent connection restarted; reconnect (${reason || code})`),
-      );
-    } catch {
-      // already closed
-    }
+    closeQuietly(
+      this.agent,
+      passOn ? code : CLOSE.serviceRestart,
+      closeReason(passOn ? reason : `the gateway's agent connection restarted; reconnect (${reason || code})`),
+    );
     this.closeWhenDrained();
   }
 }
 
 /** A code `close()` accepts (1000 or 3000–4999); others are named in the reason. */
 function sendableCode(code: number): number {
-  return code === 1000 || (code >= 3000 && code <= 4999) ? code : 1000;
+  return code === CLOSE.normal || (code >= 3000 && code <= 4999) ? code : CLOSE.normal;
 }
 
 /** A close reason fits in 123 bytes. */

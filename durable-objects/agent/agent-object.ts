@@ -19,12 +19,13 @@ import { Dialer } from "./dialer";
 import { SessionOutboxTable } from "./session-outbox";
 import { LINK_IDLE_MS, type LinksTesting, SessionLinks, linksTesting, openSessionLink } from "./session-links";
 import { AGENT_LINK_HEADER } from "../../protocol/agent-link-wire";
-import { AGENT_EDGE_HEADER } from "../../protocol/agent-edge-wire";
+import { AGENT_EDGE_HEADER, type AgentObjectToEdge, CONTROL_MARK, decodeControl, encodeControl } from "../../protocol/agent-edge-wire";
 import { ANSWERED_KEPT, type Admission, type AgentLine, AgentRelay, agentFailingError, dropOldest } from "../../protocol/agent-relay";
 import type { Stamped } from "../../protocol/agent-outbox";
 import { AgentStore } from "./store";
 import { stage, stageTimingFrom } from "../../protocol/stage-timing";
-import { CLOSE } from "../../core/close-codes";
+import { CLOSE, closeQuietly } from "../../core/close-codes";
+import { testSeams } from "../../core/test-seam";
 import { ErrorCode } from "../../core/rpc-errors";
 import { type SessionStub, gatewayObjects, objects } from "../objects";
 import { Pending } from "../pending";
@@ -58,27 +59,33 @@ interface Line extends AgentLine {
   epoch: number;
 }
 
-function lineOf(ws: WebSocket, epoch: number, edge: boolean): Line {
-  return { ws, epoch, edge, send: (text) => ws.send(text) };
-}
-
 /** What tests reach on an instance (test/workerd/agent-*.test.ts): a seam, not part of the RPC type. */
 export interface AgentTesting {
-  /** The relay; its own seam is `relayTesting(relay)` (protocol/agent-relay.ts). */
-  readonly relay: AgentRelay;
   /** The links to the sessions, as a test reads and wraps them (session-links.ts `LinksTesting`). */
   readonly links: LinksTesting;
   /** The current connection epoch, as the store holds it. */
   readonly epoch: number;
   /** Replaces the stub the instance delivers to a session through (by RPC and to open its link). */
   session?: (sessionId: string, real: SessionStub) => SessionStub;
+  /**
+   * False: the grants the relay gives the edge are withheld (the newest per session kept for `grant`),
+   * so every frame of a session goes through this object.
+   */
+  grants: boolean;
+  /** Called for each grant sent to the edge. */
+  granted?: (sessionId: string) => void;
+  /** While it answers true for a session, a delivery to it waits here; `deliver` sends it once it answers false. */
+  held?: (sessionId: string) => boolean;
+  /** Called instead of handing a frame on the edge's control socket to the relay, which it is handed as `handle`. */
+  controlFrame?: (data: string, epoch: number, handle: () => void) => void;
+  /** Sends the delivery held for the session (`held`) now. */
+  deliver(sessionId: string): void;
+  /** Sends the edge the newest grant withheld for the session (`grants`), naming count `c` instead of its own: a stale grant. False if none was withheld. */
+  grant(sessionId: string, c: number): boolean;
 }
-const testing = new WeakMap<AgentObject, AgentTesting>();
-export function agentTesting(instance: AgentObject): AgentTesting {
-  const seam = testing.get(instance);
-  if (!seam) throw new Error("not an AgentObject instance");
-  return seam;
-}
+const seams = testSeams<AgentObject, AgentTesting>("AgentObject");
+/** A live instance's test seam (AgentTesting). */
+export const agentTesting = seams.of;
 
 export class AgentObject extends DurableObject<Env> implements AgentContract {
   private readonly store: AgentStore;
@@ -100,6 +107,11 @@ export class AgentObject extends DurableObject<Env> implements AgentContract {
   /** The outcome of each session frame handed on, by `${sessionId}:${key}` (`toAgent`), the newest ANSWERED_KEPT. */
   private readonly handedOn = new Map<string, Promise<boolean>>();
   private redeliveryArmed = false;
+  private readonly testing: AgentTesting;
+  /** Deliveries a test holds (`AgentTesting.held`), by session. */
+  private readonly heldDeliveries = new Map<string, Stamped[]>();
+  /** Grants a test withholds (`AgentTesting.grants`), the newest by session. */
+  private readonly withheldGrants = new Map<string, Extract<AgentObjectToEdge, { t: "grant" }>>();
   private watchArmed = false;
 
   constructor(ctx: DurableObjectState, env: Env) {
@@ -118,7 +130,7 @@ export class AgentObject extends DurableObject<Env> implements AgentContract {
       agent: { current: () => this.current(), admit: (epoch, method, id) => this.admit(epoch, method, id) },
       tables: this.store,
       outbox: new SessionOutboxTable(ctx.storage.sql),
-      sessions: { deliver: (sessionId, items) => this.deliver(sessionId, items) },
+      sessions: { deliver: (sessionId, items) => this.deliverUnlessHeld(sessionId, items) },
       alarm: { redeliverSoon: () => this.armRedelivery(), watch: () => this.armWatch() },
       waits: {
         opened: (agentId, answer) => this.waiters.answer(agentId, answer),
@@ -127,11 +139,23 @@ export class AgentObject extends DurableObject<Env> implements AgentContract {
       },
     });
     const store = this.store;
-    testing.set(this, {
-      relay: this.relay,
+    this.testing = seams.attach(this, {
       links: linksTesting(this.links),
       get epoch() {
         return store.epoch;
+      },
+      grants: true,
+      deliver: (sessionId) => {
+        const items = this.heldDeliveries.get(sessionId);
+        this.heldDeliveries.delete(sessionId);
+        if (items) this.deliver(sessionId, items);
+      },
+      grant: (sessionId, c) => {
+        const withheld = this.withheldGrants.get(sessionId);
+        const line = this.current();
+        if (!withheld || !line) return false;
+        line.ws.send(encodeControl({ ...withheld, c }));
+        return true;
       },
     });
     void ctx.blockConcurrencyWhile(async () => this.relay.started());
@@ -153,7 +177,7 @@ export class AgentObject extends DurableObject<Env> implements AgentContract {
     const edge = request.headers.get(AGENT_EDGE_HEADER) === "1";
     const attachment: Attachment = { epoch, keyId: who.keyId, expiresAt: who.expiresAt ?? null, limits: who.limits, edge };
     pair[1].serializeAttachment(attachment);
-    this.dialIn = lineOf(pair[1], epoch, edge);
+    this.dialIn = this.lineOf(pair[1], epoch, edge);
     this.rates.overrides = who.limits;
     if (typeof who.expiresAt === "number") this.ctx.waitUntil(this.armAlarmBy(who.expiresAt));
     this.relay.initialize(epoch);
@@ -168,7 +192,10 @@ export class AgentObject extends DurableObject<Env> implements AgentContract {
       stage("agent.in", data);
       return this.relay.agentFrame(data, line.epoch);
     }
-    if (typeof data === "string") this.relay.controlFrame(data, line.epoch);
+    if (typeof data !== "string") return;
+    const hook = this.testing.controlFrame;
+    if (hook) hook(data, line.epoch, () => this.relay.controlFrame(data, line.epoch));
+    else this.relay.controlFrame(data, line.epoch);
   }
 
   override webSocketClose(ws: WebSocket, code: number, reason: string): void {
@@ -188,7 +215,7 @@ export class AgentObject extends DurableObject<Env> implements AgentContract {
     const attachment = ws.deserializeAttachment() as Attachment | undefined;
     this.rates.overrides ??= attachment?.limits;
     if (!attachment) return undefined;
-    const line = lineOf(ws, attachment.epoch, attachment.edge === true);
+    const line = this.lineOf(ws, attachment.epoch, attachment.edge === true);
     if (attachment.epoch === this.store.epoch) this.dialIn = line;
     return line;
   }
@@ -208,7 +235,7 @@ export class AgentObject extends DurableObject<Env> implements AgentContract {
     for (const ws of this.ctx.getWebSockets()) {
       const attachment = ws.deserializeAttachment() as Attachment | undefined;
       if (attachment?.epoch !== epoch) continue;
-      this.dialIn = lineOf(ws, epoch, attachment.edge === true);
+      this.dialIn = this.lineOf(ws, epoch, attachment.edge === true);
       return this.dialIn;
     }
     return undefined;
@@ -237,13 +264,13 @@ export class AgentObject extends DurableObject<Env> implements AgentContract {
       this.connecting = undefined;
     });
     const ws = await this.connecting;
-    return ws ? lineOf(ws, this.store.epoch, false) : undefined;
+    return ws ? this.lineOf(ws, this.store.epoch, false) : undefined;
   }
 
   /** A dial-out connection is up: it becomes the current epoch, and the gateway initializes the agent. */
   private async onDialedOut(ws: WebSocket): Promise<void> {
     const epoch = this.relay.connected(false);
-    const line = lineOf(ws, epoch, false);
+    const line = this.lineOf(ws, epoch, false);
     this.dialOut = line;
     ws.addEventListener("message", (event) => this.relay.agentFrame(event.data as string | ArrayBuffer, epoch));
     const lost = (reason: string) => {
@@ -320,7 +347,29 @@ export class AgentObject extends DurableObject<Env> implements AgentContract {
     return meta ? this.toAgent(meta.name, { tenantId: meta.tenantId, sessionId }, frame, n) : Promise.resolve(false);
   }
 
+  /** A line to the agent: its sends go through `toLine`. */
+  private lineOf(ws: WebSocket, epoch: number, edge: boolean): Line {
+    return { ws, epoch, edge, send: (text) => this.toLine(ws, text) };
+  }
+
+  /** A frame for the agent's line; a test may watch or withhold the grants among them (AgentTesting). */
+  private toLine(ws: WebSocket, text: string): void {
+    const { grants, granted } = this.testing;
+    const grant = (!grants || granted) && text.startsWith(CONTROL_MARK) ? decodeControl(text) : undefined;
+    if (grant?.t === "grant") {
+      if (!grants) return void this.withheldGrants.set(grant.s, grant);
+      granted?.(grant.s);
+    }
+    ws.send(text);
+  }
+
   // ── deliveries to the sessions (the relay's `sessions` port) ─────────────────────────────────────
+  /** The relay's delivery to a session, unless a test holds the session's (AgentTesting `held`). */
+  private deliverUnlessHeld(sessionId: string, items: Stamped[]): void {
+    if (this.testing.held?.(sessionId)) this.heldDeliveries.set(sessionId, items);
+    else this.deliver(sessionId, items);
+  }
+
   /** A batch for a session: on its link when one is open (session-links.ts), otherwise by RPC. */
   private deliver(sessionId: string, items: Stamped[]): void {
     const call = (this.links.deliver(sessionId, items) ?? this.session(sessionId).fromAgentBatch(items)).then(
@@ -349,7 +398,7 @@ export class AgentObject extends DurableObject<Env> implements AgentContract {
       stub = objects.session(this.env, tenantId, sessionId);
       this.sessionStubs.set(sessionId, stub);
     }
-    const replace = testing.get(this)?.session;
+    const replace = seams.find(this)?.session;
     return replace ? replace(sessionId, stub) : stub;
   }
 
@@ -510,14 +559,6 @@ export class AgentObject extends DurableObject<Env> implements AgentContract {
   /** A log line carrying this agent's tenant and name (core/log.ts). */
   private log(level: LogLevel, event: string, msg: string, context: LogContext = {}, error?: unknown): void {
     log(level, event, msg, { tenantId: this.store.meta?.tenantId, agent: this.store.meta?.name, ...context }, error);
-  }
-}
-
-function closeQuietly(ws: WebSocket, code: number, reason: string): void {
-  try {
-    ws.close(code, reason);
-  } catch {
-    // already closing
   }
 }
 

@@ -11,9 +11,10 @@
 // seq): a link whose far end vanished without a close event can delay a session, never stop it.
 
 import { type LinkToAgent, encodeLink, linkToAgent } from "../../protocol/agent-link-wire";
-import { CLOSE } from "../../core/close-codes";
+import { CLOSE, closeQuietly } from "../../core/close-codes";
 import { Pending } from "../pending";
 import { log } from "../../core/log";
+import { testSeams } from "../../core/test-seam";
 
 /** A link nothing went over for this long is closed (the next delivery goes by RPC and opens it again). */
 export const LINK_IDLE_MS = 10_000;
@@ -85,14 +86,10 @@ export interface LinksTesting {
   closeAll(): void;
 }
 
-const seams = new WeakMap<SessionLinks, LinksTesting>();
+const seams = testSeams<SessionLinks, LinksTesting>("SessionLinks");
 
 /** A live SessionLinks' test seam (LinksTesting). */
-export function linksTesting(links: SessionLinks): LinksTesting {
-  const seam = seams.get(links);
-  if (!seam) throw new Error("not a SessionLinks");
-  return seam;
-}
+export const linksTesting = seams.of;
 
 export class SessionLinks {
   private readonly links = new Map<string, Link>();
@@ -107,7 +104,7 @@ export class SessionLinks {
 
   constructor(private readonly ports: SessionLinksPorts) {
     const links = this.links;
-    seams.set(this, {
+    seams.attach(this, {
       socket: (sessionId) => links.get(sessionId)?.ws,
       get open() {
         return links.size;
@@ -161,7 +158,7 @@ export class SessionLinks {
         reject(new Error("the link to the session closed before it acknowledged the batch"));
       });
     });
-    seams.get(this)?.sent?.(sessionId);
+    seams.find(this)?.sent?.(sessionId);
     return acked;
   }
 
@@ -241,11 +238,7 @@ export class SessionLinks {
   private drop(sessionId: string, link: Link): void {
     if (this.links.get(sessionId) === link) this.links.delete(sessionId);
     this.batches.close(link, "the link closed");
-    try {
-      link.ws.close(CLOSE.normal, "link closed");
-    } catch {
-      // already closed
-    }
+    closeQuietly(link.ws, CLOSE.normal, "link closed");
   }
 
   /** Closes every link (its batch in flight, if any, fails). */

@@ -4,6 +4,7 @@
 // protocol/agent-relay.ts reads and writes it through its `AgentTables` port.
 
 import type { AgentInfo } from "../../connection/gateway-objects";
+import { MetaTable } from "../meta-table";
 import type { AgentInitFailure, AgentNotice, AgentTables, Outbound } from "../../protocol/agent-relay";
 
 const SCHEMA = `
@@ -20,74 +21,59 @@ export interface AgentMeta {
 }
 
 export class AgentStore implements AgentTables {
-  /**
-   * Meta values read on every frame (who, epoch, info), kept after the first read. Only this object
-   * writes its storage, and every write goes through `set`, so the copy never goes stale.
-   */
-  private readonly cache = new Map<string, unknown>();
+  /** Meta values read on every frame (who, epoch, info), kept after the first read (meta-table.ts). */
+  private readonly cache: MetaTable;
   /** Sessions known to be this agent's (a session is never taken away from its agent). */
   private readonly owned = new Set<string>();
 
   constructor(private readonly sql: SqlStorage) {
     sql.exec(SCHEMA);
-  }
-
-  private get<T>(key: string): T | undefined {
-    if (this.cache.has(key)) return this.cache.get(key) as T | undefined;
-    const row = this.sql.exec<{ value: string }>("SELECT value FROM meta WHERE key = ?", key).toArray()[0];
-    const value = row ? (JSON.parse(row.value) as T) : undefined;
-    this.cache.set(key, value);
-    return value;
-  }
-  private set(key: string, value: unknown): void {
-    this.sql.exec("INSERT OR REPLACE INTO meta (key, value) VALUES (?, ?)", key, JSON.stringify(value));
-    // A parsed copy, as a read would return it (callers may keep and change what they passed).
-    this.cache.set(key, JSON.parse(JSON.stringify(value)) as unknown);
+    this.cache = new MetaTable(sql);
   }
 
   get meta(): AgentMeta | undefined {
-    return this.get("agent");
+    return this.cache.get("agent");
   }
   set meta(value: AgentMeta) {
-    this.set("agent", value);
+    this.cache.set("agent", value);
   }
   get info(): AgentInfo | undefined {
-    return this.get("info");
+    return this.cache.get("info");
   }
   set info(value: AgentInfo) {
-    this.set("info", value);
+    this.cache.set("info", value);
   }
   /** The newest failed initialize (the agent is failing while its epoch is current), or null. */
   get initFailure(): AgentInitFailure | null {
-    return this.get<AgentInitFailure | null>("init_failure") ?? null;
+    return this.cache.get<AgentInitFailure | null>("init_failure") ?? null;
   }
   set initFailure(value: AgentInitFailure | null) {
-    this.set("init_failure", value);
+    this.cache.set("init_failure", value);
   }
   /** The agent's newest notification of each method that named no session. */
   get notices(): AgentNotice[] {
-    return this.get<AgentNotice[]>("notices") ?? [];
+    return this.cache.get<AgentNotice[]>("notices") ?? [];
   }
   set notices(value: AgentNotice[]) {
-    this.set("notices", value);
+    this.cache.set("notices", value);
   }
   /** Each dial-in is a new epoch; answers meant for an older connection are dropped. */
   get epoch(): number {
-    return this.get<number>("epoch") ?? 0;
+    return this.cache.get<number>("epoch") ?? 0;
   }
   set epoch(value: number) {
-    this.set("epoch", value);
+    this.cache.set("epoch", value);
   }
   /** The newest connection epoch whose sessions were told it is gone (once per connection). */
   get goneEpoch(): number {
-    return this.get<number>("gone_epoch") ?? 0;
+    return this.cache.get<number>("gone_epoch") ?? 0;
   }
   set goneEpoch(value: number) {
-    this.set("gone_epoch", value);
+    this.cache.set("gone_epoch", value);
   }
   nextId(): number {
-    const next = (this.get<number>("next_id") ?? 0) + 1;
-    this.set("next_id", next);
+    const next = (this.cache.get<number>("next_id") ?? 0) + 1;
+    this.cache.set("next_id", next);
     return next;
   }
 

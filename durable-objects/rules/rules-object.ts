@@ -39,6 +39,7 @@ import { UnseenChanges } from "./unseen-changes";
 import type { NewUnseenChange, UnseenGateRequest, UnseenHold } from "../../protocol/unseen";
 import { objects, splitName } from "../objects";
 import { log } from "../../core/log";
+import { testSeams } from "../../core/test-seam";
 
 /** Copies of the rules read again because they changed while they loaded, before the shard is refused. */
 const MAX_SNAPSHOT_RETRIES = 3;
@@ -47,7 +48,7 @@ const MAX_SNAPSHOT_RETRIES = 3;
  * The test seam (test/workerd/tenant-rules.test.ts), given the instance runInDurableObject hands a
  * test. No member of the class, so nothing a stub can reach over RPC.
  */
-export interface RulesTesting {
+interface RulesTesting {
   /** The object's name: the tenant (root) or `${tenantId}/${index}` (a shard). */
   readonly name: string | undefined;
   /** The lease it hands (ms): a shard's to its sessions, the root's to its shards; a test may lengthen it to observe a fence or hold a path steady. */
@@ -59,21 +60,29 @@ export interface RulesTesting {
    * `env.DB` by the root's reads and writes (loading the rules, flushing hits, a created rule).
    */
   d1?: D1Database;
+  /**
+   * A shard: set by a test to watch or fail its news to a session that its rules changed; called
+   * instead of the session's `rulesChanged`, which it is handed as `tell`.
+   */
+  tellSession?: (sessionId: string, generation: number, tell: () => Promise<boolean>) => Promise<boolean>;
 }
 
-const seams = new WeakMap<RulesObject, RulesTesting>();
+/**
+ * The class's test seam, beside each instance's (`rulesTesting`): told of every RPC call any
+ * RulesObject of this isolate takes, by the object's name and the method, so a test counts the calls
+ * a path makes, also to instances woken after it began (test/workerd/fuzz-faults.ts `countRulesCalls`).
+ */
+export const rulesCalls: { seen?: (name: string, method: string) => void } = {};
+
+const seams = testSeams<RulesObject, RulesTesting>("RulesObject");
 
 /** The tenant's D1 for an instance: its env's, unless a test put a faulty one in its seam (`RulesTesting.d1`). */
 function d1Of(instance: RulesObject, env: Env): D1Database {
-  return seams.get(instance)?.d1 ?? env.DB;
+  return seams.find(instance)?.d1 ?? env.DB;
 }
 
 /** A live instance's test seam (RulesTesting). */
-export function rulesTesting(instance: RulesObject): RulesTesting {
-  const seam = seams.get(instance);
-  if (!seam) throw new Error("not a RulesObject instance");
-  return seam;
-}
+export const rulesTesting = seams.of;
 
 export class RulesObject extends DurableObject<Env> implements RulesContract {
   private compiled?: { tenantId: string; rules: CompiledTenantRules };
@@ -98,7 +107,11 @@ export class RulesObject extends DurableObject<Env> implements RulesContract {
           sql: ctx.storage.sql,
           waitUntil: (p) => ctx.waitUntil(p),
           root: () => objects.rules(env, shardName.tenantId),
-          rulesChanged: (sessionId, generation) => objects.session(env, shardName.tenantId, sessionId).rulesChanged(generation),
+          rulesChanged: (sessionId, generation) => {
+            const tell = () => objects.session(env, shardName.tenantId, sessionId).rulesChanged(generation);
+            const hook = seams.find(this)?.tellSession;
+            return hook ? hook(sessionId, generation, tell) : tell();
+          },
         },
         index,
       );
@@ -126,7 +139,7 @@ export class RulesObject extends DurableObject<Env> implements RulesContract {
     }
     const giver = this.shard?.giver ?? this.giver;
     const changeCalls = () => this.changeCalls;
-    seams.set(this, {
+    seams.attach(this, {
       name: ctx.id.name,
       get leaseMs() {
         return giver?.leaseMs ?? 0;
@@ -142,29 +155,29 @@ export class RulesObject extends DurableObject<Env> implements RulesContract {
 
   // ── a shard, for its sessions (rules-shard.ts) ──────────────────────────────────────────────────
   snapshot(sessionId: string): Promise<RulesSnapshot> {
-    return this.asShard().snapshot(sessionId);
+    return this.asShard("snapshot").snapshot(sessionId);
   }
 
   check(sessionId: string): Promise<Grant> {
-    return this.asShard().check(sessionId);
+    return this.asShard("check").check(sessionId);
   }
 
   watch(sessionId: string): void {
-    this.asShard().watch(sessionId);
+    this.asShard("watch").watch(sessionId);
   }
 
   recordHits(hits: [ruleId: string, count: number, at: number][]): void {
-    this.asShard().recordHits(hits);
+    this.asShard("recordHits").recordHits(hits);
   }
 
   shardChanged(generation: number): Promise<void> {
-    return this.asShard().changed(generation);
+    return this.asShard("shardChanged").changed(generation);
   }
 
   // ── the root ────────────────────────────────────────────────────────────────────────────────────
   /** The rules, leased to shard `index` (remembered, so it is told of every change from now on). */
   async shardLease(index: number): Promise<RulesSnapshot> {
-    const giver = this.asRoot();
+    const giver = this.asRoot("shardLease");
     if (!Number.isInteger(index) || index < 0 || index >= RULES_SHARDS) throw new Error(`rules: no shard ${index}`);
     this.ctx.storage.sql.exec("INSERT OR IGNORE INTO rules_shards (idx) VALUES (?)", index);
     for (let attempt = 0; attempt < MAX_SNAPSHOT_RETRIES; attempt++) {
@@ -180,20 +193,20 @@ export class RulesObject extends DurableObject<Env> implements RulesContract {
 
   /** Hits of rules that sessions applied, counted there and sent on by their shards in batches. */
   shardHits(hits: [ruleId: string, count: number, at: number][]): void {
-    this.asRoot();
+    this.asRoot("shardHits");
     const tenantId = this.tenantId();
     for (const [ruleId, count, at] of hits) this.countHit(tenantId, ruleId, count, at);
   }
 
   /** The same decision as a dry run (POST /v1/rules/test): no hit is counted. */
   async dryRun(request: DecideRequest): Promise<DecideResult> {
-    this.asRoot();
+    this.asRoot("dryRun");
     return decideWith(await this.rules(this.tenantId()), request, Date.now());
   }
 
   /** A person chose allow_always or reject_always: derive the narrowest rule, store it, apply it now. */
   async remember(request: RememberRequest): Promise<RuleCreated | RuleNotCreated | null> {
-    this.asRoot();
+    this.asRoot("remember");
     const derived = await deriveFromChoice(request, await this.fourEyesPolicy());
     if (!derived) return null;
     if ("reason" in derived) return { reason: derived.reason };
@@ -258,7 +271,7 @@ export class RulesObject extends DurableObject<Env> implements RulesContract {
    * theirs; one that cannot be told is waited out to the end of its lease). Then reloads in the background, warm for the shards.
    */
   async changed(): Promise<void> {
-    const giver = this.asRoot();
+    const giver = this.asRoot("changed");
     const tenantId = this.tenantId();
     const generation = giver.generation + 1;
     this.ctx.storage.sql.exec("INSERT OR REPLACE INTO generation (id, value) VALUES (0, ?)", generation);
@@ -293,18 +306,22 @@ export class RulesObject extends DurableObject<Env> implements RulesContract {
     );
   }
 
-  private asShard(): RulesShard {
+  /** This object as a shard, for the RPC call `method` (the class's test seam `rulesCalls` is told of it). */
+  private asShard(method: string): RulesShard {
+    rulesCalls.seen?.(this.ctx.id.name ?? "", method);
     if (!this.shard) throw new Error("rules: a session's call reached the tenant's root, not a shard");
     return this.shard;
   }
 
-  private asRoot(): LeaseGiver {
+  /** This object as the root: for the RPC call `method` (the class's test seam `rulesCalls` is told of it), or for its own work. */
+  private asRoot(method?: string): LeaseGiver {
+    if (method) rulesCalls.seen?.(this.ctx.id.name ?? "", method);
     if (!this.giver) throw new Error("rules: the root's method was called on a shard");
     return this.giver;
   }
 
   /**
-   * This object's tenant: its name (RULES is named by the tenant id; object-name.ts). Its RPC methods
+   * This object's tenant: its name (RULES is named by the tenant id; objects.ts `objectNames`). Its RPC methods
    * take no tenant id: a stub reaches the object only by that name, so every call is for this tenant.
    */
   private tenantId(): string {

@@ -27,7 +27,7 @@ import type { TurnControl } from "./turn";
 import type { TurnWatch } from "./turn-watch";
 import type { SessionUnindex } from "./unindex";
 import { stage } from "../../protocol/stage-timing";
-import { CLOSE } from "../../core/close-codes";
+import { CLOSE, closeQuietly } from "../../core/close-codes";
 import { ErrorCode } from "../../core/rpc-errors";
 import { type AgentStub, objects } from "../objects";
 import { sessionLog } from "./session-log";
@@ -332,11 +332,7 @@ export class AgentLink {
         this.parts.scheduleDeadline();
         for (const ws of attached) {
           send(ws, ws === deleter ? answer : notice);
-          try {
-            ws.close(CLOSE.sessionDeleted, "the session was deleted");
-          } catch {
-            // already closed
-          }
+          closeQuietly(ws, CLOSE.sessionDeleted, "the session was deleted");
         }
       }),
     );

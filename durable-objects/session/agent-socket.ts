@@ -8,7 +8,7 @@
 
 import { type LinkToSession, encodeLink } from "../../protocol/agent-link-wire";
 import type { ToAgent } from "../agent/contract";
-import { CLOSE } from "../../core/close-codes";
+import { CLOSE, closeQuietly } from "../../core/close-codes";
 import { Pending } from "../pending";
 
 const AGENT_LINK_TAG = "agent-link";
@@ -46,11 +46,7 @@ export class AgentSocket {
   accept(server: WebSocket): void {
     for (const old of this.ctx.getWebSockets(AGENT_LINK_TAG)) {
       this.lost(old);
-      try {
-        old.close(CLOSE.normal, "replaced by a newer link");
-      } catch {
-        // already closing
-      }
+      closeQuietly(old, CLOSE.normal, "replaced by a newer link");
     }
     this.ctx.acceptWebSocket(server, [AGENT_LINK_TAG]);
     server.serializeAttachment({ link: "agent" });

@@ -58,11 +58,12 @@ import { SessionInfo, loadResult } from "./session-info";
 import { TurnControl } from "./turn";
 import { SessionUnindex } from "./unindex";
 import { stage, stageTimingFrom } from "../../protocol/stage-timing";
-import { CLOSE } from "../../core/close-codes";
+import { CLOSE, closeQuietly } from "../../core/close-codes";
 import { liveIndex } from "./live-index";
 import { sessionLog } from "./session-log";
 import { TenantPolicy } from "./tenant-policy";
 import { refusedByRole } from "../../protocol/people/acp-methods";
+import { testSeams } from "../../core/test-seam";
 
 /**
  * The test seam (test/workerd): what a test may read of a live instance (`sessionTesting`, given the
@@ -99,14 +100,10 @@ export interface SessionTesting {
   agent?: (real: AgentStub) => AgentStub;
 }
 
-const seams = new WeakMap<SessionObject, SessionTesting>();
+const seams = testSeams<SessionObject, SessionTesting>("SessionObject");
 
 /** A live instance's test seam (SessionTesting). */
-export function sessionTesting(instance: SessionObject): SessionTesting {
-  const seam = seams.get(instance);
-  if (!seam) throw new Error("not a SessionObject instance");
-  return seam;
-}
+export const sessionTesting = seams.of;
 
 export class SessionObject extends DurableObject<Env> implements SessionContract {
   private readonly testing: SessionTesting;
@@ -196,7 +193,7 @@ export class SessionObject extends DurableObject<Env> implements SessionContract
       idleAt: () => this.turnWatch.idleAt(this.store),
       heldAfterEdgeAnswer: () => this.agent.heldAfterEdgeAnswer,
     };
-    seams.set(this, this.testing);
+    seams.attach(this, this.testing);
   }
 
   // ── set-up (called by the AgentObject when the agent created or loaded the session) ──────────
@@ -318,11 +315,7 @@ export class SessionObject extends DurableObject<Env> implements SessionContract
 
   override webSocketClose(ws: WebSocket, code: number): void {
     this.socketGone(ws);
-    try {
-      ws.close(code === CLOSE.noStatus ? CLOSE.normal : code, "closed");
-    } catch {
-      // already closed
-    }
+    closeQuietly(ws, code === CLOSE.noStatus ? CLOSE.normal : code, "closed");
   }
 
   override webSocketError(ws: WebSocket): void {
@@ -438,7 +431,7 @@ export class SessionObject extends DurableObject<Env> implements SessionContract
   }
 
   /**
-   * Who this session is: its name `${tenantId}/${sessionId}` (object-name.ts), or, when workerd lost
+   * Who this session is: its name `${tenantId}/${sessionId}` (objects.ts `objectNames`, `splitName`), or, when workerd lost
    * the name (an alarm after a runtime restart), its stored meta.
    */
   private ref(): SessionRef | undefined {

@@ -23,6 +23,7 @@ import type { FourEyesNeed } from "../../protocol/people/four-eyes";
 import type { UnseenHold } from "../../protocol/unseen";
 import { type MigrationOutcome, type MigrationStorage, migrateStorage } from "./store-migrations";
 import { sessionLog } from "./session-log";
+import { MetaTable } from "../meta-table";
 
 /** Log kinds. `update` and `ext` entries are replayed to attaching clients; the rest is audit trail. */
 export type LogKind = "update" | "ext" | "permission" | "resolution" | "prompt" | "turn_end" | "notice" | "refusal";
@@ -131,6 +132,7 @@ export class SessionStore {
     const sql = storage.sql;
     this.sql = sql;
     this.schema = migrateStorage(storage);
+    this.metaRows = new MetaTable(sql);
     const newest = sql
       .exec<{ agent_seq: number | null; scan_from: number | null }>("SELECT agent_seq, scan_from FROM log ORDER BY seq DESC LIMIT 1")
       .toArray()[0];
@@ -149,7 +151,7 @@ export class SessionStore {
   /** session/delete: the session, its log, tool calls and requests are gone (audit entries not yet in D1 stay until they are). */
   forget(): void {
     for (const table of ["meta", "tool_calls", "agent_requests", "inflight", "frozen_operations"]) this.sql.exec(`DELETE FROM ${table}`);
-    this.metaCache.clear();
+    this.metaRows.forgetAll();
     this.sql.exec("DELETE FROM log WHERE audit IS NULL OR seq <= ?", this.auditCursor);
     // Seqs restart above what is left: the cursor must not stand above entries written from now on.
     this.auditCursor = Math.min(this.auditCursor, this.lastSeq());
@@ -159,40 +161,22 @@ export class SessionStore {
   }
 
   // ── meta ──────────────────────────────────────────────────────────────────
-  /**
-   * The meta rows as parsed, by key (undefined: no row), read from SQLite at most once per instance.
-   * The table is written only through setMeta and `forget`, which keep this in step; the values are
-   * frozen, so a caller that changes one without writing it back fails loudly instead of drifting.
-   */
-  private readonly metaCache = new Map<string, unknown>();
-  private getMeta<T>(key: string): T | undefined {
-    if (this.metaCache.has(key)) return this.metaCache.get(key) as T | undefined;
-    const row = this.sql.exec<{ value: string }>("SELECT value FROM meta WHERE key = ?", key).toArray()[0];
-    const value = row ? deepFreeze(JSON.parse(row.value) as unknown) : undefined;
-    this.metaCache.set(key, value);
-    return value as T | undefined;
-  }
-  /** The one writer of the meta table (with `forget`): undefined deletes the row. */
-  private setMeta(key: string, value: unknown): void {
-    if (value === undefined) this.sql.exec("DELETE FROM meta WHERE key = ?", key);
-    else this.sql.exec("INSERT OR REPLACE INTO meta (key, value) VALUES (?, ?)", key, JSON.stringify(value));
-    // As a read would give it back: parsed from the text written (no undefined fields, no shared objects).
-    this.metaCache.set(key, value === undefined ? undefined : deepFreeze(JSON.parse(JSON.stringify(value)) as unknown));
-  }
+  /** The meta rows as parsed, read from SQLite at most once per instance (meta-table.ts). */
+  private readonly metaRows: MetaTable;
 
   get meta(): SessionMeta | undefined {
-    return this.getMeta<SessionMeta>("session");
+    return this.metaRows.get<SessionMeta>("session");
   }
   set meta(value: SessionMeta) {
-    this.setMeta("session", value);
+    this.metaRows.set("session", value);
   }
 
   get turn(): TurnState {
-    return this.getMeta<TurnState>("turn") ?? IDLE;
+    return this.metaRows.get<TurnState>("turn") ?? IDLE;
   }
   /** Written only by TurnControl (turn.ts), the one module that changes the turn. */
   set turn(value: TurnState) {
-    this.setMeta("turn", value);
+    this.metaRows.set("turn", value);
     this.liveChanged?.();
   }
 
@@ -214,10 +198,10 @@ export class SessionStore {
 
   /** A deleted session's index row that D1 has not removed yet (unindex.ts): set after `forget`. */
   get unindexPending(): { tenantId: string; sessionId: string } | undefined {
-    return this.getMeta("unindex");
+    return this.metaRows.get("unindex");
   }
   set unindexPending(row: { tenantId: string; sessionId: string } | undefined) {
-    this.setMeta("unindex", row);
+    this.metaRows.set("unindex", row);
   }
 
   /**
@@ -227,13 +211,13 @@ export class SessionStore {
    */
   nextId(): number {
     if (this.idNext === undefined) {
-      this.idCeiling = this.getMeta<number>("next_id") ?? 0;
+      this.idCeiling = this.metaRows.get<number>("next_id") ?? 0;
       this.idNext = this.idCeiling;
     }
     this.idNext += 1;
     if (this.idNext > this.idCeiling) {
       this.idCeiling = this.idNext + ID_BLOCK - 1;
-      this.setMeta("next_id", this.idCeiling);
+      this.metaRows.set("next_id", this.idCeiling);
     }
     return this.idNext;
   }
@@ -381,10 +365,10 @@ export class SessionStore {
   }
   /** The seq at which the log's tool calls were last folded (every update compares against it: the meta cache holds it). */
   get foldedAt(): number {
-    return this.getMeta<number>("folded_at") ?? 0;
+    return this.metaRows.get<number>("folded_at") ?? 0;
   }
   set foldedAt(seq: number) {
-    this.setMeta("folded_at", seq);
+    this.metaRows.set("folded_at", seq);
   }
   /**
    * The log as written, in order. A permission request's entry carries its resolution (`resolved`,
@@ -632,15 +616,6 @@ export class SessionStore {
   inflight(): InflightRow[] {
     return this.sql.exec<InflightSql>("SELECT * FROM inflight ORDER BY gw_id").toArray().map(inflightFromSql);
   }
-}
-
-/** A value and everything in it made read-only (meta values are shared by every reader). */
-function deepFreeze<T>(value: T): T {
-  if (typeof value === "object" && value !== null && !Object.isFrozen(value)) {
-    for (const inner of Object.values(value)) deepFreeze(inner);
-    Object.freeze(value);
-  }
-  return value;
 }
 
 function requestColumn(p: PendingRequest): string {

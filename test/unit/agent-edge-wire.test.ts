@@ -75,7 +75,7 @@ describe("the edge's control socket wire", () => {
       { numRuns: RUNS },
     );
     expect(decodeControl("")).toEqual({ t: "plain", text: "" });
-    expect(decodeControl(" \u0001{}")).toEqual({ t: "plain", text: " \u0001{}" });
+    expect(decodeControl(` ${CONTROL_MARK}{}`)).toEqual({ t: "plain", text: ` ${CONTROL_MARK}{}` });
   });
 
   it("no JSON text ever decodes as a control frame: nothing an agent sends passes for one", () => {

@@ -14,6 +14,11 @@ function answer(id: unknown): string {
   return JSON.stringify({ jsonrpc: "2.0", id, result: { outcome: { outcome: "cancelled" } } });
 }
 
+/** The client's answer as the edge parsed it (parseFrame). */
+function answerOf(id: JsonRpcId | null): { id: JsonRpcId | null; jsonrpc: string; result: unknown } {
+  return JSON.parse(answer(id)) as { id: JsonRpcId | null; jsonrpc: string; result: unknown };
+}
+
 function cancel(requestId: JsonRpcId): string {
   return JSON.stringify({ jsonrpc: "2.0", method: "$/cancel_request", params: { requestId } });
 }
@@ -35,7 +40,7 @@ describe("a connection's id maps", () => {
       fc.property(sessionId, jsonRpcId, (session, id) => {
         const ids = new ConnectionIds();
         const out = outId(ids, session, id);
-        const back = ids.toSession(out, answer(out));
+        const back = ids.toSession(answerOf(out));
         expect(back?.sessionId).toBe(session);
         expect(JSON.parse(back?.text ?? "null")).toEqual(JSON.parse(answer(id)));
       }),
@@ -53,7 +58,7 @@ describe("a connection's id maps", () => {
           expect(new Set(outs).size).toBe(outs.length);
           // Each answer reaches the session that asked, under the id it asked with.
           outs.forEach((out, i) => {
-            const back = ids.toSession(out, answer(out));
+            const back = ids.toSession(answerOf(out));
             expect(back?.sessionId).toBe(sent[i]?.[0]);
             expect((JSON.parse(back?.text ?? "null") as { id: JsonRpcId }).id).toEqual(sent[i]?.[1]);
           });
@@ -68,9 +73,9 @@ describe("a connection's id maps", () => {
       fc.property(fc.oneof(jsonRpcId, fc.constant(null)), (foreign) => {
         const ids = new ConnectionIds();
         const out = outId(ids, "s", 5);
-        if (foreign !== out) expect(ids.toSession(foreign, answer(foreign))).toBeUndefined();
-        expect(ids.toSession(out, answer(out))).toBeDefined();
-        expect(ids.toSession(out, answer(out))).toBeUndefined();
+        if (foreign !== out) expect(ids.toSession(answerOf(foreign))).toBeUndefined();
+        expect(ids.toSession(answerOf(out))).toBeDefined();
+        expect(ids.toSession(answerOf(out))).toBeUndefined();
       }),
     );
   });
@@ -78,8 +83,8 @@ describe("a connection's id maps", () => {
   it("refuses the string form of a connection id", () => {
     const ids = new ConnectionIds();
     const out = outId(ids, "s", 5);
-    expect(ids.toSession(String(out), answer(String(out)))).toBeUndefined();
-    expect(ids.toSession(out, answer(out))).toBeDefined();
+    expect(ids.toSession(answerOf(String(out)))).toBeUndefined();
+    expect(ids.toSession(answerOf(out))).toBeDefined();
   });
 
   it("withdraws a pending request under the connection's id, and the client's later answer reaches no one", () => {
@@ -87,14 +92,14 @@ describe("a connection's id maps", () => {
     const out = outId(ids, "s", "perm-1");
     const withdrawal = ids.toClient("s", cancel("perm-1"));
     expect(JSON.parse(withdrawal ?? "null")).toEqual({ jsonrpc: "2.0", method: "$/cancel_request", params: { requestId: out } });
-    expect(ids.toSession(out, answer(out))).toBeUndefined();
+    expect(ids.toSession(answerOf(out))).toBeUndefined();
   });
 
   it("drops a withdrawal of a request the client answered already, or of another session's request", () => {
     const ids = new ConnectionIds();
     const out = outId(ids, "s", 1);
     outId(ids, "other", 2);
-    ids.toSession(out, answer(out));
+    ids.toSession(answerOf(out));
     expect(ids.toClient("s", cancel(1))).toBeUndefined();
     expect(ids.toClient("s", cancel(2))).toBeUndefined();
   });
@@ -102,7 +107,7 @@ describe("a connection's id maps", () => {
   it("names the connection's id in error.data.requestId when the session refuses an answer", () => {
     const ids = new ConnectionIds();
     const out = outId(ids, "s", 42);
-    ids.toSession(out, answer(out));
+    ids.toSession(answerOf(out));
     const notice = JSON.parse(ids.toClient("s", refusal(42)) ?? "null") as { error: { data: { requestId: unknown; sessionId: string } } };
     expect(notice.error.data).toEqual({ requestId: out, sessionId: "s" });
   });
@@ -117,7 +122,7 @@ describe("a connection's id maps", () => {
   it("remembers the last 64 answered requests for such errors, and forgets older ones", () => {
     const ids = new ConnectionIds();
     const outs = Array.from({ length: 65 }, (_, i) => outId(ids, "s", i));
-    for (const out of outs) ids.toSession(out, answer(out));
+    for (const out of outs) ids.toSession(answerOf(out));
     const requestIdOf = (id: number) =>
       (JSON.parse(ids.toClient("s", refusal(id)) ?? "null") as { error: { data: { requestId: unknown } } }).error.data.requestId;
     expect(requestIdOf(0)).toBeNull();

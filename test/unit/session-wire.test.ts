@@ -68,8 +68,8 @@ describe("packed replay", () => {
   // Counterexamples found while writing the property: each was lost or split before VERBATIM_MARK.
   it.each([
     ["a body holding NUL", ["a\u0000b"]],
-    ["a body starting with the pack mark", ["\u0002x", "y"]],
-    ["a body starting with the rewrite mark", ["\u0001{}"]],
+    ["a body starting with the pack mark", [`${PACK_MARK}x`, "y"]],
+    ["a body starting with the rewrite mark", [`${REWRITE_MARK}{}`]],
     ["an empty body between two others", ["a", "", "b"]],
   ])("keeps %s whole", (_name, bodies) => {
     expect(unpacked(packFrames(bodies))).toEqual(bodies);

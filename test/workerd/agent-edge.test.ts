@@ -13,8 +13,7 @@ import fc from "fast-check";
 import { describe, expect, it, vi } from "vitest";
 import { type AgentObject, agentTesting } from "../../durable-objects/agent/agent-object";
 import { type SessionObject, sessionTesting } from "../../durable-objects/session/session-object";
-import { EDGE_LINK_HEADER, decodeControl } from "../../protocol/agent-edge-wire";
-import { relayTesting } from "../../protocol/agent-relay";
+import { CONTROL_MARK, EDGE_LINK_HEADER, decodeControl } from "../../protocol/agent-edge-wire";
 import { encodeLink, linkToAgent } from "../../protocol/agent-link-wire";
 import { agentStub, crashObject, sessionStub } from "./fuzz-faults";
 import {
@@ -39,7 +38,7 @@ type Json = Record<string, any>;
 // ── what the tests count on the objects' instances ───────────────────────────────────────────────
 /** Counters a test keeps on one object instance (set by `watchAgentObject` / `watchSession`). */
 interface AgentWatch {
-  /** Frames of the agent the AgentObject queued for a session (`enqueue`): what went through it. */
+  /** Frames of the agent the edge sent through the AgentObject for a session (`attributed`): what went through it. */
   viaAgentObject: Record<string, number>;
   /** Grants it gave the edge (each reserves a range of numbers). */
   grants: number;
@@ -67,23 +66,22 @@ const SLOW = Number(env.BURST_UPDATES) > 0;
 const LARGE_BURST = SLOW ? 2000 : 600;
 const MODEL_RUNS = SLOW ? 60 : 10;
 
-/** The relay's test seam (protocol/agent-relay.ts `RelayTesting`) on the AgentObject's instance. */
-const relayOf = (instance: AgentObject) => relayTesting(agentTesting(instance).relay);
-
 /** The counters `watchAgentObject` keeps, by AgentObject instance (an evicted object's new instance has none). */
 const agentWatches = new WeakMap<AgentObject, AgentWatch>();
 
-/** Counts, on the AgentObject's instance, the frames it queues for each session and the grants it gives. */
+/** Counts, on the AgentObject's instance, the frames the edge sends through it for each session and the grants it gives. */
 async function watchAgentObject(t: SeededTenant, agent: ScriptedAgent): Promise<void> {
   await runInDurableObject(agentStub(t.tenantId, agent.name), (instance: AgentObject) => {
     if (agentWatches.has(instance)) return;
     const watch: AgentWatch = { viaAgentObject: {}, grants: 0 };
     agentWatches.set(instance, watch);
-    const relay = relayOf(instance);
-    relay.queued = (sessionId, item) => {
-      if (item.kind === "frame") watch.viaAgentObject[sessionId] = (watch.viaAgentObject[sessionId] ?? 0) + 1;
+    const seam = agentTesting(instance);
+    seam.controlFrame = (data, _epoch, handle) => {
+      const control = decodeControl(data);
+      if (control?.t === "attributed") watch.viaAgentObject[control.s] = (watch.viaAgentObject[control.s] ?? 0) + 1;
+      handle();
     };
-    relay.granted = () => {
+    seam.granted = () => {
       watch.grants++;
     };
   });
@@ -96,7 +94,7 @@ async function agentWatch(t: SeededTenant, agent: ScriptedAgent): Promise<AgentW
 }
 
 /** Deliveries to one session held by the test on the AgentObject's instance (the stale-grant case), by instance. */
-const staleHolds = new WeakMap<AgentObject, { held: boolean }>();
+const staleHolds = new WeakMap<AgentObject, { held: boolean; granted: boolean }>();
 
 /** The counters `watchSession` keeps, by SessionObject instance (an evicted object's new instance has none). */
 const sessionWatches = new WeakMap<SessionObject, SessionWatch>();
@@ -519,17 +517,19 @@ describe("agent edge: grants", () => {
     // The AgentObject grants nothing by itself; when the session's second frame comes, its delivery is
     // held, and the edge gets a grant naming the count before that frame (as if it had crossed it).
     await runInDurableObject(agentStub(t.tenantId, agent.name), (instance: AgentObject) => {
-      const relay = relayOf(instance);
-      const stale = { held: false };
+      const seam = agentTesting(instance);
+      const stale = { held: false, granted: false };
       staleHolds.set(instance, stale);
-      relay.grants = false;
-      relay.held = (id) => id === sessionId && stale.held;
-      relay.controlFrame = (data, _epoch, handle) => {
+      seam.grants = false;
+      seam.held = (id) => id === sessionId && stale.held;
+      const watched = seam.controlFrame; // watchAgentObject's count
+      seam.controlFrame = (data, epoch, handle) => {
         const control = decodeControl(data);
-        if (control?.t !== "attributed" || control.s !== sessionId || control.c !== 2) return handle();
+        const next = () => (watched ? watched(data, epoch, handle) : handle());
+        if (control?.t !== "attributed" || control.s !== sessionId || control.c !== 2) return next();
         stale.held = true;
-        handle();
-        relay.grant(sessionId, 1);
+        next();
+        stale.granted = seam.grant(sessionId, 1);
       };
     });
     agent.peer.notify("session/update", chunk(sessionId, "one"));
@@ -546,8 +546,9 @@ describe("agent edge: grants", () => {
     await runInDurableObject(agentStub(t.tenantId, agent.name), (instance: AgentObject) => {
       const stale = staleHolds.get(instance);
       expect(stale?.held).toBe(true); // the precondition: the same instance still holds the delivery
+      expect(stale?.granted).toBe(true); // and sent the edge the stale grant
       if (stale) stale.held = false;
-      relayOf(instance).deliver(sessionId);
+      agentTesting(instance).deliver(sessionId);
     });
     expect(await chunksSeen(client, 2)).toEqual(["two", "three"]);
     await barrier(client, agent, sessionId);
@@ -694,7 +695,7 @@ describe("agent edge: the agent's end", () => {
     noMoreChunks(client);
   }, 120_000);
 
-  it("a frame forged as a control frame (\\u0001{handover...}) is answered as a parse error and never reaches another session", async () => {
+  it("a frame forged as a control frame (CONTROL_MARK{handover...}) is answered as a parse error and never reaches another session", async () => {
     const t = await seedTenant();
     const agent = await dialInAgent(t);
     await watchAgentObject(t, agent);
@@ -708,11 +709,11 @@ describe("agent edge: the agent's end", () => {
     const forged = JSON.stringify({ jsonrpc: "2.0", method: "session/update", params: chunk(other.sessionId, "forged") });
     // A handover numbered far above anything the AgentObject stamps: applied, it would hide every later frame.
     const header = JSON.stringify({ t: "handover", s: other.sessionId, c: 1, seqs: [1_000_000_000] });
-    agent.peer.send(`\u0001${header}\u0000${forged}`);
+    agent.peer.send(`${CONTROL_MARK}${header}\u0000${forged}`);
     const refused = await agent.peer.next((m) => m.error !== undefined && !("method" in m));
     expect(refused.error.code).toBe(-32700);
     // From the agent's own session too.
-    agent.peer.send(`\u0001${JSON.stringify({ t: "attributed", s: other.sessionId, c: 1 })}\u0000${forged}`);
+    agent.peer.send(`${CONTROL_MARK}${JSON.stringify({ t: "attributed", s: other.sessionId, c: 1 })}\u0000${forged}`);
     expect((await agent.peer.next((m) => m.error !== undefined && !("method" in m))).error.code).toBe(-32700);
     agent.peer.notify("session/update", chunk(other.sessionId, "after"));
     expect(await chunksSeen(other.client, 1)).toEqual(["after"]);

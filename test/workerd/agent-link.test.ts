@@ -15,7 +15,6 @@ import { LINK_IDLE_MS } from "../../durable-objects/agent/session-links";
 import type { AgentStub, SessionStub } from "../../durable-objects/objects";
 import { type SessionObject, sessionTesting } from "../../durable-objects/session/session-object";
 import { AGENT_LINK_HEADER, linkToAgent, linkToSession } from "../../protocol/agent-link-wire";
-import { relayTesting } from "../../protocol/agent-relay";
 import { agentStub, closeEdgeLinks as closeSessionEdgeLinks, crashObject, sessionStub } from "./fuzz-faults";
 import {
   AGENT_OBJECT_LOST,
@@ -112,7 +111,7 @@ function noMoreChunks(client: Peer): void {
  */
 async function noEdgeGrants(t: SeededTenant, agent: ScriptedAgent): Promise<void> {
   await runInDurableObject(agentStub(t.tenantId, agent.name), (instance: AgentObject) => {
-    relayTesting(agentTesting(instance).relay).grants = false;
+    agentTesting(instance).grants = false;
   });
 }
 

@@ -6,29 +6,23 @@
 
 import { env, runInDurableObject } from "cloudflare:test";
 import { describe, expect, it, onTestFinished } from "vitest";
-import { type RulesObject, rulesTesting } from "../../durable-objects/rules/rules-object";
+import { rulesCalls } from "../../durable-objects/rules/rules-object";
 import type { SessionObject } from "../../durable-objects/session/session-object";
 import { clientWithSession, DEFAULT_OPTIONS, dialInAgent, isMethod, isResponseTo, seedTenant, startTurn } from "./helpers";
-import { rulesStub, sessionStub } from "./fuzz-faults";
+import { sessionStub } from "./fuzz-faults";
 
 type Counts = { rulesCalls: number; notifyReads: number; alarmWrites: number };
 
 /** Counts, from now on, the calls the session makes beyond its own SQLite (restored when the test ends). */
 async function countCosts(tenantId: string, sessionId: string): Promise<Counts> {
   const counts: Counts = { rulesCalls: 0, notifyReads: 0, alarmWrites: 0 };
-  await runInDurableObject(rulesStub(tenantId), (instance: RulesObject) => {
-    const proto = Object.getPrototypeOf(instance) as Record<string, unknown>;
-    for (const name of Object.getOwnPropertyNames(proto)) {
-      const original = proto[name];
-      if (name === "constructor" || typeof original !== "function") continue;
-      proto[name] = function (this: RulesObject, ...args: unknown[]) {
-        if (rulesTesting(this).name === tenantId) counts.rulesCalls++;
-        return (original as (...a: unknown[]) => unknown).apply(this, args);
-      };
-      onTestFinished(() => {
-        proto[name] = original;
-      });
-    }
+  const before = rulesCalls.seen;
+  rulesCalls.seen = (name, method) => {
+    before?.(name, method);
+    if (name === tenantId) counts.rulesCalls++;
+  };
+  onTestFinished(() => {
+    rulesCalls.seen = before;
   });
   await runInDurableObject(sessionStub(tenantId, sessionId), (_instance: SessionObject, state) => {
     const storage = state.storage;

@@ -38,7 +38,7 @@ async function holdRulesSteady(tenantId: string, sessionId: string): Promise<() 
     rulesTesting(root).leaseMs = leaseMs;
   });
   await setSessionLease(tenantId, sessionId, leaseMs);
-  const calls = await countRulesCalls(tenantId);
+  const calls = countRulesCalls(tenantId);
   return () => calls.snapshot + calls.check;
 }
 

@@ -5,7 +5,7 @@
 
 import { env, evictDurableObject, runInDurableObject } from "cloudflare:test";
 import { SessionObject, sessionTesting } from "../../durable-objects/session/session-object";
-import { RulesObject, rulesTesting } from "../../durable-objects/rules/rules-object";
+import { RulesObject, rulesCalls, rulesTesting } from "../../durable-objects/rules/rules-object";
 import { countFault, newCounters } from "./fuzz-session";
 import { objects } from "../../durable-objects/objects";
 import { RULES_SHARDS } from "../../durable-objects/rules/contract";
@@ -30,30 +30,19 @@ export const rulesStub = (tenantId: string) => objects.rules(env, tenantId);
 /** The shard of the tenant's rules a session takes them from. */
 const shardOfSession = (tenantId: string, sessionId: string) => objects.rulesShard(env, tenantId, shardOf(sessionId, RULES_SHARDS));
 
-/** The object's name (its test seam). */
-const nameOf = (object: RulesObject) => rulesTesting(object).name ?? "";
-
 /**
- * Counts the sessions' calls that reach the tenant's rules shards (RPC serves prototype methods:
- * wrapped there, so only calls to this tenant's shards, by the objects' names, are counted).
+ * Counts the sessions' calls that reach the tenant's rules shards (the class's seam `rulesCalls`, told
+ * of every instance's calls, also of instances woken later: only this tenant's shards are counted).
  */
-export async function countRulesCalls(tenantId: string): Promise<{ snapshot: number; check: number }> {
+export function countRulesCalls(tenantId: string): { snapshot: number; check: number } {
   const counts = { snapshot: 0, check: 0 };
-  await runInDurableObject(rulesStub(tenantId), (instance: RulesObject) => {
-    const proto = Object.getPrototypeOf(instance) as RulesObject;
-    const { snapshot, check } = proto;
-    proto.snapshot = function (this: RulesObject, ...args: Parameters<RulesObject["snapshot"]>) {
-      if (nameOf(this).startsWith(`${tenantId}/`)) counts.snapshot++;
-      return snapshot.apply(this, args);
-    };
-    proto.check = function (this: RulesObject, ...args: Parameters<RulesObject["check"]>) {
-      if (nameOf(this).startsWith(`${tenantId}/`)) counts.check++;
-      return check.apply(this, args);
-    };
-    onTestFinished(() => {
-      proto.snapshot = snapshot;
-      proto.check = check;
-    });
+  const before = rulesCalls.seen;
+  rulesCalls.seen = (name, method) => {
+    before?.(name, method);
+    if (name.startsWith(`${tenantId}/`) && (method === "snapshot" || method === "check")) counts[method]++;
+  };
+  onTestFinished(() => {
+    rulesCalls.seen = before;
   });
   return counts;
 }
@@ -62,6 +51,16 @@ export async function countRulesCalls(tenantId: string): Promise<{ snapshot: num
 export async function setSessionLease(tenantId: string, sessionId: string, leaseMs: number): Promise<void> {
   await runInDurableObject(shardOfSession(tenantId, sessionId), (instance: RulesObject) => {
     rulesTesting(instance).leaseMs = leaseMs;
+  });
+}
+
+/** Makes the session's rules shard fail to tell it of a change (its push is lost) until the test ends. */
+export async function losePushesTo(tenantId: string, sessionId: string): Promise<void> {
+  await runInDurableObject(shardOfSession(tenantId, sessionId), (instance: RulesObject) => {
+    rulesTesting(instance).tellSession = () => Promise.reject(new Error("push lost (test)"));
+    onTestFinished(() => {
+      rulesTesting(instance).tellSession = undefined;
+    });
   });
 }
 

@@ -1,36 +1,47 @@
 // Every hand-off that can fail leaves the session consistent: a prompt that cannot reach the agent gets
 // an error and the turn returns to idle; an answer that cannot reach the agent is not announced as
-// resolved. The failing hand-off is produced by making the real AgentObject's toAgent throw (a
-// failure no real peer produces on demand), or by the AgentObject not holding the session.
+// resolved. The failing hand-off is produced by the session's call to its AgentObject's toAgent
+// failing (a failure no real peer produces on demand), or by the AgentObject not holding the session.
 
 import { env, runInDurableObject } from "cloudflare:test";
 import { describe, expect, it } from "vitest";
-import type { AgentObject } from "../../durable-objects/agent/agent-object";
+import type { ToAgent } from "../../durable-objects/agent/contract";
+import type { SessionRef } from "../../durable-objects/session/contract";
+import { type SessionObject, sessionTesting } from "../../durable-objects/session/session-object";
 import { attachClient, clientWithSession, dialInAgent, isMethod, isResponseTo, seedTenant } from "./helpers";
 import { objects } from "../../durable-objects/objects";
 import { closeEdgeLinks } from "./fuzz-faults";
 
 const agentStub = (tenantId: string, name: string) => objects.agent(env, tenantId, name);
+const sessionStub = (tenantId: string, sessionId: string) => objects.session(env, tenantId, sessionId);
 const snapshotOf = (tenantId: string, sessionId: string) => objects.session(env, tenantId, sessionId).snapshot();
 
 /**
- * Makes AgentObject.toAgent throw for frames of `type` until the returned function is called. RPC
- * dispatches through the class's prototype, so that is what is patched (and restored).
+ * Makes the session's hand-off to its AgentObject fail for frames of `type` until the returned
+ * function is called, through the session's test seam: such a frame is refused on the agent link (as
+ * a closing link refuses it), so it goes by RPC, where its call to the AgentObject's `toAgent` fails.
  */
-async function breakHandOff(tenantId: string, name: string, type: string): Promise<() => Promise<void>> {
-  const stub = agentStub(tenantId, name);
-  const original = await runInDurableObject(stub, (instance: AgentObject) => {
-    const proto = Object.getPrototypeOf(instance) as AgentObject;
-    const real = proto.toAgent;
-    proto.toAgent = async function (this: AgentObject, agent, ref, frame) {
-      if (frame.type === type) throw new Error("hand-off failed (test)");
-      return real.call(this, agent, ref, frame);
-    };
-    return real;
+async function breakHandOff(tenantId: string, sessionId: string, type: string): Promise<() => Promise<void>> {
+  const failing = (frame: ToAgent) => frame.type === type;
+  await runInDurableObject(sessionStub(tenantId, sessionId), (instance: SessionObject) => {
+    const seam = sessionTesting(instance);
+    seam.onLinkSend = (frame, send) => (failing(frame) ? false : send());
+    seam.agent = (real) =>
+      new Proxy(real, {
+        get(target, prop) {
+          if (prop === "toAgent")
+            return (agent: string, ref: SessionRef, frame: ToAgent, key?: number) =>
+              failing(frame) ? Promise.reject(new Error("hand-off failed (test)")) : target.toAgent(agent, ref, frame, key);
+          const value: unknown = Reflect.get(target, prop);
+          return typeof value === "function" ? (value as (...a: unknown[]) => unknown).bind(target) : value;
+        },
+      });
   });
   return () =>
-    runInDurableObject(stub, (instance: AgentObject) => {
-      (Object.getPrototypeOf(instance) as AgentObject).toAgent = original;
+    runInDurableObject(sessionStub(tenantId, sessionId), (instance: SessionObject) => {
+      const seam = sessionTesting(instance);
+      seam.onLinkSend = undefined;
+      seam.agent = undefined;
     });
 }
 
@@ -39,7 +50,7 @@ describe("hand-offs that fail leave the session consistent", () => {
     const t = await seedTenant();
     const agent = await dialInAgent(t);
     const { client, sessionId } = await clientWithSession(t, agent);
-    const repair = await breakHandOff(t.tenantId, agent.name, "request");
+    const repair = await breakHandOff(t.tenantId, sessionId, "request");
     client.send({ jsonrpc: "2.0", id: "lost", method: "session/prompt", params: { sessionId, prompt: [{ type: "text", text: "x" }] } });
     const failed = await client.next(isResponseTo("lost"));
     expect(failed.error).toMatchObject({ code: -32603, data: { reason: "agent_unreachable" } });
@@ -79,7 +90,7 @@ describe("hand-offs that fail leave the session consistent", () => {
     await bob.next(isMethod("session/request_permission"));
     // The answer goes on the edge link while one is open (decision 0034): closed, it goes through the AgentObject, whose hand-off fails.
     expect(await closeEdgeLinks(t.tenantId, sessionId)).toBeGreaterThan(0);
-    const repair = await breakHandOff(t.tenantId, agent.name, "response");
+    const repair = await breakHandOff(t.tenantId, sessionId, "response");
     alice.respond(first.id, { outcome: { outcome: "selected", optionId: "allow" } });
     await bob.next(isMethod("$/cancel_request"));
     // Asked again, because the agent never got the answer; nobody was told it was resolved.

@@ -3,9 +3,8 @@
 // is asked once per lease at most); and every change — revoke, expiry, a rule another session made,
 // an eviction, a session told nothing — is seen before it could let a stale rule answer.
 
-import { SELF, env, runInDurableObject } from "cloudflare:test";
-import { describe, expect, it, onTestFinished } from "vitest";
-import type { SessionObject } from "../../durable-objects/session/session-object";
+import { SELF, env } from "cloudflare:test";
+import { describe, expect, it } from "vitest";
 import {
   DEFAULT_OPTIONS,
   barrier,
@@ -17,7 +16,7 @@ import {
   type ScriptedAgent,
   seedTenant,
 } from "./helpers";
-import { countRulesCalls, restartObject, sessionStub, setSessionLease } from "./fuzz-faults";
+import { countRulesCalls, losePushesTo, restartObject, sessionStub, setSessionLease } from "./fuzz-faults";
 import { HARD_LIMITS } from "../../protocol/tenant-limits";
 
 type Tenant = Awaited<ReturnType<typeof seedTenant>>;
@@ -75,7 +74,7 @@ describe("the rules path for a tenant with no rules", () => {
     const agent = await dialInAgent(t, "norules");
     const { client, sessionId } = await sessionInTurn(t, agent);
     await setSessionLease(t.tenantId, sessionId, 3000);
-    const calls = await countRulesCalls(t.tenantId);
+    const calls = countRulesCalls(t.tenantId);
     for (let i = 0; i < 3; i++) {
       const id = agent.askPermission(sessionId, run(`tc${i}`, `make ${i}`), DEFAULT_OPTIONS);
       const copy = await client.next(isMethod("session/request_permission"));
@@ -99,7 +98,7 @@ describe("the compiled rules cache in the session", { timeout: 30_000 }, () => {
     const agent = await dialInAgent(t);
     const { client, sessionId } = await sessionInTurn(t, agent);
     await setSessionLease(t.tenantId, sessionId, 30_000);
-    const calls = await countRulesCalls(t.tenantId);
+    const calls = countRulesCalls(t.tenantId);
     for (let i = 0; i < 5; i++)
       expect(await answeredByRule(agent, client, sessionId, `n${i}`, i % 2 === 0 ? "npm test" : "npm test --silent")).toBe(ruleId);
     await askedOfPeople(agent, client, sessionId, "other", "npm publish");
@@ -132,17 +131,8 @@ describe("the compiled rules cache in the session", { timeout: 30_000 }, () => {
     const agent = await dialInAgent(t);
     const { client, sessionId } = await sessionInTurn(t, agent);
     await setSessionLease(t.tenantId, sessionId, leaseMs);
-    // The session cannot be told: its rulesChanged throws (it is not needed: the lease is the fence).
-    await runInDurableObject(sessionStub(t.tenantId, sessionId), (instance: SessionObject) => {
-      const proto = Object.getPrototypeOf(instance) as SessionObject;
-      const rulesChanged = proto.rulesChanged;
-      proto.rulesChanged = () => {
-        throw new Error("push lost (test)");
-      };
-      onTestFinished(() => {
-        proto.rulesChanged = rulesChanged;
-      });
-    });
+    // The session cannot be told: its shard's push to it fails (it is not needed: the lease is the fence).
+    await losePushesTo(t.tenantId, sessionId);
     const asked = Date.now();
     await answeredByRule(agent, client, sessionId, "warm", "npm test");
     await revoke(t, ruleId);
@@ -157,7 +147,7 @@ describe("the compiled rules cache in the session", { timeout: 30_000 }, () => {
     await createRule(t, { ...npmTest, expiresAt });
     const agent = await dialInAgent(t);
     const { client, sessionId } = await sessionInTurn(t, agent);
-    const calls = await countRulesCalls(t.tenantId);
+    const calls = countRulesCalls(t.tenantId);
     await answeredByRule(agent, client, sessionId, "before", "npm test");
     // Time itself is what is under test here: wait until the rule's expiry has passed.
     await new Promise((resolve) => setTimeout(resolve, Math.max(0, expiresAt - Date.now()) + 50));
@@ -205,7 +195,7 @@ describe("the compiled rules cache in the session", { timeout: 30_000 }, () => {
     const agent = await dialInAgent(t);
     const { client, sessionId } = await sessionInTurn(t, agent);
     await setSessionLease(t.tenantId, sessionId, 30_000);
-    const calls = await countRulesCalls(t.tenantId);
+    const calls = countRulesCalls(t.tenantId);
     expect(await answeredByRule(agent, client, sessionId, "n", "npm test")).toBe(ruleId);
     expect(await answeredByRule(agent, client, sessionId, "t7", "tool7777 run")).toBe(`rule_fill_${t.tenantId}_7777`);
     await askedOfPeople(agent, client, sessionId, "t8", "tool7777 build");
@@ -218,7 +208,7 @@ describe("the compiled rules cache in the session", { timeout: 30_000 }, () => {
     const ruleId = await createRule(t, npmTest);
     const agent = await dialInAgent(t);
     const { client, sessionId } = await sessionInTurn(t, agent);
-    const calls = await countRulesCalls(t.tenantId);
+    const calls = countRulesCalls(t.tenantId);
     await answeredByRule(agent, client, sessionId, "first", "npm test");
     await restartObject(sessionStub(t.tenantId, sessionId));
     await answeredByRule(agent, client, sessionId, "rebuilt", "npm test");
@@ -235,7 +225,7 @@ describe("the compiled rules cache in the session", { timeout: 30_000 }, () => {
     const agent = await dialInAgent(t);
     const { client, sessionId } = await sessionInTurn(t, agent);
     await setSessionLease(t.tenantId, sessionId, 300);
-    const calls = await countRulesCalls(t.tenantId);
+    const calls = countRulesCalls(t.tenantId);
     await answeredByRule(agent, client, sessionId, "first", "npm test");
     // Time is what is under test: the lease runs out.
     await new Promise((resolve) => setTimeout(resolve, 400));

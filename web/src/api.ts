@@ -3,6 +3,7 @@
 // a person can act on: a refused credential (401) and one that may not do something (403) say so; a
 // person's token refused (expired, or the tenant changed its provider) also tells the app, which signs out.
 
+import type { ApiAuditEntry, ApiRule } from "../../protocol/rest-api";
 import type { PersonToken, SignInInfo } from "./sign-in";
 
 export class ApiError extends Error {
@@ -47,56 +48,10 @@ export interface Snapshot {
   clients: { connectionId: string; user: string | null; attachedAt: number }[];
 }
 
-export type Matcher =
-  | { type: "tool"; kind: string; name?: string }
-  | { type: "command"; prefix: readonly string[] }
-  | { type: "argv"; argv: readonly string[] }
-  | { type: "path"; glob: string; kinds?: readonly string[] }
-  | { type: "exact"; hash: string };
-
-export interface Rule {
-  id: string;
-  decision: "allow" | "reject";
-  scope: { project?: string; user?: string; agent?: string };
-  matcher: Matcher;
-  description: string;
-  expiresAt: number | null;
-  createdBy: { key: string | null; user: string | null };
-  createdFrom: { sessionId: string | null; toolCallId: string | null };
-  createdAt: number;
-  revokedAt: number | null;
-  hits: number;
-  lastHitAt: number | null;
-}
-
 export interface DryRun {
   decision: "allow" | "reject" | null;
-  rule: Rule | null;
+  rule: ApiRule | null;
   option: { optionId: string; name: string; kind: string } | null;
-}
-
-type DecidedByType =
-  "person" | "link" | "rule" | "cancel" | "deadline" | "turn_end" | "agent_disconnected" | "agent_withdrew" | "operation_changed";
-
-export interface AuditEntry {
-  id: string;
-  sessionId: string;
-  agent: string;
-  toolCallId: string | null;
-  kind: string | null;
-  name: string | null;
-  operation: string | null;
-  outcome: "selected" | "cancelled" | "withdrawn";
-  optionId: string | null;
-  optionKind: string | null;
-  decidedBy: {
-    type: DecidedByType;
-    key: string | null;
-    user: string | null;
-    ruleId: string | null;
-    person?: { issuer: string; subject: string } | null;
-  };
-  at: number;
 }
 
 export interface Page<T> {
@@ -105,7 +60,7 @@ export interface Page<T> {
 }
 
 /** GET /v1/audit's page also says how much of the tenant's daily audit budget is spent (decision 0022). */
-export interface AuditPageBody extends Page<AuditEntry> {
+export interface AuditPageBody extends Page<ApiAuditEntry> {
   budget?: { bytesPerDay: number; spentToday: number; exhausted: boolean; resetsAt: number };
 }
 

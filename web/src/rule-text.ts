@@ -2,7 +2,7 @@
 // stored and beside every rule in the Rules view.
 
 import { prefixCovers } from "../../protocol/rules/coverage";
-import type { Matcher } from "./api";
+import type { Matcher } from "../../protocol/rules/rules";
 
 export interface Scope {
   project?: string | null;

@@ -11,6 +11,7 @@ import { limitsOf } from "../../protocol/tenant-limits";
 import { requireRole } from "../middleware/require-key";
 import { json, pageOf, pageParams, pageSchema } from "./pagination";
 import type { AppEnv } from "../types";
+import type { ApiAuditEntry } from "../../protocol/rest-api";
 import { errorResponses, validationHook } from "./openapi";
 
 const AuditEntrySchema = z
@@ -113,7 +114,7 @@ auditApi.openapi(
       rows,
       limit,
       (r) => `${r.at}:${r.id}`,
-      (r) => ({
+      (r): ApiAuditEntry => ({
         id: r.id,
         sessionId: r.sessionId,
         agent: r.agent,

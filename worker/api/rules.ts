@@ -4,6 +4,7 @@
 
 import { OpenAPIHono, createRoute, z } from "@hono/zod-openapi";
 import { type DecisionRuleRow } from "../../db/schema";
+import type { ApiRule } from "../../protocol/rest-api";
 import { insertRule, listRules, ruleById, updateRule } from "../../db/queries/decision-rules";
 import { newRuleId } from "../../durable-objects/rules/engine";
 import { matcherText, parseMatcher } from "../../protocol/rules";
@@ -75,6 +76,7 @@ const RuleTestSchema = z
   })
   .openapi("RuleTest");
 
+/** The rule as the API shows it (protocol/rest-api.ts, which the console reads; RuleSchema documents it). */
 function ruleJson(row: DecisionRuleRow): z.infer<typeof RuleSchema> {
   const scope: z.infer<typeof ScopeSchema> = {};
   if (row.scopeProject) scope.project = row.scopeProject;
@@ -94,7 +96,7 @@ function ruleJson(row: DecisionRuleRow): z.infer<typeof RuleSchema> {
     revokedAt: row.revokedAt,
     hits: row.hits,
     lastHitAt: row.lastHitAt,
-  };
+  } satisfies ApiRule;
 }
 
 const errors = errorResponses;

@@ -2,7 +2,8 @@
 // exportable as NDJSON (one JSON entry a line, every page of the current filter).
 
 import { useCallback, useEffect, useState } from "preact/hooks";
-import { type Api, type AuditEntry, type AuditPageBody, type Page, type Rule, query } from "../api";
+import type { ApiAuditEntry as AuditEntry, ApiRule as Rule } from "../../../protocol/rest-api";
+import { type Api, type AuditPageBody, type Page, query } from "../api";
 import { dateTime, errorText } from "../format";
 import { DisplayWarning, Safe, shown } from "./shown";
 

@@ -3,7 +3,8 @@
 // revoke only its own user's rules; expiry needs an admin key) comes back as the API's 403, shown.
 
 import { useCallback, useEffect, useState } from "preact/hooks";
-import { type Api, type DryRun, type Page, type Rule, query } from "../api";
+import type { ApiRule as Rule } from "../../../protocol/rest-api";
+import { type Api, type DryRun, type Page, query } from "../api";
 import { dateTime, errorText } from "../format";
 import { coversText, scopeText } from "../rule-text";
 import { Safe, shown } from "./shown";
