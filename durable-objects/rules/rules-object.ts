@@ -224,30 +224,32 @@ export class RulesObject extends DurableObject<Env> implements RulesContract {
 
   /** A step an allow rule would answer: held by unseen changes (when it reads content), or what it may write noted. */
   unseenGate(request: UnseenGateRequest): UnseenHold | null {
-    return this.asUnseen().gate(request, Date.now());
+    return this.asUnseen("unseenGate").gate(request, Date.now());
   }
 
   /** A rule-answered reader finished (its tool call), or its session's turn ended (null: all of them). */
   unseenReaderDone(sessionId: string, toolCallId: string | null): void {
-    this.asUnseen().readerDone(sessionId, toolCallId);
+    this.asUnseen("unseenReaderDone").readerDone(sessionId, toolCallId);
   }
 
   /** What an agent changed with nobody asked (decision 0046): unseen. */
   unseenNote(changes: NewUnseenChange[]): void {
-    this.asUnseen().note(changes);
+    this.asUnseen("unseenNote").note(changes);
   }
 
   /** A person allowed a step that showed the unseen changes up to `upTo`. */
   unseenSeen(upTo: number): number {
-    return this.asUnseen().seen(upTo);
+    return this.asUnseen("unseenSeen").seen(upTo);
   }
 
   /** What is unseen now (GET /v1/unseen). */
   unseenNow(): UnseenHold | null {
-    return this.asUnseen().hold();
+    return this.asUnseen("unseenNow").hold();
   }
 
-  private asUnseen(): UnseenChanges {
+  /** The root's unseen changes, for the RPC call `method` (the class's test seam `rulesCalls` is told of it). */
+  private asUnseen(method: string): UnseenChanges {
+    rulesCalls.seen?.(this.ctx.id.name ?? "", method);
     if (!this.unseen) throw new Error("rules: the root's method was called on a shard");
     return this.unseen;
   }
