@@ -40,8 +40,13 @@ export class SessionInfo {
     private readonly clients: AttachedClients,
   ) {}
 
-  /** Other clients see what was asked: the prompt is logged and fanned out as user_message_chunk updates. */
-  recordPrompt(connId: string, user: string | null, params: unknown): void {
+  /**
+   * Other clients see what was asked: the prompt is logged and fanned out as user_message_chunk updates,
+   * marked with who asked: the connection, the key's label, and the key id (a person's is derived from
+   * their identity, core/principal.ts), by which a console tells its own person's prompts on replay.
+   */
+  recordPrompt(from: { connId: string; user: string | null; keyId: string }, params: unknown): void {
+    const { connId, user, keyId } = from;
     const meta = this.store.meta;
     const blocks = isObject(params) && Array.isArray(params.prompt) ? params.prompt : [];
     for (const content of blocks) {
@@ -51,7 +56,7 @@ export class SessionInfo {
         params: {
           sessionId: meta?.sessionId,
           update: { sessionUpdate: "user_message_chunk", content },
-          _meta: { acpGateway: { synthesized: true, connectionId: connId, user } },
+          _meta: { acpGateway: { synthesized: true, connectionId: connId, user, keyId } },
         },
       });
       appendUpdate(this.store, text);
