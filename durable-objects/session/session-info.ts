@@ -5,6 +5,7 @@
 import { touchSession } from "../../db/queries/sessions";
 import { isObject } from "../../protocol/jsonrpc";
 import { CLIENT_METHODS } from "../../protocol/methods";
+import { titleFromPrompt } from "../../protocol/session-title";
 import type { Env } from "../../core/env";
 import type { AttachedClients } from "./clients";
 import { appendUpdate } from "./compaction";
@@ -15,21 +16,6 @@ import { sessionLog } from "./session-log";
 export function loadResult(meta: SessionMeta): Record<string, unknown> {
   const { sessionId: _omit, ...rest } = meta.result ?? {};
   return rest;
-}
-
-/** The longest title taken from a prompt, in characters (an agent's own title is kept as it sent it). */
-const PROMPT_TITLE_CHARS = 80;
-
-/** A title from a prompt's first text block: its first line, whitespace folded, cut at a word near 80 characters. */
-function titleFromPrompt(blocks: unknown[]): string | null {
-  const block = blocks.find((b) => isObject(b) && b.type === "text" && typeof b.text === "string" && b.text.trim() !== "");
-  if (!isObject(block) || typeof block.text !== "string") return null;
-  const line = block.text.trim().split("\n")[0]?.replace(/\s+/g, " ").trim() ?? "";
-  const chars = Array.from(line); // by code point: a cut never splits a surrogate pair
-  if (chars.length <= PROMPT_TITLE_CHARS) return line || null;
-  const cut = chars.slice(0, PROMPT_TITLE_CHARS).join("");
-  const space = cut.lastIndexOf(" ");
-  return `${space > PROMPT_TITLE_CHARS / 2 ? cut.slice(0, space) : cut}…`;
 }
 
 export class SessionInfo {

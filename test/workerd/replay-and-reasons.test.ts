@@ -26,7 +26,7 @@ import {
   startTurn,
 } from "./helpers";
 
-type Json = Record<string, any>; // eslint-disable-line @typescript-eslint/no-explicit-any
+type Json = Record<string, any>;
 
 const run = (id: string, command: string) => ({ toolCallId: id, title: "Run it", kind: "execute", rawInput: { command } });
 const RESOLVED = "_acp_gateway/permission_resolved";

@@ -96,6 +96,8 @@ export interface AuditEntry {
     ruleId: string | null;
     person?: { issuer: string; subject: string } | null;
   };
+  /** The person's reason for their answer (decision 0048); for a refused answer, why it was refused. */
+  reason?: string | null;
   at: number;
 }
 
@@ -201,6 +203,8 @@ export interface Me {
   tenant: string;
   kind: string;
   credential: "key" | "token";
+  /** The key's id (a person's derived one): what the gateway marks their prompts and answers with. */
+  keyId: string;
   label: string | null;
   person: { issuer: string; subject: string; name: string } | null;
   expiresAt: number | null;
