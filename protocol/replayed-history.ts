@@ -56,7 +56,7 @@ export function* replayedFrames(rows: Iterable<LogRow>): Iterable<string> {
 }
 
 /** A resolved request's `permission_resolved`, marked replayed and carrying the request's tool call and options. */
-export function replayedResolution(requestBody: string, resolved: string): string | null {
+function replayedResolution(requestBody: string, resolved: string): string | null {
   if (!resolved.startsWith(RESOLVED_PREFIX)) return null; // withdrawn, or answered outside a turn (its notice tells)
   const notice = parse(resolved);
   const request = parse(requestBody);

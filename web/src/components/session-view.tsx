@@ -30,7 +30,7 @@ import { GATEWAY_NOTIFICATIONS } from "../../../core/gateway-notifications";
 import { titleFromPrompt } from "../../../protocol/session-title";
 
 /** The shortcut that moves focus to the first waiting request's first option, from anywhere in the session. */
-export const ANSWER_SHORTCUT = { label: "Alt+Shift+A", aria: "Alt+Shift+A", code: "KeyA" };
+const ANSWER_SHORTCUT = { label: "Alt+Shift+A", aria: "Alt+Shift+A", code: "KeyA" };
 
 /** How often a turn started elsewhere is checked for its end. */
 const TURN_POLL_MS = 3000;
