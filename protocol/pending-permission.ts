@@ -87,7 +87,14 @@ export function permIdOfCopy(id: number): number | undefined {
 }
 
 /** An approval link's answer: which link, sent to which notification target. */
-export type LinkDecidedBy = { type: "link"; linkId: string; targetId: string; target: string };
+export type LinkDecidedBy = {
+  type: "link";
+  linkId: string;
+  targetId: string;
+  target: string;
+  /** The person's reason for their answer, display-safe (answer-reason.ts). */
+  reason?: string;
+};
 
 /** Who or what resolved a permission request; sent to clients and kept in the log and the audit. */
 export type DecidedBy =
@@ -103,6 +110,8 @@ export type DecidedBy =
       policy?: string;
       /** Under two_approvals: the first approval, recorded before this one committed. */
       approvedBefore?: Approval[];
+      /** Their reason for the answer, display-safe (answer-reason.ts). */
+      reason?: string;
     }
   | { type: "rule"; ruleId: string; description: string }
   | { type: "cancel"; connectionId?: string; user?: string | null }

@@ -79,6 +79,7 @@ import {
   unseenMessage,
 } from "./unseen";
 import { type AnsweredReason, answeredByGateway, noticeUpdate } from "./answered-by-gateway";
+import { answerForAgent, reasonOfAnswer } from "./answer-reason";
 import { gatewayOptions, isGatewayOption, withGatewayOptions } from "./gateway-options";
 import type { ToAgent } from "./agent-relay";
 import type { ToolCallRow } from "./tool-calls";
@@ -763,17 +764,10 @@ export class PermissionMachine<C> {
     if (!pending) return this.refuseChanged(client, permId);
     if (!pending.asking) return;
     const judged = judgeAnswer(response.result, this.offeredToPeople(pending));
-    if (!judged.ok) {
-      // Never approval (TC-10, TC-17): tell this client, keep the request pending, and ask it again.
-      const requestId = copyId(permId);
-      const error = RpcError.invalidParams(
-        `Your answer to permission request ${requestId} was refused: ${judged.reason}. The request is still pending.`,
-        { requestId, sessionId: table.meta?.sessionId, toolCallId: pending.toolCallId },
-      );
-      this.io.clients.send(client, rewritable(JSON.stringify(errorResponse(null, error))));
-      if (this.countResend(client, permId)) this.sendCopy(client, pending);
-      return;
-    }
+    // Never approval (TC-10, TC-17): tell this client, keep the request pending, and ask it again.
+    if (!judged.ok) return this.refuseInvalid(client, pending, judged.reason);
+    const given = reasonOfAnswer(response.result);
+    if (!given.ok) return this.refuseInvalid(client, pending, given.why);
     const answerer = answererOf(attachment);
     const by: PersonDecidedBy = {
       type: "person",
@@ -784,6 +778,7 @@ export class PermissionMachine<C> {
       role: answerer.role,
       ...(pending.fourEyes ? { policy: `four_eyes:${pending.fourEyes.require}` } : {}),
       ...(pending.approvals && pending.approvals.length > 0 ? { approvedBefore: pending.approvals } : {}),
+      ...(given.reason ? { reason: given.reason } : {}),
     };
     const outcome = judged.outcome;
     const chosen = outcome.outcome === "selected" ? outcome.option : null;
@@ -823,6 +818,21 @@ export class PermissionMachine<C> {
       if (forwarded) return this.resolve(pending, withOption(response.result, forwarded), by, chosen);
     }
     this.resolve(pending, response.result, by);
+  }
+
+  /** An answer that is not one (an option not offered, a reason too long): -32602 to its client, the request pending, asked again. */
+  private refuseInvalid(client: C, pending: PendingRequest, why: string): void {
+    const requestId = copyId(pending.permId);
+    const error = RpcError.invalidParams(
+      `Your answer to permission request ${requestId} was refused: ${why}. The request is still pending.`,
+      {
+        requestId,
+        sessionId: this.io.table.meta?.sessionId,
+        toolCallId: pending.toolCallId,
+      },
+    );
+    this.io.clients.send(client, rewritable(JSON.stringify(errorResponse(null, error))));
+    if (this.countResend(client, pending.permId)) this.sendCopy(client, pending);
   }
 
   /**
@@ -884,7 +894,8 @@ export class PermissionMachine<C> {
     });
     const entry = audit.entry(pending, { outcome: "selected", optionId: chosen.optionId }, by, chosen);
     if (entry) {
-      const reason = "the first of two approvals: recorded, waiting for a second person";
+      const waiting = "the first of two approvals: recorded, waiting for a second person";
+      const reason = by.reason ? `${waiting}; their reason: ${by.reason}` : waiting;
       const body = JSON.stringify({ permId: pending.permId, decidedBy: by, reason });
       table.appendAudited("refusal", body, { ...entry, outcome: "approval_recorded", reason });
       audit.queued();
@@ -968,7 +979,8 @@ export class PermissionMachine<C> {
     // to the clients attached now; one attaching meanwhile never saw the request (it is no longer pending).
     const attached = this.io.clients.all();
     // The answer is handed on first: what this event sends leaves in the order it was sent, after the commit.
-    this.io.toAgent({ type: "response", epoch: pending.agentEpoch, id: pending.agentReqId, result }, (delivered, threw) => {
+    const forAgent = answerForAgent(result, by.type === "person" || by.type === "link" ? by.reason : null);
+    this.io.toAgent({ type: "response", epoch: pending.agentEpoch, id: pending.agentReqId, result: forAgent }, (delivered, threw) => {
       audit.release(pending.permId);
       if (delivered) for (const client of attached) this.io.clients.send(client, text);
       else this.answerUndelivered(pending, by, threw);

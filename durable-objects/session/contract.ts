@@ -94,6 +94,12 @@ export interface SessionContract extends Rpc.DurableObjectBranded {
   /** The tenant's rules changed (its rules shard tells it): true while it has requests waiting on people. */
   rulesChanged(generation: number): boolean;
   approvalView(permId: number, linkId: string): Promise<ApprovalView>;
-  answerFromLink(permId: number, linkId: string, optionId: string): Promise<LinkRefusal | { state: "answered_by_you" }>;
+  /** `reason`: the person's reason for the answer, read by protocol/answer-reason.ts `readReason` (display-safe, bounded). */
+  answerFromLink(
+    permId: number,
+    linkId: string,
+    optionId: string,
+    reason?: string | null,
+  ): Promise<LinkRefusal | { state: "answered_by_you" }>;
   snapshot(): SessionSnapshot | null;
 }

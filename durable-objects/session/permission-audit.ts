@@ -49,6 +49,8 @@ export function auditEntry(
         ? JSON.stringify(by.approvedBefore.map((a) => ({ user: a.user, role: a.role, connectionId: a.connectionId, at: a.at })))
         : null,
     ruleId: by.type === "rule" ? by.ruleId : null,
+    // A person's own reason for their answer (decision 0048); a refusal's entry says why it was refused instead.
+    reason: by.type === "person" || by.type === "link" ? (by.reason ?? null) : null,
     at: Date.now(),
   };
 }

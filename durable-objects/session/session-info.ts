@@ -5,6 +5,7 @@
 import { touchSession } from "../../db/queries/sessions";
 import { isObject } from "../../protocol/jsonrpc";
 import { CLIENT_METHODS } from "../../protocol/methods";
+import { titleFromPrompt } from "../../protocol/session-title";
 import type { Env } from "../../core/env";
 import type { AttachedClients } from "./clients";
 import { appendUpdate } from "./compaction";
@@ -17,21 +18,6 @@ export function loadResult(meta: SessionMeta): Record<string, unknown> {
   return rest;
 }
 
-/** The longest title taken from a prompt, in characters (an agent's own title is kept as it sent it). */
-const PROMPT_TITLE_CHARS = 80;
-
-/** A title from a prompt's first text block: its first line, whitespace folded, cut at a word near 80 characters. */
-function titleFromPrompt(blocks: unknown[]): string | null {
-  const block = blocks.find((b) => isObject(b) && b.type === "text" && typeof b.text === "string" && b.text.trim() !== "");
-  if (!isObject(block) || typeof block.text !== "string") return null;
-  const line = block.text.trim().split("\n")[0]?.replace(/\s+/g, " ").trim() ?? "";
-  const chars = Array.from(line); // by code point: a cut never splits a surrogate pair
-  if (chars.length <= PROMPT_TITLE_CHARS) return line || null;
-  const cut = chars.slice(0, PROMPT_TITLE_CHARS).join("");
-  const space = cut.lastIndexOf(" ");
-  return `${space > PROMPT_TITLE_CHARS / 2 ? cut.slice(0, space) : cut}…`;
-}
-
 export class SessionInfo {
   constructor(
     private readonly ctx: DurableObjectState,
@@ -40,8 +26,13 @@ export class SessionInfo {
     private readonly clients: AttachedClients,
   ) {}
 
-  /** Other clients see what was asked: the prompt is logged and fanned out as user_message_chunk updates. */
-  recordPrompt(connId: string, user: string | null, params: unknown): void {
+  /**
+   * Other clients see what was asked: the prompt is logged and fanned out as user_message_chunk updates,
+   * marked with who asked: the connection, the key's label, and the key id (a person's is derived from
+   * their identity, core/principal.ts), by which a console tells its own person's prompts on replay.
+   */
+  recordPrompt(from: { connId: string; user: string | null; keyId: string }, params: unknown): void {
+    const { connId, user, keyId } = from;
     const meta = this.store.meta;
     const blocks = isObject(params) && Array.isArray(params.prompt) ? params.prompt : [];
     for (const content of blocks) {
@@ -51,7 +42,7 @@ export class SessionInfo {
         params: {
           sessionId: meta?.sessionId,
           update: { sessionUpdate: "user_message_chunk", content },
-          _meta: { acpGateway: { synthesized: true, connectionId: connId, user } },
+          _meta: { acpGateway: { synthesized: true, connectionId: connId, user, keyId } },
         },
       });
       appendUpdate(this.store, text);

@@ -64,6 +64,8 @@ import { sessionLog } from "./session-log";
 import { TenantPolicy } from "./tenant-policy";
 import { refusedByRole } from "../../protocol/people/acp-methods";
 import { testSeams } from "../../core/test-seam";
+import { readReason } from "../../protocol/answer-reason";
+import { replayedFrames } from "../../protocol/replayed-history";
 
 /**
  * The test seam (test/workerd): what a test may read of a live instance (`sessionTesting`, given the
@@ -229,7 +231,7 @@ export class SessionObject extends DurableObject<Env> implements SessionContract
     server.serializeAttachment(attach.client);
     if (attach.mode !== "live") {
       const tally = new CompactionTally();
-      sendPacked(server, tally.count(replayBodies(this.store.replayable())));
+      sendPacked(server, tally.count(replayedFrames(this.store.replayable())));
       if (tally.compacted) send(server, tally.notice(meta.sessionId));
     }
     if (attach.mode === "load" && attach.loadRequestId !== undefined) {
@@ -412,7 +414,12 @@ export class SessionObject extends DurableObject<Env> implements SessionContract
     return (await this.notifier.targetGone(permId, linkId)) ?? this.notifier.view(permId, linkId);
   }
 
-  async answerFromLink(permId: number, linkId: string, optionId: string): Promise<LinkRefusal | { state: "answered_by_you" }> {
+  async answerFromLink(
+    permId: number,
+    linkId: string,
+    optionId: string,
+    reason?: string | null,
+  ): Promise<LinkRefusal | { state: "answered_by_you" }> {
     const view = this.notifier.view(permId, linkId);
     if (view.state !== "pending") return view;
     const gone = await this.notifier.targetGone(permId, linkId);
@@ -420,7 +427,10 @@ export class SessionObject extends DurableObject<Env> implements SessionContract
     // Checked again and taken in one synchronous step (notify.ts takeAnswer): two answers cannot both pass.
     const taken = this.notifier.takeAnswer(permId, linkId, optionId);
     if (!taken.ok) return taken.view;
-    this.permissions.answerFromLink(taken.pending, optionId, taken.by);
+    // Read again here: the object trusts no caller's bound (a display-safe text passes unchanged).
+    const given = readReason(reason);
+    const by = given.ok && given.reason ? { ...taken.by, reason: given.reason } : taken.by;
+    this.permissions.answerFromLink(taken.pending, optionId, by);
     return { state: "answered_by_you" };
   }
 
@@ -480,8 +490,4 @@ export class SessionObject extends DurableObject<Env> implements SessionContract
 
 function earliest(a: number | undefined, b: number | undefined): number | undefined {
   return a === undefined ? b : b === undefined ? a : Math.min(a, b);
-}
-
-function* replayBodies(entries: Iterable<{ body: string }>): Iterable<string> {
-  for (const entry of entries) yield entry.body;
 }

@@ -24,6 +24,7 @@ import type { UnseenHold } from "../../protocol/unseen";
 import { type MigrationOutcome, type MigrationStorage, migrateStorage } from "./store-migrations";
 import { sessionLog } from "./session-log";
 import { MetaTable } from "../meta-table";
+import type { LogRow } from "../../protocol/replayed-history";
 
 /** Log kinds. `update` and `ext` entries are replayed to attaching clients; the rest is audit trail. */
 export type LogKind = "update" | "ext" | "permission" | "resolution" | "prompt" | "turn_end" | "notice" | "refusal";
@@ -312,9 +313,14 @@ export class SessionStore {
       .one();
     return row.seq;
   }
-  /** The replayable entries in order, as a lazy cursor: replay never holds the whole log in memory. */
-  replayable(): Iterable<{ seq: number; body: string }> {
-    return this.sql.exec<{ seq: number; body: string }>("SELECT seq, body FROM log WHERE kind IN ('update', 'ext') ORDER BY seq");
+  /**
+   * The entries replay reads (protocol/replayed-history.ts), in order, as a lazy cursor: replay never
+   * holds the whole log in memory. Updates, extensions, notices, and the permission requests resolved.
+   */
+  replayable(): Iterable<LogRow> {
+    return this.sql.exec<{ kind: string; body: string; resolved: string | null }>(
+      "SELECT kind, body, resolved FROM log WHERE kind IN ('update', 'ext', 'notice') OR (kind = 'permission' AND resolved IS NOT NULL) ORDER BY seq",
+    );
   }
   lastSeq(): number {
     return this.sql.exec<{ seq: number | null }>("SELECT max(seq) AS seq FROM log").one().seq ?? 0;

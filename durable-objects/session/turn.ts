@@ -54,7 +54,7 @@ export class TurnControl {
     };
     this.parts.policy.turnStarted(gwId);
     store.addInflight({ gwId, connId: client.connId, clientId: id, method, createdAt: Date.now() });
-    this.parts.info.recordPrompt(client.connId, client.user, params);
+    this.parts.info.recordPrompt(client, params);
     this.parts.toAgent({ type: "request", gwId, method, params });
     this.parts.scheduleDeadline(); // the turn's idle timer
   }

@@ -360,9 +360,10 @@ describe("the web console with two people on one session", () => {
     await prompt(first, "Shared turn");
     await openPermission(first).waitFor();
 
-    // The second person opens the same session from the list, mid-turn: history, then the waiting request.
+    // The second person (another key: "you" is the signed-in person, decision 0048) opens the same
+    // session from the list, mid-turn: history, then the waiting request.
     const second = await openConsole({ width: 390, height: 844 });
-    await signIn(second, keys.client);
+    await signIn(second, keys.admin);
     await second.locator(".entry", { hasText: "approval" }).first().waitFor();
     expect(await second.locator(".entry").first().textContent()).toContain("1 approval waiting");
     await second.locator(".entry").first().click();
@@ -375,7 +376,7 @@ describe("the web console with two people on one session", () => {
 
     await expect
       .poll(() => first.locator("section.permission.closed").first().textContent())
-      .toContain("Answered by dev — “Allow once” (allow_once)");
+      .toContain("Answered by dev-admin — “Allow once” (allow_once)");
     expect(await first.locator("section.permission.closed").first().textContent()).not.toContain("you");
     await openPermission(second).locator("pre.command", { hasText: "npm test" }).waitFor();
     await openPermission(first)

@@ -13,6 +13,8 @@ import {
   permissionRequested,
   permissionResolved,
   permissionWithdrawn,
+  resolutionText,
+  authorOf,
   turnEnded,
 } from "../../web/src/transcript";
 
@@ -74,28 +76,62 @@ describe("the console's transcript", () => {
     let t = permissionRequested(applyUpdate(EMPTY, { sessionUpdate: "tool_call", ...call }, undefined), 7, { toolCall: call, options });
     t = permissionWithdrawn(t, 7);
     expect(t.permissions["tool:c1"]?.state).toBe("withdrawn");
-    t = permissionResolved(
-      t,
-      {
-        toolCallId: "c1",
-        outcome: { outcome: "selected", optionId: "allow-once" },
-        decidedBy: { type: "person", user: "ana", connectionId: "x" },
-      },
-      "me",
+    t = permissionResolved(t, {
+      toolCallId: "c1",
+      outcome: { outcome: "selected", optionId: "allow-once" },
+      decidedBy: { type: "person", user: "ana", connectionId: "x", keyId: "key_ana" },
+    });
+    const decided = t.permissions["tool:c1"]?.decided;
+    expect(decided && resolutionText(decided, { keyId: "key_me", connectionId: "me" })).toBe("Answered by ana — “Allow once” (allow_once)");
+    // Ana's own page says "you", by her key: another tab, a reload, a reconnect alike.
+    expect(decided && resolutionText(decided, { keyId: "key_ana", connectionId: "other" })).toBe(
+      "Answered by you (ana) — “Allow once” (allow_once)",
     );
-    expect(t.permissions["tool:c1"]?.resolution).toBe("Answered by ana — “Allow once” (allow_once)");
+  });
+
+  it("a replayed resolution (session/load) makes the card from its request: the same words as live, with the person's reason", () => {
+    const resolved = {
+      toolCallId: "c1",
+      outcome: { outcome: "selected", optionId: "reject-once" },
+      decidedBy: { type: "person", user: "ana", keyId: "key_ana", reason: "Not on ⟨U+202E⟩Fridays" },
+    };
+    const me = { keyId: "key_bo", connectionId: "bo" };
+    const live = permissionResolved(
+      permissionRequested(applyUpdate(EMPTY, { sessionUpdate: "tool_call", ...call }, undefined), 7, { toolCall: call, options }),
+      resolved,
+    );
+    const replayed = permissionResolved(applyUpdate(EMPTY, { sessionUpdate: "tool_call", ...call }, undefined), {
+      ...resolved,
+      replayed: true,
+      request: { toolCall: call, options },
+    });
+    const [a, b] = [live.permissions["tool:c1"], replayed.permissions["tool:c1"]];
+    expect(b?.state).toBe("resolved");
+    expect(b?.decided && resolutionText(b.decided, me)).toBe("Answered by ana — “Reject” (reject_once)");
+    expect(b?.decided).toEqual(a?.decided);
+    expect(b?.decided?.reason).toBe("Not on ⟨U+202E⟩Fridays");
+    expect(b?.options).toEqual(options);
+  });
+
+  it('a replayed prompt is "You" for the person who sent it (by key), and named for anyone else', () => {
+    const echo = (keyId: string, user: string) =>
+      applyUpdate(
+        EMPTY,
+        { sessionUpdate: "user_message_chunk", content: { type: "text", text: "hi" } },
+        { acpGateway: { synthesized: true, user, keyId } },
+      );
+    const item = (t: ReturnType<typeof echo>) => t.items[0] as { by?: string | null; keyId?: string | null };
+    expect(authorOf(item(echo("key_ana", "dev")), { keyId: "key_ana", connectionId: null })).toBe("You");
+    expect(authorOf(item(echo("key_ana", "dev")), { keyId: "key_bo", connectionId: null })).toBe("dev");
+    expect(authorOf({ by: null }, { keyId: "key_bo", connectionId: null })).toBe("You"); // sent from this page
   });
 
   it("a resolution with no card on screen (history) becomes a notice naming the operation", () => {
-    const t = permissionResolved(
-      applyUpdate(EMPTY, { sessionUpdate: "tool_call", ...call }, undefined),
-      {
-        toolCallId: "c1",
-        outcome: { outcome: "selected", optionId: "allow-once" },
-        decidedBy: { type: "rule", description: "Always allow `npm test …`" },
-      },
-      null,
-    );
+    const t = permissionResolved(applyUpdate(EMPTY, { sessionUpdate: "tool_call", ...call }, undefined), {
+      toolCallId: "c1",
+      outcome: { outcome: "selected", optionId: "allow-once" },
+      decidedBy: { type: "rule", description: "Always allow `npm test …`" },
+    });
     expect(t.items.at(-1)).toEqual({
       type: "notice",
       text: "Permission to execute `npm test`: Auto-answered by the team rule “Always allow `npm test …`” — “allow-once”",

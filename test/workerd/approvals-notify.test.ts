@@ -307,6 +307,29 @@ describe("the approval page", () => {
     );
   });
 
+  it("a link's answer may carry a reason (the form's `reason`): the agent gets it under _meta.acpGateway, display-safe, and the audit keeps it; one too long answers nothing", async () => {
+    const { agent, agentReqId, sessionId, url } = await linkFor();
+    expect((await openLink(url)).text).toContain('name="reason"');
+    const post = (body: string) =>
+      openLink(url, { method: "POST", headers: { "Content-Type": "application/x-www-form-urlencoded" }, body });
+    const tooLong = await post(`optionId=reject&reason=${"x".repeat(501)}`);
+    expect(tooLong.status).toBe(400);
+    expect(tooLong.text).toContain("at most 500");
+    expect((await openLink(url)).status).toBe(200); // still unanswered, the link unused
+    expect((await post(`optionId=reject&reason=${encodeURIComponent("Not on Fridays\u001b[2K")}`)).status).toBe(200);
+    expect((await answeredToAgent(agent, agentReqId)).result).toEqual({
+      outcome: { outcome: "selected", optionId: "reject" },
+      _meta: { acpGateway: { reason: "Not on Fridays␛[2K" } },
+    });
+    await vi.waitFor(
+      async () => {
+        const row = await env.DB.prepare("SELECT decided_by, reason FROM decision_audit WHERE session_id = ?").bind(sessionId).first();
+        expect(row).toEqual({ decided_by: "link", reason: "Not on Fridays␛[2K" });
+      },
+      { timeout: 5000, interval: 20 },
+    );
+  });
+
   it("under four eyes a link only rejects: whoever holds it is no known approver (decision 0028)", async () => {
     const { agent, agentReqId, url, payload } = await linkFor({ settings: { fourEyes: { operations: [{ program: "rm" }] } } });
     expect(payload.options).toEqual([

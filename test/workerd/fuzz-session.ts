@@ -297,7 +297,10 @@ async function reconcileClient(model: SessionModel, real: LiveSession, name: str
       check(entry !== undefined, "a withdrawal of a request it does not hold", m);
       if (entry) client.copies.delete(entry[0]);
     } else if (m.method === "_acp_gateway/permission_resolved") {
-      cm.resolvedNoticesDue--;
+      // A replayed one (session/load) is history, a request resolved before this client attached
+      // (decision 0048): it carries the request it resolved, and is no live notice.
+      if (m.params?.replayed === true) check(Array.isArray(m.params?.request?.options), "a replayed resolution without its request", m);
+      else cm.resolvedNoticesDue--;
     } else if (m.method === "_acp_gateway/answered_by_gateway") {
       // A request outside a turn, answered `cancelled` by the gateway, is told to every client (decision 0042).
       check(

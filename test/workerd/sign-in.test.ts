@@ -110,7 +110,15 @@ describe("GET /v1/me", () => {
     const t = await seedTenant();
     const { status, body } = await call("/v1/me", { key: t.clientKey });
     expect(status).toBe(200);
-    expect(body).toEqual({ tenant: t.slug, kind: "client", credential: "key", label: "alice", person: null, expiresAt: null });
+    expect(body).toEqual({
+      tenant: t.slug,
+      kind: "client",
+      credential: "key",
+      keyId: expect.any(String),
+      label: "alice",
+      person: null,
+      expiresAt: null,
+    });
     expect((await call("/v1/me")).status).toBe(401);
     expect((await call("/v1/me", { key: t.agentKey })).status).toBe(403);
   });

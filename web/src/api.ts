@@ -156,6 +156,8 @@ export interface Me {
   tenant: string;
   kind: string;
   credential: "key" | "token";
+  /** The key's id (a person's derived one): what the gateway marks their prompts and answers with. */
+  keyId: string;
   label: string | null;
   person: { issuer: string; subject: string; name: string } | null;
   expiresAt: number | null;

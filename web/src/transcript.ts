@@ -7,7 +7,8 @@ import { type Answerable, answerableOf } from "./answerable";
 import { operationLine } from "./operation";
 
 type Item =
-  | { type: "message"; role: "user" | "agent"; text: string; by?: string | null }
+  /** `by`: who prompted, as the gateway names them; `keyId`: their key (a person's derived one), to tell this person's own prompts. */
+  | { type: "message"; role: "user" | "agent"; text: string; by?: string | null; keyId?: string | null }
   | { type: "thought"; text: string }
   | { type: "tool"; toolCallId: string }
   | { type: "permission"; key: string }
@@ -30,8 +31,23 @@ export interface Permission {
   /** What the gateway says of the operation: why it is asked of a person, what it replaces (decision 0040). */
   note?: string;
   state: "open" | "sent" | "withdrawn" | "resolved";
-  /** Set once resolved: who or what answered, in words. */
+  /** Set once resolved by the gateway's word (`_acp_gateway/permission_resolved`, live or replayed): who or what answered, and what. */
+  decided?: Decided;
+  /** Set once resolved without the gateway's word (the turn ended first): why, in words. */
   resolution?: string;
+}
+
+/** A resolution as the gateway told it: who or what decided, the option in words, the person's reason. */
+export interface Decided {
+  by: DecidedBy;
+  what: string;
+  reason: string | null;
+}
+
+/** Who this page is signed in as, to say "you": the key id the gateway marks prompts and answers with (GET /v1/me), and this connection. */
+export interface Me {
+  keyId: string | null;
+  connectionId: string | null;
 }
 
 export interface PlanEntry {
@@ -53,9 +69,12 @@ export const EMPTY: Transcript = { items: [], tools: {}, permissions: {}, plan: 
 interface DecidedBy {
   type: string;
   user?: string | null;
+  keyId?: string;
   connectionId?: string;
   description?: string;
+  /** A person's (or an approval link's) reason for the answer; why the agent was disconnected. */
   reason?: string;
+  target?: string;
 }
 
 export function userMessage(t: Transcript, text: string, by: string | null): Transcript {
@@ -71,8 +90,8 @@ export function applyUpdate(t: Transcript, update: JsonObject, meta: JsonObject 
     case "user_message_chunk":
     case "agent_message_chunk": {
       const role = update.sessionUpdate === "user_message_chunk" ? "user" : "agent";
-      const by = role === "user" ? userOfMeta(meta) : undefined;
-      return appendText(t, role, textOf(update.content), by);
+      const by = role === "user" ? gatewayMark(meta, "user") : undefined;
+      return appendText(t, role, textOf(update.content), by, role === "user" ? gatewayMark(meta, "keyId") : undefined);
     }
     case "agent_thought_chunk":
       return appendThought(t, textOf(update.content));
@@ -86,12 +105,19 @@ export function applyUpdate(t: Transcript, update: JsonObject, meta: JsonObject 
   }
 }
 
-function appendText(t: Transcript, role: "user" | "agent", text: string, by: string | null | undefined): Transcript {
+function appendText(t: Transcript, role: "user" | "agent", text: string, by: string | null | undefined, keyId?: string | null): Transcript {
   const last = t.items.at(-1);
   if (last?.type === "message" && last.role === role) {
     return { ...t, items: [...t.items.slice(0, -1), { ...last, text: last.text + text }] };
   }
-  return { ...t, items: [...t.items, { type: "message", role, text, ...(by !== undefined ? { by } : {}) }] };
+  const marks = { ...(by !== undefined ? { by } : {}), ...(keyId !== undefined ? { keyId } : {}) };
+  return { ...t, items: [...t.items, { type: "message", role, text, ...marks }] };
+}
+
+/** Who a user message is labelled with: "You" for this person's own (sent here, or marked with their key), else who the gateway says. */
+export function authorOf(item: { by?: string | null; keyId?: string | null }, me: Me): string {
+  if (item.by === undefined || item.by === null) return item.keyId && item.keyId !== me.keyId ? "someone" : "You";
+  return item.keyId && me.keyId && item.keyId === me.keyId ? "You" : item.by;
 }
 
 function appendThought(t: Transcript, text: string): Transcript {
@@ -162,11 +188,17 @@ export function permissionWithdrawn(t: Transcript, requestId: unknown): Transcri
   return p ? { ...t, permissions: { ...t.permissions, [p.key]: { ...p, state: "withdrawn" } } } : t;
 }
 
-/** `_acp_gateway/permission_resolved`: the card says who answered and how; with no card, a notice. */
-export function permissionResolved(t: Transcript, params: JsonObject, myConnectionId: string | null): Transcript {
+/**
+ * `_acp_gateway/permission_resolved`: the card says who answered and how, and the person's reason. A
+ * replayed one (session/load) carries its request: the card is made from it, as it was shown live.
+ * With neither a card nor a request, a notice.
+ */
+export function permissionResolved(t: Transcript, params: JsonObject): Transcript {
   const toolCallId = typeof params.toolCallId === "string" ? params.toolCallId : null;
   const key = toolCallId ? `tool:${toolCallId}` : null;
-  const card = key ? t.permissions[key] : undefined;
+  let next = t;
+  if (key && !t.permissions[key] && isObject(params.request)) next = replayedCard(t, key, params.request);
+  const card = key ? next.permissions[key] : undefined;
   const call = card?.toolCall ?? (toolCallId ? t.tools[toolCallId] : undefined) ?? {};
   const options = card?.options ?? [];
   const outcome = isObject(params.outcome) ? params.outcome : {};
@@ -176,13 +208,26 @@ export function permissionResolved(t: Transcript, params: JsonObject, myConnecti
   const by = isObject(params.decidedBy) ? (params.decidedBy as unknown as DecidedBy) : { type: "unknown" };
   const what =
     outcome.outcome === "selected" ? `“${option?.name ?? optionId ?? "an option"}”${option ? ` (${option.kind})` : ""}` : "cancelled";
-  const resolution = `${capitalize(whoDecided(by, myConnectionId))} — ${what}`;
-  let next =
+  const reason = (by.type === "person" || by.type === "link") && typeof by.reason === "string" && by.reason !== "" ? by.reason : null;
+  const decided: Decided = { by, what, reason };
+  next =
     card && key
-      ? { ...t, permissions: { ...t.permissions, [key]: { ...card, state: "resolved" as const, resolution } } }
-      : notice(t, `Permission to ${operationLine(call)}: ${resolution}`);
+      ? { ...next, permissions: { ...next.permissions, [key]: { ...card, state: "resolved" as const, decided } } }
+      : notice(next, `Permission to ${operationLine(call)}: ${resolutionText(decided, { keyId: null, connectionId: null })}`);
   if (outcome.outcome !== "selected" && toolCallId) next = cancelTool(next, toolCallId);
   return next;
+}
+
+/** A resolved request's card, made from the request a replayed resolution carries. */
+function replayedCard(t: Transcript, key: string, request: JsonObject): Transcript {
+  const asked = permissionRequested(t, key, { toolCall: request.toolCall, options: request.options });
+  const p = asked.permissions[key];
+  return p ? { ...asked, permissions: { ...asked.permissions, [key]: { ...p, state: "resolved" } } } : asked;
+}
+
+/** A resolution in words, "you" where this person decided it (their key, or this very connection). */
+export function resolutionText(decided: Decided, me: Me): string {
+  return `${capitalize(whoDecided(decided.by, me))} — ${decided.what}`;
 }
 
 /** `_acp_gateway/operation_changed`: the agent changed a request after it was asked; it is asked again. */
@@ -217,11 +262,13 @@ function cancelTool(t: Transcript, id: string): Transcript {
   return { ...t, tools: { ...t.tools, [id]: { ...call, status: "cancelled" } } };
 }
 
-function whoDecided(by: DecidedBy, myConnectionId: string | null): string {
+function whoDecided(by: DecidedBy, me: Me): string {
   switch (by.type) {
     case "person": {
       const name = by.user ?? "someone with a key";
-      return by.connectionId && by.connectionId === myConnectionId ? `answered by you (${name})` : `answered by ${name}`;
+      const mine =
+        (by.keyId !== undefined && by.keyId === me.keyId) || (by.connectionId !== undefined && by.connectionId === me.connectionId);
+      return mine ? `answered by you (${name})` : `answered by ${name}`;
     }
     case "link":
       return by.user ? `answered through an approval link by ${by.user}` : "answered through an approval link";
@@ -256,9 +303,11 @@ function textOf(content: unknown): string {
   return `[${String(content.type)}]`;
 }
 
-function userOfMeta(meta: JsonObject | undefined): string | null {
+/** A string the gateway marked a synthesized update with (`_meta.acpGateway`), or null. */
+function gatewayMark(meta: JsonObject | undefined, name: "user" | "keyId"): string | null {
   const gateway = meta && isObject(meta.acpGateway) ? meta.acpGateway : undefined;
-  return gateway && typeof gateway.user === "string" ? gateway.user : null;
+  const value = gateway?.[name];
+  return typeof value === "string" ? value : null;
 }
 
 function planEntry(e: JsonObject): PlanEntry {

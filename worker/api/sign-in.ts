@@ -77,6 +77,8 @@ const MeSchema = z
     tenant: z.string(),
     kind: z.enum(["client", "admin", "agent"]),
     credential: z.enum(["key", "token"]),
+    /** The key's id; a person's is derived from their identity. What the gateway marks their prompts and answers with (decision 0048). */
+    keyId: z.string(),
     label: z.string().nullable(),
     person: z.object({ issuer: z.string(), subject: z.string(), name: z.string() }).nullable(),
     /** When the token stops being accepted (ms; null for a key). */
@@ -100,6 +102,7 @@ signInApi.openapi(
         tenant: p.tenantSlug,
         kind: p.kind,
         credential: p.credential.type,
+        keyId: p.keyId,
         label: p.label,
         person: p.person ? { issuer: p.person.issuer, subject: p.person.subject, name: p.person.name } : null,
         expiresAt: p.credential.type === "token" ? p.credential.expiresAt : null,

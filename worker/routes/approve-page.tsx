@@ -7,6 +7,7 @@ import type { Child } from "hono/jsx";
 import type { ApprovalView } from "../../durable-objects/session/contract";
 import { DISPLAY_WARNING, displayText } from "../../protocol/display-text";
 import { lineDiff } from "../../protocol/line-diff";
+import { MAX_ANSWER_REASON_CHARS } from "../../protocol/answer-reason";
 
 type PendingView = Extract<ApprovalView, { state: "pending" }>;
 
@@ -34,6 +35,8 @@ button{font:inherit;font-weight:600;min-height:48px;padding:.6rem 1rem;border-ra
 button.allow{color:var(--allow)}
 button.reject{color:var(--reject)}
 button small{display:block;font-weight:400;color:var(--muted)}
+label{display:grid;gap:.25rem}
+textarea{font:inherit;padding:.5rem;border:1px solid var(--line);border-radius:6px}
 :focus-visible{outline:3px solid var(--focus);outline-offset:2px}
 .notice{border-left:4px solid var(--focus)}
 .warn{border-left:4px solid var(--reject)}
@@ -167,6 +170,10 @@ export function approvalPage(view: PendingView, error?: string) {
       </p>
       {linkOptions.length > 0 ? (
         <form method="post">
+          <label>
+            Reason (optional, shown with your answer)
+            <textarea name="reason" rows={2} maxLength={MAX_ANSWER_REASON_CHARS} />
+          </label>
           {linkOptions.map((o) => (
             <button type="submit" name="optionId" value={o.optionId} class={o.kind.startsWith("allow") ? "allow" : "reject"}>
               {o.name}

@@ -10,6 +10,7 @@ import type { Context } from "hono";
 import type { ContentfulStatusCode } from "hono/utils/http-status";
 import type { ApprovalView, LinkRefusal } from "../../durable-objects/session/contract";
 import { type ApprovalClaims, verifyApprovalToken } from "../../protocol/approval-token";
+import { readReason } from "../../protocol/answer-reason";
 import type { AppEnv } from "../types";
 import { approvalPage, messagePage } from "./approve-page";
 import { objects } from "../../durable-objects/objects";
@@ -30,7 +31,9 @@ approveRoutes.post("/approve/:token", async (c) => {
   const form = await c.req.parseBody().catch(() => ({}) as Record<string, unknown>);
   const optionId = form.optionId;
   if (typeof optionId !== "string" || optionId === "") return html(c, 400, messagePage("No answer chosen", ["Choose one of the answers."]));
-  const result = await session(c, claims).answerFromLink(claims.p, claims.l, optionId);
+  const reason = readReason(typeof form.reason === "string" ? form.reason : undefined);
+  if (!reason.ok) return html(c, 400, messagePage("The reason is too long", [`Nothing was answered: ${reason.why}.`]));
+  const result = await session(c, claims).answerFromLink(claims.p, claims.l, optionId, reason.reason);
   if (result.state === "answered_by_you") {
     return html(c, 200, messagePage("Answered", ["Your answer was sent to the agent. Every other copy of the request was withdrawn."]));
   }
@@ -77,8 +80,8 @@ function session(c: Context<AppEnv>, claims: ApprovalClaims) {
     // SAFETY: the views are plain JSON data (rawInput and decidedBy are JSON the session parsed), which RPC
     // structured-clones as is; its generated stub type drops union members holding `unknown`.
     approvalView: (permId: number, linkId: string) => stub.approvalView(permId, linkId) as Promise<ApprovalView>,
-    answerFromLink: (permId: number, linkId: string, optionId: string) =>
-      stub.answerFromLink(permId, linkId, optionId) as Promise<LinkRefusal | { state: "answered_by_you" }>,
+    answerFromLink: (permId: number, linkId: string, optionId: string, reason: string | null) =>
+      stub.answerFromLink(permId, linkId, optionId, reason) as Promise<LinkRefusal | { state: "answered_by_you" }>,
   };
 }
 

@@ -249,6 +249,14 @@ function Console({ auth, onSignOut }: { auth: Auth; onSignOut(why?: string | nul
     [auth.credential],
   );
   const [tab, setTab] = useState<Tab>("sessions");
+  // A link to a session (the audit's) shows the sessions view, which opens it (sessions.tsx).
+  useEffect(() => {
+    const onHash = () => {
+      if (location.hash.startsWith("#/session/")) setTab("sessions");
+    };
+    window.addEventListener("hashchange", onHash);
+    return () => window.removeEventListener("hashchange", onHash);
+  }, []);
   const tabs: [Tab, string][] = [
     ["sessions", "Sessions"],
     ["rules", "Rules"],

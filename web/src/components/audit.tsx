@@ -149,8 +149,12 @@ export function AuditPage({ api }: { api: Api }) {
             <p class="decided-by">
               <Safe text={decidedByText(e, rules)} />
             </p>
+            {e.reason && <p class="answer-reason">Reason: “{shown(e.reason).text}”</p>}
             <p class="muted small">
-              agent <Safe text={e.agent} /> · session <code>{shown(e.sessionId).text}</code>
+              agent <Safe text={e.agent} /> · session{" "}
+              <a href={sessionHref(e.sessionId)} aria-label={`Open session ${shown(e.sessionId).text}`} onClick={sameSessionAgain}>
+                <code>{shown(e.sessionId).text}</code>
+              </a>
             </p>
           </li>
         ))}
@@ -158,6 +162,17 @@ export function AuditPage({ api }: { api: Api }) {
       {next && <button onClick={() => void load(next)}>Load more</button>}
     </div>
   );
+}
+
+/** The console's address of a session (sessions.tsx opens the session it names). */
+function sessionHref(sessionId: string): string {
+  return `#/session/${encodeURIComponent(sessionId)}`;
+}
+
+/** A link to the session the address names already changes no hash: the views are told all the same. */
+function sameSessionAgain(event: MouseEvent): void {
+  const href = (event.currentTarget as HTMLAnchorElement).getAttribute("href");
+  if (href === location.hash) window.dispatchEvent(new HashChangeEvent("hashchange"));
 }
 
 function outcomeText(e: AuditEntry): string {

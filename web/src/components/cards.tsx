@@ -16,7 +16,8 @@ import { renderMarkdown } from "../markdown";
 import { commandOf, diffsOf, kindOf, locationsOf, pathsOfCall, workdirOf } from "../operation";
 import { coversText, scopeText } from "../rule-text";
 import { DisplayWarning, Safe, shown } from "./shown";
-import type { Permission, PermissionOption, PlanEntry } from "../transcript";
+import { type Me, type Permission, type PermissionOption, type PlanEntry, resolutionText } from "../transcript";
+import { MAX_ANSWER_REASON_CHARS } from "../../../protocol/answer-reason";
 
 export function Markdown({ text }: { text: string }) {
   // Controls and invisible characters become symbols before parsing; renderMarkdown escapes any
@@ -224,17 +225,22 @@ interface PermissionProps {
   api: Api;
   permission: Permission;
   session: Session;
-  onAnswer(optionId: string): void;
+  /** Who this page is signed in as: a resolution by them says "you". */
+  me: Me;
+  /** The option chosen, and the person's reason (empty: none). */
+  onAnswer(optionId: string, reason: string): void;
 }
 
-export function PermissionCard({ api, permission: p, session, onAnswer }: PermissionProps) {
+export function PermissionCard({ api, permission: p, session, me, onAnswer }: PermissionProps) {
   const [confirming, setConfirming] = useState<PermissionOption | null>(null);
+  const [reason, setReason] = useState("");
   const open = p.state === "open";
   return (
     <section
       class={`card permission ${open ? "open" : "closed"}`}
       id={open ? "permission-waiting" : undefined}
       aria-label={`Permission request: ${kindOf(p.toolCall)}`}
+      tabIndex={-1}
     >
       <div class="card-head">
         <strong>{open ? "Permission requested" : "Permission request"}</strong>
@@ -249,8 +255,15 @@ export function PermissionCard({ api, permission: p, session, onAnswer }: Permis
       )}
       {p.state === "resolved" && (
         <p class="resolution">
-          <Safe text={p.resolution ?? ""} />
+          <Safe text={p.decided ? resolutionText(p.decided, me) : (p.resolution ?? "")} />
         </p>
+      )}
+      {p.state === "resolved" && p.decided?.reason && <p class="answer-reason">Reason: “{shown(p.decided.reason).text}”</p>}
+      {open && p.options.some((o) => optionChoice(p.answerable, o.optionId).enabled) && (
+        <label class="reason-field">
+          Reason <span class="muted">(optional, shown with your answer)</span>
+          <input type="text" maxLength={MAX_ANSWER_REASON_CHARS} value={reason} onInput={(e) => setReason(e.currentTarget.value)} />
+        </label>
       )}
       {p.state === "sent" && <p class="muted">Answer sent…</p>}
       {p.state === "withdrawn" && <p class="muted">Answered elsewhere…</p>}
@@ -265,7 +278,7 @@ export function PermissionCard({ api, permission: p, session, onAnswer }: Permis
                 disabled={!choice.enabled}
                 title={choice.enabled ? undefined : shown(choice.reason).text}
                 aria-describedby={choice.enabled ? undefined : `not-yours-${p.key}`}
-                onClick={() => (o.kind.endsWith("_always") ? setConfirming(o) : onAnswer(o.optionId))}
+                onClick={() => (o.kind.endsWith("_always") ? setConfirming(o) : onAnswer(o.optionId, reason))}
               >
                 <Safe text={o.name} /> <span class="option-kind">{shown(o.kind).text}</span>
               </button>
@@ -280,7 +293,7 @@ export function PermissionCard({ api, permission: p, session, onAnswer }: Permis
           permission={p}
           option={confirming}
           session={session}
-          onConfirm={() => onAnswer(confirming.optionId)}
+          onConfirm={() => onAnswer(confirming.optionId, reason)}
           onBack={() => setConfirming(null)}
         />
       )}

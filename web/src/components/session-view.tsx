@@ -3,13 +3,15 @@
 
 import { useEffect, useRef, useState } from "preact/hooks";
 import { type Incoming, isObject } from "../acp";
-import type { Api, Session, Snapshot } from "../api";
+import type { Api, Me as SignedIn, Session, Snapshot } from "../api";
 import { errorText } from "../format";
 import type { LinkState, SessionLink } from "../link";
 import {
   EMPTY,
+  type Me,
   type Transcript,
   applyUpdate,
+  authorOf,
   notice,
   operationChanged,
   pendingCount,
@@ -25,6 +27,10 @@ import { Markdown, PermissionCard, PlanView, ToolCard } from "./cards";
 import { Safe } from "./shown";
 import { ErrorCode } from "../../../core/rpc-errors";
 import { GATEWAY_NOTIFICATIONS } from "../../../core/gateway-notifications";
+import { titleFromPrompt } from "../../../protocol/session-title";
+
+/** The shortcut that moves focus to the first waiting request's first option, from anywhere in the session. */
+const ANSWER_SHORTCUT = { label: "Alt+Shift+A", aria: "Alt+Shift+A", code: "KeyA" };
 
 /** How often a turn started elsewhere is checked for its end. */
 const TURN_POLL_MS = 3000;
@@ -45,6 +51,51 @@ export function SessionView({ api, link, session, isNew, onBack }: Props) {
   const [text, setText] = useState("");
   const update = (f: (t: Transcript) => Transcript) => setT((prev) => f(prev));
   const myTurn = useRef(false);
+  // Who this page is signed in as: their prompts and answers say "you", replayed or live.
+  const [myKeyId, setMyKeyId] = useState<string | null>(null);
+  const me: Me = { keyId: myKeyId, connectionId: link.connectionId };
+  const article = useRef<HTMLElement>(null);
+  const heading = useRef<HTMLHeadingElement>(null);
+  const promptBox = useRef<HTMLTextAreaElement>(null);
+  // After an answer, focus goes to the next waiting request (or the prompt) once the card has changed.
+  const focusAfterAnswer = useRef(false);
+
+  useEffect(() => {
+    api
+      .get<SignedIn>("/v1/me")
+      .then((signedIn) => setMyKeyId(signedIn.keyId))
+      .catch(() => undefined);
+  }, [api]);
+
+  // Focus never drops to the page: a new session's prompt box, an opened one's title.
+  useEffect(() => (isNew ? promptBox.current : heading.current)?.focus(), []);
+
+  // The list shows the title the gateway gave: the header follows it.
+  useEffect(() => {
+    if (session.title) setTitle(session.title);
+  }, [session.title]);
+
+  /** Focus on the first waiting request's first option this person may choose; false when none waits. */
+  const focusFirstWaiting = (): boolean => {
+    const card = article.current?.querySelector<HTMLElement>("section.permission.open");
+    if (!card) return false;
+    (card.querySelector<HTMLElement>(".options button:not([disabled])") ?? card).focus();
+    return true;
+  };
+
+  useEffect(() => {
+    const onKey = (e: KeyboardEvent) => {
+      if (e.altKey && e.shiftKey && !e.ctrlKey && !e.metaKey && e.code === ANSWER_SHORTCUT.code && focusFirstWaiting()) e.preventDefault();
+    };
+    document.addEventListener("keydown", onKey);
+    return () => document.removeEventListener("keydown", onKey);
+  }, []);
+
+  useEffect(() => {
+    if (!focusAfterAnswer.current) return;
+    focusAfterAnswer.current = false;
+    if (!focusFirstWaiting()) promptBox.current?.focus();
+  }, [t]);
 
   useEffect(() => {
     const onMessage = (m: Incoming) => {
@@ -68,7 +119,13 @@ export function SessionView({ api, link, session, isNew, onBack }: Props) {
           update((t) => permissionWithdrawn(t, m.params.requestId));
           return;
         case GATEWAY_NOTIFICATIONS.permissionResolved:
-          update((t) => permissionResolved(t, m.params, link.connectionId));
+          update((t) => permissionResolved(t, m.params));
+          return;
+        case GATEWAY_NOTIFICATIONS.answeredByGateway:
+          // The gateway answered a request by itself (outside a turn, after a cancel): what and why.
+          update((t) =>
+            notice(t, typeof m.params.message === "string" ? m.params.message : "The gateway answered a request by itself.", "warn"),
+          );
           return;
         case GATEWAY_NOTIFICATIONS.ruleCreated:
           update((t) => ruleCreated(t, m.params));
@@ -150,6 +207,9 @@ export function SessionView({ api, link, session, isNew, onBack }: Props) {
     setTurn("running");
     myTurn.current = true;
     update((t) => userMessage(t, prompt, null));
+    // Named by its first prompt, as the gateway names it (protocol/session-title.ts): the header says so at once.
+    if (typeof title !== "string") setTitle(titleFromPrompt([{ type: "text", text: prompt }]));
+    promptBox.current?.focus();
     link.client
       .request<{ stopReason?: string }>("session/prompt", { sessionId: session.id, prompt: [{ type: "text", text: prompt }] })
       .then((r) => {
@@ -173,28 +233,37 @@ export function SessionView({ api, link, session, isNew, onBack }: Props) {
   const cancel = () => {
     setTurn("cancelling");
     link.client.notify("session/cancel", { sessionId: session.id });
+    promptBox.current?.focus(); // the Cancel button is disabled now
   };
 
   const waiting = pendingCount(t);
-  const answer = (key: string, requestId: number | string, optionId: string) => {
+  const answer = (key: string, requestId: number | string, optionId: string, reason: string) => {
     if (!link.isOpen) {
       update((t) =>
         notice(t, "Not connected to the gateway: the answer was not sent. It waits for you once the connection is back.", "warn"),
       );
       return;
     }
-    link.client.respond(requestId, { outcome: { outcome: "selected", optionId } });
+    // The reason rides in the gateway's namespace (decision 0048); the outcome is the option alone.
+    const why = reason.trim();
+    link.client.respond(requestId, {
+      outcome: { outcome: "selected", optionId },
+      ...(why ? { _meta: { acpGateway: { reason: why } } } : {}),
+    });
+    focusAfterAnswer.current = true;
     update((t) => permissionAnswered(t, key));
   };
 
   return (
-    <article class="session" aria-labelledby="session-title">
+    <article class="session" aria-labelledby="session-title" ref={article}>
       <header class="session-head">
         <button class="quiet back" onClick={onBack} aria-label="Back to the sessions">
           ← Sessions
         </button>
         <div class="session-id">
-          <h2 id="session-title">{typeof title === "string" ? <Safe text={title} /> : "Untitled session"}</h2>
+          <h2 id="session-title" tabIndex={-1} ref={heading}>
+            {typeof title === "string" ? <Safe text={title} /> : "Untitled session"}
+          </h2>
           <p class="muted">
             <span class="badge">
               <Safe text={session.agent} />
@@ -210,9 +279,10 @@ export function SessionView({ api, link, session, isNew, onBack }: Props) {
       <LinkStatus state={linkState} />
       {waiting > 0 && (
         <p class="attention-bar" role="status">
-          <a href="#permission-waiting">
+          <button class="link" onClick={() => focusFirstWaiting()} aria-keyshortcuts={ANSWER_SHORTCUT.aria}>
             {waiting} permission request{waiting > 1 ? "s" : ""} waiting for an answer ↓
-          </a>
+          </button>{" "}
+          <kbd class="muted">{ANSWER_SHORTCUT.label}</kbd>
         </p>
       )}
       <div class="transcript" aria-live="polite">
@@ -222,7 +292,7 @@ export function SessionView({ api, link, session, isNew, onBack }: Props) {
             case "message":
               return (
                 <div key={i} class={`msg ${item.role}`}>
-                  <span class="who">{item.role === "agent" ? "Agent" : item.by ? <Safe text={item.by} /> : "You"}</span>
+                  <span class="who">{item.role === "agent" ? "Agent" : <Safe text={authorOf(item, me)} />}</span>
                   {item.role === "agent" ? (
                     <Markdown text={item.text} />
                   ) : (
@@ -249,7 +319,8 @@ export function SessionView({ api, link, session, isNew, onBack }: Props) {
                       api={api}
                       permission={p}
                       session={session}
-                      onAnswer={(optionId) => answer(p.key, p.requestId, optionId)}
+                      me={me}
+                      onAnswer={(optionId, reason) => answer(p.key, p.requestId, optionId, reason)}
                     />
                   ) : null}
                 </ToolCard>
@@ -265,7 +336,8 @@ export function SessionView({ api, link, session, isNew, onBack }: Props) {
                   api={api}
                   permission={p}
                   session={session}
-                  onAnswer={(optionId) => answer(p.key, p.requestId, optionId)}
+                  me={me}
+                  onAnswer={(optionId, reason) => answer(p.key, p.requestId, optionId, reason)}
                 />
               ) : null;
             }
@@ -284,6 +356,7 @@ export function SessionView({ api, link, session, isNew, onBack }: Props) {
           Prompt
         </label>
         <textarea
+          ref={promptBox}
           id="prompt-text"
           rows={2}
           placeholder={turn === "idle" ? "Ask the agent…" : "The agent is working…"}

@@ -57,12 +57,18 @@ export function SessionsPage({ auth, api }: { auth: Auth; api: Api }) {
     }
   };
 
-  // The session the URL names, once: from the list, or (older than the list) from its snapshot.
-  const fromUrl = useRef(sessionInUrl());
+  // The session the URL names (on load, or a link followed since, the audit's): from the list, or (older than the list) from its snapshot.
+  const [wanted, setWanted] = useState(sessionInUrl());
   useEffect(() => {
-    const id = fromUrl.current;
+    const onHash = () => setWanted(sessionInUrl());
+    window.addEventListener("hashchange", onHash);
+    return () => window.removeEventListener("hashchange", onHash);
+  }, []);
+  useEffect(() => {
+    const id = wanted;
     if (id === null || entries === null) return;
-    fromUrl.current = null;
+    setWanted(null);
+    if (open?.session.id === id) return;
     const listed = entries.find((session) => session.id === id);
     if (listed) return void openSession(listed);
     api
@@ -83,13 +89,24 @@ export function SessionsPage({ auth, api }: { auth: Auth; api: Api }) {
         showInUrl(null);
         setError(`Could not open the session in the address: ${errorText(e)}`);
       });
-  }, [entries]);
+  }, [entries, wanted]);
+
+  // Back from a session: focus returns to its entry in the list, never to the page.
+  const [returnTo, setReturnTo] = useState<string | null>(null);
+  useEffect(() => {
+    if (returnTo === null || open) return;
+    const entry = [...document.querySelectorAll<HTMLElement>(".entry[data-session]")].find((e) => e.dataset.session === returnTo);
+    (entry ?? document.getElementById("sessions-title"))?.focus();
+    setReturnTo(null);
+  }, [returnTo, open, entries]);
 
   return (
     <div class={`sessions-page${open ? " has-open" : ""}`}>
       <section class="session-list" aria-labelledby="sessions-title">
         <div class="list-head">
-          <h2 id="sessions-title">Sessions</h2>
+          <h2 id="sessions-title" tabIndex={-1}>
+            Sessions
+          </h2>
           <button onClick={() => void refresh()}>Refresh</button>
           <button class="primary" onClick={() => setCreating(!creating)} aria-expanded={creating}>
             New session
@@ -119,6 +136,7 @@ export function SessionsPage({ auth, api }: { auth: Auth; api: Api }) {
             <li key={session.id}>
               <button
                 class="entry"
+                data-session={session.id}
                 aria-current={open?.session.id === session.id ? "true" : undefined}
                 onClick={() => void openSession(session)}
                 disabled={opening === session.id}
@@ -153,9 +171,11 @@ export function SessionsPage({ auth, api }: { auth: Auth; api: Api }) {
             key={`${open.session.id}:${open.link.id}`}
             api={api}
             link={open.link}
-            session={open.session}
+            // The list's entry once it has one: the title the gateway gave reaches the header.
+            session={entries?.find((e) => e.id === open.session.id) ?? open.session}
             isNew={open.isNew}
             onBack={() => {
+              setReturnTo(open.session.id);
               setOpen(null);
               showInUrl(null);
               void refresh();
