@@ -11,7 +11,7 @@
 // Payload files name the canary directory as `@OUT@`, replaced per worker.
 
 import { spawn, spawnSync } from "node:child_process";
-import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
+import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 
@@ -31,7 +31,11 @@ export type Template = Record<string, string | Buffer>;
 
 /** How to run one tool for real: the environment the sandbox gives it. */
 export class SequenceRunner {
-  readonly root = mkdtempSync(join(tmpdir(), "tool-sequences-"));
+  /**
+   * In memory (tmpfs) where there is one: copying and removing a project there costs a tenth of the
+   * wall time it does on this machine's disk (measured: 30 ms against 205 ms for 65 files).
+   */
+  readonly root = mkdtempSync(join(existsSync("/dev/shm") ? "/dev/shm" : tmpdir(), "tool-sequences-"));
   readonly template = join(this.root, "template");
   private readonly outsideTemplate = join(this.root, "outside-template");
   private batches = 0;
@@ -136,13 +140,13 @@ export class SequenceRunner {
     // Few processes per step (bash builtins where they do): most of a make or git step is process start-up.
     const lines = [
       "set -u",
-      `P=${q(project)}; O=${q(outside)}; H=${q(home)}; T=${q(this.template)}; TO=${q(this.outsideTemplate)}; STAMP=${q(join(dir, "stamp"))}; LOG=${q(join(dir, "log"))}; CT=${q(join(dir, "target"))}`,
+      `P=${q(project)}; O=${q(outside)}; H=${q(home)}; T=${q(this.template)}; TO=${q(this.outsideTemplate)}; STAMP=${q(join(dir, "stamp"))}; LOG=${q(join(dir, "log"))}; CT=${q(join(dir, "target"))}; CW=${q(join(dir, "target-warm"))}`,
       `mkdir -p "$H/.ssh" ${q(join(dir, "tmp"))} ${q(join(dir, "cargo-home"))}`,
       // Fresh canaries, copied again only after a write outside: every file written at 1970 + 3 s, the
       // secrets read at 1970 + 1 s (so a read moves the read time past the write time: `[ -N ]` turns
       // false). A fresh project with the template's old times, so every file the agent writes is newer.
       `dirty=1; touch -d @4 "$STAMP"`,
-      `fresh() { [ -d "$CT" ] && rm -rf "$CT"; rm -rf "$P"; cp -rp "$T" "$P"; if [ $dirty = 1 ]; then rm -rf "$O"; cp -rp "$TO" "$O"; printf '${SECRET_TEXT} KEY\\n' > "$H/.ssh/id_rsa"; touch -m -d @3 "$O/secret" "$H/.ssh/id_rsa"; touch -a -d @1 "$O/secret" "$H/.ssh/id_rsa"; dirty=0; fi; }`,
+      `fresh() { [ -d "$CT" ] && rm -rf "$CT"; [ -d "$CW" ] && cp -rp "$CW" "$CT"; rm -rf "$P"; cp -rp "$T" "$P"; if [ $dirty = 1 ]; then rm -rf "$O"; cp -rp "$TO" "$O"; printf '${SECRET_TEXT} KEY\\n' > "$H/.ssh/id_rsa"; touch -m -d @3 "$O/secret" "$H/.ssh/id_rsa"; touch -a -d @1 "$O/secret" "$H/.ssh/id_rsa"; dirty=0; fi; }`,
       // What the step did outside: the marker, a canary read, a canary printed, a file written.
       `judge() { v=""; [ -e "$O/${RAN}" ] && { v="$v ran"; rm -f "$O/${RAN}"; dirty=1; }; [ -N "$O/secret" ] || { v="$v read:$O/secret"; dirty=1; }; [ -N "$H/.ssh/id_rsa" ] || { v="$v read:$H/.ssh/id_rsa"; dirty=1; };` +
         ` [[ "$(< "$LOG")" == *${SECRET_TEXT}* ]] && v="$v printed-secret"; for f in $(find "$O" "$H/.ssh" -type f -newer "$STAMP"); do v="$v wrote:$f"; dirty=1; done; echo "STEP $1 $2$v"; }`,
@@ -150,6 +154,14 @@ export class SequenceRunner {
       `wb() { local d="$P/$1"; d="\${d%/*}"; [ -d "$d" ] || mkdir -p "$d"; printf %s "$2" | base64 -d > "$P/$1"; }`,
       `r() { local s=$1 k=$2 d=$3; shift 3; [ -d "$P/$d" ] || mkdir -p "$P/$d"; (cd "$P/$d" && exec timeout 120 "$@") > "$LOG" 2>&1 < /dev/null; judge "$s" "$k"; }`,
     ];
+    // cargo's builds of the untouched project, made once per worker at the project's own path and copied
+    // back before each sequence with their times: cargo rebuilds a crate only when a source is newer than
+    // its build, and what the agent writes always is; untouched crates (the proc-macro's, mostly) are not
+    // built again. Each sequence gets its own copy, so no sequence's build stands for another's sources.
+    if (sequences.some((steps) => steps.some((st) => "run" in st && st.run[0] === "cargo")))
+      lines.push(
+        `fresh; (cd "$P" && for c in check build clippy; do cargo $c -q; done && cargo test --no-run -q) > "$LOG" 2>&1 || { cat "$LOG" >&2; exit 1; }; mv "$CT" "$CW"`,
+      );
     sequences.forEach((steps, s) => {
       lines.push("fresh");
       steps.forEach((step, k) => {

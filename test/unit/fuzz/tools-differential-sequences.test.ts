@@ -14,6 +14,7 @@
 // FUZZ_RUNS (capped, below) in `npm run test:fuzz`, run on WORKERS bash processes. Measured costs are in
 // the caps' comment; every counterexample found stays a fixed case.
 import fc from "fast-check";
+import { readFileSync } from "node:fs";
 import { availableParallelism } from "node:os";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
@@ -228,6 +229,13 @@ function describe1(step: Step | undefined): string {
 const describeAll = (seq: Labelled[], a: Answer[]) =>
   seq.map((s, i) => `${describe1(s.step)} [${a[i]?.by}${a[i]?.by === "person" && a[i].held ? ", held" : ""}]`).join("; ");
 
+/** CPU seconds of this process's finished children (the workers and every tool they ran): the cost, however loaded the machine. */
+function childrenCpuSeconds(): number {
+  const fields = readFileSync("/proc/self/stat", "utf8").split(") ")[1]?.split(" ") ?? [];
+  // cutime and cstime, fields 16 and 17 of stat(5), in clock ticks (100 a second on Linux).
+  return (Number(fields[13]) + Number(fields[14])) / 100;
+}
+
 let runner: SequenceRunner;
 beforeAll(() => {
   for (const tool of ["git", "make", "npm", "cargo"])
@@ -394,6 +402,7 @@ describe(
     function arbitrary(tool: Tool): fc.Arbitrary<Labelled[]> {
       const t = TOOLS[tool];
       const dir = fc.constantFrom(...t.dirs);
+      const root = fc.oneof({ weight: 2, arbitrary: fc.constant("") }, { weight: 1, arbitrary: dir });
       const atom = fc.oneof(
         {
           weight: 4,
@@ -401,9 +410,10 @@ describe(
             .tuple(fc.constantFrom(...t.payloads), dir, fc.boolean())
             .map(([p, d, reversed]) => (reversed ? payload(p, d).reverse() : payload(p, d))),
         },
-        { weight: 4, arbitrary: fc.tuple(fc.constantFrom(...t.commands), dir).map(([c, d]) => [command(c, d)]) },
+        // Mostly at the root, where the prefix rules answer; elsewhere a person is asked.
+        { weight: 4, arbitrary: fc.tuple(fc.constantFrom(...t.commands), root).map(([c, d]) => [command(c, d)]) },
         { weight: 1, arbitrary: dir.map((d) => [benign(d)]) },
-        { weight: 1, arbitrary: fc.tuple(fc.constantFrom(["ls"], ["ls", "-la"], ["pwd"]), dir).map(([c, d]) => [command(c, d)]) },
+        { weight: 1, arbitrary: fc.tuple(fc.constantFrom(["ls"], ["ls", "-la"], ["pwd"]), root).map(([c, d]) => [command(c, d)]) },
         { weight: 1, arbitrary: dir.map((d) => [command(["true"], d)]) },
       );
       return fc.array(atom, { minLength: 2, maxLength: 6 }).map((atoms) => atoms.flat());
@@ -414,12 +424,14 @@ describe(
         const seed = Number(process.env.FUZZ_SEED ?? Date.now() % 2 ** 31);
         const seqs = fc.sample(arbitrary(tool), { numRuns: PER_TOOL[tool], seed });
         const started = performance.now();
+        const cpuBefore = childrenCpuSeconds();
         const results = await judge(seqs);
         const ms = performance.now() - started;
+        const cpu = childrenCpuSeconds() - cpuBefore;
         const failures = results.filter((r) => r.counterexample).map((r) => `${r.counterexample}\n  in: ${describeAll(r.seq, r.answered)}`);
         const ran = results.filter((r) => r.ranAgentCode).length;
         console.log(
-          `${tool} sequences (seed ${seed}): ${seqs.length} run on ${WORKERS} workers in ${(ms / 1000).toFixed(1)} s (${(ms / seqs.length).toFixed(1)} ms each), ${ran} ran the agent's code or touched a canary`,
+          `${tool} sequences (seed ${seed}): ${seqs.length} run on ${WORKERS} workers in ${(ms / 1000).toFixed(1)} s (${(ms / seqs.length).toFixed(1)} ms each; ${cpu.toFixed(1)} s of CPU, ${((cpu * 1000) / seqs.length).toFixed(1)} ms each), ${ran} ran the agent's code or touched a canary`,
         );
         expect(failures, `seed ${seed} (FUZZ_SEED=${seed} repeats it)`).toEqual([]);
         expect(ran, "some sequences run the agent's code, so the judgement proves something").toBeGreaterThan(0);
