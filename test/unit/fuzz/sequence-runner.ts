@@ -22,12 +22,12 @@ export type Step = { write: string; content: string | Buffer } | { run: string[]
 export type StepEffects = string[];
 
 /** The marker every payload writes outside the project when the agent's code runs. */
-export const RAN = "RAN";
+const RAN = "RAN";
 /** The canaries' text, so a tool that prints a secret is caught. */
-export const SECRET_TEXT = "CANARYSECRET";
+const SECRET_TEXT = "CANARYSECRET";
 
 /** The project every sequence starts from: files by path (relative), written once per runner. */
-export type Template = Record<string, string | Buffer>;
+type Template = Record<string, string | Buffer>;
 
 /** How to run one tool for real: the environment the sandbox gives it. */
 export class SequenceRunner {
@@ -38,7 +38,7 @@ export class SequenceRunner {
   readonly root = mkdtempSync(join(existsSync("/dev/shm") ? "/dev/shm" : tmpdir(), "tool-sequences-"));
   readonly template = join(this.root, "template");
   private readonly outsideTemplate = join(this.root, "outside-template");
-  private batches = 0;
+  private running = false;
 
   constructor(
     files: Template,
@@ -104,16 +104,31 @@ export class SequenceRunner {
   async run(sequences: Step[][], workers: number): Promise<StepEffects[][]> {
     const slices: number[][] = Array.from({ length: Math.max(1, Math.min(workers, sequences.length)) }, () => []);
     sequences.forEach((_, i) => slices[i % slices.length]?.push(i));
+    if (this.running) throw new Error("one batch at a time: workers reuse their directories");
+    this.running = true;
     const out: StepEffects[][] = sequences.map((s) => s.map(() => []));
+    try {
+      await this.runSlices(sequences, slices, out);
+    } finally {
+      this.running = false;
+    }
+    return out;
+  }
+
+  private async runSlices(sequences: Step[][], slices: number[][], out: StepEffects[][]): Promise<void> {
     await Promise.all(
-      slices.map(async (indices) => {
-        const dir = join(this.root, `w${this.batches++}`);
+      slices.map(async (indices, worker) => {
+        // A worker's directory outlives the batch, with cargo's builds of the untouched project in it.
+        const dir = join(this.root, `w${worker}`);
         const outside = join(dir, "outside");
         const script = this.script(
           dir,
           indices.map((i) => sequences[i] as Step[]),
         );
         const stdout = await runBash(script, this.env(dir));
+        const expected = indices.reduce((n, i) => n + (sequences[i] as Step[]).filter((st) => "run" in st).length, 0);
+        const reported = stdout.split("\n").filter((l) => l.startsWith("STEP ")).length;
+        if (reported !== expected) throw new Error(`worker ${worker} judged ${reported} command steps of ${expected}`);
         for (const line of stdout.split("\n")) {
           const m = /^STEP (\d+) (\d+)(.*)$/.exec(line);
           if (!m) continue;
@@ -126,10 +141,8 @@ export class SequenceRunner {
             .map((w) => w.replaceAll(outside, "<outside>"))
             .filter((w) => w !== "" && !before.has(w));
         }
-        rmSync(dir, { recursive: true, force: true });
       }),
     );
-    return out;
   }
 
   private script(dir: string, sequences: Step[][]): string {
@@ -160,14 +173,15 @@ export class SequenceRunner {
     // built again. Each sequence gets its own copy, so no sequence's build stands for another's sources.
     if (sequences.some((steps) => steps.some((st) => "run" in st && st.run[0] === "cargo")))
       lines.push(
-        `fresh; (cd "$P" && for c in check build clippy; do cargo $c -q; done && cargo test --no-run -q) > "$LOG" 2>&1 || { cat "$LOG" >&2; exit 1; }; mv "$CT" "$CW"`,
+        `[ -d "$CW" ] || { fresh; (cd "$P" && for c in check build clippy; do cargo $c -q; done && cargo test --no-run -q) > "$LOG" 2>&1 || { cat "$LOG" >&2; exit 1; }; mv "$CT" "$CW"; }`,
       );
     sequences.forEach((steps, s) => {
       lines.push("fresh");
       steps.forEach((step, k) => {
         if ("write" in step) {
-          if (Buffer.isBuffer(step.content)) lines.push(`wb ${q(step.write)} ${step.content.toString("base64")}`);
-          else lines.push(`w ${q(step.write)} ${shellQuote(step.content.replaceAll("@OUT@", outside))}`);
+          const content = step.content;
+          if (typeof content === "string") lines.push(`w ${q(step.write)} ${q(content.replaceAll("@OUT@", outside))}`);
+          else lines.push(`wb ${q(step.write)} ${content.toString("base64")}`);
         } else lines.push(`r ${s} ${k} ${q(step.cwd)} ${step.run.map(q).join(" ")}`);
       });
     });

@@ -10,9 +10,9 @@
 // the agent's code, or reads or writes outside the project, when a payload file it wrote before was
 // never shown to a person: neither its edit was asked, nor a later command up to that step.
 //
-// How many: every fixed case, then per tool a generated batch, SEQUENCES_PER_TOOL in `npm test` and
-// FUZZ_RUNS (capped, below) in `npm run test:fuzz`, run on WORKERS bash processes. Measured costs are in
-// the caps' comment; every counterexample found stays a fixed case.
+// How many: every fixed case, then per tool a generated batch (PER_TOOL: more in `npm run test:fuzz`),
+// run on WORKERS bash processes. Measured costs are in PER_TOOL's comment; every counterexample found
+// stays a fixed case.
 import fc from "fast-check";
 import { readFileSync } from "node:fs";
 import { availableParallelism } from "node:os";
@@ -25,15 +25,30 @@ import { installed } from "./tools-sandbox";
 
 const FUZZ = process.env.FUZZ_RUNS !== undefined && Number(process.env.FUZZ_RUNS) > 1000;
 /**
- * Generated sequences per tool. Measured on this 2-core machine (shared): a sequence costs about 20 ms
- * of a worker for make and git, 0.5 s for npm (npm's own start-up), 1 to 2 s for cargo (rustc builds
- * the two crates afresh each time). `npm test` runs 300 make, 300 git, 100 npm and 30 cargo sequences;
- * `npm run test:fuzz` runs 5,000 make, 5,000 git, 2,000 npm and 400 cargo (npm and cargo: what 20
- * minutes for the whole differential allow, not the issue's 5,000).
+ * Generated sequences per tool, from the CPU they cost (measured here with the machine's load at 15 to
+ * 23, so CPU seconds, not wall time, are the honest measure; on 2 idle cores the wall time is about
+ * half): a sequence costs 23 ms of CPU for make, 26 ms for git, 250 ms for npm (npm's own start-up,
+ * about 170 ms a command) and 170 ms for cargo (its untouched builds made once per worker; rustc
+ * for what the agent wrote). Before (strace, a git reset per sequence, one at a time): about 160 ms
+ * of wall time for make and git on an idle machine.
+ * - `npm test`: 300 make, 300 git, 40 npm, 30 cargo, and the fixed cases: about 40 s of CPU, 20 s on
+ *   2 idle cores. npm and cargo are tens, not the issue's hundreds: 100 npm sequences alone cost 25 s.
+ * - `npm run test:fuzz`: 5,000 make, 5,000 git, 3,000 npm, 3,000 cargo: about 1,500 s of CPU, 13
+ *   minutes on 2 idle cores. 5,000 npm and 5,000 cargo would be about 2,350 s, 19.6 minutes: no room
+ *   in the 20 minutes this file has, so npm and cargo stop at 3,000.
+ * SEQUENCES_PER_TOOL=n runs n of each instead (to measure).
  */
-const PER_TOOL: Record<Tool, number> = FUZZ
-  ? { make: 5000, git: 5000, npm: 2000, cargo: 400 }
-  : { make: 300, git: 300, npm: 100, cargo: 30 };
+const PER_TOOL: Record<Tool, number> = process.env.SEQUENCES_PER_TOOL
+  ? {
+      make: 0,
+      git: 0,
+      npm: 0,
+      cargo: 0,
+      ...Object.fromEntries(["make", "git", "npm", "cargo"].map((t) => [t, Number(process.env.SEQUENCES_PER_TOOL)])),
+    }
+  : FUZZ
+    ? { make: 5000, git: 5000, npm: 3000, cargo: 3000 }
+    : { make: 300, git: 300, npm: 40, cargo: 30 };
 const WORKERS = Number(process.env.SEQUENCE_WORKERS ?? Math.max(2, availableParallelism()));
 
 type Tool = "make" | "git" | "npm" | "cargo";
@@ -189,7 +204,7 @@ interface Labelled {
 }
 
 const benign = (dir: string): Labelled => ({ step: { write: at(dir, "notes.txt"), content: "notes\n" }, payload: false });
-const command = (argv: string[], cwd: string): Labelled => ({ step: { run: argv, cwd }, payload: false });
+const command = (argv: readonly string[], cwd: string): Labelled => ({ step: { run: [...argv], cwd }, payload: false });
 const payload = (name: string, dir: string): Labelled[] =>
   (PAYLOADS[name] as (d: string) => Step[])(dir).map((step) => ({ step, payload: true }));
 
@@ -264,7 +279,7 @@ async function judge(seqs: Labelled[][], clearsOn?: ClearsOn) {
 
 describe(
   "real-tool sequences: edits and commands a rule answers, judged as the gateway answers them (issue 35)",
-  { timeout: 1_800_000 },
+  { timeout: 3_600_000 },
   () => {
     const fixed: [string, () => Labelled[], { runs: boolean; asked?: number }][] = [
       ["writes Makefile.sh, runs make test", () => [...payload("Makefile.sh", ""), command(["make", "test"], "")], { runs: true }],
