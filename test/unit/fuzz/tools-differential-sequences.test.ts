@@ -396,6 +396,19 @@ describe(
       expect(wrong).toEqual([]);
     });
 
+    it("the canaries see each thing a step can do outside: the agent's code run, a secret read and printed, another project's file written", async () => {
+      const [ran, secret, fmt, blind] = await judge([
+        [...payload("local.env", ""), command(["make", "test"], "")],
+        [...payload("#[path] to a secret", ""), command(["cargo", "check"], "")],
+        [...payload("#[path] to another project", ""), command(["cargo", "fmt"], "")],
+        [command(["ls", "-la"], ""), command(["pwd"], "")],
+      ]);
+      expect(ran?.effects.at(-1)).toEqual(["ran"]);
+      expect(secret?.effects.at(-1)).toEqual(["read:<outside>/secret", "printed-secret"]);
+      expect(fmt?.effects.at(-1)).toEqual(["wrote:<outside>/other/src/lib.rs"]);
+      expect(blind?.effects).toEqual([[], []]);
+    });
+
     it("a person's allow of an edit does not mark the other changes seen: local.env (answered), package.json (asked), make test runs local.env under the naive model", async () => {
       // Found here: the brief's first model ("a step asked of a person clears the unseen set") lets this run;
       // the person saw package.json's diff, not local.env.
