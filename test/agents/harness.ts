@@ -6,6 +6,7 @@ import { spawn } from "node:child_process";
 import { existsSync, mkdtempSync, readFileSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
+import { GATEWAY_NOTIFICATIONS } from "../../core/gateway-notifications.ts";
 import { type TestClient, connectClient, waitForAgent } from "../e2e/peers.ts";
 import { ROOT } from "../../scripts/local-gateway.ts";
 import type { AgentProfile } from "./agents.ts";
@@ -24,6 +25,8 @@ export interface RunningAgent {
   newSession(client: TestClient): Promise<string>;
   /** What the agent's own permission files hold now (absent: null). */
   remembered(): Record<string, string | null>;
+  /** For a failed check: the model requests in order and the end of the bridge's stderr. */
+  report(): string;
   stop(): Promise<void>;
 }
 
@@ -91,6 +94,21 @@ export async function startAgent(
     remembered() {
       return Object.fromEntries(profile.remembered(home, project).map((f) => [f, existsSync(f) ? readFileSync(f, "utf8") : null]));
     },
+    report() {
+      const requests = model.requests.map((r) => `  ${new Date(r.at).toISOString()} ${r.method} ${r.path} ${requestSummary(r.body)}`);
+      const seen = clients.flatMap((c, i) => [
+        `--- client ${i + 1}: ${c.permissions.items.length} permission requests; its other notices ${JSON.stringify(c.notices.items).slice(-1500)}`,
+        ...c.permissions.items.map((p) => `  asked (withdrawn: ${p.signal.aborted}) ${JSON.stringify(p.params.toolCall).slice(0, 600)}`),
+        ...c.updates.items.slice(-20).map((u) => `  update ${JSON.stringify(u.update).slice(0, 400)}`),
+      ]);
+      return [
+        `${profile.pkg}: ${model.requests.length} model requests`,
+        ...requests,
+        ...seen,
+        "--- its stderr (end) ---",
+        log.join("").slice(-6000),
+      ].join("\n");
+    },
     async stop() {
       for (const c of clients) c.close();
       await endGroup(group);
@@ -99,6 +117,15 @@ export async function startAgent(
       rmSync(project, { recursive: true, force: true });
     },
   };
+}
+
+/** One model request in a line: how many tools it offered and the end of its last message, whatever the wire format. */
+function requestSummary(body: unknown): string {
+  if (!body || typeof body !== "object") return "";
+  const b = body as Json;
+  const messages = (b.messages ?? b.input ?? b.contents) as unknown;
+  const last = Array.isArray(messages) ? JSON.stringify(messages.at(-1)) : "";
+  return `tools ${Array.isArray(b.tools) ? b.tools.length : 0}, stream ${b.stream === true}, last ${last.slice(-300)}`;
 }
 
 /**
@@ -117,10 +144,55 @@ async function endGroup(group: (signal: NodeJS.Signals | 0) => boolean): Promise
 }
 
 /** The option of a kind among those a client was offered (the agent's ids differ: match on kinds). */
-export function optionOf(params: Json, kind: string): string {
+function optionOf(params: Json, kind: string): string {
   const option = (params.options as Json[]).find((o) => o.kind === kind);
   if (!option) throw new Error(`no ${kind} option among ${JSON.stringify(params.options)}`);
   return option.optionId as string;
+}
+
+/** An answer choosing the first offered option of a kind (or the option with this id: `{ id }`). */
+export const choose =
+  (option: string | { id: string }) =>
+  (params: Json): Json => ({
+    outcome: { outcome: "selected", optionId: typeof option === "string" ? optionOf(params, option) : option.id },
+  });
+
+/** The toolCall's id of a copy, and the frozen operation's digest the gateway sent with it. */
+const toolCallIdOf = (p: PermissionCopy): unknown => p.params.toolCall?.toolCallId;
+export const operationOf = (p: PermissionCopy): unknown => p.params._meta?.acpGateway?.operation?.hash;
+
+/**
+ * Answers a permission request as a person does, and resolves with the copy whose answer the gateway
+ * took. When the agent changes a request's operation after it was asked, the gateway withdraws it,
+ * refuses an answer to it, and asks again as a new request that names the old one
+ * (`_meta.acpGateway.operation.replaces`; decision 0040). opencode sends its tool call's whole rawInput
+ * (`tool_call_update`) and its request (with only `{command}`) in either order, so in some runs the copy
+ * a person is answering is replaced: they answer the new request, and so does this — that case only,
+ * for the same tool call, choosing again from the new copy's options. The answer was taken once the
+ * gateway says the request was resolved (`_acp_gateway/permission_resolved`).
+ */
+export async function answer(c: TestClient, copy: PermissionCopy, chosen: (params: Json) => Json): Promise<PermissionCopy> {
+  const answered = new Set<PermissionCopy>();
+  for (let current = copy; ;) {
+    current.answer(chosen(current.params));
+    answered.add(current);
+    const taken = c.notices.waitFor(
+      (n) => n.method === GATEWAY_NOTIFICATIONS.permissionResolved && n.params.toolCallId === toolCallIdOf(copy),
+      120_000,
+      "the gateway to say the request was resolved",
+    );
+    const replaced = c.permissions.waitFor(
+      (p) => !answered.has(p) && toolCallIdOf(p) === toolCallIdOf(copy) && p.params._meta?.acpGateway?.operation?.replaces !== undefined,
+      120_000,
+      "a request asked again in its place",
+    );
+    // The one that does not come would fail after its bound: nobody waits on it.
+    taken.catch(() => undefined);
+    replaced.catch(() => undefined);
+    const next = await Promise.race([taken.then(() => null), replaced]);
+    if (next === null) return current;
+    current = next;
+  }
 }
 
 /**

@@ -4,9 +4,9 @@
 
 import { existsSync, mkdirSync, readFileSync, rmSync } from "node:fs";
 import { join } from "node:path";
-import { afterAll, beforeAll, describe, expect, inject, it } from "vitest";
+import { afterAll, beforeAll, beforeEach, describe, expect, inject, it } from "vitest";
 import { AGENTS } from "./agents.ts";
-import { type RunningAgent, askedDuring, optionOf, prompt, startAgent, unasked } from "./harness.ts";
+import { type RunningAgent, answer, askedDuring, choose, operationOf, prompt, startAgent, unasked } from "./harness.ts";
 
 type Json = Record<string, any>;
 
@@ -21,6 +21,8 @@ describe.each(AGENTS)("$pkg behind acp-gateway agent", (profile) => {
   afterAll(async () => {
     await agent?.stop();
   });
+  // A check that fails or runs out of time says what the agent asked its model and what it logged.
+  beforeEach(({ onTestFailed }) => onTestFailed(() => console.error(agent?.report())));
   const file = (name: string) => join(agent.project, name);
 
   it("sends a permission request to two clients, withdraws the loser's copy, and allow once runs the command", async () => {
@@ -32,8 +34,10 @@ describe.each(AGENTS)("$pkg behind acp-gateway agent", (profile) => {
     const [a, b] = await Promise.all([askedDuring(alice, turn), askedDuring(bob, turn)]);
     expect(a.params).toEqual(b.params);
     expect(existsSync(file("once-marker"))).toBe(false);
-    b.answer({ outcome: { outcome: "selected", optionId: optionOf(b.params, "allow_once") } });
-    await expect(a.answered).rejects.toMatchObject({ code: -32800 });
+    const taken = await answer(bob, b, choose("allow_once"));
+    // Alice's copy of the request Bob's answer resolved is withdrawn.
+    const lost = await alice.permissions.waitFor((p) => operationOf(p) === operationOf(taken));
+    await expect(lost.answered).rejects.toMatchObject({ code: -32800 });
     expect(await turn).toEqual(expect.objectContaining({ stopReason: "end_turn" }));
     expect(existsSync(file("once-marker"))).toBe(true);
   });
@@ -51,7 +55,7 @@ describe.each(AGENTS)("$pkg behind acp-gateway agent", (profile) => {
       // The gateway owns remembered decisions: its own option, worded as the rule it stores, whatever the agent offered.
       const gatewayAlways = (asked.params.options as Json[]).find((o) => o.optionId === GATEWAY_ALWAYS);
       expect(gatewayAlways).toMatchObject({ kind: "allow_always", name: expect.stringContaining("touch") });
-      asked.answer({ outcome: { outcome: "selected", optionId: GATEWAY_ALWAYS } });
+      await answer(alice, asked, choose({ id: GATEWAY_ALWAYS }));
       expect(await turn).toEqual(expect.objectContaining({ stopReason: "end_turn" }));
       expect(existsSync(file("always-marker"))).toBe(true);
       rmSync(file("always-marker"));
@@ -62,10 +66,11 @@ describe.each(AGENTS)("$pkg behind acp-gateway agent", (profile) => {
       );
       expect(existsSync(file("always-marker"))).toBe(true);
 
+      const beforePush = new Set(alice.permissions.items);
       const push = prompt(alice, second, "RUN: git push --force");
-      const dangerous = await askedDuring(alice, push, (p) => p !== asked);
+      const dangerous = await askedDuring(alice, push, (p) => !beforePush.has(p));
       expect(JSON.stringify(dangerous.params.toolCall)).toContain("git push --force");
-      dangerous.answer({ outcome: { outcome: "selected", optionId: optionOf(dangerous.params, "reject_once") } });
+      await answer(alice, dangerous, choose("reject_once"));
       expect(["end_turn", "cancelled"]).toContain((await push).stopReason);
       expect(agent.remembered()).toEqual(before);
     },
@@ -80,7 +85,7 @@ describe.each(AGENTS)("$pkg behind acp-gateway agent", (profile) => {
     // Nothing may be remembered from a request without its input (decision 0040): no always of the gateway's own.
     expect((asked.params.options as Json[]).map((o) => o.optionId)).not.toContain(GATEWAY_ALWAYS);
     expect(asked.params._meta.acpGateway.operation.rawInputMissing).toBeTruthy();
-    asked.answer({ outcome: { outcome: "selected", optionId: optionOf(asked.params, "allow_once") } });
+    await answer(alice, asked, choose("allow_once"));
     expect(await turn).toEqual(expect.objectContaining({ stopReason: "end_turn" }));
     expect(existsSync(file("unremembered-marker"))).toBe(true);
     expect(agent.remembered()).toEqual(before);
@@ -95,7 +100,7 @@ describe.each(AGENTS)("$pkg behind acp-gateway agent", (profile) => {
     const diff = seen.flatMap((u) => (u.content ?? []) as Json[]).find((c) => c.type === "diff");
     expect(diff).toMatchObject({ path: file("notes.txt"), newText: expect.stringContaining("hello from the scripted model") });
     expect(existsSync(file("notes.txt"))).toBe(false);
-    asked.answer({ outcome: { outcome: "selected", optionId: optionOf(asked.params, "allow_once") } });
+    await answer(alice, asked, choose("allow_once"));
     expect(await turn).toEqual(expect.objectContaining({ stopReason: "end_turn" }));
     expect(readFileSync(file("notes.txt"), "utf8")).toContain("hello from the scripted model");
   });
@@ -116,7 +121,7 @@ describe.each(AGENTS)("$pkg behind acp-gateway agent", (profile) => {
     const alice = await agent.client();
     const sessionId = await agent.newSession(alice);
     const turn = prompt(alice, sessionId, "RUN: touch late-marker");
-    const first = await askedDuring(alice, turn);
+    await askedDuring(alice, turn);
     const late = await agent.client();
     await late.request("session/load", { sessionId, cwd: agent.project, mcpServers: [] });
     // The history: the person's prompt and the agent's tool call (agents send other updates around them).
@@ -128,8 +133,9 @@ describe.each(AGENTS)("$pkg behind acp-gateway agent", (profile) => {
       }),
     );
     const copy = await late.permissions.waitFor(() => true, 10_000);
-    expect(copy.params).toEqual(first.params);
-    copy.answer({ outcome: { outcome: "selected", optionId: optionOf(copy.params, "allow_once") } });
+    // The request the first client was sent (asked again in its place, should the agent have changed it meanwhile).
+    expect(copy.params).toEqual((await alice.permissions.waitFor((p) => operationOf(p) === operationOf(copy))).params);
+    await answer(late, copy, choose("allow_once"));
     expect(await turn).toEqual(expect.objectContaining({ stopReason: "end_turn" }));
     expect(existsSync(file("late-marker"))).toBe(true);
   });
@@ -160,7 +166,7 @@ describe.each(AGENTS)("$pkg behind acp-gateway agent", (profile) => {
     const sessionId = await agent.newSession(alice);
     const turn = prompt(alice, sessionId, "RUN: rm -rf build");
     const asked = await askedDuring(alice, turn);
-    asked.answer({ outcome: { outcome: "selected", optionId: optionOf(asked.params, "reject_once") } });
+    await answer(alice, asked, choose("reject_once"));
     expect(["end_turn", "cancelled"]).toContain((await turn).stopReason);
     expect(existsSync(file("build"))).toBe(true);
   });

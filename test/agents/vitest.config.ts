@@ -19,6 +19,8 @@ export default defineConfig({
     hookTimeout: 180_000,
     // One file at a time: every agent shares the gateway's dev tenant.
     fileParallelism: false,
+    // As in the root config: in .ci/run only a failing test's console output is printed.
+    silent: process.env.VITEST_QUIET_PASSED ? "passed-only" : false,
     // .ci/run counts this run from its JSON report, as it counts the other deep runs.
     reporters: ["default", ["json", { outputFile: process.env.VITEST_JSON_REPORT ?? ".ci/agents-results.json" }]],
   },

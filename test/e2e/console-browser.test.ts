@@ -71,6 +71,30 @@ async function noHorizontalOverflow(page: Page): Promise<void> {
   expect(scrollWidth).toBeLessThanOrEqual(innerWidth);
 }
 
+/**
+ * Clicks `button` in the page and says whether the element `selector` names has the focus at the moment
+ * it is first on the page (a MutationObserver's callback, before any other task: a person's next key
+ * press, or the test's next fill). Focus given a frame later is not there yet: "focused" or what has it.
+ */
+async function focusedWhenShown(button: Locator, selector: string): Promise<string> {
+  return button.evaluate(
+    (clicked, wanted) =>
+      new Promise<string>((resolve) => {
+        const shown = new MutationObserver(() => {
+          const element = document.querySelector(wanted);
+          if (!element) return;
+          shown.disconnect();
+          const active = document.activeElement;
+          const what = `${active?.tagName.toLowerCase()} “${(active?.textContent ?? "").trim().slice(0, 40)}”`;
+          resolve(active === element ? "focused" : `not focused: the ${what} has the focus`);
+        });
+        shown.observe(document.body, { childList: true, subtree: true });
+        (clicked as HTMLElement).click();
+      }),
+    selector,
+  );
+}
+
 /** Scrolls so the element ends just above the sticky prompt bar: the screenshots show a whole card. */
 async function showWhole(locator: Locator): Promise<void> {
   await locator.evaluate((el) => {
@@ -111,11 +135,13 @@ describe("the web console in Chromium", () => {
     await page.getByRole("button", { name: "New session" }).waitFor();
     expect(await page.evaluate(() => ({ local: localStorage.length, session: sessionStorage.length }))).toEqual({ local: 0, session: 2 });
 
-    // "New session" puts the cursor in its first field; an unknown agent name and a registered agent
-    // that is offline are told apart, and the tenant's agents are offered.
-    await page.getByRole("button", { name: "New session" }).click();
-    // The form renders, then focuses its field: poll for it (the click resolves before either).
-    await expect.poll(() => page.evaluate(() => document.activeElement?.getAttribute("name"))).toBe("cwd");
+    // "New session" puts the cursor in its first field the moment the form is on the page (focus a frame
+    // later sent keys already being typed into the Agent field to the project path: the phone test's
+    // session once started in "/projects/democonsole-demo-…"); an unknown agent name and a registered
+    // agent that is offline are told apart, and the tenant's agents are offered.
+    expect(await focusedWhenShown(page.getByRole("button", { name: "New session" }), 'form[aria-label="New session"] [name="cwd"]')).toBe(
+      "focused",
+    );
     await page.getByRole("button", { name: "New session" }).click(); // closed again: newSession opens it
     const unknown = `nobody-${Date.now().toString(36)}`;
     await newSession(page, "/projects/demo", unknown);
@@ -169,9 +195,10 @@ describe("the web console in Chromium", () => {
     const run = openPermission(page);
     await run.locator("pre.command", { hasText: "npm test" }).waitFor();
     // The gateway's own always (decision 0042), named by the rule it stores, beside the agent's.
-    await run.getByRole("button", { name: /^Always \(gateway rule\): Always allow `npm test`/ }).click();
+    const always = run.getByRole("button", { name: /^Always \(gateway rule\): Always allow `npm test`/ });
+    // Keyboard focus moves with the flow: after "always", to Confirm, as it appears.
+    expect(await focusedWhenShown(always, '[aria-label="Confirm the rule"] button.option')).toBe("focused");
     const confirm = run.getByRole("group", { name: "Confirm the rule" });
-    // Keyboard focus moves with the flow: after "always", to Confirm.
     await expect.poll(() => page.evaluate(() => document.activeElement?.textContent ?? "")).toMatch(/^Confirm/);
     await expect
       .poll(() => confirm.locator(".rule-description").textContent())

@@ -7,6 +7,8 @@ export interface ModelRequest {
   method: string;
   path: string;
   body: unknown;
+  /** When it arrived (ms since the epoch), to line it up with the agent's log in a failure report. */
+  at: number;
 }
 
 export type Handler = (request: ModelRequest, res: ServerResponse) => void;
@@ -30,7 +32,7 @@ export async function startModelServer(handle: Handler): Promise<ModelServer> {
       } catch {
         // Not JSON: kept as text.
       }
-      const request = { method: req.method ?? "GET", path: req.url ?? "/", body };
+      const request = { method: req.method ?? "GET", path: req.url ?? "/", body, at: Date.now() };
       requests.push(request);
       try {
         handle(request, res);

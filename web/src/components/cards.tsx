@@ -4,7 +4,7 @@
 // first shows the rule that would be stored and what it covers, then asks to confirm.
 
 import type { ComponentChildren } from "preact";
-import { useEffect, useRef, useState } from "preact/hooks";
+import { useEffect, useLayoutEffect, useRef, useState } from "preact/hooks";
 import { type DeriveResult, type DerivedRule, deriveRule } from "../../../protocol/rules/derive";
 import { exactHash } from "../../../protocol/rules/canonical";
 import { type JsonObject, isObject } from "../acp";
@@ -337,8 +337,9 @@ function AlwaysConfirm({
   const notRemembered = derived && "reason" in derived ? derived.reason : null;
   const [dry, setDry] = useState<DryRun | string | null>(null);
   // Keyboard focus follows the flow: after choosing "always", the next key press confirms or goes back.
+  // In a layout effect, as the New session form does: focus a frame later let an early key press act elsewhere.
   const confirm = useRef<HTMLButtonElement>(null);
-  useEffect(() => confirm.current?.focus(), []);
+  useLayoutEffect(() => confirm.current?.focus(), []);
   useEffect(() => {
     const hash = crypto.subtle ? exactHash(p.toolCall) : Promise.resolve("");
     hash

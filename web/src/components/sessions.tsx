@@ -3,7 +3,7 @@
 // open session beside the list (on a phone, instead of it). The open session is in the URL
 // (#/session/<id>), so a reload or a shared link opens it again.
 
-import { useCallback, useEffect, useRef, useState } from "preact/hooks";
+import { useCallback, useEffect, useLayoutEffect, useRef, useState } from "preact/hooks";
 import { type Agent, type Api, type Auth, type Page, type Session, type Snapshot } from "../api";
 import { ago, errorText } from "../format";
 import { SessionLink } from "../link";
@@ -207,7 +207,10 @@ function NewSession({ auth, api, onCreated }: { auth: Auth; api: Api; onCreated(
   // The same read as a promise, so a person who submits before it arrived still gets the precise message.
   const agentsRead = useRef<Promise<Agent[] | null>>(Promise.resolve(null));
   const project = useRef<HTMLInputElement>(null);
-  useEffect(() => project.current?.focus(), []);
+  // Focused as the form is put on the page, in the same task (a layout effect). useEffect waited for the
+  // next frame, and keys already being typed into the Agent field went into the project path instead
+  // (a session started in "/projects/democonsole-demo-…").
+  useLayoutEffect(() => project.current?.focus(), []);
   useEffect(() => {
     agentsRead.current = api
       .get<Page<Agent>>("/v1/agents?status=1&limit=100")
