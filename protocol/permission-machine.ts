@@ -49,7 +49,8 @@
 // - No chain of automatic steps runs what no person saw (decision 0046, protocol/unseen.ts): before an
 //   allow rule answers, the tenant's unseen changes are consulted (`rules.gate`): a step that may read
 //   content is held for people while a change is unseen, a write while a rule-answered reader may still
-//   run; a held request is asked with what changed. A person's allow of it marks those changes seen.
+//   run; a held request is asked with what changed. Any step asked of people that may read content is
+//   shown them (`rules.unseenNow`), and a person's allow of it marks them seen.
 
 import { type JsonRpcId, RpcError, errorResponse, isObject } from "./jsonrpc";
 import { CANCEL_REQUEST, CLIENT_METHODS } from "./methods";
@@ -189,6 +190,8 @@ interface RulesPort {
    * they could not be consulted).
    */
   gate(request: UnseenGateRequest, then: (held: UnseenHold | null | typeof RULES_UNAVAILABLE) => void): UnseenHold | null | Later;
+  /** What is unseen now, to show people with a step that may read it; null: nothing. */
+  unseenNow(then: (shown: UnseenHold | null | typeof RULES_UNAVAILABLE) => void): UnseenHold | null | Later;
   /** A person allowed a request that showed the unseen changes up to `upTo`: they are seen. */
   seen(upTo: number): void;
   /** What the agent changed with nobody asked (a tool call it ran unasked): unseen, whatever is running. */
@@ -343,7 +346,7 @@ export class PermissionMachine<C> {
       table.appendPermission(seq, text, request);
       session.deadlineChanged();
     } else if (!this.resolveByRule(request, decided, text)) {
-      this.startAsking(request, ASKING, { append: text });
+      this.askPeople(request, { append: text });
     }
   }
 
@@ -354,7 +357,7 @@ export class PermissionMachine<C> {
     this.io.table.setFourEyes(permId, this.fourEyesOf(pending, policy));
     const decided = this.io.rules.consult(pending, (later) => this.rulesAnswered(permId, later));
     if (decided === LATER) return;
-    if (!this.resolveByRule(pending, decided)) this.startAsking(pending, ASKING, "stored");
+    if (!this.resolveByRule(pending, decided)) this.askPeople(pending, "stored");
   }
 
   /**
@@ -366,7 +369,32 @@ export class PermissionMachine<C> {
     const pending = this.io.table.pendingById(permId);
     if (!pending || pending.asking) return; // cancelled or withdrawn meanwhile
     if (decided === RULES_UNAVAILABLE) return this.startAsking(pending, ASKING_RULES_UNKNOWN, "stored");
-    if (!this.resolveByRule(pending, decided)) this.startAsking(pending, ASKING, "stored");
+    if (!this.resolveByRule(pending, decided)) this.askPeople(pending, "stored");
+  }
+
+  /**
+   * No rule answers it: people are asked. A step that may read content is shown the tenant's unseen
+   * changes with it (decision 0046): a person judges the effect, and the agent may have changed what it
+   * reads; their allow then marks those changes seen. Read first (LATER: the request waits unasked).
+   */
+  private askPeople(request: PendingRequest, write: { append: string } | "stored"): void {
+    const meta = this.io.table.meta;
+    if (!meta || !readsProjectContent(describeOperation(toolCallOf(request), meta.cwd))) return this.startAsking(request, ASKING, write);
+    const shown = this.io.rules.unseenNow((later) => this.unseenRead(request.permId, later));
+    if (shown === LATER) {
+      if (write !== "stored") this.io.table.appendPermission(request.permId, write.append, request);
+      this.io.session.deadlineChanged();
+      return;
+    }
+    this.startAsking(shown ? { ...request, unseen: shown } : request, ASKING, write);
+  }
+
+  /** The unseen changes read later: people are asked with them (unreachable: asked, and told the rules could not be consulted). */
+  private unseenRead(permId: number, shown: UnseenHold | null | typeof RULES_UNAVAILABLE): void {
+    const pending = this.io.table.pendingById(permId);
+    if (!pending || pending.asking) return; // answered, cancelled or withdrawn meanwhile
+    if (shown === RULES_UNAVAILABLE) return this.startAsking(pending, ASKING_RULES_UNKNOWN, "stored");
+    this.startAsking(shown ? { ...pending, unseen: shown } : pending, ASKING, "stored");
   }
 
   /** What the tenant's four-eyes policy asks of the request's operation, read by the rules engine's parser (protocol/operation.ts). */

@@ -101,6 +101,14 @@ export function permissionLifecycle(parts: LifecycleParts): PermissionLifecycle 
         ctx.waitUntil(
           parts.rules.note(changes).catch(failed("session.unseen_note_failed", "noting what the agent changed unasked failed")),
         ),
+      unseenNow: (then) => {
+        const read = parts.rules.unseenNow().then(then, (error: unknown) => {
+          sessionLog(store).warn("session.unseen_unavailable", "reading the unseen changes failed; asking people", {}, error);
+          then(RULES_UNAVAILABLE);
+        });
+        ctx.waitUntil(read);
+        return LATER;
+      },
       seen: (upTo) =>
         ctx.waitUntil(parts.rules.seen(upTo).catch(failed("session.unseen_seen_failed", "marking unseen changes seen failed"))),
       readerDone: (toolCallId) =>

@@ -118,6 +118,11 @@ export class TenantRules {
     return this.rules().unseenNote(changes);
   }
 
+  /** What is unseen now, shown to people with a step that may read it. */
+  unseenNow(): Promise<UnseenHold | null> {
+    return this.rules().unseenNow();
+  }
+
   /** A person allowed a request that showed the unseen changes up to `upTo`. */
   seen(upTo: number): Promise<number> {
     return this.rules().unseenSeen(upTo);

@@ -127,9 +127,10 @@ class Table implements PermissionTable {
   wasAsked(): boolean {
     return true; // the model's tool calls are all asked (permission-machine-unseen cases are the real session's)
   }
-  markAsking(permId: number, asking: number): void {
+  markAsking(permId: number, asking: number, unseen?: PendingRequest["unseen"]): void {
     const p = this.pendingById(permId);
     if (p) p.asking = asking;
+    if (p && unseen) p.unseen = unseen;
   }
   setFourEyes(permId: number, need: PendingRequest["fourEyes"]): void {
     const p = this.pendingById(permId);
@@ -202,6 +203,8 @@ class World {
   gated = new Map<string, "go" | "held" | "unavailable" | "waiting">();
   /** The `upTo` of every `seen` call: a person allowed a held request. */
   seen: number[] = [];
+  /** Whether the unseen changes were ever handed to the machine to show (held, or shown to people). */
+  shownHold = false;
   /** The four-eyes policy of the running turn (every operation, when set: decision 0028). */
   fourEyes: FourEyes = "none";
   /** The first approvals recorded, by request (two_approvals), as the model follows them. */
@@ -263,6 +266,7 @@ class World {
           const toolCallId = request.toolCallId ?? "";
           if (this.gate === "go" || this.gate === "held") {
             this.gated.set(toolCallId, this.gate);
+            if (this.gate === "held") this.shownHold = true;
             return this.gate === "held" ? HOLD : null;
           }
           this.gated.set(toolCallId, "waiting");
@@ -271,7 +275,21 @@ class World {
             fire: (choice) => {
               const answer = choice % 3 === 0 ? "go" : choice % 3 === 1 ? "held" : "unavailable";
               this.gated.set(toolCallId, answer);
+              if (answer === "held") this.shownHold = true;
               then(answer === "go" ? null : answer === "held" ? HOLD : RULES_UNAVAILABLE);
+            },
+          });
+          return LATER;
+        },
+        // What people asked are shown: the world's unseen changes (none while it lets every step go).
+        unseenNow: (then) => {
+          if (this.gate === "held") this.shownHold = true;
+          if (this.gate !== "later") return this.gate === "held" ? HOLD : null;
+          this.later.push({
+            what: "unseen changes shown",
+            fire: (choice) => {
+              if (choice % 2 === 1) this.shownHold = true;
+              then(choice % 2 === 0 ? null : HOLD);
             },
           });
           return LATER;
@@ -777,9 +795,10 @@ function invariants(w: World): void {
       check(said === "go", `request ${permId} was allowed by a rule while the unseen changes said ${said ?? "nothing"}`);
     }
   }
+  // Only what a request showed is marked seen: the newest change it carried.
   check(
-    w.seen.length <= [...w.table.rows.values()].filter((r) => r.request?.unseen && r.resolved !== null).length,
-    `seen was called ${w.seen.length} times, more than held requests were resolved`,
+    w.seen.every((upTo) => upTo === HOLD.upTo) && (w.seen.length === 0 || w.shownHold),
+    `seen was called with ${JSON.stringify(w.seen)} though no request showed those changes`,
   );
   // Four eyes that nobody attached can approve is told (`four_eyes_unsatisfiable`), at least once since it became so.
   for (const p of w.table.pending()) {

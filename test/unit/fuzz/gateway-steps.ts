@@ -4,9 +4,9 @@
 // - an allow is withheld, and a person asked, when the step may read file content
 //   (`readsProjectContent`) and the tenant holds unseen changes: the request is shown them;
 // - an allow that goes ahead notes what the step may have written (`changesOf`) as unseen;
-// - the person (here: one who allows everything shown) who allows a held step was shown the unseen
-//   changes with it (`_meta.acpGateway.unseen`), and their allow marks every one seen; a step asked
-//   because no rule matched shows nothing of them and clears nothing (permission-machine.ts `resolve`);
+// - a step that may read content, asked of people (held, or no rule matched), shows them the unseen
+//   changes (`_meta.acpGateway.unseen`); the person (here: one who allows everything shown) who allows
+//   it marks every one seen (permission-machine.ts `askPeople`, `resolve`);
 // - a person's allow of a file operation adds nothing (they saw its diff) and clears nothing (the
 //   diff shows one file, not the others the agent changed): unseen.ts says so, and a model that
 //   cleared here would let `config` (answered) then `HEAD` (asked) then `git status` run the config.
@@ -29,7 +29,7 @@ export type Answer =
   | { by: "person"; held: boolean; shownUnseen: string[] };
 
 /** Whether a person's allow of this step marks the unseen changes seen: they were shown them with it. */
-export type ClearsOn = "held steps" | "any asked step";
+export type ClearsOn = "content-reading steps" | "any asked step";
 
 export class GatewaySteps {
   private readonly compiled;
@@ -44,7 +44,7 @@ export class GatewaySteps {
   constructor(
     rules: Rule[],
     private readonly cwd: string,
-    private readonly clearsOn: ClearsOn = "held steps",
+    private readonly clearsOn: ClearsOn = "content-reading steps",
   ) {
     this.compiled = compileRules(rules);
   }
@@ -60,10 +60,11 @@ export class GatewaySteps {
       for (const path of noted) this.unseen.add(path);
       return { by: "rule", rule: d.rule?.id ?? "", noted };
     }
-    // Held: a rule would have answered, the unseen changes stopped it, and the request shows them.
+    // Held: a rule would have answered, the unseen changes stopped it. Any step that reads content is
+    // shown the unseen changes when people are asked (permission-machine.ts askPeople), held or not.
     const held = d.decision === "allow" && reads && this.unseen.size > 0;
-    const shownUnseen = held ? [...this.unseen] : [];
-    if (held || this.clearsOn === "any asked step") this.unseen.clear();
+    const shownUnseen = reads ? [...this.unseen] : [];
+    if (reads || this.clearsOn === "any asked step") this.unseen.clear();
     return { by: "person", held, shownUnseen };
   }
 }

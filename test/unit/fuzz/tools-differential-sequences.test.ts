@@ -8,7 +8,7 @@
 // gateway (gateway-steps.ts: the rules engine, then unseen-change tracking) and run for real in a
 // fresh copy of a project beside canaries (sequence-runner.ts). A counterexample is a step that runs
 // the agent's code, or reads or writes outside the project, when a payload file it wrote before was
-// never shown to a person: neither its edit was asked, nor a later held command (which shows it) up to that step.
+// never shown to a person: neither its edit was asked, nor a later command asked of a person (which shows it) up to that step.
 //
 // How many: every fixed case, then per tool a generated batch (PER_TOOL: more in `npm run test:fuzz`),
 // run on WORKERS bash processes. Measured costs are in PER_TOOL's comment; every counterexample found
@@ -229,10 +229,7 @@ function counterexample(seq: Labelled[], effects: StepEffects[], answered: Answe
     if (payloads.length === 0)
       return `step ${i} did ${effects[i]?.join(" ")} with no payload written before it: the template or a tool is at fault`;
     const shown = (p: number) =>
-      answered[p]?.by === "person" ||
-      seq.some(
-        (s, q) => q > p && q <= i && "run" in s.step && answered[q]?.by === "person" && (answered[q] as { held?: boolean }).held === true,
-      );
+      answered[p]?.by === "person" || seq.some((s, q) => q > p && q <= i && "run" in s.step && answered[q]?.by === "person");
     const unseen = payloads.filter((p) => !shown(p));
     if (unseen.length > 0)
       return `step ${i} (${describe1(seq[i]?.step)}) did ${effects[i]?.join(" ")} after unseen ${unseen.map((p) => describe1(seq[p]?.step)).join(", ")}`;
@@ -371,9 +368,9 @@ describe(
         { runs: true, asked: 1 },
       ],
       [
-        "a step asked because no rule matched shows nothing and clears nothing: test file, true (asked), npm test held",
+        "a step asked because no rule matched is shown the unseen changes too: test file, true (asked, shown it), npm test answered",
         () => [...payload("test file", ""), command(["true"], ""), command(["npm", "test"], "")],
-        { runs: true, asked: 2 },
+        { runs: true, asked: 1 },
       ],
       [
         "ls and pwd are answered while changes are unseen, and run nothing of the agent's",
