@@ -22,6 +22,16 @@ export async function sessionsPage(d1: D1Database, tenantId: string, cursor: str
     .limit(limit + 1);
 }
 
+/** The tenant's sessions whose published state has requests waiting on people (GET /v1/approvals?waiting=me), oldest activity first. */
+export async function sessionsWaiting(d1: D1Database, tenantId: string, limit: number): Promise<SessionRow[]> {
+  return dbOf(d1)
+    .select()
+    .from(sessions)
+    .where(and(eq(sessions.tenantId, tenantId), gt(sessions.waiting, 0)))
+    .orderBy(asc(sessions.updatedAt))
+    .limit(limit);
+}
+
 /** An agent's sessions, most recently active first (session/list), optionally in one cwd. */
 export async function recentSessionsOfAgent(
   d1: D1Database,

@@ -32,6 +32,7 @@ import type {
   SessionInit,
   SessionRef,
   SessionSnapshot,
+  WaitingRequest,
 } from "./contract";
 import { AgentLink } from "./agent-link";
 import { AgentSocket, EDGE_LINK_TAG, isEdgeLinkAttachment, isLinkAttachment } from "./agent-socket";
@@ -64,6 +65,9 @@ import type { LiveStatePublisher } from "../../protocol/live-state";
 import { sessionLog } from "./session-log";
 import { TenantPolicy } from "./tenant-policy";
 import { refusedByRole } from "../../protocol/people/acp-methods";
+import type { Answerer } from "../../protocol/people/answering";
+import { operationView } from "../../protocol/operation-view";
+import { toolCallOf } from "../../protocol/pending-permission";
 
 /**
  * The test seam (test/workerd): what a test may read of a live instance (`sessionTesting`, given the
@@ -448,6 +452,24 @@ export class SessionObject extends DurableObject<Env> implements SessionContract
   snapshot(): SessionSnapshot | null {
     const meta = this.store.meta;
     return meta ? sessionSnapshot(meta, this.store, this.clients) : null;
+  }
+
+  /**
+   * The requests people are asked here that wait on this person now ("waiting on you"): from the
+   * session itself, so a request answered, withdrawn or lost with an agent is never listed, whatever
+   * the index still says (asking wakes the object, which then publishes what the index is owed).
+   */
+  waitingOn(answerer: Answerer): { title: string | null; requests: WaitingRequest[] } | null {
+    const meta = this.store.meta;
+    if (!meta) return null;
+    const requests = this.permissions.waitingOn(answerer).map((p) => ({
+      requestId: p.permId,
+      toolCallId: p.toolCallId,
+      operation: operationView(toolCallOf(p), meta.cwd),
+      askedAt: p.createdAt,
+      deadlineAt: p.deadlineAt,
+    }));
+    return { title: meta.title ?? null, requests };
   }
 
   /**
