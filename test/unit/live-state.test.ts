@@ -147,7 +147,7 @@ describe("the session's published state", () => {
     h.writes[0]!.settle(false);
     await flush();
     expect(h.publisher.dueAt()).toBe(1007 + RETRY_MS);
-    h.publisher.flush();
+    void h.publisher.flush();
     expect(h.writes).toHaveLength(2);
   });
 
@@ -182,7 +182,7 @@ describe("the session's published state", () => {
           else if (s.type === "later") h.runLater();
           else if (s.type === "crash") h.crash();
           else if (s.type === "alarm") {
-            if (h.publisher.dueAt() !== undefined) h.publisher.flush();
+            if (h.publisher.dueAt() !== undefined) void h.publisher.flush();
           } else {
             const pending = h.pending();
             if (pending.length > 0) pending[s.pick % pending.length]!.settle(s.ok);
@@ -206,7 +206,7 @@ describe("the session's published state", () => {
             continue;
           }
           if (h.publisher.dueAt() === undefined) break;
-          h.publisher.flush();
+          void h.publisher.flush();
         }
         expect(h.pending(), "every write settled").toEqual([]);
         expect(h.publisher.dueAt(), "nothing owed").toBeUndefined();

@@ -1,7 +1,7 @@
 // The tenant's sessions, live ones first (a turn running or approvals waiting), with agent, project,
 // title, turn state, approvals waiting and last activity; starting a session in a project; and the
 // open session beside the list (on a phone, instead of it). The open session is in the URL
-// (#/session/<id>), so a reload or a shared link opens it again.
+// (#/session/<id>), so a reload, a shared link or a link in the page ("waiting on you") opens it.
 
 import { useCallback, useEffect, useRef, useState } from "preact/hooks";
 import { type Agent, type Api, type Auth, type Page, type Session, type Snapshot } from "../api";
@@ -57,8 +57,19 @@ export function SessionsPage({ auth, api }: { auth: Auth; api: Api }) {
     }
   };
 
-  // The session the URL names, once: from the list, or (older than the list) from its snapshot.
+  // The session the URL names: once at the start, and again whenever a link in the page names
+  // another (the "waiting on you" list): from the list, or (older than the list) from its snapshot.
   const fromUrl = useRef(sessionInUrl());
+  useEffect(() => {
+    const onHash = () => {
+      const id = sessionInUrl();
+      if (id === null || id === open?.session.id) return;
+      fromUrl.current = id;
+      setEntries((list) => (list ? [...list] : list)); // runs the effect below with the list as it is
+    };
+    addEventListener("hashchange", onHash);
+    return () => removeEventListener("hashchange", onHash);
+  }, [open]);
   useEffect(() => {
     const id = fromUrl.current;
     if (id === null || entries === null) return;
