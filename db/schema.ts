@@ -98,6 +98,8 @@ export const sessions = sqliteTable(
     turnState: text("turn_state").notNull().default("idle"),
     /** How many permission requests wait on a person, as last published. */
     waiting: integer("waiting").notNull().default(0),
+    /** The version of that state (live-index.ts): a write older than the one D1 holds changes nothing. */
+    liveVersion: integer("live_version").notNull().default(0),
   },
   (t) => [primaryKey({ columns: [t.tenantId, t.sessionId] }), index("sessions_tenant_updated").on(t.tenantId, t.updatedAt)],
 );

@@ -25,6 +25,10 @@
 //   told of, so an answer that was on its way when a change was announced is not used.
 // - One kind of lease. Empty rules are leased like any others (so the first rule a tenant makes
 //   reaches every session as soon as the API answers, and "older than a change" has no exception).
+// - Widening needs no fence (decision 0049). A change that can only turn what was asked into answers
+//   (a new allow rule: a reject beats any allow, so it narrows nothing) leaves every older lease safe
+//   to use, only less helpful. `widen` moves the generation and tells the takers, but waits out no
+//   lease; a later `advance` still fences every lease granted before it, widened or not.
 
 /** What a giver hands a taker with the generation: how long after sending its call the taker may use it. */
 export interface Grant {
@@ -41,7 +45,7 @@ export interface LeaseGiverPorts {
    * Tells a taker that generations older than `generation` are void; resolves once it took it (and,
    * for a shard, once its own sessions are fenced). Absent: takers are not told, their leases run out.
    */
-  tell?(taker: string, generation: number): Promise<void>;
+  tell?(taker: string, generation: number, widens?: boolean): Promise<void>;
 }
 
 interface Granted {
@@ -113,6 +117,29 @@ export class LeaseGiver {
     // Nothing granted is known to be out, but a previous incarnation's leases may be.
     if (!tell && this.unknownUntil > now) fences.push(this.ports.sleepUntil(this.unknownUntil));
     return { fenced: Promise.all(fences).then(() => undefined), told: Promise.all(tells).then(() => undefined) };
+  }
+
+  /**
+   * The generation is now `to`, by a change that only widens (see the guarantees): no fence. `told`
+   * resolves once every taker in `tellAlso` and every one still holding a lease was told (or failed);
+   * the caller decides how long to wait for it, since correctness does not depend on it.
+   */
+  widen(to: number, tellAlso: Iterable<string> = [], tell = this.ports.tell): { told: Promise<void> } {
+    this.generationNow = Math.max(this.generationNow, to);
+    const takers = new Set<string>([...tellAlso, ...this.holders()]);
+    const tells = tell ? [...takers].map((taker) => tell(taker, to, true).catch(() => undefined)) : [];
+    return { told: Promise.all(tells).then(() => undefined) };
+  }
+
+  /** Takers whose lease may still be in use (pruning those whose end is past). */
+  holders(): string[] {
+    const now = this.ports.now();
+    const live: string[] = [];
+    for (const [taker, g] of this.granted) {
+      if (g.end <= now) this.granted.delete(taker);
+      else live.push(taker);
+    }
+    return live;
   }
 }
 

@@ -66,7 +66,7 @@ import { type LimitError, limitsOf, outsideTurnAuditLimit, pendingLimitError } f
 import { type ClientAttachment, rewritable } from "./session-wire";
 import { type DecidedBy, type PendingRequest, type Approval, copyId, parsedParams, toolCallOf } from "./pending-permission";
 import { type FrozenOperation, changedFields, freezeOperation, rawInputMissing, tooLargeToFreeze } from "./frozen-operation";
-import { type Answerer, type RequestFacts, answerable, authorise, personKey, unsatisfiable } from "./people/answering";
+import { type Answerer, type RequestFacts, answerable, authorise, personKey, unsatisfiable, waitsOn } from "./people/answering";
 import { type FourEyesNeed, fourEyesNeed } from "./people/four-eyes";
 import { describeOperation } from "./operation";
 import {
@@ -712,6 +712,11 @@ export class PermissionMachine<C> {
   /** An attaching client gets a copy of every request people are being asked. */
   sendPendingTo(client: C): void {
     for (const pending of this.io.table.pending()) if (pending.asking) this.sendCopy(client, pending);
+  }
+
+  /** The requests people are being asked that wait on this person now (answering.ts `waitsOn`): "waiting on you". */
+  waitingOn(answerer: Answerer): PendingRequest[] {
+    return this.io.table.pending().filter((p) => p.asking && waitsOn(answerer, this.factsOf(p)));
   }
 
   /** A client left (`leaving`) or arrived: the four-eyes requests it could have approved are checked again. */

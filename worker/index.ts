@@ -10,6 +10,7 @@ import { notificationsApi } from "./api/notifications";
 import { validationHook } from "./api/openapi";
 import { rulesApi } from "./api/rules";
 import { sessionsApi } from "./api/sessions";
+import { approvalsApi } from "./api/approvals";
 import { agentsApi } from "./api/agents";
 import { identityApi } from "./api/identity";
 import { signInApi } from "./api/sign-in";
@@ -44,6 +45,7 @@ app.route("/", approveRoutes);
 // The REST API whose OpenAPI document is generated from its schemas.
 const api = new OpenAPIHono<AppEnv>({ defaultHook: validationHook });
 api.route("/", sessionsApi);
+api.route("/", approvalsApi);
 api.route("/", tenantsApi);
 api.route("/", keysApi);
 api.route("/", identityApi);

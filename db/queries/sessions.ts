@@ -22,6 +22,16 @@ export async function sessionsPage(d1: D1Database, tenantId: string, cursor: str
     .limit(limit + 1);
 }
 
+/** The tenant's sessions whose published state has requests waiting on people (GET /v1/approvals?waiting=me), oldest activity first. */
+export async function sessionsWaiting(d1: D1Database, tenantId: string, limit: number): Promise<SessionRow[]> {
+  return dbOf(d1)
+    .select()
+    .from(sessions)
+    .where(and(eq(sessions.tenantId, tenantId), gt(sessions.waiting, 0)))
+    .orderBy(asc(sessions.updatedAt))
+    .limit(limit);
+}
+
 /** An agent's sessions, most recently active first (session/list), optionally in one cwd. */
 export async function recentSessionsOfAgent(
   d1: D1Database,
@@ -46,12 +56,28 @@ export async function touchSession(
   d1: D1Database,
   tenantId: string,
   sessionId: string,
-  patch: { updatedAt: number; title?: string; turnState?: string; waiting?: number },
+  patch: { updatedAt: number; title?: string },
 ): Promise<void> {
   await dbOf(d1)
     .update(sessions)
     .set(patch)
     .where(and(eq(sessions.tenantId, tenantId), eq(sessions.sessionId, sessionId)));
+}
+
+/**
+ * The session's live state (session/live-index.ts), kept only over an older version: a write that
+ * lands late (its instance gone, a newer one written since) changes nothing.
+ */
+export async function publishLiveState(
+  d1: D1Database,
+  tenantId: string,
+  sessionId: string,
+  state: { updatedAt: number; turnState: string; waiting: number; liveVersion: number },
+): Promise<void> {
+  await dbOf(d1)
+    .update(sessions)
+    .set(state)
+    .where(and(eq(sessions.tenantId, tenantId), eq(sessions.sessionId, sessionId), lt(sessions.liveVersion, state.liveVersion)));
 }
 
 /** session/delete: the session leaves the tenant's index (session/list, session/load, the REST API). */

@@ -22,6 +22,13 @@ export const SHARD_LEASE_MS = 10_000;
 export const LEASE_SLACK_MS = 200;
 
 /**
+ * How long a change that only widens (a new allow rule, decision 0049) waits for the sessions holding
+ * a lease to be told, at each shard, before the API answers; the root waits for its shards a little
+ * longer. No fence depends on it: it is how soon "at once" holds for every session, bounded.
+ */
+export const WIDEN_WAIT_MS = 50;
+
+/**
  * Rule hit counters are sent on at most this often, never on the decision path: a session to the
  * RulesObject (tenant-rules.ts), the RulesObject to D1 (rules-object.ts).
  */
@@ -88,8 +95,11 @@ export interface RulesContract extends Rpc.DurableObjectBranded {
   watch(sessionId: string): void;
   /** Hits of rules the session applied; the shard sends them on to the root in batches. */
   recordHits(hits: [ruleId: string, count: number, at: number][]): void;
-  /** From the root: generations older than this are void. Answers once none of this shard's sessions can use one. */
-  shardChanged(generation: number): Promise<void>;
+  /**
+   * From the root: generations older than this are void. Answers once none of this shard's sessions
+   * can use one; for a change that only `widens`, once its sessions holding a lease were told (bounded).
+   */
+  shardChanged(generation: number, widens?: boolean): Promise<void>;
   // ── the root ──
   /** The rules, leased to shard `index`. */
   shardLease(index: number): Promise<RulesSnapshot>;
@@ -99,8 +109,11 @@ export interface RulesContract extends Rpc.DurableObjectBranded {
   dryRun(request: DecideRequest): Promise<DecideResult>;
   /** A person's *_always answer, stored as a rule (or why not). */
   remember(request: RememberRequest): Promise<RuleCreated | RuleNotCreated | null>;
-  /** The rules changed in D1: a new generation; answers once no session can use an older one. */
-  changed(): Promise<void>;
+  /**
+   * The rules changed in D1: a new generation; answers once no session can use an older one. A change
+   * that only `widens` (a new allow rule) is not fenced: it answers once the shards were told (bounded).
+   */
+  changed(widens?: boolean): Promise<void>;
   // ── the root: unseen changes (decision 0046, unseen-changes.ts) ──
   /** A step an allow rule would answer: held (unseen changes, or a write while a reader is open), else noted; null: go ahead. */
   unseenGate(request: UnseenGateRequest): UnseenHold | null;

@@ -33,6 +33,7 @@ import {
   type RulesContract,
   type RulesSnapshot,
   SHARD_LEASE_MS,
+  WIDEN_WAIT_MS,
 } from "./contract";
 import { RulesShard } from "./rules-shard";
 import { UnseenChanges } from "./unseen-changes";
@@ -40,6 +41,9 @@ import type { NewUnseenChange, UnseenGateRequest, UnseenHold } from "../../proto
 import { objects, splitName } from "../objects";
 import { log } from "../../core/log";
 import { testSeams } from "../../core/test-seam";
+
+/** How much longer than a shard the root waits for its shards' answers to a widening (the calls themselves). */
+const WIDEN_ROOT_SLACK_MS = 20;
 
 /** Copies of the rules read again because they changed while they loaded, before the shard is refused. */
 const MAX_SNAPSHOT_RETRIES = 3;
@@ -127,9 +131,9 @@ export class RulesObject extends DurableObject<Env> implements RulesContract {
         {
           now: Date.now,
           sleepUntil: (at) => new Promise((resolve) => setTimeout(resolve, Math.max(0, at - Date.now()))),
-          tell: (shard, g) => {
+          tell: (shard, g, widens) => {
             this.changeCalls++;
-            return objects.rulesShard(env, this.tenantId(), Number(shard)).shardChanged(g);
+            return objects.rulesShard(env, this.tenantId(), Number(shard)).shardChanged(g, widens === true);
           },
         },
         generation,
@@ -170,8 +174,8 @@ export class RulesObject extends DurableObject<Env> implements RulesContract {
     this.asShard("recordHits").recordHits(hits);
   }
 
-  shardChanged(generation: number): Promise<void> {
-    return this.asShard("shardChanged").changed(generation);
+  shardChanged(generation: number, widens = false): Promise<void> {
+    return this.asShard("shardChanged").changed(generation, widens);
   }
 
   // ── the root ────────────────────────────────────────────────────────────────────────────────────
@@ -271,8 +275,11 @@ export class RulesObject extends DurableObject<Env> implements RulesContract {
    * Rules changed in D1 (created, expiry changed, revoked): a new generation, announced to every shard
    * that took a lease; answers once none of their sessions can use an older one (the shards fence
    * theirs; one that cannot be told is waited out to the end of its lease). Then reloads in the background, warm for the shards.
+   * A change that only `widens` (a new allow rule: it can only turn what is asked into answers,
+   * decision 0049) is not fenced: it answers once the shards told their sessions holding a lease, or
+   * after WIDEN_WAIT_MS and a little more (the rest hear it in the background or at their next check).
    */
-  async changed(): Promise<void> {
+  async changed(widens = false): Promise<void> {
     const giver = this.asRoot("changed");
     const tenantId = this.tenantId();
     const generation = giver.generation + 1;
@@ -285,15 +292,29 @@ export class RulesObject extends DurableObject<Env> implements RulesContract {
       .map((r) => String(r.idx));
     const started = Date.now();
     const calls = this.changeCalls;
-    const { fenced, told } = giver.advance(generation, shards);
-    this.ctx.waitUntil(told);
-    await fenced;
-    log("info", "rules.changed", "the tenant's rules changed: no session can use older ones now", {
-      tenantId,
-      generation,
-      objectsTold: this.changeCalls - calls,
-      waitedMs: Date.now() - started,
-    });
+    if (widens) {
+      const { told } = giver.widen(generation, shards);
+      this.ctx.waitUntil(told);
+      await Promise.race([told, new Promise((resolve) => setTimeout(resolve, WIDEN_WAIT_MS + WIDEN_ROOT_SLACK_MS))]);
+    } else {
+      const { fenced, told } = giver.advance(generation, shards);
+      this.ctx.waitUntil(told);
+      await fenced;
+    }
+    log(
+      "info",
+      "rules.changed",
+      widens
+        ? "the tenant's rules widened: sessions take them at their next request"
+        : "the tenant's rules changed: no session can use older ones now",
+      {
+        tenantId,
+        generation,
+        widens,
+        objectsTold: this.changeCalls - calls,
+        waitedMs: Date.now() - started,
+      },
+    );
     // Warm for the shards' next leases, off the API's path (a failed load is retried by the next lease).
     this.ctx.waitUntil(this.rules(tenantId).catch(() => undefined));
   }

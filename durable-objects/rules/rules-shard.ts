@@ -11,7 +11,7 @@ import { HitTally } from "../../protocol/hit-tally";
 import { type Grant, type Held, LeaseGiver, LeaseTaker } from "../../protocol/generation-lease";
 import type { Rule } from "../../protocol/rules";
 import { log } from "../../core/log";
-import { HIT_FLUSH_MS, LEASE_SLACK_MS, type RulesSnapshot, SESSION_LEASE_MS } from "./contract";
+import { HIT_FLUSH_MS, LEASE_SLACK_MS, type RulesSnapshot, SESSION_LEASE_MS, WIDEN_WAIT_MS } from "./contract";
 import type { RulesStub } from "../objects";
 
 type Copy = Rule[];
@@ -63,11 +63,28 @@ export class RulesShard {
     this.io.sql.exec("INSERT OR IGNORE INTO watching (session_id) VALUES (?)", sessionId);
   }
 
-  /** The root's news: older rules are void. Answers once no session can still use them; then tells the watching sessions. */
-  async changed(generation: number): Promise<void> {
+  /**
+   * The root's news: older rules are void. Answers once no session can still use them; then tells the
+   * watching sessions. A change that only widens (a new allow rule, decision 0049) waits out no lease:
+   * the sessions holding one are told at once, so their next request takes the new rules, and the
+   * shard answers when they took it or after WIDEN_WAIT_MS (a session told later, or never, only asks
+   * people what the new rule would have answered: its lease on the older rules is still safe).
+   */
+  async changed(generation: number, widens = false): Promise<void> {
     this.copy.told(generation);
-    await this.giver.advance(generation).fenced;
+    if (!widens) {
+      await this.giver.advance(generation).fenced;
+      this.io.waitUntil(this.tellWatching(generation));
+      return;
+    }
+    // The watching sessions are told by tellWatching (it keeps their list); the other holders here.
+    const watching = new Set(this.watching());
+    const { told } = this.giver.widen(generation, [], async (sessionId, g) => {
+      if (!watching.has(sessionId)) await this.io.rulesChanged(sessionId, g);
+    });
+    this.io.waitUntil(told);
     this.io.waitUntil(this.tellWatching(generation));
+    await Promise.race([told, new Promise((resolve) => setTimeout(resolve, WIDEN_WAIT_MS))]);
   }
 
   recordHits(hits: [ruleId: string, count: number, at: number][]): void {
@@ -108,9 +125,8 @@ export class RulesShard {
 
   /** Sessions with requests waiting on people re-decide them; one that waits on nobody now leaves the list. */
   private async tellWatching(generation: number): Promise<void> {
-    const sessions = this.io.sql.exec<{ session_id: string }>("SELECT session_id FROM watching").toArray();
     await Promise.all(
-      sessions.map(async ({ session_id: sessionId }) => {
+      this.watching().map(async (sessionId) => {
         const mark = this.watchMarks.get(sessionId);
         try {
           const waiting = await this.io.rulesChanged(sessionId, generation);
@@ -124,6 +140,13 @@ export class RulesShard {
         }
       }),
     );
+  }
+
+  private watching(): string[] {
+    return this.io.sql
+      .exec<{ session_id: string }>("SELECT session_id FROM watching")
+      .toArray()
+      .map((r) => r.session_id);
   }
 
   private flushHits(): void {

@@ -4,6 +4,7 @@
 // sends towards its agent) is durable-objects/agent/contract.ts.
 
 import type { OperationView } from "../../protocol/operation-view";
+import type { Answerer } from "../../protocol/people/answering";
 import type { PermissionOption } from "../../protocol/permissions";
 import type { SessionMeta } from "./store";
 
@@ -58,6 +59,16 @@ export interface SessionSnapshot {
 
 export type { DecidedBy, LinkDecidedBy } from "../../protocol/pending-permission";
 
+/** A request that waits on one person now ("waiting on you", GET /v1/approvals?waiting=me). */
+export interface WaitingRequest {
+  requestId: number;
+  toolCallId: string | null;
+  /** The frozen operation, as a person reads it (protocol/operation-view.ts). */
+  operation: OperationView;
+  askedAt: number;
+  deadlineAt: number;
+}
+
 /** What the approval page shows for a link (`approvalView`). */
 export type ApprovalView =
   | {
@@ -102,4 +113,6 @@ export interface SessionContract extends Rpc.DurableObjectBranded {
     reason?: string | null,
   ): Promise<LinkRefusal | { state: "answered_by_you" }>;
   snapshot(): SessionSnapshot | null;
+  /** The requests asked of people that wait on this person now (null: no such session). */
+  waitingOn(answerer: Answerer): { title: string | null; requests: WaitingRequest[] } | null;
 }

@@ -32,6 +32,7 @@ import type {
   SessionInit,
   SessionRef,
   SessionSnapshot,
+  WaitingRequest,
 } from "./contract";
 import { AgentLink } from "./agent-link";
 import { AgentSocket, EDGE_LINK_TAG, isEdgeLinkAttachment, isLinkAttachment } from "./agent-socket";
@@ -60,12 +61,16 @@ import { SessionUnindex } from "./unindex";
 import { stage, stageTimingFrom } from "../../protocol/stage-timing";
 import { CLOSE, closeQuietly } from "../../core/close-codes";
 import { liveIndex } from "./live-index";
+import type { LiveStatePublisher } from "../../protocol/live-state";
 import { sessionLog } from "./session-log";
 import { TenantPolicy } from "./tenant-policy";
 import { refusedByRole } from "../../protocol/people/acp-methods";
 import { testSeams } from "../../core/test-seam";
 import { readReason } from "../../protocol/answer-reason";
 import { replayedFrames } from "../../protocol/replayed-history";
+import type { Answerer } from "../../protocol/people/answering";
+import { operationView } from "../../protocol/operation-view";
+import { toolCallOf } from "../../protocol/pending-permission";
 
 /**
  * The test seam (test/workerd): what a test may read of a live instance (`sessionTesting`, given the
@@ -95,7 +100,8 @@ export interface SessionTesting {
   onLinkSend?: (frame: ToAgent, send: () => boolean) => boolean;
   /**
    * Set by a test to a D1 that fails or is slow (test/workerd/fuzz-faults.ts `setD1`): used instead of
-   * `env.DB` where the object reaches D1 after it is built (taking a deleted session out of the index).
+   * `env.DB` where the object reaches D1 after it is built (taking a deleted session out of the index,
+   * publishing its live state).
    */
   d1?: D1Database;
   /** Set by a test to replace the stub the session calls its AgentObject through by RPC (agent-link.ts), given the real one at each call. */
@@ -122,11 +128,18 @@ export class SessionObject extends DurableObject<Env> implements SessionContract
   private readonly turnWatch: TurnWatch;
   private readonly unindex: SessionUnindex;
   private readonly agentSocket: AgentSocket;
+  private readonly live: LiveStatePublisher;
 
   constructor(ctx: DurableObjectState, env: Env) {
     super(ctx, env);
     stageTimingFrom(env);
     this.store = new SessionStore(ctx.storage);
+    this.live = liveIndex(
+      ctx,
+      () => this.testing.d1 ?? this.env.DB,
+      this.store,
+      () => this.scheduleDeadline(),
+    );
     this.clients = new AttachedClients(ctx);
     this.agentSocket = new AgentSocket(ctx);
     this.audits = new AuditOutbox(ctx.storage.sql, env.DB, this.store, {
@@ -187,8 +200,10 @@ export class SessionObject extends DurableObject<Env> implements SessionContract
         send: (frame, send) => this.testing.onLinkSend?.(frame, send) ?? send(),
       },
     });
-    const live = liveIndex(ctx, env, this.store);
-    this.store.onLiveChange(() => live.changed());
+    this.store.onLiveChange(() => {
+      this.live.changed();
+      this.scheduleDeadline(); // owed from now: the alarm is due (live-state.ts), in case this instance ends first
+    });
     this.testing = {
       store: this.store,
       audits: this.audits,
@@ -196,6 +211,8 @@ export class SessionObject extends DurableObject<Env> implements SessionContract
       heldAfterEdgeAnswer: () => this.agent.heldAfterEdgeAnswer,
     };
     seams.attach(this, this.testing);
+    // What an earlier instance owed the index (it ended inside the window, or its write failed) is owed still.
+    if (this.store.meta) this.live.resume();
   }
 
   // ── set-up (called by the AgentObject when the agent created or loaded the session) ──────────
@@ -441,6 +458,24 @@ export class SessionObject extends DurableObject<Env> implements SessionContract
   }
 
   /**
+   * The requests people are asked here that wait on this person now ("waiting on you"): from the
+   * session itself, so a request answered, withdrawn or lost with an agent is never listed, whatever
+   * the index still says (asking wakes the object, which then publishes what the index is owed).
+   */
+  waitingOn(answerer: Answerer): { title: string | null; requests: WaitingRequest[] } | null {
+    const meta = this.store.meta;
+    if (!meta) return null;
+    const requests = this.permissions.waitingOn(answerer).map((p) => ({
+      requestId: p.permId,
+      toolCallId: p.toolCallId,
+      operation: operationView(toolCallOf(p), meta.cwd),
+      askedAt: p.createdAt,
+      deadlineAt: p.deadlineAt,
+    }));
+    return { title: meta.title ?? null, requests };
+  }
+
+  /**
    * Who this session is: its name `${tenantId}/${sessionId}` (objects.ts `objectNames`, `splitName`), or, when workerd lost
    * the name (an alarm after a runtime restart), its stored meta.
    */
@@ -456,7 +491,8 @@ export class SessionObject extends DurableObject<Env> implements SessionContract
   private alarmSetTo: number | undefined;
 
   /**
-   * The alarm fires at or before the earliest deadline, notify time, audit retry or idle time. Setting
+   * The alarm fires at or before the earliest deadline, notify time, audit retry, idle time or index
+   * write owed (live-index.ts). Setting
    * it holds the next output behind it, so it is only ever moved *earlier*: one that fires before
    * anything is due finds nothing to do and sets the next (`alarm`). A request asked of people and
    * answered therefore writes no alarm (its deadline is later than the one set), where it wrote two
@@ -465,26 +501,29 @@ export class SessionObject extends DurableObject<Env> implements SessionContract
   private scheduleDeadline(): void {
     const next = earliest(
       earliest(this.store.nextDeadline(), this.notifier.nextDue()),
-      earliest(earliest(this.audits.retryAt(), this.unindex.retryAt()), this.turnWatch.idleAt(this.store)),
+      earliest(earliest(this.audits.retryAt(), this.unindex.retryAt()), earliest(this.turnWatch.idleAt(this.store), this.live.dueAt())),
     );
     if (next === undefined || (this.alarmSetTo !== undefined && this.alarmSetTo <= next)) return;
     this.alarmSetTo = next;
     void this.ctx.storage.setAlarm(next);
   }
 
-  override alarm(): void {
+  override async alarm(): Promise<void> {
     this.alarmSetTo = undefined; // a fired alarm is gone
     const now = Date.now();
     if (this.audits.waiting() > 0) this.ctx.waitUntil(flushAudit({ audits: this.audits, scheduleDeadline: () => this.scheduleDeadline() }));
     const unindexAt = this.unindex.retryAt(now);
     // Any alarm tries again: a row is only pending after a delete, when nothing else keeps the alarm busy.
     if (unindexAt !== undefined) this.ctx.waitUntil(this.unindex.retry().then(() => this.scheduleDeadline()));
+    // Any alarm writes what the index is owed, if anything (decision 0049): the timer may have died with an instance.
+    const published = this.live.owed() ? this.live.flush() : undefined;
     const idleAt = this.turnWatch.idleAt(this.store);
     if (idleAt !== undefined && idleAt <= now) this.turn.endIdle();
     const deadline = this.store.nextDeadline();
     if (deadline !== undefined && deadline <= now) this.turn.deadlinePassed();
     this.notifier.onAlarm(now, this.clients.list().length > 0);
     this.scheduleDeadline();
+    await published; // never rejects; the write's end is the alarm's (a test that runs the alarm sees the index written)
   }
 }
 

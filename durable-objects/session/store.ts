@@ -19,6 +19,7 @@ import { MAX_STORED_ROW_BYTES, utf8LongerThan } from "../../protocol/limits";
 import { type Approval, type PendingRequest, parsePermissionParams } from "../../protocol/pending-permission";
 import type { Resolution } from "../../protocol/permission-machine";
 import { freezeOperation } from "../../protocol/frozen-operation";
+import type { LiveRecord } from "../../protocol/live-state";
 import type { FourEyesNeed } from "../../protocol/people/four-eyes";
 import type { UnseenHold } from "../../protocol/unseen";
 import { type MigrationOutcome, type MigrationStorage, migrateStorage } from "./store-migrations";
@@ -195,6 +196,14 @@ export class SessionStore {
     let n = 0;
     for (const p of this.open.values()) if (p.asking > 0) n++;
     return n;
+  }
+
+  /** What D1 last took of the session's live state, and the version of the last write begun (live-index.ts). */
+  get liveRecord(): LiveRecord {
+    return this.metaRows.get<LiveRecord>("live_index") ?? { publishedVersion: 0, version: 0 };
+  }
+  set liveRecord(record: LiveRecord) {
+    this.metaRows.set("live_index", record);
   }
 
   /** A deleted session's index row that D1 has not removed yet (unindex.ts): set after `forget`. */

@@ -131,6 +131,19 @@ function onceReason(answerer: Answerer, facts: RequestFacts): string | null {
 }
 
 /**
+ * Whether the request waits on this person ("waiting on you", GET /v1/approvals?waiting=me): they may
+ * approve it now, or it offers no approval and they may choose an option. A request they may only
+ * decline (four eyes holds their approval, or they approved already and a second approver is awaited)
+ * waits on someone else: declining is always possible and does not make a request theirs.
+ */
+export function waitsOn(answerer: Answerer, facts: RequestFacts): boolean {
+  const { optionIds } = answerable(answerer, facts);
+  const approvals = facts.options.filter(isApproval);
+  if (approvals.length === 0) return optionIds.length > 0;
+  return approvals.some((o) => optionIds.includes(o.optionId));
+}
+
+/**
  * Whether the answer commits: `option` is the chosen one (null for the outcome `cancelled`, which
  * declines). Judged with the facts as they are when the answer arrives.
  */

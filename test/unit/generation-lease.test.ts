@@ -398,3 +398,52 @@ describe("leases on a generation (protocol/generation-lease.ts)", () => {
     expect(Math.max(...counts)).toBeLessThan(160);
   });
 });
+
+describe("a change that only widens (decision 0049)", () => {
+  const giverAt = (clock: { t: number }) => {
+    const told: [string, number, boolean | undefined][] = [];
+    const giver = new LeaseGiver(
+      {
+        now: () => clock.t,
+        sleepUntil: () => new Promise<void>(() => undefined),
+        tell: (taker, g, widens) => {
+          told.push([taker, g, widens]);
+          return Promise.resolve();
+        },
+      },
+      0,
+      LEASE,
+      SLACK,
+    );
+    return { giver, told };
+  };
+
+  it("tells every taker holding a lease, and those named, without waiting out any lease", async () => {
+    const clock = { t: 10_000 };
+    const { giver, told } = giverAt(clock);
+    clock.t += LEASE + SLACK; // past the restarted giver's unknown window
+    giver.grant("a", 0);
+    giver.grant("b", 0);
+    clock.t += LEASE + SLACK + 1; // b's lease and a's are past: only c holds one now
+    giver.grant("c", 0);
+    // sleepUntil never resolves: a fence would hang here.
+    await giver.widen(1, ["named"]).told;
+    expect(told.map(([taker]) => taker).sort()).toEqual(["c", "named"]);
+    expect(told.every(([, g, widens]) => g === 1 && widens === true)).toBe(true);
+    expect(giver.generation).toBe(1);
+  });
+
+  it("a later narrowing change still fences the leases granted before the widening", async () => {
+    const clock = { t: 10_000 };
+    // No tell port: a lease ends only by running out (sleepUntil never resolves here).
+    const giver = new LeaseGiver({ now: () => clock.t, sleepUntil: () => new Promise<void>(() => undefined) }, 0, LEASE, SLACK);
+    clock.t += LEASE + SLACK;
+    giver.grant("a", 0);
+    await giver.widen(1).told;
+    let fenced = false;
+    void giver.advance(2).fenced.then(() => (fenced = true));
+    await flush();
+    // a's lease on generation 0 (granted before both changes) may still be in use: not fenced.
+    expect(fenced).toBe(false);
+  });
+});

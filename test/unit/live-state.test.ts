@@ -1,36 +1,67 @@
 // The session's published state (protocol/live-state.ts): one write in flight, changes of one step
-// written once, the last write carries the current state once everything settles, no repeats.
+// written once, no repeats; and the index converges to the session's state whatever happens to the
+// instance (a crash inside the window or mid-write, a write that fails, a dead instance's write that
+// lands late), once the alarm runs what is owed and D1 takes writes.
 import fc from "fast-check";
 import { describe, expect, it } from "vitest";
-import { type LiveState, LiveStatePublisher } from "../../protocol/live-state";
+import { type LiveRecord, type LiveState, LiveStatePublisher, OWED_MS, RETRY_MS } from "../../protocol/live-state";
 
-/** A publisher over a state the test sets, a queue of "later" callbacks and writes it settles by hand. */
+interface Write {
+  state: LiveState;
+  version: number;
+  /** The instance that sent it died: its callbacks never run, but D1 may still take it. */
+  orphaned: boolean;
+  settle(ok: boolean): void;
+}
+
+/** A session over a durable record and a D1 row (kept only over an older version); instances can crash. */
 function harness() {
   let state: LiveState = { turn: "idle", waiting: 0 };
-  const later: (() => void)[] = [];
-  const writes: { state: LiveState; settle(ok: boolean): void }[] = [];
-  let inFlight = 0;
+  let record: LiveRecord = { publishedVersion: 0, version: 0 };
+  const d1 = { state: { turn: "idle", waiting: 0 } as LiveState, version: 0 };
+  let later: (() => void)[] = [];
+  const writes: Write[] = [];
+  let now = 1000;
   let maxInFlight = 0;
-  const publisher = new LiveStatePublisher({
-    read: () => state,
-    write: (s) =>
-      new Promise<void>((resolve, reject) => {
-        inFlight++;
-        maxInFlight = Math.max(maxInFlight, inFlight);
-        writes.push({
-          state: { ...s },
-          settle: (ok) => {
-            inFlight--;
-            if (ok) resolve();
-            else reject(new Error("D1 failed"));
-          },
-        });
-      }),
-    later: (fn) => later.push(fn),
-  });
+  const inFlight = () => writes.filter((w) => !w.orphaned && !settled.has(w)).length;
+  const settled = new Set<Write>();
+
+  const instance = () =>
+    new LiveStatePublisher({
+      read: () => state,
+      load: () => record,
+      save: (r) => {
+        record = { ...r };
+      },
+      write: (s, version) =>
+        new Promise<void>((resolve, reject) => {
+          const w: Write = {
+            state: { ...s },
+            version,
+            orphaned: false,
+            settle: (ok) => {
+              settled.add(w);
+              if (ok && version > d1.version) Object.assign(d1, { state: { ...s }, version });
+              if (w.orphaned) return;
+              if (ok) resolve();
+              else reject(new Error("D1 failed"));
+            },
+          };
+          writes.push(w);
+          maxInFlight = Math.max(maxInFlight, inFlight());
+        }),
+      later: (fn) => later.push(fn),
+      settled: () => undefined,
+      now: () => now,
+    });
+
+  let publisher = instance();
   return {
-    publisher,
     writes,
+    d1,
+    get publisher() {
+      return publisher;
+    },
     set(next: LiveState) {
       state = next;
       publisher.changed();
@@ -40,6 +71,17 @@ function harness() {
     },
     runLater() {
       for (const fn of later.splice(0)) fn();
+    },
+    /** The instance ends (eviction, restart, crash): its timer and callbacks are gone; its writes may still land. */
+    crash() {
+      later = [];
+      for (const w of writes) if (!settled.has(w)) w.orphaned = true;
+      publisher = instance();
+      publisher.resume();
+    },
+    pending: () => writes.filter((w) => !settled.has(w)),
+    tick(ms: number) {
+      now += ms;
     },
     get maxInFlight() {
       return maxInFlight;
@@ -61,6 +103,7 @@ describe("the session's published state", () => {
     h.set({ turn: "running", waiting: 0 });
     h.runLater();
     expect(h.writes).toHaveLength(1);
+    expect(h.publisher.dueAt()).toBeUndefined();
   });
 
   it("writes the changes of one step once, with the state after the step", () => {
@@ -72,68 +115,104 @@ describe("the session's published state", () => {
     expect(h.writes.map((w) => w.state)).toEqual([{ turn: "running", waiting: 1 }]);
   });
 
-  it("does not write a state equal to the last one written", async () => {
+  it("a change the instance never wrote (it ended inside the window) is owed: the alarm is due, and the next instance writes it", () => {
     const h = harness();
-    h.set({ turn: "running", waiting: 0 });
+    h.set({ turn: "running", waiting: 1 });
+    expect(h.publisher.dueAt()).toBe(1000 + OWED_MS);
+    h.crash();
     h.runLater();
-    h.writes[0]!.settle(true);
-    await flush();
-    h.set({ turn: "running", waiting: 0 });
-    h.runLater();
-    expect(h.writes).toHaveLength(1);
+    expect(h.writes.map((w) => w.state)).toEqual([{ turn: "running", waiting: 1 }]);
   });
 
-  it("writes again after a failed write, at the next change", async () => {
+  it("a failed write is owed even when the state went back to the one D1 took (it may have landed): the alarm retries it", async () => {
     const h = harness();
-    h.set({ turn: "running", waiting: 0 });
+    h.set({ turn: "running", waiting: 1 });
     h.runLater();
     h.writes[0]!.settle(false);
     await flush();
-    h.set({ turn: "running", waiting: 0 });
+    h.set({ turn: "idle", waiting: 0 });
     h.runLater();
+    // Back to the state D1 confirmed (the default row), but the failed write may have landed: written again.
     expect(h.writes.map((w) => w.state)).toEqual([
-      { turn: "running", waiting: 0 },
-      { turn: "running", waiting: 0 },
+      { turn: "running", waiting: 1 },
+      { turn: "idle", waiting: 0 },
     ]);
   });
 
-  it("property: one write at a time, no write repeats a successful one, and once all settle the last write is the current state", async () => {
+  it("the alarm after a failure is due RETRY_MS after it", async () => {
+    const h = harness();
+    h.set({ turn: "running", waiting: 1 });
+    h.runLater();
+    h.tick(7);
+    h.writes[0]!.settle(false);
+    await flush();
+    expect(h.publisher.dueAt()).toBe(1007 + RETRY_MS);
+    void h.publisher.flush();
+    expect(h.writes).toHaveLength(2);
+  });
+
+  it("a dead instance's write that lands after the next instance's does not undo it (versions)", async () => {
+    const h = harness();
+    h.set({ turn: "running", waiting: 1 });
+    h.runLater();
+    h.crash(); // the write is in flight, its instance gone
+    h.set({ turn: "idle", waiting: 0 });
+    h.runLater();
+    const [old, next] = h.writes;
+    next!.settle(true);
+    old!.settle(true);
+    await flush();
+    expect(h.d1.state).toEqual({ turn: "idle", waiting: 0 });
+  });
+
+  it("property: one write in flight per instance, no write repeats a confirmed one with nothing begun since, and D1 converges to the session's state after any crashes and failures", async () => {
     const states = fc.record({ turn: fc.constantFrom("idle", "running", "cancelling" as const), waiting: fc.nat(3) });
     const step = fc.oneof(
       states.map((s) => ({ type: "change" as const, s })),
       fc.constant({ type: "later" as const }),
-      fc.boolean().map((ok) => ({ type: "settle" as const, ok })),
+      fc.record({ ok: fc.boolean(), pick: fc.nat() }).map((x) => ({ type: "settle" as const, ...x })),
+      fc.constant({ type: "crash" as const }),
+      fc.constant({ type: "alarm" as const }),
     );
     await fc.assert(
-      fc.asyncProperty(fc.array(step, { maxLength: 40 }), async (steps) => {
+      fc.asyncProperty(fc.array(step, { maxLength: 40 }), fc.array(fc.boolean(), { maxLength: 10 }), async (steps, lateLands) => {
         const h = harness();
-        const outcomes: boolean[] = [];
-        const settleNext = async (ok: boolean) => {
-          h.writes[outcomes.length]!.settle(ok);
-          outcomes.push(ok);
-          await flush();
-        };
         for (const s of steps) {
           if (s.type === "change") h.set(s.s);
           else if (s.type === "later") h.runLater();
-          else if (outcomes.length < h.writes.length) await settleNext(s.ok);
+          else if (s.type === "crash") h.crash();
+          else if (s.type === "alarm") {
+            if (h.publisher.dueAt() !== undefined) void h.publisher.flush();
+          } else {
+            const pending = h.pending();
+            if (pending.length > 0) pending[s.pick % pending.length]!.settle(s.ok);
+            await flush();
+          }
         }
-        // Quiesce: one more change at the current state (what retries a failed write), then every write succeeds.
-        h.set(h.state);
+        expect(h.maxInFlight).toBeLessThanOrEqual(1);
+        // Quiesce: the dead instances' writes land or are lost; then the timer and the alarm run
+        // what is owed while D1 takes every write.
+        for (const [i, w] of h
+          .pending()
+          .filter((p) => p.orphaned)
+          .entries())
+          w.settle(lateLands[i] ?? false);
         for (let i = 0; i < 100; i++) {
           h.runLater();
-          if (outcomes.length === h.writes.length) break;
-          await settleNext(true);
+          const live = h.pending();
+          if (live.length > 0) {
+            for (const w of live) w.settle(true);
+            await flush();
+            continue;
+          }
+          if (h.publisher.dueAt() === undefined) break;
+          void h.publisher.flush();
         }
-        expect(outcomes.length, "every write settled").toBe(h.writes.length);
-        expect(h.maxInFlight).toBeLessThanOrEqual(1);
-        const last = h.writes.at(-1);
-        if (last) expect(last.state).toEqual(h.state);
-        else expect(h.state, "nothing written only while nothing ever differed from idle").toEqual({ turn: "idle", waiting: 0 });
-        for (let i = 1; i < h.writes.length; i++)
-          if (outcomes[i - 1]) expect(h.writes[i]!.state, "no write repeats a successful one").not.toEqual(h.writes[i - 1]!.state);
+        expect(h.pending(), "every write settled").toEqual([]);
+        expect(h.publisher.dueAt(), "nothing owed").toBeUndefined();
+        expect(h.d1.state, "D1 holds the session's state").toEqual(h.state);
       }),
-      { numRuns: 300 },
+      { numRuns: 500 },
     );
   });
 });

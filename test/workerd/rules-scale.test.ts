@@ -21,8 +21,8 @@ const api = (t: Tenant, path: string, method = "GET", body?: unknown) =>
     ...(body !== undefined ? { body: JSON.stringify(body) } : {}),
   });
 
-async function createRule(t: Tenant, prefix: string[]): Promise<string> {
-  const created = await api(t, "/v1/rules", "POST", { decision: "allow", matcher: { type: "command", prefix } });
+async function createRule(t: Tenant, prefix: string[], decision: "allow" | "reject" = "allow"): Promise<string> {
+  const created = await api(t, "/v1/rules", "POST", { decision, matcher: { type: "command", prefix } });
   expect(created.status).toBe(201);
   return ((await created.json()) as { rule: { id: string } }).rule.id;
 }
@@ -93,7 +93,8 @@ describe("a rule change with many sessions", { timeout: 60_000 }, () => {
     };
     const perChange = async (): Promise<number> => {
       const before = await changeCalls(t.tenantId);
-      await createRule(t, ["make", crypto.randomUUID()]);
+      // A reject rule: fenced (a new allow is not, decision 0049, and would tell these leases' takers).
+      await createRule(t, ["make", crypto.randomUUID()], "reject");
       return (await changeCalls(t.tenantId)) - before;
     };
     await lease(0, 1000);

@@ -83,11 +83,39 @@ describe("the rules path for a tenant with no rules", () => {
     }
     expect(calls).toEqual({ snapshot: 1, check: 0 });
 
-    await createRule(t, npmTest); // waits for the session's lease on the empty rules to run out
+    await createRule(t, npmTest); // an allow: the session holding a lease on the empty rules is told (decision 0049)
     // The very next request is answered by the rule, without asking anyone.
     await answeredByRule(agent, client, sessionId, "tc9", "npm test");
     expect(client.unclaimed().filter((m) => m.method === "session/request_permission")).toEqual([]);
     expect(calls.snapshot).toBe(2);
+  });
+});
+
+describe("a new allow rule answers at once, without the fence (decision 0049)", { timeout: 30_000 }, () => {
+  it("POST of an allow rule answers without waiting out a session's long lease on older rules, and that session's next request is answered by it", async () => {
+    const t = await seedTenant();
+    const agent = await dialInAgent(t);
+    const { client, sessionId } = await sessionInTurn(t, agent);
+    // A lease as long as the shard's own (10 s): a fence would wait it out.
+    await setSessionLease(t.tenantId, sessionId, 60_000);
+    await askedOfPeople(agent, client, sessionId, "warm", "make x");
+    const posted = Date.now();
+    await createRule(t, npmTest);
+    expect(Date.now() - posted).toBeLessThan(2_000);
+    await answeredByRule(agent, client, sessionId, "next", "npm test");
+    expect(client.unclaimed().filter(isMethod("session/request_permission"))).toEqual([]);
+  });
+
+  it("a reject rule keeps the fence: POST answers only once the session's lease on older rules ran out", async () => {
+    const t = await seedTenant();
+    const agent = await dialInAgent(t);
+    const { client, sessionId } = await sessionInTurn(t, agent);
+    const leaseMs = 1500;
+    await setSessionLease(t.tenantId, sessionId, leaseMs);
+    const asked = Date.now();
+    await askedOfPeople(agent, client, sessionId, "warm", "make x");
+    await createRule(t, { decision: "reject", matcher: { type: "command", prefix: ["make"] } });
+    expect(Date.now() - asked).toBeGreaterThanOrEqual(leaseMs);
   });
 });
 

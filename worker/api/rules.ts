@@ -171,7 +171,8 @@ rulesApi.openapi(
       createdByUser: principal.label,
       createdAt: Date.now(),
     });
-    await rulesChanged(c.env, principal.tenantId);
+    // A new allow rule only turns questions into answers (a reject beats any allow): no fence (decision 0049).
+    await rulesChanged(c.env, principal.tenantId, row.decision === "allow");
     return c.json({ rule: ruleJson(row) }, 201);
   },
 );
@@ -282,6 +283,7 @@ rulesApi.openapi(
   },
 );
 
-async function rulesChanged(env: AppEnv["Bindings"], tenantId: string): Promise<void> {
-  await objects.rules(env, tenantId).changed();
+/** The tenant's rules changed in D1; `widens` for a new allow rule (answers without the fence, decision 0049). */
+async function rulesChanged(env: AppEnv["Bindings"], tenantId: string, widens = false): Promise<void> {
+  await objects.rules(env, tenantId).changed(widens);
 }

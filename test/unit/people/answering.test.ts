@@ -12,6 +12,7 @@ import {
   isApproval,
   personKey,
   unsatisfiable,
+  waitsOn,
 } from "../../../protocol/people/answering";
 import type { PermissionOption } from "../../../protocol/permissions";
 import { rank } from "../../../protocol/people/roles";
@@ -267,5 +268,32 @@ describe("the gateway's marks on a copy", () => {
       acpGateway: { rulesUnavailable: { message: expect.any(String) }, answerable: { optionIds: [] } },
     });
     expect(withGatewayMeta("null", { answerable: {} })).toBe("null");
+  });
+});
+
+describe("waiting on you (waitsOn)", () => {
+  it("property: a request waits on a person exactly when they may approve it now, or it offers no approval and they may choose an option", () => {
+    fc.assert(
+      fc.property(answerer, facts, (a, f) => {
+        const { optionIds } = answerable(a, f);
+        const approvals = f.options.filter(isApproval);
+        const expected = approvals.length > 0 ? approvals.some((o) => authorise(a, f, o).ok) : optionIds.length > 0;
+        expect(waitsOn(a, f)).toBe(expected);
+      }),
+      { numRuns: RUNS },
+    );
+  });
+
+  it("the prompter of a turn whose operation needs another approver may reject it, and it does not wait on them", () => {
+    const f: RequestFacts = {
+      options: OPTIONS,
+      prompter: "person:a",
+      fourEyes: { require: "not_prompter", why: "it runs rm" },
+      approvals: [],
+    };
+    expect(answerable({ role: "approver", who: "person:a" }, f).optionIds).toContain("no");
+    expect(waitsOn({ role: "approver", who: "person:a" }, f)).toBe(false);
+    expect(waitsOn({ role: "approver", who: "person:b" }, f)).toBe(true);
+    expect(waitsOn({ role: "observer", who: "person:b" }, f)).toBe(false);
   });
 });

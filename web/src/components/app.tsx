@@ -11,6 +11,7 @@ import { type PersonToken, SignInError, finishSignIn, startSignIn } from "../sig
 import { AuditPage } from "./audit";
 import { RulesPage } from "./rules";
 import { SessionsPage } from "./sessions";
+import { WaitingOnYou } from "./waiting";
 
 const KEY = "acp-gateway-console-key";
 const TOKEN = "acp-gateway-console-token";
@@ -282,6 +283,7 @@ function Console({ auth, onSignOut }: { auth: Auth; onSignOut(why?: string | nul
       </header>
       <div class="view">
         <div hidden={tab !== "sessions"}>
+          <WaitingOnYou api={api} />
           <SessionsPage auth={auth} api={api} />
         </div>
         {tab === "rules" && <RulesPage api={api} />}

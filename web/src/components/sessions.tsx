@@ -1,7 +1,7 @@
 // The tenant's sessions, live ones first (a turn running or approvals waiting), with agent, project,
 // title, turn state, approvals waiting and last activity; starting a session in a project; and the
 // open session beside the list (on a phone, instead of it). The open session is in the URL
-// (#/session/<id>), so a reload or a shared link opens it again.
+// (#/session/<id>), so a reload, a shared link or a link in the page ("waiting on you") opens it.
 
 import { useCallback, useEffect, useLayoutEffect, useRef, useState } from "preact/hooks";
 import { type Agent, type Api, type Auth, type Page, type Session, type Snapshot } from "../api";

@@ -1,0 +1,76 @@
+// "Waiting on you", at the top of the console's first page: every request the signed-in person may
+// answer now, across the tenant's sessions, oldest first, each a link to its session (where its card
+// is). Refreshed every few seconds and when the tab comes back into view; the count goes into the
+// tab's title. Nothing is listed that its session no longer holds (the gateway asks each session).
+
+import { useCallback, useEffect, useState } from "preact/hooks";
+import type { Api } from "../api";
+import { ago, errorText } from "../format";
+import { type WaitingRequest, sessionHash, titleWith, waitingOnMe, whatItDoes } from "../waiting";
+import { Safe } from "./shown";
+
+const REFRESH_MS = 5_000;
+const BASE_TITLE = document.title;
+
+export function WaitingOnYou({ api }: { api: Api }) {
+  const [items, setItems] = useState<WaitingRequest[] | null>(null);
+  const [error, setError] = useState<string | null>(null);
+
+  const refresh = useCallback(async () => {
+    try {
+      const page = await waitingOnMe(api);
+      setItems(page.items);
+      setError(page.incomplete ? "Some sessions could not be asked just now; the list may be missing requests." : null);
+    } catch (e) {
+      setError(`Could not load what is waiting on you: ${errorText(e)}`);
+    }
+  }, [api]);
+
+  useEffect(() => {
+    void refresh();
+    const timer = setInterval(() => void refresh(), REFRESH_MS);
+    const onVisible = () => document.visibilityState === "visible" && void refresh();
+    document.addEventListener("visibilitychange", onVisible);
+    addEventListener("hashchange", onVisible);
+    return () => {
+      clearInterval(timer);
+      document.removeEventListener("visibilitychange", onVisible);
+      removeEventListener("hashchange", onVisible);
+    };
+  }, [refresh]);
+
+  const count = items?.length ?? 0;
+  useEffect(() => {
+    document.title = titleWith(count, BASE_TITLE);
+    return () => {
+      document.title = BASE_TITLE;
+    };
+  }, [count]);
+
+  if (items === null && error === null) return null;
+  return (
+    <section class="waiting-on-you" aria-labelledby="waiting-title">
+      <h2 id="waiting-title">
+        Waiting on you <span class="count">{count}</span>
+      </h2>
+      {error && <p class="error">{error}</p>}
+      {items !== null && items.length === 0 && <p class="muted">Nothing waits on you.</p>}
+      {items !== null && items.length > 0 && (
+        <ul>
+          {items.map((w) => (
+            <li key={`${w.sessionId}/${w.requestId}`}>
+              <a href={sessionHash(w)}>
+                <code class="what">
+                  <Safe text={whatItDoes(w)} />
+                </code>
+              </a>
+              <span class="where">
+                <Safe text={w.title ?? w.cwd} /> · {w.agent} · asked {ago(w.askedAt)}
+              </span>
+            </li>
+          ))}
+        </ul>
+      )}
+    </section>
+  );
+}

@@ -1,0 +1,47 @@
+// "Waiting on you": the requests the signed-in person may answer now, across the tenant's sessions
+// (GET /v1/approvals?waiting=me, worker/api/approvals.ts), and the tab's title that counts them, so
+// a person on another tab sees the count change.
+
+import type { Api } from "./api";
+
+export interface WaitingRequest {
+  sessionId: string;
+  title: string | null;
+  agent: string;
+  cwd: string;
+  requestId: number;
+  toolCallId: string | null;
+  /** The frozen operation as a person reads it (protocol/operation-view.ts). */
+  operation: {
+    kind: string | null;
+    name: string | null;
+    agentTitle: string | null;
+    command: { text: string; cwd: string } | null;
+    paths: string[];
+  };
+  askedAt: number;
+  deadlineAt: number;
+  link: string;
+}
+
+export async function waitingOnMe(api: Api): Promise<{ items: WaitingRequest[]; incomplete: boolean }> {
+  return api.get<{ items: WaitingRequest[]; incomplete: boolean }>("/v1/approvals?waiting=me");
+}
+
+/** The console's title with the count first, so it shows in a crowded tab strip. */
+export function titleWith(count: number, base: string): string {
+  return count > 0 ? `(${count}) ${base}` : base;
+}
+
+/** What the request would do, in one line: the command, else the kind and what it touches. */
+export function whatItDoes(w: WaitingRequest): string {
+  const op = w.operation;
+  if (op.command) return op.command.text;
+  const kind = op.kind ?? op.name ?? "tool call";
+  return op.paths.length > 0 ? `${kind} ${op.paths.join(", ")}` : (op.agentTitle ?? kind);
+}
+
+/** The link to the request's session in this console (the hash the sessions page opens). */
+export function sessionHash(w: WaitingRequest): string {
+  return `#/session/${encodeURIComponent(w.sessionId)}`;
+}
