@@ -34,6 +34,11 @@ export const GATEWAY_NOTIFICATIONS = {
    * mode): what it may have changed is noted as unseen (decision 0046), and clients are told.
    */
   ranUnasked: "_acp_gateway/ran_unasked",
+  /**
+   * A request people are asked may read what the agent changed unseen (decision 0046): which request,
+   * and the changes; a person's allow of it marks them seen.
+   */
+  unseenChanges: "_acp_gateway/unseen_changes",
   /** The gateway refused something of the agent's by a limit: which, and the value. */
   limitReached: "_acp_gateway/limit_reached",
 } as const;

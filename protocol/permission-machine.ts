@@ -49,8 +49,8 @@
 // - No chain of automatic steps runs what no person saw (decision 0046, protocol/unseen.ts): before an
 //   allow rule answers, the tenant's unseen changes are consulted (`rules.gate`): a step that may read
 //   content is held for people while a change is unseen, a write while a rule-answered reader may still
-//   run; a held request is asked with what changed. Any step asked of people that may read content is
-//   shown them (`rules.unseenNow`), and a person's allow of it marks them seen.
+//   run; a held request is asked with what changed. Any other step asked of people that may read
+//   content is shown them just after (`rules.unseenNow`), and a person's allow of it marks them seen.
 
 import { type JsonRpcId, RpcError, errorResponse, isObject } from "./jsonrpc";
 import { CANCEL_REQUEST, CLIENT_METHODS } from "./methods";
@@ -190,7 +190,7 @@ interface RulesPort {
    * they could not be consulted).
    */
   gate(request: UnseenGateRequest, then: (held: UnseenHold | null | typeof RULES_UNAVAILABLE) => void): UnseenHold | null | Later;
-  /** What is unseen now, to show people with a step that may read it; null: nothing. */
+  /** What is unseen now, to show people asked about a step that may read it; null: nothing. */
   unseenNow(then: (shown: UnseenHold | null | typeof RULES_UNAVAILABLE) => void): UnseenHold | null | Later;
   /** A person allowed a request that showed the unseen changes up to `upTo`: they are seen. */
   seen(upTo: number): void;
@@ -373,28 +373,32 @@ export class PermissionMachine<C> {
   }
 
   /**
-   * No rule answers it: people are asked. A step that may read content is shown the tenant's unseen
-   * changes with it (decision 0046): a person judges the effect, and the agent may have changed what it
-   * reads; their allow then marks those changes seen. Read first (LATER: the request waits unasked).
+   * No rule answers it: people are asked. A step that may read content is then shown the tenant's unseen
+   * changes (decision 0046): a person judges the effect, and the agent may have changed what it reads.
+   * Read after the copies are sent, off the answer's path: when there are some, every client is told
+   * (`_acp_gateway/unseen_changes`) and they are kept with the request, so a person's allow from then on
+   * marks them seen; an answer before that marks nothing (it saw nothing).
    */
   private askPeople(request: PendingRequest, write: { append: string } | "stored"): void {
+    this.startAsking(request, ASKING, write);
     const meta = this.io.table.meta;
-    if (!meta || !readsProjectContent(describeOperation(toolCallOf(request), meta.cwd))) return this.startAsking(request, ASKING, write);
-    const shown = this.io.rules.unseenNow((later) => this.unseenRead(request.permId, later));
-    if (shown === LATER) {
-      if (write !== "stored") this.io.table.appendPermission(request.permId, write.append, request);
-      this.io.session.deadlineChanged();
-      return;
-    }
-    this.startAsking(shown ? { ...request, unseen: shown } : request, ASKING, write);
+    if (!meta || !readsProjectContent(describeOperation(toolCallOf(request), meta.cwd))) return;
+    const permId = request.permId;
+    const shown = this.io.rules.unseenNow((later) => this.unseenShown(permId, later));
+    if (shown !== LATER) this.unseenShown(permId, shown);
   }
 
-  /** The unseen changes read later: people are asked with them (unreachable: asked, and told the rules could not be consulted). */
-  private unseenRead(permId: number, shown: UnseenHold | null | typeof RULES_UNAVAILABLE): void {
-    const pending = this.io.table.pendingById(permId);
-    if (!pending || pending.asking) return; // answered, cancelled or withdrawn meanwhile
-    if (shown === RULES_UNAVAILABLE) return this.startAsking(pending, ASKING_RULES_UNKNOWN, "stored");
-    this.startAsking(shown ? { ...pending, unseen: shown } : pending, ASKING, "stored");
+  /** The unseen changes read for a request people are asked: kept with it and told to every client, when there are any. */
+  private unseenShown(permId: number, shown: UnseenHold | null | typeof RULES_UNAVAILABLE): void {
+    const { table, session } = this.io;
+    const pending = table.pendingById(permId);
+    if (!pending?.asking || pending.unseen || !shown || shown === RULES_UNAVAILABLE || shown.total === 0) return;
+    table.markAsking(permId, pending.asking, shown);
+    session.notice(GATEWAY_NOTIFICATIONS.unseenChanges, {
+      sessionId: table.meta?.sessionId,
+      toolCallId: pending.toolCallId,
+      unseen: { message: unseenMessage(shown), ...shown },
+    });
   }
 
   /** What the tenant's four-eyes policy asks of the request's operation, read by the rules engine's parser (protocol/operation.ts). */

@@ -11,6 +11,7 @@ import {
   notice,
   operationChanged,
   permissionRequested,
+  unseenChanges,
   permissionResolved,
   permissionWithdrawn,
   resolutionText,
@@ -215,6 +216,17 @@ describe("the console's card of a frozen operation", () => {
       "The agent changed this request (rawInput) after it was asked; this is the new one. Always asked: the request carries no rawInput.",
     );
     expect(permissionRequested(EMPTY, 9, { toolCall: { toolCallId: "c2" }, options: ONCE }).permissions["tool:c2"]?.note).toBeUndefined();
+  });
+
+  it("says on the card of a request asked anyway what the agent changed unseen (_acp_gateway/unseen_changes)", () => {
+    const message = "The agent changed /p/src/a.test.js since anyone looked, with no person asked; …";
+    let t = permissionRequested(EMPTY, 11, {
+      toolCall: { toolCallId: "c4", kind: "execute", rawInput: { command: "git status" } },
+      options: ONCE,
+    });
+    t = unseenChanges(t, { toolCallId: "c4", unseen: { message, total: 1 } });
+    expect(t.permissions["tool:c4"]?.note).toBe(message);
+    expect(unseenChanges(t, { toolCallId: "nope", unseen: { message } })).toBe(t);
   });
 
   it("says why a rule did not answer: what the agent changed that nobody saw (decision 0046)", () => {

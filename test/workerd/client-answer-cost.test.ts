@@ -11,15 +11,16 @@ import type { SessionObject } from "../../durable-objects/session/session-object
 import { clientWithSession, DEFAULT_OPTIONS, dialInAgent, isMethod, isResponseTo, seedTenant, startTurn } from "./helpers";
 import { sessionStub } from "./fuzz-faults";
 
-type Counts = { rulesCalls: number; notifyReads: number; alarmWrites: number };
+type Counts = { rulesCalls: number; unseenReads: number; notifyReads: number; alarmWrites: number };
 
 /** Counts, from now on, the calls the session makes beyond its own SQLite (restored when the test ends). */
 async function countCosts(tenantId: string, sessionId: string): Promise<Counts> {
-  const counts: Counts = { rulesCalls: 0, notifyReads: 0, alarmWrites: 0 };
+  const counts: Counts = { rulesCalls: 0, unseenReads: 0, notifyReads: 0, alarmWrites: 0 };
   const before = rulesCalls.seen;
   rulesCalls.seen = (name, method) => {
     before?.(name, method);
-    if (name === tenantId) counts.rulesCalls++;
+    if (name === tenantId && method === "unseenNow") counts.unseenReads++;
+    else if (name === tenantId) counts.rulesCalls++;
   };
   onTestFinished(() => {
     rulesCalls.seen = before;
@@ -55,7 +56,7 @@ async function countCosts(tenantId: string, sessionId: string): Promise<Counts> 
 }
 
 describe("a permission request answered by a client", () => {
-  it("makes no call to the RulesObject, reads no notification settings and writes no alarm once the session is warm", async () => {
+  it("makes no call to the RulesObject but one read of the unseen changes after the copies are sent, reads no notification settings and writes no alarm once the session is warm", async () => {
     const t = await seedTenant();
     const agent = await dialInAgent(t);
     const { client, sessionId } = await clientWithSession(t, agent);
@@ -74,6 +75,8 @@ describe("a permission request answered by a client", () => {
     await askAndAnswer("warm");
     const counts = await countCosts(t.tenantId, sessionId);
     for (let i = 0; i < 5; i++) await askAndAnswer(`c${i}`);
-    expect(counts).toEqual({ rulesCalls: 0, notifyReads: 0, alarmWrites: 0 });
+    // One read of the tenant's unseen changes per request that may read content, after its copies are
+    // sent (decision 0046): not on the answer's path, and nothing written when nothing is unseen.
+    expect(counts).toEqual({ rulesCalls: 0, unseenReads: 5, notifyReads: 0, alarmWrites: 0 });
   });
 });

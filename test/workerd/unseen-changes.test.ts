@@ -237,16 +237,20 @@ describe("an unseen change stops a rule answering what may read it", () => {
     expect(await root.unseenNow()).toMatchObject({ total: 1, changes: [{ path: "*" }] });
   });
 
-  it("a step no rule answers is shown the unseen changes too, and the person's allow marks them seen (they judged the effect)", async () => {
+  it("a step no rule answers is shown the unseen changes too (just after its copy), and the person's allow marks them seen (they judged the effect)", async () => {
     const t = await seedTenant();
     await rule(t, { type: "path", glob: `${CWD}/src/**`, kinds: ["edit"] });
     await rule(t, { type: "command", prefix: ["npm", "test"] });
     const agent = await dialInAgent(t);
     const { client, sessionId } = await session(t, agent);
     await answeredByRule(agent, sessionId, edit("e1", `${CWD}/src/a.test.js`));
-    // git status has no rule: asked anyway, and the card says what changed since anyone looked.
+    // git status has no rule: asked anyway, and every client is told what changed since anyone looked.
     const asked = await heldForPeople(client, agent, sessionId, run("g1", "git status"));
-    expect(asked.unseen.changes).toMatchObject([{ path: `${CWD}/src/a.test.js` }]);
+    expect(asked.unseen).toBeUndefined();
+    const told = await client.next(isMethod("_acp_gateway/unseen_changes"));
+    expect(told.params).toMatchObject({ sessionId, toolCallId: "g1" });
+    expect(told.params.unseen.changes).toMatchObject([{ path: `${CWD}/src/a.test.js` }]);
+    expect(told.params.unseen.message).toMatch(/since anyone looked/);
     client.respond(asked.copy.id, { outcome: { outcome: "selected", optionId: "once" } });
     await agent.peer.next(isResponseTo(asked.id));
     agent.update(sessionId, { sessionUpdate: "tool_call_update", toolCallId: "g1", status: "completed" });

@@ -177,6 +177,19 @@ function noteOf(operation: JsonObject, unseen: JsonObject | null): { note?: stri
   return notes.length > 0 ? { note: notes.join(" ").slice(0, 500) } : {};
 }
 
+/** `_acp_gateway/unseen_changes`: the request may read what the agent changed unseen (decision 0046): said on its card. */
+export function unseenChanges(t: Transcript, params: JsonObject): Transcript {
+  const key = typeof params.toolCallId === "string" ? `tool:${params.toolCallId}` : null;
+  const card = key ? t.permissions[key] : undefined;
+  const unseen = isObject(params.unseen) ? params.unseen : {};
+  if (!key || !card || typeof unseen.message !== "string") return t;
+  const note = [unseen.message, card.note]
+    .filter((n) => n !== undefined)
+    .join(" ")
+    .slice(0, 500);
+  return { ...t, permissions: { ...t.permissions, [key]: { ...card, note } } };
+}
+
 export function permissionAnswered(t: Transcript, key: string): Transcript {
   const p = t.permissions[key];
   return p ? { ...t, permissions: { ...t.permissions, [key]: { ...p, state: "sent" } } } : t;

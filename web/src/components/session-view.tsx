@@ -14,6 +14,7 @@ import {
   authorOf,
   notice,
   operationChanged,
+  unseenChanges,
   pendingCount,
   permissionAnswered,
   permissionRequested,
@@ -133,6 +134,9 @@ export function SessionView({ api, link, session, isNew, onBack }: Props) {
         case GATEWAY_NOTIFICATIONS.operationChanged:
           // The copy is withdrawn and a new one follows: say why beside it.
           update((t) => operationChanged(t, m.params));
+          return;
+        case GATEWAY_NOTIFICATIONS.unseenChanges:
+          update((t) => unseenChanges(t, m.params));
           return;
         case GATEWAY_NOTIFICATIONS.ranUnasked:
           // The agent ran a tool call nobody was asked about (decision 0046): rules wait until a person allows a step.
