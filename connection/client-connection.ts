@@ -43,6 +43,7 @@ import { ErrorCode } from "../core/rpc-errors";
 import { servedCapabilities } from "../protocol/served-capabilities";
 import { ConnectionMetrics } from "./connection-metrics";
 import { log } from "../core/log";
+import { TRANSPORT_META } from "../protocol/stream-cursor";
 
 /** WebSocket close code for a protocol violation (RFC 6455). */
 
@@ -286,6 +287,8 @@ export class ClientConnection {
           // What the agent said about itself, outside any session (`_auth/status_update`): its newest of each.
           ...(status.notices && status.notices.length > 0 ? { agentNotices: status.notices } : {}),
         },
+        // The draft RFD's `capabilities.transport` (resumable streams), here until the RFD lands (decision 0050).
+        ...(this.sink.transport ? { [TRANSPORT_META]: this.sink.transport } : {}),
       },
     };
   }

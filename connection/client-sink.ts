@@ -1,11 +1,15 @@
 // Where a ClientConnection's outgoing messages go. The connection logic is the same for every
 // transport; a sink is the one thing that differs: a WebSocket, or an HTTP connection's SSE streams.
 
+import type { TransportCapability } from "../protocol/stream-cursor";
+
 export interface ClientSink {
   /** One JSON-RPC message as text; `sessionId` names the session it came from, when it came from one. */
   send(text: string, sessionId?: string): void;
   /** Ends the client's transport; `code` is a WebSocket close code. */
   close(code: number, reason: string): void;
+  /** What the transport offers of the draft RFD's resumable streams, advertised in `initialize` (decision 0050); absent: not resumable. */
+  readonly transport?: TransportCapability;
 }
 
 /** A sink over an accepted WebSocket. Sending on a closed socket throws, which the connection treats as gone. */

@@ -56,6 +56,8 @@ export interface SessionSnapshot {
   lastSeq: number;
 }
 
+import type { StreamTurnState } from "../../protocol/turn-state";
+
 export type { DecidedBy, LinkDecidedBy } from "../../protocol/pending-permission";
 
 /** What the approval page shows for a link (`approvalView`). */
@@ -96,4 +98,6 @@ export interface SessionContract extends Rpc.DurableObjectBranded {
   approvalView(permId: number, linkId: string): Promise<ApprovalView>;
   answerFromLink(permId: number, linkId: string, optionId: string): Promise<LinkRefusal | { state: "answered_by_you" }>;
   snapshot(): SessionSnapshot | null;
+  /** The turn's state as a client resuming a stream is told it (protocol/turn-state.ts); null for a session that does not exist. */
+  turnState(connId: string): StreamTurnState | null;
 }

@@ -63,6 +63,7 @@ import { liveIndex } from "./live-index";
 import { sessionLog } from "./session-log";
 import { TenantPolicy } from "./tenant-policy";
 import { refusedByRole } from "../../protocol/people/acp-methods";
+import { type StreamTurnState, streamTurnState } from "../../protocol/turn-state";
 
 /**
  * The test seam (test/workerd): what a test may read of a live instance (`sessionTesting`, given the
@@ -435,6 +436,15 @@ export class SessionObject extends DurableObject<Env> implements SessionContract
   snapshot(): SessionSnapshot | null {
     const meta = this.store.meta;
     return meta ? sessionSnapshot(meta, this.store, this.clients) : null;
+  }
+
+  /** The turn's state for a client resuming its stream: `promptRequestId` is its own id of the prompt, if it sent it. */
+  turnState(connId: string): StreamTurnState | null {
+    if (!this.store.meta) return null;
+    const turn = this.store.turn;
+    if (turn.state === "idle") return streamTurnState("idle", false, null);
+    const prompt = turn.connId === connId ? (this.store.inflight().find((r) => r.gwId === turn.gwId)?.clientId ?? null) : null;
+    return streamTurnState(turn.state, this.store.hasAsking(), prompt);
   }
 
   /**
