@@ -12,7 +12,7 @@
 // Pure: no platform imports; unit-tested in test/unit/stream-cursor.test.ts.
 
 /** The `_meta` key of a message's cursor (the RFD's name). */
-export const CURSOR_META = "acp/cursor";
+const CURSOR_META = "acp/cursor";
 /** The `_meta` key of the turn's state on a resume acknowledgement (the RFD's v1 shim). */
 export const TURN_STATE_META = "acp/turnState";
 /** The `_meta` key under which `initialize` advertises the transport's resumability until the RFD lands. */
@@ -34,8 +34,11 @@ export type ResumeRefusal = "unknown_cursor" | "expired_cursor" | "unknown_conne
 /** What `initialize` advertises (the RFD's `capabilities.transport`), under `_meta["acp/transport"]`. */
 export interface TransportCapability {
   resumable: { retentionMessages: number; retentionSeconds: number };
-  /** The fixed interval of keepalives on an idle stream (SSE comments): silent for five of them, a stream is dead. */
-  keepaliveSeconds: number;
+  /**
+   * The fixed interval of keepalives on an idle stream (SSE comments): silent for five of them, a
+   * stream is dead. Absent on a WebSocket: a Worker cannot send pings; the client pings, the runtime answers.
+   */
+  keepaliveSeconds?: number;
 }
 
 /** A new stream's token: 96 random bits, base64url. */

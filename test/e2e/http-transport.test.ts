@@ -1,7 +1,7 @@
 // Streamable HTTP on /acp against the gateway as `npm start` runs it, with the SDK's own
 // createHttpStream client (unmodified) beside its createWebSocketStream client, and an SDK agent.
 import { describe, expect, inject, it } from "vitest";
-import { type TestClient, connectClient, dialInAgent, waitForAgent } from "./peers";
+import { type TestClient, connectClient, dialInAgent, rawClient, waitForAgent } from "./peers";
 
 const url = inject("gatewayUrl");
 const keys = inject("keys");
@@ -254,6 +254,69 @@ describe("Streamable HTTP: a session stream cut mid-turn", () => {
     expect(foreign.status).toBe(409);
     connection.cancel();
     second.cancel();
+    agent.close();
+  });
+});
+
+describe("WebSocket: a socket dropped mid-turn", () => {
+  it("a new socket's stream/resume replays what was missed with its cursors, gives the turn's state, then live; a forged cursor gets stream/resume_failed", async () => {
+    const name = `e2e-ws-cut-${Date.now()}`;
+    let release!: () => void;
+    const gate = new Promise<void>((resolve) => (release = resolve));
+    const agent = await dialInAgent({
+      url,
+      key: keys.agent,
+      name,
+      script: async (t) => {
+        await t.say("before");
+        await gate;
+        await t.say("during-1");
+        await t.say("during-2");
+        await t.update({ sessionUpdate: "tool_call", ...editCall("c1") });
+        const answer = await t.askPermission(editCall("c1"));
+        await t.say(`answer: ${answer.outcome.optionId}`);
+        return "end_turn";
+      },
+    });
+    await waitForAgent(url, keys.client, name);
+    const first = await rawClient({ url, key: keys.client, agent: name });
+    const init = await first.request("initialize", { protocolVersion: 1, clientCapabilities: {} });
+    expect(init._meta["acp/transport"]).toEqual({ resumable: { retentionMessages: 500, retentionSeconds: 30 } });
+    const connectionId = init._meta.acpGateway.connectionId as string;
+    const { sessionId } = (await first.request("session/new", { cwd: "/w", mcpServers: [] })) as { sessionId: string };
+    first.socket.send(
+      JSON.stringify({ jsonrpc: "2.0", id: "p", method: "session/prompt", params: { sessionId, prompt: [{ type: "text", text: "go" }] } }),
+    );
+    const before = await first.received.waitFor((m) => m.params?.update?.content?.text === "before");
+    first.close(); // the network drops
+    release(); // and the agent goes on meanwhile
+
+    const second = await rawClient({ url, key: keys.client, agent: name });
+    const resumed = await second.request("stream/resume", { connectionId, streams: { [sessionId]: before.params._meta["acp/cursor"] } });
+    expect(resumed).toEqual({ connectionId, resumed: [sessionId], refused: [] });
+    const ask = await second.received.waitFor((m) => m.method === "session/request_permission");
+    second.socket.send(
+      JSON.stringify({ jsonrpc: "2.0", id: ask.id, result: { outcome: { outcome: "selected", optionId: "allow-once" } } }),
+    );
+    expect((await second.received.waitFor((m) => m.id === "p" && !("method" in m))).result).toEqual({ stopReason: "end_turn" });
+    const items = second.received.items;
+    const texts = items.filter((m) => m.params?.update?.sessionUpdate === "agent_message_chunk").map((m) => m.params.update.content.text);
+    expect(texts).toEqual(["during-1", "during-2", "answer: allow-once"]);
+    expect(items.filter((m) => m.params?.update?.sessionUpdate === "tool_call")).toHaveLength(1);
+    expect(items.filter((m) => m.method === "session/request_permission")).toHaveLength(1);
+    const ack = items.find((m) => m.method === "stream/resumed");
+    expect(["running", "requires_action"]).toContain(ack?.params._meta["acp/turnState"].state);
+    expect(ack?.params._meta["acp/turnState"].promptRequestId).toBe("p");
+
+    const third = await rawClient({ url, key: keys.client, agent: name });
+    const refused = await third.request("stream/resume", { connectionId, streams: { [sessionId]: "forged.1" } });
+    expect(refused).toEqual({ connectionId: expect.any(String), resumed: [], refused: [{ sessionId, reason: "unknown_cursor" }] });
+    expect((await third.received.waitFor((m) => m.method === "stream/resume_failed")).params).toEqual({
+      sessionId,
+      reason: "unknown_cursor",
+    });
+    second.close();
+    third.close();
     agent.close();
   });
 });

@@ -4,6 +4,8 @@
 import { SELF } from "cloudflare:test";
 import { Inbox } from "./helpers";
 
+export { withoutCursor } from "./helpers";
+
 type Json = Record<string, any>;
 
 const URL_ = "http://gateway.test/acp";
@@ -26,14 +28,6 @@ export function getStream(key: string, connectionId: string, sessionId?: string,
       ...(lastEventId !== undefined ? { "Last-Event-ID": lastEventId } : {}),
     },
   });
-}
-
-/** A message's params or result without the stream cursor the transport added (decision 0050). */
-export function withoutCursor(value: Json): Json {
-  const { _meta: meta, ...rest } = value;
-  if (!meta || typeof meta !== "object") return value;
-  const { "acp/cursor": _cursor, ...others } = meta as Json;
-  return Object.keys(others).length > 0 ? { ...rest, _meta: others } : rest;
 }
 
 /** The events of one SSE response; comments are counted, not returned. */
