@@ -67,12 +67,13 @@ export function positionOf(cursor: string, token: string): number | undefined {
  * The message with its cursor in `_meta["acp/cursor"]`: in `params._meta` of a request or
  * notification (where the RFD's example puts it), else in the envelope's own `_meta` (a response:
  * its result stays exactly the agent's, as the SDK hands it to the application). The text is spliced, never re-serialised: every byte
- * the peer sent stays as it was (numbers beyond 2^53 included). A `_meta["acp/cursor"]` already in
- * the message (an agent's) is overridden: ours is written last in the same object, and JSON's last
- * key wins. `text` is one JSON object (frames are checked before they reach a stream).
+ * the peer sent stays as it was (numbers beyond 2^53 included). A `_meta["acp/cursor"]` string already
+ * in the message (an agent's, or the session's where an HTTP connection relays a session's frame) is
+ * replaced in place. `text` is one JSON object (frames are checked before they reach a stream).
  */
 export function withCursor(text: string, cursor: string): string {
   const found = scan(text);
+  if (found.cursorValue) return text.slice(0, found.cursorValue[0]) + JSON.stringify(cursor) + text.slice(found.cursorValue[1]);
   const entry = `"${CURSOR_META}":${JSON.stringify(cursor)}`;
   if (found.metaEnd !== undefined) return splice(text, found.metaEnd, found.metaEmpty ? entry : `,${entry}`);
   if (found.holderEnd !== undefined) return splice(text, found.holderEnd, `${found.holderEmpty ? "" : ","}"_meta":{${entry}}`);
@@ -92,6 +93,8 @@ interface Found {
   /** Index of the closing brace of that object's `_meta` (an object), and whether it has no members. */
   metaEnd?: number;
   metaEmpty?: boolean;
+  /** Where a string value of `_meta["acp/cursor"]` there starts and ends (its quotes included). */
+  cursorValue?: [number, number];
   topEmpty: boolean;
 }
 
@@ -110,6 +113,7 @@ function scan(text: string): Found {
       lastString = text.slice(start, i);
       const top = stack.at(-1);
       if (top) top.members = true;
+      if (top?.role === "meta" && top.key === CURSOR_META) found.cursorValue = [start - 1, i + 1];
       continue;
     }
     if (c === 0x3a /* : */) {

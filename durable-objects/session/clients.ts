@@ -32,6 +32,11 @@ export function takeRing(ws: WebSocket): StreamRing | undefined {
   return ring;
 }
 
+/** A socket's stream, left where it is. */
+export function peekRing(ws: WebSocket): StreamRing | undefined {
+  return rings.get(ws);
+}
+
 /** A resumed stream goes on on the new socket: the same cursors, the positions continuing. */
 export function adoptRing(ws: WebSocket, ring: StreamRing): void {
   rings.set(ws, ring);

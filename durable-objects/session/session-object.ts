@@ -39,7 +39,7 @@ import { AGENT_LINK_HEADER, encodeLink, linkToSession } from "../../protocol/age
 import { EDGE_LINK_HEADER } from "../../protocol/agent-edge-wire";
 import { AuditOutbox } from "./audit-outbox";
 import { TurnWatch } from "./turn-watch";
-import { AttachedClients, adoptRing, attachmentOf, clientOf, clientTags, send, sendAsIs, sendPacked, takeRing } from "./clients";
+import { AttachedClients, adoptRing, attachmentOf, clientOf, clientTags, peekRing, send, sendAsIs, sendPacked, takeRing } from "./clients";
 import {
   ATTACH_HEADER,
   type AttachRequest,
@@ -267,6 +267,8 @@ export class SessionObject extends DurableObject<Env> implements SessionContract
     for (const old of this.clients.all()) {
       const client = attachmentOf(old);
       if (client?.connId !== connId || client.keyId !== attach.client.keyId) continue;
+      // Only a resume it can serve takes a live socket's stream: a bad cursor leaves the socket as it is.
+      if (!peekRing(old)?.after(attach.resumeFrom ?? "").ok) continue;
       const ring = takeRing(old);
       if (ring) this.clients.retained.retain(client, ring);
       this.resumedAway.add(old);

@@ -13,10 +13,14 @@ describe("stream cursors", () => {
     expect(JSON.parse(out).params._meta).toEqual({ "acp/cursor": "1J8kQ2" });
   });
 
-  it("joins an existing params._meta, and its own acp/cursor (an agent's) loses to the gateway's", () => {
+  it("joins an existing params._meta, and replaces an acp/cursor already there (an agent's, or a session's relayed over HTTP) in place", () => {
     const text = '{"jsonrpc":"2.0","method":"x","params":{"_meta":{"acp/cursor":"forged","k":1},"a":[1,{"b":"}"}]}}';
     const out = withCursor(text, "T.5");
+    expect(out).toBe(text.replace('"forged"', '"T.5"'));
     expect(JSON.parse(out).params._meta).toEqual({ "acp/cursor": "T.5", k: 1 });
+    expect(withCursor(withCursor('{"method":"x","params":{}}', "a.1"), "b.2")).toBe(
+      '{"method":"x","params":{"_meta":{"acp/cursor":"b.2"}}}',
+    );
     expect(withCursor('{"method":"x","params":{"_meta":{}}}', "c")).toBe('{"method":"x","params":{"_meta":{"acp/cursor":"c"}}}');
   });
 

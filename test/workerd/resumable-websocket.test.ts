@@ -159,6 +159,24 @@ describe("resumable streams over a WebSocket", { timeout: 20_000 }, () => {
     for (const { peer: refused } of attempts) expect(refused.unclaimed().filter((m) => textOf(m) !== undefined)).toEqual([]);
   });
 
+  it("a refused resume leaves a socket that is still open untouched; a good one takes its stream over", async () => {
+    const t = await seedTenant();
+    const agent = await dialInAgent(t);
+    const { client, sessionId } = await clientWithSession(t, agent);
+    const connectionId = connectionIdOf(client);
+    say(agent, sessionId, "x");
+    const cursor = cursorOf(await client.next(isText("x"))) ?? "";
+    const bad = await resumeOn(t.clientKey, agent.name, connectionId, { [sessionId]: `${cursor}0` });
+    expect((await bad.answer).result.refused).toEqual([{ sessionId, reason: "unknown_cursor" }]);
+    say(agent, sessionId, "still");
+    await client.next(isText("still"));
+    const good = await resumeOn(t.clientKey, agent.name, connectionId, { [sessionId]: cursor });
+    expect((await good.answer).result.resumed).toEqual([sessionId]);
+    await good.peer.next(isText("still"));
+    say(agent, sessionId, "moved");
+    await good.peer.next(isText("moved"));
+  });
+
   it("a cursor the stream no longer holds (more than its retention came meanwhile) is refused expired_cursor", async () => {
     const t = await seedTenant();
     const agent = await dialInAgent(t);
