@@ -14,7 +14,8 @@ const MAX_RETAINED = 32;
 interface Retained {
   ring: StreamRing;
   client: ClientAttachment;
-  timer: ReturnType<typeof setTimeout>;
+  /** When the window ends. Checked when the streams are next touched, not by a timer: a timer would keep the object from being evicted. */
+  until: number;
 }
 
 export type Resumed = { ok: true; ring: StreamRing; frames: string[]; client: ClientAttachment } | { ok: false; reason: ResumeRefusal };
@@ -24,23 +25,26 @@ export class RetainedStreams {
 
   /** A client's socket closed: its stream is kept for the window. */
   retain(client: ClientAttachment, ring: StreamRing): void {
-    this.drop(client.connId);
-    // The timer also keeps the object from hibernating, which would free the ring, while it runs.
-    const timer = setTimeout(() => this.drop(client.connId), WEBSOCKET_RETENTION.seconds * 1000);
-    this.byConnection.set(client.connId, { ring, client, timer });
+    this.expire();
+    this.byConnection.delete(client.connId);
+    this.byConnection.set(client.connId, { ring, client, until: Date.now() + WEBSOCKET_RETENTION.seconds * 1000 });
     if (this.byConnection.size > MAX_RETAINED) {
       const oldest = this.byConnection.keys().next().value;
-      if (oldest !== undefined) this.drop(oldest);
+      if (oldest !== undefined) this.byConnection.delete(oldest);
     }
   }
 
   /** A message for a connection while it is away (the answer to its prompt): kept in its stream, given on a resume. */
   stamp(connId: string, text: string): void {
+    if (this.byConnection.size === 0) return;
+    this.expire();
     this.byConnection.get(connId)?.ring.stamp(text);
   }
 
   /** A message for every client (an update, a notice): every stream kept gets it too, but `exceptConnId`'s. */
   stampAll(text: string, exceptConnId?: string): void {
+    if (this.byConnection.size === 0) return;
+    this.expire();
     for (const [connId, retained] of this.byConnection) if (connId !== exceptConnId) retained.ring.stamp(text);
   }
 
@@ -49,18 +53,17 @@ export class RetainedStreams {
    * the stream, taken out (one resume wins); refused like an unknown cursor for another key's stream.
    */
   take(connId: string, keyId: string, cursor: string): Resumed {
+    this.expire();
     const retained = this.byConnection.get(connId);
     if (!retained || retained.client.keyId !== keyId) return { ok: false, reason: "unknown_cursor" };
     const after = retained.ring.after(cursor);
     if (!after.ok) return after;
-    this.drop(connId);
+    this.byConnection.delete(connId);
     return { ok: true, ring: retained.ring, frames: after.frames, client: retained.client };
   }
 
-  private drop(connId: string): void {
-    const retained = this.byConnection.get(connId);
-    if (!retained) return;
-    clearTimeout(retained.timer);
-    this.byConnection.delete(connId);
+  /** Streams past their window are let go (a resume of one is refused: its cursor names nothing held). */
+  private expire(now = Date.now()): void {
+    for (const [connId, retained] of this.byConnection) if (retained.until <= now) this.byConnection.delete(connId);
   }
 }
