@@ -1,19 +1,12 @@
 // Streamable HTTP on /acp against the gateway as `npm start` runs it, with the SDK's own
 // createHttpStream client (unmodified) beside its createWebSocketStream client, and an SDK agent.
 import { describe, expect, inject, it } from "vitest";
-import { type TestClient, connectClient, dialInAgent, rawClient, waitForAgent } from "./peers";
+import { type TestClient, connectClient, dialInAgent, rawClient, waitForAgent, withoutCursor } from "./peers";
 
 const url = inject("gatewayUrl");
 const keys = inject("keys");
 
 type Json = Record<string, any>;
-
-/** Params without the stream cursor each transport adds (decision 0050): one stream's, never equal across two. */
-function withoutCursor(params: Json): Json {
-  const { _meta: meta, ...rest } = params;
-  const { "acp/cursor": _cursor, ...others } = (meta ?? {}) as Json;
-  return Object.keys(others).length > 0 ? { ...rest, _meta: others } : rest;
-}
 
 const editCall = (id: string) => ({
   toolCallId: id,
