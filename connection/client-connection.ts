@@ -8,7 +8,14 @@
 // next split, when it grows, is the session/new|load|resume flow into its own module.
 
 import { recentSessionsOfAgent, sessionIndexed } from "../db/queries/sessions";
-import { ATTACH_HEADER, type AttachRequest, type ClientAttachment, readSessionFrame } from "../protocol/session-wire";
+import {
+  ATTACH_HEADER,
+  type AttachRequest,
+  type ClientAttachment,
+  RESUMED_CAPS_HEADER,
+  RESUME_REFUSED_HEADER,
+  readSessionFrame,
+} from "../protocol/session-wire";
 import { ConnectionIds } from "../protocol/connection-ids";
 import {
   type JsonRpcId,
@@ -43,6 +50,7 @@ import { ErrorCode } from "../core/rpc-errors";
 import { servedCapabilities } from "../protocol/served-capabilities";
 import { ConnectionMetrics } from "./connection-metrics";
 import { log } from "../core/log";
+import { STREAM_METHODS, TRANSPORT_META } from "../protocol/stream-cursor";
 
 /** WebSocket close code for a protocol violation (RFC 6455). */
 
@@ -62,9 +70,10 @@ export class ClientConnection {
     private readonly objects: GatewayObjects,
     private readonly principal: Principal,
     private readonly agent: string,
-    readonly connectionId: string,
+    connectionId: string,
     private readonly sink: ClientSink,
   ) {
+    this.connId = connectionId;
     stageTimingFrom(env);
     const every = Number(env.KEY_RECHECK_MS ?? DEFAULT_KEY_RECHECK_MS);
     this.recheck = setInterval(() => void this.recheckKey(), every > 0 ? every : DEFAULT_KEY_RECHECK_MS);
@@ -75,6 +84,12 @@ export class ClientConnection {
   }
 
   private readonly metrics: ConnectionMetrics;
+  /** The connection's id towards the sessions: its own, or the dropped connection's whose streams it resumed (decision 0050). */
+  private connId: string;
+
+  get connectionId(): string {
+    return this.connId;
+  }
 
   private readonly recheck: ReturnType<typeof setInterval>;
   private readonly keyCheck: KeyRecheck;
@@ -153,6 +168,9 @@ export class ClientConnection {
       return;
     }
     const message = parsed.message;
+    if (!this.initialized && isRequest(message) && message.method === STREAM_METHODS.resume) {
+      return this.resumeStreams(message.id, "params" in message ? message.params : undefined);
+    }
     if (!this.initialized) {
       if (!isRequest(message) || message.method !== AGENT_METHODS.initialize) {
         this.sink.close(CLOSE.protocolError, "the first message must be an initialize request");
@@ -250,6 +268,47 @@ export class ClientConnection {
     void session.then((ws) => ws.send(answer.text)).catch(() => undefined);
   }
 
+  // ── resuming a dropped WebSocket's streams (the draft RFD, decision 0050) ──────────────────────
+  /**
+   * `stream/resume {connectionId, streams: {sessionId: cursor}}`, a new socket's first frame in place
+   * of initialize: each session replays what the dropped socket missed (its frames after the cursor,
+   * with their cursors), then `stream/resumed` with the turn's state, then live. A stream it cannot
+   * resume gets `stream/resume_failed {sessionId, reason}` and is not attached: never a live stream
+   * that skipped what was missed. Once one resumed, this socket goes on as the dropped connection
+   * (its id, its capabilities); with none, it must initialize.
+   */
+  private async resumeStreams(id: JsonRpcId, params: unknown): Promise<void> {
+    const request = resumeRequest(params);
+    if (typeof request === "string") return this.reply(errorResponse(id, RpcError.invalidParams(request)));
+    // In place of initialize: what the client sends next waits on nothing (a refusal leaves it free to initialize).
+    this.initialized = true;
+    const own = this.connId;
+    this.connId = request.connectionId;
+    const outcomes = await Promise.all(
+      Object.entries(request.streams).map(async ([sessionId, cursor]) => ({
+        sessionId,
+        outcome: await this.resumeStream(sessionId, cursor),
+      })),
+    );
+    const resumed = outcomes.filter((o) => o.outcome.ok).map((o) => o.sessionId);
+    const refused = outcomes.flatMap((o) => (o.outcome.ok ? [] : [{ sessionId: o.sessionId, reason: o.outcome.reason }]));
+    for (const r of refused) this.send(JSON.stringify({ jsonrpc: "2.0", method: STREAM_METHODS.resumeFailed, params: r }));
+    if (resumed.length === 0) this.connId = own;
+    this.reply(resultResponse(id, { connectionId: this.connId, resumed, refused }));
+  }
+
+  private async resumeStream(sessionId: string, cursor: string): Promise<{ ok: true } | { ok: false; reason: string }> {
+    const attaching = this.connectSession(sessionId, "resume", undefined, cursor);
+    this.sessions.set(sessionId, attaching);
+    try {
+      await attaching;
+      return { ok: true };
+    } catch (error) {
+      if (this.sessions.get(sessionId) === attaching) this.sessions.delete(sessionId);
+      return { ok: false, reason: error instanceof ResumeRefused ? error.reason : "unknown_cursor" };
+    }
+  }
+
   // ── answered by the gateway ───────────────────────────────────────────────────────────────────
   private async initialize(params: unknown): Promise<Record<string, unknown>> {
     const fs = isObject(params) && isObject(params.clientCapabilities) ? params.clientCapabilities : {};
@@ -290,6 +349,8 @@ export class ClientConnection {
           // What the agent said about itself, outside any session (`_auth/status_update`): its newest of each.
           ...(status.notices && status.notices.length > 0 ? { agentNotices: status.notices } : {}),
         },
+        // The draft RFD's `capabilities.transport` (resumable streams), here until the RFD lands (decision 0050).
+        ...(this.sink.transport ? { [TRANSPORT_META]: this.sink.transport } : {}),
       },
     };
   }
@@ -382,14 +443,20 @@ export class ClientConnection {
     return attaching;
   }
 
-  private async connectSession(sessionId: string, mode: AttachRequest["mode"], loadRequestId?: JsonRpcId): Promise<WebSocket> {
+  private async connectSession(
+    sessionId: string,
+    mode: AttachRequest["mode"],
+    loadRequestId?: JsonRpcId,
+    resumeFrom?: string,
+  ): Promise<WebSocket> {
     const attach: AttachRequest = {
       tenantId: this.principal.tenantId,
       sessionId,
       mode,
       ...(loadRequestId !== undefined ? { loadRequestId } : {}),
+      ...(resumeFrom !== undefined ? { resumeFrom } : {}),
       client: {
-        connId: this.connectionId,
+        connId: this.connId,
         keyId: this.principal.keyId,
         user: this.principal.label,
         ...(this.principal.person ? { person: { issuer: this.principal.person.issuer, subject: this.principal.person.subject } } : {}),
@@ -403,7 +470,12 @@ export class ClientConnection {
       headers: { Upgrade: "websocket", [ATTACH_HEADER]: JSON.stringify(attach) },
     });
     const ws = response.webSocket;
+    if (mode === "resume" && response.status === 409)
+      throw new ResumeRefused(response.headers.get(RESUME_REFUSED_HEADER) ?? "unknown_cursor");
     if (response.status !== 101 || !ws) throw RpcError.sessionNotFound(sessionId);
+    const caps = response.headers.get(RESUMED_CAPS_HEADER);
+    // SAFETY: the header is the session's JSON of the ClientAttachment caps this connection advertised.
+    if (caps) this.caps = JSON.parse(caps) as ClientAttachment["caps"];
     ws.accept();
     ws.addEventListener("message", (event) => {
       if (typeof event.data === "string") this.onSessionFrame(sessionId, event.data);
@@ -545,6 +617,35 @@ export class ClientConnection {
     this.sessions.clear();
     this.sink.close(CLOSE.normal, "closed");
   }
+}
+
+/** A resume the session refused, with its reason (protocol/stream-cursor.ts `ResumeRefusal`). */
+class ResumeRefused extends Error {
+  constructor(readonly reason: string) {
+    super(`resume refused: ${reason}`);
+  }
+}
+
+/** Sessions one `stream/resume` may name. */
+const MAX_RESUMED_STREAMS = 64;
+const CONNECTION_ID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/;
+
+/** `stream/resume`'s params, or what is wrong with them. */
+function resumeRequest(params: unknown): { connectionId: string; streams: Record<string, string> } | string {
+  if (!isObject(params) || typeof params.connectionId !== "string" || !CONNECTION_ID.test(params.connectionId)) {
+    return "stream/resume needs params.connectionId: the Acp-Connection-Id of the dropped connection";
+  }
+  const streams = params.streams;
+  if (!isObject(streams) || Object.keys(streams).length === 0 || Object.keys(streams).length > MAX_RESUMED_STREAMS) {
+    return `stream/resume needs params.streams: {sessionId: cursor}, 1 to ${MAX_RESUMED_STREAMS} sessions`;
+  }
+  const cursors: Record<string, string> = {};
+  for (const [sessionId, cursor] of Object.entries(streams)) {
+    if (typeof cursor !== "string")
+      return `stream/resume: the cursor of session ${sessionId} must be a string (the last _meta["acp/cursor"] seen)`;
+    cursors[sessionId] = cursor;
+  }
+  return { connectionId: params.connectionId, streams: cursors };
 }
 
 /** The `params.sessionId` a session method needs, or the invalid-params error that says so. */

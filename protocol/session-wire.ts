@@ -41,10 +41,19 @@ export interface AttachRequest {
   tenantId: string;
   sessionId: string;
   client: ClientAttachment;
-  /** replay: history then live; load: history, the session/load answer, then live; live: live only. */
-  mode: "replay" | "load" | "live";
+  /**
+   * replay: history then live; load: history, the session/load answer, then live; live: live only;
+   * resume: the connection's dropped stream after `resumeFrom` (a cursor), `stream/resumed`, then live (decision 0050).
+   */
+  mode: "replay" | "load" | "live" | "resume";
   loadRequestId?: string | number;
+  resumeFrom?: string;
 }
+
+/** On a resume refused (409), why (protocol/stream-cursor.ts `ResumeRefusal`). */
+export const RESUME_REFUSED_HEADER = "X-Acp-Gateway-Resume-Refused";
+/** On a resume accepted (101), the capabilities the client advertised when it first attached (JSON of ClientAttachment["caps"]). */
+export const RESUMED_CAPS_HEADER = "X-Acp-Gateway-Resumed-Caps";
 
 /** The attach header's value, as the session reads it (null when it is missing). */
 export function attachRequestOf(header: string | null): AttachRequest | null {

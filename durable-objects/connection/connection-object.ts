@@ -84,12 +84,11 @@ export class ConnectionObject extends DurableObject<Env> implements ConnectionCo
     const principal = parsePrincipal(request.headers.get(PRINCIPAL_HEADER));
     const connection = principal ? await this.connection(principal) : undefined;
     if (!connection) return text(UNKNOWN.status, UNKNOWN.message);
-    const lastEventId = Number(request.headers.get("Last-Event-ID") ?? Number.NaN);
-    const outcome = connection.openStream(
+    const outcome = await connection.openStream(
       request.headers.get(SESSION_HEADER) ?? undefined,
-      Number.isSafeInteger(lastEventId) && lastEventId >= 0 ? lastEventId : undefined,
+      request.headers.get("Last-Event-ID") ?? undefined,
     );
-    if (!("body" in outcome)) return text(outcome.status, outcome.message);
+    if (!("body" in outcome)) return text(outcome.status, outcome.message, outcome.reason);
     return new Response(outcome.body, {
       headers: { "Content-Type": "text/event-stream", "Cache-Control": "no-cache, no-transform", "X-Accel-Buffering": "no" },
     });
@@ -168,6 +167,10 @@ function initializeId(text: string): JsonRpcId | undefined {
   return isObject(value) && (typeof value.id === "string" || typeof value.id === "number") ? value.id : undefined;
 }
 
-function text(status: number, body: string): Response {
-  return new Response(body, { status, headers: { "Content-Type": "text/plain; charset=utf-8" } });
+/** A refusal's body; a resume refused names why in `Acp-Resume-Refused` too (protocol/stream-cursor.ts `ResumeRefusal`). */
+function text(status: number, body: string, reason?: string): Response {
+  return new Response(body, {
+    status,
+    headers: { "Content-Type": "text/plain; charset=utf-8", ...(reason ? { "Acp-Resume-Refused": reason } : {}) },
+  });
 }

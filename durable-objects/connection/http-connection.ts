@@ -10,9 +10,11 @@ import { ClientConnection } from "../../connection/client-connection";
 import type { ClientSink } from "../../connection/client-sink";
 import type { Env } from "../../core/env";
 import type { PostOutcome, PostedMessage } from "./contract";
-import { OutboundStream, type StreamLimits } from "./outbound-stream";
+import { type Opened, OutboundStream, type StreamLimits } from "./outbound-stream";
+import { STREAM_METHODS, type ResumeRefusal, type TransportCapability } from "../../protocol/stream-cursor";
+import { turnStateMeta } from "../../protocol/turn-state";
 import type { Principal } from "../../core/principal";
-import { gatewayObjects } from "../objects";
+import { gatewayObjects, objects } from "../objects";
 import { Pending } from "../pending";
 
 /** Requests whose answers are routed by the session they named; bounded, oldest forgotten first. */
@@ -25,7 +27,16 @@ const INITIALIZE_TIMEOUT_MS = 30_000;
 /** Methods that (re-)attach a session: allowed on a session the connection does not hold. */
 const REATTACH_METHODS: ReadonlySet<string> = new Set([AGENT_METHODS.sessionLoad, AGENT_METHODS.sessionResume]);
 
-export type StreamOutcome = { body: ReadableStream<Uint8Array> } | { status: 409; message: string };
+export type StreamOutcome = { body: ReadableStream<Uint8Array> } | { status: 409; message: string; reason?: ResumeRefusal };
+
+/** The 409's body for a resume refused (the draft RFD: never a live stream that skips what was missed). */
+const REFUSED: Record<Exclude<Opened, { ok: true }>["reason"], string> = {
+  busy: "This stream already has a reader; one reader per stream",
+  unknown_cursor:
+    "Last-Event-ID is not a cursor of this stream (another stream's, or not one the gateway issued): nothing was resumed; re-attach with session/load",
+  expired_cursor:
+    "The gateway no longer holds the messages after this Last-Event-ID (past the retention window): nothing was resumed; re-attach with session/load",
+};
 
 export class HttpConnection implements ClientSink {
   private readonly client: ClientConnection;
@@ -39,8 +50,8 @@ export class HttpConnection implements ClientSink {
   private ended = false;
 
   constructor(
-    env: Env,
-    principal: Principal,
+    private readonly env: Env,
+    private readonly principal: Principal,
     agent: string,
     readonly connectionId: string,
     private readonly limits: StreamLimits,
@@ -91,16 +102,50 @@ export class HttpConnection implements ClientSink {
     return this.client.slotReleased();
   }
 
-  /** A reader for the connection's stream (no session) or a session's. */
-  openStream(sessionId: string | undefined, lastEventId?: number): StreamOutcome {
+  /**
+   * A reader for the connection's stream (no session) or a session's; with `lastEventId` (a cursor of
+   * that stream) a resume: the messages after it, then `stream/resumed` with the turn's state, then live.
+   */
+  async openStream(sessionId: string | undefined, lastEventId?: string): Promise<StreamOutcome> {
     if (sessionId !== undefined && this.lost.delete(sessionId)) {
-      return { status: 409, message: `Messages of session ${sessionId} were lost past the reconnect window; re-attach with session/load` };
+      return {
+        status: 409,
+        message: `Messages of session ${sessionId} were lost past the reconnect window; re-attach with session/load`,
+        reason: "expired_cursor",
+      };
     }
+    // Read before the stream opens: once it is open, replay, acknowledgement and live follow in one synchronous step.
+    const turn = lastEventId !== undefined && sessionId !== undefined ? await this.turnState(sessionId) : undefined;
     const stream = sessionId === undefined ? this.connectionStream : this.sessionStream(sessionId);
     if (!stream) return { status: 409, message: `Too many session streams on this connection (${MAX_SESSION_STREAMS})` };
-    const body = stream.open(lastEventId);
-    if (!body) return { status: 409, message: "This stream already has a reader; one reader per stream" };
-    return { body };
+    const opened = stream.open(lastEventId, () =>
+      JSON.stringify({
+        jsonrpc: "2.0",
+        method: STREAM_METHODS.resumed,
+        params: { ...(sessionId ? { sessionId } : {}), _meta: turnStateMeta(turn) },
+      }),
+    );
+    if (!opened.ok) return { status: 409, message: REFUSED[opened.reason], reason: opened.reason };
+    return { body: opened.body };
+  }
+
+  /** What `initialize` advertises of this transport (decision 0050): the window a resume can cover, the keepalive. */
+  get transport(): TransportCapability {
+    return {
+      resumable: { retentionMessages: this.limits.maxMessages, retentionSeconds: Math.floor(this.limits.windowMs / 1000) },
+      keepaliveSeconds: this.limits.keepaliveMs / 1000,
+    };
+  }
+
+  private async turnState(sessionId: string) {
+    // A session the client may not see (another tenant's cannot be named: the stub is by this tenant's name) tells nothing.
+    if (!this.client.isAttached(sessionId)) return undefined;
+    return (
+      (await objects
+        .session(this.env, this.principal.tenantId, sessionId)
+        .turnState(this.connectionId)
+        .catch(() => null)) ?? undefined
+    );
   }
 
   /** DELETE, a revoked key, an unread connection stream: the connection ends and its sessions go on without it. */

@@ -1,10 +1,16 @@
 // One SSE stream of an HTTP connection: the connection's own stream, or one session's. At most one
 // reader at a time. While no reader is attached (before the first GET, or while a client reconnects),
 // messages are held within a bounded window — a count, a byte size and a time — and handed to the
-// next reader in order. Every event carries an SSE id, and messages already written stay for the
-// window too, so a reader whose connection died before the object noticed can reconnect with
-// Last-Event-ID and miss nothing. Past the window the stream overflows: what was held is dropped and the owner
-// is told, so it can make the client re-attach (a session) or end the connection (the connection's).
+// next reader in order. Every message carries its stream cursor (protocol/stream-cursor.ts, decision
+// 0050) as the SSE id and in `_meta["acp/cursor"]`, and messages already written stay for the window
+// too, so a reader whose connection died before the object noticed resumes with Last-Event-ID and
+// misses nothing, each message with the cursor it had. A Last-Event-ID this stream cannot resume from
+// (another stream's, made up, or older than what it still holds) is refused, never answered with a
+// live stream that skips what the client missed. Past the window the stream overflows: what was held
+// is dropped and the owner is told, so it can make the client re-attach (a session) or end the
+// connection (the connection's).
+
+import { formatCursor, newStreamToken, positionOf, withCursor } from "../../protocol/stream-cursor";
 
 export interface StreamLimits {
   /** Messages held while no reader is attached. */
@@ -38,9 +44,14 @@ const SSE_KEEPALIVE = ": keepalive\n\n";
 
 interface Entry {
   seq: number;
+  /** The message with its cursor in `_meta`: what every reader is given, first time or replayed. */
   text: string;
   at: number;
 }
+
+/** A new reader: its body, or why the cursor it resumes from is refused (the RFD's 409). */
+export type Opened =
+  { ok: true; body: ReadableStream<Uint8Array>; resumed: boolean } | { ok: false; reason: "busy" | "unknown_cursor" | "expired_cursor" };
 
 export class OutboundStream {
   private reader: ReadableStreamDefaultController<Uint8Array> | undefined;
@@ -53,6 +64,8 @@ export class OutboundStream {
   private windowTimer: ReturnType<typeof setTimeout> | undefined;
   private keepalive: ReturnType<typeof setInterval> | undefined;
   private ended = false;
+  /** This stream's cursor token: a cursor names a message of this stream only if it carries it. */
+  private readonly token = newStreamToken((bytes) => crypto.getRandomValues(bytes));
 
   /**
    * @param onOverflow called once when the window is exceeded (held messages dropped, or a slow reader cut).
@@ -68,12 +81,25 @@ export class OutboundStream {
   }
 
   /**
-   * A response body for a new reader: first what it has not seen — after `lastEventId` (the SSE
-   * Last-Event-ID header) when the window still holds it, else what no reader was given — then live.
-   * Undefined while another reader holds the stream.
+   * A response body for a new reader. Without `lastEventId`: what no reader was given, then live.
+   * With it (the SSE Last-Event-ID header, a cursor of this stream): every message after it, with
+   * the cursors they had, then `acknowledge`'s message (the resume acknowledgement, no cursor of its
+   * own), then live, replacing a reader still attached. Refused while another reader holds the stream
+   * (without a cursor), and for a cursor this stream did not issue or no longer holds the messages after.
    */
-  open(lastEventId?: number): ReadableStream<Uint8Array> | undefined {
-    if (this.reader || this.ended) return undefined;
+  open(lastEventId?: string, acknowledge?: () => string): Opened {
+    if (this.ended || (this.reader && lastEventId === undefined)) return { ok: false, reason: "busy" };
+    let from = this.delivered;
+    if (lastEventId !== undefined) {
+      const position = positionOf(lastEventId, this.token);
+      if (position === undefined || position >= this.nextSeq) return { ok: false, reason: "unknown_cursor" };
+      const oldest = this.log[0]?.seq ?? this.nextSeq;
+      if (position + 1 < oldest) return { ok: false, reason: "expired_cursor" };
+      from = position;
+      // A resume while the old reader still looks attached: its connection died before the object
+      // noticed (the same owner asks, with a cursor only this stream's reader had). The new one takes over.
+      if (this.reader) this.dropReader();
+    }
     let controller!: ReadableStreamDefaultController<Uint8Array>;
     const body = new ReadableStream<Uint8Array>(
       {
@@ -88,20 +114,20 @@ export class OutboundStream {
     );
     this.reader = controller;
     this.stopWindow();
-    const oldest = this.log[0]?.seq ?? this.nextSeq;
-    const from = lastEventId !== undefined && lastEventId + 1 >= oldest && lastEventId < this.nextSeq ? lastEventId : this.delivered;
     // A comment first, so the client sees the response start even before any message.
     this.write(": open\n\n");
     for (const entry of this.log) if (entry.seq > from) this.writeEntry(entry);
+    if (lastEventId !== undefined && acknowledge) this.write(sseEvent(acknowledge()));
     this.keepalive = setInterval(() => this.write(SSE_KEEPALIVE), this.limits.keepaliveMs);
-    return body;
+    return { ok: true, body, resumed: lastEventId !== undefined };
   }
 
   push(text: string): void {
     if (this.ended) return;
-    const entry = { seq: this.nextSeq++, text, at: Date.now() };
+    const seq = this.nextSeq++;
+    const entry = { seq, text: withCursor(text, formatCursor(this.token, seq)), at: Date.now() };
     this.log.push(entry);
-    this.logBytes += text.length;
+    this.logBytes += entry.text.length;
     if (this.reader) {
       this.writeEntry(entry);
       this.trim();
@@ -123,13 +149,7 @@ export class OutboundStream {
     this.stopWindow();
     this.log = [];
     this.logBytes = 0;
-    const reader = this.reader;
-    this.detachReader();
-    try {
-      reader?.close();
-    } catch {
-      // the reader went away already
-    }
+    this.dropReader();
   }
 
   /** Forgets messages already written that are past the window or the bounds; never ones not yet written. */
@@ -151,7 +171,7 @@ export class OutboundStream {
   }
 
   private writeEntry(entry: Entry): void {
-    this.write(`id: ${entry.seq}\n${sseEvent(entry.text)}`);
+    this.write(`id: ${formatCursor(this.token, entry.seq)}\n${sseEvent(entry.text)}`);
     if (this.reader) this.delivered = Math.max(this.delivered, entry.seq);
   }
 
@@ -166,6 +186,16 @@ export class OutboundStream {
     }
     // A reader that stopped reading must not make the object hold without bound.
     if ((reader.desiredSize ?? 0) < 0) this.overflow();
+  }
+
+  private dropReader(): void {
+    const reader = this.reader;
+    this.detachReader();
+    try {
+      reader?.close();
+    } catch {
+      // the reader went away already
+    }
   }
 
   private detachReader(): void {

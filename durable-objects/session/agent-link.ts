@@ -156,8 +156,7 @@ export class AgentLink {
     ) {
       this.parts.info.setConfigOptions(response.result.configOptions);
     }
-    const ws = this.parts.clients.byConnection(inflight.connId);
-    if (ws) send(ws, JSON.stringify({ ...response, id: inflight.clientId }));
+    this.parts.clients.toConnection(inflight.connId, JSON.stringify({ ...response, id: inflight.clientId }));
   }
 
   /** The agent's connection is gone: nothing it asked can be answered, nothing it was asked will be. */
@@ -177,9 +176,8 @@ export class AgentLink {
     for (const gwId of info.gwIds) {
       const inflight = store.takeInflight(gwId);
       if (!inflight) continue;
-      const ws = clients.byConnection(inflight.connId);
       const error = new RpcError(ErrorCode.internalError, `${message} ${inflight.method}`, { reason: "agent_disconnected" });
-      if (ws) send(ws, JSON.stringify(errorResponse(inflight.clientId, error)));
+      clients.toConnection(inflight.connId, JSON.stringify(errorResponse(inflight.clientId, error)));
     }
     this.parts.turn.abandon(info.gwIds, "agent_disconnected", message);
     this.parts.scheduleDeadline();

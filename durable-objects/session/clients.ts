@@ -5,6 +5,42 @@
 
 import { type ClientAttachment, packFrames, rewritable } from "../../protocol/session-wire";
 import { stage } from "../../protocol/stage-timing";
+import { StreamRing } from "../../protocol/stream-ring";
+import { RetainedStreams } from "./retained-streams";
+
+/**
+ * Each client socket's stream (protocol/stream-ring.ts, decision 0050): every frame sent on the
+ * socket is stamped with its cursor there. Keyed by the socket object, so it is one instance's: a
+ * socket woken from hibernation starts a new stream, and cursors from before are refused (the ring
+ * was in the memory hibernation freed).
+ */
+const rings = new WeakMap<WebSocket, StreamRing>();
+
+function ringOf(ws: WebSocket): StreamRing {
+  let ring = rings.get(ws);
+  if (!ring) {
+    ring = new StreamRing((bytes) => crypto.getRandomValues(bytes));
+    rings.set(ws, ring);
+  }
+  return ring;
+}
+
+/** A socket's stream as it is (undefined when it sent nothing yet), taken from it: for retention after it closed, or for a socket that resumes it. */
+export function takeRing(ws: WebSocket): StreamRing | undefined {
+  const ring = rings.get(ws);
+  rings.delete(ws);
+  return ring;
+}
+
+/** A socket's stream, left where it is. */
+export function peekRing(ws: WebSocket): StreamRing | undefined {
+  return rings.get(ws);
+}
+
+/** A resumed stream goes on on the new socket: the same cursors, the positions continuing. */
+export function adoptRing(ws: WebSocket, ring: StreamRing): void {
+  rings.set(ws, ring);
+}
 
 function connTag(connId: string): string {
   return `conn:${connId}`;
@@ -31,6 +67,9 @@ export function clientOf(attachment: unknown): ClientAttachment | undefined {
 }
 
 export class AttachedClients {
+  /** Streams of clients whose socket dropped, kept for a resume (decision 0050); what is sent to all reaches them too. */
+  readonly retained = new RetainedStreams();
+
   constructor(private readonly ctx: DurableObjectState) {}
 
   all(): WebSocket[] {
@@ -47,6 +86,14 @@ export class AttachedClients {
       if (exceptConnId !== undefined && attachmentOf(ws)?.connId === exceptConnId) continue;
       send(ws, text);
     }
+    this.retained.stampAll(text, exceptConnId);
+  }
+
+  /** One connection's message (an answer to its request): to its socket, or into its stream kept while it is away. */
+  toConnection(connId: string, text: string): void {
+    const ws = this.byConnection(connId);
+    if (ws) send(ws, text);
+    else this.retained.stamp(connId, text);
   }
 
   list(): ClientAttachment[] {
@@ -56,11 +103,17 @@ export class AttachedClients {
   }
 }
 
-/** A send that never throws: a socket that is closing is simply skipped (its close event follows). */
+/** A send that never throws: a socket that is closing is simply skipped (its close event follows). The frame gets its stream cursor. */
 export function send(ws: WebSocket, text: string): boolean {
+  const stamped = ringOf(ws).stamp(text);
+  return stamped === undefined ? true : sendAsIs(ws, stamped);
+}
+
+/** Frames already stamped (a resume's replay), sent as they are. */
+export function sendAsIs(ws: WebSocket, frame: string): boolean {
   try {
-    ws.send(text);
-    stage("session.out", text);
+    ws.send(frame);
+    stage("session.out", frame);
     return true;
   } catch {
     return false;
@@ -73,5 +126,13 @@ export function sendRewritable(ws: WebSocket, text: string): boolean {
 
 /** Sends replayed messages in packs (protocol/session-wire.ts). */
 export function sendPacked(ws: WebSocket, bodies: Iterable<string>): void {
-  for (const frame of packFrames(bodies)) send(ws, frame);
+  const ring = ringOf(ws);
+  for (const frame of packFrames(stamped(ring, bodies))) sendAsIs(ws, frame);
+}
+
+function* stamped(ring: StreamRing, bodies: Iterable<string>): Iterable<string> {
+  for (const body of bodies) {
+    const frame = ring.stamp(body);
+    if (frame !== undefined) yield frame;
+  }
 }

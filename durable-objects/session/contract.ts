@@ -57,6 +57,8 @@ export interface SessionSnapshot {
   lastSeq: number;
 }
 
+import type { StreamTurnState } from "../../protocol/turn-state";
+
 export type { DecidedBy, LinkDecidedBy } from "../../protocol/pending-permission";
 
 /** A request that waits on one person now ("waiting on you", GET /v1/approvals?waiting=me). */
@@ -115,4 +117,6 @@ export interface SessionContract extends Rpc.DurableObjectBranded {
   snapshot(): SessionSnapshot | null;
   /** The requests asked of people that wait on this person now (null: no such session). */
   waitingOn(answerer: Answerer): { title: string | null; requests: WaitingRequest[] } | null;
+  /** The turn's state as a client resuming a stream is told it (protocol/turn-state.ts); null for a session that does not exist. */
+  turnState(connId: string): StreamTurnState | null;
 }

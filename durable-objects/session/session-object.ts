@@ -40,8 +40,16 @@ import { AGENT_LINK_HEADER, encodeLink, linkToSession } from "../../protocol/age
 import { EDGE_LINK_HEADER } from "../../protocol/agent-edge-wire";
 import { AuditOutbox } from "./audit-outbox";
 import { TurnWatch } from "./turn-watch";
-import { AttachedClients, attachmentOf, clientOf, clientTags, send, sendPacked } from "./clients";
-import { ATTACH_HEADER, attachRequestOf } from "../../protocol/session-wire";
+import { AttachedClients, adoptRing, attachmentOf, clientOf, clientTags, peekRing, send, sendAsIs, sendPacked, takeRing } from "./clients";
+import {
+  ATTACH_HEADER,
+  type AttachRequest,
+  type ClientAttachment,
+  RESUMED_CAPS_HEADER,
+  RESUME_REFUSED_HEADER,
+  attachRequestOf,
+} from "../../protocol/session-wire";
+import { STREAM_METHODS } from "../../protocol/stream-cursor";
 import { SessionStore, permIdOfCopy } from "./store";
 import { type AgentStub, objects, splitName } from "../objects";
 import type { ToAgent } from "../agent/contract";
@@ -71,6 +79,7 @@ import { replayedFrames } from "../../protocol/replayed-history";
 import type { Answerer } from "../../protocol/people/answering";
 import { operationView } from "../../protocol/operation-view";
 import { toolCallOf } from "../../protocol/pending-permission";
+import { type StreamTurnState, streamTurnState, turnStateMeta } from "../../protocol/turn-state";
 
 /**
  * The test seam (test/workerd): what a test may read of a live instance (`sessionTesting`, given the
@@ -129,6 +138,8 @@ export class SessionObject extends DurableObject<Env> implements SessionContract
   private readonly unindex: SessionUnindex;
   private readonly agentSocket: AgentSocket;
   private readonly live: LiveStatePublisher;
+  /** Old sockets whose stream a resume took over: their close detaches nobody. */
+  private readonly resumedAway = new WeakSet<WebSocket>();
 
   constructor(ctx: DurableObjectState, env: Env) {
     super(ctx, env);
@@ -240,6 +251,7 @@ export class SessionObject extends DurableObject<Env> implements SessionContract
     if (!attach || !meta || meta.tenantId !== attach.tenantId || meta.sessionId !== attach.sessionId) {
       return new Response("session not found", { status: 404 });
     }
+    if (attach.mode === "resume") return this.resumeStream(attach);
     const pair = new WebSocketPair();
     const [edge, server] = [pair[0], pair[1]];
     // Everything below is synchronous: no other event can run between reading the log and joining
@@ -257,6 +269,53 @@ export class SessionObject extends DurableObject<Env> implements SessionContract
     this.permissions.sendPendingTo(server);
     this.permissions.clientsChanged();
     return new Response(null, { status: 101, webSocket: edge });
+  }
+
+  /**
+   * `stream/resume` of a client whose socket dropped (decision 0050): its stream's frames after the
+   * cursor, as they were sent, then `stream/resumed` with the turn's state, then what waits on it and
+   * has not been sent on the stream, then live — one synchronous step, as an attach. Refused (409,
+   * and nothing attached) for a cursor this session cannot resume from. The old socket may still look
+   * open (the drop not yet seen here): its stream is taken over and it is closed.
+   */
+  private resumeStream(attach: AttachRequest): Response {
+    const connId = attach.client.connId;
+    for (const old of this.clients.all()) {
+      const client = attachmentOf(old);
+      if (client?.connId !== connId || client.keyId !== attach.client.keyId) continue;
+      // Only a resume it can serve takes a live socket's stream: a bad cursor leaves the socket as it is.
+      if (!peekRing(old)?.after(attach.resumeFrom ?? "").ok) continue;
+      const ring = takeRing(old);
+      if (ring) this.clients.retained.retain(client, ring);
+      this.resumedAway.add(old);
+      try {
+        old.close(CLOSE.normal, "resumed on another socket");
+      } catch {
+        // closed already
+      }
+    }
+    const resumed = this.clients.retained.take(connId, attach.client.keyId, attach.resumeFrom ?? "");
+    if (!resumed.ok) return new Response(resumed.reason, { status: 409, headers: { [RESUME_REFUSED_HEADER]: resumed.reason } });
+    const pair = new WebSocketPair();
+    const [edge, server] = [pair[0], pair[1]];
+    this.ctx.acceptWebSocket(server, clientTags(connId));
+    // Who the client is now (role, person) as the edge says; what it can serve, as it said when it first attached.
+    const client: ClientAttachment = { ...attach.client, caps: resumed.client.caps };
+    server.serializeAttachment(client);
+    adoptRing(server, resumed.ring);
+    for (const frame of resumed.frames) sendAsIs(server, frame);
+    const turn = this.turnState(connId) ?? undefined;
+    sendAsIs(
+      server,
+      JSON.stringify({
+        jsonrpc: "2.0",
+        method: STREAM_METHODS.resumed,
+        params: { sessionId: attach.sessionId, _meta: turnStateMeta(turn) },
+      }),
+    );
+    resumed.ring.withoutRepeats(() => this.permissions.sendPendingTo(server));
+    this.permissions.clientsChanged();
+    return new Response(null, { status: 101, webSocket: edge, headers: { [RESUMED_CAPS_HEADER]: JSON.stringify(client.caps) } });
   }
 
   /**
@@ -341,12 +400,19 @@ export class SessionObject extends DurableObject<Env> implements SessionContract
     this.socketGone(ws);
   }
 
-  /** A client's socket gone detaches it; the agent link's gone fails what awaits an answer on it. */
+  /**
+   * A client's socket gone detaches it, its stream kept for a resume (decision 0050), unless a resume
+   * took it over on another socket; the agent link's gone fails what awaits an answer on it.
+   */
   private socketGone(ws: WebSocket): void {
     const attached: unknown = ws.deserializeAttachment();
     const client = clientOf(attached);
-    if (client) this.detach(client.connId);
-    else if (isLinkAttachment(attached)) this.agentSocket.lost(ws);
+    if (client) {
+      if (this.resumedAway.delete(ws)) return;
+      const ring = takeRing(ws);
+      if (ring) this.clients.retained.retain(client, ring);
+      this.detach(client.connId);
+    } else if (isLinkAttachment(attached)) this.agentSocket.lost(ws);
   }
 
   /** A client that leaves loses nothing: its copies go, the requests stay pending for the others. */
@@ -455,6 +521,15 @@ export class SessionObject extends DurableObject<Env> implements SessionContract
   snapshot(): SessionSnapshot | null {
     const meta = this.store.meta;
     return meta ? sessionSnapshot(meta, this.store, this.clients) : null;
+  }
+
+  /** The turn's state for a client resuming its stream: `promptRequestId` is its own id of the prompt, if it sent it. */
+  turnState(connId: string): StreamTurnState | null {
+    if (!this.store.meta) return null;
+    const turn = this.store.turn;
+    if (turn.state === "idle") return streamTurnState("idle", false, null);
+    const prompt = turn.connId === connId ? (this.store.inflight().find((r) => r.gwId === turn.gwId)?.clientId ?? null) : null;
+    return streamTurnState(turn.state, this.store.hasAsking(), prompt);
   }
 
   /**

@@ -6,7 +6,7 @@ import { type JsonRpcId, RpcError, errorResponse } from "../../protocol/jsonrpc"
 import { AGENT_METHODS } from "../../protocol/methods";
 import { limitsOf } from "../../protocol/tenant-limits";
 import type { ToAgent } from "../agent/contract";
-import { type AttachedClients, send } from "./clients";
+import type { AttachedClients } from "./clients";
 import type { ClientAttachment } from "../../protocol/session-wire";
 import type { DecidedBy } from "./contract";
 import type { PermissionLifecycle } from "./permission-lifecycle";
@@ -106,9 +106,10 @@ export class TurnControl {
     const seconds = Math.round(limitsOf(meta.limits).turnIdleMs / 1000);
     const message = `The agent "${meta.agent}" made no progress for ${seconds} s (no message, nobody asked); the gateway ended the turn.`;
     const inflight = store.takeInflight(turn.gwId);
-    const ws = inflight ? this.parts.clients.byConnection(inflight.connId) : undefined;
-    if (inflight && ws)
-      send(ws, JSON.stringify(errorResponse(inflight.clientId, new RpcError(ErrorCode.internalError, message, { reason: "turn_idle" }))));
+    if (inflight) {
+      const error = new RpcError(ErrorCode.internalError, message, { reason: "turn_idle" });
+      this.parts.clients.toConnection(inflight.connId, JSON.stringify(errorResponse(inflight.clientId, error)));
+    }
     store.turn = { state: "idle" };
     this.parts.permissions.turnEnded();
     this.parts.toAgent({ type: "notification", method: AGENT_METHODS.sessionCancel, params: { sessionId: meta.sessionId } });

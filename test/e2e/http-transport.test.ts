@@ -1,7 +1,7 @@
 // Streamable HTTP on /acp against the gateway as `npm start` runs it, with the SDK's own
 // createHttpStream client (unmodified) beside its createWebSocketStream client, and an SDK agent.
 import { describe, expect, inject, it } from "vitest";
-import { type TestClient, connectClient, dialInAgent, waitForAgent } from "./peers";
+import { type TestClient, connectClient, dialInAgent, rawClient, waitForAgent, withoutCursor } from "./peers";
 
 const url = inject("gatewayUrl");
 const keys = inject("keys");
@@ -77,7 +77,7 @@ describe("Streamable HTTP with the SDK's clients", () => {
     // Turn 1, prompted over HTTP: the WebSocket client answers first.
     const first = http.request("session/prompt", { sessionId, prompt: [{ type: "text", text: "one" }] });
     const [h1, w1] = await Promise.all([http.permissions.waitFor(() => true), ws.permissions.waitFor(() => true)]);
-    expect(h1.params).toEqual(w1.params);
+    expect(withoutCursor(h1.params)).toEqual(withoutCursor(w1.params));
     w1.answer({ outcome: { outcome: "selected", optionId: "reject-once" } });
     await expect(h1.answered).rejects.toBeDefined();
     expect(await first).toEqual({ stopReason: "end_turn" });
@@ -171,7 +171,7 @@ describe("Streamable HTTP at the byte level, against the gateway as npm start ru
 });
 
 describe("Streamable HTTP: a session stream cut mid-turn", () => {
-  it("reopened with Last-Event-ID within the window, it gets everything sent meanwhile, in order, once", async () => {
+  it("resumed with Last-Event-ID within the window: everything sent meanwhile, in order, once, each with its cursor; stream/resumed gives the turn's state; a forged or foreign cursor is 409", async () => {
     const name = `e2e-cut-${Date.now()}`;
     let release!: () => void;
     const gate = new Promise<void>((resolve) => (release = resolve));
@@ -220,9 +220,12 @@ describe("Streamable HTTP: a session stream cut mid-turn", () => {
     cut.abort(); // the network drops
     release(); // and the agent goes on meanwhile
 
-    let reopened = await open({ ...session, "Last-Event-ID": String(seen) });
-    while (reopened.status === 409) reopened = await open({ ...session, "Last-Event-ID": String(seen) });
-    const second = sse(reopened);
+    // A resume with the cursor takes the stream over from the reader the gateway may not yet know is gone.
+    const second = sse(await open({ ...session, "Last-Event-ID": seen ?? "" }));
+    // The resume acknowledgement: the turn still runs (or already waits on the permission), the prompt's id is ours.
+    const resumed = await second.next((m) => m.method === "stream/resumed");
+    expect(["running", "requires_action"]).toContain(resumed.params._meta["acp/turnState"].state);
+    expect(resumed.params._meta["acp/turnState"].promptRequestId).toBe(2);
     const ask = await second.next((m) => m.method === "session/request_permission");
     await send({ id: ask.id, result: { outcome: { outcome: "selected", optionId: "allow-once" } } }, sessionId);
     expect((await second.next((m) => m.id === 2 && !("method" in m))).result).toEqual({ stopReason: "end_turn" });
@@ -231,8 +234,82 @@ describe("Streamable HTTP: a session stream cut mid-turn", () => {
       .map((m) => m.params.update.content.text);
     expect(texts).toEqual(["during-1", "during-2", "answer: allow-once"]);
     expect(second.received.filter((m) => m.params?.update?.sessionUpdate === "tool_call")).toHaveLength(1);
+    // Every message but the acknowledgement carries its cursor, the same in the SSE id and in _meta.
+    for (const m of second.received.filter((m) => m.method !== "stream/resumed")) {
+      const meta = "method" in m ? m.params._meta : m._meta;
+      expect(meta["acp/cursor"]).toBe(second.idOf(m));
+    }
+    // A cursor the gateway did not issue for this stream is refused: 409, and no stream opens.
+    const forged = await open({ ...session, "Last-Event-ID": `${seen ?? ""}0` });
+    expect(forged.status).toBe(409);
+    expect(((await forged.json()) as Json).error.code).toBe("unknown_cursor");
+    const foreign = await open({ "Last-Event-ID": seen ?? "" });
+    expect(foreign.status).toBe(409);
     connection.cancel();
     second.cancel();
+    agent.close();
+  });
+});
+
+describe("WebSocket: a socket dropped mid-turn", () => {
+  it("a new socket's stream/resume replays what was missed with its cursors, gives the turn's state, then live; a forged cursor gets stream/resume_failed", async () => {
+    const name = `e2e-ws-cut-${Date.now()}`;
+    let release!: () => void;
+    const gate = new Promise<void>((resolve) => (release = resolve));
+    const agent = await dialInAgent({
+      url,
+      key: keys.agent,
+      name,
+      script: async (t) => {
+        await t.say("before");
+        await gate;
+        await t.say("during-1");
+        await t.say("during-2");
+        await t.update({ sessionUpdate: "tool_call", ...editCall("c1") });
+        const answer = await t.askPermission(editCall("c1"));
+        await t.say(`answer: ${answer.outcome.optionId}`);
+        return "end_turn";
+      },
+    });
+    await waitForAgent(url, keys.client, name);
+    const first = await rawClient({ url, key: keys.client, agent: name });
+    const init = await first.request("initialize", { protocolVersion: 1, clientCapabilities: {} });
+    expect(init._meta["acp/transport"]).toEqual({ resumable: { retentionMessages: 500, retentionSeconds: 30 } });
+    const connectionId = init._meta.acpGateway.connectionId as string;
+    const { sessionId } = (await first.request("session/new", { cwd: "/w", mcpServers: [] })) as { sessionId: string };
+    first.socket.send(
+      JSON.stringify({ jsonrpc: "2.0", id: "p", method: "session/prompt", params: { sessionId, prompt: [{ type: "text", text: "go" }] } }),
+    );
+    const before = await first.received.waitFor((m) => m.params?.update?.content?.text === "before");
+    first.close(); // the network drops
+    release(); // and the agent goes on meanwhile
+
+    const second = await rawClient({ url, key: keys.client, agent: name });
+    const resumed = await second.request("stream/resume", { connectionId, streams: { [sessionId]: before.params._meta["acp/cursor"] } });
+    expect(resumed).toEqual({ connectionId, resumed: [sessionId], refused: [] });
+    const ask = await second.received.waitFor((m) => m.method === "session/request_permission");
+    second.socket.send(
+      JSON.stringify({ jsonrpc: "2.0", id: ask.id, result: { outcome: { outcome: "selected", optionId: "allow-once" } } }),
+    );
+    expect((await second.received.waitFor((m) => m.id === "p" && !("method" in m))).result).toEqual({ stopReason: "end_turn" });
+    const items = second.received.items;
+    const texts = items.filter((m) => m.params?.update?.sessionUpdate === "agent_message_chunk").map((m) => m.params.update.content.text);
+    expect(texts).toEqual(["during-1", "during-2", "answer: allow-once"]);
+    expect(items.filter((m) => m.params?.update?.sessionUpdate === "tool_call")).toHaveLength(1);
+    expect(items.filter((m) => m.method === "session/request_permission")).toHaveLength(1);
+    const ack = items.find((m) => m.method === "stream/resumed");
+    expect(["running", "requires_action"]).toContain(ack?.params._meta["acp/turnState"].state);
+    expect(ack?.params._meta["acp/turnState"].promptRequestId).toBe("p");
+
+    const third = await rawClient({ url, key: keys.client, agent: name });
+    const refused = await third.request("stream/resume", { connectionId, streams: { [sessionId]: "forged.1" } });
+    expect(refused).toEqual({ connectionId: expect.any(String), resumed: [], refused: [{ sessionId, reason: "unknown_cursor" }] });
+    expect((await third.received.waitFor((m) => m.method === "stream/resume_failed")).params).toEqual({
+      sessionId,
+      reason: "unknown_cursor",
+    });
+    second.close();
+    third.close();
     agent.close();
   });
 });
@@ -242,7 +319,8 @@ function sse(response: Response) {
   if (response.status !== 200 || !response.body) throw new Error(`SSE open failed: ${response.status}`);
   const received: Json[] = [];
   const waiters: { match: (m: Json) => boolean; resolve: (m: Json) => void }[] = [];
-  const state = { lastEventId: undefined as number | undefined };
+  const state = { lastEventId: undefined as string | undefined };
+  const ids = new Map<Json, string>();
   const reader = response.body.getReader();
   void (async () => {
     const decoder = new TextDecoder();
@@ -258,8 +336,11 @@ function sse(response: Response) {
         const id = lines.find((l) => l.startsWith("id: "));
         const data = lines.filter((l) => l.startsWith("data: ")).map((l) => l.slice(6));
         if (data.length === 0) continue;
-        if (id) state.lastEventId = Number(id.slice(4));
         const message = JSON.parse(data.join("\n")) as Json;
+        if (id) {
+          state.lastEventId = id.slice(4);
+          ids.set(message, id.slice(4));
+        }
         received.push(message);
         for (const w of [...waiters]) if (w.match(message)) waiters.splice(waiters.indexOf(w), 1)[0]?.resolve(message);
       }
@@ -270,6 +351,8 @@ function sse(response: Response) {
     get lastEventId() {
       return state.lastEventId;
     },
+    /** The SSE id the message came with. */
+    idOf: (message: Json) => ids.get(message),
     next(match: (m: Json) => boolean, timeoutMs = 10_000): Promise<Json> {
       const found = received.find(match);
       if (found) return Promise.resolve(found);

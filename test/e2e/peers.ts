@@ -48,6 +48,13 @@ export class Recorder<T> {
 
 type Json = Record<string, any>;
 
+/** Params without the stream cursor each client's stream adds (decision 0050): one stream's, never equal across two. */
+export function withoutCursor(params: Json): Json {
+  const { _meta: meta, ...rest } = params;
+  const { "acp/cursor": _cursor, ...others } = (meta ?? {}) as Json;
+  return Object.keys(others).length > 0 ? { ...rest, _meta: others } : rest;
+}
+
 interface PermissionRequest {
   params: Json;
   signal: AbortSignal;

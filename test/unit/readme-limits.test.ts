@@ -8,6 +8,7 @@ import { describe, expect, it } from "vitest";
 import { DEFAULT_STREAM_LIMITS } from "../../durable-objects/connection/outbound-stream";
 import { MAX_FRAME_BYTES, parseFrame } from "../../protocol/jsonrpc";
 import { MAX_JSON_DEPTH } from "../../protocol/limits";
+import { WEBSOCKET_RETENTION } from "../../protocol/stream-ring";
 import { ROOT } from "../../scripts/local-gateway";
 
 const readme = readFileSync(join(ROOT, "README.md"), "utf8").replace(/\s+/g, " ");
@@ -44,6 +45,20 @@ describe("README.md's limits are the code's", () => {
     expect(seconds! * 1000).toBe(DEFAULT_STREAM_LIMITS.windowMs);
     for (const messages of stated(/holds (\d+) messages \/ \d+ MiB unread/g)) expect(messages).toBe(DEFAULT_STREAM_LIMITS.maxMessages);
     for (const mib of stated(/holds \d+ messages \/ (\d+) MiB unread/g)) expect(mib * 2 ** 20).toBe(DEFAULT_STREAM_LIMITS.maxBytes);
+  });
+
+  it("resumable streams: the retention each transport keeps, as initialize advertises it", () => {
+    for (const messages of stated(/Retention: the last (\d+) messages \(and \d+ MiB\) for \d+ s/g))
+      expect(messages).toBe(DEFAULT_STREAM_LIMITS.maxMessages);
+    for (const mib of stated(/Retention: the last \d+ messages \(and (\d+) MiB\)/g))
+      expect(mib * 2 ** 20).toBe(DEFAULT_STREAM_LIMITS.maxBytes);
+    for (const seconds of stated(/Retention: the last \d+ messages \(and \d+ MiB\) for (\d+) s/g))
+      expect(seconds * 1000).toBe(DEFAULT_STREAM_LIMITS.windowMs);
+    for (const messages of stated(/Retention: (\d+) messages \(and \d+ MiB\) per session/g))
+      expect(messages).toBe(WEBSOCKET_RETENTION.messages);
+    for (const mib of stated(/Retention: \d+ messages \(and (\d+) MiB\) per session/g))
+      expect(mib * 2 ** 20).toBe(WEBSOCKET_RETENTION.bytes);
+    for (const seconds of stated(/per session for (\d+) s after the drop/g)) expect(seconds).toBe(WEBSOCKET_RETENTION.seconds);
   });
 
   it("the gateway's log lines: README names the variable npm start reads", () => {

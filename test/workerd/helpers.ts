@@ -48,6 +48,23 @@ export async function addKey(
 type Json = Record<string, any>;
 
 /**
+ * A message, its params or its result without the stream cursor the transport adds (decision 0050):
+ * what the agent sent, for tests that compare it deep-equal. An emptied `_meta` goes too.
+ */
+export function withoutCursor(value: Json): Json {
+  const strip = (v: Json): Json => {
+    const { _meta: meta, ...rest } = v;
+    if (!meta || typeof meta !== "object") return v;
+    const { "acp/cursor": _cursor, ...others } = meta as Json;
+    return Object.keys(others).length > 0 ? { ...rest, _meta: others } : rest;
+  };
+  const stripped = strip(value);
+  return stripped.params && typeof stripped.params === "object" && !Array.isArray(stripped.params)
+    ? { ...stripped, params: strip(stripped.params as Json) }
+    : stripped;
+}
+
+/**
  * Messages received and not yet claimed, and the tests waiting for one: what arrives goes to the
  * first waiter it matches, or is kept for a later `next`. Shared by the WebSocket and SSE peers.
  */

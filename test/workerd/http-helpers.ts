@@ -4,6 +4,8 @@
 import { SELF } from "cloudflare:test";
 import { Inbox } from "./helpers";
 
+export { withoutCursor } from "./helpers";
+
 type Json = Record<string, any>;
 
 const URL_ = "http://gateway.test/acp";
@@ -16,14 +18,14 @@ export function post(key: string | undefined, body: unknown, headers: Record<str
   });
 }
 
-export function getStream(key: string, connectionId: string, sessionId?: string, lastEventId?: number): Promise<Response> {
+export function getStream(key: string, connectionId: string, sessionId?: string, lastEventId?: string): Promise<Response> {
   return SELF.fetch(URL_, {
     headers: {
       Authorization: `Bearer ${key}`,
       Accept: "text/event-stream",
       "Acp-Connection-Id": connectionId,
       ...(sessionId ? { "Acp-Session-Id": sessionId } : {}),
-      ...(lastEventId !== undefined ? { "Last-Event-ID": String(lastEventId) } : {}),
+      ...(lastEventId !== undefined ? { "Last-Event-ID": lastEventId } : {}),
     },
   });
 }
@@ -32,8 +34,10 @@ export function getStream(key: string, connectionId: string, sessionId?: string,
 export class SseReader {
   private readonly inbox = new Inbox("SSE event");
   comments = 0;
-  /** The id of the last event received (SSE `id:`), for Last-Event-ID. */
-  lastEventId: number | undefined;
+  /** The id of the last event received (SSE `id:`, the stream cursor), for Last-Event-ID. */
+  lastEventId: string | undefined;
+  /** Every event received, in order, with its SSE id (undefined for an event without one). */
+  readonly events: { id: string | undefined; message: Json }[] = [];
   readonly ended: Promise<void>;
   private readonly reader: ReadableStreamDefaultReader<Uint8Array>;
 
@@ -60,10 +64,15 @@ export class SseReader {
             .filter((l) => l.startsWith("data: "))
             .map((l) => l.slice(6))
             .join("\n");
-          const id = event.split("\n").find((l) => l.startsWith("id: "));
-          if (id) this.lastEventId = Number(id.slice(4));
+          const idLine = event.split("\n").find((l) => l.startsWith("id: "));
+          const id = idLine?.slice(4);
+          if (id !== undefined) this.lastEventId = id;
           if (event.startsWith(":")) this.comments++;
-          else if (data) this.inbox.deliver(JSON.parse(data) as Json);
+          else if (data) {
+            const message = JSON.parse(data) as Json;
+            this.events.push({ id, message });
+            this.inbox.deliver(message);
+          }
         }
       }
     } catch {

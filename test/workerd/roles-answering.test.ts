@@ -5,7 +5,18 @@
 
 import { env } from "cloudflare:test";
 import { describe, expect, it } from "vitest";
-import { addKey, attachClient, barrier, clientWithSession, dialInAgent, isMethod, isResponseTo, seedTenant, startTurn } from "./helpers";
+import {
+  addKey,
+  attachClient,
+  barrier,
+  clientWithSession,
+  dialInAgent,
+  isMethod,
+  isResponseTo,
+  seedTenant,
+  startTurn,
+  withoutCursor,
+} from "./helpers";
 
 const OPTIONS = [
   { optionId: "once", name: "Allow once", kind: "allow_once" },
@@ -64,7 +75,7 @@ describe("who may answer, on every copy", () => {
         _meta: { agentOwn: 1, acpGateway: { answerable: { optionIds: ["once"] } } },
       },
     });
-    const copyOf = async (peer: typeof mia) => (await peer.next(isMethod("session/request_permission"))).params._meta;
+    const copyOf = async (peer: typeof mia) => withoutCursor((await peer.next(isMethod("session/request_permission"))).params)._meta;
     const [m, o, x, a] = await Promise.all([copyOf(mia), copyOf(olga), copyOf(max), copyOf(ada)]);
     expect(m).toEqual({
       agentOwn: 1,

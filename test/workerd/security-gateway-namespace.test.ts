@@ -12,6 +12,7 @@ import {
   seedTenant,
   type Peer,
   type ScriptedAgent,
+  withoutCursor,
 } from "./helpers";
 
 async function drained(agent: ScriptedAgent, sessionId: string, client: Peer) {
@@ -55,12 +56,12 @@ describe("the gateway's namespace", () => {
         `"_meta":{"acpGateway":{"synthesized":true,"connectionId":"someone"},"traceparent":"00-1"}}}`,
     );
     const live = await client.next(isMethod("session/update"));
-    expect(live.params._meta).toEqual({ traceparent: "00-1" });
+    expect(withoutCursor(live.params)._meta).toEqual({ traceparent: "00-1" });
     expect(live.params.update._meta).toEqual({ keep: 2 });
     expect(live.params.update.content).toEqual({ type: "text", text: "rm -rf" });
     const later = await attachClient(t, agent, sessionId);
     const replayed = await later.next((m) => m.params?.update?.sessionUpdate === "user_message_chunk");
-    expect(replayed.params._meta).toEqual({ traceparent: "00-1" });
+    expect(withoutCursor(replayed.params)._meta).toEqual({ traceparent: "00-1" });
     expect(replayed.params.update._meta).toEqual({ keep: 2 });
   });
 

@@ -103,8 +103,12 @@ export async function openStream(c: Context<AppEnv>): Promise<Response> {
   if (lastEventId) headers.set("Last-Event-ID", lastEventId);
   const response = await connectionStub(c, principal, connectionId).fetch("https://connection.internal/stream", { headers });
   if (response.ok) return response;
+  // A cursor of a connection the gateway no longer has: the draft RFD refuses the resume with 409, as any other.
+  if (response.status === 404 && lastEventId) throw new ApiError(409, "unknown_connection", await response.text());
   const status = response.status as ContentfulStatusCode;
-  throw new ApiError(status, status === 404 ? "unknown_connection" : "conflict", await response.text());
+  // A resume refused (decision 0050) says why in its code: unknown_cursor, expired_cursor.
+  const refused = response.headers.get("Acp-Resume-Refused");
+  throw new ApiError(status, status === 404 ? "unknown_connection" : (refused ?? "conflict"), await response.text());
 }
 
 /** DELETE /acp: ends the connection; its sessions go on for their other clients. */
