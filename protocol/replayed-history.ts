@@ -35,6 +35,9 @@ const HISTORY_NOTICES: readonly string[] = [
   GATEWAY_NOTIFICATIONS.approvalRecorded,
   GATEWAY_NOTIFICATIONS.rulesUnavailable,
   GATEWAY_NOTIFICATIONS.turnEnded,
+  // What a request was shown of the agent's unseen changes, and what the agent ran unasked (decision 0046).
+  GATEWAY_NOTIFICATIONS.unseenChanges,
+  GATEWAY_NOTIFICATIONS.ranUnasked,
 ];
 
 /** How a notice's text starts: the gateway writes every one as `JSON.stringify({ jsonrpc, method, params })` (session-info.ts). */

@@ -8,10 +8,10 @@
 import { join } from "node:path";
 import type { Browser, Page } from "playwright-core";
 import { afterAll, beforeAll, describe, expect, inject, it } from "vitest";
-import { ROOT } from "../../scripts/local-gateway";
-import { launchChromium, screenshotsDir } from "./browser";
-import { waitForAgent } from "./peers";
-import { NODE, killAll, startCli } from "./processes";
+import { ROOT } from "../../../scripts/local-gateway";
+import { launchChromium, screenshotsDir } from "../browser";
+import { waitForAgent } from "../peers";
+import { NODE, killAll, startCli } from "../processes";
 
 const url = inject("gatewayUrl");
 const keys = inject("keys");
