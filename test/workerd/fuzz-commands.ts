@@ -13,6 +13,7 @@ import {
   detach,
   eligible,
   referenceReduce,
+  toolCallSent,
   resolve,
   resolveAll,
   restart,
@@ -50,7 +51,7 @@ export class AgentUpdate extends Step {
     const n = ++m.stream;
     r.agent.peer.notify("session/update", { sessionId: r.sessionId, update: this.update, _meta: { fuzzN: n } });
     if (this.update.sessionUpdate === "tool_call" || this.update.sessionUpdate === "tool_call_update")
-      referenceReduce(m.table, this.update);
+      toolCallSent(m, this.update, () => referenceReduce(m.table, this.update));
     return undefined;
   }
   toString = () => `AgentUpdate(${JSON.stringify(this.update)})`;
@@ -70,9 +71,10 @@ export class AgentAsks extends Step {
       method: "session/request_permission",
       params: { sessionId: r.sessionId, toolCall: this.toolCall, options: OPTIONS, _meta: { fuzzPerm: perm } },
     });
-    referenceReduce(m.table, this.toolCall);
+    toolCallSent(m, this.toolCall, () => referenceReduce(m.table, this.toolCall));
     // Nothing may be approved outside a running turn (TC-11): answered cancelled at once, nobody asked.
-    if (m.turn.state === "running") m.pending.set(perm, { agentReqId });
+    const toolCallId = typeof this.toolCall.toolCallId === "string" ? this.toolCall.toolCallId : undefined;
+    if (m.turn.state === "running") m.pending.set(perm, { agentReqId, ...(toolCallId ? { toolCallId } : {}) });
     else m.agentDue.set(agentReqId, { kind: "cancelled" });
     return undefined;
   }

@@ -5,6 +5,7 @@
 // the relay, then every frame each peer received is reconciled against the model, so a lost, extra,
 // duplicated or misrouted message fails the step that caused it.
 
+import { operationHash } from "../../protocol/frozen-operation";
 import { env, evictDurableObject } from "cloudflare:test";
 import { expect } from "vitest";
 import { type Peer, type ScriptedAgent, type SeededTenant, connect, dialInAgent, seedTenant } from "./helpers";
@@ -47,6 +48,21 @@ export function referenceReduce(table: Map<string, Json>, patch: unknown): void 
   table.set(p.toolCallId, row);
 }
 
+/**
+ * The agent sent a tool call for `toolCallId` (an update, or another request naming it): a request
+ * waiting on it whose operation changed is withdrawn and asked again as a new request (decision 0040),
+ * so every client's standing on it (a refused or declined answer) starts afresh.
+ */
+export function toolCallSent(model: SessionModel, patch: unknown, apply: () => void): void {
+  const id = typeof patch === "object" && patch !== null ? (patch as Json).toolCallId : undefined;
+  const before = typeof id === "string" ? model.table.get(id) : undefined;
+  apply();
+  if (typeof id !== "string" || before === undefined) return;
+  if (operationHash(before) === operationHash(model.table.get(id) ?? {})) return;
+  for (const [perm, pending] of model.pending)
+    if (pending.toolCallId === id) for (const c of model.clients.values()) c.standing.delete(perm);
+}
+
 type Expected = { kind: "selected"; optionIds: string[] } | { kind: "cancelled" } | { kind: "withdrawn" };
 
 interface ClientModel {
@@ -61,7 +77,7 @@ interface ClientModel {
 export interface SessionModel {
   turn: { state: "idle" } | { state: "running" | "cancelling"; prompter: string; clientReqId: number };
   /** Pending permission requests by their fuzz number. */
-  pending: Map<number, { agentReqId: string }>;
+  pending: Map<number, { agentReqId: string; toolCallId?: string }>;
   /** Answers the agent must receive in this step, by its request id. */
   agentDue: Map<string, Expected>;
   promptsDue: number;

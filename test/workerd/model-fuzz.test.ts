@@ -87,6 +87,15 @@ describe("fixed sequences (shapes the fuzz must always get right)", () => {
     new AgentUpdate({ sessionUpdate: "tool_call", toolCallId: "t1", rawInput: false }),
   ] as never[]);
 
+  // Found by the fuzz at 1,000 sequences on the joined tree of stop 42 (seed -596552060): a client
+  // declines its copy, then the agent asks again for the same tool call as another kind.
+  fixed("a client declines its copy, then the agent asks again for the same tool call as a read", [
+    new Prompt(0),
+    new AgentAsks({ toolCallId: "t2" }),
+    new Answer(0, 0, "declined"),
+    new AgentAsks({ toolCallId: "t2", kind: "read" }),
+  ] as never[]);
+
   fixed("a turn with a pending request, answered by one of two clients, then ended", [
     new Attach(true),
     new Prompt(0),

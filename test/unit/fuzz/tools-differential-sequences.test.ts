@@ -31,7 +31,7 @@ const FUZZ = process.env.FUZZ_RUNS !== undefined && Number(process.env.FUZZ_RUNS
  * about 170 ms a command) and 170 ms for cargo (its untouched builds made once per worker; rustc
  * for what the agent wrote). Before (strace, a git reset per sequence, one at a time): about 160 ms
  * of wall time for make and git on an idle machine.
- * - `npm test`: 200 make, 200 git, 20 npm, 12 cargo, and the fixed cases: about 25 s of CPU (43 s of
+ * - `npm test`: 150 make, 150 git, 12 npm, 8 cargo, and the fixed cases: about 15 s of CPU (43 s of
  *   wall time beside the rest of `npm test` at 300/300/40/30, which took the suite past its 5 minutes).
  *   npm and cargo are tens, not the issue's hundreds: 100 npm sequences alone cost 25 s.
  * - `npm run test:fuzz`: 5,000 make, 5,000 git, 3,000 npm, 3,000 cargo: about 1,500 s of CPU, 13
@@ -49,7 +49,7 @@ const PER_TOOL: Record<Tool, number> = process.env.SEQUENCES_PER_TOOL
     }
   : FUZZ
     ? { make: 5000, git: 5000, npm: 3000, cargo: 3000 }
-    : { make: 200, git: 200, npm: 20, cargo: 12 };
+    : { make: 150, git: 150, npm: 12, cargo: 8 };
 const WORKERS = Number(process.env.SEQUENCE_WORKERS ?? Math.max(2, availableParallelism()));
 
 type Tool = "make" | "git" | "npm" | "cargo";
