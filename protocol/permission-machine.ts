@@ -657,7 +657,7 @@ export class PermissionMachine<C> {
       kind: op.kind,
       ...(op.command !== null ? { command: op.command } : {}),
       changes: paths.slice(0, UNSEEN_LISTED),
-      message: `The agent ran a ${op.kind} tool call without asking anyone (${shown}). What it changed is unseen: remembered rules will not answer steps that may read it until a person allows one.`,
+      message: `The agent ran a tool call (${op.kind}) without asking anyone (${shown}). What it changed is unseen: remembered rules will not answer steps that may read it until a person allows one.`,
     });
   }
 

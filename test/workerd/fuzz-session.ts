@@ -332,6 +332,21 @@ async function reconcileClient(model: SessionModel, real: LiveSession, name: str
         "a change of operation that names no tool call or no field",
         m,
       );
+    } else if (m.method === "_acp_gateway/ran_unasked") {
+      // A tool call the agent reported finished without asking (decision 0046): told to every client.
+      check(
+        typeof m.params?.toolCallId === "string" && Array.isArray(m.params?.changes) && m.params.changes.length > 0,
+        "a report of a tool call run unasked that names no tool call or no change",
+        m,
+      );
+      check(
+        !["read", "search", "think"].includes(model.table.get(m.params.toolCallId)?.kind),
+        "a read-only tool call reported as a change",
+        m,
+      );
+    } else if (m.method === "_acp_gateway/unseen_changes") {
+      // What the agent changed unseen, told beside a request people are asked (decision 0046).
+      check(typeof m.params?.unseen?.message === "string" && m.params.unseen.total > 0, "an empty report of unseen changes", m);
     } else if (m.method === "_acp_gateway/turn_ended") {
       // Announced when the gateway ends a turn (agent gone, deadline); the prompt's answer is checked below.
     } else if (!("method" in m) && m.id === null) {

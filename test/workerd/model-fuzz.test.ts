@@ -96,6 +96,12 @@ describe("fixed sequences (shapes the fuzz must always get right)", () => {
     new AgentAsks({ toolCallId: "t2", kind: "read" }),
   ] as never[]);
 
+  // Found by the fuzz at 1,000 sequences (seed 139561204): a tool call reported completed that no
+  // request named is told to every client as run unasked (decision 0046).
+  fixed("the agent reports a tool call completed that nobody was asked about", [
+    new AgentUpdate({ sessionUpdate: "tool_call_update", toolCallId: "t1", status: "completed" }),
+  ] as never[]);
+
   fixed("a turn with a pending request, answered by one of two clients, then ended", [
     new Attach(true),
     new Prompt(0),
