@@ -12,9 +12,10 @@
 //   table with one timeout (pending-table.ts) and is settled exactly once: answered by the far end,
 //   failed when its link is lost, or failed when overdue. It is forgotten as it settles, so a late
 //   or repeated answer, or one on a link that a reconnect replaced, settles nothing.
-// - Its own answer: a frame's answer names its number (`sent`/`failed` with `n`); a batch's ack
-//   names none, and answers only the one batch of the link it came on (one batch per link at a
-//   time, and a link is ordered), never a batch on another link.
+// - Its own answer: every answer names its request's number (a frame's `sent`/`failed`, a batch's
+//   `ack`), and a batch's ack settles only the batch unacked on the link it came on: never one on
+//   another link, and a repeated ack never the batch after. (An ack with no number, from a session
+//   of the deploy before, is taken for the link's one unacked batch: a link is ordered.)
 // - Teardown settles everything: a link lost (its close, a write that failed, or dropped by this
 //   end) fails what waited on it at once, oldest first, so the caller re-sends it in order by its
 //   fallback (RPC); `closeAll` does so for every link. Nothing is written on a link after that.
@@ -107,11 +108,11 @@ export class ObjectChannel<L> {
     if (link.batch !== undefined) return false;
     link.used = true;
     if (textLength(items) > (this.options.maxBatchChars ?? Infinity)) return false;
-    if (!this.port.write(link.link, { t: "batch", items })) {
+    const n = ++this.lastBatch;
+    if (!this.port.write(link.link, { t: "batch", n, items })) {
       this.drop(link.link, "the link would not take a batch");
       return false;
     }
-    const n = ++this.lastBatch;
     link.batch = n;
     this.pending.add(n, link.link, now, (outcome) => {
       if (link.batch === n) link.batch = undefined;
@@ -150,7 +151,9 @@ export class ObjectChannel<L> {
     const link = this.bySocket.get(socket);
     if (link) link.used = true;
     if (message.t === "ack") {
-      if (link?.batch !== undefined) this.pending.answer(link.batch, "acked");
+      // Its own batch only: an ack naming another (a repeat of one settled already) settles nothing.
+      const n = message.n ?? link?.batch;
+      if (n !== undefined && n === link?.batch) this.pending.answer(n, "acked");
       return undefined;
     }
     if (link) link.handing++;
