@@ -105,7 +105,13 @@ export class SessionLinks {
         close: (ws, reason) => closeQuietly(ws, CLOSE.normal, reason),
         open: (sessionId) => this.open(sessionId),
       },
-      { timeoutMs: ACK_TIMEOUT_MS, overdueDropsLink: true, maxLinks: MAX_LINKS, reopenAfterMs: REOPEN_AFTER_MS, maxBatchChars: LINK_MAX_CHARS },
+      {
+        timeoutMs: ACK_TIMEOUT_MS,
+        overdueDropsLink: true,
+        maxLinks: MAX_LINKS,
+        reopenAfterMs: REOPEN_AFTER_MS,
+        maxBatchChars: LINK_MAX_CHARS,
+      },
     ));
     this.timer = new DeadlineTimer(
       () => channel.nextDeadline(),
