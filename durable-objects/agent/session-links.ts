@@ -9,6 +9,9 @@
 // object can hibernate again. A batch the session has not acked within ACK_TIMEOUT_MS fails (the
 // link is closed and the outbox re-sends it, by RPC; the session applies each item once, by its
 // seq): a link whose far end vanished without a close event can delay a session, never stop it.
+// A shell over protocol/object-channel.ts (the opener's end), which decides all of this; here are
+// the sockets, their events, the one timer and the idle sweep's clock. The edge's links
+// (worker/agent-connection.ts) are the same class.
 
 import { encodeLink, linkToAgent } from "../../protocol/agent-link-wire";
 import { ObjectChannel } from "../../protocol/object-channel";
