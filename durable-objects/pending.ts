@@ -66,10 +66,6 @@ export class Pending<K, L, V> {
     return this.table.size;
   }
 
-  has(key: K): boolean {
-    return this.table.has(key);
-  }
-
   /** Waits for `key`'s answer on `link`; false (and nothing added) when the key waits already. */
   add(key: K, link: L, settle: (outcome: Settled<V>) => void): boolean {
     return this.timer.after(() => this.table.add(key, link, Date.now(), settle));
