@@ -13,9 +13,9 @@
 // the sockets, their events, the one timer and the idle sweep's clock. The edge's links
 // (worker/agent-connection.ts) are the same class.
 
-import { encodeLink, linkToAgent } from "../../protocol/agent-link-wire";
+import { linkToAgent } from "../../protocol/agent-link-wire";
 import { ObjectChannel } from "../../protocol/object-channel";
-import { CLOSE, closeQuietly } from "../../core/close-codes";
+import { channelSocketPort } from "../channel-socket";
 import { DeadlineTimer } from "../pending";
 import { log } from "../../core/log";
 import { testSeams } from "../../core/test-seam";
@@ -96,18 +96,7 @@ export class SessionLinks {
 
   constructor(private readonly ports: SessionLinksPorts) {
     const channel = (this.channel = new ObjectChannel<WebSocket>(
-      {
-        write: (ws, message) => {
-          try {
-            ws.send(encodeLink(message));
-            return true;
-          } catch {
-            return false;
-          }
-        },
-        close: (ws, reason) => closeQuietly(ws, CLOSE.normal, reason),
-        open: (sessionId) => this.open(sessionId),
-      },
+      channelSocketPort((sessionId) => this.open(sessionId)),
       {
         timeoutMs: ACK_TIMEOUT_MS,
         overdueDropsLink: true,

@@ -8,10 +8,10 @@
 // A shell over protocol/object-channel.ts (the acceptor's end), which decides; here are the sockets
 // (found by tag, so they outlive a hibernation) and the one timer.
 
-import { type LinkToSession, encodeLink } from "../../protocol/agent-link-wire";
+import type { LinkToSession } from "../../protocol/agent-link-wire";
 import { type FrameOutcome, ObjectChannel } from "../../protocol/object-channel";
 import type { ToAgent } from "../agent/contract";
-import { CLOSE, closeQuietly } from "../../core/close-codes";
+import { channelSocketPort } from "../channel-socket";
 import { DeadlineTimer } from "../pending";
 
 const AGENT_LINK_TAG = "agent-link";
@@ -40,24 +40,13 @@ export function isLinkAttachment(attachment: unknown): boolean {
 }
 
 export class AgentSocket {
-  /** Frames sent on a link and not answered yet, by number, with the link each went on. */
+  /** The acceptor's end of the links (protocol/object-channel.ts): the frames sent on them and not answered yet. */
   private readonly channel: ObjectChannel<WebSocket>;
   private readonly timer: DeadlineTimer;
 
   constructor(private readonly ctx: DurableObjectState) {
     const channel = (this.channel = new ObjectChannel<WebSocket>(
-      {
-        write: (ws, message) => {
-          try {
-            ws.send(encodeLink(message));
-            return true;
-          } catch {
-            return false; // closing: its close event follows
-          }
-        },
-        close: (ws, reason) => closeQuietly(ws, CLOSE.normal, reason),
-        open: () => undefined, // the AgentObject and the edge open the links
-      },
+      channelSocketPort(), // the AgentObject and the edge open the links
       { timeoutMs: ANSWER_TIMEOUT_MS, overdueDropsLink: false },
     ));
     this.timer = new DeadlineTimer(
