@@ -582,3 +582,75 @@ describe("the link between two objects: the planted bugs' cases, kept", () => {
     expect(world.ended.get(1)).toBe("undelivered");
   });
 });
+
+describe("the link between two objects: the opener's rules, one by one", () => {
+  /** An opener over sockets named by strings, recording what it was asked to do. */
+  function opener(options: { maxLinks?: number } = {}) {
+    const asked: string[] = [];
+    const closed: string[] = [];
+    const channel = new ObjectChannel<string>(
+      {
+        write: (link) => !link.startsWith("closing"), // a socket named so is closing: its writes throw
+        close: (link) => void closed.push(link),
+        open: (peer) => void asked.push(peer),
+      },
+      { timeoutMs: ACK_TIMEOUT, overdueDropsLink: true, reopenAfterMs: REOPEN_AFTER, maxBatchChars: MAX_CHARS, ...options },
+    );
+    return { channel, asked, closed };
+  }
+
+  it("an ack of the deploy before (no number) settles the link's one batch, and nothing on another link", () => {
+    const { channel } = opener();
+    channel.opened("s0", "link-0", 0);
+    channel.opened("s1", "link-1", 0);
+    const acked: string[] = [];
+    expect(channel.deliver("s0", [{ seq: 1 }], 0, (ok) => acked.push(`s0 ${ok}`))).toBe(true);
+    expect(channel.deliver("s1", [{ seq: 1 }], 0, (ok) => acked.push(`s1 ${ok}`))).toBe(true);
+    channel.fromAcceptor("link-1", { t: "ack" });
+    expect(acked).toEqual(["s1 true"]);
+    channel.fromAcceptor("link-1", { t: "ack" }); // its batch is settled: nothing more
+    expect(acked).toEqual(["s1 true"]);
+    expect(channel.waiting).toBe(1);
+  });
+
+  it("asks for a link once while it opens, at most maxLinks, and not again for reopenAfterMs after a refusal", () => {
+    const { channel, asked } = opener({ maxLinks: 2 });
+    const never = () => undefined;
+    expect(channel.deliver("s0", [], 0, never)).toBe(false);
+    expect(channel.deliver("s0", [], 1, never)).toBe(false);
+    channel.prepare("s1", 1);
+    channel.prepare("s2", 1); // two open or opening already
+    expect(asked).toEqual(["s0", "s1"]);
+    channel.opened("s0", undefined, 10);
+    channel.deliver("s0", [], 10 + REOPEN_AFTER - 1, never);
+    expect(asked).toEqual(["s0", "s1"]);
+    channel.deliver("s0", [], 10 + REOPEN_AFTER, never);
+    expect(asked).toEqual(["s0", "s1", "s0"]);
+  });
+
+  it("a large batch, or one behind an unacked batch, goes by RPC with the link open; a write that fails drops the link", () => {
+    const { channel, closed } = opener();
+    channel.opened("s0", "link-0", 0);
+    expect(channel.deliver("s0", [{ text: "x".repeat(MAX_CHARS + 1) }], 0, () => undefined)).toBe(false);
+    expect(channel.deliver("s0", [{ text: "x" }], 0, () => undefined)).toBe(true);
+    expect(channel.deliver("s0", [{ text: "y" }], 0, () => undefined)).toBe(false);
+    channel.opened("s1", "closing-1", 0);
+    expect(channel.deliver("s1", [{ text: "x" }], 0, () => undefined)).toBe(false);
+    expect(closed).toEqual(["closing-1"]);
+    expect(channel.linkOf("s1")).toBeUndefined();
+  });
+
+  it("the sweep keeps a link that carried something, waits on a batch, hands a frame on, or is kept; closes the rest", () => {
+    const { channel, closed } = opener();
+    for (const peer of ["used", "batch", "handing", "kept", "idle"]) channel.opened(peer, peer, 0);
+    channel.sweep(); // every link was new: used
+    channel.deliver("batch", [], 0, () => undefined);
+    channel.fromAcceptor("handing", { t: "toAgent", n: 1, frame: {} });
+    channel.prepare("used", 0);
+    channel.sweep((peer) => peer === "kept");
+    expect(closed).toEqual(["idle"]);
+    channel.handedOn("handing", 1, true);
+    channel.sweep((peer) => peer === "kept");
+    expect(closed).toEqual(["idle", "used", "handing"]);
+  });
+});
