@@ -4,7 +4,8 @@
 // call (the bench's baselines; bench/results/notes.md, "The agent link"), and every relayed update
 // and permission answer crosses one.
 // Pure: no Cloudflare imports (the sockets are in durable-objects/agent/session-links.ts and
-// durable-objects/session/agent-socket.ts); unit-tested in test/unit/agent-link-wire.test.ts.
+// durable-objects/session/agent-socket.ts, the rules of both ends in object-channel.ts);
+// unit-tested in test/unit/agent-link-wire.test.ts.
 
 import { isObject } from "./jsonrpc";
 import { decodeFrame, encodeFrame, framable, textsOf } from "./object-frame";
