@@ -76,6 +76,7 @@ interface Link<L> {
   batch: number | undefined;
 }
 
+/** One end: the opener's or the acceptor's, never both (its batches and the acceptor's frames are numbered apart). */
 export class ObjectChannel<L> {
   private readonly pending: PendingTable<number, L, Answer>;
   /** The opener's open links, by peer (one each), and the same by socket. */
