@@ -4,7 +4,8 @@
 // call (the bench's baselines; bench/results/notes.md, "The agent link"), and every relayed update
 // and permission answer crosses one.
 // Pure: no Cloudflare imports (the sockets are in durable-objects/agent/session-links.ts and
-// durable-objects/session/agent-socket.ts); unit-tested in test/unit/agent-link-wire.test.ts.
+// durable-objects/session/agent-socket.ts, the rules of both ends in object-channel.ts);
+// unit-tested in test/unit/agent-link-wire.test.ts.
 
 import { isObject } from "./jsonrpc";
 import { decodeFrame, encodeFrame, framable, textsOf } from "./object-frame";
@@ -13,8 +14,11 @@ export const AGENT_LINK_HEADER = "X-Acp-Gateway-Agent-Link";
 
 /** AgentObject → SessionObject. */
 export type LinkToSession =
-  /** What the agent sent for the session (FromAgent items, in order); answered by `ack`. */
-  | { t: "batch"; items: unknown[] }
+  /**
+   * What the agent sent for the session (FromAgent items, in order); answered by `ack` under the
+   * same `n` (absent from an AgentObject of the deploy before: its ack then names none).
+   */
+  | { t: "batch"; n?: number; items: unknown[] }
   /** A `toAgent` the session sent on the link (`n`) reached the agent, or did not. */
   | { t: "sent"; n: number; delivered: boolean }
   /** A `toAgent` failed in the AgentObject: the session treats it as a failed hand-off (and tries again by RPC). */
@@ -22,8 +26,8 @@ export type LinkToSession =
 
 /** SessionObject → AgentObject. */
 export type LinkToAgent =
-  /** The batch was applied (sent after the session's commit, as an RPC's return is). */
-  | { t: "ack" }
+  /** Batch `n` was applied (sent after the session's commit, as an RPC's return is); no `n` from a session of the deploy before. */
+  | { t: "ack"; n?: number }
   /** A frame towards the agent (a ToAgent), numbered by the session for its answer (`sent`/`failed`). */
   | { t: "toAgent"; n: number; frame: unknown };
 
@@ -48,6 +52,7 @@ export function batchPrefix(items: readonly object[], budget: number): number {
  */
 export function encodeLink(message: LinkToSession | LinkToAgent): string {
   if (message.t !== "batch") return encodeFrame(message);
+  const n = message.n;
   const texts: string[] = [];
   const moved: number[] = [];
   const items = message.items.map((item, index) => {
@@ -57,17 +62,18 @@ export function encodeLink(message: LinkToSession | LinkToAgent): string {
     const { text: _moved, ...rest } = item;
     return rest;
   });
-  if (moved.length === 0) return encodeFrame({ t: "batch", items });
-  return encodeFrame({ t: "batch", items, moved }, texts);
+  if (moved.length === 0) return encodeFrame({ t: "batch", n, items });
+  return encodeFrame({ t: "batch", n, items, moved }, texts);
 }
 
 /** A link message as the session reads it; undefined for anything else (never from our own objects). */
 export function linkToSession(text: string): LinkToSession | undefined {
   const frame = decodeFrame(text);
   const m = frame?.header;
-  if (m?.t === "batch" && Array.isArray(m.items)) {
-    if (frame?.body === undefined) return m.moved === undefined ? { t: "batch", items: m.items } : undefined;
-    return batchOf(m.items, m.moved, frame.body);
+  if (m?.t === "batch" && Array.isArray(m.items) && optionalNumber(m.n)) {
+    const batch = batchOf(m.items, m.moved, frame?.body);
+    if (batch && typeof m.n === "number") batch.n = m.n;
+    return batch;
   }
   if (m?.t === "sent" && typeof m.n === "number" && typeof m.delivered === "boolean") return { t: "sent", n: m.n, delivered: m.delivered };
   if (m?.t === "failed" && typeof m.n === "number") return { t: "failed", n: m.n };
@@ -78,15 +84,21 @@ export function linkToSession(text: string): LinkToSession | undefined {
 export function linkToAgent(text: string): LinkToAgent | undefined {
   const frame = decodeFrame(text);
   const m = frame?.body === undefined ? frame?.header : undefined;
-  if (m?.t === "ack") return { t: "ack" };
+  if (m?.t === "ack" && optionalNumber(m.n)) return typeof m.n === "number" ? { t: "ack", n: m.n } : { t: "ack" };
   if (m?.t === "toAgent" && typeof m.n === "number" && typeof m.frame === "object" && m.frame !== null) {
     return { t: "toAgent", n: m.n, frame: m.frame };
   }
   return undefined;
 }
 
-/** The items with their texts put back; undefined unless `moved` names one object item per text, in order. */
-function batchOf(items: unknown[], moved: unknown, body: string): LinkToSession | undefined {
+/** Whether a field that may be left out is a number when it is there. */
+function optionalNumber(value: unknown): boolean {
+  return value === undefined || typeof value === "number";
+}
+
+/** The items with their texts put back; undefined unless `moved` names one object item per text, in order (none without a body). */
+function batchOf(items: unknown[], moved: unknown, body: string | undefined): Extract<LinkToSession, { t: "batch" }> | undefined {
+  if (body === undefined) return moved === undefined ? { t: "batch", items } : undefined;
   const texts = Array.isArray(moved) && moved.length > 0 ? textsOf(body, moved.length) : undefined;
   if (!texts) return undefined;
   const restored = [...items];

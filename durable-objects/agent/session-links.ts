@@ -9,10 +9,14 @@
 // object can hibernate again. A batch the session has not acked within ACK_TIMEOUT_MS fails (the
 // link is closed and the outbox re-sends it, by RPC; the session applies each item once, by its
 // seq): a link whose far end vanished without a close event can delay a session, never stop it.
+// A shell over protocol/object-channel.ts (the opener's end), which decides all of this; here are
+// the sockets, their events, the one timer and the idle sweep's clock. The edge's links
+// (worker/agent-connection.ts) are the same class.
 
-import { type LinkToAgent, encodeLink, linkToAgent } from "../../protocol/agent-link-wire";
-import { CLOSE, closeQuietly } from "../../core/close-codes";
-import { Pending } from "../pending";
+import { linkToAgent } from "../../protocol/agent-link-wire";
+import { ObjectChannel } from "../../protocol/object-channel";
+import { channelSocketPort } from "../channel-socket";
+import { DeadlineTimer } from "../pending";
 import { log } from "../../core/log";
 import { testSeams } from "../../core/test-seam";
 
@@ -34,13 +38,6 @@ const LINK_MAX_CHARS = 16 * 1024;
 const ACK_TIMEOUT_MS = 10_000;
 /** After a link could not be opened, deliveries go by RPC for this long before it is tried again. */
 const REOPEN_AFTER_MS = 5_000;
-
-interface Link {
-  ws: WebSocket;
-  used: boolean;
-  /** Frames from the session still being handed on (waiting for the agent's initialize, a dial-out): the link stays. */
-  handing: number;
-}
 
 export interface SessionLinksPorts {
   /** Opens the session's end (SessionObject `fetch` with AGENT_LINK_HEADER); undefined if it refused. */
@@ -92,22 +89,30 @@ const seams = testSeams<SessionLinks, LinksTesting>("SessionLinks");
 export const linksTesting = seams.of;
 
 export class SessionLinks {
-  private readonly links = new Map<string, Link>();
-  private readonly opening = new Set<string>();
-  private readonly failedAt = new Map<string, number>();
-  /**
-   * The batch sent on each link and not acked yet: one at a time per link, so the link is its number
-   * (the ack names none). The same table and timer as the session's end (session/agent-socket.ts).
-   */
-  private readonly batches = new Pending<Link, Link, null>(ACK_TIMEOUT_MS);
+  /** The opener's end of every link (protocol/object-channel.ts): it decides, this shell does the I/O. */
+  private readonly channel: ObjectChannel<WebSocket>;
+  private readonly timer: DeadlineTimer;
   private sweeping = false;
 
   constructor(private readonly ports: SessionLinksPorts) {
-    const links = this.links;
+    const channel = (this.channel = new ObjectChannel<WebSocket>(
+      channelSocketPort((sessionId) => this.open(sessionId)),
+      {
+        timeoutMs: ACK_TIMEOUT_MS,
+        overdueDropsLink: true,
+        maxLinks: MAX_LINKS,
+        reopenAfterMs: REOPEN_AFTER_MS,
+        maxBatchChars: LINK_MAX_CHARS,
+      },
+    ));
+    this.timer = new DeadlineTimer(
+      () => channel.nextDeadline(),
+      (now) => channel.tick(now),
+    );
     seams.attach(this, {
-      socket: (sessionId) => links.get(sessionId)?.ws,
+      socket: (sessionId) => channel.linkOf(sessionId),
       get open() {
-        return links.size;
+        return channel.open;
       },
       get idleMs() {
         return ports.idleMs;
@@ -137,43 +142,27 @@ export class SessionLinks {
    * the next batch) or the batch is large (LINK_MAX_CHARS): the caller uses RPC.
    */
   deliver(sessionId: string, items: unknown[]): Promise<void> | undefined {
-    const link = this.links.get(sessionId);
-    if (!link) {
-      this.openLater(sessionId);
-      return undefined;
-    }
-    if (this.batches.has(link)) return undefined; // never: one batch at a time per session
-    link.used = true;
-    if (textLength(items) > LINK_MAX_CHARS) return undefined;
-    try {
-      link.ws.send(encodeLink({ t: "batch", items }));
-    } catch {
-      this.drop(sessionId, link);
-      return undefined;
-    }
+    let settled!: (acked: boolean) => void;
     const acked = new Promise<void>((resolve, reject) => {
-      this.batches.add(link, link, (outcome) => {
-        if (outcome.kind === "answered") return resolve();
-        if (outcome.kind === "timedOut") this.drop(sessionId, link);
-        reject(new Error("the link to the session closed before it acknowledged the batch"));
-      });
+      settled = (ok) => (ok ? resolve() : reject(new Error("the link to the session closed before it acknowledged the batch")));
     });
+    if (!this.timer.after(() => this.channel.deliver(sessionId, items, Date.now(), settled))) return undefined;
     seams.find(this)?.sent?.(sessionId);
     return acked;
   }
 
   /** Opens the session's link unless it is open (or opening): the edge's, for the session's answer to a request. */
   prepare(sessionId: string): void {
-    const link = this.links.get(sessionId);
-    if (link) link.used = true;
-    else this.openLater(sessionId);
+    this.channel.prepare(sessionId, Date.now());
   }
 
-  private openLater(sessionId: string): void {
-    if (this.opening.has(sessionId) || this.links.size + this.opening.size >= MAX_LINKS) return;
-    const failed = this.failedAt.get(sessionId);
-    if (failed !== undefined && Date.now() - failed < REOPEN_AFTER_MS) return;
-    this.opening.add(sessionId);
+  /** Closes every link (its batch in flight, if any, fails). */
+  closeAll(): void {
+    this.timer.after(() => this.channel.closeAll("link closed"));
+  }
+
+  /** The channel asks for a link: opened by the port, then adopted (or RPC for a while, if it could not be). */
+  private open(sessionId: string): void {
     const opened = this.ports
       .open(sessionId)
       .catch((error: unknown) => {
@@ -181,69 +170,34 @@ export class SessionLinks {
         return undefined;
       })
       .then((ws) => {
-        this.opening.delete(sessionId);
-        if (!ws) {
-          this.failedAt.set(sessionId, Date.now());
-          return;
-        }
-        this.failedAt.delete(sessionId);
-        this.adopt(sessionId, ws);
+        ws?.accept();
+        this.channel.opened(sessionId, ws, Date.now());
+        if (!ws) return;
+        ws.addEventListener("message", (event) => {
+          if (typeof event.data === "string") this.onMessage(sessionId, ws, event.data);
+        });
+        ws.addEventListener("close", () => this.timer.after(() => this.channel.drop(ws, "link closed")));
+        ws.addEventListener("error", () => this.timer.after(() => this.channel.drop(ws, "link closed")));
+        this.sweepLater();
       });
     this.ports.waitUntil(opened);
   }
 
-  private adopt(sessionId: string, ws: WebSocket): void {
-    ws.accept();
-    const link: Link = { ws, used: true, handing: 0 };
-    this.links.set(sessionId, link);
-    ws.addEventListener("message", (event) => {
-      if (typeof event.data === "string") this.onMessage(sessionId, link, linkToAgent(event.data));
-    });
-    ws.addEventListener("close", () => this.drop(sessionId, link));
-    ws.addEventListener("error", () => this.drop(sessionId, link));
-    this.sweepLater();
-  }
-
-  private onMessage(sessionId: string, link: Link, message: LinkToAgent | undefined): void {
+  /** An ack settles the link's batch; a frame from the session is handed on and answered on the link. */
+  private onMessage(sessionId: string, ws: WebSocket, data: string): void {
+    const message = linkToAgent(data);
     if (!message) return;
-    link.used = true;
-    if (message.t === "ack") {
-      this.batches.answer(link, null);
-      return;
-    }
-    const n = message.n;
-    const reply = (answer: Parameters<typeof encodeLink>[0]) => {
-      try {
-        link.ws.send(encodeLink(answer));
-      } catch {
-        // the link is closing: the session fails the frame and tries again by RPC
-      }
-    };
-    link.handing++;
+    const frame = this.timer.after(() => this.channel.fromAcceptor(ws, message));
+    if (!frame) return;
     this.ports.waitUntil(
-      this.ports
-        .toAgent(sessionId, message.frame, n)
-        .finally(() => link.handing--)
-        .then(
-          (delivered) => reply({ t: "sent", n, delivered }),
-          (error: unknown) => {
-            log("warn", "agent.link_frame_failed", "a frame from a session's link failed", { sessionId }, error);
-            reply({ t: "failed", n });
-          },
-        ),
+      this.ports.toAgent(sessionId, frame.frame, frame.n).then(
+        (delivered) => this.channel.handedOn(ws, frame.n, delivered),
+        (error: unknown) => {
+          log("warn", "agent.link_frame_failed", "a frame from a session's link failed", { sessionId }, error);
+          this.channel.handedOn(ws, frame.n, "failed");
+        },
+      ),
     );
-  }
-
-  /** The link is gone: a batch on it failed (the caller's RPC path and the outbox take over). */
-  private drop(sessionId: string, link: Link): void {
-    if (this.links.get(sessionId) === link) this.links.delete(sessionId);
-    this.batches.close(link, "the link closed");
-    closeQuietly(link.ws, CLOSE.normal, "link closed");
-  }
-
-  /** Closes every link (its batch in flight, if any, fails). */
-  closeAll(): void {
-    for (const [sessionId, link] of this.links) this.drop(sessionId, link);
   }
 
   /** Closes links that carried nothing since the last sweep, so an idle object can hibernate. */
@@ -252,21 +206,7 @@ export class SessionLinks {
     this.sweeping = true;
     setTimeout(() => {
       this.sweeping = false;
-      for (const [sessionId, link] of this.links) {
-        if (link.used || this.batches.has(link) || link.handing > 0 || this.ports.keep?.(sessionId)) link.used = false;
-        else this.drop(sessionId, link);
-      }
-      if (this.links.size > 0) this.sweepLater();
+      if (this.timer.after(() => this.channel.sweep((sessionId) => this.ports.keep?.(sessionId) ?? false))) this.sweepLater();
     }, this.ports.idleMs);
   }
-}
-
-/** How much frame text a batch carries (its items' `text`). */
-function textLength(items: unknown[]): number {
-  let total = 0;
-  for (const item of items) {
-    const text = typeof item === "object" && item !== null ? (item as { text?: unknown }).text : undefined;
-    if (typeof text === "string") total += text.length;
-  }
-  return total;
 }

@@ -5,11 +5,14 @@
 // `failed`. A frame whose answer is lost with the link is handed to `toAgent`'s RPC path once.
 // The edge's links (opened by worker/agent-connection.ts) carry the agent's frames in, and the
 // session's answers to the agent's requests out, answered the same way (decision 0034).
+// A shell over protocol/object-channel.ts (the acceptor's end), which decides; here are the sockets
+// (found by tag, so they outlive a hibernation) and the one timer.
 
-import { type LinkToSession, encodeLink } from "../../protocol/agent-link-wire";
+import type { LinkToSession } from "../../protocol/agent-link-wire";
+import { type FrameOutcome, ObjectChannel } from "../../protocol/object-channel";
 import type { ToAgent } from "../agent/contract";
-import { CLOSE, closeQuietly } from "../../core/close-codes";
-import { Pending } from "../pending";
+import { channelSocketPort } from "../channel-socket";
+import { DeadlineTimer } from "../pending";
 
 const AGENT_LINK_TAG = "agent-link";
 /**
@@ -20,7 +23,7 @@ const AGENT_LINK_TAG = "agent-link";
 const ANSWER_TIMEOUT_MS = 30_000;
 
 /** How a frame sent on the link ended: it reached the agent, it did not, or the link or the AgentObject failed it. */
-export type LinkOutcome = "delivered" | "undelivered" | "failed";
+export type LinkOutcome = FrameOutcome;
 
 /** The tag of the edge's links (session-object.ts `acceptEdgeLink`): batches in, answers to the agent's requests out. */
 export const EDGE_LINK_TAG = "edge-link";
@@ -37,17 +40,26 @@ export function isLinkAttachment(attachment: unknown): boolean {
 }
 
 export class AgentSocket {
-  /** Frames sent on a link and not answered yet, by key, with the link each went on (one timer for all). */
-  private readonly awaiting = new Pending<number, WebSocket, LinkOutcome>(ANSWER_TIMEOUT_MS);
+  /** The acceptor's end of the links (protocol/object-channel.ts): the frames sent on them and not answered yet. */
+  private readonly channel: ObjectChannel<WebSocket>;
+  private readonly timer: DeadlineTimer;
 
-  constructor(private readonly ctx: DurableObjectState) {}
+  constructor(private readonly ctx: DurableObjectState) {
+    const channel = (this.channel = new ObjectChannel<WebSocket>(
+      channelSocketPort(), // the AgentObject and the edge open the links
+      { timeoutMs: ANSWER_TIMEOUT_MS, overdueDropsLink: false },
+    ));
+    this.timer = new DeadlineTimer(
+      () => channel.nextDeadline(),
+      (now) => channel.tick(now),
+    );
+  }
 
   /** A new link from the AgentObject; an older one (from an instance before) is closed. */
   accept(server: WebSocket): void {
-    for (const old of this.ctx.getWebSockets(AGENT_LINK_TAG)) {
-      this.lost(old);
-      closeQuietly(old, CLOSE.normal, "replaced by a newer link");
-    }
+    this.timer.after(() => {
+      for (const old of this.ctx.getWebSockets(AGENT_LINK_TAG)) this.channel.drop(old, "replaced by a newer link");
+    });
     this.ctx.acceptWebSocket(server, [AGENT_LINK_TAG]);
     server.serializeAttachment({ link: "agent" });
   }
@@ -61,27 +73,24 @@ export class AgentSocket {
   send(frame: ToAgent, n: number, settle: (outcome: LinkOutcome) => void, edge = false): boolean {
     const ws = this.ctx.getWebSockets(edge ? EDGE_LINK_TAG : AGENT_LINK_TAG).at(-1);
     if (!ws) return false;
-    try {
-      ws.send(encodeLink({ t: "toAgent", n, frame }));
-    } catch {
-      return false; // closing: its close event follows
-    }
     let done!: () => void;
-    this.ctx.waitUntil(new Promise<void>((resolve) => (done = resolve)));
-    this.awaiting.add(n, ws, (outcome) => {
-      done();
-      settle(outcome.kind === "answered" ? outcome.value : "failed");
-    });
-    return true;
+    const sent = this.timer.after(() =>
+      this.channel.send(ws, n, frame, Date.now(), (outcome) => {
+        done();
+        settle(outcome);
+      }),
+    );
+    if (sent) this.ctx.waitUntil(new Promise<void>((resolve) => (done = resolve)));
+    return sent;
   }
 
   /** The AgentObject's answer to a frame sent on the link (one sent by an instance before this one is ignored). */
   answered(message: Extract<LinkToSession, { t: "sent" | "failed" }>): void {
-    this.awaiting.answer(message.n, message.t === "failed" ? "failed" : message.delivered ? "delivered" : "undelivered");
+    this.timer.after(() => this.channel.answered(message));
   }
 
   /** The link closed: what was sent on it and not answered failed, oldest first (the caller tries again, in order). */
   lost(ws: WebSocket): void {
-    this.awaiting.close(ws, "the agent link closed");
+    this.timer.after(() => this.channel.lost(ws, "the agent link closed"));
   }
 }

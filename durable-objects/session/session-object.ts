@@ -352,7 +352,7 @@ export class SessionObject extends DurableObject<Env> implements SessionContract
     // SAFETY: batches come only from the AgentObject and the edge's agent connection, which send FromAgent items.
     this.fromAgentBatch(message.items as FromAgent[]);
     // Held by the output gate until what the batch wrote commits, exactly as an RPC's return.
-    if (ack) ws.send(encodeLink({ t: "ack" }));
+    if (ack) ws.send(encodeLink({ t: "ack", n: message.n }));
   }
 
   // ── messages from a client (through the edge Worker, which already checked the frame) ────────

@@ -10,12 +10,12 @@ const frameNumber = fc.maxSafeInteger();
 /** A JSON value as JSON gives it back (-0 is sent as 0). */
 const json = fc.jsonValue().map((value) => JSON.parse(JSON.stringify(value)) as unknown);
 const toSession: fc.Arbitrary<LinkToSession> = fc.oneof(
-  fc.record({ t: fc.constant("batch" as const), items: fc.array(json) }),
+  fc.record({ t: fc.constant("batch" as const), n: frameNumber, items: fc.array(json) }, { requiredKeys: ["t", "items"] }),
   fc.record({ t: fc.constant("sent" as const), n: frameNumber, delivered: fc.boolean() }),
   fc.record({ t: fc.constant("failed" as const), n: frameNumber }),
 );
 const toAgent: fc.Arbitrary<LinkToAgent> = fc.oneof(
-  fc.constant({ t: "ack" as const }),
+  fc.record({ t: fc.constant("ack" as const), n: frameNumber }, { requiredKeys: ["t"] }),
   fc.record({ t: fc.constant("toAgent" as const), n: frameNumber, frame: fc.dictionary(fc.string(), json) }),
 );
 
@@ -25,7 +25,8 @@ function expectedToSession(value: unknown): LinkToSession | undefined {
   const m = value as Record<string, unknown>;
   switch (m.t) {
     case "batch":
-      return Array.isArray(m.items) ? { t: "batch", items: m.items } : undefined;
+      if (!Array.isArray(m.items) || !(m.n === undefined || typeof m.n === "number")) return undefined;
+      return typeof m.n === "number" ? { t: "batch", n: m.n, items: m.items } : { t: "batch", items: m.items };
     case "sent":
       return typeof m.n === "number" && typeof m.delivered === "boolean" ? { t: "sent", n: m.n, delivered: m.delivered } : undefined;
     case "failed":
@@ -38,7 +39,8 @@ function expectedToSession(value: unknown): LinkToSession | undefined {
 function expectedToAgent(value: unknown): LinkToAgent | undefined {
   if (typeof value !== "object" || value === null || Array.isArray(value)) return undefined;
   const m = value as Record<string, unknown>;
-  if (m.t === "ack") return { t: "ack" };
+  if (m.t === "ack" && typeof m.n === "number") return { t: "ack", n: m.n };
+  if (m.t === "ack") return m.n === undefined ? { t: "ack" } : undefined;
   if (m.t === "toAgent" && typeof m.n === "number" && typeof m.frame === "object" && m.frame !== null) {
     return { t: "toAgent", n: m.n, frame: m.frame };
   }
@@ -74,6 +76,7 @@ describe("agent link wire: round trip", () => {
 
   it("every message the session sends decodes, at the AgentObject, to itself", () => {
     expect(linkToAgent(encodeLink({ t: "ack" }))).toEqual({ t: "ack" });
+    expect(linkToAgent(encodeLink({ t: "ack", n: 3 }))).toEqual({ t: "ack", n: 3 });
     const frame = { type: "response", epoch: 1, id: "perm-1", result: { outcome: { outcome: "selected", optionId: "allow" } } };
     expect(linkToAgent(encodeLink({ t: "toAgent", n: 7, frame }))).toEqual({ t: "toAgent", n: 7, frame });
     fc.assert(
@@ -140,6 +143,7 @@ describe("agent link wire: anything else", () => {
     ["items missing", '{"t":"batch"}'],
     ["items an object", '{"t":"batch","items":{"0":1}}'],
     ["items a string", '{"t":"batch","items":"[]"}'],
+    ["a batch's n a string", '{"t":"batch","n":"1","items":[]}'],
     ["an array", '[{"t":"ack"}]'],
     ["null", "null"],
     ["a number", "1"],
@@ -162,6 +166,7 @@ describe("agent link wire: anything else", () => {
     ["null", "null"],
     ["a JSON-RPC frame (what a client is sent)", '{"jsonrpc":"2.0","method":"session/update","params":{}}'],
     ["t of another case", '{"t":"Ack"}'],
+    ["an ack's n a string", '{"t":"ack","n":"1"}'],
     ["not JSON", "ack"],
   ])("the AgentObject reads nothing from %s", (_, text) => {
     expect(linkToAgent(text)).toBeUndefined();
@@ -185,6 +190,13 @@ describe("agent link wire: a batch's frame texts travel after its header, not es
         expect(linkToSession(encodeLink({ t: "batch", items }))).toEqual({ t: "batch", items });
       }),
     );
+  });
+
+  it("a numbered batch keeps its number beside the moved texts; one of the deploy before (no number) writes the bytes it wrote then", () => {
+    const items = [{ kind: "frame", seq: 1, text: "{}" }];
+    expect(linkToSession(encodeLink({ t: "batch", n: 4, items }))).toEqual({ t: "batch", n: 4, items });
+    expect(encodeLink({ t: "batch", items })).toBe('{"t":"batch","items":[{"kind":"frame","seq":1}],"moved":[0]}\u0000{}');
+    expect(encodeLink({ t: "ack" })).toBe('{"t":"ack"}');
   });
 
   it("a frame's JSON follows the header byte for byte, never escaped into a string", () => {
