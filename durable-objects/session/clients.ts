@@ -4,6 +4,7 @@
 // What goes over these sockets, and how it is marked, is protocol/session-wire.ts.
 
 import { type ClientAttachment, packFrames, rewritable } from "../../protocol/session-wire";
+import { type PeerView, clientDisconnectedUpdate, peerView, resolvedInPrShape } from "../../protocol/session-attach";
 import { stage } from "../../protocol/stage-timing";
 import { StreamRing } from "../../protocol/stream-ring";
 import { RetainedStreams } from "./retained-streams";
@@ -94,6 +95,35 @@ export class AttachedClients {
     const ws = this.byConnection(connId);
     if (ws) send(ws, text);
     else this.retained.stamp(connId, text);
+  }
+
+  /**
+   * A frame of the permission machine's (permission-lifecycle.ts `clients.send`): sent as it is, and
+   * a resolution also in the PR's shape to a client that came by `session/attach` (decision 0054).
+   */
+  sendForMachine(ws: WebSocket, text: string): void {
+    send(ws, text);
+    if (!attachmentOf(ws)?.attachedAs) return;
+    const update = resolvedInPrShape(text, (connId) => this.peer(connId));
+    if (update) send(ws, update);
+  }
+
+  /**
+   * A client left (detached, or its socket dropped): the clients that came by `session/attach` get
+   * the PR's `client_disconnected`. Not when the same connection is attached again on another socket
+   * (a second attach or a load replaced this one).
+   */
+  departed(ws: WebSocket, client: ClientAttachment, sessionId: string): void {
+    const others = this.all().filter((o) => o !== ws);
+    if (others.some((o) => attachmentOf(o)?.connId === client.connId)) return;
+    const text = clientDisconnectedUpdate(sessionId, peerView(client), Date.now());
+    for (const o of others) if (attachmentOf(o)?.attachedAs) send(o, text);
+  }
+
+  private peer(connId: string): PeerView | undefined {
+    const ws = this.byConnection(connId);
+    const client = ws ? attachmentOf(ws) : undefined;
+    return client ? peerView(client) : undefined;
   }
 
   list(): ClientAttachment[] {

@@ -63,7 +63,7 @@ import { Notifier } from "./notify";
 import { type PermissionLifecycle, flushAudit, permissionLifecycle } from "./permission-lifecycle";
 import { TenantRules } from "./tenant-rules";
 import { sessionSnapshot } from "./snapshot";
-import { SessionInfo, loadResult } from "./session-info";
+import { SessionInfo, attachAnswer, loadResult } from "./session-info";
 import { TurnControl } from "./turn";
 import { SessionUnindex } from "./unindex";
 import { stage, stageTimingFrom } from "../../protocol/stage-timing";
@@ -258,7 +258,8 @@ export class SessionObject extends DurableObject<Env> implements SessionContract
     // the live fan-out, so the client sees no gap and no duplicate.
     this.ctx.acceptWebSocket(server, clientTags(attach.client.connId));
     server.serializeAttachment(attach.client);
-    if (attach.mode !== "live") {
+    const history = attach.attach?.historyPolicy ?? "full"; // session/attach's (decision 0054); every other mode's is full
+    if (attach.mode !== "live" && history === "full") {
       const tally = new CompactionTally();
       sendPacked(server, tally.count(replayedFrames(this.store.replayable())));
       if (tally.compacted) send(server, tally.notice(meta.sessionId));
@@ -266,7 +267,11 @@ export class SessionObject extends DurableObject<Env> implements SessionContract
     if (attach.mode === "load" && attach.loadRequestId !== undefined) {
       send(server, JSON.stringify(resultResponse(attach.loadRequestId, loadResult(meta))));
     }
-    this.permissions.sendPendingTo(server);
+    if (attach.mode === "attach" && attach.loadRequestId !== undefined) {
+      const turn = this.turnState(attach.client.connId) ?? undefined;
+      send(server, JSON.stringify(resultResponse(attach.loadRequestId, attachAnswer(attach, server, this.clients, this.store, turn))));
+    }
+    if (history !== "none") this.permissions.sendPendingTo(server);
     this.permissions.clientsChanged();
     return new Response(null, { status: 101, webSocket: edge });
   }
@@ -412,6 +417,7 @@ export class SessionObject extends DurableObject<Env> implements SessionContract
       const ring = takeRing(ws);
       if (ring) this.clients.retained.retain(client, ring);
       this.detach(client.connId);
+      if (this.store.meta) this.clients.departed(ws, client, this.store.meta.sessionId);
     } else if (isLinkAttachment(attached)) this.agentSocket.lost(ws);
   }
 
