@@ -543,7 +543,7 @@ export class ClientConnection {
     return existing.then(
       (ws) => {
         this.left.add(ws);
-        ws.close(CLOSE.normal, "re-attached");
+        ws.close(CLOSE.detached, "detached");
       },
       () => undefined,
     );

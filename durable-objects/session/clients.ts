@@ -7,6 +7,7 @@ import { type ClientAttachment, packFrames, rewritable } from "../../protocol/se
 import { type PeerView, clientDisconnectedUpdate, peerView, resolvedInPrShape } from "../../protocol/session-attach";
 import { stage } from "../../protocol/stage-timing";
 import { StreamRing } from "../../protocol/stream-ring";
+import { rank } from "../../protocol/people/roles";
 import { RetainedStreams } from "./retained-streams";
 
 /**
@@ -65,6 +66,21 @@ export function clientOf(attachment: unknown): ClientAttachment | undefined {
   const client = attachment as Partial<ClientAttachment> | null | undefined;
   // SAFETY: only client sockets carry an attachment with a connId (session-object.ts `fetch`).
   return typeof client?.connId === "string" ? (client as ClientAttachment) : undefined;
+}
+
+/**
+ * Who a resuming client is: the edge's word now (key, person), what it could serve and who it said
+ * it was when it first attached, and the lesser of the two roles — one that attached as observer
+ * (session/attach, decision 0054) stays one after a resume.
+ */
+export function resumedClient(now: ClientAttachment, before: ClientAttachment): ClientAttachment {
+  const role = now.role && before.role && rank(before.role) < rank(now.role) ? before.role : now.role;
+  return {
+    ...now,
+    caps: before.caps,
+    ...(role ? { role } : {}),
+    ...(before.attachedAs ? { attachedAs: before.attachedAs } : {}),
+  };
 }
 
 export class AttachedClients {

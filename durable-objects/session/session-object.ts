@@ -40,11 +40,22 @@ import { AGENT_LINK_HEADER, encodeLink, linkToSession } from "../../protocol/age
 import { EDGE_LINK_HEADER } from "../../protocol/agent-edge-wire";
 import { AuditOutbox } from "./audit-outbox";
 import { TurnWatch } from "./turn-watch";
-import { AttachedClients, adoptRing, attachmentOf, clientOf, clientTags, peekRing, send, sendAsIs, sendPacked, takeRing } from "./clients";
+import {
+  AttachedClients,
+  resumedClient,
+  adoptRing,
+  attachmentOf,
+  clientOf,
+  clientTags,
+  peekRing,
+  send,
+  sendAsIs,
+  sendPacked,
+  takeRing,
+} from "./clients";
 import {
   ATTACH_HEADER,
   type AttachRequest,
-  type ClientAttachment,
   RESUMED_CAPS_HEADER,
   RESUME_REFUSED_HEADER,
   attachRequestOf,
@@ -305,7 +316,7 @@ export class SessionObject extends DurableObject<Env> implements SessionContract
     const [edge, server] = [pair[0], pair[1]];
     this.ctx.acceptWebSocket(server, clientTags(connId));
     // Who the client is now (role, person) as the edge says; what it can serve, as it said when it first attached.
-    const client: ClientAttachment = { ...attach.client, caps: resumed.client.caps };
+    const client = resumedClient(attach.client, resumed.client);
     server.serializeAttachment(client);
     adoptRing(server, resumed.ring);
     for (const frame of resumed.frames) sendAsIs(server, frame);
@@ -397,7 +408,7 @@ export class SessionObject extends DurableObject<Env> implements SessionContract
   }
 
   override webSocketClose(ws: WebSocket, code: number): void {
-    this.socketGone(ws);
+    this.socketGone(ws, code === CLOSE.detached);
     closeQuietly(ws, code === CLOSE.noStatus ? CLOSE.normal : code, "closed");
   }
 
@@ -409,13 +420,14 @@ export class SessionObject extends DurableObject<Env> implements SessionContract
    * A client's socket gone detaches it, its stream kept for a resume (decision 0050), unless a resume
    * took it over on another socket; the agent link's gone fails what awaits an answer on it.
    */
-  private socketGone(ws: WebSocket): void {
+  private socketGone(ws: WebSocket, letGo = false): void {
     const attached: unknown = ws.deserializeAttachment();
     const client = clientOf(attached);
     if (client) {
       if (this.resumedAway.delete(ws)) return;
       const ring = takeRing(ws);
-      if (ring) this.clients.retained.retain(client, ring);
+      // A client that let go on purpose (session/detach, decision 0054) has nothing to resume.
+      if (ring && !letGo) this.clients.retained.retain(client, ring);
       this.detach(client.connId);
       if (this.store.meta) this.clients.departed(ws, client, this.store.meta.sessionId);
     } else if (isLinkAttachment(attached)) this.agentSocket.lost(ws);

@@ -289,3 +289,49 @@ describe("session/detach", () => {
     expect(back.result.sessionId).toBe(sessionId);
   });
 });
+
+describe("session/attach and stream/resume", () => {
+  const cursorOf = (m: Json): string => m.params?._meta?.["acp/cursor"] ?? m._meta?.["acp/cursor"];
+  const connectionIdOf = (peer: Peer): string => peer.response.headers.get("Acp-Connection-Id") ?? "";
+  async function resumeOn(key: string, agent: ScriptedAgent, connectionId: string, streams: Record<string, string>) {
+    const peer = await connect(`/acp?agent=${agent.name}`, key);
+    const answer = await peer.request("stream/resume", { connectionId, streams }, "resume");
+    return { peer, answer };
+  }
+
+  it("a client that attached as observer is still one after its dropped socket resumes: its answer is refused -32003", async () => {
+    const t = await seedTenant();
+    const agent = await dialInAgent(t);
+    const { sessionId } = await sessionWaiting(t, agent);
+    const { peer: bob } = await attached(agent, t.clientKey2, {
+      sessionId,
+      role: "observer",
+      historyPolicy: "none",
+      clientInfo: { name: "bob" },
+    });
+    agent.update(sessionId, { sessionUpdate: "agent_message_chunk", content: { type: "text", text: "seen" } });
+    const seen = await bob.next((m) => isUpdate("agent_message_chunk")(m) && m.params.update.content.text === "seen");
+    bob.close(); // the network drops
+    const { peer, answer } = await resumeOn(t.clientKey2, agent, connectionIdOf(bob), { [sessionId]: cursorOf(seen) });
+    expect(answer.result.resumed).toEqual([sessionId]);
+    const copy = await peer.next(isMethod("session/request_permission"));
+    peer.respond(copy.id, { outcome: { outcome: "selected", optionId: "allow" } });
+    const refused = await peer.next((m) => m.error !== undefined);
+    expect(refused.error.code).toBe(-32003);
+  });
+
+  it("a stream let go by session/detach is not kept: a resume of it is refused, never a live stream", async () => {
+    const t = await seedTenant();
+    const agent = await dialInAgent(t);
+    const { sessionId } = await sessionWaiting(t, agent);
+    const { peer: bob } = await attached(agent, t.clientKey2, { sessionId, historyPolicy: "none" });
+    agent.update(sessionId, { sessionUpdate: "agent_message_chunk", content: { type: "text", text: "seen" } });
+    const seen = await bob.next((m) => isUpdate("agent_message_chunk")(m) && m.params.update.content.text === "seen");
+    await bob.request("session/detach", { sessionId }, "detach");
+    bob.close();
+    const { peer, answer } = await resumeOn(t.clientKey2, agent, connectionIdOf(bob), { [sessionId]: cursorOf(seen) });
+    expect(answer.result.resumed).toEqual([]);
+    expect(answer.result.refused).toEqual([{ sessionId, reason: expect.any(String) }]);
+    await peer.next(isMethod("stream/resume_failed"));
+  });
+});
