@@ -329,7 +329,7 @@ export class SessionObject extends DurableObject<Env> implements SessionContract
         params: { sessionId: attach.sessionId, _meta: turnStateMeta(turn) },
       }),
     );
-    resumed.ring.withoutRepeats(() => this.permissions.sendPendingTo(server));
+    resumed.ring.withoutRepeats(() => this.permissions.sendPendingTo(server), attach.resumeFrom);
     this.permissions.clientsChanged();
     return new Response(null, { status: 101, webSocket: edge, headers: { [RESUMED_CAPS_HEADER]: JSON.stringify(client.caps) } });
   }
