@@ -19,11 +19,10 @@ export const ATTACH_METHODS = {
   detach: "session/detach",
 } as const;
 
-export const HISTORY_POLICIES = ["full", "pending_only", "none"] as const;
+const HISTORY_POLICIES = ["full", "pending_only", "none"] as const;
 export type HistoryPolicy = (typeof HISTORY_POLICIES)[number];
 
-export const ATTACH_ROLES = ["controller", "observer"] as const;
-export type AttachRole = (typeof ATTACH_ROLES)[number];
+export type AttachRole = "controller" | "observer";
 
 /** Where `initialize` advertises attach until the PR lands: `agentCapabilities.sessionCapabilities._meta[ATTACH_META]`. */
 export const ATTACH_META = "acp/attach";
