@@ -2,7 +2,15 @@
 // PR #533 updates built from the gateway's own frames.
 import { describe, expect, it } from "vitest";
 import { RpcError } from "../../protocol/jsonrpc";
-import { attachCapability, clientDisconnectedUpdate, peerView, readAttach, resolvedInPrShape } from "../../protocol/session-attach";
+import {
+  attachCapability,
+  attachNotFound,
+  clientDisconnectedUpdate,
+  detachResult,
+  peerView,
+  readAttach,
+  resolvedInPrShape,
+} from "../../protocol/session-attach";
 import type { Role } from "../../core/principal";
 
 const id = () => "given-by-gateway";
@@ -125,5 +133,85 @@ describe("the PR's updates", () => {
       client: { clientId: "c", name: "n" },
       timestamp: "1970-01-01T00:00:00.000Z",
     });
+  });
+});
+
+// The RFD's own examples (docs/rfds/multi-client-session-attach.mdx, PR #533 at 98e098b7), as fixed cases.
+describe("the RFD's examples", () => {
+  const rfdAttach = {
+    jsonrpc: "2.0",
+    id: 5,
+    method: "session/attach",
+    params: {
+      sessionId: "sess_abc123def456",
+      historyPolicy: "full",
+      clientId: "d290f1ee-6c54-4b01-90e6-d701748f0851",
+      clientInfo: { name: "notification-dashboard", version: "1.0.0" },
+    },
+  };
+
+  it("its session/attach request is read as it says: full history, its clientId and clientInfo", () => {
+    expect(readAttach(rfdAttach.params, "member", id)).toEqual({
+      sessionId: "sess_abc123def456",
+      role: "controller",
+      historyPolicy: "full",
+      sessionRole: "member",
+      as: { clientId: "d290f1ee-6c54-4b01-90e6-d701748f0851", name: "notification-dashboard", version: "1.0.0" },
+    });
+  });
+
+  it("its after_message request falls back to full, as it says for a message the proxy does not know", () => {
+    const params = { ...rfdAttach.params, historyPolicy: "after_message", afterMessageId: "ea87d0e7-beb8-484a-a404-94a30b78a5a8" };
+    expect(readAttach(params, "member", id).historyPolicy).toBe("full");
+  });
+
+  it("its permission_resolved fields come out as it shows them (beside ACP's sessionUpdate)", () => {
+    const gateways = JSON.stringify({
+      jsonrpc: "2.0",
+      method: "_acp_gateway/permission_resolved",
+      params: {
+        sessionId: "sess_abc123def456",
+        toolCallId: "call_xyz",
+        outcome: { outcome: "selected", optionId: "allow_once" },
+        chosenOptionId: "allow_once",
+        decidedBy: { type: "person", connectionId: "conn-1", user: "dev" },
+      },
+    });
+    const update = JSON.parse(
+      resolvedInPrShape(gateways, () => ({
+        clientId: "d290f1ee-6c54-4b01-90e6-d701748f0851",
+        name: "notification-dashboard",
+        version: "1.0.0",
+        user: "dev",
+      })) ?? "null",
+    ).params.update;
+    expect(update).toMatchObject({
+      type: "permission_resolved",
+      toolCallId: "call_xyz",
+      chosenOptionId: "allow_once",
+      resolvedBy: { clientId: "d290f1ee-6c54-4b01-90e6-d701748f0851", name: "notification-dashboard", version: "1.0.0" },
+    });
+  });
+
+  it("its client_disconnected fields come out as it shows them", () => {
+    const client = { clientId: "a1b2c3d4-e5f6-7890-abcd-ef1234567890", name: "Claude Code", version: "1.0.0" };
+    const update = JSON.parse(clientDisconnectedUpdate("sess_abc123def456", client, Date.parse("2026-02-18T15:30:00Z"))).params;
+    expect(update).toEqual({
+      sessionId: "sess_abc123def456",
+      update: { sessionUpdate: "client_disconnected", type: "client_disconnected", client, timestamp: "2026-02-18T15:30:00.000Z" },
+    });
+  });
+
+  it("its error codes: not found -32001, not authorised -32002", () => {
+    expect(attachNotFound("sess_abc123def456")).toMatchObject({
+      code: -32001,
+      message: "Session not found",
+      data: { sessionId: "sess_abc123def456" },
+    });
+    expect(refusal({ sessionId: "sess_abc123def456", role: "controller" }, "observer").code).toBe(-32002);
+  });
+
+  it("its detach answer", () => {
+    expect(detachResult("sess_abc123def456")).toEqual({ sessionId: "sess_abc123def456", status: "detached" });
   });
 });
