@@ -43,8 +43,11 @@ export interface AttachAsk {
   as: AttachedAs;
 }
 
-/** Longest `clientId`, `clientInfo.name` or `clientInfo.version` kept (longer is refused: it would be cut silently otherwise). */
-const MAX_FIELD = 128;
+/**
+ * Longest `clientId`, `clientInfo.name` or `clientInfo.version` kept (longer is refused, never cut):
+ * the three sit in the socket's attachment beside the key's label and person, under workerd's 2 KB.
+ */
+const MAX_FIELD = 64;
 
 /** The capability one caller is offered: the roles its key allows, the history policies. */
 export function attachCapability(role: Role | null): { roles: AttachRole[]; historyPolicies: readonly HistoryPolicy[] } {

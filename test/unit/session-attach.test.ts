@@ -72,7 +72,7 @@ describe("readAttach: params", () => {
       { sessionId: 7 },
       { sessionId: "s", historyPolicy: "all" },
       { sessionId: "s", role: "admin" },
-      { sessionId: "s", clientId: "x".repeat(129) },
+      { sessionId: "s", clientId: "x".repeat(65) },
       { sessionId: "s", clientId: 5 },
       { sessionId: "s", clientInfo: { name: "" } },
     ])

@@ -215,7 +215,7 @@ describe("session/attach: hostile and malformed", () => {
     expect(policy.error).toMatchObject({ code: -32602, data: { historyPolicy: "everything" } });
     const role = await peer.request("session/attach", { sessionId, role: "owner" });
     expect(role.error.code).toBe(-32602);
-    const long = await peer.request("session/attach", { sessionId, clientInfo: { name: "x".repeat(129) } });
+    const long = await peer.request("session/attach", { sessionId, clientInfo: { name: "x".repeat(65) } });
     expect(long.error.code).toBe(-32602);
     const noSession = await peer.request("session/attach", { historyPolicy: "none" });
     expect(noSession.error.code).toBe(-32602);
