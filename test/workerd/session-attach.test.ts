@@ -160,10 +160,10 @@ describe("session/attach: first writer wins", () => {
 });
 
 describe("session/attach: roles, never raised by asking", () => {
-  it("an observer key asking for controller gets -32002 and is not attached", async () => {
+  it("an observer key asking for controller gets -32002 and is not attached; attached as observer, its answer is refused -32003", async () => {
     const t = await seedTenant();
     const agent = await dialInAgent(t);
-    const { sessionId } = await sessionWaiting(t, agent);
+    const { alice, sessionId, agentReq } = await sessionWaiting(t, agent);
     const observerKey = await addKey(t.tenantId, "client", "olga", null, { role: "observer", user: "olga" });
     const { peer, answer } = await attached(agent, observerKey, { sessionId, role: "controller", historyPolicy: "none" });
     expect(answer.error).toMatchObject({ code: -32002, data: { role: "controller", yourRole: "observer" } });
@@ -173,6 +173,13 @@ describe("session/attach: roles, never raised by asking", () => {
     agent.update(sessionId, { sessionUpdate: "agent_message_chunk", content: { type: "text", text: "second" } });
     await watcher.peer.next((m) => isUpdate("agent_message_chunk")(m) && m.params.update.content.text === "second");
     expect(peer.unclaimed().filter((m) => m.method === "session/update")).toEqual([]);
+    const asking = await attached(agent, observerKey, { sessionId, historyPolicy: "pending_only" });
+    const copy = await asking.peer.next(isMethod("session/request_permission"));
+    asking.peer.respond(copy.id, { outcome: { outcome: "selected", optionId: "allow" } });
+    expect((await asking.peer.next((m) => m.error !== undefined)).error.code).toBe(-32003);
+    // The refusal is the session's judgement of the answer: after it, alice's barrier finds nothing sent on.
+    await barrier(alice, agent, sessionId);
+    expect(agent.peer.unclaimed().filter((m) => m.id === agentReq)).toEqual([]);
   });
 
   it("a key that drives may attach as observer: its answer is refused -32003 and the request stays pending; its prompt is refused", async () => {
