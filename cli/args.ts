@@ -161,11 +161,14 @@ Relays newline-delimited JSON-RPC between stdin/stdout and the gateway's /acp We
 (wss:// for https URLs). --agent (or ACP_GATEWAY_AGENT) names the gateway agent; without it the
 tenant's default agent is used. A client key is needed.
 
-When the connection drops it reconnects with backoff (up to 10 s between attempts), initializes
-again, and re-attaches every session with session/load: the gateway replays the session, the
-bridge skips what the editor already has and passes on what it missed and any permission request
-still waiting. Requests in flight when the connection dropped are answered with an error (-32603),
-and permission dialogs of the old connection are withdrawn with $/cancel_request.
+When the connection drops it reconnects with backoff (up to 10 s between attempts) and resumes each
+session's stream where it left off (stream/resume with the last cursor seen): the gateway sends only
+what the editor missed, the permission requests still waiting, and the answers to the editor's
+session requests that were in flight, which wait for them. A session the gateway can no longer
+resume (it restarted, or more than 30 s passed) is re-attached with session/load: the gateway
+replays it and the bridge skips what the editor already has; requests in flight on it, and the
+connection's own (initialize, session/new, session/list…), are answered with an error (-32603).
+Permission dialogs of the old connection are withdrawn with $/cancel_request (they come again).
 A refused key (HTTP 401/403, or close code 4401) ends the bridge with exit code 2.`,
   agent: `acp-gateway agent — connect any stdio ACP agent to the gateway as a dial-in cloud agent
 

@@ -3,10 +3,13 @@
 // - ids of requests the gateway sends to the editor are the bridge's own, so a reconnected socket
 //   (whose ids start again) never answers the wrong dialog;
 // - when the socket drops, requests in flight get an error and open dialogs are withdrawn;
-// - after reconnecting it initializes again and re-attaches every session with session/load. The
-//   gateway replays each session's log in order; the bridge skips as many replayed frames as it had
-//   delivered (and the echo of this editor's own prompts, which it never delivered), passes on the
-//   rest — what was missed — and then the permission requests still waiting.
+// - after reconnecting it first resumes each session's stream where it left off (`stream/resume` with
+//   the last cursor it saw of each, decision 0050): the gateway sends only what was missed, the
+//   requests still waiting, and the answers to the editor's session requests that were in flight
+//   (which therefore wait instead of failing). A session it cannot resume (the gateway no longer holds
+//   the stream) falls back to session/load: the gateway replays the session's log in order, and the
+//   bridge skips as many replayed frames as it had delivered (and the echo of this editor's own
+//   prompts, which it never delivered), passes on the rest, then the permission requests still waiting.
 
 import type { WebSocket } from "ws";
 import { webSocketUrl } from "./args.ts";
@@ -27,7 +30,23 @@ interface SessionState {
   delivered: number;
   /** While re-attaching: how many replayed frames are still to be skipped. */
   skipping: number;
+  /** The last stream cursor seen on a frame of this session (`_meta["acp/cursor"]`): where a resume starts. */
+  cursor?: string;
 }
+
+/** Requests the gateway's edge answers itself: their answers are not in any session's stream, so a drop fails them. */
+const EDGE_ANSWERED = new Set([
+  "initialize",
+  "authenticate",
+  "logout",
+  "session/new",
+  "session/load",
+  "session/resume",
+  "session/list",
+  "session/close",
+  "session/attach",
+  "session/detach",
+]);
 
 const INTERNAL = "acp-gateway-cli:";
 /** How long a bridge that cannot connect waits for the editor's first request, to answer it with the reason. */
@@ -40,6 +59,12 @@ export async function runClient(opts: { url: URL; key: string; agent: string | u
   let socket: WebSocket | undefined;
   let generation = 0;
   let everConnected = false;
+  /** The connection the gateway knows this bridge as: the first socket's, kept by every resume. */
+  let connectionId: string | null = null;
+  /** The current socket's own connection id: what the bridge is known as when a resume fails. */
+  let socketConnectionId: string | null = null;
+  /** While a resume is under way: the editor's messages wait for its answer (the resume must be the socket's first frame). */
+  let resuming = false;
   let initParams: Json | undefined;
   const pendingToGateway: string[] = [];
   const sessions = new Map<string, SessionState>();
@@ -58,7 +83,7 @@ export async function runClient(opts: { url: URL; key: string; agent: string | u
   let onEditorRequest: () => void = () => undefined;
 
   const send = (text: string) => {
-    if (socket && socket.readyState === socket.OPEN) socket.send(text);
+    if (socket && socket.readyState === socket.OPEN && !resuming) socket.send(text);
     else pendingToGateway.push(text);
   };
 
@@ -116,9 +141,16 @@ export async function runClient(opts: { url: URL; key: string; agent: string | u
       onInternalAnswer(message);
       return;
     }
+    if (message.method === "stream/resumed" || message.method === "stream/resume_failed") {
+      // The transport's own word, for this bridge: the editor did not ask to resume anything.
+      if (message.method === "stream/resume_failed")
+        log(`session ${message.params?.sessionId} could not be resumed (${message.params?.reason}); loading it again`);
+      return;
+    }
     if (message.method === undefined && message.id !== undefined && message.id !== null) {
       const key = JSON.stringify(message.id);
       const request = inflight.get(key);
+      noteCursor(request?.params?.sessionId, message._meta);
       inflight.delete(key);
       if (request?.method === "session/new" && typeof message.result?.sessionId === "string")
         track(message.result.sessionId, request.params);
@@ -146,6 +178,7 @@ export async function runClient(opts: { url: URL; key: string; agent: string | u
       return;
     }
     const sessionId = message.params?.sessionId;
+    noteCursor(sessionId, message.params?._meta);
     const session = typeof sessionId === "string" ? sessions.get(sessionId) : undefined;
     if (session && isReplayable(message)) {
       if (isOwnEcho(message)) return; // the editor shows its own prompt already
@@ -156,6 +189,13 @@ export async function runClient(opts: { url: URL; key: string; agent: string | u
       session.delivered += 1;
     }
     toEditor(message);
+  }
+
+  /** The newest cursor of a session's stream, from a frame of it (`_meta` of its params, or of a response's envelope). */
+  function noteCursor(sessionId: unknown, meta: unknown): void {
+    const session = typeof sessionId === "string" ? sessions.get(sessionId) : undefined;
+    const cursor = meta && typeof meta === "object" ? (meta as Json)["acp/cursor"] : undefined;
+    if (session && typeof cursor === "string") session.cursor = cursor;
   }
 
   function isReplayable(message: Json): boolean {
@@ -172,6 +212,7 @@ export async function runClient(opts: { url: URL; key: string; agent: string | u
 
   function onInternalAnswer(message: Json): void {
     const [, kind, sessionId] = String(message.id).split(":");
+    if (kind === "resume") return resumeAnswered(message);
     if (kind === "load" && sessionId) {
       const session = sessions.get(sessionId);
       if (session) session.skipping = 0;
@@ -191,12 +232,53 @@ export async function runClient(opts: { url: URL; key: string; agent: string | u
     const gen = generation;
     socket = result.socket;
     if (result.connectionId) ownConnections.add(result.connectionId);
+    socketConnectionId = result.connectionId;
     log(`connected to ${target}${everConnected ? " again" : ""}`);
     socket.on("message", (data) => onGatewayFrame(String(data), gen));
     socket.on("close", (code, reason) => onClosed(gen, code, reason.toString()));
-    if (everConnected) reattach();
+    const resumable = everConnected ? streamsToResume() : {};
+    if (connectionId !== null && Object.keys(resumable).length > 0) {
+      resuming = true;
+      socket.send(
+        JSON.stringify({ jsonrpc: "2.0", id: `${INTERNAL}resume`, method: "stream/resume", params: { connectionId, streams: resumable } }),
+      );
+    } else {
+      connectionId = result.connectionId;
+      if (everConnected) reattach();
+      flushToGateway();
+    }
     everConnected = true;
-    for (const text of pendingToGateway.splice(0)) socket.send(text);
+  }
+
+  function flushToGateway(): void {
+    for (const text of pendingToGateway.splice(0)) socket?.send(text);
+  }
+
+  /** Each session's last cursor, for the sessions whose stream can be resumed. */
+  function streamsToResume(): Record<string, string> {
+    const streams: Record<string, string> = {};
+    for (const [sessionId, session] of sessions) if (session.cursor !== undefined) streams[sessionId] = session.cursor;
+    return streams;
+  }
+
+  /**
+   * The resume's answer: the socket goes on as the old connection for the sessions resumed (their
+   * missed frames came, or come, with their cursors: all new to the editor). The others are loaded
+   * again; with none resumed, the socket is a new connection and initializes first.
+   */
+  function resumeAnswered(message: Json): void {
+    resuming = false;
+    const resumed = new Set<string>(Array.isArray(message.result?.resumed) ? message.result.resumed : []);
+    if (resumed.size > 0 && typeof message.result?.connectionId === "string") {
+      log(`resumed ${resumed.size} session stream${resumed.size === 1 ? "" : "s"} without a replay`);
+      reattach((sessionId) => !resumed.has(sessionId), false);
+    } else {
+      log(`the gateway could not resume: ${message.error?.message ?? "no stream resumed"}; loading the sessions again`);
+      connectionId = socketConnectionId;
+      reattach(() => true, true);
+    }
+    failInflight((request) => !(typeof request.params.sessionId === "string" && resumed.has(request.params.sessionId)));
+    flushToGateway();
   }
 
   /**
@@ -233,18 +315,14 @@ export async function runClient(opts: { url: URL; key: string; agent: string | u
       return;
     }
     log(`the connection to the gateway dropped (${code}${reason ? ` ${reason}` : ""}); reconnecting`);
-    // Nothing waits forever: requests in flight fail, dialogs of the old connection close.
-    for (const request of inflight.values()) {
-      toEditor({
-        jsonrpc: "2.0",
-        id: request.id,
-        error: {
-          code: ErrorCode.internalError,
-          message: `The connection to the gateway dropped while ${request.method} was in flight; the bridge is reconnecting`,
-        },
-      });
-    }
-    inflight.clear();
+    // Nothing waits forever: requests whose answer no resume can bring fail now (the rest once the
+    // resume says whether their session's stream came back); dialogs of the old connection close.
+    const streams = streamsToResume();
+    resuming = false;
+    failInflight(
+      (request) =>
+        EDGE_ANSWERED.has(request.method) || typeof request.params.sessionId !== "string" || !(request.params.sessionId in streams),
+    );
     for (const [editorId, r] of toEditorRequests) {
       if (r.generation !== gen) continue;
       toEditorRequests.delete(editorId);
@@ -254,9 +332,28 @@ export async function runClient(opts: { url: URL; key: string; agent: string | u
     void connect();
   }
 
-  function reattach(): void {
-    if (initParams) socket?.send(JSON.stringify({ jsonrpc: "2.0", id: `${INTERNAL}init`, method: "initialize", params: initParams }));
+  function failInflight(which: (request: { id: Id; method: string; params: Json }) => boolean): void {
+    for (const [key, request] of inflight) {
+      if (!which(request)) continue;
+      inflight.delete(key);
+      toEditor({
+        jsonrpc: "2.0",
+        id: request.id,
+        error: {
+          code: ErrorCode.internalError,
+          message: `The connection to the gateway dropped while ${request.method} was in flight; the bridge is reconnecting`,
+        },
+      });
+    }
+  }
+
+  /** Loads again the sessions `which` names (after initialize, for a socket that is a new connection). */
+  function reattach(which: (sessionId: string) => boolean = () => true, initialize = true): void {
+    if (initialize && initParams)
+      socket?.send(JSON.stringify({ jsonrpc: "2.0", id: `${INTERNAL}init`, method: "initialize", params: initParams }));
     for (const [sessionId, session] of sessions) {
+      if (!which(sessionId)) continue;
+      session.cursor = undefined; // a load opens a new stream: its cursors come with its frames
       session.skipping = session.delivered;
       socket?.send(
         JSON.stringify({

@@ -51,12 +51,26 @@ import { servedCapabilities } from "../protocol/served-capabilities";
 import { ConnectionMetrics } from "./connection-metrics";
 import { log } from "../core/log";
 import { STREAM_METHODS, TRANSPORT_META } from "../protocol/stream-cursor";
+import {
+  ATTACH_META,
+  ATTACH_METHODS,
+  type AttachAsk,
+  attachCapability,
+  attachNotFound,
+  detachResult,
+  detachedError,
+  readAttach,
+} from "../protocol/session-attach";
 
 /** WebSocket close code for a protocol violation (RFC 6455). */
 
 export class ClientConnection {
   /** Attached sessions; a promise while attaching, so later messages wait their turn in order. */
   private readonly sessions = new Map<string, Promise<WebSocket>>();
+  /** Sessions this connection left by `session/detach`: not attached again by a message naming them, only by attach or load. */
+  private readonly detached = new Set<string>();
+  /** Session sockets this connection let go: a frame still in flight on one is not the client's any more. */
+  private readonly left = new WeakSet<WebSocket>();
   /** This connection's ids for requests the sessions sent to the client. */
   private readonly ids = new ConnectionIds();
   private caps: ClientAttachment["caps"] = { readTextFile: false, writeTextFile: false, terminal: false };
@@ -123,7 +137,7 @@ export class ClientConnection {
 
   /** Leaves one session; the session goes on for its other clients. */
   detach(sessionId: string): void {
-    this.detachSession(sessionId);
+    void this.detachSession(sessionId);
   }
 
   /** A revoked or expired key, or a disabled tenant, ends the connection within one interval. */
@@ -218,6 +232,10 @@ export class ClientConnection {
         return this.reply(resultResponse(id, await this.listSessions(params)));
       case AGENT_METHODS.sessionClose:
         return this.closeSession(id, params);
+      case ATTACH_METHODS.attach:
+        return this.attachByRequest(id, params);
+      case ATTACH_METHODS.detach:
+        return this.detachByRequest(id, params);
     }
     const sessionId = sessionIdOf(message);
     if (sessionId === undefined) {
@@ -334,7 +352,7 @@ export class ClientConnection {
       agentCapabilities: {
         ...served,
         loadSession: true,
-        sessionCapabilities: { ...(isObject(served.sessionCapabilities) ? served.sessionCapabilities : {}), delete: {} },
+        sessionCapabilities: sessionCapabilities(served.sessionCapabilities, this.principal.role),
       },
       authMethods: [],
       agentInfo: info?.agentInfo ?? { name: this.agent },
@@ -376,8 +394,34 @@ export class ClientConnection {
       const answer = await this.openThroughAgent(AGENT_METHODS.sessionLoad, params);
       if (answer.error !== undefined) return this.reply({ ...answer, id });
     }
-    this.detachSession(sessionId);
+    void this.detachSession(sessionId);
+    this.detached.delete(sessionId);
     await this.attach(sessionId, "load", id);
+  }
+
+  /**
+   * `session/attach` (the draft RFD, PR #533; decision 0054): beside session/load, for a live session
+   * of this tenant. The role asked is checked against the key's (readAttach: never raised); the session
+   * replays what `historyPolicy` says, answers, re-sends what waits unless `none`, then streams live —
+   * in one step of its own. A second attach replaces the first, as a second load does.
+   */
+  private async attachByRequest(id: JsonRpcId, params: unknown): Promise<void> {
+    const ask = readAttach(params, this.principal.role, () => crypto.randomUUID());
+    if (!(await this.sessionIndexed(ask.sessionId))) throw attachNotFound(ask.sessionId);
+    void this.detachSession(ask.sessionId);
+    this.detached.delete(ask.sessionId);
+    await this.attach(ask.sessionId, "attach", id, ask).catch(() => {
+      throw attachNotFound(ask.sessionId);
+    });
+  }
+
+  /** `session/detach`: this client stops receiving the session; the session and its other clients go on. */
+  private async detachByRequest(id: JsonRpcId, params: unknown): Promise<void> {
+    const sessionId = sessionIdParam(ATTACH_METHODS.detach, params);
+    if (!this.sessions.has(sessionId) && !(await this.sessionIndexed(sessionId))) throw attachNotFound(sessionId);
+    await this.detachSession(sessionId);
+    this.detached.add(sessionId);
+    this.reply(resultResponse(id, detachResult(sessionId)));
   }
 
   private async resumeSession(id: JsonRpcId, params: unknown): Promise<void> {
@@ -391,7 +435,7 @@ export class ClientConnection {
   private async closeSession(id: JsonRpcId, params: unknown): Promise<void> {
     const sessionId = sessionIdParam("session/close", params);
     if (!this.sessions.has(sessionId) && !(await this.sessionIndexed(sessionId))) throw RpcError.sessionNotFound(sessionId);
-    this.detachSession(sessionId);
+    void this.detachSession(sessionId);
     this.reply(resultResponse(id, {}));
   }
 
@@ -424,6 +468,7 @@ export class ClientConnection {
   private session(sessionId: string): Promise<WebSocket> {
     const existing = this.sessions.get(sessionId);
     if (existing) return existing;
+    if (this.detached.has(sessionId)) return Promise.reject(detachedError(sessionId));
     const attaching = this.sessionIndexed(sessionId).then((found) => {
       if (!found) {
         this.sessions.delete(sessionId);
@@ -436,8 +481,8 @@ export class ClientConnection {
     return attaching;
   }
 
-  private attach(sessionId: string, mode: AttachRequest["mode"], loadRequestId?: JsonRpcId): Promise<WebSocket> {
-    const attaching = this.connectSession(sessionId, mode, loadRequestId);
+  private attach(sessionId: string, mode: AttachRequest["mode"], loadRequestId?: JsonRpcId, ask?: AttachAsk): Promise<WebSocket> {
+    const attaching = this.connectSession(sessionId, mode, loadRequestId, undefined, ask);
     this.sessions.set(sessionId, attaching);
     attaching.catch(() => this.sessions.delete(sessionId));
     return attaching;
@@ -448,6 +493,7 @@ export class ClientConnection {
     mode: AttachRequest["mode"],
     loadRequestId?: JsonRpcId,
     resumeFrom?: string,
+    ask?: AttachAsk,
   ): Promise<WebSocket> {
     const attach: AttachRequest = {
       tenantId: this.principal.tenantId,
@@ -455,14 +501,17 @@ export class ClientConnection {
       mode,
       ...(loadRequestId !== undefined ? { loadRequestId } : {}),
       ...(resumeFrom !== undefined ? { resumeFrom } : {}),
+      ...(ask ? { attach: { historyPolicy: ask.historyPolicy, role: ask.role } } : {}),
       client: {
         connId: this.connId,
         keyId: this.principal.keyId,
         user: this.principal.label,
         ...(this.principal.person ? { person: { issuer: this.principal.person.issuer, subject: this.principal.person.subject } } : {}),
-        role: this.principal.role ?? "observer",
+        // session/attach as observer: an observer in this session, whatever the key may (decision 0054).
+        role: ask?.sessionRole ?? this.principal.role ?? "observer",
         caps: this.caps,
         attachedAt: Date.now(),
+        ...(ask ? { attachedAs: ask.as } : {}),
       },
     };
     const stub = this.objects.session(this.principal.tenantId, sessionId);
@@ -478,7 +527,7 @@ export class ClientConnection {
     if (caps) this.caps = JSON.parse(caps) as ClientAttachment["caps"];
     ws.accept();
     ws.addEventListener("message", (event) => {
-      if (typeof event.data === "string") this.onSessionFrame(sessionId, event.data);
+      if (typeof event.data === "string" && !this.left.has(ws)) this.onSessionFrame(sessionId, event.data);
     });
     ws.addEventListener("close", (event) => this.onSessionLost(sessionId, ws, event.code));
     ws.addEventListener("error", () => this.onSessionLost(sessionId, ws));
@@ -486,11 +535,18 @@ export class ClientConnection {
     return ws;
   }
 
-  private detachSession(sessionId: string): void {
+  /** Lets go of the session's socket (settles once it is let go); what it still carries is dropped. */
+  private detachSession(sessionId: string): Promise<void> {
     const existing = this.sessions.get(sessionId);
-    if (!existing) return;
+    if (!existing) return Promise.resolve();
     this.sessions.delete(sessionId);
-    void existing.then((ws) => ws.close(CLOSE.normal, "re-attached")).catch(() => undefined);
+    return existing.then(
+      (ws) => {
+        this.left.add(ws);
+        ws.close(CLOSE.detached, "detached");
+      },
+      () => undefined,
+    );
   }
 
   /** A session socket that drops under a live client loses messages: the client must reconnect and load. */
@@ -646,6 +702,13 @@ function resumeRequest(params: unknown): { connectionId: string; streams: Record
     cursors[sessionId] = cursor;
   }
   return { connectionId: params.connectionId, streams: cursors };
+}
+
+/** What `initialize` says of sessions: the agent's served capabilities, delete, and attach under `_meta` until PR #533 lands (decision 0054). */
+function sessionCapabilities(served: unknown, role: Principal["role"]): Record<string, unknown> {
+  const agents = isObject(served) ? served : {};
+  const meta = isObject(agents._meta) ? agents._meta : {};
+  return { ...agents, delete: {}, _meta: { ...meta, [ATTACH_META]: attachCapability(role) } };
 }
 
 /** The `params.sessionId` a session method needs, or the invalid-params error that says so. */

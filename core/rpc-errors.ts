@@ -15,3 +15,14 @@ export const ErrorCode = {
   notPermitted: -32003,
   limitExceeded: -32029,
 } as const;
+
+/**
+ * `session/attach`'s own codes, as the draft RFD "Multi-Client Session Attach" (PR #533) assigns them
+ * (decision 0054). They clash with v1's: there -32002 is "resource not found" and the gateway's
+ * -32003 a refusal by role; these are answered to session/attach only.
+ */
+export const AttachErrorCode = {
+  notFound: -32001,
+  notAuthorised: -32002,
+  unsupported: -32003,
+} as const;

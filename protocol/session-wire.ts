@@ -5,6 +5,7 @@
 // connection/client-connection.ts); unit-tested in test/unit/session-wire.test.ts.
 
 import type { Role } from "../core/principal";
+import type { AttachRole, AttachedAs, HistoryPolicy } from "./session-attach";
 import { TEXT_SEPARATOR, WIRE_MARK } from "./wire-marks";
 
 /** The header the edge uses to describe the connection it attaches (JSON of an AttachRequest). */
@@ -35,6 +36,8 @@ export interface ClientAttachment {
     notices?: boolean;
   };
   attachedAt: number;
+  /** Set when the client came by `session/attach` (decision 0054): who it said it is; it is sent the PR's updates. */
+  attachedAs?: AttachedAs;
 }
 
 export interface AttachRequest {
@@ -43,10 +46,13 @@ export interface AttachRequest {
   client: ClientAttachment;
   /**
    * replay: history then live; load: history, the session/load answer, then live; live: live only;
-   * resume: the connection's dropped stream after `resumeFrom` (a cursor), `stream/resumed`, then live (decision 0050).
+   * resume: the connection's dropped stream after `resumeFrom` (a cursor), `stream/resumed`, then live (decision 0050);
+   * attach: `session/attach` (decision 0054): history as `attach.historyPolicy` says, the answer, the waiting requests unless `none`, then live.
    */
-  mode: "replay" | "load" | "live" | "resume";
+  mode: "replay" | "load" | "live" | "resume" | "attach";
+  /** The id of the session/load or session/attach request the session answers. */
   loadRequestId?: string | number;
+  attach?: { historyPolicy: HistoryPolicy; role: AttachRole };
   resumeFrom?: string;
 }
 

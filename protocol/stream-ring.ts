@@ -18,9 +18,10 @@ export class StreamRing {
   private next = 1;
   private frames: { position: number; frame: string }[] = [];
   private bytes = 0;
-  /** The session's ids of the requests sent on this stream (permission copies, routed requests): few, and never resent by a resume. */
-  private readonly requests = new Set<string>();
-  private skippingRepeats = false;
+  /** The session's ids of the requests sent on this stream (permission copies, routed requests), each at its last position: few. */
+  private readonly requests = new Map<string, number>();
+  /** While `withoutRepeats` runs: a request carried after this position is in the replay, and not sent again. */
+  private repeatsAfter: number | undefined;
 
   constructor(
     random: (bytes: Uint8Array) => Uint8Array,
@@ -33,8 +34,9 @@ export class StreamRing {
   stamp(frame: string): string | undefined {
     const request = frame.startsWith(REWRITE_MARK) ? requestIdOf(frame.slice(REWRITE_MARK.length)) : undefined;
     if (request !== undefined) {
-      if (this.skippingRepeats && this.requests.has(request)) return undefined;
-      this.requests.add(request);
+      const at = this.requests.get(request);
+      if (this.repeatsAfter !== undefined && at !== undefined && at > this.repeatsAfter) return undefined;
+      this.requests.set(request, this.next);
     }
     const cursor = formatCursor(this.token, this.next);
     const stamped = frame.startsWith(REWRITE_MARK)
@@ -50,13 +52,18 @@ export class StreamRing {
     return stamped;
   }
 
-  /** Runs `send` (a resume re-sending what waits on the client) without the requests the stream carried already: they are in its replay. */
-  withoutRepeats(send: () => void): void {
-    this.skippingRepeats = true;
+  /**
+   * Runs `send` (a resume re-sending what waits on the client) without the requests the replay after
+   * `cursor` carries. One the client had before it (sent at or before the cursor) goes again: the
+   * client's id for it was the dropped socket's edge's, which the new socket's edge never saw (decision
+   * 0054). Without a cursor, every request the stream carried is skipped.
+   */
+  withoutRepeats(send: () => void, cursor?: string): void {
+    this.repeatsAfter = cursor === undefined ? 0 : (positionOf(cursor, this.token) ?? 0);
     try {
       send();
     } finally {
-      this.skippingRepeats = false;
+      this.repeatsAfter = undefined;
     }
   }
 

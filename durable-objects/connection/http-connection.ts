@@ -6,6 +6,7 @@
 
 import { isObject, type JsonRpcId } from "../../protocol/jsonrpc";
 import { AGENT_METHODS } from "../../protocol/methods";
+import { ATTACH_METHODS } from "../../protocol/session-attach";
 import { ClientConnection } from "../../connection/client-connection";
 import type { ClientSink } from "../../connection/client-sink";
 import type { Env } from "../../core/env";
@@ -25,7 +26,7 @@ const MAX_SESSION_STREAMS = 256;
 const INITIALIZE_TIMEOUT_MS = 30_000;
 
 /** Methods that (re-)attach a session: allowed on a session the connection does not hold. */
-const REATTACH_METHODS: ReadonlySet<string> = new Set([AGENT_METHODS.sessionLoad, AGENT_METHODS.sessionResume]);
+const REATTACH_METHODS: ReadonlySet<string> = new Set([AGENT_METHODS.sessionLoad, AGENT_METHODS.sessionResume, ATTACH_METHODS.attach]);
 
 export type StreamOutcome = { body: ReadableStream<Uint8Array> } | { status: 409; message: string; reason?: ResumeRefusal };
 

@@ -4,8 +4,10 @@
 // What goes over these sockets, and how it is marked, is protocol/session-wire.ts.
 
 import { type ClientAttachment, packFrames, rewritable } from "../../protocol/session-wire";
+import { type PeerView, clientDisconnectedUpdate, peerView, resolvedInPrShape } from "../../protocol/session-attach";
 import { stage } from "../../protocol/stage-timing";
 import { StreamRing } from "../../protocol/stream-ring";
+import { rank } from "../../protocol/people/roles";
 import { RetainedStreams } from "./retained-streams";
 
 /**
@@ -66,6 +68,21 @@ export function clientOf(attachment: unknown): ClientAttachment | undefined {
   return typeof client?.connId === "string" ? (client as ClientAttachment) : undefined;
 }
 
+/**
+ * Who a resuming client is: the edge's word now (key, person), what it could serve and who it said
+ * it was when it first attached, and the lesser of the two roles — one that attached as observer
+ * (session/attach, decision 0054) stays one after a resume.
+ */
+export function resumedClient(now: ClientAttachment, before: ClientAttachment): ClientAttachment {
+  const role = now.role && before.role && rank(before.role) < rank(now.role) ? before.role : now.role;
+  return {
+    ...now,
+    caps: before.caps,
+    ...(role ? { role } : {}),
+    ...(before.attachedAs ? { attachedAs: before.attachedAs } : {}),
+  };
+}
+
 export class AttachedClients {
   /** Streams of clients whose socket dropped, kept for a resume (decision 0050); what is sent to all reaches them too. */
   readonly retained = new RetainedStreams();
@@ -94,6 +111,35 @@ export class AttachedClients {
     const ws = this.byConnection(connId);
     if (ws) send(ws, text);
     else this.retained.stamp(connId, text);
+  }
+
+  /**
+   * A frame of the permission machine's (permission-lifecycle.ts `clients.send`): sent as it is, and
+   * a resolution also in the PR's shape to a client that came by `session/attach` (decision 0054).
+   */
+  sendForMachine(ws: WebSocket, text: string): void {
+    send(ws, text);
+    if (!attachmentOf(ws)?.attachedAs) return;
+    const update = resolvedInPrShape(text, (connId) => this.peer(connId));
+    if (update) send(ws, update);
+  }
+
+  /**
+   * A client left (detached, or its socket dropped): the clients that came by `session/attach` get
+   * the PR's `client_disconnected`. Not when the same connection is attached again on another socket
+   * (a second attach or a load replaced this one).
+   */
+  departed(ws: WebSocket, client: ClientAttachment, sessionId: string): void {
+    const others = this.all().filter((o) => o !== ws);
+    if (others.some((o) => attachmentOf(o)?.connId === client.connId)) return;
+    const text = clientDisconnectedUpdate(sessionId, peerView(client), Date.now());
+    for (const o of others) if (attachmentOf(o)?.attachedAs) send(o, text);
+  }
+
+  private peer(connId: string): PeerView | undefined {
+    const ws = this.byConnection(connId);
+    const client = ws ? attachmentOf(ws) : undefined;
+    return client ? peerView(client) : undefined;
   }
 
   list(): ClientAttachment[] {

@@ -8,7 +8,7 @@ import { type ClientAttachment } from "../../protocol/session-wire";
 import { LATER, PermissionMachine, RULES_UNAVAILABLE, type PermissionPorts } from "../../protocol/permission-machine";
 import type { ToAgent } from "../agent/contract";
 import type { AuditOutbox } from "./audit-outbox";
-import { type AttachedClients, attachmentOf, send } from "./clients";
+import { type AttachedClients, attachmentOf } from "./clients";
 import type { Notifier } from "./notify";
 import { auditEntry, boundedEntry, outsideTurnSummary } from "./permission-audit";
 import type { TenantRules } from "./tenant-rules";
@@ -65,7 +65,7 @@ export function permissionLifecycle(parts: LifecycleParts): PermissionLifecycle 
     clients: {
       all: () => parts.clients.all(),
       attachment: attachmentOf,
-      send: (ws, text) => void send(ws, text),
+      send: (ws, text) => parts.clients.sendForMachine(ws, text),
       resends: (ws) => {
         const attachment = ws.deserializeAttachment() as WithResends | undefined;
         return attachment ? (attachment.resends ?? {}) : undefined;

@@ -11,11 +11,46 @@ import type { AttachedClients } from "./clients";
 import { appendUpdate } from "./compaction";
 import type { SessionMeta, SessionStore } from "./store";
 import { sessionLog } from "./session-log";
+import { attachResult, peerView } from "../../protocol/session-attach";
+import type { AttachRequest } from "../../protocol/session-wire";
+import { type StreamTurnState, turnStateMeta } from "../../protocol/turn-state";
+import { attachmentOf } from "./clients";
 
 /** The agent's session/new or session/load result, answered again on session/load (without its sessionId). */
 export function loadResult(meta: SessionMeta): Record<string, unknown> {
   const { sessionId: _omit, ...rest } = meta.result ?? {};
   return rest;
+}
+
+/**
+ * The answer to `session/attach` (decision 0054): the clients attached besides this one, the requests
+ * waiting on people (re-sent right after it unless `none`), and the turn's state as a resumed stream
+ * gets it (`_meta["acp/turnState"]`), so a `pending_only` client knows where the turn is.
+ */
+export function attachAnswer(
+  attach: AttachRequest,
+  ws: WebSocket,
+  clients: AttachedClients,
+  store: SessionStore,
+  turn: StreamTurnState | undefined,
+): Record<string, unknown> {
+  const as = attach.client.attachedAs;
+  const asked = attach.attach;
+  if (!as || !asked) return {};
+  const others = clients
+    .all()
+    .filter((o) => o !== ws)
+    .map(attachmentOf)
+    .flatMap((c) => (c && c.connId !== attach.client.connId ? [peerView(c)] : []));
+  return attachResult({
+    sessionId: attach.sessionId,
+    as,
+    role: asked.role,
+    historyPolicy: asked.historyPolicy,
+    others,
+    pending: store.pending().filter((p) => p.asking),
+    meta: turnStateMeta(turn),
+  });
 }
 
 export class SessionInfo {

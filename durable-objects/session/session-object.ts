@@ -40,11 +40,22 @@ import { AGENT_LINK_HEADER, encodeLink, linkToSession } from "../../protocol/age
 import { EDGE_LINK_HEADER } from "../../protocol/agent-edge-wire";
 import { AuditOutbox } from "./audit-outbox";
 import { TurnWatch } from "./turn-watch";
-import { AttachedClients, adoptRing, attachmentOf, clientOf, clientTags, peekRing, send, sendAsIs, sendPacked, takeRing } from "./clients";
+import {
+  AttachedClients,
+  resumedClient,
+  adoptRing,
+  attachmentOf,
+  clientOf,
+  clientTags,
+  peekRing,
+  send,
+  sendAsIs,
+  sendPacked,
+  takeRing,
+} from "./clients";
 import {
   ATTACH_HEADER,
   type AttachRequest,
-  type ClientAttachment,
   RESUMED_CAPS_HEADER,
   RESUME_REFUSED_HEADER,
   attachRequestOf,
@@ -63,7 +74,7 @@ import { Notifier } from "./notify";
 import { type PermissionLifecycle, flushAudit, permissionLifecycle } from "./permission-lifecycle";
 import { TenantRules } from "./tenant-rules";
 import { sessionSnapshot } from "./snapshot";
-import { SessionInfo, loadResult } from "./session-info";
+import { SessionInfo, attachAnswer, loadResult } from "./session-info";
 import { TurnControl } from "./turn";
 import { SessionUnindex } from "./unindex";
 import { stage, stageTimingFrom } from "../../protocol/stage-timing";
@@ -258,7 +269,8 @@ export class SessionObject extends DurableObject<Env> implements SessionContract
     // the live fan-out, so the client sees no gap and no duplicate.
     this.ctx.acceptWebSocket(server, clientTags(attach.client.connId));
     server.serializeAttachment(attach.client);
-    if (attach.mode !== "live") {
+    const history = attach.attach?.historyPolicy ?? "full"; // session/attach's (decision 0054); every other mode's is full
+    if (attach.mode !== "live" && history === "full") {
       const tally = new CompactionTally();
       sendPacked(server, tally.count(replayedFrames(this.store.replayable())));
       if (tally.compacted) send(server, tally.notice(meta.sessionId));
@@ -266,7 +278,11 @@ export class SessionObject extends DurableObject<Env> implements SessionContract
     if (attach.mode === "load" && attach.loadRequestId !== undefined) {
       send(server, JSON.stringify(resultResponse(attach.loadRequestId, loadResult(meta))));
     }
-    this.permissions.sendPendingTo(server);
+    if (attach.mode === "attach" && attach.loadRequestId !== undefined) {
+      const turn = this.turnState(attach.client.connId) ?? undefined;
+      send(server, JSON.stringify(resultResponse(attach.loadRequestId, attachAnswer(attach, server, this.clients, this.store, turn))));
+    }
+    if (history !== "none") this.permissions.sendPendingTo(server);
     this.permissions.clientsChanged();
     return new Response(null, { status: 101, webSocket: edge });
   }
@@ -300,7 +316,7 @@ export class SessionObject extends DurableObject<Env> implements SessionContract
     const [edge, server] = [pair[0], pair[1]];
     this.ctx.acceptWebSocket(server, clientTags(connId));
     // Who the client is now (role, person) as the edge says; what it can serve, as it said when it first attached.
-    const client: ClientAttachment = { ...attach.client, caps: resumed.client.caps };
+    const client = resumedClient(attach.client, resumed.client);
     server.serializeAttachment(client);
     adoptRing(server, resumed.ring);
     for (const frame of resumed.frames) sendAsIs(server, frame);
@@ -313,7 +329,7 @@ export class SessionObject extends DurableObject<Env> implements SessionContract
         params: { sessionId: attach.sessionId, _meta: turnStateMeta(turn) },
       }),
     );
-    resumed.ring.withoutRepeats(() => this.permissions.sendPendingTo(server));
+    resumed.ring.withoutRepeats(() => this.permissions.sendPendingTo(server), attach.resumeFrom);
     this.permissions.clientsChanged();
     return new Response(null, { status: 101, webSocket: edge, headers: { [RESUMED_CAPS_HEADER]: JSON.stringify(client.caps) } });
   }
@@ -392,7 +408,7 @@ export class SessionObject extends DurableObject<Env> implements SessionContract
   }
 
   override webSocketClose(ws: WebSocket, code: number): void {
-    this.socketGone(ws);
+    this.socketGone(ws, code === CLOSE.detached);
     closeQuietly(ws, code === CLOSE.noStatus ? CLOSE.normal : code, "closed");
   }
 
@@ -404,14 +420,16 @@ export class SessionObject extends DurableObject<Env> implements SessionContract
    * A client's socket gone detaches it, its stream kept for a resume (decision 0050), unless a resume
    * took it over on another socket; the agent link's gone fails what awaits an answer on it.
    */
-  private socketGone(ws: WebSocket): void {
+  private socketGone(ws: WebSocket, letGo = false): void {
     const attached: unknown = ws.deserializeAttachment();
     const client = clientOf(attached);
     if (client) {
       if (this.resumedAway.delete(ws)) return;
       const ring = takeRing(ws);
-      if (ring) this.clients.retained.retain(client, ring);
+      // A client that let go on purpose (session/detach, decision 0054) has nothing to resume.
+      if (ring && !letGo) this.clients.retained.retain(client, ring);
       this.detach(client.connId);
+      if (this.store.meta) this.clients.departed(ws, client, this.store.meta.sessionId);
     } else if (isLinkAttachment(attached)) this.agentSocket.lost(ws);
   }
 

@@ -8,6 +8,7 @@
 
 import { RpcError } from "../jsonrpc";
 import { AGENT_METHODS, CANCEL_REQUEST } from "../methods";
+import { ATTACH_METHODS } from "../session-attach";
 import { ErrorCode } from "../../core/rpc-errors";
 import type { ModeSettings, Role } from "../../core/principal";
 import { leastRoleFor, may } from "./roles";
@@ -22,6 +23,9 @@ const WATCHING = new Set<string>([
   AGENT_METHODS.sessionResume,
   AGENT_METHODS.sessionList,
   AGENT_METHODS.sessionClose,
+  // Multi-client attach (decision 0054): an observer attaches as an observer; asking for more is refused there.
+  ATTACH_METHODS.attach,
+  ATTACH_METHODS.detach,
   CANCEL_REQUEST,
 ]);
 

@@ -50,7 +50,7 @@ describe("acp-gateway agent and acp-gateway client", () => {
     agentBridge.kill();
   }, 60_000);
 
-  it("reconnects after the socket drops mid-turn: the rest of the turn and the pending request arrive, nothing twice", async () => {
+  it("reconnects after the socket drops mid-turn and resumes the session's stream: no replay, the pending request again, the prompt's own answer, nothing twice", async () => {
     const name = `reconnect-${Date.now()}`;
     const agent = await dialInAgent({
       url,
@@ -79,15 +79,17 @@ describe("acp-gateway agent and acp-gateway client", () => {
     await editor.updates.waitFor((u) => u.update.content?.text === "one");
 
     proxy.cut();
-    // The request in flight fails, never silence; the old dialog is withdrawn.
-    await expect(prompt).rejects.toMatchObject({ code: -32603 });
+    // The old dialog is withdrawn (its id was the dropped socket's).
     await new Promise<void>((resolve) => (first.signal.aborted ? resolve() : first.signal.addEventListener("abort", () => resolve())));
-    // After reconnecting, the pending request comes again and the rest of the turn follows.
+    // After reconnecting, the stream resumes (decision 0050): the pending request comes again, the
+    // rest of the turn follows, and the prompt in flight gets its own answer instead of failing.
     await editor.permissions.waitFor((_, i = editor.permissions.items.length) => i >= 2, 20_000, "the re-sent permission request");
     await editor.updates.waitFor((u) => u.update.content?.text === "three: allow-once", 20_000);
+    expect(await prompt).toEqual({ stopReason: "end_turn" });
     const texts = editor.updates.items.map((u) => u.update.content?.text).filter(Boolean);
     expect(texts.filter((t) => t === "one")).toHaveLength(1);
     expect(editor.bridge.log.join("")).toMatch(/connected to .* again/);
+    expect(editor.bridge.log.join("")).toMatch(/resumed 1 session stream without a replay/);
     editor.close();
     editor.bridge.kill();
     agent.close();

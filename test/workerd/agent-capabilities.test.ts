@@ -19,7 +19,8 @@ describe("an agent's capabilities and sessionless notifications", () => {
     const init = await client.request("initialize", { protocolVersion: 1, clientCapabilities: {} });
     const caps = init.result.agentCapabilities;
     expect(caps).not.toHaveProperty("providers");
-    expect(caps.sessionCapabilities).toEqual({ list: {}, resume: {}, delete: {} });
+    // Multi-client attach is the gateway's own, advertised under _meta until PR #533 lands (decision 0054).
+    expect(caps.sessionCapabilities).toEqual({ list: {}, resume: {}, delete: {}, _meta: { "acp/attach": expect.any(Object) } });
     expect(caps.promptCapabilities).toEqual({ image: true, embeddedContext: true });
     expect(caps._meta).toEqual({ claudeCode: { promptQueueing: true } });
     expect(caps.loadSession).toBe(true);

@@ -8,6 +8,9 @@ import type { Api } from "./api";
 // token in the Authorization header) and offers `acp.ticket.<TICKET>` beside `acp.v1` (decision 0025). The gateway
 // refuses a bad ticket with 401 before the upgrade, which a browser only reports as close code 1006:
 // the ticket's request says what is wrong with the key first.
+// Resumable streams (decision 0050): the client keeps each session's last stream cursor, and the
+// requests a resumed stream would answer (a session's, not the edge's own) outlive a dropped socket
+// until a new client adopts them (`adopt`) or they are failed (`failWaiting`).
 
 export type JsonObject = { [key: string]: unknown };
 
@@ -41,9 +44,31 @@ class AcpRequestError extends Error {
   }
 }
 
+/** Requests the gateway's edge answers itself: no resumed stream brings their answer. */
+const EDGE_ANSWERED = new Set([
+  "initialize",
+  "session/new",
+  "session/load",
+  "session/list",
+  "session/attach",
+  "session/detach",
+  "stream/resume",
+]);
+
+interface Waiter {
+  method: string;
+  sessionId?: string;
+  resolve(result: unknown): void;
+  reject(error: Error): void;
+}
+
 export class AcpClient {
   private nextId = 1;
-  private readonly waiting = new Map<number, { method: string; resolve(result: unknown): void; reject(error: Error): void }>();
+  private readonly waiting = new Map<number, Waiter>();
+  /** Each session's last stream cursor (`_meta["acp/cursor"]`): where a resume starts. */
+  private readonly cursors = new Map<string, string>();
+  /** Requests from the gateway not answered yet: their ids are this socket's, void on any other. */
+  private readonly unanswered = new Set<number | string>();
   private closed = false;
 
   private constructor(
@@ -53,11 +78,50 @@ export class AcpClient {
     ws.addEventListener("message", (event) => this.receive(String(event.data)));
     ws.addEventListener("close", (event) => {
       this.closed = true;
-      for (const waiter of this.waiting.values())
-        waiter.reject(new Error(`the connection closed (${event.code}) before ${waiter.method} was answered`));
-      this.waiting.clear();
+      // What a resumed stream could still answer waits for the next client; the rest fails now.
+      this.failWaiting(`the connection closed (${event.code})`, (w) => !this.resumable(w));
       handlers.onClose(event.code, event.reason);
     });
+  }
+
+  /** Each session's last cursor, for `stream/resume`. */
+  get streams(): Record<string, string> {
+    return Object.fromEntries(this.cursors);
+  }
+
+  /** The gateway's requests this socket left unanswered (a new socket never answers them). */
+  get unansweredRequests(): (number | string)[] {
+    return [...this.unanswered];
+  }
+
+  /** Fails the requests still waiting (all, or those `which` names): their answer will not come. */
+  failWaiting(why: string, which: (waiter: { method: string; sessionId?: string }) => boolean = () => true): void {
+    for (const [id, waiter] of this.waiting) {
+      if (!which(waiter)) continue;
+      this.waiting.delete(id);
+      waiter.reject(new Error(`${why} before ${waiter.method} was answered`));
+    }
+  }
+
+  /**
+   * Takes over a dropped client's requests that a resumed stream may answer, and its numbering (its
+   * ids are the connection's, which a resume keeps). Called before this client sends anything.
+   */
+  adopt(previous: AcpClient): void {
+    this.nextId = Math.max(this.nextId, previous.nextId);
+    for (const [id, waiter] of previous.waiting) this.waiting.set(id, waiter);
+    previous.waiting.clear();
+    for (const [sessionId, cursor] of previous.cursors) if (!this.cursors.has(sessionId)) this.cursors.set(sessionId, cursor);
+  }
+
+  /** Notes the stream cursor a session's frame carries (`_meta` of its params, or of a response's envelope). */
+  private noteCursor(sessionId: unknown, meta: unknown): void {
+    const cursor = isObject(meta) ? meta["acp/cursor"] : undefined;
+    if (typeof sessionId === "string" && typeof cursor === "string") this.cursors.set(sessionId, cursor);
+  }
+
+  private resumable(waiter: { method: string; sessionId?: string }): boolean {
+    return !EDGE_ANSWERED.has(waiter.method) && waiter.sessionId !== undefined && this.cursors.has(waiter.sessionId);
   }
 
   static async open(agent: string, api: Api, handlers: AcpHandlers): Promise<AcpClient> {
@@ -96,8 +160,9 @@ export class AcpClient {
   request<T = JsonObject>(method: string, params: JsonObject): Promise<T> {
     const id = this.nextId++;
     return new Promise<T>((resolve, reject) => {
+      const sessionId = typeof params.sessionId === "string" ? params.sessionId : undefined;
       // SAFETY: the caller names the result type of the method it calls; the gateway answers that method.
-      this.waiting.set(id, { method, resolve: (r) => resolve(r as T), reject });
+      this.waiting.set(id, { method, ...(sessionId !== undefined ? { sessionId } : {}), resolve: (r) => resolve(r as T), reject });
       this.send({ jsonrpc: "2.0", id, method, params });
     });
   }
@@ -108,14 +173,17 @@ export class AcpClient {
 
   respond(id: number | string, result: JsonObject): void {
     this.send({ jsonrpc: "2.0", id, result });
+    this.unanswered.delete(id);
   }
 
   respondError(id: number | string, error: RpcError): void {
     this.send({ jsonrpc: "2.0", id, error });
+    this.unanswered.delete(id);
   }
 
   close(): void {
     this.closed = true;
+    this.failWaiting("the console closed the connection");
     this.ws.close(CLOSE.normal, "signed out");
   }
 
@@ -138,6 +206,10 @@ export class AcpClient {
     if (!isObject(message)) return;
     if (typeof message.method === "string") {
       const id = typeof message.id === "number" || typeof message.id === "string" ? message.id : undefined;
+      if (isObject(message.params)) this.noteCursor(message.params.sessionId, message.params._meta);
+      if (id !== undefined) this.unanswered.add(id);
+      const withdrawn = message.method === "$/cancel_request" && isObject(message.params) ? message.params.requestId : undefined;
+      if (typeof withdrawn === "number" || typeof withdrawn === "string") this.unanswered.delete(withdrawn);
       this.handlers.onMessage({
         ...(id !== undefined ? { id } : {}),
         method: message.method,
@@ -149,6 +221,7 @@ export class AcpClient {
     const waiter = this.waiting.get(message.id);
     if (!waiter) return;
     this.waiting.delete(message.id);
+    this.noteCursor(waiter.sessionId, message._meta);
     if (isObject(message.error)) {
       const error = message.error;
       waiter.reject(

@@ -1,0 +1,228 @@
+// Multi-client attach as the draft RFD "Multi-Client Session Attach" (agent-client-protocol PR #533,
+// docs/rfds/multi-client-session-attach.mdx on its branch) says it, mapped onto the gateway's roles
+// (decision 0054). Pure: what `session/attach` asks and whether it may, what the session answers, and
+// the PR's session updates. Guarantees:
+// - A role is never raised by asking: a key that may only watch gets -32002 for `controller`; a key
+//   that drives may choose `observer`, and is then an observer in that session (answers and prompts refused).
+// - Every field a client names is bounded before it reaches a socket's attachment (2 KB).
+// - The PR's updates carry both `sessionUpdate` (ACP's discriminator, which SDK clients read) and the
+//   PR's `type`: the same value under the two names.
+
+import type { Role } from "../core/principal";
+import { GATEWAY_NOTIFICATIONS } from "../core/gateway-notifications";
+import { AttachErrorCode, ErrorCode } from "../core/rpc-errors";
+import { RpcError, isObject } from "./jsonrpc";
+import { may } from "./people/roles";
+
+export const ATTACH_METHODS = {
+  attach: "session/attach",
+  detach: "session/detach",
+} as const;
+
+const HISTORY_POLICIES = ["full", "pending_only", "none"] as const;
+export type HistoryPolicy = (typeof HISTORY_POLICIES)[number];
+
+export type AttachRole = "controller" | "observer";
+
+/** Where `initialize` advertises attach until the PR lands: `agentCapabilities.sessionCapabilities._meta[ATTACH_META]`. */
+export const ATTACH_META = "acp/attach";
+
+/** Who a client says it is (the PR's `clientId` and `clientInfo`), bounded; `clientId` the gateway's when the client gave none. */
+export interface AttachedAs {
+  clientId: string;
+  name?: string;
+  version?: string;
+}
+
+export interface AttachAsk {
+  sessionId: string;
+  role: AttachRole;
+  historyPolicy: HistoryPolicy;
+  /** The gateway's role the client has in this session: its own, or `observer` when it asked for less. */
+  sessionRole: Role;
+  as: AttachedAs;
+}
+
+/**
+ * Longest `clientId`, `clientInfo.name` or `clientInfo.version` kept (longer is refused, never cut):
+ * the three sit in the socket's attachment beside the key's label and person, under workerd's 2 KB.
+ */
+const MAX_FIELD = 64;
+
+/** The capability one caller is offered: the roles its key allows, the history policies. */
+export function attachCapability(role: Role | null): { roles: AttachRole[]; historyPolicies: readonly HistoryPolicy[] } {
+  return { roles: may(role, "drive") ? ["controller", "observer"] : ["observer"], historyPolicies: HISTORY_POLICIES };
+}
+
+/**
+ * `session/attach`'s params read and authorised for a caller of `role`, or the error to answer.
+ * `after_message` needs message ids the gateway does not keep: as the PR says for an unknown
+ * message, it falls back to `full`, and the answer's `historyPolicy` says so.
+ */
+export function readAttach(params: unknown, role: Role | null, newClientId: () => string): AttachAsk {
+  if (!isObject(params) || typeof params.sessionId !== "string" || params.sessionId === "")
+    throw RpcError.invalidParams("session/attach needs params.sessionId (a string)");
+  const asked = params.historyPolicy ?? "full";
+  const historyPolicy = asked === "after_message" ? "full" : asked;
+  if (!isHistoryPolicy(historyPolicy))
+    throw RpcError.invalidParams(`session/attach: historyPolicy must be one of ${HISTORY_POLICIES.join(", ")} (or after_message)`, {
+      historyPolicy: asked,
+    });
+  const drives = may(role, "drive");
+  const wanted = params.role ?? (drives ? "controller" : "observer");
+  if (wanted !== "controller" && wanted !== "observer")
+    throw RpcError.invalidParams(`session/attach: role must be controller or observer`, { role: wanted });
+  if (wanted === "controller" && !drives)
+    throw new RpcError(
+      AttachErrorCode.notAuthorised,
+      `Not authorised to attach to this session as controller: your role (${role ?? "none"}) may only watch. Attach as observer, or ask a tenant admin for a member role.`,
+      { sessionId: params.sessionId, role: wanted, yourRole: role },
+    );
+  return {
+    sessionId: params.sessionId,
+    role: wanted,
+    historyPolicy,
+    sessionRole: wanted === "observer" || role === null ? "observer" : role,
+    as: attachedAs(params, newClientId),
+  };
+}
+
+function isHistoryPolicy(value: unknown): value is HistoryPolicy {
+  return typeof value === "string" && (HISTORY_POLICIES as readonly string[]).includes(value);
+}
+
+function attachedAs(params: Record<string, unknown>, newClientId: () => string): AttachedAs {
+  const clientId = bounded(params.clientId, "clientId") ?? newClientId();
+  const info = isObject(params.clientInfo) ? params.clientInfo : {};
+  const name = bounded(info.name, "clientInfo.name");
+  const version = bounded(info.version, "clientInfo.version");
+  return { clientId, ...(name !== undefined ? { name } : {}), ...(version !== undefined ? { version } : {}) };
+}
+
+function bounded(value: unknown, what: string): string | undefined {
+  if (value === undefined || value === null) return undefined;
+  if (typeof value !== "string" || value.length === 0 || value.length > MAX_FIELD)
+    throw RpcError.invalidParams(`session/attach: ${what} must be a string of 1 to ${MAX_FIELD} characters`);
+  return value;
+}
+
+/** The -32001 of the PR: no session of this tenant by that id (another tenant's is not found either). */
+export function attachNotFound(sessionId: string): RpcError {
+  return new RpcError(AttachErrorCode.notFound, "Session not found", { sessionId });
+}
+
+/** A peer as the PR names it in `connectedClients`, `resolvedBy` and `client_disconnected`. */
+export interface PeerView {
+  clientId?: string;
+  name: string;
+  version?: string;
+  /** The gateway's: the person (the key's user label) behind the client. */
+  user?: string | null;
+}
+
+/** What the session knows of a client socket, as others are shown it: its attach identity, else the key's user. */
+export function peerView(client: { user: string | null; attachedAs?: AttachedAs }): PeerView {
+  const as = client.attachedAs;
+  if (!as) return { name: client.user ?? "client", user: client.user };
+  return {
+    clientId: as.clientId,
+    name: as.name ?? client.user ?? "client",
+    ...(as.version ? { version: as.version } : {}),
+    user: client.user,
+  };
+}
+
+/** The answer to `session/attach` (the PR's shape; `history` lists the requests waiting, omitted for `none`). */
+export function attachResult(args: {
+  sessionId: string;
+  as: AttachedAs;
+  role: AttachRole;
+  historyPolicy: HistoryPolicy;
+  others: PeerView[];
+  pending: { toolCallId: string | null }[];
+  meta: Record<string, unknown>;
+}): Record<string, unknown> {
+  return {
+    sessionId: args.sessionId,
+    clientId: args.as.clientId,
+    role: args.role,
+    historyPolicy: args.historyPolicy,
+    ...(args.historyPolicy === "none"
+      ? {}
+      : { history: args.pending.map((p) => ({ type: "permission_request", toolCallId: p.toolCallId, status: "pending" })) }),
+    connectedClients: args.others,
+    ...(Object.keys(args.meta).length > 0 ? { _meta: args.meta } : {}),
+  };
+}
+
+/** The answer to `session/detach`. */
+export function detachResult(sessionId: string): Record<string, unknown> {
+  return { sessionId, status: "detached" };
+}
+
+function sessionUpdate(sessionId: string, kind: string, fields: Record<string, unknown>): string {
+  return JSON.stringify({
+    jsonrpc: "2.0",
+    method: "session/update",
+    params: { sessionId, update: { sessionUpdate: kind, type: kind, ...fields } },
+  });
+}
+
+/**
+ * The PR's `permission_resolved`, from the gateway's `_acp_gateway/permission_resolved` params (the
+ * machine's one resolution). `chosenOptionId` is null for an outcome that chose none (cancelled).
+ */
+function permissionResolvedUpdate(resolved: Record<string, unknown>, resolvedBy: PeerView): string | undefined {
+  if (typeof resolved.sessionId !== "string") return undefined;
+  const outcome = isObject(resolved.outcome) ? resolved.outcome.outcome : undefined;
+  const selected = isObject(resolved.outcome) && outcome === "selected" ? resolved.outcome.optionId : undefined;
+  const chosen = typeof resolved.chosenOptionId === "string" ? resolved.chosenOptionId : selected;
+  return sessionUpdate(resolved.sessionId, "permission_resolved", {
+    toolCallId: resolved.toolCallId ?? null,
+    chosenOptionId: typeof chosen === "string" ? chosen : null,
+    ...(typeof outcome === "string" ? { outcome } : {}),
+    resolvedBy,
+  });
+}
+
+/** How the machine's resolution frame starts (permission-machine.ts `resolve` writes it with JSON.stringify, method first). */
+const RESOLVED_PREFIX = `{"jsonrpc":"2.0","method":${JSON.stringify(GATEWAY_NOTIFICATIONS.permissionResolved)},`;
+
+/**
+ * The PR's `permission_resolved` beside a frame the session sends a client, when that frame is the
+ * gateway's own `_acp_gateway/permission_resolved`; undefined for every other frame (not parsed).
+ */
+export function resolvedInPrShape(text: string, clientOf: (connectionId: string) => PeerView | undefined): string | undefined {
+  if (!text.startsWith(RESOLVED_PREFIX)) return undefined;
+  const message: unknown = JSON.parse(text);
+  const params = isObject(message) && isObject(message.params) ? message.params : undefined;
+  return params ? permissionResolvedUpdate(params, resolverOf(params.decidedBy, clientOf)) : undefined;
+}
+
+/** Who resolved, from the gateway's `decidedBy`: a person's client (looked up by its connection), a rule, a link, the gateway. */
+function resolverOf(decidedBy: unknown, clientOf: (connectionId: string) => PeerView | undefined): PeerView {
+  if (!isObject(decidedBy)) return { name: "acp-gateway" };
+  if (decidedBy.type === "person" && typeof decidedBy.connectionId === "string") {
+    const user = typeof decidedBy.user === "string" ? decidedBy.user : null;
+    return clientOf(decidedBy.connectionId) ?? { name: user ?? "client", user };
+  }
+  if (decidedBy.type === "rule" && typeof decidedBy.ruleId === "string")
+    return { clientId: `rule:${decidedBy.ruleId}`, name: "acp-gateway rule" };
+  if (decidedBy.type === "link")
+    return { name: "acp-gateway approval link", ...(typeof decidedBy.user === "string" ? { user: decidedBy.user } : {}) };
+  return { name: "acp-gateway", ...(typeof decidedBy.type === "string" ? { clientId: `gateway:${decidedBy.type}` } : {}) };
+}
+
+/** The PR's `client_disconnected`, for the clients that stay. */
+export function clientDisconnectedUpdate(sessionId: string, client: PeerView, at: number): string {
+  return sessionUpdate(sessionId, "client_disconnected", { client, timestamp: new Date(at).toISOString() });
+}
+
+/** A session-scoped request after `session/detach`: the client left it, and says so by attaching again. */
+export function detachedError(sessionId: string): RpcError {
+  return new RpcError(
+    ErrorCode.resourceNotFound,
+    `This connection detached from session ${sessionId}; session/attach (or session/load) it to use it again`,
+    { sessionId, detached: true },
+  );
+}

@@ -1,0 +1,217 @@
+// protocol/session-attach.ts (decision 0054): session/attach's params read and authorised, and the
+// PR #533 updates built from the gateway's own frames.
+import { describe, expect, it } from "vitest";
+import { RpcError } from "../../protocol/jsonrpc";
+import {
+  attachCapability,
+  attachNotFound,
+  clientDisconnectedUpdate,
+  detachResult,
+  peerView,
+  readAttach,
+  resolvedInPrShape,
+} from "../../protocol/session-attach";
+import type { Role } from "../../core/principal";
+
+const id = () => "given-by-gateway";
+
+function refusal(params: unknown, role: Role | null): RpcError {
+  try {
+    readAttach(params, role, id);
+  } catch (error) {
+    if (error instanceof RpcError) return error;
+    throw error;
+  }
+  throw new Error("readAttach accepted what it should refuse");
+}
+
+describe("readAttach: roles never raised by asking", () => {
+  const cases: [Role | null, unknown, "controller" | "observer" | number, Role | null][] = [
+    ["observer", undefined, "observer", "observer"],
+    ["observer", "observer", "observer", "observer"],
+    ["observer", "controller", -32002, null],
+    [null, "controller", -32002, null],
+    [null, undefined, "observer", "observer"],
+    ["member", undefined, "controller", "member"],
+    ["member", "observer", "observer", "observer"],
+    ["approver", "controller", "controller", "approver"],
+    ["owner", "observer", "observer", "observer"],
+  ];
+  for (const [key, asked, attachedAs, sessionRole] of cases) {
+    it(`a ${key ?? "role-less"} key asking ${String(asked ?? "nothing")} ${typeof attachedAs === "number" ? `is refused ${attachedAs}` : `attaches as ${attachedAs} (${sessionRole} in the session)`}`, () => {
+      const params = { sessionId: "s", ...(asked !== undefined ? { role: asked } : {}) };
+      if (typeof attachedAs === "number") return expect(refusal(params, key).code).toBe(attachedAs);
+      const ask = readAttach(params, key, id);
+      expect(ask.role).toBe(attachedAs);
+      expect(ask.sessionRole).toBe(sessionRole);
+    });
+  }
+
+  it("offers each key only the roles it may take", () => {
+    expect(attachCapability("observer").roles).toEqual(["observer"]);
+    expect(attachCapability(null).roles).toEqual(["observer"]);
+    expect(attachCapability("member").roles).toEqual(["controller", "observer"]);
+  });
+});
+
+describe("readAttach: params", () => {
+  it("defaults to full history and a clientId of the gateway's; after_message falls back to full", () => {
+    expect(readAttach({ sessionId: "s" }, "member", id)).toMatchObject({ historyPolicy: "full", as: { clientId: "given-by-gateway" } });
+    expect(readAttach({ sessionId: "s", historyPolicy: "after_message", afterMessageId: "m" }, "member", id).historyPolicy).toBe("full");
+    expect(readAttach({ sessionId: "s", clientId: "c", clientInfo: { name: "n", version: "1" } }, "member", id).as).toEqual({
+      clientId: "c",
+      name: "n",
+      version: "1",
+    });
+  });
+
+  it("refuses with -32602 what it cannot read: no sessionId, an unknown policy or role, a field too long or not a string", () => {
+    for (const params of [
+      undefined,
+      {},
+      { sessionId: 7 },
+      { sessionId: "s", historyPolicy: "all" },
+      { sessionId: "s", role: "admin" },
+      { sessionId: "s", clientId: "x".repeat(65) },
+      { sessionId: "s", clientId: 5 },
+      { sessionId: "s", clientInfo: { name: "" } },
+    ])
+      expect(refusal(params, "owner").code).toBe(-32602);
+  });
+});
+
+describe("the PR's updates", () => {
+  const resolved = (decidedBy: unknown, outcome: unknown = { outcome: "selected", optionId: "ok" }) =>
+    JSON.stringify({
+      jsonrpc: "2.0",
+      method: "_acp_gateway/permission_resolved",
+      params: { sessionId: "s", toolCallId: "t", outcome, decidedBy },
+    });
+
+  it("permission_resolved names the answering client by its attach identity, under both sessionUpdate and type", () => {
+    const text = resolvedInPrShape(resolved({ type: "person", connectionId: "c1", user: "ada" }), (conn) =>
+      conn === "c1" ? peerView({ user: "ada", attachedAs: { clientId: "phone-1", name: "phone", version: "2" } }) : undefined,
+    );
+    expect(JSON.parse(text ?? "null")).toEqual({
+      jsonrpc: "2.0",
+      method: "session/update",
+      params: {
+        sessionId: "s",
+        update: {
+          sessionUpdate: "permission_resolved",
+          type: "permission_resolved",
+          toolCallId: "t",
+          chosenOptionId: "ok",
+          outcome: "selected",
+          resolvedBy: { clientId: "phone-1", name: "phone", version: "2", user: "ada" },
+        },
+      },
+    });
+  });
+
+  it("a client gone, a rule and a cancel each resolve by a name, and a cancel chose no option", () => {
+    const gone = JSON.parse(resolvedInPrShape(resolved({ type: "person", connectionId: "c9", user: "bo" }), () => undefined) ?? "null");
+    expect(gone.params.update.resolvedBy).toEqual({ name: "bo", user: "bo" });
+    const rule = JSON.parse(
+      resolvedInPrShape(resolved({ type: "rule", ruleId: "r1", description: "npm test" }), () => undefined) ?? "null",
+    );
+    expect(rule.params.update.resolvedBy).toEqual({ clientId: "rule:r1", name: "acp-gateway rule" });
+    const cancel = JSON.parse(resolvedInPrShape(resolved({ type: "cancel" }, { outcome: "cancelled" }), () => undefined) ?? "null");
+    expect(cancel.params.update).toMatchObject({ chosenOptionId: null, outcome: "cancelled", resolvedBy: { clientId: "gateway:cancel" } });
+  });
+
+  it("every other frame is passed by without being parsed", () => {
+    expect(resolvedInPrShape('{"jsonrpc":"2.0","method":"session/update","params":{}}', () => undefined)).toBeUndefined();
+    expect(resolvedInPrShape("not json at all", () => undefined)).toBeUndefined();
+  });
+
+  it("client_disconnected carries the client and an ISO timestamp", () => {
+    const update = JSON.parse(clientDisconnectedUpdate("s", { clientId: "c", name: "n" }, 0)).params.update;
+    expect(update).toEqual({
+      sessionUpdate: "client_disconnected",
+      type: "client_disconnected",
+      client: { clientId: "c", name: "n" },
+      timestamp: "1970-01-01T00:00:00.000Z",
+    });
+  });
+});
+
+// The RFD's own examples (docs/rfds/multi-client-session-attach.mdx, PR #533 at 98e098b7), as fixed cases.
+describe("the RFD's examples", () => {
+  const rfdAttach = {
+    jsonrpc: "2.0",
+    id: 5,
+    method: "session/attach",
+    params: {
+      sessionId: "sess_abc123def456",
+      historyPolicy: "full",
+      clientId: "d290f1ee-6c54-4b01-90e6-d701748f0851",
+      clientInfo: { name: "notification-dashboard", version: "1.0.0" },
+    },
+  };
+
+  it("its session/attach request is read as it says: full history, its clientId and clientInfo", () => {
+    expect(readAttach(rfdAttach.params, "member", id)).toEqual({
+      sessionId: "sess_abc123def456",
+      role: "controller",
+      historyPolicy: "full",
+      sessionRole: "member",
+      as: { clientId: "d290f1ee-6c54-4b01-90e6-d701748f0851", name: "notification-dashboard", version: "1.0.0" },
+    });
+  });
+
+  it("its after_message request falls back to full, as it says for a message the proxy does not know", () => {
+    const params = { ...rfdAttach.params, historyPolicy: "after_message", afterMessageId: "ea87d0e7-beb8-484a-a404-94a30b78a5a8" };
+    expect(readAttach(params, "member", id).historyPolicy).toBe("full");
+  });
+
+  it("its permission_resolved fields come out as it shows them (beside ACP's sessionUpdate)", () => {
+    const gateways = JSON.stringify({
+      jsonrpc: "2.0",
+      method: "_acp_gateway/permission_resolved",
+      params: {
+        sessionId: "sess_abc123def456",
+        toolCallId: "call_xyz",
+        outcome: { outcome: "selected", optionId: "allow_once" },
+        chosenOptionId: "allow_once",
+        decidedBy: { type: "person", connectionId: "conn-1", user: "dev" },
+      },
+    });
+    const update = JSON.parse(
+      resolvedInPrShape(gateways, () => ({
+        clientId: "d290f1ee-6c54-4b01-90e6-d701748f0851",
+        name: "notification-dashboard",
+        version: "1.0.0",
+        user: "dev",
+      })) ?? "null",
+    ).params.update;
+    expect(update).toMatchObject({
+      type: "permission_resolved",
+      toolCallId: "call_xyz",
+      chosenOptionId: "allow_once",
+      resolvedBy: { clientId: "d290f1ee-6c54-4b01-90e6-d701748f0851", name: "notification-dashboard", version: "1.0.0" },
+    });
+  });
+
+  it("its client_disconnected fields come out as it shows them", () => {
+    const client = { clientId: "a1b2c3d4-e5f6-7890-abcd-ef1234567890", name: "Claude Code", version: "1.0.0" };
+    const update = JSON.parse(clientDisconnectedUpdate("sess_abc123def456", client, Date.parse("2026-02-18T15:30:00Z"))).params;
+    expect(update).toEqual({
+      sessionId: "sess_abc123def456",
+      update: { sessionUpdate: "client_disconnected", type: "client_disconnected", client, timestamp: "2026-02-18T15:30:00.000Z" },
+    });
+  });
+
+  it("its error codes: not found -32001, not authorised -32002", () => {
+    expect(attachNotFound("sess_abc123def456")).toMatchObject({
+      code: -32001,
+      message: "Session not found",
+      data: { sessionId: "sess_abc123def456" },
+    });
+    expect(refusal({ sessionId: "sess_abc123def456", role: "controller" }, "observer").code).toBe(-32002);
+  });
+
+  it("its detach answer", () => {
+    expect(detachResult("sess_abc123def456")).toEqual({ sessionId: "sess_abc123def456", status: "detached" });
+  });
+});
