@@ -1,0 +1,86 @@
+// The session's answer to an agent that ran a tool call nobody was asked about (decision 0056): the
+// machine tells every client (`_acp_gateway/ran_unasked`, decision 0046); here the tenant's setting is
+// read (only then: such runs are rare, and the read is the only cost) and, under `stop`, the session
+// is held — the running turn cancelled as session/cancel cancels it, the clients told why, and every
+// prompt refused (turn.ts) until a person who may lift oversight resumes it (`resume`).
+
+import { GATEWAY_NOTIFICATIONS } from "../../core/gateway-notifications";
+import type { TenantSettings } from "../../core/principal";
+import { tenantById } from "../../db/queries/tenants";
+import { type UnaskedRuns as Choice, heldMessage, holdOf, unaskedRunsOf } from "../../protocol/unasked-runs";
+import type { SessionInfo } from "./session-info";
+import { sessionLog } from "./session-log";
+import type { SessionStore } from "./store";
+
+/** Who lifted a hold, as the clients and the log are told. */
+export interface ResumedBy {
+  keyId: string;
+  user: string | null;
+  role: string | null;
+}
+
+export interface UnaskedRunsParts {
+  db: () => D1Database;
+  store: SessionStore;
+  info: SessionInfo;
+  waitUntil(promise: Promise<unknown>): void;
+  /** Ends the running turn as a client's session/cancel would, and tells the clients why (turn.ts). */
+  cancelTurn(reason: string, message: string): void;
+}
+
+export class UnaskedRuns {
+  constructor(private readonly parts: UnaskedRunsParts) {}
+
+  /** The machine told the clients of a run nobody asked about (its notice's params): stop the session if the tenant says so. */
+  ran(notice: Record<string, unknown>): void {
+    const { store } = this.parts;
+    const meta = store.meta;
+    if (!meta || store.hold) return;
+    this.parts.waitUntil(
+      this.choice(meta.tenantId).then((choice) => {
+        if (choice === "stop") this.stop(notice);
+      }),
+    );
+  }
+
+  /** Lifts the hold; false when the session was not held. */
+  resume(by: ResumedBy): boolean {
+    const { store, info } = this.parts;
+    const meta = store.meta;
+    if (!meta || !store.hold) return false;
+    store.hold = undefined;
+    const who = by.user ?? by.keyId;
+    info.notice(GATEWAY_NOTIFICATIONS.sessionResumed, {
+      sessionId: meta.sessionId,
+      by,
+      message: `${who} resumed the session: it takes prompts again. The agent may again run tool calls without asking.`,
+    });
+    sessionLog(store).info("session.resumed", "a held session was resumed", { by: who });
+    return true;
+  }
+
+  /** The tenant's setting; unreadable is `stop` (a write nobody approved must not go on because D1 blinked). */
+  private async choice(tenantId: string): Promise<Choice> {
+    try {
+      const tenant = await tenantById(this.parts.db(), tenantId);
+      return unaskedRunsOf(tenant ? (JSON.parse(tenant.settings) as TenantSettings) : undefined);
+    } catch (error) {
+      sessionLog(this.parts.store).warn("session.unasked_setting_unavailable", "the tenant's unaskedRuns could not be read; stopping", {}, error);
+      return "stop";
+    }
+  }
+
+  private stop(notice: Record<string, unknown>): void {
+    const { store, info } = this.parts;
+    const meta = store.meta;
+    // Held by an earlier run while the setting was read: one stop per hold.
+    if (!meta || store.hold) return;
+    const hold = holdOf(notice, Date.now());
+    if (!hold) return;
+    store.hold = hold;
+    const message = heldMessage(meta.sessionId, hold);
+    if (store.turn.state === "running") this.parts.cancelTurn("ran_unasked", message);
+    info.notice(GATEWAY_NOTIFICATIONS.sessionHeld, { sessionId: meta.sessionId, hold, message });
+    sessionLog(store).warn("session.held", "the agent ran a tool call unasked; the session is held", { toolCallId: hold.toolCallId });
+  }
+}
