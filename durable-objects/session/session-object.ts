@@ -174,6 +174,7 @@ export class SessionObject extends DurableObject<Env> implements SessionContract
       store: this.store,
       info: this.info,
       waitUntil: (promise) => ctx.waitUntil(promise),
+      known: () => (this.store.turn.state === "idle" ? undefined : policy.unaskedRuns),
       cancelTurn: (reason, message) => {
         this.turn.cancel({ type: "cancel" }, { sessionId: this.store.meta?.sessionId });
         this.turn.ended(reason, message);

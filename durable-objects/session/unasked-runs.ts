@@ -1,7 +1,7 @@
 // The session's answer to an agent that ran a tool call nobody was asked about (decision 0056): the
-// machine tells every client (`_acp_gateway/ran_unasked`, decision 0046); here the tenant's setting is
-// read (only then: such runs are rare, and the read is the only cost) and, under `stop`, the session
-// is held — the running turn cancelled as session/cancel cancels it, the clients told why, and every
+// machine tells every client (`_acp_gateway/ran_unasked`, decision 0046); here the tenant's setting,
+// read with the four-eyes policy as the turn started (or now, outside a turn), decides. Under `stop`
+// the session is held — the running turn cancelled as session/cancel cancels it, the clients told why, and every
 // prompt refused (turn.ts) until a person who may lift oversight resumes it (`resume`).
 
 import { GATEWAY_NOTIFICATIONS } from "../../core/gateway-notifications";
@@ -24,6 +24,8 @@ export interface UnaskedRunsParts {
   store: SessionStore;
   info: SessionInfo;
   waitUntil(promise: Promise<unknown>): void;
+  /** The setting as read when the running turn started (tenant-policy.ts); undefined: not read. */
+  known(): Choice | undefined;
   /** Ends the running turn as a client's session/cancel would, and tells the clients why (turn.ts). */
   cancelTurn(reason: string, message: string): void;
 }
@@ -31,11 +33,20 @@ export interface UnaskedRunsParts {
 export class UnaskedRuns {
   constructor(private readonly parts: UnaskedRunsParts) {}
 
-  /** The machine told the clients of a run nobody asked about (its notice's params): stop the session if the tenant says so. */
+  /**
+   * The machine told the clients of a run nobody asked about (its notice's params): stop the session if
+   * the tenant says so — at once with the setting read as the turn started (every moment lets the agent
+   * do more, and a late cancel can reach the agent's next prompt), else after reading it.
+   */
   ran(notice: Record<string, unknown>): void {
     const { store } = this.parts;
     const meta = store.meta;
     if (!meta || store.hold) return;
+    const known = this.parts.known();
+    if (known !== undefined) {
+      if (known === "stop") this.stop(notice);
+      return;
+    }
     this.parts.waitUntil(
       this.choice(meta.tenantId).then((choice) => {
         if (choice === "stop") this.stop(notice);
@@ -65,7 +76,12 @@ export class UnaskedRuns {
       const tenant = await tenantById(this.parts.db(), tenantId);
       return unaskedRunsOf(tenant ? (JSON.parse(tenant.settings) as TenantSettings) : undefined);
     } catch (error) {
-      sessionLog(this.parts.store).warn("session.unasked_setting_unavailable", "the tenant's unaskedRuns could not be read; stopping", {}, error);
+      sessionLog(this.parts.store).warn(
+        "session.unasked_setting_unavailable",
+        "the tenant's unaskedRuns could not be read; stopping",
+        {},
+        error,
+      );
       return "stop";
     }
   }

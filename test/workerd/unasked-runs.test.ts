@@ -63,7 +63,8 @@ async function turnWithWaitingRequest(t: SeededTenant) {
 /** The agent's next frames of this session, in order, until `count` have arrived. */
 async function agentFrames(agent: ScriptedAgent, count: number) {
   const frames = [];
-  for (let i = 0; i < count; i++) frames.push(await agent.peer.next((m) => m.method === "session/cancel" || ("result" in m && !("method" in m))));
+  for (let i = 0; i < count; i++)
+    frames.push(await agent.peer.next((m) => m.method === "session/cancel" || ("result" in m && !("method" in m))));
   return frames;
 }
 

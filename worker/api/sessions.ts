@@ -142,7 +142,7 @@ sessionsApi.openapi(
     method: "delete",
     path: "/v1/sessions/{id}/hold",
     tags: ["sessions"],
-    summary: "Resume a session stopped after its agent ran a tool call unasked (settings.unaskedRuns \"stop\"); approvers",
+    summary: 'Resume a session stopped after its agent ran a tool call unasked (settings.unaskedRuns "stop"); approvers',
     middleware: [requireRole("oversight")] as const,
     request: { params: z.object({ id: z.string() }) },
     responses: {
