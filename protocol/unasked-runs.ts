@@ -41,7 +41,7 @@ export function holdOf(notice: Record<string, unknown>, at: number): SessionHold
 }
 
 /** How a person lifts the hold: the REST call and the console's button. */
-export function resumeHint(sessionId: string): string {
+function resumeHint(sessionId: string): string {
   return `a person with the approver role resumes it (Resume in the console, or DELETE /v1/sessions/${sessionId}/hold)`;
 }
 
