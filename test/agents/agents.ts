@@ -85,6 +85,7 @@ const claude: AgentProfile = {
 
 const qwen: AgentProfile = {
   id: "qwen",
+  editsUnasked: { mode: "auto-edit", askingMode: "default" },
   pkg: "@qwen-code/qwen-code@0.24.4",
   tools: {
     shell: (command) => ({ name: "run_shell_command", input: { command, description: "Run it", is_background: false } }),
@@ -191,6 +192,7 @@ function codexCatalog(): object {
 
 const codex: AgentProfile = {
   id: "codex",
+  editsUnasked: { mode: "workspace-write", askingMode: "read-only" },
   pkg: "@agentclientprotocol/codex-acp@2.6.0",
   tools: {
     // Codex asks the person only when its model asks to leave the sandbox for a command.
@@ -249,6 +251,7 @@ const codex: AgentProfile = {
 
 const gemini: AgentProfile = {
   id: "gemini",
+  editsUnasked: { mode: "autoEdit", askingMode: "default" },
   unrememberable:
     "gemini-cli 0.61 sends its shell requests with no rawInput (the command only in the title): no rule may judge them, so a person is asked each time",
   pkg: "@google/gemini-cli@0.61.0",
