@@ -2,11 +2,13 @@
 // machine tells every client (`_acp_gateway/ran_unasked`, decision 0046); here the tenant's setting,
 // read with the four-eyes policy as the turn started (or now, outside a turn), decides. Under `stop`
 // the session is held — the running turn cancelled as session/cancel cancels it, the clients told why, and every
-// prompt refused (turn.ts) until a person who may lift oversight resumes it (`resume`).
+// prompt refused (turn.ts) until a person who may lift oversight resumes it (`resume`). Either way the
+// agent is noted as one that decides itself (its D1 row, GET /v1/agents).
 
 import { GATEWAY_NOTIFICATIONS } from "../../core/gateway-notifications";
 import type { TenantSettings } from "../../core/principal";
 import { tenantById } from "../../db/queries/tenants";
+import { noteDecidesItself } from "../../db/queries/agents";
 import { type UnaskedRuns as Choice, heldMessage, holdOf, unaskedRunsOf } from "../../protocol/unasked-runs";
 import type { SessionInfo } from "./session-info";
 import { sessionLog } from "./session-log";
@@ -30,7 +32,12 @@ export interface UnaskedRunsParts {
   cancelTurn(reason: string, message: string): void;
 }
 
+/** How often one session writes the agent's latest unasked run to D1 (an agent in a mode that never asks runs many). */
+const NOTE_EVERY_MS = 60_000;
+
 export class UnaskedRuns {
+  private notedAt = -Infinity;
+
   constructor(private readonly parts: UnaskedRunsParts) {}
 
   /**
@@ -41,7 +48,9 @@ export class UnaskedRuns {
   ran(notice: Record<string, unknown>): void {
     const { store } = this.parts;
     const meta = store.meta;
-    if (!meta || store.hold) return;
+    if (!meta) return;
+    this.noteOnAgent(meta, notice);
+    if (store.hold) return;
     const known = this.parts.known();
     if (known !== undefined) {
       if (known === "stop") this.stop(notice);
@@ -51,6 +60,24 @@ export class UnaskedRuns {
       this.choice(meta.tenantId).then((choice) => {
         if (choice === "stop") this.stop(notice);
       }),
+    );
+  }
+
+  /** The agent decides for itself: noted on its row for the API and the console, at most once a minute per session. */
+  private noteOnAgent(meta: { tenantId: string; sessionId: string; agent: string }, notice: Record<string, unknown>): void {
+    const now = Date.now();
+    if (now - this.notedAt < NOTE_EVERY_MS || typeof notice.toolCallId !== "string") return;
+    this.notedAt = now;
+    const run = {
+      at: now,
+      sessionId: meta.sessionId,
+      toolCallId: notice.toolCallId,
+      kind: typeof notice.kind === "string" ? notice.kind : "other",
+    };
+    this.parts.waitUntil(
+      noteDecidesItself(this.parts.db(), meta.tenantId, meta.agent, run).catch((error: unknown) =>
+        sessionLog(this.parts.store).warn("session.decides_itself_note_failed", "noting the agent's unasked run failed", {}, error),
+      ),
     );
   }
 

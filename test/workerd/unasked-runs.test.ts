@@ -177,6 +177,28 @@ describe("a tenant that chose tell", () => {
   });
 });
 
+describe("the agent that decides for itself", () => {
+  it("is shown so by GET /v1/agents under either setting: its latest unasked run, the session and the kind", async () => {
+    for (const unaskedRuns of ["tell", "stop"]) {
+      const t = await seedTenant({ unaskedRuns });
+      const agent = await dialInAgent(t);
+      const { client, sessionId } = await clientWithSession(t, agent);
+      const before = await api("/v1/agents", t.clientKey).then((r) => r.json<{ items: Record<string, any>[] }>());
+      expect(before.items.find((a) => a.name === agent.name)?.decidesItself).toBeNull();
+      agent.update(sessionId, editedUnasked("u1"));
+      await client.next(isMethod("_acp_gateway/ran_unasked"));
+      await expect
+        .poll(async () => (await api("/v1/agents", t.clientKey).then((r) => r.json<{ items: Record<string, any>[] }>())).items)
+        .toContainEqual(
+          expect.objectContaining({
+            name: agent.name,
+            decidesItself: expect.objectContaining({ sessionId, toolCallId: "u1", kind: "edit" }),
+          }),
+        );
+    }
+  });
+});
+
 describe("the setting", () => {
   it("is the tenant admin's to change, to stop or tell only", async () => {
     const t = await seedTenant();

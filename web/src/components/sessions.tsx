@@ -301,6 +301,7 @@ function NewSession({ auth, api, onCreated }: { auth: Auth; api: Api; onCreated(
                   : a.mode === "dial_out"
                     ? "dialled by the gateway"
                     : ""}
+            {a.decidesItself ? ` · decides itself (ran ${a.decidesItself.kind} unasked ${ago(a.decidesItself.at)})` : ""}
           </option>
         ))}
       </datalist>
