@@ -39,6 +39,13 @@ export const GATEWAY_NOTIFICATIONS = {
    * and the changes; a person's allow of it marks them seen.
    */
   unseenChanges: "_acp_gateway/unseen_changes",
+  /**
+   * The session stopped taking prompts: the agent ran a tool call unasked and the tenant refuses agents
+   * that decide approvals themselves (settings.unaskedRuns "stop", decision 0056): what ran, why, how to resume.
+   */
+  sessionHeld: "_acp_gateway/session_held",
+  /** A person lifted a session's hold (DELETE /v1/sessions/{id}/hold): who; it takes prompts again. */
+  sessionResumed: "_acp_gateway/session_resumed",
   /** The gateway refused something of the agent's by a limit: which, and the value. */
   limitReached: "_acp_gateway/limit_reached",
 } as const;

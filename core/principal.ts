@@ -70,6 +70,8 @@ export interface TenantSettings {
   fourEyes?: FourEyesSettings;
   /** Modes and configuration values the tenant forbids (decision 0041). */
   modes?: ModeSettings;
+  /** An agent that runs a tool call nobody was asked about: `stop` the session (default) or only `tell` (decision 0056). */
+  unaskedRuns?: "stop" | "tell";
 }
 
 /**

@@ -66,6 +66,11 @@ export const agents = sqliteTable(
      * key an admin bound it to (PUT /v1/agents/{name}/owner). Null: not yet claimed.
      */
     ownerKeyId: text("owner_key_id"),
+    /**
+     * The agent decides approvals itself (decision 0056): JSON of its latest tool call run without asking
+     * anyone, as a session saw it ({ at, sessionId, toolCallId, kind }). Null: never seen.
+     */
+    decidesItself: text("decides_itself"),
     createdAt: integer("created_at")
       .notNull()
       .default(sql`(unixepoch() * 1000)`),

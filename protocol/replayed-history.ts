@@ -38,6 +38,9 @@ const HISTORY_NOTICES: readonly string[] = [
   // What a request was shown of the agent's unseen changes, and what the agent ran unasked (decision 0046).
   GATEWAY_NOTIFICATIONS.unseenChanges,
   GATEWAY_NOTIFICATIONS.ranUnasked,
+  // A session stopped after an unasked run, and who resumed it (decision 0056).
+  GATEWAY_NOTIFICATIONS.sessionHeld,
+  GATEWAY_NOTIFICATIONS.sessionResumed,
 ];
 
 /** How a notice's text starts: the gateway writes every one as `JSON.stringify({ jsonrpc, method, params })` (session-info.ts). */

@@ -138,3 +138,19 @@ export async function otherKeysBoundTo(d1: D1Database, tenantId: string, name: s
     .where(and(eq(apiKeys.tenantId, tenantId), eq(apiKeys.agent, name), ne(apiKeys.id, keyId), liveAgentKey(now)));
   return rows.map((r) => r.id);
 }
+
+/** What the gateway last saw an agent run without asking anyone (decision 0056); shown by GET /v1/agents. */
+export interface DecidesItself {
+  at: number;
+  sessionId: string;
+  toolCallId: string;
+  kind: string;
+}
+
+/** Notes an unasked run on the agent's row (none for a name with no row). */
+export async function noteDecidesItself(d1: D1Database, tenantId: string, name: string, run: DecidesItself): Promise<void> {
+  await dbOf(d1)
+    .update(agents)
+    .set({ decidesItself: JSON.stringify(run) })
+    .where(and(eq(agents.tenantId, tenantId), eq(agents.name, name)));
+}

@@ -7,6 +7,8 @@ import type { OperationView } from "../../protocol/operation-view";
 import type { Answerer } from "../../protocol/people/answering";
 import type { PermissionOption } from "../../protocol/permissions";
 import type { SessionMeta } from "./store";
+import type { ResumedBy } from "./unasked-runs";
+import type { SessionHold } from "../../protocol/unasked-runs";
 
 /**
  * Who a session is: its object's name `${tenantId}/${sessionId}` (the session's RPC methods read it
@@ -55,6 +57,8 @@ export interface SessionSnapshot {
   }[];
   clients: { connectionId: string; user: string | null; attachedAt: number }[];
   lastSeq: number;
+  /** Stopped after the agent ran a tool call unasked (decision 0056): what ran; absent when it takes prompts. */
+  held?: SessionHold;
 }
 
 import type { StreamTurnState } from "../../protocol/turn-state";
@@ -117,6 +121,8 @@ export interface SessionContract extends Rpc.DurableObjectBranded {
   snapshot(): SessionSnapshot | null;
   /** The requests asked of people that wait on this person now (null: no such session). */
   waitingOn(answerer: Answerer): { title: string | null; requests: WaitingRequest[] } | null;
+  /** Lifts the hold of a session stopped after its agent ran a tool call unasked (decision 0056); null: no such session. */
+  resumeHeld(by: ResumedBy): { resumed: boolean } | null;
   /** The turn's state as a client resuming a stream is told it (protocol/turn-state.ts); null for a session that does not exist. */
   turnState(connId: string): StreamTurnState | null;
 }

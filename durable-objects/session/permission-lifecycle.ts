@@ -19,6 +19,8 @@ import type { TenantPolicy } from "./tenant-policy";
 import { type MetricsDataset, recordMetric } from "../../core/metrics";
 import type { AuditEntry } from "../../db/queries/audit";
 import { sessionLog } from "./session-log";
+import type { UnaskedRuns } from "./unasked-runs";
+import { GATEWAY_NOTIFICATIONS } from "../../core/gateway-notifications";
 
 /** The machine as the SessionObject, the agent link and the turn use it. */
 export type PermissionLifecycle = PermissionMachine<WebSocket>;
@@ -33,6 +35,8 @@ export interface LifecycleParts {
   rules: TenantRules;
   info: SessionInfo;
   policy: TenantPolicy;
+  /** What the tenant does with a tool call the agent ran unasked (decision 0056). */
+  unasked: UnaskedRuns;
   /** To the agent, in order; `after` learns whether the frame reached it (`threw`: the hand-off failed). */
   toAgent(frame: ToAgent, after?: (delivered: boolean, threw: boolean) => void): void;
   /** Sets the object's alarm to the earliest deadline, notify time, audit retry or idle time. */
@@ -139,7 +143,10 @@ export function permissionLifecycle(parts: LifecycleParts): PermissionLifecycle 
     },
     session: {
       now: () => Date.now(),
-      notice: (method, params) => parts.info.notice(method, params),
+      notice: (method, params) => {
+        parts.info.notice(method, params);
+        if (method === GATEWAY_NOTIFICATIONS.ranUnasked) parts.unasked.ran(params);
+      },
       deadlineChanged: () => parts.scheduleDeadline(),
       progress: () => parts.turnWatch.touch(),
       peopleAsked: (permId) =>

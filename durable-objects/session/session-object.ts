@@ -83,6 +83,7 @@ import { liveIndex } from "./live-index";
 import type { LiveStatePublisher } from "../../protocol/live-state";
 import { sessionLog } from "./session-log";
 import { TenantPolicy } from "./tenant-policy";
+import { type ResumedBy, UnaskedRuns } from "./unasked-runs";
 import { refusedByRole } from "../../protocol/people/acp-methods";
 import { testSeams } from "../../core/test-seam";
 import { readReason } from "../../protocol/answer-reason";
@@ -142,6 +143,7 @@ export class SessionObject extends DurableObject<Env> implements SessionContract
   private readonly permissions: PermissionLifecycle;
   private readonly info: SessionInfo;
   private readonly turn: TurnControl;
+  private readonly unasked: UnaskedRuns;
   private readonly agentRequests: AgentRequests;
   private readonly agent: AgentLink;
   private readonly audits: AuditOutbox;
@@ -178,7 +180,19 @@ export class SessionObject extends DurableObject<Env> implements SessionContract
     this.rules = new TenantRules(env, this.store);
     this.info = new SessionInfo(ctx, env, this.store, this.clients);
     const policy = new TenantPolicy(env.DB, this.store);
+    this.unasked = new UnaskedRuns({
+      db: () => this.testing.d1 ?? this.env.DB,
+      store: this.store,
+      info: this.info,
+      waitUntil: (promise) => ctx.waitUntil(promise),
+      known: () => (this.store.turn.state === "idle" ? undefined : policy.unaskedRuns),
+      cancelTurn: (reason, message) => {
+        this.turn.cancel({ type: "cancel" }, { sessionId: this.store.meta?.sessionId });
+        this.turn.ended(reason, message);
+      },
+    });
     this.permissions = permissionLifecycle({
+      unasked: this.unasked,
       policy,
       ctx,
       store: this.store,
@@ -539,6 +553,12 @@ export class SessionObject extends DurableObject<Env> implements SessionContract
   snapshot(): SessionSnapshot | null {
     const meta = this.store.meta;
     return meta ? sessionSnapshot(meta, this.store, this.clients) : null;
+  }
+
+  /** Lifts the hold of a session stopped after its agent ran a tool call unasked (decision 0056); null: no such session. */
+  resumeHeld(by: ResumedBy): { resumed: boolean } | null {
+    if (!this.store.meta) return null;
+    return { resumed: this.unasked.resume(by) };
   }
 
   /** The turn's state for a client resuming its stream: `promptRequestId` is its own id of the prompt, if it sent it. */

@@ -25,5 +25,6 @@ export function sessionSnapshot(meta: SessionMeta, store: SessionStore, clients:
     })),
     clients: clients.list().map((c) => ({ connectionId: c.connId, user: c.user, attachedAt: c.attachedAt })),
     lastSeq: store.lastSeq(),
+    ...(store.hold ? { held: store.hold } : {}),
   };
 }

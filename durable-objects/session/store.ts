@@ -26,6 +26,7 @@ import { type MigrationOutcome, type MigrationStorage, migrateStorage } from "./
 import { sessionLog } from "./session-log";
 import { MetaTable } from "../meta-table";
 import type { LogRow } from "../../protocol/replayed-history";
+import type { SessionHold } from "../../protocol/unasked-runs";
 
 /** Log kinds. `update` and `ext` entries are replayed to attaching clients; the rest is audit trail. */
 export type LogKind = "update" | "ext" | "permission" | "resolution" | "prompt" | "turn_end" | "notice" | "refusal";
@@ -180,6 +181,14 @@ export class SessionStore {
   set turn(value: TurnState) {
     this.metaRows.set("turn", value);
     this.liveChanged?.();
+  }
+
+  /** Set while the session is stopped after an agent ran a tool call unasked (unasked-runs.ts); undefined: it takes prompts. */
+  get hold(): SessionHold | undefined {
+    return this.metaRows.get<SessionHold>("hold");
+  }
+  set hold(value: SessionHold | undefined) {
+    this.metaRows.set("hold", value);
   }
 
   /**

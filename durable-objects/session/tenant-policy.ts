@@ -7,12 +7,15 @@
 import type { FourEyesSettings, TenantSettings } from "../../core/principal";
 import { tenantById } from "../../db/queries/tenants";
 import { POLICY_UNKNOWN } from "../../protocol/people/four-eyes";
+import { type UnaskedRuns, unaskedRunsOf } from "../../protocol/unasked-runs";
 import { sessionLog } from "./session-log";
 import type { SessionStore } from "./store";
 
 export class TenantPolicy {
   private read: { gwId: number; policy: Promise<FourEyesSettings | undefined> | FourEyesSettings | undefined } | undefined;
   private lastKnown: FourEyesSettings | undefined | null = null;
+  /** The tenant's unaskedRuns as read with the policy (decision 0056), so a run nobody asked about is stopped at once; undefined until read. */
+  unaskedRuns: UnaskedRuns | undefined;
 
   constructor(
     private readonly db: D1Database,
@@ -26,8 +29,10 @@ export class TenantPolicy {
     // Never rejects: a read that fails, or settings that do not parse, is the last policy read, else every operation held.
     const reading = tenantById(this.db, meta.tenantId)
       .then((tenant) => {
-        const policy = tenant ? (JSON.parse(tenant.settings) as TenantSettings).fourEyes : undefined;
+        const settings = tenant ? (JSON.parse(tenant.settings) as TenantSettings) : undefined;
+        const policy = settings?.fourEyes;
         this.lastKnown = policy;
+        this.unaskedRuns = unaskedRunsOf(settings);
         if (this.read?.gwId === gwId) this.read = { gwId, policy };
         return policy;
       })

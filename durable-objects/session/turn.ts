@@ -16,6 +16,7 @@ import { ErrorCode } from "../../core/rpc-errors";
 import { GATEWAY_NOTIFICATIONS } from "../../core/gateway-notifications";
 import { personKey } from "../../protocol/people/answering";
 import type { TenantPolicy } from "./tenant-policy";
+import { refusePromptWhileHeld } from "../../protocol/unasked-runs";
 
 export interface TurnParts {
   store: SessionStore;
@@ -42,6 +43,8 @@ export class TurnControl {
         { reason: "turn_in_progress" },
       );
     }
+    // Stopped after the agent ran a tool call unasked (decision 0056): refused until a person resumes it.
+    refusePromptWhileHeld(store.meta?.sessionId ?? "", store.hold);
     const gwId = store.nextId();
     store.turn = {
       state: "running",

@@ -29,8 +29,8 @@ export interface AgentProfile {
    * (a request without `rawInput` is confirmed by a person every time: ACP 1.9.1, decision 0040).
    */
   unrememberable?: string;
-  /** Why this harness cannot make the agent edit a file, when the agent offers its model no edit tool. */
-  noEditTool?: string;
+  /** A mode (ACP session/set_mode) in which the agent writes files without asking anyone, and the mode in which it asks. */
+  editsUnasked?: { mode: string; askingMode: string };
 }
 
 /** Nothing from the developer's own setup: a home of its own, no telemetry, no update checks. */
@@ -48,6 +48,7 @@ function isolated(home: string): Record<string, string> {
 
 const claude: AgentProfile = {
   id: "claude",
+  editsUnasked: { mode: "acceptEdits", askingMode: "default" },
   pkg: "@agentclientprotocol/claude-agent-acp@0.101.0",
   tools: {
     shell: (command) => ({ name: "Bash", input: { command, description: "Run it" } }),
@@ -84,6 +85,7 @@ const claude: AgentProfile = {
 
 const qwen: AgentProfile = {
   id: "qwen",
+  editsUnasked: { mode: "auto-edit", askingMode: "default" },
   pkg: "@qwen-code/qwen-code@0.24.4",
   tools: {
     shell: (command) => ({ name: "run_shell_command", input: { command, description: "Run it", is_background: false } }),
@@ -152,10 +154,45 @@ const opencode: AgentProfile = {
   ],
 };
 
+/**
+ * Codex (0.166, under codex-acp 2.6) takes a model's tools from its model catalog: a slug it does not
+ * know gets no apply_patch, and the slugs it knows are code-mode models (tools only through code the
+ * model writes) or a freeform apply_patch. The config's `model_catalog_json` replaces the catalog: the
+ * scripted model is listed with direct tools, unified exec (`exec_command`) and apply_patch as a
+ * function tool, which is what the script calls.
+ */
+function codexCatalog(): object {
+  return {
+    models: [
+      {
+        slug: "scripted",
+        display_name: "Scripted",
+        description: "The test's scripted model on loopback.",
+        base_instructions: "You are a scripted test model.",
+        // The only kind 0.166 knows: a custom tool whose input is the patch text (models/openai-responses.ts sends it so).
+        apply_patch_tool_type: "freeform",
+        shell_type: "unified_exec",
+        tool_mode: null,
+        experimental_supported_tools: [],
+        web_search_tool_type: "text_and_image",
+        input_modalities: ["text"],
+        supports_parallel_tool_calls: false,
+        support_verbosity: false,
+        truncation_policy: { mode: "tokens", limit: 10000 },
+        context_window: 200000,
+        default_reasoning_level: "medium",
+        supported_reasoning_levels: [{ effort: "medium", description: "Medium" }],
+        visibility: "list",
+        supported_in_api: true,
+        priority: 1,
+      },
+    ],
+  };
+}
+
 const codex: AgentProfile = {
-  noEditTool:
-    "codex-acp 2.6 offers a custom model provider no apply_patch tool (and a model name it knows no tools at all), so the scripted model cannot make it edit",
   id: "codex",
+  editsUnasked: { mode: "workspace-write", askingMode: "read-only" },
   pkg: "@agentclientprotocol/codex-acp@2.6.0",
   tools: {
     // Codex asks the person only when its model asks to leave the sandbox for a command.
@@ -177,6 +214,7 @@ const codex: AgentProfile = {
   prepare(home, modelUrl) {
     const config = join(home, ".codex");
     mkdirSync(config, { recursive: true });
+    writeFileSync(join(config, "models.json"), JSON.stringify(codexCatalog()));
     // Ask the person (read-only mode: on-request, the user as reviewer), never codex's reviewer model.
     writeFileSync(
       join(config, "config.toml"),
@@ -184,6 +222,7 @@ const codex: AgentProfile = {
         `model = "scripted"`,
         `model_provider = "scripted"`,
         `approvals_reviewer = "user"`,
+        `model_catalog_json = "${join(config, "models.json")}"`,
         `check_for_update_on_startup = false`,
         `[analytics]`,
         `enabled = false`,
@@ -212,6 +251,7 @@ const codex: AgentProfile = {
 
 const gemini: AgentProfile = {
   id: "gemini",
+  editsUnasked: { mode: "autoEdit", askingMode: "default" },
   unrememberable:
     "gemini-cli 0.61 sends its shell requests with no rawInput (the command only in the title): no rule may judge them, so a person is asked each time",
   pkg: "@google/gemini-cli@0.61.0",

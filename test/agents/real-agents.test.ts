@@ -92,7 +92,7 @@ describe.each(AGENTS)("$pkg behind acp-gateway agent", (profile) => {
     expect(agent.remembered()).toEqual(before);
   });
 
-  it.runIf(!profile.noEditTool)("shows an edit's diff to clients before the file changes, and writes it after allow once", async () => {
+  it("shows an edit's diff to clients before the file changes, and writes it after allow once", async () => {
     const alice = await agent.client();
     const sessionId = await agent.newSession(alice);
     const turn = prompt(alice, sessionId, "WRITE: notes.txt hello from the scripted model");
@@ -105,6 +105,37 @@ describe.each(AGENTS)("$pkg behind acp-gateway agent", (profile) => {
     expect(await turn).toEqual(expect.objectContaining({ stopReason: "end_turn" }));
     expect(readFileSync(file("notes.txt"), "utf8")).toContain("hello from the scripted model");
   });
+
+  it.runIf(profile.editsUnasked)(
+    `an edit it makes unasked (mode ${profile.editsUnasked?.mode}) stops the session: clients are told what ran, prompts are refused until an approver resumes it`,
+    async () => {
+      const alice = await agent.client();
+      const sessionId = await agent.newSession(alice);
+      await alice.request("session/set_mode", { sessionId, modeId: profile.editsUnasked?.mode });
+      const of = (method: string) => (n: { method: string; params: Json }) => n.method === method && n.params.sessionId === sessionId;
+      const turn = prompt(alice, sessionId, "WRITE: unasked.txt written in a governed mode");
+      const ran = await alice.notices.waitFor(of("_acp_gateway/ran_unasked"), 120_000, "the run nobody was asked about");
+      expect(ran.params).toMatchObject({ kind: "edit", changes: [file("unasked.txt")] });
+      const held = await alice.notices.waitFor(of("_acp_gateway/session_held"), 30_000, "the session held");
+      expect(held.params.hold).toMatchObject({ reason: "ran_unasked", toolCallId: ran.params.toolCallId });
+      // The agent had written before it reported the call finished: the gateway stops what follows.
+      expect(["cancelled", "end_turn"]).toContain((await turn).stopReason);
+      await expect(prompt(alice, sessionId, "RUN: touch after-hold")).rejects.toMatchObject({ data: { reason: "session_held" } });
+      expect(existsSync(file("after-hold"))).toBe(false);
+      const resumed = await fetch(`${url}/v1/sessions/${sessionId}/hold`, {
+        method: "DELETE",
+        headers: { Authorization: `Bearer ${keys.client}` },
+      });
+      expect(await resumed.json()).toEqual({ resumed: true });
+      // Resumed, the session takes prompts; back in the agent's asking mode (acceptEdits lets Claude Code
+      // touch files unasked, which would stop the session again), a command is asked of the person.
+      await alice.request("session/set_mode", { sessionId, modeId: profile.editsUnasked?.askingMode });
+      const next = prompt(alice, sessionId, "RUN: touch after-resume");
+      await answer(alice, await askedDuring(alice, next), choose("allow_once"));
+      expect(await next).toEqual(expect.objectContaining({ stopReason: "end_turn" }));
+      expect(existsSync(file("after-resume"))).toBe(true);
+    },
+  );
 
   it("cancel while the person is asked ends the turn cancelled and the command never runs", async () => {
     const alice = await agent.client();

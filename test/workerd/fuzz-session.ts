@@ -129,7 +129,8 @@ function newLiveClient(peer: Peer, firstId: number): LiveClient {
 }
 
 export async function startSession(counters: FuzzCounters): Promise<Fuzz> {
-  const [t, other] = await Promise.all([seedTenant(), seedTenant()]);
+  // The model knows an unasked run as told (decision 0046); stopping the session on one (the default, decision 0056) is unasked-runs.test.ts's.
+  const [t, other] = await Promise.all([seedTenant({ unaskedRuns: "tell" }), seedTenant()]);
   const agent = await dialInAgent(t);
   const client = await connect(`/acp?agent=${agent.name}`, t.clientKey);
   await client.request("initialize", { protocolVersion: 1, clientCapabilities: {} }, 1);

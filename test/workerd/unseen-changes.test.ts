@@ -174,7 +174,7 @@ describe("an unseen change stops a rule answering what may read it", () => {
   });
 
   it("a tool call the agent ran without asking (an edit reported completed, never asked) is unseen: clients are told, and make test is asked naming it", async () => {
-    const t = await seedTenant();
+    const t = await seedTenant({ unaskedRuns: "tell" }); // the turn goes on (decision 0056 stops it by default);
     await rule(t, { type: "command", prefix: ["make", "test"] });
     const agent = await dialInAgent(t);
     const { client, sessionId } = await session(t, agent);

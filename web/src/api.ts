@@ -36,6 +36,8 @@ export interface Agent {
   connected?: boolean | null;
   /** The agent refused the gateway's initialize: its message (it is connected, but failing). */
   failing?: string | null;
+  /** It ran a tool call without asking anyone (decision 0056): the latest such run. */
+  decidesItself?: { at: number; sessionId: string; kind: string } | null;
 }
 
 export interface Snapshot {

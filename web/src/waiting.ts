@@ -3,6 +3,7 @@
 // a person on another tab sees the count change.
 
 import type { Api } from "./api";
+import { sessionAddress } from "./session-address";
 
 export interface WaitingRequest {
   sessionId: string;
@@ -41,7 +42,7 @@ export function whatItDoes(w: WaitingRequest): string {
   return op.paths.length > 0 ? `${kind} ${op.paths.join(", ")}` : (op.agentTitle ?? kind);
 }
 
-/** The link to the request's session in this console (the hash the sessions page opens). */
-export function sessionHash(w: WaitingRequest): string {
-  return `#/session/${encodeURIComponent(w.sessionId)}`;
+/** The link to the request's card in its session (session-address.ts): without a tool call id, the session's first waiting request. */
+export function requestHash(w: WaitingRequest): string {
+  return sessionAddress(w.sessionId, w.toolCallId ?? "");
 }

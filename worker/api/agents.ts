@@ -3,6 +3,7 @@
 
 import { OpenAPIHono, createRoute, z } from "@hono/zod-openapi";
 import {
+  type DecidesItself,
   type AgentFields,
   agentByName,
   agentsPage,
@@ -34,6 +35,8 @@ const AgentSchema = z
     isDefault: z.boolean(),
     /** dial_in: the agent key the name belongs to (the first to dial in under it, or the one an admin bound it to). */
     keyId: z.string().nullable(),
+    /** The agent ran a tool call without asking anyone (decision 0056): the latest such run a session saw. Null: never seen. */
+    decidesItself: z.object({ at: z.number(), sessionId: z.string(), toolCallId: z.string(), kind: z.string() }).nullable(),
     createdAt: z.number(),
     updatedAt: z.number(),
   })
@@ -60,6 +63,8 @@ const agentJson = (a: AgentRow) => ({
   headerNames: a.headers ? Object.keys(JSON.parse(a.headers) as object) : [],
   isDefault: a.isDefault,
   keyId: a.ownerKeyId,
+  // SAFETY: written only by noteDecidesItself, as a DecidesItself.
+  decidesItself: a.decidesItself ? (JSON.parse(a.decidesItself) as DecidesItself) : null,
   createdAt: a.createdAt,
   updatedAt: a.updatedAt,
 });

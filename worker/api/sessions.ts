@@ -27,6 +27,18 @@ const SessionSchema = z
   })
   .openapi("Session");
 
+/** Why a session takes no prompt (decision 0056): the tool call its agent ran without asking anyone. */
+const HoldSchema = z
+  .object({
+    reason: z.literal("ran_unasked"),
+    toolCallId: z.string(),
+    kind: z.string(),
+    command: z.string().optional(),
+    changes: z.array(z.string()),
+    at: z.number(),
+  })
+  .openapi("SessionHold");
+
 const SnapshotSchema = z
   .object({
     sessionId: z.string(),
@@ -52,6 +64,7 @@ const SnapshotSchema = z
     ),
     clients: z.array(z.object({ connectionId: z.string(), user: z.string().nullable(), attachedAt: z.number() })),
     lastSeq: z.number(),
+    held: HoldSchema.optional(),
   })
   .openapi("SessionSnapshot");
 
@@ -121,5 +134,29 @@ sessionsApi.openapi(
     if (!snapshot) throw ApiError.notFound("Session");
     // SAFETY: the snapshot is the object SnapshotSchema describes, built by SessionObject.snapshot.
     return c.json(snapshot as unknown as z.infer<typeof SnapshotSchema>, 200);
+  },
+);
+
+sessionsApi.openapi(
+  createRoute({
+    method: "delete",
+    path: "/v1/sessions/{id}/hold",
+    tags: ["sessions"],
+    summary: 'Resume a session stopped after its agent ran a tool call unasked (settings.unaskedRuns "stop"); approvers',
+    middleware: [requireRole("oversight")] as const,
+    request: { params: z.object({ id: z.string() }) },
+    responses: {
+      200: json(z.object({ resumed: z.boolean().describe("false: the session was not held") }), "The session takes prompts"),
+      ...errors,
+    },
+  }),
+  async (c) => {
+    const principal = c.get("principal");
+    const sessionId = c.req.valid("param").id;
+    if (!(await sessionIndexed(c.env.DB, principal.tenantId, sessionId))) throw ApiError.notFound("Session");
+    const stub = objects.session(c.env, principal.tenantId, sessionId);
+    const done = await stub.resumeHeld({ keyId: principal.keyId, user: principal.person?.name ?? principal.label, role: principal.role });
+    if (!done) throw ApiError.notFound("Session");
+    return c.json(done, 200);
   },
 );

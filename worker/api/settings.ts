@@ -1,12 +1,14 @@
 // The tenant's own settings, for its admins (decision 0028): who is which role (settings.roles) and
-// which operations need a second person (settings.fourEyes), which modes are forbidden (settings.modes), beside the settings the operator may set
-// too (deadlines, relaying "always"). Limits stay the operator's (PATCH /v1/tenants/{id}): they bound
+// which operations need a second person (settings.fourEyes), which modes are forbidden (settings.modes), beside
+// the settings the operator may set too (deadlines, relaying "always", whether an agent that runs a tool
+// call unasked stops its session). Limits stay the operator's (PATCH /v1/tenants/{id}): they bound
 // what the tenant costs everyone else. An admin maps groups at most to their own role.
 
 import { OpenAPIHono, createRoute, z } from "@hono/zod-openapi";
 import { tenantById, updateTenant } from "../../db/queries/tenants";
 import { ROLES, type Role } from "../../core/principal";
 import { mayGrant } from "../../protocol/people/roles";
+import { UNASKED_RUNS } from "../../protocol/unasked-runs";
 import { ApiError } from "../http-error";
 import { requireRole } from "../middleware/require-key";
 import type { AppEnv } from "../types";
@@ -66,6 +68,8 @@ export const SHARED_SETTINGS = {
     .max(7 * 24 * 3600 * 1000)
     .optional(),
   relayAlwaysAsMade: z.boolean().optional(),
+  /** A tool call the agent ran that nobody was asked about: stop the session until an approver resumes it (default), or only tell (decision 0056). */
+  unaskedRuns: z.enum(UNASKED_RUNS).optional(),
   notifyAfterMs: z
     .number()
     .int()

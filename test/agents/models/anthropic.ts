@@ -14,7 +14,10 @@ function conversation(body: Json): Conversation {
   const blocks: Json[] = typeof last?.content === "string" ? [{ type: "text", text: last.content }] : (last?.content ?? []);
   return {
     lastUserText: blocks.map((b) => (b.type === "text" ? b.text : "")).join("\n"),
-    endsWithToolResult: blocks.some((b) => b.type === "tool_result"),
+    // A cancelled turn's tool result and the next prompt share one user message: the prompt after it is new work.
+    endsWithToolResult:
+      blocks.findLastIndex((b) => b.type === "tool_result") >
+      blocks.findLastIndex((b) => b.type === "text" && /\b(RUN|WRITE): /.test(String(b.text))),
     tools: ((body.tools ?? []) as Json[]).map((t) => String(t.name)),
   };
 }

@@ -2,11 +2,11 @@
 // (browser.ts) against the gateway as `npm start` runs it, with the demo agent through
 // `acp-gateway agent`. A request asked in a session open on a 1280 px desktop is listed on the first
 // page of a 390 px phone too, with a count in the tab's title; the phone follows the link to the
-// session, answers the card there, and the list follows: the next request replaces it, and nothing
+// request's card (focused, in view), answers it there, and the list follows: the next request replaces it, and nothing
 // is listed once the last one is answered.
 
 import { join } from "node:path";
-import type { Browser, Page } from "playwright-core";
+import type { Browser, Locator, Page } from "playwright-core";
 import { afterAll, beforeAll, describe, expect, inject, it } from "vitest";
 import { ROOT } from "../../../scripts/local-gateway";
 import { launchChromium, screenshotsDir } from "../browser";
@@ -56,8 +56,16 @@ async function noHorizontalOverflow(page: Page): Promise<void> {
   expect(scrollWidth).toBeLessThanOrEqual(innerWidth);
 }
 
+/** Whether the element has the keyboard focus and is within the viewport (at least partly). */
+function focusedAndInView(element: Locator): Promise<boolean> {
+  return element.evaluate((el) => {
+    const box = el.getBoundingClientRect();
+    return el === document.activeElement && box.bottom > 0 && box.top < window.innerHeight;
+  });
+}
+
 describe("waiting on you, in Chromium", () => {
-  it("a request asked on a 1280 px desktop is listed on a 390 px phone's first page with a count in the title; the phone follows the link and answers it, and the list follows", async () => {
+  it("a request asked on a 1280 px desktop is listed on a 390 px phone's first page with a count in the title; the phone follows the link to the request's card (focused, in view) and answers it, and the list follows; the desktop's link focuses the card of the open session", async () => {
     const desktop = await signedIn({ width: 1280, height: 860 });
     const phone = await signedIn({ width: 390, height: 844 });
     const baseTitle = await phone.title();
@@ -81,18 +89,28 @@ describe("waiting on you, in Chromium", () => {
     await phone.screenshot({ path: join(SHOTS, "console-waiting-phone.png") });
     await desktop.screenshot({ path: join(SHOTS, "console-waiting-desktop.png") });
 
-    // The phone follows the link: its session opens with the request's card, answered there.
-    await waiting(phone).first().getByRole("link").click();
+    // The phone follows the link to the request's card: its session opens with that card focused and
+    // in view (the keyboard starts there), and it is answered there.
+    const link = waiting(phone).first().getByRole("link");
+    expect(await link.getAttribute("href")).toMatch(/^#\/session\/[^/]+\/request\/.+/);
+    await link.click();
     const card = phone.locator("section.permission.open");
     await card.waitFor();
+    await expect.poll(() => focusedAndInView(card)).toBe(true);
     await card.getByRole("button", { name: /^Allow once/ }).click();
 
     // The agent's next request (the tests) takes its place in the list; the edit is gone.
     await expect.poll(async () => (await waiting(phone).allTextContents()).join("|"), { timeout: LISTED_MS }).toContain("npm test");
     expect((await waiting(phone).allTextContents()).join("|")).not.toContain("README.md");
 
-    // Answered on the desktop: nothing waits on anyone, and the title has no count.
+    // On the desktop, where the session is open already, the link focuses the card too, wherever focus was.
+    await expect.poll(async () => (await waiting(desktop).allTextContents()).join("|"), { timeout: LISTED_MS }).toContain("npm test");
+    await desktop.locator("#prompt-text").focus();
     const run = desktop.locator("section.permission.open", { hasText: "npm test" });
+    await waiting(desktop).first().getByRole("link").click();
+    await expect.poll(() => focusedAndInView(run)).toBe(true);
+
+    // Answered on the desktop: nothing waits on anyone, and the title has no count.
     await run
       .getByRole("button", { name: /^Reject/ })
       .first()

@@ -239,6 +239,7 @@ export function PermissionCard({ api, permission: p, session, me, onAnswer }: Pe
     <section
       class={`card permission ${open ? "open" : "closed"}`}
       id={open ? "permission-waiting" : undefined}
+      data-tool-call-id={typeof p.toolCall.toolCallId === "string" ? p.toolCall.toolCallId : undefined}
       aria-label={`Permission request: ${kindOf(p.toolCall)}`}
       tabIndex={-1}
     >

@@ -41,10 +41,12 @@ interface Props {
   link: SessionLink;
   session: Session;
   isNew: boolean;
+  /** A card to focus once it shows (a "waiting on you" link): a tool call's id, or "" for the first request waiting; a new object each time. */
+  focusCard?: { card: string } | null;
   onBack(): void;
 }
 
-export function SessionView({ api, link, session, isNew, onBack }: Props) {
+export function SessionView({ api, link, session, isNew, focusCard = null, onBack }: Props) {
   const [t, setT] = useState<Transcript>(EMPTY);
   const [turn, setTurn] = useState<Snapshot["turn"]["state"]>("idle");
   const [title, setTitle] = useState(session.title);
@@ -52,6 +54,15 @@ export function SessionView({ api, link, session, isNew, onBack }: Props) {
   const [text, setText] = useState("");
   const update = (f: (t: Transcript) => Transcript) => setT((prev) => f(prev));
   const myTurn = useRef(false);
+  // Set while the gateway holds the session (an agent ran a tool call unasked): why, and a way to resume.
+  const [held, setHeld] = useState<string | null>(null);
+  const [resumeError, setResumeError] = useState<string | null>(null);
+  const resume = () => {
+    setResumeError(null);
+    api
+      .delete(`/v1/sessions/${encodeURIComponent(session.id)}/hold`)
+      .catch((e: unknown) => setResumeError(`Could not resume: ${errorText(e)}`));
+  };
   // Who this page is signed in as: their prompts and answers say "you", replayed or live.
   const [myKeyId, setMyKeyId] = useState<string | null>(null);
   const me: Me = { keyId: myKeyId, connectionId: link.connectionId };
@@ -91,6 +102,23 @@ export function SessionView({ api, link, session, isNew, onBack }: Props) {
     document.addEventListener("keydown", onKey);
     return () => document.removeEventListener("keydown", onKey);
   }, []);
+
+  // The card a link named: focused and scrolled into view once its request is on screen (after the
+  // history replays and the waiting copies arrive), once per link followed.
+  const cardToFocus = useRef(focusCard);
+  useEffect(() => {
+    cardToFocus.current = focusCard;
+  }, [focusCard]);
+  useEffect(() => {
+    const wanted = cardToFocus.current;
+    if (!wanted) return;
+    const open = [...(article.current?.querySelectorAll<HTMLElement>("section.permission.open") ?? [])];
+    const card = wanted.card === "" ? open[0] : open.find((c) => c.dataset.toolCallId === wanted.card);
+    if (!card) return;
+    cardToFocus.current = null;
+    card.scrollIntoView({ block: "center" });
+    card.focus({ preventScroll: true });
+  }, [t, focusCard]);
 
   useEffect(() => {
     if (!focusAfterAnswer.current) return;
@@ -143,6 +171,15 @@ export function SessionView({ api, link, session, isNew, onBack }: Props) {
           update((t) =>
             notice(t, typeof m.params.message === "string" ? m.params.message : "The agent ran a tool call without asking.", "warn"),
           );
+          return;
+        case GATEWAY_NOTIFICATIONS.sessionHeld:
+          // The tenant refuses agents that decide for themselves (decision 0056): no prompt until a person resumes.
+          setHeld(typeof m.params.message === "string" ? m.params.message : "The session is stopped.");
+          update((t) => notice(t, typeof m.params.message === "string" ? m.params.message : "The session is stopped.", "warn"));
+          return;
+        case GATEWAY_NOTIFICATIONS.sessionResumed:
+          setHeld(null);
+          update((t) => notice(t, typeof m.params.message === "string" ? m.params.message : "The session was resumed.", "info"));
           return;
         case GATEWAY_NOTIFICATIONS.rulesUnavailable:
           // A request reached people without the tenant's rules: say so beside it (README, "Permission requests").
@@ -355,6 +392,21 @@ export function SessionView({ api, link, session, isNew, onBack }: Props) {
         })}
         <div ref={bottom} />
       </div>
+      {held !== null && (
+        <div class="held" role="status">
+          <p>
+            <Safe text={held} />
+          </p>
+          <button type="button" onClick={resume}>
+            Resume session
+          </button>
+          {resumeError && (
+            <p class="error" role="alert">
+              {resumeError}
+            </p>
+          )}
+        </div>
+      )}
       <form class="prompt-bar" onSubmit={send}>
         <label class="sr-only" for="prompt-text">
           Prompt

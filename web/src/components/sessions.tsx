@@ -8,6 +8,7 @@ import { type Agent, type Api, type Auth, type Page, type Session, type Snapshot
 import { ago, errorText } from "../format";
 import { SessionLink } from "../link";
 import { SessionView } from "./session-view";
+import { type SessionAddress, parseSessionAddress, sessionAddress } from "../session-address";
 import { Safe } from "./shown";
 
 const REFRESH_MS = 15_000;
@@ -64,11 +65,14 @@ export function SessionsPage({ auth, api }: { auth: Auth; api: Api }) {
     window.addEventListener("hashchange", onHash);
     return () => window.removeEventListener("hashchange", onHash);
   }, []);
+  // The card the address named (a "waiting on you" link): focused once the session shows it.
+  const [focusCard, setFocusCard] = useState<{ card: string } | null>(null);
   useEffect(() => {
-    const id = wanted;
-    if (id === null || entries === null) return;
+    if (wanted === null || entries === null) return;
+    const id = wanted.sessionId;
     setWanted(null);
-    if (open?.session.id === id) return;
+    if (wanted.card !== null) setFocusCard({ card: wanted.card });
+    if (open?.session.id === id) return showInUrl(id);
     const listed = entries.find((session) => session.id === id);
     if (listed) return void openSession(listed);
     api
@@ -174,6 +178,7 @@ export function SessionsPage({ auth, api }: { auth: Auth; api: Api }) {
             // The list's entry once it has one: the title the gateway gave reaches the header.
             session={entries?.find((e) => e.id === open.session.id) ?? open.session}
             isNew={open.isNew}
+            focusCard={focusCard}
             onBack={() => {
               setReturnTo(open.session.id);
               setOpen(null);
@@ -296,6 +301,7 @@ function NewSession({ auth, api, onCreated }: { auth: Auth; api: Api; onCreated(
                   : a.mode === "dial_out"
                     ? "dialled by the gateway"
                     : ""}
+            {a.decidesItself ? ` · decides itself (ran ${a.decidesItself.kind} unasked ${ago(a.decidesItself.at)})` : ""}
           </option>
         ))}
       </datalist>
@@ -311,20 +317,13 @@ function NewSession({ auth, api, onCreated }: { auth: Auth; api: Api; onCreated(
   );
 }
 
-const SESSION_HASH = "#/session/";
-
-/** The session id the address names (#/session/<id>), if any. */
-function sessionInUrl(): string | null {
-  if (!location.hash.startsWith(SESSION_HASH)) return null;
-  try {
-    return decodeURIComponent(location.hash.slice(SESSION_HASH.length)) || null;
-  } catch {
-    return null;
-  }
+/** The session (and the card) the address names (session-address.ts), if any. */
+function sessionInUrl(): SessionAddress | null {
+  return parseSessionAddress(location.hash);
 }
 
 /** Puts the open session in the address (or takes it out), without a new history entry per click. */
 function showInUrl(sessionId: string | null): void {
-  const url = sessionId === null ? `${location.pathname}${location.search}` : `${SESSION_HASH}${encodeURIComponent(sessionId)}`;
+  const url = sessionId === null ? `${location.pathname}${location.search}` : sessionAddress(sessionId);
   history.replaceState(null, "", url);
 }

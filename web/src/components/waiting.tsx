@@ -1,12 +1,12 @@
 // "Waiting on you", at the top of the console's first page: every request the signed-in person may
-// answer now, across the tenant's sessions, oldest first, each a link to its session (where its card
-// is). Refreshed every few seconds and when the tab comes back into view; the count goes into the
+// answer now, across the tenant's sessions, oldest first, each a link to its card (its session opens
+// with the card focused). Refreshed every few seconds and when the tab comes back into view; the count goes into the
 // tab's title. Nothing is listed that its session no longer holds (the gateway asks each session).
 
 import { useCallback, useEffect, useState } from "preact/hooks";
 import type { Api } from "../api";
 import { ago, errorText } from "../format";
-import { type WaitingRequest, sessionHash, titleWith, waitingOnMe, whatItDoes } from "../waiting";
+import { type WaitingRequest, requestHash, titleWith, waitingOnMe, whatItDoes } from "../waiting";
 import { Safe } from "./shown";
 
 const REFRESH_MS = 5_000;
@@ -59,7 +59,7 @@ export function WaitingOnYou({ api }: { api: Api }) {
         <ul>
           {items.map((w) => (
             <li key={`${w.sessionId}/${w.requestId}`}>
-              <a href={sessionHash(w)}>
+              <a href={requestHash(w)}>
                 <code class="what">
                   <Safe text={whatItDoes(w)} />
                 </code>

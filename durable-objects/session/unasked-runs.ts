@@ -1,0 +1,129 @@
+// The session's answer to an agent that ran a tool call nobody was asked about (decision 0056): the
+// machine tells every client (`_acp_gateway/ran_unasked`, decision 0046); here the tenant's setting,
+// read with the four-eyes policy as the turn started (or now, outside a turn), decides. Under `stop`
+// the session is held — the running turn cancelled as session/cancel cancels it, the clients told why, and every
+// prompt refused (turn.ts) until a person who may lift oversight resumes it (`resume`). Either way the
+// agent is noted as one that decides itself (its D1 row, GET /v1/agents).
+
+import { GATEWAY_NOTIFICATIONS } from "../../core/gateway-notifications";
+import type { TenantSettings } from "../../core/principal";
+import { tenantById } from "../../db/queries/tenants";
+import { noteDecidesItself } from "../../db/queries/agents";
+import { type UnaskedRuns as Choice, heldMessage, holdOf, unaskedRunsOf } from "../../protocol/unasked-runs";
+import type { SessionInfo } from "./session-info";
+import { sessionLog } from "./session-log";
+import type { SessionStore } from "./store";
+
+/** Who lifted a hold, as the clients and the log are told. */
+export interface ResumedBy {
+  keyId: string;
+  user: string | null;
+  role: string | null;
+}
+
+export interface UnaskedRunsParts {
+  db: () => D1Database;
+  store: SessionStore;
+  info: SessionInfo;
+  waitUntil(promise: Promise<unknown>): void;
+  /** The setting as read when the running turn started (tenant-policy.ts); undefined: not read. */
+  known(): Choice | undefined;
+  /** Ends the running turn as a client's session/cancel would, and tells the clients why (turn.ts). */
+  cancelTurn(reason: string, message: string): void;
+}
+
+/** How often one session writes the agent's latest unasked run to D1 (an agent in a mode that never asks runs many). */
+const NOTE_EVERY_MS = 60_000;
+
+export class UnaskedRuns {
+  private notedAt = -Infinity;
+
+  constructor(private readonly parts: UnaskedRunsParts) {}
+
+  /**
+   * The machine told the clients of a run nobody asked about (its notice's params): stop the session if
+   * the tenant says so — at once with the setting read as the turn started (every moment lets the agent
+   * do more, and a late cancel can reach the agent's next prompt), else after reading it.
+   */
+  ran(notice: Record<string, unknown>): void {
+    const { store } = this.parts;
+    const meta = store.meta;
+    if (!meta) return;
+    this.noteOnAgent(meta, notice);
+    if (store.hold) return;
+    const known = this.parts.known();
+    if (known !== undefined) {
+      if (known === "stop") this.stop(notice);
+      return;
+    }
+    this.parts.waitUntil(
+      this.choice(meta.tenantId).then((choice) => {
+        if (choice === "stop") this.stop(notice);
+      }),
+    );
+  }
+
+  /** The agent decides for itself: noted on its row for the API and the console, at most once a minute per session. */
+  private noteOnAgent(meta: { tenantId: string; sessionId: string; agent: string }, notice: Record<string, unknown>): void {
+    const now = Date.now();
+    if (now - this.notedAt < NOTE_EVERY_MS || typeof notice.toolCallId !== "string") return;
+    this.notedAt = now;
+    const run = {
+      at: now,
+      sessionId: meta.sessionId,
+      toolCallId: notice.toolCallId,
+      kind: typeof notice.kind === "string" ? notice.kind : "other",
+    };
+    this.parts.waitUntil(
+      noteDecidesItself(this.parts.db(), meta.tenantId, meta.agent, run).catch((error: unknown) =>
+        sessionLog(this.parts.store).warn("session.decides_itself_note_failed", "noting the agent's unasked run failed", {}, error),
+      ),
+    );
+  }
+
+  /** Lifts the hold; false when the session was not held. */
+  resume(by: ResumedBy): boolean {
+    const { store, info } = this.parts;
+    const meta = store.meta;
+    if (!meta || !store.hold) return false;
+    store.hold = undefined;
+    const who = by.user ?? by.keyId;
+    info.notice(GATEWAY_NOTIFICATIONS.sessionResumed, {
+      sessionId: meta.sessionId,
+      by,
+      message: `${who} resumed the session: it takes prompts again. The agent may again run tool calls without asking.`,
+    });
+    sessionLog(store).info("session.resumed", "a held session was resumed", { by: who });
+    return true;
+  }
+
+  /** The tenant's setting; unreadable is `stop` (a write nobody approved must not go on because D1 blinked). */
+  private async choice(tenantId: string): Promise<Choice> {
+    try {
+      const tenant = await tenantById(this.parts.db(), tenantId);
+      return unaskedRunsOf(tenant ? (JSON.parse(tenant.settings) as TenantSettings) : undefined);
+    } catch (error) {
+      sessionLog(this.parts.store).warn(
+        "session.unasked_setting_unavailable",
+        "the tenant's unaskedRuns could not be read; stopping",
+        {},
+        error,
+      );
+      return "stop";
+    }
+  }
+
+  private stop(notice: Record<string, unknown>): void {
+    const { store, info } = this.parts;
+    const meta = store.meta;
+    // Held by an earlier run while the setting was read: one stop per hold.
+    if (!meta || store.hold) return;
+    const hold = holdOf(notice, Date.now());
+    if (!hold) return;
+    store.hold = hold;
+    const message = heldMessage(meta.sessionId, hold);
+    if (store.turn.state === "running") this.parts.cancelTurn("ran_unasked", message);
+    info.notice(GATEWAY_NOTIFICATIONS.sessionHeld, { sessionId: meta.sessionId, hold, message });
+    sessionLog(store).warn("session.held", "the agent ran a tool call unasked; the session is held", { toolCallId: hold.toolCallId });
+  }
+}
