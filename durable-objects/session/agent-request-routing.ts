@@ -8,7 +8,8 @@ import { CANCEL_REQUEST, CLIENT_METHODS, isExtension } from "../../protocol/meth
 import type { ToAgent } from "../agent/contract";
 import { type AttachedClients, attachmentOf, sendRewritable } from "./clients";
 import type { ClientAttachment } from "../../protocol/session-wire";
-import type { SessionStore, TurnState } from "./store";
+import type { SessionStore } from "./store";
+import type { TurnState } from "../../protocol/turn-state";
 import { ErrorCode } from "../../core/rpc-errors";
 
 /** The agent's requests a session routed to one client, until that client answers or goes. */

@@ -1,8 +1,10 @@
 // SessionObject: the Durable Object shell of one ACP session (one object per tenant + sessionId):
 // the platform handlers, attach, routing of client messages, the alarm, and the RPC methods, each
-// handed to the module that does the work: agent-link.ts (what the agent sends, and sending to it),
-// protocol/permission-machine.ts (permission requests; its ports are built in permission-lifecycle.ts),
-// turn.ts (the turn), agent-request-routing.ts (fs/terminal/elicitation requests), session-info.ts,
+// handed to the module that does the work: protocol/session-machine.ts (client requests, the turn, and
+// the order of everything sent to the agent; its one port is built in session-port.ts, its ways to the
+// agent in agent-channels.ts), agent-link.ts (what the agent sends), protocol/permission-machine.ts
+// (permission requests; its ports are built in permission-lifecycle.ts), agent-request-routing.ts
+// (fs/terminal/elicitation requests), session-info.ts,
 // notify.ts, store.ts (all state, in SQLite; every socket is hibernatable, so an evicted object comes
 // back whole on the next event). The RPC argument and return types are in contract.ts.
 //
@@ -21,7 +23,6 @@ import {
   resultResponse,
   toRpcError,
 } from "../../protocol/jsonrpc";
-import { AGENT_METHODS, CANCEL_REQUEST } from "../../protocol/methods";
 import type { Env } from "../../core/env";
 import type {
   ApprovalView,
@@ -35,6 +36,7 @@ import type {
   WaitingRequest,
 } from "./contract";
 import { AgentLink } from "./agent-link";
+import { agentChannels } from "./agent-channels";
 import { AgentSocket, EDGE_LINK_TAG, isEdgeLinkAttachment, isLinkAttachment } from "./agent-socket";
 import { AGENT_LINK_HEADER, encodeLink, linkToSession } from "../../protocol/agent-link-wire";
 import { EDGE_LINK_HEADER } from "../../protocol/agent-edge-wire";
@@ -55,7 +57,6 @@ import { type AgentStub, objects, splitName } from "../objects";
 import type { ToAgent } from "../agent/contract";
 import { auditBudgetSpent } from "../../protocol/tenant-limits";
 import { GATEWAY_NOTIFICATIONS } from "../../core/gateway-notifications";
-import { deleteDuringTurn } from "../../protocol/session-delete";
 import { CompactionTally } from "./compaction";
 import { AgentRequests } from "./agent-request-routing";
 import { claim } from "./ownership";
@@ -64,7 +65,9 @@ import { type PermissionLifecycle, flushAudit, permissionLifecycle } from "./per
 import { TenantRules } from "./tenant-rules";
 import { sessionSnapshot } from "./snapshot";
 import { SessionInfo, loadResult } from "./session-info";
-import { TurnControl } from "./turn";
+import { SessionMachine } from "../../protocol/session-machine";
+import { sessionPort } from "./session-port";
+import { SessionDeletion } from "./session-deletion";
 import { SessionUnindex } from "./unindex";
 import { stage, stageTimingFrom } from "../../protocol/stage-timing";
 import { CLOSE, closeQuietly } from "../../core/close-codes";
@@ -94,7 +97,7 @@ export interface SessionTesting {
   readonly audits: Pick<AuditOutbox, "waiting" | "retryAt">;
   /** When the turn's idle timer fires (turn-watch.ts), or undefined when no turn runs. */
   idleAt(): number | undefined;
-  /** How many frames for the agent wait in the session behind an answer on an edge link (agent-link.ts `toAgent`). */
+  /** How many frames for the agent wait in the session behind an answer on an edge link (protocol/session-agent-order.ts). */
   heldAfterEdgeAnswer(): number;
   /**
    * Set by a test to watch or cut the messages that come on an agent or edge link: called instead of
@@ -113,7 +116,7 @@ export interface SessionTesting {
    * publishing its live state).
    */
   d1?: D1Database;
-  /** Set by a test to replace the stub the session calls its AgentObject through by RPC (agent-link.ts), given the real one at each call. */
+  /** Set by a test to replace the stub the session calls its AgentObject through by RPC (agent-channels.ts), given the real one at each call. */
   agent?: (real: AgentStub) => AgentStub;
 }
 
@@ -130,7 +133,7 @@ export class SessionObject extends DurableObject<Env> implements SessionContract
   private readonly rules: TenantRules;
   private readonly permissions: PermissionLifecycle;
   private readonly info: SessionInfo;
-  private readonly turn: TurnControl;
+  private readonly machine: SessionMachine;
   private readonly agentRequests: AgentRequests;
   private readonly agent: AgentLink;
   private readonly audits: AuditOutbox;
@@ -177,39 +180,39 @@ export class SessionObject extends DurableObject<Env> implements SessionContract
       audits: this.audits,
       rules: this.rules,
       info: this.info,
-      toAgent: (frame, after) => this.agent.toAgent(frame, after),
+      toAgent: (frame, after) => this.toAgent(frame, after),
       scheduleDeadline: () => this.scheduleDeadline(),
       metrics: env.METRICS,
     });
-    this.agentRequests = new AgentRequests(this.store, this.clients, (frame) => this.agent.toAgent(frame));
-    this.turn = new TurnControl({
+    const channels = agentChannels(ctx, env, this.store, this.agentSocket, {
+      agent: (real) => this.testing.agent?.(real) ?? real,
+      send: (frame, send) => this.testing.onLinkSend?.(frame, send) ?? send(),
+    });
+    const deletion = new SessionDeletion(ctx, this.store, this.clients, this.permissions, this.notifier, this.unindex, () =>
+      this.scheduleDeadline(),
+    );
+    const port = sessionPort({
       store: this.store,
+      channels,
       clients: this.clients,
       info: this.info,
       permissions: this.permissions,
       policy,
-      toAgent: (frame) => this.agent.toAgent(frame),
+      deletion,
       scheduleDeadline: () => this.scheduleDeadline(),
     });
+    // Each frame's key for the AgentObject's once-only hand-off starts where no earlier instance's could still be in use.
+    this.machine = new SessionMachine(port, Date.now() * 1000);
+    this.agentRequests = new AgentRequests(this.store, this.clients, (frame) => this.toAgent(frame));
     this.agent = new AgentLink({
-      ctx,
-      env,
+      sql: ctx.storage.sql,
       store: this.store,
       clients: this.clients,
       turnWatch: this.turnWatch,
       info: this.info,
       permissions: this.permissions,
-      notifier: this.notifier,
       agentRequests: this.agentRequests,
-      turn: this.turn,
-      rules: this.rules,
-      unindex: this.unindex,
-      socket: this.agentSocket,
-      scheduleDeadline: () => this.scheduleDeadline(),
-      seam: {
-        agent: (real) => this.testing.agent?.(real) ?? real,
-        send: (frame, send) => this.testing.onLinkSend?.(frame, send) ?? send(),
-      },
+      machine: this.machine,
     });
     this.store.onLiveChange(() => {
       this.live.changed();
@@ -219,7 +222,7 @@ export class SessionObject extends DurableObject<Env> implements SessionContract
       store: this.store,
       audits: this.audits,
       idleAt: () => this.turnWatch.idleAt(this.store),
-      heldAfterEdgeAnswer: () => this.agent.heldAfterEdgeAnswer,
+      heldAfterEdgeAnswer: () => this.machine.heldAfterEdgeAnswer,
     };
     seams.attach(this, this.testing);
     // What an earlier instance owed the index (it ended inside the window, or its write failed) is owed still.
@@ -424,37 +427,26 @@ export class SessionObject extends DurableObject<Env> implements SessionContract
 
   private onClientRequest(ws: WebSocket, id: JsonRpcId, method: string, params: unknown): void {
     const client = attachmentOf(ws);
-    const meta = this.store.meta;
     if (!client) return;
     // Deleted (session/delete) while this client's socket was still closing: answered, never dropped.
-    if (!meta) throw RpcError.sessionNotFound(isObject(params) ? params.sessionId : undefined);
+    if (!this.store.meta) throw RpcError.sessionNotFound(isObject(params) ? params.sessionId : undefined);
     // The edge refuses these already (client-connection.ts); checked again where the turn is.
     const refusal = refusedByRole(client.role ?? "approver", method);
     if (refusal) throw refusal;
-    if (method === AGENT_METHODS.sessionPrompt) return this.turn.start(client, id, method, params);
-    if (method === AGENT_METHODS.sessionDelete && this.store.turn.state !== "idle")
-      throw deleteDuringTurn(meta.sessionId, this.store.turn.user);
-    const gwId = this.store.nextId();
-    this.store.addInflight({ gwId, connId: client.connId, clientId: id, method, createdAt: Date.now() });
-    this.agent.toAgent({ type: "request", gwId, method, params });
+    this.machine.request(client, id, method, params);
   }
 
   private onClientNotification(ws: WebSocket, method: string, params: unknown): void {
     const client = attachmentOf(ws);
     if (!client) return;
     if (refusedByRole(client.role ?? "approver", method)) return;
-    if (method === AGENT_METHODS.sessionCancel) {
-      this.turn.cancel({ type: "cancel", connectionId: client.connId, user: client.user }, params);
-      return;
-    }
-    if (method === CANCEL_REQUEST) {
-      const requestId = isObject(params) ? params.requestId : undefined;
-      if (typeof requestId !== "string" && typeof requestId !== "number") return;
-      const inflight = this.store.inflightByClient(client.connId, requestId);
-      if (inflight) this.agent.toAgent({ type: "cancel_request", gwId: inflight.gwId });
-      return;
-    }
-    this.agent.toAgent({ type: "notification", method, params });
+    this.machine.notification(client, method, params);
+  }
+
+  /** Every frame for the agent goes through the machine's order (protocol/session-agent-order.ts). */
+  private toAgent(frame: ToAgent, after?: (delivered: boolean, threw: boolean) => void): void {
+    stage("session.toAgent", frame);
+    this.machine.toAgent(frame, after);
   }
 
   private onClientResponse(ws: WebSocket, message: Message & { id: JsonRpcId | null }): void {
@@ -593,9 +585,9 @@ export class SessionObject extends DurableObject<Env> implements SessionContract
     // Any alarm writes what the index is owed, if anything (decision 0049): the timer may have died with an instance.
     const published = this.live.owed() ? this.live.flush() : undefined;
     const idleAt = this.turnWatch.idleAt(this.store);
-    if (idleAt !== undefined && idleAt <= now) this.turn.endIdle();
+    if (idleAt !== undefined && idleAt <= now) this.machine.idle();
     const deadline = this.store.nextDeadline();
-    if (deadline !== undefined && deadline <= now) this.turn.deadlinePassed();
+    if (deadline !== undefined && deadline <= now) this.machine.deadlinePassed();
     this.notifier.onAlarm(now, this.clients.list().length > 0);
     this.scheduleDeadline();
     await published; // never rejects; the write's end is the alarm's (a test that runs the alarm sees the index written)

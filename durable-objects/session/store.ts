@@ -26,6 +26,8 @@ import { type MigrationOutcome, type MigrationStorage, migrateStorage } from "./
 import { sessionLog } from "./session-log";
 import { MetaTable } from "../meta-table";
 import type { LogRow } from "../../protocol/replayed-history";
+import type { TurnState } from "../../protocol/turn-state";
+import type { InflightRow } from "../../protocol/session-machine";
 
 /** Log kinds. `update` and `ext` entries are replayed to attaching clients; the rest is audit trail. */
 export type LogKind = "update" | "ext" | "permission" | "resolution" | "prompt" | "turn_end" | "notice" | "refusal";
@@ -46,20 +48,6 @@ export interface SessionMeta {
   result?: Record<string, unknown>;
   createdAt: number;
 }
-
-export type TurnState =
-  | { state: "idle" }
-  | {
-      state: "running" | "cancelling";
-      gwId: number;
-      connId: string;
-      user?: string | null;
-      /** Who prompted it (protocol/people/answering.ts `personKey`): members answer only their own turn's requests; four eyes refuses their approval. */
-      prompter?: string;
-      startedAt: number;
-      /** The log's last seq when the turn started: its permission requests are after it (turn-watch.ts). */
-      fromSeq?: number;
-    };
 
 /** How far back an idle session looks for the request that named a tool call reported finished. */
 const WAS_ASKED_WINDOW = 10_000;
@@ -95,13 +83,6 @@ export interface AgentRequestRow {
   agentEpoch: number;
   connId: string;
   method: string;
-}
-export interface InflightRow {
-  gwId: number;
-  connId: string;
-  clientId: JsonRpcId;
-  method: string;
-  createdAt: number;
 }
 
 export class SessionStore {
@@ -176,7 +157,7 @@ export class SessionStore {
   get turn(): TurnState {
     return this.metaRows.get<TurnState>("turn") ?? IDLE;
   }
-  /** Written only by TurnControl (turn.ts), the one module that changes the turn. */
+  /** Written only by the session machine (protocol/session-machine.ts), the one module that changes the turn. */
   set turn(value: TurnState) {
     this.metaRows.set("turn", value);
     this.liveChanged?.();

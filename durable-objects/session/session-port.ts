@@ -1,0 +1,54 @@
+// The session machine's one port (protocol/session-machine.ts `SessionPort`), built from the
+// SessionObject's parts: the rows are store.ts, the ways to the agent agent-channels.ts, answers and
+// notices go to the clients, the turn's start and end to the permission machine, the tenant's policy
+// and the session's info, a deletion to session-deletion.ts.
+
+import type { SessionPort } from "../../protocol/session-machine";
+import type { AgentChannels } from "../../protocol/session-agent-order";
+import type { AttachedClients } from "./clients";
+import { send } from "./clients";
+import type { PermissionLifecycle } from "./permission-lifecycle";
+import type { SessionDeletion } from "./session-deletion";
+import type { SessionInfo } from "./session-info";
+import type { SessionStore } from "./store";
+import type { TenantPolicy } from "./tenant-policy";
+
+export interface SessionPortParts {
+  store: SessionStore;
+  channels: AgentChannels;
+  clients: AttachedClients;
+  info: SessionInfo;
+  permissions: PermissionLifecycle;
+  /** The tenant's four-eyes policy, read as each turn starts. */
+  policy: TenantPolicy;
+  deletion: SessionDeletion;
+  /** Sets the object's alarm to the earliest deadline, notify time, audit retry or idle time. */
+  scheduleDeadline(): void;
+}
+
+export function sessionPort(parts: SessionPortParts): SessionPort {
+  const { store, clients, info, permissions } = parts;
+  return {
+    table: store,
+    channels: parts.channels,
+    now: () => Date.now(),
+    toConnection: (connId, text, keptForResume) => {
+      if (keptForResume) return clients.toConnection(connId, text);
+      const ws = clients.byConnection(connId);
+      if (ws) send(ws, text);
+    },
+    notice: (method, params) => info.notice(method, params),
+    permissions,
+    promptStarted: (gwId, client, params) => {
+      parts.policy.turnStarted(gwId);
+      info.recordPrompt(client, params);
+    },
+    promptEnded: (result) => {
+      store.append("turn_end", JSON.stringify({ result }));
+      info.touchIndex();
+    },
+    configOptions: (options) => info.setConfigOptions(options),
+    deleted: (inflight, result) => parts.deletion.deleted(inflight, result),
+    deadlinesChanged: () => parts.scheduleDeadline(),
+  };
+}
