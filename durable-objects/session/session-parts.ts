@@ -1,0 +1,128 @@
+// The SessionObject's parts, built once per instance from its storage and environment. The two
+// machines call each other through their ports — the session machine's port cancels the permission
+// machine's requests, the permission machine's answers go out in the session machine's order — so
+// one of them is handed the other through a closure; every other part is built before whatever uses it.
+
+import { SessionMachine } from "../../protocol/session-machine";
+import type { LiveStatePublisher } from "../../protocol/live-state";
+import { auditBudgetSpent } from "../../protocol/tenant-limits";
+import { stage } from "../../protocol/stage-timing";
+import type { AfterHandOff } from "../../protocol/session-agent-order";
+import type { Env } from "../../core/env";
+import { GATEWAY_NOTIFICATIONS } from "../../core/gateway-notifications";
+import type { ToAgent } from "../agent/contract";
+import { objects } from "../objects";
+import { agentChannels } from "./agent-channels";
+import { AgentLink } from "./agent-link";
+import { AgentRequests } from "./agent-request-routing";
+import { AgentSocket } from "./agent-socket";
+import { AuditOutbox } from "./audit-outbox";
+import { AttachedClients } from "./clients";
+import { ClientMessages } from "./client-messages";
+import { liveIndex } from "./live-index";
+import { Notifier } from "./notify";
+import { type PermissionLifecycle, permissionLifecycle } from "./permission-lifecycle";
+import { SessionAttach } from "./session-attach";
+import { SessionDeadlines } from "./session-deadlines";
+import { SessionDeletion } from "./session-deletion";
+import { SessionInfo } from "./session-info";
+import { sessionPort } from "./session-port";
+import type { SessionTesting } from "./session-testing";
+import { SessionStore } from "./store";
+import { TenantPolicy } from "./tenant-policy";
+import { TenantRules } from "./tenant-rules";
+import { TurnWatch } from "./turn-watch";
+import { SessionUnindex } from "./unindex";
+
+export interface SessionParts {
+  store: SessionStore;
+  clients: AttachedClients;
+  notifier: Notifier;
+  rules: TenantRules;
+  permissions: PermissionLifecycle;
+  machine: SessionMachine;
+  agentRequests: AgentRequests;
+  agent: AgentLink;
+  agentSocket: AgentSocket;
+  attach: SessionAttach;
+  fromClients: ClientMessages;
+  deadlines: SessionDeadlines;
+  audits: AuditOutbox;
+  turnWatch: TurnWatch;
+  live: LiveStatePublisher;
+}
+
+/** `testing`: the instance's test seam (session-testing.ts), read at each use: a test sets its hooks after the object is built. */
+export function sessionParts(ctx: DurableObjectState, env: Env, testing: () => SessionTesting): SessionParts {
+  const store = new SessionStore(ctx.storage);
+  const deadlines = new SessionDeadlines(ctx);
+  const scheduleDeadline = () => deadlines.schedule();
+  const d1 = () => testing().d1 ?? env.DB;
+  const live = liveIndex(ctx, d1, store, scheduleDeadline);
+  const clients = new AttachedClients(ctx);
+  const agentSocket = new AgentSocket(ctx);
+  const info = new SessionInfo(ctx, env, store, clients);
+  const audits = new AuditOutbox(ctx.storage.sql, env.DB, store, {
+    charge: (tenantId, full, summarised, perDay) => objects.tenantLimits(env, tenantId).chargeAudit(full, summarised, perDay),
+    spent: (perDay, resetsAt) =>
+      info.notice(GATEWAY_NOTIFICATIONS.limitReached, { sessionId: store.meta?.sessionId, ...auditBudgetSpent(perDay, resetsAt) }),
+  });
+  const turnWatch = new TurnWatch(ctx.storage.sql);
+  const unindex = new SessionUnindex(store, d1);
+  const notifier = new Notifier(ctx, env, store, scheduleDeadline);
+  const rules = new TenantRules(env, store);
+  const policy = new TenantPolicy(env.DB, store);
+  // Every frame for the agent goes through the session machine's order (protocol/session-agent-order.ts).
+  const toAgent = (frame: ToAgent, after?: AfterHandOff) => {
+    stage("session.toAgent", frame);
+    machine.toAgent(frame, after);
+  };
+  const permissions = permissionLifecycle({
+    policy,
+    ctx,
+    store,
+    clients,
+    notifier,
+    turnWatch,
+    audits,
+    rules,
+    info,
+    toAgent,
+    scheduleDeadline,
+    metrics: env.METRICS,
+  });
+  const channels = agentChannels(ctx, env, store, agentSocket, {
+    agent: (real) => testing().agent?.(real) ?? real,
+    send: (frame, send) => testing().onLinkSend?.(frame, send) ?? send(),
+  });
+  const deletion = new SessionDeletion(ctx, store, clients, permissions, notifier, unindex, scheduleDeadline);
+  const port = sessionPort({ store, channels, clients, info, permissions, policy, deletion, scheduleDeadline });
+  // Each frame's key for the AgentObject's once-only hand-off starts where no earlier instance's could still be in use.
+  const machine = new SessionMachine(port, Date.now() * 1000);
+  const agentRequests = new AgentRequests(store, clients, toAgent);
+  const attach = new SessionAttach(ctx, store, clients, permissions, agentSocket);
+  const fromClients = new ClientMessages(store, machine, permissions, agentRequests);
+  const agent = new AgentLink({ sql: ctx.storage.sql, store, clients, turnWatch, info, permissions, agentRequests, machine });
+  deadlines.watch({ store, notifier, audits, unindex, turnWatch, live, clients, machine });
+  store.onLiveChange(() => {
+    live.changed();
+    scheduleDeadline(); // owed from now: the alarm is due (live-state.ts), in case this instance ends first
+  });
+  return {
+    store,
+    clients,
+    notifier,
+    rules,
+    permissions,
+    machine,
+    agentRequests,
+    agent,
+    agentSocket,
+    attach,
+    fromClients,
+    deadlines,
+    audits,
+    turnWatch,
+    live,
+  };
+}
