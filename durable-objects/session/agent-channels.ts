@@ -9,17 +9,8 @@ import type { Env } from "../../core/env";
 import { type AgentStub, objects } from "../objects";
 import type { AgentSocket } from "./agent-socket";
 import type { SessionStore } from "./store";
+import type { SessionTesting } from "./session-testing";
 import { sessionLog } from "./session-log";
-
-/**
- * The object's test seam (session-object.ts `SessionTesting`), applied at the two points a test may
- * steer: the stub of each RPC call to the AgentObject, and each frame sent on a link. Both hand on
- * the real one unless a test set its hook.
- */
-export interface ChannelSeam {
-  agent(real: AgentStub): AgentStub;
-  send(frame: ToAgent, send: () => boolean): boolean;
-}
 
 /** Nothing goes out for a session that is gone (never initialised, or deleted): each way then says no. */
 export function agentChannels(
@@ -27,10 +18,15 @@ export function agentChannels(
   env: Env,
   store: SessionStore,
   socket: AgentSocket,
-  seam: ChannelSeam,
+  /**
+   * The object's test seam (session-testing.ts), read at each use: a test may replace the stub of each
+   * RPC call (`agent`) and refuse or watch each frame sent on a link (`onLinkSend`). Both hand on the
+   * real one unless a test set its hook.
+   */
+  testing: () => Pick<SessionTesting, "agent" | "onLinkSend">,
 ): AgentChannels {
   let agentStub: AgentStub | undefined;
-  const onLink = (frame: ToAgent, send: () => boolean) => store.meta !== undefined && seam.send(frame, send);
+  const onLink = (frame: ToAgent, send: () => boolean) => store.meta !== undefined && (testing().onLinkSend?.(frame, send) ?? send());
   return {
     edge: (frame, key, settle) => onLink(frame, () => socket.send(frame, key, settle, true)),
     link: (frame, key, settle) => onLink(frame, () => socket.send(frame, key, settle)),
@@ -41,17 +37,14 @@ export function agentChannels(
       const cached = (agentStub ??= objects.agent(env, meta.tenantId, meta.agent));
       const ref = { tenantId: meta.tenantId, sessionId: meta.sessionId };
       ctx.waitUntil(
-        seam
-          .agent(cached)
-          .toAgent(meta.agent, ref, frame, key)
-          .then(
-            (delivered) => settle(delivered ? "delivered" : "undelivered"),
-            (e: unknown) => {
-              sessionLog(store).warn("session.agent_delivery_failed", "handing a frame to the agent failed; tried again", {}, e);
-              if (agentStub === cached) agentStub = undefined;
-              settle("threw");
-            },
-          ),
+        (testing().agent?.(cached) ?? cached).toAgent(meta.agent, ref, frame, key).then(
+          (delivered) => settle(delivered ? "delivered" : "undelivered"),
+          (e: unknown) => {
+            sessionLog(store).warn("session.agent_delivery_failed", "handing a frame to the agent failed; tried again", {}, e);
+            if (agentStub === cached) agentStub = undefined;
+            settle("threw");
+          },
+        ),
       );
       return true;
     },

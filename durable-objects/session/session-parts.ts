@@ -91,10 +91,7 @@ export function sessionParts(ctx: DurableObjectState, env: Env, testing: () => S
     scheduleDeadline,
     metrics: env.METRICS,
   });
-  const channels = agentChannels(ctx, env, store, agentSocket, {
-    agent: (real) => testing().agent?.(real) ?? real,
-    send: (frame, send) => testing().onLinkSend?.(frame, send) ?? send(),
-  });
+  const channels = agentChannels(ctx, env, store, agentSocket, testing);
   const deletion = new SessionDeletion(ctx, store, clients, permissions, notifier, unindex, scheduleDeadline);
   const port = sessionPort({ store, channels, clients, info, permissions, policy, deletion, scheduleDeadline });
   // Each frame's key for the AgentObject's once-only hand-off starts where no earlier instance's could still be in use.
