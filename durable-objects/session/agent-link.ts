@@ -17,12 +17,14 @@ import type { FromAgent } from "./contract";
 import type { PermissionLifecycle } from "./permission-lifecycle";
 import type { SessionInfo } from "./session-info";
 import type { SessionStore } from "./store";
+import type { RequestRows } from "./request-rows";
 import type { TurnWatch } from "./turn-watch";
 import { sessionLog } from "./session-log";
 
 export interface AgentLinkParts {
   sql: SqlStorage;
   store: SessionStore;
+  requests: RequestRows;
   clients: AttachedClients;
   turnWatch: TurnWatch;
   info: SessionInfo;
@@ -80,7 +82,7 @@ export class AgentLink {
       return this.parts.permissions.ask(epoch, message.id, text, params);
     }
     // Seen again after a restart (agent-delivery.ts): the client already has it.
-    if (this.parts.store.agentRequests({ agentReqId: message.id, epoch }).length > 0) return;
+    if (this.parts.requests.agentRequests({ agentReqId: message.id, epoch }).length > 0) return;
     this.parts.agentRequests.route(epoch, message.id, message.method, params);
   }
 
@@ -117,8 +119,8 @@ export class AgentLink {
     for (const pending of store.pending().filter((p) => p.agentEpoch <= info.epoch)) {
       permissions.withdraw(pending, { type: "agent_disconnected", reason: info.reason });
     }
-    for (const r of store.agentRequests().filter((r) => r.agentEpoch <= info.epoch)) {
-      store.takeAgentRequest(r.outId);
+    for (const r of this.parts.requests.agentRequests().filter((r) => r.agentEpoch <= info.epoch)) {
+      this.parts.requests.takeAgentRequest(r.outId);
       const ws = clients.byConnection(r.connId);
       if (ws) sendRewritable(ws, JSON.stringify({ jsonrpc: "2.0", method: CANCEL_REQUEST, params: { requestId: r.outId } }));
     }

@@ -23,6 +23,7 @@ import { CompactionTally } from "./compaction";
 import type { PermissionLifecycle } from "./permission-lifecycle";
 import { loadResult } from "./session-info";
 import type { SessionStore } from "./store";
+import type { RequestRows } from "./request-rows";
 
 export class SessionAttach {
   /** Old sockets whose stream a resume took over: their close detaches nobody. */
@@ -31,6 +32,7 @@ export class SessionAttach {
   constructor(
     private readonly ctx: DurableObjectState,
     private readonly store: SessionStore,
+    private readonly requests: RequestRows,
     private readonly clients: AttachedClients,
     private readonly permissions: PermissionLifecycle,
     private readonly agentSocket: AgentSocket,
@@ -106,7 +108,7 @@ export class SessionAttach {
     server.serializeAttachment(client);
     adoptRing(server, resumed.ring);
     for (const frame of resumed.frames) sendAsIs(server, frame);
-    const turn = turnStateOf(this.store, connId) ?? undefined;
+    const turn = turnStateOf(this.store, this.requests, connId) ?? undefined;
     sendAsIs(
       server,
       JSON.stringify({
@@ -148,10 +150,10 @@ export class SessionAttach {
 }
 
 /** The turn's state for a client resuming its stream: `promptRequestId` is its own id of the prompt, if it sent it. */
-export function turnStateOf(store: SessionStore, connId: string): StreamTurnState | null {
+export function turnStateOf(store: SessionStore, requests: RequestRows, connId: string): StreamTurnState | null {
   if (!store.meta) return null;
   const turn = store.turn;
   if (turn.state === "idle") return streamTurnState("idle", false, null);
-  const prompt = turn.connId === connId ? (store.inflight().find((r) => r.gwId === turn.gwId)?.clientId ?? null) : null;
+  const prompt = turn.connId === connId ? (requests.inflight().find((r) => r.gwId === turn.gwId)?.clientId ?? null) : null;
   return streamTurnState(turn.state, store.hasAsking(), prompt);
 }

@@ -199,7 +199,7 @@ export class SessionObject extends DurableObject<Env> implements SessionContract
 
   /** The turn's state for a client resuming its stream: `promptRequestId` is its own id of the prompt, if it sent it. */
   turnState(connId: string): StreamTurnState | null {
-    return turnStateOf(this.p.store, connId);
+    return turnStateOf(this.p.store, this.p.requests, connId);
   }
 
   /**

@@ -29,6 +29,7 @@ import { SessionInfo } from "./session-info";
 import { sessionPort } from "./session-port";
 import type { SessionTesting } from "./session-testing";
 import { SessionStore } from "./store";
+import { RequestRows } from "./request-rows";
 import { TenantPolicy } from "./tenant-policy";
 import { TenantRules } from "./tenant-rules";
 import { TurnWatch } from "./turn-watch";
@@ -36,6 +37,7 @@ import { SessionUnindex } from "./unindex";
 
 export interface SessionParts {
   store: SessionStore;
+  requests: RequestRows;
   clients: AttachedClients;
   notifier: Notifier;
   rules: TenantRules;
@@ -55,6 +57,7 @@ export interface SessionParts {
 /** `testing`: the instance's test seam (session-testing.ts), read at each use: a test sets its hooks after the object is built. */
 export function sessionParts(ctx: DurableObjectState, env: Env, testing: () => SessionTesting): SessionParts {
   const store = new SessionStore(ctx.storage);
+  const requests = new RequestRows(ctx.storage.sql);
   const deadlines = new SessionDeadlines(ctx);
   const scheduleDeadline = () => deadlines.schedule();
   const d1 = () => testing().d1 ?? env.DB;
@@ -93,13 +96,13 @@ export function sessionParts(ctx: DurableObjectState, env: Env, testing: () => S
   });
   const channels = agentChannels(ctx, env, store, agentSocket, testing);
   const deletion = new SessionDeletion(ctx, store, clients, permissions, notifier, unindex, scheduleDeadline);
-  const port = sessionPort({ store, channels, clients, info, permissions, policy, deletion, scheduleDeadline });
+  const port = sessionPort({ store, requests, channels, clients, info, permissions, policy, deletion, scheduleDeadline });
   // Each frame's key for the AgentObject's once-only hand-off starts where no earlier instance's could still be in use.
   const machine = new SessionMachine(port, Date.now() * 1000);
-  const agentRequests = new AgentRequests(store, clients, toAgent);
-  const attach = new SessionAttach(ctx, store, clients, permissions, agentSocket);
+  const agentRequests = new AgentRequests(store, requests, clients, toAgent);
+  const attach = new SessionAttach(ctx, store, requests, clients, permissions, agentSocket);
   const fromClients = new ClientMessages(store, machine, permissions, agentRequests);
-  const agent = new AgentLink({ sql: ctx.storage.sql, store, clients, turnWatch, info, permissions, agentRequests, machine });
+  const agent = new AgentLink({ sql: ctx.storage.sql, store, requests, clients, turnWatch, info, permissions, agentRequests, machine });
   deadlines.watch({ store, notifier, audits, unindex, turnWatch, live, clients, machine });
   store.onLiveChange(() => {
     live.changed();
@@ -107,6 +110,7 @@ export function sessionParts(ctx: DurableObjectState, env: Env, testing: () => S
   });
   return {
     store,
+    requests,
     clients,
     notifier,
     rules,

@@ -1,5 +1,5 @@
 // The session machine's one port (protocol/session-machine.ts `SessionPort`), built from the
-// SessionObject's parts: the rows are store.ts, the ways to the agent agent-channels.ts, answers and
+// SessionObject's parts: the rows are store.ts and request-rows.ts, the ways to the agent agent-channels.ts, answers and
 // notices go to the clients, the turn's start and end to the permission machine, the tenant's policy
 // and the session's info, a deletion to session-deletion.ts.
 
@@ -11,10 +11,12 @@ import type { PermissionLifecycle } from "./permission-lifecycle";
 import type { SessionDeletion } from "./session-deletion";
 import type { SessionInfo } from "./session-info";
 import type { SessionStore } from "./store";
+import type { RequestRows } from "./request-rows";
 import type { TenantPolicy } from "./tenant-policy";
 
 export interface SessionPortParts {
   store: SessionStore;
+  requests: RequestRows;
   channels: AgentChannels;
   clients: AttachedClients;
   info: SessionInfo;
@@ -27,9 +29,24 @@ export interface SessionPortParts {
 }
 
 export function sessionPort(parts: SessionPortParts): SessionPort {
-  const { store, clients, info, permissions } = parts;
+  const { store, requests, clients, info, permissions } = parts;
   return {
-    table: store,
+    table: {
+      get meta() {
+        return store.meta;
+      },
+      get turn() {
+        return store.turn;
+      },
+      set turn(turn) {
+        store.turn = turn;
+      },
+      nextId: () => store.nextId(),
+      lastSeq: () => store.lastSeq(),
+      addInflight: (row) => requests.addInflight(row),
+      takeInflight: (gwId) => requests.takeInflight(gwId),
+      inflightByClient: (connId, clientId) => requests.inflightByClient(connId, clientId),
+    },
     channels: parts.channels,
     now: () => Date.now(),
     toConnection: (connId, text, keptForResume) => {
