@@ -36,6 +36,7 @@ import type { DecidedBy } from "./pending-permission";
 import type { TurnState } from "./turn-state";
 import { deleteDuringTurn, deletionGoesAhead } from "./session-delete";
 import { personKey } from "./people/answering";
+import { stage } from "./stage-timing";
 import { type AfterHandOff, type AgentChannels, AgentOrder } from "./session-agent-order";
 import { ErrorCode } from "../core/rpc-errors";
 import { GATEWAY_NOTIFICATIONS } from "../core/gateway-notifications";
@@ -106,11 +107,15 @@ export class SessionMachine {
   }
 
   // ── out: towards the agent ───────────────────────────────────────────────────────────────────
-  /** A frame for the agent, fire and forget, in order (session-agent-order.ts); `after` learns how it ended. */
-  toAgent(frame: ToAgent, after?: AfterHandOff): void {
+  /**
+   * A frame for the agent, fire and forget, in order (session-agent-order.ts); `after` learns how it
+   * ended. A bound function: the permission machine and the routed requests are handed it as their port.
+   */
+  readonly toAgent = (frame: ToAgent, after?: AfterHandOff): void => {
+    stage("session.toAgent", frame);
     if (!this.io.table.meta) return;
     this.order.send(frame, after);
-  }
+  };
 
   private settled(frame: ToAgent, delivered: boolean, threw: boolean, after: AfterHandOff | undefined): void {
     if (!delivered && frame.type === "request") this.requestUndelivered(frame.gwId, threw ? HAND_OFF_FAILED : NOT_HELD);

@@ -1,16 +1,13 @@
-// The SessionObject's parts, built once per instance from its storage and environment. The two
-// machines call each other through their ports — the session machine's port cancels the permission
-// machine's requests, the permission machine's answers go out in the session machine's order — so
-// one of them is handed the other through a closure; every other part is built before whatever uses it.
+// The SessionObject's parts, built once per instance from its storage and environment. The session
+// machine comes first: the permission machine's answers and the routed requests' answers go straight
+// into its order. The two machines call each other through their ports, so the session machine reaches
+// the permission machine (and a deletion) through `later`, on a turn's end or a session deleted only.
 
 import { SessionMachine } from "../../protocol/session-machine";
 import type { LiveStatePublisher } from "../../protocol/live-state";
 import { auditBudgetSpent } from "../../protocol/tenant-limits";
-import { stage } from "../../protocol/stage-timing";
-import type { AfterHandOff } from "../../protocol/session-agent-order";
 import type { Env } from "../../core/env";
 import { GATEWAY_NOTIFICATIONS } from "../../core/gateway-notifications";
-import type { ToAgent } from "../agent/contract";
 import { objects } from "../objects";
 import { agentChannels } from "./agent-channels";
 import { AgentLink } from "./agent-link";
@@ -75,11 +72,25 @@ export function sessionParts(ctx: DurableObjectState, env: Env, testing: () => S
   const notifier = new Notifier(ctx, env, store, scheduleDeadline);
   const rules = new TenantRules(env, store);
   const policy = new TenantPolicy(env.DB, store);
-  // Every frame for the agent goes through the session machine's order (protocol/session-agent-order.ts).
-  const toAgent = (frame: ToAgent, after?: AfterHandOff) => {
-    stage("session.toAgent", frame);
-    machine.toAgent(frame, after);
-  };
+  const channels = agentChannels(ctx, env, store, agentSocket, testing);
+  // The session machine comes first, so every frame for the agent goes straight into its order
+  // (protocol/session-agent-order.ts); what it asks of the permission machine and of a deletion (a turn's
+  // end, a session deleted: never on the way to the agent) goes through `later`, set once they exist.
+  const later: { permissions?: PermissionLifecycle; deletion?: SessionDeletion } = {};
+  const port = sessionPort({
+    store,
+    requests,
+    channels,
+    clients,
+    info,
+    policy,
+    scheduleDeadline,
+    permissions: { cancelAll: (by) => later.permissions?.cancelAll(by), turnEnded: () => later.permissions?.turnEnded() },
+    deleted: (inflight, result) => later.deletion?.deleted(inflight, result),
+  });
+  // Each frame's key for the AgentObject's once-only hand-off starts where no earlier instance's could still be in use.
+  const machine = new SessionMachine(port, Date.now() * 1000);
+  const toAgent = machine.toAgent;
   const permissions = permissionLifecycle({
     policy,
     ctx,
@@ -94,11 +105,9 @@ export function sessionParts(ctx: DurableObjectState, env: Env, testing: () => S
     scheduleDeadline,
     metrics: env.METRICS,
   });
-  const channels = agentChannels(ctx, env, store, agentSocket, testing);
   const deletion = new SessionDeletion(ctx, store, clients, permissions, notifier, unindex, scheduleDeadline);
-  const port = sessionPort({ store, requests, channels, clients, info, permissions, policy, deletion, scheduleDeadline });
-  // Each frame's key for the AgentObject's once-only hand-off starts where no earlier instance's could still be in use.
-  const machine = new SessionMachine(port, Date.now() * 1000);
+  later.permissions = permissions;
+  later.deletion = deletion;
   const agentRequests = new AgentRequests(store, requests, clients, toAgent);
   const attach = new SessionAttach(ctx, store, requests, clients, permissions, agentSocket);
   const fromClients = new ClientMessages(store, machine, permissions, agentRequests);

@@ -7,8 +7,6 @@ import type { SessionPort } from "../../protocol/session-machine";
 import type { AgentChannels } from "../../protocol/session-agent-order";
 import type { AttachedClients } from "./clients";
 import { send } from "./clients";
-import type { PermissionLifecycle } from "./permission-lifecycle";
-import type { SessionDeletion } from "./session-deletion";
 import type { SessionInfo } from "./session-info";
 import type { SessionStore } from "./store";
 import type { RequestRows } from "./request-rows";
@@ -20,10 +18,12 @@ export interface SessionPortParts {
   channels: AgentChannels;
   clients: AttachedClients;
   info: SessionInfo;
-  permissions: PermissionLifecycle;
+  /** The permission machine, as the session machine uses it (a turn's end). */
+  permissions: SessionPort["permissions"];
   /** The tenant's four-eyes policy, read as each turn starts. */
   policy: TenantPolicy;
-  deletion: SessionDeletion;
+  /** session/delete went ahead: session-deletion.ts. */
+  deleted: SessionPort["deleted"];
   /** Sets the object's alarm to the earliest deadline, notify time, audit retry or idle time. */
   scheduleDeadline(): void;
 }
@@ -65,7 +65,7 @@ export function sessionPort(parts: SessionPortParts): SessionPort {
       info.touchIndex();
     },
     configOptions: (options) => info.setConfigOptions(options),
-    deleted: (inflight, result) => parts.deletion.deleted(inflight, result),
+    deleted: parts.deleted,
     deadlinesChanged: () => parts.scheduleDeadline(),
   };
 }
