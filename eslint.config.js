@@ -13,10 +13,10 @@ const reachObjects = {
     "Reach a Durable Object through durable-objects/objects.ts (objects.session(env, …) etc.): names are built and stubs typed there.",
 };
 
-/** The session's turn changes in durable-objects/session/turn.ts only. */
+/** The session's turn changes in protocol/session-machine.ts only (session-port.ts writes it through to the store). */
 const turnInOneModule = {
   selector: "AssignmentExpression[left.type='MemberExpression'][left.property.name='turn'][left.object.type!='ThisExpression']",
-  message: "The session's turn changes only in durable-objects/session/turn.ts (TurnControl): add a method there.",
+  message: "The session's turn changes only in protocol/session-machine.ts (SessionMachine): add a method there.",
 };
 
 /** A WebSocket close code (1000–4999) written as a number where a close code goes. */
@@ -94,9 +94,9 @@ export default tseslint.config(
     rules: { "no-restricted-syntax": ["error", ...literalCodes] },
   },
   {
-    // The session's turn is changed in one module only (durable-objects/session/turn.ts, TurnControl).
-    files: ["durable-objects/**"],
-    ignores: ["durable-objects/objects.ts", "durable-objects/session/turn.ts"],
+    // The session's turn is changed in one module only (protocol/session-machine.ts, decision 0052).
+    files: ["durable-objects/**", "protocol/**"],
+    ignores: ["durable-objects/objects.ts", "protocol/session-machine.ts", "durable-objects/session/session-port.ts"],
     rules: { "no-restricted-syntax": ["error", reachObjects, turnInOneModule, ...literalCodes] },
   },
   {

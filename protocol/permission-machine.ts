@@ -668,7 +668,7 @@ export class PermissionMachine<C> {
     this.mayHoldReaders = true;
   }
 
-  /** The turn ended (turn.ts): whatever its steps were running is over; the tenant stops counting them as readers. */
+  /** The turn ended (session-machine.ts): whatever its steps were running is over; the tenant stops counting them as readers. */
   turnEnded(): void {
     if (!this.mayHoldReaders) return;
     this.readers.clear();

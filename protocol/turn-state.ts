@@ -26,3 +26,18 @@ export function streamTurnState(turn: "idle" | "running" | "cancelling", asking:
 export function turnStateMeta(turn: StreamTurnState | undefined): Record<string, unknown> {
   return turn ? { [TURN_STATE_META]: turn } : {};
 }
+
+/** The session's turn as it keeps it (session-machine.ts moves it; durable-objects/session/store.ts stores it). */
+export type TurnState =
+  | { state: "idle" }
+  | {
+      state: "running" | "cancelling";
+      gwId: number;
+      connId: string;
+      user?: string | null;
+      /** Who prompted it (people/answering.ts `personKey`): members answer only their own turn's requests; four eyes refuses their approval. */
+      prompter?: string;
+      startedAt: number;
+      /** The log's last seq when the turn started: its permission requests are after it (turn-watch.ts). */
+      fromSeq?: number;
+    };

@@ -8,13 +8,16 @@ import { CANCEL_REQUEST, CLIENT_METHODS, isExtension } from "../../protocol/meth
 import type { ToAgent } from "../agent/contract";
 import { type AttachedClients, attachmentOf, sendRewritable } from "./clients";
 import type { ClientAttachment } from "../../protocol/session-wire";
-import type { SessionStore, TurnState } from "./store";
+import type { SessionStore } from "./store";
+import type { RequestRows } from "./request-rows";
+import type { TurnState } from "../../protocol/turn-state";
 import { ErrorCode } from "../../core/rpc-errors";
 
 /** The agent's requests a session routed to one client, until that client answers or goes. */
 export class AgentRequests {
   constructor(
     private readonly store: SessionStore,
+    private readonly requests: RequestRows,
     private readonly clients: AttachedClients,
     private readonly toAgent: (frame: ToAgent) => void,
   ) {}
@@ -30,13 +33,13 @@ export class AgentRequests {
       return;
     }
     const outId = this.store.nextId();
-    this.store.addAgentRequest({ outId, agentReqId, agentEpoch: epoch, connId: target.connId, method });
+    this.requests.addAgentRequest({ outId, agentReqId, agentEpoch: epoch, connId: target.connId, method });
     sendRewritable(ws, JSON.stringify({ jsonrpc: "2.0", id: outId, method, params }));
   }
 
   /** The client answered: the answer goes to the agent under the agent's own id. */
   answered(outId: number, response: { result?: unknown; error?: unknown }): void {
-    const forwarded = this.store.takeAgentRequest(outId);
+    const forwarded = this.requests.takeAgentRequest(outId);
     if (!forwarded) return;
     this.toAgent({
       type: "response",
@@ -49,8 +52,8 @@ export class AgentRequests {
 
   /** Requests that only this client could serve are answered with an error: nobody else has them. */
   clientGone(connId: string): void {
-    for (const r of this.store.agentRequests({ connId })) {
-      this.store.takeAgentRequest(r.outId);
+    for (const r of this.requests.agentRequests({ connId })) {
+      this.requests.takeAgentRequest(r.outId);
       const error = { code: ErrorCode.internalError, message: `The client serving ${r.method} disconnected` };
       this.toAgent({ type: "response", epoch: r.agentEpoch, id: r.agentReqId, error });
     }
@@ -58,7 +61,7 @@ export class AgentRequests {
 
   /** The agent withdrew one: the client's copy is withdrawn. */
   withdrawnByAgent(epoch: number, requestId: JsonRpcId): void {
-    for (const r of this.store.agentRequests({ agentReqId: requestId, epoch })) {
+    for (const r of this.requests.agentRequests({ agentReqId: requestId, epoch })) {
       const ws = this.clients.byConnection(r.connId);
       if (ws) sendRewritable(ws, JSON.stringify({ jsonrpc: "2.0", method: CANCEL_REQUEST, params: { requestId: r.outId } }));
     }

@@ -27,6 +27,7 @@ import { sessionLog } from "./session-log";
 import { MetaTable } from "../meta-table";
 import type { LogRow } from "../../protocol/replayed-history";
 import type { SessionHold } from "../../protocol/unasked-runs";
+import type { TurnState } from "../../protocol/turn-state";
 
 /** Log kinds. `update` and `ext` entries are replayed to attaching clients; the rest is audit trail. */
 export type LogKind = "update" | "ext" | "permission" | "resolution" | "prompt" | "turn_end" | "notice" | "refusal";
@@ -47,20 +48,6 @@ export interface SessionMeta {
   result?: Record<string, unknown>;
   createdAt: number;
 }
-
-export type TurnState =
-  | { state: "idle" }
-  | {
-      state: "running" | "cancelling";
-      gwId: number;
-      connId: string;
-      user?: string | null;
-      /** Who prompted it (protocol/people/answering.ts `personKey`): members answer only their own turn's requests; four eyes refuses their approval. */
-      prompter?: string;
-      startedAt: number;
-      /** The log's last seq when the turn started: its permission requests are after it (turn-watch.ts). */
-      fromSeq?: number;
-    };
 
 /** How far back an idle session looks for the request that named a tool call reported finished. */
 const WAS_ASKED_WINDOW = 10_000;
@@ -90,20 +77,6 @@ const IDLE: TurnState = Object.freeze({ state: "idle" });
 const ID_BLOCK = 1000;
 
 export { type Approval, type PendingRequest, permIdOfCopy } from "../../protocol/pending-permission";
-export interface AgentRequestRow {
-  outId: number;
-  agentReqId: JsonRpcId;
-  agentEpoch: number;
-  connId: string;
-  method: string;
-}
-export interface InflightRow {
-  gwId: number;
-  connId: string;
-  clientId: JsonRpcId;
-  method: string;
-  createdAt: number;
-}
 
 export class SessionStore {
   /**
@@ -177,7 +150,7 @@ export class SessionStore {
   get turn(): TurnState {
     return this.metaRows.get<TurnState>("turn") ?? IDLE;
   }
-  /** Written only by TurnControl (turn.ts), the one module that changes the turn. */
+  /** Written only by the session machine (protocol/session-machine.ts), the one module that changes the turn. */
   set turn(value: TurnState) {
     this.metaRows.set("turn", value);
     this.liveChanged?.();
@@ -587,59 +560,6 @@ export class SessionStore {
     for (const p of this.open.values()) next = next === undefined ? p.deadlineAt : Math.min(next, p.deadlineAt);
     return next;
   }
-
-  // ── agent requests routed to one client (fs/*, terminal/*, extensions) ────
-  addAgentRequest(r: AgentRequestRow): void {
-    this.sql.exec(
-      "INSERT INTO agent_requests (out_id, agent_req_id, agent_epoch, conn_id, method) VALUES (?, ?, ?, ?, ?)",
-      r.outId,
-      JSON.stringify(r.agentReqId),
-      r.agentEpoch,
-      r.connId,
-      r.method,
-    );
-  }
-  takeAgentRequest(outId: number): AgentRequestRow | undefined {
-    const row = this.sql.exec<AgentRequestSql>("DELETE FROM agent_requests WHERE out_id = ? RETURNING *", outId).toArray()[0];
-    return row ? agentRequestFromSql(row) : undefined;
-  }
-  agentRequests(where: { connId?: string; agentReqId?: JsonRpcId; epoch?: number } = {}): AgentRequestRow[] {
-    return this.sql
-      .exec<AgentRequestSql>("SELECT * FROM agent_requests")
-      .toArray()
-      .map(agentRequestFromSql)
-      .filter(
-        (r) =>
-          (where.connId === undefined || r.connId === where.connId) &&
-          (where.agentReqId === undefined || r.agentReqId === where.agentReqId) &&
-          (where.epoch === undefined || r.agentEpoch === where.epoch),
-      );
-  }
-
-  // ── client requests in flight to the agent ────────────────────────────────
-  addInflight(r: InflightRow): void {
-    this.sql.exec(
-      "INSERT INTO inflight (gw_id, conn_id, client_id, method, created_at) VALUES (?, ?, ?, ?, ?)",
-      r.gwId,
-      r.connId,
-      JSON.stringify(r.clientId),
-      r.method,
-      r.createdAt,
-    );
-  }
-  takeInflight(gwId: number): InflightRow | undefined {
-    const row = this.sql.exec<InflightSql>("DELETE FROM inflight WHERE gw_id = ? RETURNING *", gwId).toArray()[0];
-    return row ? inflightFromSql(row) : undefined;
-  }
-  inflightByClient(connId: string, clientId: JsonRpcId): InflightRow | undefined {
-    const row = this.sql
-      .exec<InflightSql>("SELECT * FROM inflight WHERE conn_id = ? AND client_id = ?", connId, JSON.stringify(clientId))
-      .toArray()[0];
-    return row ? inflightFromSql(row) : undefined;
-  }
-  inflight(): InflightRow[] {
-    return this.sql.exec<InflightSql>("SELECT * FROM inflight ORDER BY gw_id").toArray().map(inflightFromSql);
-  }
 }
 
 function requestColumn(p: PendingRequest): string {
@@ -668,25 +588,4 @@ function requestColumn(p: PendingRequest): string {
 const INLINE_OPERATION_CHARS = 16 * 1024;
 function inlineOperation(p: PendingRequest): boolean {
   return JSON.stringify(p.operation).length <= INLINE_OPERATION_CHARS;
-}
-
-type AgentRequestSql = { out_id: number; agent_req_id: string; agent_epoch: number; conn_id: string; method: string };
-function agentRequestFromSql(r: AgentRequestSql): AgentRequestRow {
-  return {
-    outId: r.out_id,
-    agentReqId: JSON.parse(r.agent_req_id) as JsonRpcId,
-    agentEpoch: r.agent_epoch,
-    connId: r.conn_id,
-    method: r.method,
-  };
-}
-type InflightSql = { gw_id: number; conn_id: string; client_id: string; method: string; created_at: number };
-function inflightFromSql(r: InflightSql): InflightRow {
-  return {
-    gwId: r.gw_id,
-    connId: r.conn_id,
-    clientId: JSON.parse(r.client_id) as JsonRpcId,
-    method: r.method,
-    createdAt: r.created_at,
-  };
 }

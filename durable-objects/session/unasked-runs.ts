@@ -2,7 +2,7 @@
 // machine tells every client (`_acp_gateway/ran_unasked`, decision 0046); here the tenant's setting,
 // read with the four-eyes policy as the turn started (or now, outside a turn), decides. Under `stop`
 // the session is held — the running turn cancelled as session/cancel cancels it, the clients told why, and every
-// prompt refused (turn.ts) until a person who may lift oversight resumes it (`resume`). Either way the
+// prompt refused (protocol/session-machine.ts) until a person who may lift oversight resumes it (`resume`). Either way the
 // agent is noted as one that decides itself (its D1 row, GET /v1/agents).
 
 import { GATEWAY_NOTIFICATIONS } from "../../core/gateway-notifications";
@@ -28,7 +28,7 @@ export interface UnaskedRunsParts {
   waitUntil(promise: Promise<unknown>): void;
   /** The setting as read when the running turn started (tenant-policy.ts); undefined: not read. */
   known(): Choice | undefined;
-  /** Ends the running turn as a client's session/cancel would, and tells the clients why (turn.ts). */
+  /** Ends the running turn as a client's session/cancel would, and tells the clients why (protocol/session-machine.ts `stopTurn`). */
   cancelTurn(reason: string, message: string): void;
 }
 

@@ -1,0 +1,174 @@
+// How a socket joins a SessionObject (its `fetch`): a client attaches — history, then (for
+// session/load) the answer, then pending requests, then live, in one synchronous step — or resumes its
+// stream (decision 0050); the AgentObject opens the agent link, the edge an edge link.
+
+import { resultResponse } from "../../protocol/jsonrpc";
+import { AGENT_LINK_HEADER } from "../../protocol/agent-link-wire";
+import { EDGE_LINK_HEADER } from "../../protocol/agent-edge-wire";
+import {
+  ATTACH_HEADER,
+  type AttachRequest,
+  RESUMED_CAPS_HEADER,
+  RESUME_REFUSED_HEADER,
+  attachRequestOf,
+} from "../../protocol/session-wire";
+import { STREAM_METHODS } from "../../protocol/stream-cursor";
+import { replayedFrames } from "../../protocol/replayed-history";
+import { type StreamTurnState, streamTurnState, turnStateMeta } from "../../protocol/turn-state";
+import { CLOSE } from "../../core/close-codes";
+import { type AgentSocket, EDGE_LINK_TAG } from "./agent-socket";
+import {
+  type AttachedClients,
+  adoptRing,
+  attachmentOf,
+  clientTags,
+  peekRing,
+  resumedClient,
+  send,
+  sendAsIs,
+  sendPacked,
+  takeRing,
+} from "./clients";
+import { CompactionTally } from "./compaction";
+import type { PermissionLifecycle } from "./permission-lifecycle";
+import { attachAnswer, loadResult } from "./session-info";
+import type { SessionStore } from "./store";
+import type { RequestRows } from "./request-rows";
+
+export class SessionAttach {
+  /** Old sockets whose stream a resume took over: their close detaches nobody. */
+  private readonly resumedAway = new WeakSet<WebSocket>();
+
+  constructor(
+    private readonly ctx: DurableObjectState,
+    private readonly store: SessionStore,
+    private readonly requests: RequestRows,
+    private readonly clients: AttachedClients,
+    private readonly permissions: PermissionLifecycle,
+    private readonly agentSocket: AgentSocket,
+  ) {}
+
+  /** Whether a resume took this socket's stream over (its close then detaches nobody); asked once, as it closes. */
+  takenOver(ws: WebSocket): boolean {
+    return this.resumedAway.delete(ws);
+  }
+
+  /** The object's `fetch`: a client's attach or resume, the AgentObject's link, or an edge's link. */
+  upgrade(request: Request): Response {
+    if (request.headers.get("Upgrade") !== "websocket") return new Response("expected a WebSocket", { status: 426 });
+    const linkFrom = request.headers.get(AGENT_LINK_HEADER);
+    if (linkFrom !== null) return this.acceptAgentLink(linkFrom);
+    const edgeFrom = request.headers.get(EDGE_LINK_HEADER);
+    if (edgeFrom !== null) return this.acceptEdgeLink(edgeFrom);
+    const attach = attachRequestOf(request.headers.get(ATTACH_HEADER));
+    const meta = this.store.meta;
+    if (!attach || !meta || meta.tenantId !== attach.tenantId || meta.sessionId !== attach.sessionId) {
+      return new Response("session not found", { status: 404 });
+    }
+    if (attach.mode === "resume") return this.resumeStream(attach);
+    const pair = new WebSocketPair();
+    const [edge, server] = [pair[0], pair[1]];
+    // Everything below is synchronous: no other event can run between reading the log and joining
+    // the live fan-out, so the client sees no gap and no duplicate.
+    this.ctx.acceptWebSocket(server, clientTags(attach.client.connId));
+    server.serializeAttachment(attach.client);
+    const history = attach.attach?.historyPolicy ?? "full"; // session/attach's (decision 0054); every other mode's is full
+    if (attach.mode !== "live" && history === "full") {
+      const tally = new CompactionTally();
+      sendPacked(server, tally.count(replayedFrames(this.store.replayable())));
+      if (tally.compacted) send(server, tally.notice(meta.sessionId));
+    }
+    if (attach.mode === "load" && attach.loadRequestId !== undefined) {
+      send(server, JSON.stringify(resultResponse(attach.loadRequestId, loadResult(meta))));
+    }
+    if (attach.mode === "attach" && attach.loadRequestId !== undefined) {
+      const turn = turnStateOf(this.store, this.requests, attach.client.connId) ?? undefined;
+      send(server, JSON.stringify(resultResponse(attach.loadRequestId, attachAnswer(attach, server, this.clients, this.store, turn))));
+    }
+    if (history !== "none") this.permissions.sendPendingTo(server);
+    this.permissions.clientsChanged();
+    return new Response(null, { status: 101, webSocket: edge });
+  }
+
+  /**
+   * `stream/resume` of a client whose socket dropped (decision 0050): its stream's frames after the
+   * cursor, as they were sent, then `stream/resumed` with the turn's state, then what waits on it and
+   * has not been sent on the stream, then live — one synchronous step, as an attach. Refused (409,
+   * and nothing attached) for a cursor this session cannot resume from. The old socket may still look
+   * open (the drop not yet seen here): its stream is taken over and it is closed.
+   */
+  private resumeStream(attach: AttachRequest): Response {
+    const connId = attach.client.connId;
+    for (const old of this.clients.all()) {
+      const client = attachmentOf(old);
+      if (client?.connId !== connId || client.keyId !== attach.client.keyId) continue;
+      // Only a resume it can serve takes a live socket's stream: a bad cursor leaves the socket as it is.
+      if (!peekRing(old)?.after(attach.resumeFrom ?? "").ok) continue;
+      const ring = takeRing(old);
+      if (ring) this.clients.retained.retain(client, ring);
+      this.resumedAway.add(old);
+      try {
+        old.close(CLOSE.normal, "resumed on another socket");
+      } catch {
+        // closed already
+      }
+    }
+    const resumed = this.clients.retained.take(connId, attach.client.keyId, attach.resumeFrom ?? "");
+    if (!resumed.ok) return new Response(resumed.reason, { status: 409, headers: { [RESUME_REFUSED_HEADER]: resumed.reason } });
+    const pair = new WebSocketPair();
+    const [edge, server] = [pair[0], pair[1]];
+    this.ctx.acceptWebSocket(server, clientTags(connId));
+    // Who the client is now (role, person) as the edge says; what it can serve, as it said when it first attached.
+    const client = resumedClient(attach.client, resumed.client);
+    server.serializeAttachment(client);
+    adoptRing(server, resumed.ring);
+    for (const frame of resumed.frames) sendAsIs(server, frame);
+    const turn = turnStateOf(this.store, this.requests, connId) ?? undefined;
+    sendAsIs(
+      server,
+      JSON.stringify({
+        jsonrpc: "2.0",
+        method: STREAM_METHODS.resumed,
+        params: { sessionId: attach.sessionId, _meta: turnStateMeta(turn) },
+      }),
+    );
+    resumed.ring.withoutRepeats(() => this.permissions.sendPendingTo(server), attach.resumeFrom);
+    this.permissions.clientsChanged();
+    return new Response(null, { status: 101, webSocket: edge, headers: { [RESUMED_CAPS_HEADER]: JSON.stringify(client.caps) } });
+  }
+
+  /**
+   * The AgentObject's link (agent-socket.ts): only the session's own agent opens one. The header
+   * cannot come from outside: only the gateway's own objects and Worker make requests to this object.
+   */
+  private acceptAgentLink(agent: string): Response {
+    const meta = this.store.meta;
+    if (!meta || meta.agent !== agent) return new Response("session not found", { status: 404 });
+    const pair = new WebSocketPair();
+    this.agentSocket.accept(pair[1]);
+    return new Response(null, { status: 101, webSocket: pair[0] });
+  }
+
+  /**
+   * The edge's link (worker/agent-connection.ts): the agent's notifications for this session, which
+   * the edge delivers itself while its AgentObject has granted it (protocol/agent-edge-wire.ts). In
+   * only: nothing is sent to the agent on it. Only the session's own agent's edge opens one.
+   */
+  private acceptEdgeLink(agent: string): Response {
+    const meta = this.store.meta;
+    if (!meta || meta.agent !== agent) return new Response("session not found", { status: 404 });
+    const pair = new WebSocketPair();
+    this.ctx.acceptWebSocket(pair[1], [EDGE_LINK_TAG]);
+    pair[1].serializeAttachment({ link: "edge" });
+    return new Response(null, { status: 101, webSocket: pair[0] });
+  }
+}
+
+/** The turn's state for a client resuming its stream: `promptRequestId` is its own id of the prompt, if it sent it. */
+export function turnStateOf(store: SessionStore, requests: RequestRows, connId: string): StreamTurnState | null {
+  if (!store.meta) return null;
+  const turn = store.turn;
+  if (turn.state === "idle") return streamTurnState("idle", false, null);
+  const prompt = turn.connId === connId ? (requests.inflight().find((r) => r.gwId === turn.gwId)?.clientId ?? null) : null;
+  return streamTurnState(turn.state, store.hasAsking(), prompt);
+}

@@ -1,0 +1,322 @@
+// The SessionObject's client requests and its turn, and the order of everything it sends the agent,
+// as a synchronous state machine: durable-objects/session/session-object.ts is its shell (it restores
+// its sockets, parses what arrives, and performs what is asked here through one port, built in
+// session/session-port.ts). Pure: no platform import, no await. test/unit/session-machine.test.ts
+// drives it, model-based, over interleavings of prompts, requests, cancels, the agent's answers and
+// departures, permission requests and their answers, deadlines, idle turns, the three channels'
+// outcomes (links that close, stubs that break) and crashes.
+//
+// Its order is the order of a client request's life: given (a prompt starts the turn) → to the agent
+// (session-agent-order.ts picks the way and keeps the order) → answered by the agent (a prompt's
+// answer ends the turn), or never delivered, or lost with the agent (an error to its client; a
+// prompt's turn ends and the clients are told why).
+//
+// The guarantees, and how:
+// - One turn at a time, never queued: a prompt while a turn runs is refused (`-32600`,
+//   `turn_in_progress`); the turn is the prompt's (`gwId`), and only that prompt's answer, its
+//   undelivery or its loss ends it.
+// - Every client request handed on is answered once: by the agent's answer, or an error when it was
+//   not delivered, the agent left without answering, or the turn went idle (`takeInflight` takes it
+//   in the same step, so a late answer finds nothing).
+// - session/cancel reaches the agent before any `cancelled` answer to its permission requests (real
+//   agents read a `cancelled` that comes first as the person's rejection): the cancel is given to the
+//   order first, and the order keeps it (session-agent-order.ts).
+// - When a turn ends, every permission request still pending is answered `cancelled` (TC-12) — by
+//   the agent's answer, a cancel, the deadline, or a prompt never delivered; a turn the agent left
+//   leaves them to the agent's departure, which withdraws them — and the permission machine is told
+//   the turn is over; when the gateway ended it, every client is told why (`turn_ended`).
+// - A frame reaches the agent at most once and in order (session-agent-order.ts).
+
+import { type JsonRpcId, RpcError, errorResponse, isObject } from "./jsonrpc";
+import { AGENT_METHODS, CANCEL_REQUEST } from "./methods";
+import { type Limits, limitsOf } from "./tenant-limits";
+import type { ToAgent } from "./agent-relay";
+import type { ClientAttachment } from "./session-wire";
+import type { DecidedBy } from "./pending-permission";
+import type { TurnState } from "./turn-state";
+import { type SessionHold, refusePromptWhileHeld } from "./unasked-runs";
+import { deleteDuringTurn, deletionGoesAhead } from "./session-delete";
+import { personKey } from "./people/answering";
+import { stage } from "./stage-timing";
+import { type AfterHandOff, type AgentChannels, AgentOrder } from "./session-agent-order";
+import { ErrorCode } from "../core/rpc-errors";
+import { GATEWAY_NOTIFICATIONS } from "../core/gateway-notifications";
+
+/** A client request handed on to the agent, under the session's id `gwId`, until it is answered. */
+export interface InflightRow {
+  gwId: number;
+  connId: string;
+  clientId: JsonRpcId;
+  method: string;
+  createdAt: number;
+}
+
+/** What the machine reads and writes of the session's rows (store.ts). */
+export interface SessionTable {
+  readonly meta: { sessionId: string; agent: string; deadlineMs: number; limits?: Partial<Limits> } | undefined;
+  turn: TurnState;
+  /** Set when the agent ran a tool call unasked and the tenant stops such sessions (decision 0056). */
+  readonly hold: SessionHold | undefined;
+  nextId(): number;
+  lastSeq(): number;
+  addInflight(row: InflightRow): void;
+  takeInflight(gwId: number): InflightRow | undefined;
+  inflightByClient(connId: string, clientId: JsonRpcId): InflightRow | undefined;
+}
+
+/** The one port: the rows, the ways to the agent, and what the shell does for the machine. */
+export interface SessionPort {
+  table: SessionTable;
+  channels: AgentChannels;
+  now(): number;
+  /**
+   * An answer to a client's request, on its connection; `keptForResume`: also kept for it to resume
+   * when it is not attached now (retained-streams.ts).
+   */
+  toConnection(connId: string, text: string, keptForResume: boolean): void;
+  /** A gateway notice: kept in the log and sent to every client. */
+  notice(method: string, params: object): void;
+  /** The permission machine: every pending request answered `cancelled`; the turn over. */
+  permissions: { cancelAll(by: DecidedBy): void; turnEnded(): void };
+  /** A turn started: the tenant's policy is read and the prompt shown to the other clients. */
+  promptStarted(gwId: number, client: ClientAttachment, params: unknown): void;
+  /** The agent answered the prompt: the turn's end is logged and the index touched. */
+  promptEnded(result: unknown): void;
+  /** The agent answered session/set_config_option with the options now set. */
+  configOptions(options: unknown[]): void;
+  /** session/delete went ahead (or could not reach the agent): the session is forgotten and its clients told. */
+  deleted(inflight: InflightRow, result: unknown): void;
+  /** A deadline or the turn's idle time may have moved: the alarm is set again. */
+  deadlinesChanged(): void;
+}
+
+const NOT_HELD = "the agent does not hold this session";
+const HAND_OFF_FAILED = "the hand-off to the agent failed";
+
+export class SessionMachine {
+  private readonly order: AgentOrder;
+
+  /** `firstKey`: where this instance's frame keys start, above any an earlier instance could still use. */
+  constructor(
+    private readonly io: SessionPort,
+    firstKey: number,
+  ) {
+    this.order = new AgentOrder(io.channels, (frame, delivered, threw, after) => this.settled(frame, delivered, threw, after), firstKey);
+  }
+
+  /** How many frames wait behind an answer on an edge link (the session's test seam reads it). */
+  get heldAfterEdgeAnswer(): number {
+    return this.order.heldAfterEdgeAnswer;
+  }
+
+  // ── out: towards the agent ───────────────────────────────────────────────────────────────────
+  /**
+   * A frame for the agent, fire and forget, in order (session-agent-order.ts); `after` learns how it
+   * ended. A bound function: the permission machine and the routed requests are handed it as their port.
+   */
+  readonly toAgent = (frame: ToAgent, after?: AfterHandOff): void => {
+    stage("session.toAgent", frame);
+    if (!this.io.table.meta) return;
+    this.order.send(frame, after);
+  };
+
+  private settled(frame: ToAgent, delivered: boolean, threw: boolean, after: AfterHandOff | undefined): void {
+    if (!delivered && frame.type === "request") this.requestUndelivered(frame.gwId, threw ? HAND_OFF_FAILED : NOT_HELD);
+    after?.(delivered, threw);
+  }
+
+  // ── in: a client's requests and notifications (role and frame checked by the shell) ───────────
+  /** A client's request for the agent; a prompt starts the turn. Throws the RpcError its client is answered with. */
+  request(client: ClientAttachment, id: JsonRpcId, method: string, params: unknown): void {
+    const { table } = this.io;
+    const meta = table.meta;
+    // Deleted (session/delete) while this client's socket was still closing: answered, never dropped.
+    if (!meta) throw RpcError.sessionNotFound(isObject(params) ? params.sessionId : undefined);
+    if (method === AGENT_METHODS.sessionPrompt) return this.prompt(client, id, method, params);
+    if (method === AGENT_METHODS.sessionDelete && table.turn.state !== "idle") throw deleteDuringTurn(meta.sessionId, table.turn.user);
+    const gwId = table.nextId();
+    table.addInflight({ gwId, connId: client.connId, clientId: id, method, createdAt: this.io.now() });
+    this.toAgent({ type: "request", gwId, method, params });
+  }
+
+  /** session/prompt: refused while a turn runs; otherwise the turn starts and the prompt goes to the agent. */
+  private prompt(client: ClientAttachment, id: JsonRpcId, method: string, params: unknown): void {
+    const { table } = this.io;
+    const turn = table.turn;
+    if (turn.state !== "idle") {
+      throw new RpcError(
+        ErrorCode.invalidRequest,
+        `A turn is already running in session ${table.meta?.sessionId}${turn.user ? ` (started by ${turn.user})` : ""}; wait for it to end or send session/cancel. Prompts are not queued.`,
+        { reason: "turn_in_progress" },
+      );
+    }
+    // Stopped after the agent ran a tool call unasked (decision 0056): refused until a person resumes it.
+    refusePromptWhileHeld(table.meta?.sessionId ?? "", table.hold);
+    const gwId = table.nextId();
+    const now = this.io.now();
+    table.turn = {
+      state: "running",
+      gwId,
+      connId: client.connId,
+      user: client.user,
+      prompter: personKey(client),
+      startedAt: now,
+      fromSeq: table.lastSeq(),
+    };
+    table.addInflight({ gwId, connId: client.connId, clientId: id, method, createdAt: now });
+    this.io.promptStarted(gwId, client, params);
+    this.toAgent({ type: "request", gwId, method, params });
+    this.io.deadlinesChanged(); // the turn's idle timer
+  }
+
+  /** A client's notification for the agent: session/cancel ends the turn's waiting; $/cancel_request names the client's own id. */
+  notification(client: ClientAttachment, method: string, params: unknown): void {
+    if (method === AGENT_METHODS.sessionCancel)
+      return this.cancel({ type: "cancel", connectionId: client.connId, user: client.user }, params);
+    if (method === CANCEL_REQUEST) {
+      const requestId = isObject(params) ? params.requestId : undefined;
+      if (typeof requestId !== "string" && typeof requestId !== "number") return;
+      const inflight = this.io.table.inflightByClient(client.connId, requestId);
+      if (inflight) this.toAgent({ type: "cancel_request", gwId: inflight.gwId });
+      return;
+    }
+    this.toAgent({ type: "notification", method, params });
+  }
+
+  /**
+   * session/cancel goes to the agent first, then every pending request is answered `cancelled`
+   * (TC-12) and the turn's waiting ends. The order matters to real agents: qwen takes a `cancelled`
+   * answer that comes before the cancel as the person's rejection and ends the turn `end_turn`, and
+   * codex may apply a late cancel to the next prompt. `params`: the client's own, relayed as sent.
+   */
+  private cancel(by: DecidedBy, params: unknown): void {
+    this.toAgent({ type: "notification", method: AGENT_METHODS.sessionCancel, params });
+    this.io.permissions.cancelAll(by);
+    const turn = this.io.table.turn;
+    if (turn.state === "running") this.io.table.turn = { ...turn, state: "cancelling" };
+  }
+
+  // ── in: the agent's answers and departure ─────────────────────────────────────────────────────
+  /** The agent answered a client request the session handed on under `gwId` (`text`: its answer, as it sent it). */
+  agentAnswered(gwId: number, text: string): void {
+    const { table } = this.io;
+    if (!table.meta) return; // forgotten earlier in this batch (session/delete)
+    const inflight = table.takeInflight(gwId);
+    if (!inflight) return;
+    // SAFETY: the AgentObject passes on only answers that parseFrame accepted.
+    const response = JSON.parse(text) as Record<string, unknown>;
+    if (inflight.method === AGENT_METHODS.sessionDelete && deletionGoesAhead(response)) return this.io.deleted(inflight, response.result);
+    if (inflight.method === AGENT_METHODS.sessionPrompt) this.promptAnswered(gwId, response.result);
+    // Whoever set an option, a client attaching later gets the current set in its session/load answer.
+    if (
+      inflight.method === AGENT_METHODS.sessionSetConfigOption &&
+      isObject(response.result) &&
+      Array.isArray(response.result.configOptions)
+    ) {
+      this.io.configOptions(response.result.configOptions);
+    }
+    this.io.toConnection(inflight.connId, JSON.stringify({ ...response, id: inflight.clientId }), true);
+  }
+
+  /**
+   * The agent's connection is gone (its permission and routed requests were withdrawn by the caller):
+   * the client requests it was asked (`gwIds`) are answered with an error, and a turn among them ends.
+   */
+  agentGone(reason: string, gwIds: readonly number[]): void {
+    const { table } = this.io;
+    const meta = table.meta;
+    if (!meta) return;
+    const message = `The agent "${meta.agent}" disconnected (${reason}) before answering`;
+    for (const gwId of gwIds) {
+      const inflight = table.takeInflight(gwId);
+      if (!inflight) continue;
+      const error = new RpcError(ErrorCode.internalError, `${message} ${inflight.method}`, { reason: "agent_disconnected" });
+      this.io.toConnection(inflight.connId, JSON.stringify(errorResponse(inflight.clientId, error)), true);
+    }
+    this.abandon(gwIds, "agent_disconnected", message);
+    this.io.deadlinesChanged();
+  }
+
+  // ── the alarm ────────────────────────────────────────────────────────────────────────────────
+  /** A permission request waited past its deadline: exactly what a client's session/cancel does, and the clients are told why. */
+  deadlinePassed(): void {
+    const meta = this.io.table.meta;
+    this.cancel({ type: "deadline" }, { sessionId: meta?.sessionId });
+    this.ended(
+      "permission_deadline",
+      `A permission request waited ${Math.round((meta?.deadlineMs ?? 0) / 1000)} s without an answer; the gateway cancelled the turn.`,
+    );
+  }
+
+  /**
+   * The gateway stops the turn on its own (decision 0056: the agent ran a tool call no one was asked
+   * about): exactly what a client's session/cancel does, and the clients are told why.
+   */
+  stopTurn(reason: string, message: string): void {
+    this.cancel({ type: "cancel" }, { sessionId: this.io.table.meta?.sessionId });
+    this.ended(reason, message);
+  }
+
+  /** The agent made no progress for the tenant's turnIdleMs: the prompt fails naming why, the agent is told to cancel, clients learn the turn ended. */
+  idle(): void {
+    const { table } = this.io;
+    const meta = table.meta;
+    const turn = table.turn;
+    if (!meta || turn.state === "idle") return;
+    const seconds = Math.round(limitsOf(meta.limits).turnIdleMs / 1000);
+    const message = `The agent "${meta.agent}" made no progress for ${seconds} s (no message, nobody asked); the gateway ended the turn.`;
+    const inflight = table.takeInflight(turn.gwId);
+    if (inflight) {
+      const error = new RpcError(ErrorCode.internalError, message, { reason: "turn_idle" });
+      this.io.toConnection(inflight.connId, JSON.stringify(errorResponse(inflight.clientId, error)), true);
+    }
+    table.turn = { state: "idle" };
+    this.io.permissions.turnEnded();
+    this.toAgent({ type: "notification", method: AGENT_METHODS.sessionCancel, params: { sessionId: meta.sessionId } });
+    this.ended("turn_idle", message);
+  }
+
+  // ── the turn's ends ──────────────────────────────────────────────────────────────────────────
+  /** The agent answered the prompt: requests still open can no longer be acted on, they are answered cancelled (TC-12). */
+  private promptAnswered(gwId: number, result: unknown): void {
+    const { table } = this.io;
+    const turn = table.turn;
+    if (turn.state === "idle" || turn.gwId !== gwId) return;
+    this.io.permissions.cancelAll({ type: "turn_end" });
+    table.turn = { state: "idle" };
+    this.io.permissions.turnEnded();
+    this.io.promptEnded(result);
+  }
+
+  /** A client request that never reached the agent: its sender gets an error, a prompt's turn ends. */
+  private requestUndelivered(gwId: number, reason: string): void {
+    const { table } = this.io;
+    const inflight = table.takeInflight(gwId);
+    const meta = table.meta;
+    if (!inflight || !meta) return;
+    if (inflight.method === AGENT_METHODS.sessionDelete) return this.io.deleted(inflight, {});
+    const message = `The gateway could not hand ${inflight.method} to the agent "${meta.agent}" (${reason}); nothing was done, try again`;
+    const error = new RpcError(ErrorCode.internalError, message, { reason: "agent_unreachable" });
+    this.io.toConnection(inflight.connId, JSON.stringify(errorResponse(inflight.clientId, error)), false);
+    this.abandon([gwId], "agent_unreachable", message, true);
+  }
+
+  /**
+   * The turn's prompt (one of `gwIds`) will never be answered: the turn ends and the clients are told
+   * why. `cancelPending`: the requests still pending are answered `cancelled` first (TC-12).
+   */
+  private abandon(gwIds: readonly number[], reason: string, message: string, cancelPending = false): void {
+    const { table } = this.io;
+    const turn = table.turn;
+    if (turn.state === "idle" || !gwIds.includes(turn.gwId)) return;
+    if (cancelPending) this.io.permissions.cancelAll({ type: "turn_end" });
+    table.turn = { state: "idle" };
+    this.io.permissions.turnEnded();
+    this.ended(reason, message);
+  }
+
+  /** The gateway ended the turn: `_acp_gateway/turn_ended` with the reason, logged and sent to every client. */
+  private ended(reason: string, message: string): void {
+    this.io.notice(GATEWAY_NOTIFICATIONS.turnEnded, { sessionId: this.io.table.meta?.sessionId, reason, message });
+  }
+}
