@@ -49,6 +49,9 @@ const gateway = await startLocalGateway({
       messagesPerSecondPerAgentConnection: 100_000,
       messagesPerSecondPerConnection: 100_000,
       messagesPerSecondPerTenant: 1_000_000,
+      // Scenario 3 seeds 10,000 rules: the stored-data limits (decision 0041) raised to their hard maximum.
+      rulesPerTenant: 25_000,
+      ruleBytesPerTenant: 16 * 1024 * 1024,
     },
   },
 });
