@@ -6,6 +6,7 @@ import { join } from "node:path";
 import { fileURLToPath } from "node:url";
 import * as prettier from "prettier";
 import { ROOT } from "../scripts/local-gateway.ts";
+import { targets } from "./targets.ts";
 
 type Json = Record<string, any>;
 
@@ -43,7 +44,7 @@ Machine: ${m.cpu}, ${m.cores} cores, ${m.memoryGiB} GiB; Node ${m.node}; workerd
 
 | target | measured | goal | |
 |---|---|---|---|
-${rows(r.targets, (t) => `| ${t.name} | ${t.value} | ${t.target} | ${t.pass ? "pass" : "**miss**"} |`)}
+${rows(targets(r), (t) => `| ${t.name} | ${t.value} | ${t.target} | ${t.pass ? "pass" : "**miss**"} |`)}
 
 ## Baselines
 
