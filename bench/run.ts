@@ -255,9 +255,12 @@ try {
     const sessionId = await newSession(client, "/bench/perm");
     // Permission requests are asked only during a turn: one prompt, left running for the scenario.
     await startTurn(client, agent, sessionId, "perm-turn");
+    // Copies a person was asked: a rule-answered figure is a rule's only if none reached the client.
+    let askedPeople = 0;
     client.onMessage = (m) => {
-      if (m.method === "session/request_permission")
-        client.send({ jsonrpc: "2.0", id: m.id, result: { outcome: { outcome: "selected", optionId: "ok" } } });
+      if (m.method !== "session/request_permission") return;
+      askedPeople++;
+      client.send({ jsonrpc: "2.0", id: m.id, result: { outcome: { outcome: "selected", optionId: "ok" } } });
     };
     const options = [
       { optionId: "ok", name: "Allow", kind: "allow_once" },
@@ -278,10 +281,13 @@ try {
     const auto: Json[] = [];
     for (const count of QUICK ? [10, 10_000] : [10, 1000, 10_000]) {
       await seedRules(count);
+      askedPeople = 0;
       const rulePaired = await paired(n(1000, 300), (i) => ask(i, "npm test"), persistedRttStep);
       const rule = rulePaired.gateway;
+      if (askedPeople > 0) log(`3. WARNING: ${askedPeople} of the rule's requests were asked of the client, not answered by the rule`);
       auto.push({
         rules: count,
+        askedPeople,
         latency: rule,
         ratioToRelayRtt: ratio(rule.median, relayRtt.median),
         ratioToPersistedRtt: ratio(rule.median, rulePaired.baseline.median),
