@@ -448,6 +448,10 @@ try {
   // What the idle sessions store (the bill's storage line): the SessionObjects' SQLite files on disk.
   results.sessionStorage = { sessions: sessions.length, bytes: storedBytes(join(stateDir, "gateway"), "SessionObject") };
   log(`scale: the ${sessions.length} sessions' SQLite files: ${round(results.sessionStorage.bytes / 2 ** 20, 1)} MiB`);
+  if (results.limits && sessions.length > 0) {
+    results.cost = costAtScale((results.limits[0] as LimitsOutcome).leaseCallsPerMessage, results.sessionStorage.bytes / sessions.length);
+    log(`scale: cost at 10,000 sessions, with what they store: ${JSON.stringify(results.cost)}`);
+  }
   for (const c of clients) c.close();
   agent.close();
   results.seconds = Math.round((Date.now() - started) / 1000);
