@@ -1,28 +1,28 @@
-// node bench/compare.ts <label>=<result.json> …: one Markdown table of several bench results, read
-// against today's goals (bench/targets.ts) — the before/after tables of BENCHMARKS.md.
+// Several bench results side by side in one Markdown table, read against today's goals
+// (bench/targets.ts): the before/after tables of BENCHMARKS.md. `node bench/report.ts compare <label>=<result.json> …`.
 
-import { readFileSync } from "node:fs";
 import { streamP99Ratio, targets } from "./targets.ts";
 
 type Json = Record<string, any>;
 
-const runs = process.argv.slice(2).map((arg) => {
-  const at = arg.indexOf("=");
-  if (at < 1) throw new Error(`expected <label>=<result.json>, got ${arg}`);
-  return { label: arg.slice(0, at), r: JSON.parse(readFileSync(arg.slice(at + 1), "utf8")) as Json };
-});
-if (runs.length === 0) throw new Error("usage: node bench/compare.ts <label>=<result.json> …");
+export interface LabelledRun {
+  label: string;
+  r: Json;
+}
 
 const rule = (r: Json, rules: number) => (r.scenarios?.permission?.auto ?? []).find((x: Json) => x.rules === rules);
 const msAndRatio = (ms: number | undefined, x: number | undefined) => (ms === undefined ? "—" : `${ms} ms (${x}x)`);
-const rows: [string, (r: Json) => string][] = [
+const ROWS: [string, (r: Json) => string][] = [
   ["load at start → end (1 min)", (r) => loadOf(r)],
   [
     "stream latency, 100 B (vs paired persisted)",
     (r) => msAndRatio(r.scenarios?.relay?.small?.latency?.median, r.scenarios?.relay?.small?.latencyRatioPersisted),
   ],
   ["stream p99 (vs paired persisted p99)", (r) => msAndRatio(r.scenarios?.relay?.small?.latency?.p99, streamP99Ratio(r))],
-  ["stream throughput (vs persisted)", (r) => `${r.scenarios?.relay?.small?.throughput} msg/s (${r.scenarios?.relay?.small?.throughputRatioPersisted}x)`],
+  [
+    "stream throughput (vs persisted)",
+    (r) => `${r.scenarios?.relay?.small?.throughput} msg/s (${r.scenarios?.relay?.small?.throughputRatioPersisted}x)`,
+  ],
   ["permission by a rule, 10 rules", (r) => msAndRatio(rule(r, 10)?.latency?.median, rule(r, 10)?.ratioToPersistedRtt)],
   ["permission by a rule, 10,000 rules", (r) => msAndRatio(rule(r, 10_000)?.latency?.median, rule(r, 10_000)?.ratioToPersistedRtt)],
   [
@@ -38,8 +38,10 @@ const rows: [string, (r: Json) => string][] = [
   ["goals met (issue 40)", (r) => `${targets(r).filter((t) => t.pass).length} of ${targets(r).length}`],
 ];
 
-process.stdout.write(`| | ${runs.map((x) => x.label).join(" | ")} |\n|---|${runs.map(() => "---").join("|")}|\n`);
-for (const [name, cell] of rows) process.stdout.write(`| ${name} | ${runs.map((x) => cell(x.r)).join(" | ")} |\n`);
+export function compareTable(runs: LabelledRun[]): string {
+  const head = `| | ${runs.map((x) => x.label).join(" | ")} |\n|---|${runs.map(() => "---").join("|")}|\n`;
+  return head + ROWS.map(([name, cell]) => `| ${name} | ${runs.map((x) => cell(x.r)).join(" | ")} |\n`).join("");
+}
 
 /** The 1-minute load average at the start and the end, from the run's load sentence. */
 function loadOf(r: Json): string {
