@@ -377,8 +377,9 @@ try {
     const hotCreateMs = performance.now() - t;
     if (hotRule.status !== 201) throw new Error(`POST /v1/rules (leases live): ${hotRule.status} ${await hotRule.text()}`);
     const hotCreateWorkerMs = workerMs("POST");
+    const hotRuleId = (((await hotRule.json()) as Json).rule as Json).id as string;
     t = performance.now();
-    const hotGone = await api(`/v1/rules/${(((await hotRule.json()) as Json).rule as Json).id}`, { method: "DELETE" });
+    const hotGone = await api(`/v1/rules/${hotRuleId}`, { method: "DELETE" });
     const hotRevokeMs = performance.now() - t;
     if (hotGone.status >= 300) throw new Error(`DELETE /v1/rules (leases live): ${hotGone.status} ${await hotGone.text()}`);
     const hotRevokeWorkerMs = workerMs("DELETE");
