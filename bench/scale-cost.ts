@@ -90,8 +90,10 @@ export function costAtScale(leaseCallsPerMessage: number, storedBytesPerSession?
     /** What each guarantee landed since 2026-12-06 adds per unit (rows and object calls), from the code path and the runs' row counts. */
     guarantees: {
       agentAdapters0039: "CPU only (the operation read by the agent's adapter): no row, no call",
-      frozenOperation0040: "no row since 09c907c (the operation kept in its entry; 5 rows per client-answered request at 19dcb58, 3 again after)",
-      unseenChanges0046: "a rule-answered reader: 2 root calls, 2 root rows, 1 more session row; a request asked of people that may read: 1 root call",
+      frozenOperation0040:
+        "no row since 09c907c (the operation kept in its entry; 5 rows per client-answered request at 19dcb58, 3 again after)",
+      unseenChanges0046:
+        "a rule-answered reader: 2 root calls, 2 root rows, 1 more session row; a request asked of people that may read: 1 root call",
       fenceFreeAllow0049: "nothing per request; a new allow waits for no lease",
       streamCursors0050: "no row per update (1 before and after, counted): a cursor spliced into each message to a client",
     },
