@@ -1,11 +1,14 @@
 // BENCHMARKS.md and bench/results/scaling.svg from a benchmark result (bench/results/latest.json).
-// `node bench/report.ts` regenerates both from the committed JSON.
+// `node bench/report.ts` regenerates both from the committed JSON; `node bench/report.ts compare
+// <label>=<result.json> …` prints stored results side by side against today's goals (bench/compare.ts).
 
 import { readFileSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { fileURLToPath } from "node:url";
 import * as prettier from "prettier";
 import { ROOT } from "../scripts/local-gateway.ts";
+import { compareTable } from "./compare.ts";
+import { targets } from "./targets.ts";
 
 type Json = Record<string, any>;
 
@@ -43,7 +46,7 @@ Machine: ${m.cpu}, ${m.cores} cores, ${m.memoryGiB} GiB; Node ${m.node}; workerd
 
 | target | measured | goal | |
 |---|---|---|---|
-${rows(r.targets, (t) => `| ${t.name} | ${t.value} | ${t.target} | ${t.pass ? "pass" : "**miss**"} |`)}
+${rows(targets(r), (t) => `| ${t.name} | ${t.value} | ${t.target} | ${t.pass ? "pass" : "**miss**"} |`)}
 
 ## Baselines
 
@@ -94,7 +97,8 @@ included monthly allowances, and with duration estimated at 1 ms per object per 
 The requests are for a busy session of a dial-in agent: its updates go from the edge over the
 session's open edge link (a Worker's WebSocket messages are not billed as requests, and the edge's
 CPU time, about 0.1 ms an update at $0.02 per million CPU-ms, is left out); the first update after
-10 s without a link goes by RPC while the link opens (2.05 requests for that update).
+10 s without a link goes by RPC while the link opens (2.05 requests for that update). D1's audit rows,
+the unseen-change calls and the bill at 10,000 sessions: "The bill at 10,000 sessions" below.
 
 | | SQLite rows written | object-to-object hops (link messages) | billed DO requests | $ per million |
 |---|---|---|---|---|
@@ -232,5 +236,12 @@ ${lines}
 }
 
 if (process.argv[1] === fileURLToPath(import.meta.url)) {
-  await writeReport(JSON.parse(readFileSync(join(ROOT, "bench", "results", "latest.json"), "utf8")) as Json);
+  if (process.argv[2] === "compare") {
+    const runs = process.argv.slice(3).map((arg) => {
+      const at = arg.indexOf("=");
+      if (at < 1) throw new Error(`expected <label>=<result.json>, got ${arg}`);
+      return { label: arg.slice(0, at), r: JSON.parse(readFileSync(arg.slice(at + 1), "utf8")) as Json };
+    });
+    process.stdout.write(compareTable(runs));
+  } else await writeReport(JSON.parse(readFileSync(join(ROOT, "bench", "results", "latest.json"), "utf8")) as Json);
 }

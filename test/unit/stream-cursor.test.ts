@@ -42,6 +42,13 @@ describe("stream cursors", () => {
     expect(JSON.parse(out).result.s).toBe('a"}{\\');
   });
 
+  it("ends a string at the first quote after an even run of backslashes, however long the string", () => {
+    const long = "x".repeat(100_000);
+    const params = { a: `${long}\\`, b: '\\\\\\"}{"params":{', c: `${long}\\"` };
+    const out = withCursor(JSON.stringify({ jsonrpc: "2.0", method: "m", params }), "c");
+    expect(JSON.parse(out).params).toEqual({ ...params, _meta: { "acp/cursor": "c" } });
+  });
+
   it("for any JSON object, the result parses, holds the cursor where the RFD reads it, and changes nothing else", () => {
     fc.assert(
       fc.property(fc.dictionary(fc.string(), fc.jsonValue()), fc.option(fc.jsonValue()), (members, params) => {
