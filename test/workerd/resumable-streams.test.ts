@@ -123,6 +123,9 @@ describe("resumable streams over Streamable HTTP", { timeout: 20_000 }, () => {
     await http.send({ id: ask.id, result: { outcome: { outcome: "selected", optionId: "allow" } } }, sessionId);
     agent.peer.respond(forwarded.id, { stopReason: "end_turn" });
     await waiting.reader.next(isResponseTo(prompt.id));
+    // Every client is told who answered once the agent has the answer: that notice may come after the
+    // prompt's answer (the agent may end its turn first), so the stream's last message is the later of the two.
+    await waiting.reader.next(isMethod("_acp_gateway/permission_resolved"));
     const last = waiting.reader.lastEventId ?? "";
     await waiting.reader.cancel();
     const after = await resume(t.clientKey, http.connectionId, sessionId, last);
