@@ -238,6 +238,8 @@ export class LeasePool {
   private deniedUntil = 0;
   private asking: Promise<void> | undefined;
   private lastAsk = 0;
+  /** What the takers waiting on the root want, together. */
+  private wanted = 0;
   private readonly demand: Demand;
 
   constructor(
@@ -247,17 +249,29 @@ export class LeasePool {
     this.demand = new Demand(now());
   }
 
-  /** Up to `want` tokens for a connection; asks the root first when the pool has fewer. Rejects when the root cannot be reached. */
+  /**
+   * Up to `want` tokens for a connection; asks the root first when the pool has fewer. Takers that
+   * arrive while an ask is in flight wait for it and, still short, ask again together for all they
+   * still want (at most three asks each): one ask sized for the first taker must not leave the others
+   * refused while the tenant has room. Rejects when the root cannot be reached.
+   */
   async take(want: number): Promise<LeaseGrant> {
     this.lapse();
     if (this.now() < this.deniedUntil) return { granted: 0, retryAfterMs: this.deniedUntil - this.now() };
-    if (this.tokens < want) await this.refill(want - this.tokens);
-    this.lapse();
+    for (let asks = 0; this.tokens < want && asks < 3 && this.now() >= this.deniedUntil; asks++) {
+      this.wanted += want;
+      try {
+        await this.refill();
+      } finally {
+        this.wanted -= want;
+      }
+      this.lapse();
+    }
     const granted = Math.max(0, Math.min(want, Math.floor(this.tokens)));
     this.tokens -= granted;
     this.demand.add(granted);
     // Topped up before it runs dry, so most connections' leases are served without waiting on the root.
-    if (this.tokens < this.lastAsk / 2) void this.refill(0).catch(() => undefined);
+    if (this.tokens < this.lastAsk / 2) void this.refill().catch(() => undefined);
     return { granted, retryAfterMs: granted < want ? Math.max(1, this.deniedUntil - this.now()) : 0 };
   }
 
@@ -265,9 +279,10 @@ export class LeasePool {
     if (this.now() >= this.expiresAt) this.tokens = 0;
   }
 
-  private refill(short: number): Promise<void> {
+  /** Asks the root for what the waiting takers still want, or what was served recently if more. */
+  private refill(): Promise<void> {
     if (this.asking) return this.asking;
-    const want = Math.max(short, this.demand.take(this.now(), MIN_LEASE, Number.POSITIVE_INFINITY));
+    const want = Math.max(this.wanted - this.tokens, this.demand.take(this.now(), MIN_LEASE, Number.POSITIVE_INFINITY));
     this.lastAsk = want;
     this.asking = this.ask(want)
       .then((grant) => {

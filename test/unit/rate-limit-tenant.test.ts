@@ -382,6 +382,37 @@ describe("tenant message rate through lease shards (LeasePool, decision 0031)", 
     );
   });
 
+  // Found by the scale bench (a run of 3,610 sessions refused with tenant_rate_limited under a limit
+  // of 10 million a second): connections that asked one shard while its ask to the root was in flight
+  // shared that one ask, sized for the first of them; the rest were granted what was left (nothing)
+  // and refused with the tenant's limit however much room the tenant had. A taker still short after
+  // the shared ask now asks the root for its own shortfall.
+  it("connections that ask a shard at once while its ask to the root is in flight are all granted in full when the tenant has room", async () => {
+    const clock = { now: 0 };
+    const t = tenant(10_000_000, clock);
+    const pool = new LeasePool(t.ask, () => clock.now);
+    const takes = Array.from({ length: 50 }, () => pool.take(8));
+    for (let i = 0; i < 10 && t.calls > 0; i++) await t.flush();
+    const grants = await Promise.all(takes);
+    expect(grants.map((g) => g.granted)).toEqual(new Array(50).fill(8));
+    expect(t.calls).toBeLessThanOrEqual(3); // still a few calls to the root, not one per connection
+  });
+
+  it("a shard never grants more than the root gave it, when many connections take at once against a tenant at its rate", async () => {
+    await fc.assert(
+      fc.asyncProperty(fc.integer({ min: 8, max: 400 }), fc.integer({ min: 1, max: 80 }), async (rate, connections) => {
+        const clock = { now: 0 };
+        const t = tenant(rate, clock);
+        const pool = new LeasePool(t.ask, () => clock.now);
+        const takes = Array.from({ length: connections }, () => pool.take(8));
+        for (let i = 0; i < 20; i++) await t.flush();
+        const granted = (await Promise.all(takes)).reduce((sum, g) => sum + g.granted, 0);
+        expect(granted).toBeLessThanOrEqual(2 * rate); // the tenant's bucket starts full: a burst of twice its rate
+      }),
+      { numRuns: 100 },
+    );
+  });
+
   it("a quiet connection asks its shard for about a second of its messages at a time, and each shard the root a few times a second", async () => {
     const { rootCalls, poolCalls } = await run(100_000, 400, 4, 200, 5000); // 5 messages a second each, 100 connections a shard
     // Not one call per message (the batch of 64 that lapsed unused made it 0.8 before): at most about one in four.
