@@ -32,7 +32,7 @@ const OWN_TENANT = [
   "test/e2e/console-signin.test.ts",
   "test/e2e/approvals-link.test.ts",
   "test/e2e/console-settings.test.ts",
-  "test/e2e/console-unseen.test.ts",
+  "test/e2e/console-what-is-asked.test.ts",
 ];
 
 export default defineConfig({

@@ -1,8 +1,10 @@
-// A permission card asked because of unseen changes shows what the agent changed (decision 0062), in
-// Chromium against the gateway as `npm start` runs it, in a tenant of its own (unseen changes are the
-// tenant's, and would hold the dev tenant's rules): an edit a rule answered in this session is shown
-// as its diff, one in another session as a link to that session's card, and a command's writes (`*`)
-// are said to be impossible to show. At 1280 px as it arrives, at 390 px opened by a teammate's link.
+// What a permission card shows of what is asked, in Chromium against the gateway as `npm start` runs
+// it, in a tenant of its own (unseen changes are the tenant's, and would hold the dev tenant's rules):
+// - asked because of unseen changes (decision 0062): an edit a rule answered in this session as its
+//   diff, one in another session as a link to that session's card, and a command's writes (`*`) said
+//   to be impossible to show; at 1280 px as it arrives, at 390 px opened by a teammate's link;
+// - the frozen operation (decision 0040, issue 35): when the agent changes the tool call's row while a
+//   person reads, the card shows the new operation and says so, never the one first shown.
 
 import { readFileSync } from "node:fs";
 import { join } from "node:path";
@@ -154,6 +156,48 @@ describe("unseen changes on the card in Chromium", () => {
       .getByRole("button", { name: /^Allow once/ })
       .click();
     await expect.poll(() => made?.outcome, { timeout: 30_000 }).toEqual({ outcome: "selected", optionId: "allow-once" });
+  }, 120_000);
+});
+
+describe("the frozen operation in Chromium", () => {
+  it("the agent changes git status to a push while the person reads: the card shows the push and says it changed; the person's reject reaches the agent", async () => {
+    let asked: Promise<Json> | undefined;
+    let change: () => void = () => undefined;
+    const changed = new Promise<void>((resolve) => (change = resolve));
+    turns.push(async (turn) => {
+      const call = run("g1", "git status");
+      await turn.update({ sessionUpdate: "tool_call", ...call, status: "pending" });
+      asked = turn.askPermission(call);
+      await changed;
+      await turn.update({ sessionUpdate: "tool_call_update", toolCallId: "g1", rawInput: { command: "git push --force origin main" } });
+      await asked;
+      return "end_turn";
+    });
+    const page = await (await browser.newContext({ viewport: { width: 1280, height: 900 } })).newPage();
+    await signIn(page);
+    await page.getByRole("button", { name: "New session" }).click();
+    await page.getByLabel("Project path").fill(CWD);
+    await page.getByRole("form", { name: "New session" }).getByLabel("Agent").fill(AGENT);
+    await page.getByRole("button", { name: "Start session" }).click();
+    await page.locator("#prompt-text").fill("Status");
+    await page.getByRole("button", { name: "Send" }).click();
+    const card = page.locator("section.permission.open");
+    await card.locator("pre.command", { hasText: "git status" }).waitFor();
+
+    change();
+    await card.locator("pre.command", { hasText: "git push --force origin main" }).waitFor();
+    expect(await card.locator("pre.command", { hasText: "git status" }).count()).toBe(0);
+    expect(await card.textContent()).toContain("The agent changed this request (rawInput) after it was asked; this is the new one.");
+    await page
+      .locator(".notice.warn", { hasText: /changed/ })
+      .first()
+      .waitFor();
+    expect(await page.locator("section.permission.open").count()).toBe(1);
+
+    await card.getByRole("button", { name: /^Reject/ }).click();
+    await expect
+      .poll(async () => ((await asked) as Json | undefined)?.outcome, { timeout: 30_000 })
+      .toEqual({ outcome: "selected", optionId: "reject-once" });
   }, 120_000);
 });
 
