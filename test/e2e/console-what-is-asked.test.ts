@@ -204,7 +204,7 @@ describe("the frozen operation in Chromium", () => {
 /** The waiting card's unseen changes: A's edit as its diff, B's edit as a link, B's command as what cannot be shown. */
 async function checkCard(page: Page, b: string): Promise<void> {
   const unseen = page.locator("section.permission.open .unseen-changes");
-  expect(await unseen.locator("summary").textContent()).toContain("(3; 1 cannot be shown)");
+  expect(await unseen.locator(".unseen-head").textContent()).toContain("(3; 1 cannot be shown)");
   const diff = unseen.getByRole("figure", { name: `Diff of ${CWD}/src/a.c` });
   expect(await diff.locator(".line.add").textContent()).toContain("int a = 2;");
   expect(await diff.locator(".line.del").textContent()).toContain("int a = 1;");

@@ -21,11 +21,13 @@ export function UnseenChanges({
   const { views, unlisted } = unseenViews(unseen, { sessionId: session.id, cwd: session.cwd }, tools);
   const notShown = views.filter((v) => v.type === "anything" || v.type === "missing").length;
   return (
-    <details class="unseen-changes" open>
-      <summary>
+    // A section, not a <details>: nothing here takes a Tab stop but the links, so the keyboard path to
+    // the options stays as short as on any card (decision 0048).
+    <section class="unseen-changes" aria-label="What the agent changed that nobody saw">
+      <p class="unseen-head">
         What the agent changed that nobody saw ({unseen.total}
         {notShown > 0 ? `; ${notShown} cannot be shown` : ""})
-      </summary>
+      </p>
       <ul class="unseen-list">
         {views.map((v, i) => (
           <li key={i} class={`unseen ${v.type}`}>
@@ -34,7 +36,7 @@ export function UnseenChanges({
         ))}
       </ul>
       {unlisted > 0 && <p class="hint">And {unlisted} more the gateway did not list.</p>}
-    </details>
+    </section>
   );
 }
 
