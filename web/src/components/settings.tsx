@@ -4,15 +4,13 @@
 // save shows each of the API's issues beside its field and takes focus there. The operator's limits are
 // shown read-only: they bound what the tenant costs everyone else.
 
-import type { ComponentChildren } from "preact";
 import { useEffect, useRef, useState } from "preact/hooks";
 import type { ApiEffectiveSettings, ApiFieldIssue, ApiSettingValues } from "../../../protocol/rest-api";
 import { type Api, ApiError } from "../api";
 import { errorText } from "../format";
 import { type Draft, type OperationRow, changedSettings, draftOf, durationText, issuesAt, issuesElsewhere } from "../settings-form";
-
-const ROLES = ["observer", "member", "approver", "admin", "owner"] as const;
-type Role = (typeof ROLES)[number];
+import { Check, Field, type Role, RoleSelect, Rows, Section } from "./settings-controls";
+import { Limits } from "./settings-limits";
 
 /** Every field the page shows, by its path in the PATCH body: an issue at none of them is said at the top. */
 const FIELDS = [
@@ -28,6 +26,9 @@ const FIELDS = [
   "notifyAfterMs",
 ] as const;
 type FieldPath = (typeof FIELDS)[number];
+
+/** The settings the Requests section shows. */
+const REQUEST_SETTINGS: readonly (keyof ApiSettingValues)[] = ["permissionDeadlineMs", "relayAlwaysAsMade", "unaskedRuns", "notifyAfterMs"];
 
 const idOf = (path: FieldPath) => `setting-${path.replace(".", "-")}`;
 
@@ -220,7 +221,9 @@ export function SettingsPage({ api }: { api: Api }) {
                       Needs
                       <select
                         value={row.require}
-                        onChange={(e) => set({ ...row, require: e.currentTarget.value as OperationRow["require"] })}
+                        onChange={(e) =>
+                          set({ ...row, require: e.currentTarget.value === "two_approvals" ? "two_approvals" : "not_prompter" })
+                        }
                       >
                         <option value="not_prompter">anyone but the prompter</option>
                         <option value="two_approvals">two people</option>
@@ -268,12 +271,7 @@ export function SettingsPage({ api }: { api: Api }) {
             </Field>
           </Section>
 
-          <Section
-            title="Requests"
-            set={["permissionDeadlineMs", "relayAlwaysAsMade", "unaskedRuns", "notifyAfterMs"].some((k) =>
-              loaded.set.includes(k as keyof ApiSettingValues),
-            )}
-          >
+          <Section title="Requests" set={REQUEST_SETTINGS.some((k) => loaded.set.includes(k))}>
             <Field
               {...field("permissionDeadlineMs")}
               label="Deadline of a permission request (ms)"
@@ -353,7 +351,11 @@ export function SettingsPage({ api }: { api: Api }) {
               type="button"
               class="quiet"
               disabled={busy || !dirty}
-              onClick={() => (setDraft(draftOf(loaded.settings)), setIssues([]), setError(null))}
+              onClick={() => {
+                setDraft(draftOf(loaded.settings));
+                setIssues([]);
+                setError(null);
+              }}
             >
               Undo changes
             </button>
@@ -369,135 +371,4 @@ export function SettingsPage({ api }: { api: Api }) {
 function readable(typed: string): string {
   const ms = Number(typed.trim());
   return typed.trim() !== "" && Number.isFinite(ms) ? ` Now: ${durationText(ms)}.` : "";
-}
-
-function Section({ title, set, children }: { title: string; set: boolean; children: ComponentChildren }) {
-  return (
-    <section class="card settings-section" aria-label={title}>
-      <div class="card-head">
-        <h3>{title}</h3>
-        <span class="badge">{set ? "set by the tenant" : "defaults"}</span>
-      </div>
-      {children}
-    </section>
-  );
-}
-
-/** One setting: its label, what it does and its default in one line each, the control, and the API's issues for it. */
-function Field(props: { id: string; label: string; what: string; default: string; issues: string[]; children: ComponentChildren }) {
-  const help = `${props.id}-help`;
-  const problems = `${props.id}-issues`;
-  return (
-    <div
-      class={`setting${props.issues.length > 0 ? " invalid" : ""}`}
-      role="group"
-      aria-labelledby={`${props.id}-label`}
-      aria-describedby={`${help}${props.issues.length > 0 ? ` ${problems}` : ""}`}
-    >
-      <label id={`${props.id}-label`} for={props.id} class="setting-label">
-        {props.label}
-      </label>
-      <p class="hint" id={help}>
-        {props.what} {props.default}
-      </p>
-      <div class="setting-control">{props.children}</div>
-      {props.issues.length > 0 && (
-        <ul class="error field-issues" id={problems}>
-          {props.issues.map((text) => (
-            <li key={text}>{text}</li>
-          ))}
-        </ul>
-      )}
-    </div>
-  );
-}
-
-function Check({ id, checked, onChange }: { id: string; checked: boolean; onChange(value: boolean): void }) {
-  return <input id={id} type="checkbox" checked={checked} onChange={(e) => onChange(e.currentTarget.checked)} />;
-}
-
-function RoleSelect({ id, value, onChange }: { id?: string; value: Role; onChange(role: Role): void }) {
-  return (
-    <select id={id} value={value} onChange={(e) => onChange(ROLES.find((r) => r === e.currentTarget.value) ?? "observer")}>
-      {ROLES.map((r) => (
-        <option key={r} value={r}>
-          {r}
-        </option>
-      ))}
-    </select>
-  );
-}
-
-/** A list of rows the person adds to and removes from; the list itself takes focus (its id) after a refused save. */
-function Rows<T>(props: {
-  id: string;
-  label: string;
-  rows: T[];
-  empty: string;
-  add: string;
-  blank: T;
-  onChange(rows: T[]): void;
-  render(row: T, set: (row: T) => void, n: number): ComponentChildren;
-}) {
-  const { rows, onChange } = props;
-  return (
-    <div id={props.id} class="setting-rows" tabIndex={-1} aria-label={props.label}>
-      {rows.length === 0 && <p class="muted small">{props.empty}</p>}
-      {rows.map((row, i) => (
-        <div class="setting-row" key={i}>
-          {props.render(row, (next) => onChange(rows.map((r, j) => (j === i ? next : r))), i + 1)}
-          <button type="button" class="quiet" aria-label={`Remove row ${i + 1}`} onClick={() => onChange(rows.filter((_, j) => j !== i))}>
-            Remove
-          </button>
-        </div>
-      ))}
-      <button type="button" onClick={() => onChange([...rows, props.blank])}>
-        {props.add}
-      </button>
-    </div>
-  );
-}
-
-const LIMIT_WORDS: Record<string, string> = {
-  messagesPerSecondPerConnection: "Messages a second, one client connection",
-  messagesPerSecondPerAgentConnection: "Messages a second, one agent connection",
-  heldBytesPerAgentConnection: "Bytes held for a fast agent connection",
-  messagesPerSecondPerTenant: "Messages a second, the whole tenant",
-  connectionsPerKey: "Connections open under one key",
-  liveSessionsPerTenant: "Live sessions",
-  pendingPermissionsPerSession: "Requests waiting in one session",
-  turnIdleMs: "A turn ends after this long without a word from the agent (ms)",
-  outsideTurnAuditsPerMinute: "Requests outside a turn audited one by one, a minute",
-  auditBytesPerDay: "Bytes of decision audit a day",
-  rulesPerTenant: "Rules",
-  ruleBytesPerTenant: "Bytes of rules",
-  notificationTargetsPerTenant: "Notification targets",
-};
-
-/** The operator's limits, read-only for everyone in the tenant. */
-function Limits({ loaded }: { loaded: ApiEffectiveSettings }) {
-  return (
-    <section class="card settings-section" aria-labelledby="limits-title">
-      <h3 id="limits-title">Limits</h3>
-      <p class="hint">Set by the gateway's operator: they bound what this tenant costs everyone else. Ask the operator to change one.</p>
-      <table class="limits">
-        <thead>
-          <tr>
-            <th scope="col">Limit</th>
-            <th scope="col">Now</th>
-            <th scope="col">Default</th>
-          </tr>
-        </thead>
-        <tbody>
-          {(Object.keys(loaded.limits) as (keyof ApiEffectiveSettings["limits"])[]).map((k) => (
-            <tr key={k}>
-              <th scope="row">{LIMIT_WORDS[k] ?? k}</th>
-              <td>{loaded.limits[k].toLocaleString()}</td>
-              <td class="muted">{loaded.defaultLimits[k].toLocaleString()}</td>
-            </tr>
-          ))}
-        </tbody>
-      </table>
-    </section>
-  );
 }
