@@ -27,7 +27,13 @@ const E2E = {
 const E2E_FILES = process.env.E2E_FILES === "1" || process.env.SLOW === "1";
 
 /** End-to-end files that create tenants of their own and touch nothing of the dev tenant. */
-const OWN_TENANT = ["test/e2e/people.test.ts", "test/e2e/console-signin.test.ts", "test/e2e/approvals-link.test.ts"];
+const OWN_TENANT = [
+  "test/e2e/people.test.ts",
+  "test/e2e/console-signin.test.ts",
+  "test/e2e/approvals-link.test.ts",
+  "test/e2e/console-settings.test.ts",
+  "test/e2e/console-what-is-asked.test.ts",
+];
 
 export default defineConfig({
   test: {

@@ -48,6 +48,7 @@ import type { Principal } from "../core/principal";
 import { CLOSE, closeQuietly } from "../core/close-codes";
 import { ErrorCode } from "../core/rpc-errors";
 import { servedCapabilities } from "../protocol/served-capabilities";
+import { gatewayPermissionDeadlineMs } from "../protocol/effective-settings";
 import { ConnectionMetrics } from "./connection-metrics";
 import { log } from "../core/log";
 import { STREAM_METHODS, TRANSPORT_META } from "../protocol/stream-cursor";
@@ -722,6 +723,5 @@ function sessionIdParam(method: string, params: unknown): string {
 function permissionDeadlineMs(env: Env, principal: Principal): number {
   const fromTenant = principal.settings.permissionDeadlineMs;
   if (typeof fromTenant === "number" && fromTenant > 0) return fromTenant;
-  const fromEnv = Number(env.PERMISSION_DEADLINE_MS);
-  return Number.isFinite(fromEnv) && fromEnv > 0 ? fromEnv : 600_000;
+  return gatewayPermissionDeadlineMs(env.PERMISSION_DEADLINE_MS);
 }

@@ -4,6 +4,9 @@
 
 import type { LinkDecidedBy, DecidedBy } from "./pending-permission";
 import type { Rule } from "./rules/rules";
+import type { FourEyesOperation, Role } from "../core/principal";
+import type { Limits } from "./tenant-limits";
+import type { UnaskedRuns } from "./unasked-runs";
 
 /** A remembered decision as GET /v1/rules lists it: the engine's rule (rules.ts) and its history. */
 export interface ApiRule extends Pick<Rule, "id" | "decision" | "matcher"> {
@@ -52,4 +55,34 @@ export interface ApiAuditEntry {
   /** Under two approvals: the earlier approval(s). */
   approvedBy: { user: string | null; role: string; connectionId: string; at: number }[] | null;
   at: number;
+}
+
+/** The settings a tenant admin may change (PATCH /v1/tenant/settings), each as it applies: set, else its default. */
+export interface ApiSettingValues {
+  roles: { groups: Record<string, Role>; defaultPersonRole: Role };
+  fourEyes: { operations: FourEyesOperation[]; keysApprove: boolean };
+  modes: { forbid: string[]; forbidLessOversight: boolean };
+  permissionDeadlineMs: number;
+  relayAlwaysAsMade: boolean;
+  unaskedRuns: UnaskedRuns;
+  notifyAfterMs: number;
+}
+
+/** GET /v1/tenant/settings/effective (decision 0062): what applies, the defaults, the operator's limits, and whether the caller may change them. */
+export interface ApiEffectiveSettings {
+  settings: ApiSettingValues;
+  defaults: ApiSettingValues;
+  /** The settings of `settings` the tenant has set (the others are their defaults). */
+  set: (keyof ApiSettingValues)[];
+  /** The tenant's limits as they apply (the operator's: PATCH /v1/tenants/{id}), and their defaults. */
+  limits: Limits;
+  defaultLimits: Limits;
+  /** The caller may change the settings (an admin); everyone else reads them. */
+  mayChange: boolean;
+}
+
+/** A 400 of a settings change: what was wrong, by the field's path in the body (`fourEyes.operations.0`). */
+export interface ApiFieldIssue {
+  path: string;
+  message: string;
 }

@@ -14,6 +14,7 @@
 import { notifySettings, targetExists, targetsOfTenant } from "../../db/queries/notification-targets";
 import type { NotificationTargetRow } from "../../db/schema";
 import { isObject } from "../../protocol/jsonrpc";
+import { DEFAULT_NOTIFY_AFTER_MS } from "../../protocol/effective-settings";
 import { randomId } from "../../protocol/ids";
 import { signApprovalToken, usableSecret } from "../../protocol/approval-token";
 import { linkOptions, operationView } from "../../protocol/operation-view";
@@ -34,7 +35,6 @@ CREATE TABLE IF NOT EXISTS approval_links (
 CREATE TABLE IF NOT EXISTS withdrawn_links (link_id TEXT PRIMARY KEY, reason TEXT NOT NULL, at INTEGER NOT NULL);
 `;
 
-const DEFAULT_NOTIFY_AFTER_MS = 60_000;
 /** How long a session uses the tenant's notification settings (targets or not, notifyAfterMs) before reading them again. */
 const SETTINGS_TTL_MS = 10_000;
 

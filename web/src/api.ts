@@ -3,13 +3,15 @@
 // a person can act on: a refused credential (401) and one that may not do something (403) say so; a
 // person's token refused (expired, or the tenant changed its provider) also tells the app, which signs out.
 
-import type { ApiAuditEntry, ApiRule } from "../../protocol/rest-api";
+import type { ApiAuditEntry, ApiFieldIssue, ApiRule } from "../../protocol/rest-api";
 import type { PersonToken, SignInInfo } from "./sign-in";
 
 export class ApiError extends Error {
   constructor(
     readonly status: number,
     message: string,
+    /** A refused settings change's issues, by the path of the field (PATCH /v1/tenant/settings). */
+    readonly issues: readonly ApiFieldIssue[] = [],
   ) {
     super(message);
   }
@@ -118,7 +120,7 @@ export class Api {
     if (!response.ok) {
       const message = errorMessage(json) ?? response.statusText;
       if (response.status === 401 && this.credential.type === "token") this.onTokenRefused?.(message);
-      throw new ApiError(response.status, explain(response.status, message, this.credential.type));
+      throw new ApiError(response.status, explain(response.status, message, this.credential.type), issuesOf(json));
     }
     // SAFETY: the gateway's OpenAPI schemas describe these responses; the types above mirror them.
     return json as T;
@@ -129,6 +131,17 @@ function errorMessage(json: unknown): string | undefined {
   if (typeof json !== "object" || json === null || !("error" in json)) return undefined;
   const error = (json as { error: unknown }).error;
   return typeof error === "object" && error !== null && "message" in error ? String((error as { message: unknown }).message) : undefined;
+}
+
+function issuesOf(json: unknown): ApiFieldIssue[] {
+  if (typeof json !== "object" || json === null || !("error" in json)) return [];
+  const error = (json as { error: unknown }).error;
+  const issues = typeof error === "object" && error !== null && "issues" in error ? (error as { issues: unknown }).issues : undefined;
+  return Array.isArray(issues)
+    ? issues
+        .filter((i): i is { path: unknown; message: unknown } => typeof i === "object" && i !== null)
+        .map((i) => ({ path: String(i.path), message: String(i.message) }))
+    : [];
 }
 
 function explain(status: number, message: string, credential: Credential["type"]): string {

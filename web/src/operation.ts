@@ -5,7 +5,7 @@
 import { commandText } from "../../protocol/rules/command";
 import { pathsOf } from "../../protocol/rules/paths";
 import { displayString } from "../../protocol/display-text";
-import { type JsonObject, isObject } from "./acp";
+import { type JsonObject, isObject } from "../../protocol/jsonrpc";
 
 export interface Diff {
   path: string;

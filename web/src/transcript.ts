@@ -5,6 +5,7 @@
 import { type JsonObject, isObject } from "./acp";
 import { type Answerable, answerableOf } from "./answerable";
 import { operationLine } from "./operation";
+import { type UnseenShown, unseenShownOf } from "./unseen-diffs";
 
 type Item =
   /** `by`: who prompted, as the gateway names them; `keyId`: their key (a person's derived one), to tell this person's own prompts. */
@@ -30,6 +31,8 @@ export interface Permission {
   answerable: Answerable | null;
   /** What the gateway says of the operation: why it is asked of a person, what it replaces (decision 0040). */
   note?: string;
+  /** The unseen changes it was asked with (decision 0046): the card shows each one's diff or where it is (decision 0062). */
+  unseen?: UnseenShown;
   state: "open" | "sent" | "withdrawn" | "resolved";
   /** Set once resolved by the gateway's word (`_acp_gateway/permission_resolved`, live or replayed): who or what answered, and what. */
   decided?: Decided;
@@ -151,6 +154,7 @@ export function permissionRequested(t: Transcript, requestId: number | string, p
         .filter(isObject)
         .map((o) => ({ optionId: String(o.optionId), name: String(o.name ?? o.optionId), kind: String(o.kind ?? "") }))
     : [];
+  const unseen = unseenShownOf(gateway.unseen);
   const permission: Permission = {
     key,
     requestId,
@@ -159,6 +163,7 @@ export function permissionRequested(t: Transcript, requestId: number | string, p
     answerable: answerableOf(params),
     state: "open",
     ...noteOf(operation ?? {}, isObject(gateway.unseen) ? gateway.unseen : null),
+    ...(unseen ? { unseen } : {}),
   };
   const items = t.permissions[key] ? t.items : [...t.items, { type: "permission" as const, key }];
   return { ...t, items, permissions: { ...t.permissions, [key]: permission } };
@@ -187,7 +192,8 @@ export function unseenChanges(t: Transcript, params: JsonObject): Transcript {
     .filter((n) => n !== undefined)
     .join(" ")
     .slice(0, 500);
-  return { ...t, permissions: { ...t.permissions, [key]: { ...card, note } } };
+  const shown = unseenShownOf(unseen);
+  return { ...t, permissions: { ...t.permissions, [key]: { ...card, note, ...(shown ? { unseen: shown } : {}) } } };
 }
 
 export function permissionAnswered(t: Transcript, key: string): Transcript {

@@ -9,7 +9,13 @@ import { tenantById, updateTenant } from "../../db/queries/tenants";
 import { ROLES, type Role } from "../../core/principal";
 import { mayGrant } from "../../protocol/people/roles";
 import { UNASKED_RUNS } from "../../protocol/unasked-runs";
-import { ApiError } from "../http-error";
+import { ApiError, errorBody } from "../http-error";
+import type { TenantSettings } from "../../core/principal";
+import { defaultSettings, effectiveSettings, gatewayPermissionDeadlineMs } from "../../protocol/effective-settings";
+import type { ApiEffectiveSettings, ApiFieldIssue, ApiSettingValues } from "../../protocol/rest-api";
+import type { Context } from "hono";
+import { DEFAULT_LIMITS, limitsOf } from "../../protocol/tenant-limits";
+import { may } from "../../protocol/people/roles";
 import { requireRole } from "../middleware/require-key";
 import type { AppEnv } from "../types";
 import { errorResponses, validationHook } from "./openapi";
@@ -89,6 +95,30 @@ const TenantOwnSettingsSchema = z
   .strict()
   .openapi("TenantOwnSettings");
 
+const FieldIssuesErrorSchema = z
+  .object({
+    error: z.object({ code: z.string(), message: z.string(), issues: z.array(z.object({ path: z.string(), message: z.string() })) }),
+  })
+  .openapi("FieldIssuesError");
+
+/**
+ * A refused change says what was wrong field by field (`error.issues`, every one, with its path), so
+ * the console shows each beside its field; `error.message` is the summary every route gives.
+ */
+function fieldIssuesHook(result: Parameters<typeof validationHook>[0], c: Context) {
+  if (result.success) return;
+  const issues: ApiFieldIssue[] = result.error.issues.map((i) => ({ path: i.path.map(String).join("."), message: i.message }));
+  const body = errorBody("invalid_request", messageOf(issues));
+  return c.json({ error: { ...body.error, issues } }, 400);
+}
+
+function messageOf(issues: ApiFieldIssue[]): string {
+  return `Invalid request: ${issues
+    .slice(0, 5)
+    .map((i) => `${i.path || "body"}: ${i.message}`)
+    .join("; ")}`;
+}
+
 export const settingsApi = new OpenAPIHono<AppEnv>({ defaultHook: validationHook });
 
 settingsApi.openapi(
@@ -107,6 +137,47 @@ settingsApi.openapi(
   },
 );
 
+/** The keys of the settings GET /v1/tenant/settings/effective explains, in the order the console shows them. */
+const EXPLAINED: (keyof ApiSettingValues)[] = [
+  "roles",
+  "fourEyes",
+  "modes",
+  "permissionDeadlineMs",
+  "relayAlwaysAsMade",
+  "unaskedRuns",
+  "notifyAfterMs",
+];
+
+// Readable by every role (decision 0062): these settings decide what each person meets (who may
+// answer, how long a request waits, whether a session stops), and none of them is a secret.
+settingsApi.openapi(
+  createRoute({
+    method: "get",
+    path: "/v1/tenant/settings/effective",
+    tags: ["settings"],
+    summary: "The settings as they apply (each set one, else its default), the defaults, and the operator's limits",
+    middleware: [requireRole("watch")] as const,
+    responses: { 200: json(z.object({}).passthrough().openapi("EffectiveSettings"), "The settings as they apply"), ...errorResponses },
+  }),
+  async (c) => {
+    const principal = c.get("principal");
+    const tenant = await tenantById(c.env.DB, principal.tenantId);
+    if (!tenant) throw ApiError.notFound("Tenant");
+    // SAFETY: written only through the settings schemas (here and PATCH /v1/tenants/{id}); effectiveSettings re-checks each value's type.
+    const stored = JSON.parse(tenant.settings) as TenantSettings;
+    const defaults = defaultSettings(gatewayPermissionDeadlineMs(c.env.PERMISSION_DEADLINE_MS));
+    const body: ApiEffectiveSettings = {
+      settings: effectiveSettings(stored, defaults),
+      defaults,
+      set: EXPLAINED.filter((k) => Object.hasOwn(stored, k)),
+      limits: limitsOf(stored.limits),
+      defaultLimits: { ...DEFAULT_LIMITS },
+      mayChange: may(principal.role, "administer"),
+    };
+    return c.json(body, 200);
+  },
+);
+
 settingsApi.openapi(
   createRoute({
     method: "patch",
@@ -115,7 +186,11 @@ settingsApi.openapi(
     summary: "Change the tenant's roles, four-eyes operations or deadlines (each given field replaces the stored one)",
     middleware: [requireRole("administer")] as const,
     request: { body: { content: { "application/json": { schema: TenantOwnSettingsSchema } }, required: true } },
-    responses: { 200: json(z.object({ settings: z.record(z.string(), z.unknown()) }), "The settings"), ...errorResponses },
+    responses: {
+      200: json(z.object({ settings: z.record(z.string(), z.unknown()) }), "The settings"),
+      ...errorResponses,
+      400: json(FieldIssuesErrorSchema, "Invalid settings: each issue with the path of its field"),
+    },
   }),
   async (c) => {
     const principal = c.get("principal");
@@ -132,4 +207,5 @@ settingsApi.openapi(
     await updateTenant(c.env.DB, tenant.id, { name: tenant.name, disabled: tenant.disabled, settings: JSON.stringify(settings) });
     return c.json({ settings }, 200);
   },
+  fieldIssuesHook,
 );

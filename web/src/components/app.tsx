@@ -11,6 +11,7 @@ import { type PersonToken, SignInError, finishSignIn, startSignIn } from "../sig
 import { AuditPage } from "./audit";
 import { RulesPage } from "./rules";
 import { SessionsPage } from "./sessions";
+import { SettingsPage } from "./settings";
 import { WaitingOnYou } from "./waiting";
 
 const KEY = "acp-gateway-console-key";
@@ -242,7 +243,7 @@ function SignIn({ notice, onSignedIn }: { notice: string | null; onSignedIn(auth
   );
 }
 
-type Tab = "sessions" | "rules" | "audit";
+type Tab = "sessions" | "rules" | "audit" | "settings";
 
 function Console({ auth, onSignOut }: { auth: Auth; onSignOut(why?: string | null): void }) {
   const api = useMemo(
@@ -262,6 +263,7 @@ function Console({ auth, onSignOut }: { auth: Auth; onSignOut(why?: string | nul
     ["sessions", "Sessions"],
     ["rules", "Rules"],
     ["audit", "Audit"],
+    ["settings", "Settings"],
   ];
   return (
     <div class="console">
@@ -288,6 +290,7 @@ function Console({ auth, onSignOut }: { auth: Auth; onSignOut(why?: string | nul
         </div>
         {tab === "rules" && <RulesPage api={api} />}
         {tab === "audit" && <AuditPage api={api} />}
+        {tab === "settings" && <SettingsPage api={api} />}
       </div>
     </div>
   );

@@ -10,12 +10,13 @@ import { exactHash } from "../../../protocol/rules/canonical";
 import { type JsonObject, isObject } from "../acp";
 import { optionChoice } from "../answerable";
 import type { Api, DryRun, Session } from "../api";
-import { lineDiff } from "../../../protocol/line-diff";
 import { errorText } from "../format";
 import { renderMarkdown } from "../markdown";
 import { commandOf, diffsOf, kindOf, locationsOf, pathsOfCall, workdirOf } from "../operation";
 import { coversText, scopeText } from "../rule-text";
+import { DiffView } from "./diff-view";
 import { DisplayWarning, Safe, shown } from "./shown";
+import { UnseenChanges } from "./unseen-changes";
 import { type Me, type Permission, type PermissionOption, type PlanEntry, resolutionText } from "../transcript";
 import { MAX_ANSWER_REASON_CHARS } from "../../../protocol/answer-reason";
 
@@ -156,34 +157,6 @@ function Operation({ call, cwd }: { call: JsonObject; cwd?: string }) {
   );
 }
 
-function DiffView({ path, oldText, newText }: { path: string; oldText: string | null; newText: string }) {
-  // Each line is shown on its own: a line break is the diff's, any other control is a symbol.
-  const lines = lineDiff(oldText, newText).map((l) => ({ op: l.op, ...shown(l.text, true) }));
-  const escaped = lines.reduce((n, l) => n + l.escaped, 0);
-  return (
-    <figure class="diff" aria-label={`Diff of ${shown(path).text}`}>
-      <figcaption>
-        {oldText === null ? "New file " : "Changes to "}
-        <code class="path">
-          <Safe text={path} />
-        </code>
-      </figcaption>
-      <DisplayWarning escaped={escaped} />
-      <pre class="code">
-        {lines.map((l, i) => (
-          <span key={i} class={`line ${l.op === "+" ? "add" : l.op === "-" ? "del" : "same"}`}>
-            <span class="op" aria-label={l.op === "+" ? "added" : l.op === "-" ? "removed" : undefined}>
-              {l.op}
-            </span>
-            {l.text}
-            {"\n"}
-          </span>
-        ))}
-      </pre>
-    </figure>
-  );
-}
-
 function ToolOutput({ call }: { call: JsonObject }) {
   const content = Array.isArray(call.content) ? call.content.filter(isObject) : [];
   const texts = content.filter((c) => c.type === "content" && isObject(c.content));
@@ -227,11 +200,13 @@ interface PermissionProps {
   session: Session;
   /** Who this page is signed in as: a resolution by them says "you". */
   me: Me;
+  /** The session's tool calls: the diffs of the unseen changes made here (decision 0062). */
+  tools: Readonly<Record<string, JsonObject>>;
   /** The option chosen, and the person's reason (empty: none). */
   onAnswer(optionId: string, reason: string): void;
 }
 
-export function PermissionCard({ api, permission: p, session, me, onAnswer }: PermissionProps) {
+export function PermissionCard({ api, permission: p, session, me, tools, onAnswer }: PermissionProps) {
   const [confirming, setConfirming] = useState<PermissionOption | null>(null);
   const [reason, setReason] = useState("");
   const open = p.state === "open";
@@ -254,6 +229,7 @@ export function PermissionCard({ api, permission: p, session, me, onAnswer }: Pe
           <Safe text={p.note} />
         </p>
       )}
+      {p.unseen && <UnseenChanges unseen={p.unseen} session={session} tools={tools} />}
       {p.state === "resolved" && (
         <p class="resolution">
           <Safe text={p.decided ? resolutionText(p.decided, me) : (p.resolution ?? "")} />

@@ -361,6 +361,7 @@ export function SessionView({ api, link, session, isNew, focusCard = null, onBac
                       permission={p}
                       session={session}
                       me={me}
+                      tools={t.tools}
                       onAnswer={(optionId, reason) => answer(p.key, p.requestId, optionId, reason)}
                     />
                   ) : null}
@@ -378,6 +379,7 @@ export function SessionView({ api, link, session, isNew, focusCard = null, onBac
                   permission={p}
                   session={session}
                   me={me}
+                  tools={t.tools}
                   onAnswer={(optionId, reason) => answer(p.key, p.requestId, optionId, reason)}
                 />
               ) : null;
