@@ -14,7 +14,7 @@ import type { AgentRequests } from "./agent-request-routing";
 import { type AttachedClients, sendRewritable } from "./clients";
 import { appendUpdate, maybeFold } from "./compaction";
 import type { FromAgent } from "./contract";
-import type { PermissionLifecycle } from "./permission-lifecycle";
+import type { PermissionMachine } from "../../protocol/permission-machine";
 import type { SessionInfo } from "./session-info";
 import type { SessionStore } from "./store";
 import type { RequestRows } from "./request-rows";
@@ -28,7 +28,7 @@ export interface AgentLinkParts {
   clients: AttachedClients;
   turnWatch: TurnWatch;
   info: SessionInfo;
-  permissions: PermissionLifecycle;
+  permissions: PermissionMachine<WebSocket>;
   agentRequests: AgentRequests;
   machine: SessionMachine;
 }
