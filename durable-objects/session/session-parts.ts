@@ -16,10 +16,9 @@ import type { Env } from "../../core/env";
 import { GATEWAY_NOTIFICATIONS } from "../../core/gateway-notifications";
 import { recordMetric } from "../../core/metrics";
 import { objects } from "../objects";
-import { agentChannels } from "./agent-channels";
 import { AgentLink } from "./agent-link";
 import { AgentRequests } from "./agent-request-routing";
-import { AgentSocket } from "./agent-socket";
+import { AgentSocket, agentChannels } from "./agent-socket";
 import { AuditOutbox, auditPort } from "./audit-outbox";
 import { AttachedClients, attachmentOf, send } from "./clients";
 import { ClientMessages } from "./client-messages";
@@ -30,6 +29,7 @@ import { SessionDeadlines } from "./session-deadlines";
 import { SessionDeletion } from "./session-deletion";
 import { SessionInfo } from "./session-info";
 import { sessionLog } from "./session-log";
+import { sessionTable } from "./session-table";
 import type { SessionTesting } from "./session-testing";
 import { SessionStore } from "./store";
 import { RequestRows } from "./request-rows";
@@ -91,25 +91,7 @@ export function sessionParts(ctx: DurableObjectState, env: Env, testing: () => S
   const later: { permissions?: PermissionMachine<WebSocket>; deletion?: SessionDeletion } = {};
   const machine = new SessionMachine(
     {
-      table: {
-        get meta() {
-          return store.meta;
-        },
-        get turn() {
-          return store.turn;
-        },
-        set turn(turn) {
-          store.turn = turn;
-        },
-        get hold() {
-          return store.hold;
-        },
-        nextId: () => store.nextId(),
-        lastSeq: () => store.lastSeq(),
-        addInflight: (row) => requests.addInflight(row),
-        takeInflight: (gwId) => requests.takeInflight(gwId),
-        inflightByClient: (connId, clientId) => requests.inflightByClient(connId, clientId),
-      },
+      table: sessionTable(store, requests),
       channels,
       now: () => Date.now(),
       toConnection: (connId, text, keptForResume) => {
@@ -166,9 +148,11 @@ export function sessionParts(ctx: DurableObjectState, env: Env, testing: () => S
       progress: () => turnWatch.touch(),
       peopleAsked: (permId) =>
         ctx.waitUntil(
-          notifier.track(permId).catch((error: unknown) =>
-            sessionLog(store).error("session.notify_track_failed", "tracking a request for notification failed", {}, error),
-          ),
+          notifier
+            .track(permId)
+            .catch((error: unknown) =>
+              sessionLog(store).error("session.notify_track_failed", "tracking a request for notification failed", {}, error),
+            ),
         ),
       policy: (gwId, then) => {
         const read = policy.forTurn(gwId);
