@@ -1,8 +1,8 @@
 // The SessionObject's client requests and its turn, and the order of everything it sends the agent,
 // as a synchronous state machine: durable-objects/session/session-object.ts is its shell (it restores
 // its sockets, parses what arrives, and performs what is asked here through one port, built in
-// session/session-port.ts). Pure: no platform import, no await. test/unit/session-machine.test.ts
-// drives it, model-based, over interleavings of prompts, requests, cancels, the agent's answers and
+// session/session-parts.ts beside the permission machine's). Pure: no platform import, no await.
+// test/unit/session-machine.test.ts drives it, model-based, over interleavings of prompts, requests, cancels, the agent's answers and
 // departures, permission requests and their answers, deadlines, idle turns, the three channels'
 // outcomes (links that close, stubs that break) and crashes.
 //
