@@ -13,7 +13,7 @@ const reachObjects = {
     "Reach a Durable Object through durable-objects/objects.ts (objects.session(env, …) etc.): names are built and stubs typed there.",
 };
 
-/** The session's turn changes in protocol/session-machine.ts only (session-port.ts writes it through to the store). */
+/** The session's turn changes in protocol/session-machine.ts only (session-table.ts writes it through to the store). */
 const turnInOneModule = {
   selector: "AssignmentExpression[left.type='MemberExpression'][left.property.name='turn'][left.object.type!='ThisExpression']",
   message: "The session's turn changes only in protocol/session-machine.ts (SessionMachine): add a method there.",
@@ -96,7 +96,7 @@ export default tseslint.config(
   {
     // The session's turn is changed in one module only (protocol/session-machine.ts, decision 0052).
     files: ["durable-objects/**", "protocol/**"],
-    ignores: ["durable-objects/objects.ts", "protocol/session-machine.ts", "durable-objects/session/session-port.ts"],
+    ignores: ["durable-objects/objects.ts", "protocol/session-machine.ts", "durable-objects/session/session-table.ts"],
     rules: { "no-restricted-syntax": ["error", reachObjects, turnInOneModule, ...literalCodes] },
   },
   {

@@ -1,6 +1,6 @@
 // The life of every permission request the agent asks of one session, as a synchronous state
-// machine: durable-objects/session/permission-lifecycle.ts builds its ports; the SessionObject, its
-// agent link and its turn call it. Pure: no platform import, no await; what takes
+// machine: durable-objects/session/session-parts.ts builds its ports beside the session machine's;
+// the SessionObject, its agent link and the session machine call it. Pure: no platform import, no await; what takes
 // time (the rules, the tenant's policy, the agent's hand-off, remembering a rule) is a port that
 // answers now or calls back later. test/unit/permission-machine.test.ts drives it, model-based, over
 // interleavings of asks, rule answers, client and link answers, cancels, withdrawals, deadlines,
@@ -229,6 +229,8 @@ interface SessionPort {
   deadlineChanged(): void;
   /** A person's answer is the turn's progress: the idle clock starts again. */
   progress(): void;
+  /** The agent ran a tool call nobody was asked about (its notice's params, told to every client first): the tenant's setting decides what becomes of the session (decision 0056). */
+  ranUnasked(params: Record<string, unknown>): void;
   /** People are asked: the tenant's notification targets may be told (notify.ts). */
   peopleAsked(permId: number): void;
   /** The tenant's four-eyes settings for the running turn, now or LATER (then `then`). */
@@ -651,14 +653,16 @@ export class PermissionMachine<C> {
     const at = session.now();
     this.io.rules.note(paths.map((path) => ({ path, sessionId: meta.sessionId, toolCallId, ruleId: null, at })));
     const shown = paths.includes(ANYTHING) ? "anything it can write" : paths.slice(0, 3).join(", ");
-    session.notice(GATEWAY_NOTIFICATIONS.ranUnasked, {
+    const ran = {
       sessionId: meta.sessionId,
       toolCallId,
       kind: op.kind,
       ...(op.command !== null ? { command: op.command } : {}),
       changes: paths.slice(0, UNSEEN_LISTED),
       message: `The agent ran a tool call (${op.kind}) without asking anyone (${shown}). What it changed is unseen: remembered rules will not answer steps that may read it until a person allows one.`,
-    });
+    };
+    session.notice(GATEWAY_NOTIFICATIONS.ranUnasked, ran);
+    session.ranUnasked(ran);
   }
 
   /** A step the gate let go that reads: open until its tool call finishes or the turn ends. */

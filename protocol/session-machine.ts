@@ -1,8 +1,8 @@
 // The SessionObject's client requests and its turn, and the order of everything it sends the agent,
 // as a synchronous state machine: durable-objects/session/session-object.ts is its shell (it restores
 // its sockets, parses what arrives, and performs what is asked here through one port, built in
-// session/session-port.ts). Pure: no platform import, no await. test/unit/session-machine.test.ts
-// drives it, model-based, over interleavings of prompts, requests, cancels, the agent's answers and
+// session/session-parts.ts beside the permission machine's). Pure: no platform import, no await.
+// test/unit/session-machine.test.ts drives it, model-based, over interleavings of prompts, requests, cancels, the agent's answers and
 // departures, permission requests and their answers, deadlines, idle turns, the three channels'
 // outcomes (links that close, stubs that break) and crashes.
 //
@@ -37,6 +37,7 @@ import type { TurnState } from "./turn-state";
 import { type SessionHold, refusePromptWhileHeld } from "./unasked-runs";
 import { deleteDuringTurn, deletionGoesAhead } from "./session-delete";
 import { personKey } from "./people/answering";
+import { refusedByRole } from "./people/acp-methods";
 import { stage } from "./stage-timing";
 import { type AfterHandOff, type AgentChannels, AgentOrder } from "./session-agent-order";
 import { ErrorCode } from "../core/rpc-errors";
@@ -125,9 +126,17 @@ export class SessionMachine {
     after?.(delivered, threw);
   }
 
-  // ── in: a client's requests and notifications (role and frame checked by the shell) ───────────
-  /** A client's request for the agent; a prompt starts the turn. Throws the RpcError its client is answered with. */
+  // ── in: a client's requests and notifications (the frame checked by the shell) ────────────────
+  /**
+   * A client's request for the agent; a prompt starts the turn. Throws the RpcError its client is
+   * answered with. The client's role first, then the session: a watch-only client is refused for its
+   * role whether or not the session is still there, as the edge refuses it before it asks for the
+   * session (client-connection.ts), so both layers give one answer.
+   */
   request(client: ClientAttachment, id: JsonRpcId, method: string, params: unknown): void {
+    // The edge refuses these already (by the key's role); checked again here by the client's, which session/attach may have lowered.
+    const refusal = refusedByRole(client.role ?? "approver", method);
+    if (refusal) throw refusal;
     const { table } = this.io;
     const meta = table.meta;
     // Deleted (session/delete) while this client's socket was still closing: answered, never dropped.
@@ -171,6 +180,7 @@ export class SessionMachine {
 
   /** A client's notification for the agent: session/cancel ends the turn's waiting; $/cancel_request names the client's own id. */
   notification(client: ClientAttachment, method: string, params: unknown): void {
+    if (refusedByRole(client.role ?? "approver", method)) return; // no id to answer; the edge told the client already
     if (method === AGENT_METHODS.sessionCancel)
       return this.cancel({ type: "cancel", connectionId: client.connId, user: client.user }, params);
     if (method === CANCEL_REQUEST) {

@@ -2,10 +2,11 @@
 // the session holds when the request has waited long enough; pure, so its shape is tested on its own.
 
 import { displayText } from "./display-text";
-import type { OperationView } from "./operation-view";
+import { type OperationView, linkOptions, operationView } from "./operation-view";
 import type { PermissionOption } from "./permissions";
+import { type PendingRequest, toolCallOf } from "./pending-permission";
 
-export const NOTIFICATION_EVENT = "permission.waiting";
+const NOTIFICATION_EVENT = "permission.waiting";
 
 export interface WaitingRequestPayload {
   type: typeof NOTIFICATION_EVENT;
@@ -29,7 +30,7 @@ export interface WaitingRequestPayload {
   target: { id: string; name: string };
 }
 
-export interface DisplayFields {
+interface DisplayFields {
   sessionTitle: string | null;
   agentTitle: string | null;
   command: string | null;
@@ -39,7 +40,7 @@ export interface DisplayFields {
 }
 
 /** The human-readable fields of a payload, display-safe: for a chat message or a pager line. */
-export function displayFields(sessionTitle: string | null, operation: OperationView, options: PermissionOption[]): DisplayFields {
+function displayFields(sessionTitle: string | null, operation: OperationView, options: PermissionOption[]): DisplayFields {
   let escaped = false;
   const t = (raw: string) => {
     const s = displayText(raw);
@@ -56,6 +57,57 @@ export function displayFields(sessionTitle: string | null, operation: OperationV
   return { ...fields, escaped };
 }
 
-export function optionsForPayload(options: PermissionOption[], onLink: PermissionOption[]): WaitingRequestPayload["options"] {
+function optionsForPayload(options: PermissionOption[], onLink: PermissionOption[]): WaitingRequestPayload["options"] {
   return options.map((o) => ({ optionId: o.optionId, name: o.name, kind: o.kind, onLink: onLink.includes(o) }));
+}
+
+/** What a notification and an approval link show of a session (its meta). */
+export interface SessionFacts {
+  tenantId: string;
+  sessionId: string;
+  agent: string;
+  cwd: string;
+  title?: string | null;
+}
+
+/**
+ * A waiting request as a notification and its approval link show it: the operation frozen when it
+ * was asked (decision 0040: what the link approves, whatever the agent updated since). Under four
+ * eyes a link only rejects (decision 0028): whoever holds it is not known to be an approver, nor a
+ * second person; approving needs a signed-in approver's client or console.
+ */
+export function requestView(meta: SessionFacts | undefined, pending: PendingRequest) {
+  const options = pending.options;
+  return {
+    session: { id: meta?.sessionId ?? "", agent: meta?.agent ?? "", cwd: meta?.cwd ?? "", title: meta?.title ?? null },
+    request: { id: pending.permId, toolCallId: pending.toolCallId, createdAt: pending.createdAt, deadlineAt: pending.deadlineAt },
+    operation: operationView(toolCallOf(pending), meta?.cwd ?? ""),
+    options,
+    linkOptions: pending.fourEyes ? linkOptions(options).filter((o) => o.kind === "reject_once") : linkOptions(options),
+  };
+}
+
+/** The webhook's body for one target: the request's view, made safe to show, and its link (or null). */
+export function waitingRequestPayload(
+  meta: SessionFacts | undefined,
+  pending: PendingRequest,
+  target: { id: string; name: string },
+  deliveryId: string,
+  link: WaitingRequestPayload["link"],
+  now: number,
+): WaitingRequestPayload {
+  const view = requestView(meta, pending);
+  return {
+    type: NOTIFICATION_EVENT,
+    deliveryId,
+    sentAt: now,
+    tenantId: meta?.tenantId ?? "",
+    session: view.session,
+    request: view.request,
+    operation: view.operation,
+    display: displayFields(view.session.title, view.operation, view.options),
+    options: optionsForPayload(view.options, view.linkOptions),
+    link,
+    target: { id: target.id, name: target.name },
+  };
 }

@@ -3,7 +3,7 @@
 // news that its connection is gone), applied in order and once each (agent-delivery.ts), and
 // dispatched to what acts on it — the session machine (protocol/session-machine.ts: answers, the
 // departure's client requests and turn), the permission machine, the routed requests, the log and
-// the clients. The way out is the machine's (`toAgent`, session-agent-order.ts, agent-channels.ts).
+// the clients. The way out is the machine's (`toAgent`, session-agent-order.ts, agent-socket.ts `agentChannels`).
 
 import { type Message, isObject, isRequest, isResponse } from "../../protocol/jsonrpc";
 import { CANCEL_REQUEST, CLIENT_METHODS } from "../../protocol/methods";
@@ -14,7 +14,7 @@ import type { AgentRequests } from "./agent-request-routing";
 import { type AttachedClients, sendRewritable } from "./clients";
 import { appendUpdate, maybeFold } from "./compaction";
 import type { FromAgent } from "./contract";
-import type { PermissionLifecycle } from "./permission-lifecycle";
+import type { PermissionMachine } from "../../protocol/permission-machine";
 import type { SessionInfo } from "./session-info";
 import type { SessionStore } from "./store";
 import type { RequestRows } from "./request-rows";
@@ -28,7 +28,7 @@ export interface AgentLinkParts {
   clients: AttachedClients;
   turnWatch: TurnWatch;
   info: SessionInfo;
-  permissions: PermissionLifecycle;
+  permissions: PermissionMachine<WebSocket>;
   agentRequests: AgentRequests;
   machine: SessionMachine;
 }

@@ -11,6 +11,12 @@
 // answer is on its way to the agent (`held`: if it cannot be delivered, it is asked again or audited
 // as withdrawn instead).
 
+/**
+ * Audit rows written within this long of each other go to D1 in one batch: an agent running tool
+ * call after tool call under a rule pays one D1 write per batch, not one per request (each row is
+ * in the session's SQLite first, so the wait loses nothing).
+ */
+const AUDIT_BATCH_MS = 100;
 /** How long after a failed write the session's alarm tries again. */
 const AUDIT_RETRY_MS = 15_000;
 /** Entries per D1 batch. */
@@ -19,7 +25,8 @@ const BATCH = 100;
 import { type AuditEntry, insertAuditRows } from "../../db/queries/audit";
 import { appendToChain } from "../../db/queries/audit-chain";
 import { auditDay, limitsOf } from "../../protocol/tenant-limits";
-import { summarisedEntry } from "./permission-audit";
+import type { PermissionPorts } from "../../protocol/permission-machine";
+import { auditEntry, boundedEntry, outsideTurnSummary, summarisedEntry } from "./permission-audit";
 import type { SessionStore } from "./store";
 import { sessionLog } from "./session-log";
 
@@ -115,6 +122,11 @@ export class AuditOutbox {
     return this.flushing;
   }
 
+  /** Flushes; what is left (D1 failed) is retried by the alarm, which `retry` sets. */
+  async flushOrRetry(retry: () => void): Promise<void> {
+    if (!(await this.flush())) retry();
+  }
+
   private async write(): Promise<boolean> {
     const bound = this.bound();
     const rows = this.sql
@@ -161,4 +173,40 @@ export class AuditOutbox {
     this.store.auditCursor = Math.max(this.store.auditCursor, reached);
     return rows.length === BATCH ? this.write() : true;
   }
+}
+
+/**
+ * The permission machine's `audit` port (protocol/permission-machine.ts): the entry of an outcome
+ * (permission-audit.ts), kept back until the agent has the answer, and every entry written goes to
+ * D1 off the hot path, batched (AUDIT_BATCH_MS).
+ */
+export function auditPort(
+  ctx: DurableObjectState,
+  store: SessionStore,
+  audits: AuditOutbox,
+  scheduleDeadline: () => void,
+): PermissionPorts<WebSocket>["audit"] {
+  let flushWaiting = false;
+  return {
+    entry: (pending, outcome, by, chosen) => {
+      const meta = store.meta;
+      if (!meta) return null;
+      // The operation as frozen when it was asked: what people were shown and the rules judged.
+      return boundedEntry(auditEntry(meta, pending, outcome, by, chosen));
+    },
+    // SAFETY: the machine hands back what `entry` made.
+    outsideTurnSummary: (latest, start, over, rate) => outsideTurnSummary(latest as AuditEntry, start, over, rate),
+    hold: (permId) => audits.hold(permId),
+    release: (permId) => audits.release(permId),
+    queued: () => {
+      if (flushWaiting) return;
+      flushWaiting = true;
+      ctx.waitUntil(
+        scheduler.wait(AUDIT_BATCH_MS).then(() => {
+          flushWaiting = false;
+          return audits.flushOrRetry(scheduleDeadline);
+        }),
+      );
+    },
+  };
 }

@@ -1,25 +1,22 @@
 // A client's frame at the session (through the edge Worker, which already checked it; parsed here
 // once more, as it arrives as text on a socket): a request or notification for the agent goes to the
 // session machine, an answer to a permission request's copy to the permission machine, an answer to
-// a routed fs/terminal request back to the agent. The role is checked again where the turn is.
+// a routed fs/terminal request back to the agent. The role and the session's existence are the machine's to check.
 
 import {
   type JsonRpcId,
   type Message,
-  RpcError,
   errorResponse,
-  isObject,
   isRequest,
   isResponse,
   parseFrame,
   toRpcError,
 } from "../../protocol/jsonrpc";
 import type { SessionMachine } from "../../protocol/session-machine";
-import { refusedByRole } from "../../protocol/people/acp-methods";
 import { stage } from "../../protocol/stage-timing";
 import type { AgentRequests } from "./agent-request-routing";
 import { attachmentOf, send } from "./clients";
-import type { PermissionLifecycle } from "./permission-lifecycle";
+import type { PermissionMachine } from "../../protocol/permission-machine";
 import { sessionLog } from "./session-log";
 import { type SessionStore, permIdOfCopy } from "./store";
 
@@ -27,7 +24,7 @@ export class ClientMessages {
   constructor(
     private readonly store: SessionStore,
     private readonly machine: SessionMachine,
-    private readonly permissions: PermissionLifecycle,
+    private readonly permissions: PermissionMachine<WebSocket>,
     private readonly agentRequests: AgentRequests,
   ) {}
 
@@ -61,18 +58,12 @@ export class ClientMessages {
   private request(ws: WebSocket, id: JsonRpcId, method: string, params: unknown): void {
     const client = attachmentOf(ws);
     if (!client) return;
-    // Deleted (session/delete) while this client's socket was still closing: answered, never dropped.
-    if (!this.store.meta) throw RpcError.sessionNotFound(isObject(params) ? params.sessionId : undefined);
-    // The edge refuses these already (client-connection.ts); checked again where the turn is.
-    const refusal = refusedByRole(client.role ?? "approver", method);
-    if (refusal) throw refusal;
     this.machine.request(client, id, method, params);
   }
 
   private notification(ws: WebSocket, method: string, params: unknown): void {
     const client = attachmentOf(ws);
     if (!client) return;
-    if (refusedByRole(client.role ?? "approver", method)) return;
     this.machine.notification(client, method, params);
   }
 

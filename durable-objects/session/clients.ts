@@ -114,7 +114,7 @@ export class AttachedClients {
   }
 
   /**
-   * A frame of the permission machine's (permission-lifecycle.ts `clients.send`): sent as it is, and
+   * A frame of the permission machine's (its `clients.send` port, session-parts.ts): sent as it is, and
    * a resolution also in the PR's shape to a client that came by `session/attach` (decision 0054).
    */
   sendForMachine(ws: WebSocket, text: string): void {

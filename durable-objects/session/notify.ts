@@ -17,13 +17,11 @@ import { isObject } from "../../protocol/jsonrpc";
 import { DEFAULT_NOTIFY_AFTER_MS } from "../../protocol/effective-settings";
 import { randomId } from "../../protocol/ids";
 import { signApprovalToken, usableSecret } from "../../protocol/approval-token";
-import { linkOptions, operationView } from "../../protocol/operation-view";
 import type { Env } from "../../core/env";
 import { deliverWebhook } from "./webhook-delivery";
 import { allowPrivateWebhooks } from "../../protocol/webhook-url";
-import { NOTIFICATION_EVENT, type WaitingRequestPayload, displayFields, optionsForPayload } from "../../protocol/webhook-payload";
+import { requestView, waitingRequestPayload } from "../../protocol/webhook-payload";
 import type { ApprovalView, LinkDecidedBy, LinkRefusal, LinkWithdrawal } from "./contract";
-import { toolCallOf } from "../../protocol/pending-permission";
 import type { PendingRequest, SessionStore } from "./store";
 import { sessionLog } from "./session-log";
 
@@ -173,7 +171,8 @@ export class Notifier {
         const token = usableSecret(secret)
           ? await signApprovalToken(secret, { t: meta.tenantId, s: meta.sessionId, p: permId, l: linkId, e: expiresAt })
           : null;
-        const payload = this.payload(pending, target, linkId, token ? { url: `${target.linkBaseUrl}/approve/${token}`, expiresAt } : null);
+        const link = token ? { url: `${target.linkBaseUrl}/approve/${token}`, expiresAt } : null;
+        const payload = waitingRequestPayload(meta, pending, target, linkId, link, Date.now());
         deliveries.push(this.deliver(target, linkId, JSON.stringify(payload)));
       }
     }
@@ -201,44 +200,6 @@ export class Notifier {
       );
   }
 
-  private payload(
-    pending: PendingRequest,
-    target: NotificationTargetRow,
-    deliveryId: string,
-    link: WaitingRequestPayload["link"],
-  ): WaitingRequestPayload {
-    const view = this.requestView(pending);
-    return {
-      type: NOTIFICATION_EVENT,
-      deliveryId,
-      sentAt: Date.now(),
-      tenantId: this.store.meta?.tenantId ?? "",
-      session: view.session,
-      request: view.request,
-      operation: view.operation,
-      display: displayFields(view.session.title, view.operation, view.options),
-      options: optionsForPayload(view.options, view.linkOptions),
-      link,
-      target: { id: target.id, name: target.name },
-    };
-  }
-
-  private requestView(pending: PendingRequest) {
-    const meta = this.store.meta;
-    // The operation frozen when it was asked (decision 0040): what the link approves, whatever the agent updated since.
-    const toolCall = toolCallOf(pending);
-    const options = pending.options;
-    return {
-      session: { id: meta?.sessionId ?? "", agent: meta?.agent ?? "", cwd: meta?.cwd ?? "", title: meta?.title ?? null },
-      request: { id: pending.permId, toolCallId: pending.toolCallId, createdAt: pending.createdAt, deadlineAt: pending.deadlineAt },
-      operation: operationView(toolCall, meta?.cwd ?? ""),
-      options,
-      // Under four eyes a link only rejects (decision 0028): whoever holds it is not known to be an
-      // approver, nor a second person; approving needs a signed-in approver's client or console.
-      linkOptions: pending.fourEyes ? linkOptions(options).filter((o) => o.kind === "reject_once") : linkOptions(options),
-    };
-  }
-
   // ── approval links ──────────────────────────────────────────────────────────────────────────
   /**
    * What a link shows now: the request, or why it can no longer answer. A link of a deleted session
@@ -255,7 +216,7 @@ export class Notifier {
     const pending = this.store.pendingById(permId);
     if (!pending) return { state: "answered", ...this.resolutionOf(link) };
     if (link.expires_at <= now) return { state: "expired" };
-    return { state: "pending", ...this.requestView(pending), target: link.target_name, expiresAt: link.expires_at };
+    return { state: "pending", ...requestView(this.store.meta, pending), target: link.target_name, expiresAt: link.expires_at };
   }
 
   /**

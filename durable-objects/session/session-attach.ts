@@ -30,7 +30,7 @@ import {
   takeRing,
 } from "./clients";
 import { CompactionTally } from "./compaction";
-import type { PermissionLifecycle } from "./permission-lifecycle";
+import type { PermissionMachine } from "../../protocol/permission-machine";
 import { attachAnswer, loadResult } from "./session-info";
 import type { SessionStore } from "./store";
 import type { RequestRows } from "./request-rows";
@@ -44,7 +44,7 @@ export class SessionAttach {
     private readonly store: SessionStore,
     private readonly requests: RequestRows,
     private readonly clients: AttachedClients,
-    private readonly permissions: PermissionLifecycle,
+    private readonly permissions: PermissionMachine<WebSocket>,
     private readonly agentSocket: AgentSocket,
   ) {}
 

@@ -6,7 +6,6 @@ import type { LiveStatePublisher } from "../../protocol/live-state";
 import type { AuditOutbox } from "./audit-outbox";
 import type { AttachedClients } from "./clients";
 import type { Notifier } from "./notify";
-import { flushAudit } from "./permission-lifecycle";
 import type { SessionStore } from "./store";
 import type { TurnWatch } from "./turn-watch";
 import type { SessionUnindex } from "./unindex";
@@ -59,7 +58,7 @@ export class SessionDeadlines {
     const s = this.sources;
     if (!s) return;
     const now = Date.now();
-    if (s.audits.waiting() > 0) this.ctx.waitUntil(flushAudit({ audits: s.audits, scheduleDeadline: () => this.schedule() }));
+    if (s.audits.waiting() > 0) this.ctx.waitUntil(s.audits.flushOrRetry(() => this.schedule()));
     const unindexAt = s.unindex.retryAt(now);
     // Any alarm tries again: a row is only pending after a delete, when nothing else keeps the alarm busy.
     if (unindexAt !== undefined) this.ctx.waitUntil(s.unindex.retry().then(() => this.schedule()));

@@ -7,7 +7,7 @@ import type { InflightRow } from "../../protocol/session-machine";
 import { CLOSE, closeQuietly } from "../../core/close-codes";
 import { type AttachedClients, attachmentOf, send } from "./clients";
 import type { Notifier } from "./notify";
-import type { PermissionLifecycle } from "./permission-lifecycle";
+import type { PermissionMachine } from "../../protocol/permission-machine";
 import type { SessionStore } from "./store";
 import type { SessionUnindex } from "./unindex";
 
@@ -16,7 +16,7 @@ export class SessionDeletion {
     private readonly ctx: DurableObjectState,
     private readonly store: SessionStore,
     private readonly clients: AttachedClients,
-    private readonly permissions: PermissionLifecycle,
+    private readonly permissions: PermissionMachine<WebSocket>,
     private readonly notifier: Notifier,
     /** Takes a deleted session out of the tenant's index, retrying while D1 fails. */
     private readonly unindex: SessionUnindex,

@@ -1,34 +1,41 @@
-// The SessionObject's parts, built once per instance from its storage and environment. The session
-// machine comes first: the permission machine's answers and the routed requests' answers go straight
-// into its order. The two machines call each other through their ports, so the session machine reaches
-// the permission machine (and a deletion) through `later`, on a turn's end or a session deleted only.
+// The SessionObject's parts, built once per instance from its storage and environment, and the one
+// port between its two machines and them: the session machine's (protocol/session-machine.ts
+// `SessionPort`) and the permission machine's (protocol/permission-machine.ts `PermissionPorts`), each
+// member a call on the part that does it (the audit port is audit-outbox.ts's, the rules port
+// rules-port.ts's). The session machine comes first: the permission machine's answers and the routed
+// requests' answers go straight into its order. The two machines call each other, so the session
+// machine reaches the permission machine (and a deletion) through `later`, on a turn's end or a
+// session deleted only.
 
 import { SessionMachine } from "../../protocol/session-machine";
+import { LATER, PermissionMachine } from "../../protocol/permission-machine";
+import { type ClientAttachment } from "../../protocol/session-wire";
 import type { LiveStatePublisher } from "../../protocol/live-state";
 import { auditBudgetSpent } from "../../protocol/tenant-limits";
 import type { Env } from "../../core/env";
 import { GATEWAY_NOTIFICATIONS } from "../../core/gateway-notifications";
+import { recordMetric } from "../../core/metrics";
 import { objects } from "../objects";
-import { agentChannels } from "./agent-channels";
 import { AgentLink } from "./agent-link";
 import { AgentRequests } from "./agent-request-routing";
-import { AgentSocket } from "./agent-socket";
-import { AuditOutbox } from "./audit-outbox";
-import { AttachedClients } from "./clients";
+import { AgentSocket, agentChannels } from "./agent-socket";
+import { AuditOutbox, auditPort } from "./audit-outbox";
+import { AttachedClients, attachmentOf, send } from "./clients";
 import { ClientMessages } from "./client-messages";
 import { liveIndex } from "./live-index";
 import { Notifier } from "./notify";
-import { type PermissionLifecycle, permissionLifecycle } from "./permission-lifecycle";
 import { SessionAttach } from "./session-attach";
 import { SessionDeadlines } from "./session-deadlines";
 import { SessionDeletion } from "./session-deletion";
 import { SessionInfo } from "./session-info";
-import { sessionPort } from "./session-port";
+import { sessionLog } from "./session-log";
+import { sessionTable } from "./session-table";
 import type { SessionTesting } from "./session-testing";
 import { SessionStore } from "./store";
 import { RequestRows } from "./request-rows";
 import { TenantPolicy } from "./tenant-policy";
 import { TenantRules } from "./tenant-rules";
+import { rulesPort } from "./rules-port";
 import { TurnWatch } from "./turn-watch";
 import { UnaskedRuns } from "./unasked-runs";
 import { SessionUnindex } from "./unindex";
@@ -39,7 +46,7 @@ export interface SessionParts {
   clients: AttachedClients;
   notifier: Notifier;
   rules: TenantRules;
-  permissions: PermissionLifecycle;
+  permissions: PermissionMachine<WebSocket>;
   machine: SessionMachine;
   agentRequests: AgentRequests;
   agent: AgentLink;
@@ -52,6 +59,9 @@ export interface SessionParts {
   live: LiveStatePublisher;
   unasked: UnaskedRuns;
 }
+
+/** How often each pending request was re-sent to this client after a refused answer; kept in the socket's attachment (it survives hibernation). */
+type WithResends = ClientAttachment & { resends?: Record<string, number> };
 
 /** `testing`: the instance's test seam (session-testing.ts), read at each use: a test sets its hooks after the object is built. */
 export function sessionParts(ctx: DurableObjectState, env: Env, testing: () => SessionTesting): SessionParts {
@@ -78,43 +88,83 @@ export function sessionParts(ctx: DurableObjectState, env: Env, testing: () => S
   // The session machine comes first, so every frame for the agent goes straight into its order
   // (protocol/session-agent-order.ts); what it asks of the permission machine and of a deletion (a turn's
   // end, a session deleted: never on the way to the agent) goes through `later`, set once they exist.
-  const later: { permissions?: PermissionLifecycle; deletion?: SessionDeletion } = {};
-  const port = sessionPort({
-    store,
-    requests,
-    channels,
-    clients,
-    info,
-    policy,
-    scheduleDeadline,
-    permissions: { cancelAll: (by) => later.permissions?.cancelAll(by), turnEnded: () => later.permissions?.turnEnded() },
-    deleted: (inflight, result) => later.deletion?.deleted(inflight, result),
-  });
-  // Each frame's key for the AgentObject's once-only hand-off starts where no earlier instance's could still be in use.
-  const machine = new SessionMachine(port, Date.now() * 1000);
+  const later: { permissions?: PermissionMachine<WebSocket>; deletion?: SessionDeletion } = {};
+  const machine = new SessionMachine(
+    {
+      table: sessionTable(store, requests),
+      channels,
+      now: () => Date.now(),
+      toConnection: (connId, text, keptForResume) => {
+        if (keptForResume) return clients.toConnection(connId, text);
+        const ws = clients.byConnection(connId);
+        if (ws) send(ws, text);
+      },
+      notice: (method, params) => info.notice(method, params),
+      permissions: { cancelAll: (by) => later.permissions?.cancelAll(by), turnEnded: () => later.permissions?.turnEnded() },
+      promptStarted: (gwId, client, params) => {
+        policy.turnStarted(gwId);
+        info.recordPrompt(client, params);
+      },
+      promptEnded: (result) => {
+        store.append("turn_end", JSON.stringify({ result }));
+        info.touchIndex();
+      },
+      configOptions: (options) => info.setConfigOptions(options),
+      deleted: (inflight, result) => later.deletion?.deleted(inflight, result),
+      deadlinesChanged: scheduleDeadline,
+    },
+    // Each frame's key for the AgentObject's once-only hand-off starts where no earlier instance's could still be in use.
+    Date.now() * 1000,
+  );
   const toAgent = machine.toAgent;
   const unasked = new UnaskedRuns({
     db: d1,
     store,
     info,
     waitUntil: (promise) => ctx.waitUntil(promise),
-    known: () => (store.turn.state === "idle" ? undefined : policy.unaskedRuns),
+    choice: () => policy.unaskedRunsNow(),
     cancelTurn: (reason, message) => machine.stopTurn(reason, message),
   });
-  const permissions = permissionLifecycle({
-    unasked,
-    policy,
-    ctx,
-    store,
-    clients,
-    notifier,
-    turnWatch,
-    audits,
-    rules,
-    info,
+  const permissions = new PermissionMachine<WebSocket>({
+    table: store,
+    clients: {
+      all: () => clients.all(),
+      attachment: attachmentOf,
+      send: (ws, text) => clients.sendForMachine(ws, text),
+      resends: (ws) => {
+        const attachment = ws.deserializeAttachment() as WithResends | undefined;
+        return attachment ? (attachment.resends ?? {}) : undefined;
+      },
+      setResends: (ws, resends) => ws.serializeAttachment({ ...(ws.deserializeAttachment() as WithResends), resends }),
+    },
     toAgent,
-    scheduleDeadline,
-    metrics: env.METRICS,
+    rules: rulesPort(ctx, store, rules),
+    audit: auditPort(ctx, store, audits, scheduleDeadline),
+    session: {
+      now: () => Date.now(),
+      notice: (method, params) => info.notice(method, params),
+      ranUnasked: (params) => unasked.ran(params),
+      deadlineChanged: scheduleDeadline,
+      progress: () => turnWatch.touch(),
+      peopleAsked: (permId) =>
+        ctx.waitUntil(
+          notifier
+            .track(permId)
+            .catch((error: unknown) =>
+              sessionLog(store).error("session.notify_track_failed", "tracking a request for notification failed", {}, error),
+            ),
+        ),
+      policy: (gwId, then) => {
+        const read = policy.forTurn(gwId);
+        if (!(read instanceof Promise)) return read;
+        ctx.waitUntil(read.then(then));
+        return LATER;
+      },
+      metric: (metric, detail) => {
+        const meta = store.meta;
+        if (meta) recordMetric(env.METRICS, { tenantId: meta.tenantId, metric, detail, agent: meta.agent });
+      },
+    },
   });
   const deletion = new SessionDeletion(ctx, store, clients, permissions, notifier, unindex, scheduleDeadline);
   later.permissions = permissions;

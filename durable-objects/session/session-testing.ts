@@ -38,6 +38,6 @@ export interface SessionTesting {
    * publishing its live state).
    */
   d1?: D1Database;
-  /** Set by a test to replace the stub the session calls its AgentObject through by RPC (agent-channels.ts), given the real one at each call. */
+  /** Set by a test to replace the stub the session calls its AgentObject through by RPC (agent-socket.ts `agentChannels`), given the real one at each call. */
   agent?: (real: AgentStub) => AgentStub;
 }

@@ -3,6 +3,8 @@
 // comes back whole: what is kept in memory (the pending permission requests, the audit cursor, the
 // id block) is rebuilt from these tables when the object starts, and the meta rows are read once,
 // then held (written through). The tables' layout and its migrations are in store-migrations.ts.
+// One class to its callers, in three layers of one concern each: the meta rows (store-meta.ts), the
+// log and the tool calls (store-log.ts), and here the permission requests.
 //
 // Rows written (docs/decisions/0008-performance.md, "Rows per permission request"): a permission request is ONE
 // log row, inserted once with what the request needs while pending (`request`) and updated once
@@ -13,44 +15,16 @@
 // atomically with respect to other events delivered to the object.
 
 import { type JsonRpcId, isObject } from "../../protocol/jsonrpc";
-import type { Limits } from "../../protocol/tenant-limits";
-import { reduceToolCall, type ToolCallRow } from "../../protocol/tool-calls";
-import { MAX_STORED_ROW_BYTES, utf8LongerThan } from "../../protocol/limits";
 import { type Approval, type PendingRequest, parsePermissionParams } from "../../protocol/pending-permission";
 import type { Resolution } from "../../protocol/permission-machine";
 import { freezeOperation } from "../../protocol/frozen-operation";
-import type { LiveRecord } from "../../protocol/live-state";
 import type { FourEyesNeed } from "../../protocol/people/four-eyes";
 import type { UnseenHold } from "../../protocol/unseen";
 import { type MigrationOutcome, type MigrationStorage, migrateStorage } from "./store-migrations";
-import { sessionLog } from "./session-log";
-import { MetaTable } from "../meta-table";
-import type { LogRow } from "../../protocol/replayed-history";
-import type { SessionHold } from "../../protocol/unasked-runs";
-import type { TurnState } from "../../protocol/turn-state";
+import { type LogKind, SessionLogRows } from "./store-log";
 
-/** Log kinds. `update` and `ext` entries are replayed to attaching clients; the rest is audit trail. */
-export type LogKind = "update" | "ext" | "permission" | "resolution" | "prompt" | "turn_end" | "notice" | "refusal";
-
-export interface SessionMeta {
-  tenantId: string;
-  sessionId: string;
-  agent: string;
-  cwd: string;
-  title?: string | null;
-  createdBy?: string | null;
-  deadlineMs: number;
-  /** Tenant setting: relay a person's *_always choice to the agent as made, instead of as *_once. */
-  relayAlwaysAsMade?: boolean;
-  /** The tenant's limit overrides when the session was opened (protocol/tenant-limits.ts). */
-  limits?: Partial<Limits>;
-  /** The agent's session/new or session/load result, answered again on attach (modes, models…). */
-  result?: Record<string, unknown>;
-  createdAt: number;
-}
-
-/** How far back an idle session looks for the request that named a tool call reported finished. */
-const WAS_ASKED_WINDOW = 10_000;
+export type { SessionMeta } from "./store-meta";
+export type { LogKind } from "./store-log";
 
 /** What a permission request's `request` column holds (the rest of a PendingRow is in its entry). */
 interface RequestColumn {
@@ -71,55 +45,22 @@ interface RequestColumn {
   unseen?: UnseenHold;
 }
 
-const IDLE: TurnState = Object.freeze({ state: "idle" });
-
-/** How many ids nextId() reserves with one write. */
-const ID_BLOCK = 1000;
-
 export { type Approval, type PendingRequest, permIdOfCopy } from "../../protocol/pending-permission";
 
-export class SessionStore {
-  /**
-   * The highest AgentObject item number applied (agent-delivery.ts). Every log write carries it in
-   * `agent_seq`, so the log's newest entry holds it durably: de-duplication costs no row of its own.
-   */
-  appliedAgentSeq: number;
-  /**
-   * Every audit entry at or below this seq is in D1 (audit-outbox.ts). Held in memory; every log
-   * write carries a lower bound of it in `scan_from`, so after a restart a few entries may go to D1
-   * again, which D1 ignores (each entry carries its own id).
-   */
-  auditCursor: number;
-  /** Seqs of resolutions whose answer is on its way to the agent: not final until it arrives (audit waits). */
-  readonly held = new Set<number>();
-  /** The pending permission requests, by permId: rebuilt from the log at start. */
-  private readonly open = new Map<number, PendingRequest>();
-  /** When this instance last wrote the log (turn-watch.ts: such a write is progress recorded). */
-  lastLogWriteAt = 0;
-  /** The highest id nextId() gave, and the highest reserved in meta. */
-  private idNext: number | undefined;
-  private idCeiling = 0;
-
-  private readonly sql: SqlStorage;
+export class SessionStore extends SessionLogRows {
   /** What this start did to the storage's layout (store-migrations.ts): the version found and left, the migrations run. */
   readonly schema: MigrationOutcome;
 
   constructor(storage: MigrationStorage) {
-    const sql = storage.sql;
-    this.sql = sql;
-    this.schema = migrateStorage(storage);
-    this.metaRows = new MetaTable(sql);
-    const newest = sql
-      .exec<{ agent_seq: number | null; scan_from: number | null }>("SELECT agent_seq, scan_from FROM log ORDER BY seq DESC LIMIT 1")
-      .toArray()[0];
-    this.appliedAgentSeq = newest?.agent_seq ?? 0;
-    const scanFrom = newest?.scan_from ?? 0;
-    this.auditCursor = Math.max(0, scanFrom - 1);
+    // The layout first: every layer reads its tables as it is built.
+    const schema = migrateStorage(storage);
+    super(storage.sql);
+    this.schema = schema;
     // The one scan at start: the unresolved requests, from the lower bound the newest entry carries.
-    const rows = sql
+    const rows = this.sql
       .exec<{ seq: number; body: string; request: string }>(
         "SELECT seq, body, request FROM log WHERE seq >= ? AND kind = 'permission' AND request IS NOT NULL AND resolved IS NULL ORDER BY seq",
-        scanFrom,
+        this.startScanFrom,
       )
       .toArray();
     for (const r of rows) this.open.set(r.seq, this.pendingOf(r.seq, r.body, JSON.parse(r.request) as RequestColumn));
@@ -127,262 +68,18 @@ export class SessionStore {
   /** session/delete: the session, its log, tool calls and requests are gone (audit entries not yet in D1 stay until they are). */
   forget(): void {
     for (const table of ["meta", "tool_calls", "agent_requests", "inflight", "frozen_operations"]) this.sql.exec(`DELETE FROM ${table}`);
-    this.metaRows.forgetAll();
+    this.forgetMeta();
     this.sql.exec("DELETE FROM log WHERE audit IS NULL OR seq <= ?", this.auditCursor);
     // Seqs restart above what is left: the cursor must not stand above entries written from now on.
     this.auditCursor = Math.min(this.auditCursor, this.lastSeq());
     this.open.clear();
-    this.idNext = undefined;
-    this.idCeiling = 0;
   }
-
-  // ── meta ──────────────────────────────────────────────────────────────────
-  /** The meta rows as parsed, read from SQLite at most once per instance (meta-table.ts). */
-  private readonly metaRows: MetaTable;
-
-  get meta(): SessionMeta | undefined {
-    return this.metaRows.get<SessionMeta>("session");
-  }
-  set meta(value: SessionMeta) {
-    this.metaRows.set("session", value);
-  }
-
-  get turn(): TurnState {
-    return this.metaRows.get<TurnState>("turn") ?? IDLE;
-  }
-  /** Written only by the session machine (protocol/session-machine.ts), the one module that changes the turn. */
-  set turn(value: TurnState) {
-    this.metaRows.set("turn", value);
-    this.liveChanged?.();
-  }
-
-  /** Set while the session is stopped after an agent ran a tool call unasked (unasked-runs.ts); undefined: it takes prompts. */
-  get hold(): SessionHold | undefined {
-    return this.metaRows.get<SessionHold>("hold");
-  }
-  set hold(value: SessionHold | undefined) {
-    this.metaRows.set("hold", value);
-  }
-
-  /**
-   * Called whenever what the session index shows of it may have changed: the turn, or the requests
-   * waiting on a person (live-index.ts publishes it). One listener: the SessionObject's LiveIndex.
-   */
-  onLiveChange(listener: () => void): void {
-    this.liveChanged = listener;
-  }
-  private liveChanged: (() => void) | undefined;
 
   /** How many pending requests are asked of people (not those the rules are still deciding). */
   waitingOnPeople(): number {
     let n = 0;
     for (const p of this.open.values()) if (p.asking > 0) n++;
     return n;
-  }
-
-  /** What D1 last took of the session's live state, and the version of the last write begun (live-index.ts). */
-  get liveRecord(): LiveRecord {
-    return this.metaRows.get<LiveRecord>("live_index") ?? { publishedVersion: 0, version: 0 };
-  }
-  set liveRecord(record: LiveRecord) {
-    this.metaRows.set("live_index", record);
-  }
-
-  /** A deleted session's index row that D1 has not removed yet (unindex.ts): set after `forget`. */
-  get unindexPending(): { tenantId: string; sessionId: string } | undefined {
-    return this.metaRows.get("unindex");
-  }
-  set unindexPending(row: { tenantId: string; sessionId: string } | undefined) {
-    this.metaRows.set("unindex", row);
-  }
-
-  /**
-   * A fresh id for a message the session sends: to a client (requests) or to the agent (gwId).
-   * Ids are handed out in memory from a block of ID_BLOCK reserved with one meta write; after a
-   * restart the next block starts above the last reserved, so no id repeats (unused ones are skipped).
-   */
-  nextId(): number {
-    if (this.idNext === undefined) {
-      this.idCeiling = this.metaRows.get<number>("next_id") ?? 0;
-      this.idNext = this.idCeiling;
-    }
-    this.idNext += 1;
-    if (this.idNext > this.idCeiling) {
-      this.idCeiling = this.idNext + ID_BLOCK - 1;
-      this.metaRows.set("next_id", this.idCeiling);
-    }
-    return this.idNext;
-  }
-
-  // ── tool calls ────────────────────────────────────────────────────────────
-  applyToolCall(patch: unknown, seq: number): ToolCallRow | undefined {
-    const id = (patch as { toolCallId?: unknown } | null)?.toolCallId;
-    if (typeof id !== "string") return undefined;
-    const prev = this.sql.exec<{ row: string }>("SELECT row FROM tool_calls WHERE id = ?", id).toArray()[0];
-    const row = reduceToolCall(prev ? (JSON.parse(prev.row) as ToolCallRow) : undefined, patch);
-    if (!row) return undefined;
-    const text = JSON.stringify(row);
-    // Updates merge into one row: many frames within the limit could together pass SQLite's 2 MB row cap.
-    if (utf8LongerThan(text, MAX_STORED_ROW_BYTES)) {
-      sessionLog(this).warn(
-        "session.tool_call_row_too_large",
-        "a tool call's row would exceed the stored row limit; the update stays in the log, not in the table",
-        {
-          toolCallId: id,
-          limitBytes: MAX_STORED_ROW_BYTES,
-        },
-      );
-      return undefined;
-    }
-    // One row written: the table is WITHOUT ROWID (no separate key index), and an upsert updates in place.
-    this.sql.exec(
-      "INSERT INTO tool_calls (id, row, updated_seq) VALUES (?, ?, ?) ON CONFLICT (id) DO UPDATE SET row = excluded.row, updated_seq = excluded.updated_seq",
-      id,
-      text,
-      seq,
-    );
-    return row;
-  }
-  /**
-   * Whether a permission request named this tool call: in the running turn, or (idle) among the last
-   * WAS_ASKED_WINDOW entries. Read only for a tool call reported finished that this instance did not see
-   * asked (the permission machine keeps the rest in memory), so after a restart, not per update.
-   */
-  wasAsked(toolCallId: string): boolean {
-    const turn = this.turn;
-    const from = turn.state !== "idle" ? (turn.fromSeq ?? 0) : Math.max(0, this.lastSeq() - WAS_ASKED_WINDOW);
-    return (
-      this.sql
-        .exec(
-          "SELECT 1 FROM log WHERE seq > ? AND kind = 'permission' AND json_extract(request, '$.toolCallId') = ? LIMIT 1",
-          from,
-          toolCallId,
-        )
-        .toArray().length > 0
-    );
-  }
-  toolCall(id: string): ToolCallRow | undefined {
-    const row = this.sql.exec<{ row: string }>("SELECT row FROM tool_calls WHERE id = ?", id).toArray()[0];
-    return row ? (JSON.parse(row.row) as ToolCallRow) : undefined;
-  }
-  toolCalls(): ToolCallRow[] {
-    return this.sql
-      .exec<{ row: string }>("SELECT row FROM tool_calls ORDER BY updated_seq")
-      .toArray()
-      .map((r) => JSON.parse(r.row) as ToolCallRow);
-  }
-
-  // ── event log ─────────────────────────────────────────────────────────────
-  /**
-   * The lower bound every log write carries in `scan_from`: no unresolved request, no resolution on
-   * its way to the agent and no audit entry D1 has not taken is below it.
-   */
-  private scanFrom(): number {
-    return this.unsettledBelow(this.auditCursor + 1);
-  }
-  /**
-   * The lowest seq that may still change, at most `ceiling`: an unresolved request, or a resolution
-   * on its way to the agent (`held`). Shared by the scan bound and the audit outbox's final bound.
-   */
-  unsettledBelow(ceiling: number): number {
-    let from = ceiling;
-    for (const seq of this.open.keys()) from = Math.min(from, seq);
-    for (const seq of this.held) from = Math.min(from, seq);
-    return from;
-  }
-  append(kind: LogKind, body: string, at = Date.now()): number {
-    this.lastLogWriteAt = at;
-    const row = this.sql
-      .exec<{ seq: number }>(
-        "INSERT INTO log (kind, body, at, agent_seq, scan_from) VALUES (?, ?, ?, ?, ?) RETURNING seq",
-        kind,
-        body,
-        at,
-        this.appliedAgentSeq,
-        this.scanFrom(),
-      )
-      .one();
-    return row.seq;
-  }
-  /**
-   * The entries replay reads (protocol/replayed-history.ts), in order, as a lazy cursor: replay never
-   * holds the whole log in memory. Updates, extensions, notices, and the permission requests resolved.
-   */
-  replayable(): Iterable<LogRow> {
-    return this.sql.exec<{ kind: string; body: string; resolved: string | null }>(
-      "SELECT kind, body, resolved FROM log WHERE kind IN ('update', 'ext', 'notice') OR (kind = 'permission' AND resolved IS NOT NULL) ORDER BY seq",
-    );
-  }
-  lastSeq(): number {
-    return this.sql.exec<{ seq: number | null }>("SELECT max(seq) AS seq FROM log").one().seq ?? 0;
-  }
-  /** When the log's newest entry was written (turn-watch.ts). */
-  newestAt(): number | undefined {
-    return this.sql.exec<{ at: number }>("SELECT at FROM log ORDER BY seq DESC LIMIT 1").toArray()[0]?.at;
-  }
-  // Compaction (compaction.ts). The log's newest entry is never removed, so seq never goes back
-  // (the table has no AUTOINCREMENT: that would write a second row, sqlite_sequence, per append).
-  lastEntry(): { seq: number; kind: string; body: string } | undefined {
-    return this.sql
-      .exec<{ seq: number; kind: string; body: string }>("SELECT seq, kind, body FROM log ORDER BY seq DESC LIMIT 1")
-      .toArray()[0];
-  }
-  /** `at`: the entry is the newest and continues (a merged chunk): its time moves on. */
-  rewriteEntry(seq: number, body: string, at?: number): void {
-    if (at === undefined) {
-      this.sql.exec(
-        "UPDATE log SET body = ?, agent_seq = ?, scan_from = ? WHERE seq = ?",
-        body,
-        this.appliedAgentSeq,
-        this.scanFrom(),
-        seq,
-      );
-      return;
-    }
-    this.lastLogWriteAt = at;
-    this.sql.exec(
-      "UPDATE log SET body = ?, at = ?, agent_seq = ?, scan_from = ? WHERE seq = ?",
-      body,
-      at,
-      this.appliedAgentSeq,
-      this.scanFrom(),
-      seq,
-    );
-  }
-  removeEntries(seqs: number[]): void {
-    for (const seq of seqs) this.sql.exec("DELETE FROM log WHERE seq = ? AND kind = 'update'", seq);
-  }
-  /** The logged updates that may carry a tool call, in order. */
-  toolCallEntries(): { seq: number; body: string }[] {
-    return this.sql
-      .exec<{ seq: number; body: string }>(
-        "SELECT seq, body FROM log WHERE kind = 'update' AND body LIKE '%\"tool\\_call%' ESCAPE '\\' ORDER BY seq",
-      )
-      .toArray();
-  }
-  /** The seq at which the log's tool calls were last folded (every update compares against it: the meta cache holds it). */
-  get foldedAt(): number {
-    return this.metaRows.get<number>("folded_at") ?? 0;
-  }
-  set foldedAt(seq: number) {
-    this.metaRows.set("folded_at", seq);
-  }
-  /**
-   * The log as written, in order. A permission request's entry carries its resolution (`resolved`,
-   * the text clients were sent, and `resolvedAt`) once it has one; sessions from before requests
-   * were resolved in place also have separate `resolution` entries.
-   */
-  logEntries(
-    afterSeq: number,
-    limit: number,
-  ): { seq: number; kind: string; body: string; at: number; resolved: string | null; resolvedAt: number | null }[] {
-    return this.sql
-      .exec<{ seq: number; kind: string; body: string; at: number; resolved: string | null; resolvedAt: number | null }>(
-        "SELECT seq, kind, body, at, resolved, resolved_at AS resolvedAt FROM log WHERE seq > ? ORDER BY seq LIMIT ?",
-        afterSeq,
-        limit,
-      )
-      .toArray();
   }
 
   // ── permission requests: one log entry each (kind `permission`) ──────────

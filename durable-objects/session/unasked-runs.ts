@@ -1,15 +1,13 @@
 // The session's answer to an agent that ran a tool call nobody was asked about (decision 0056): the
-// machine tells every client (`_acp_gateway/ran_unasked`, decision 0046); here the tenant's setting,
-// read with the four-eyes policy as the turn started (or now, outside a turn), decides. Under `stop`
+// machine tells every client (`_acp_gateway/ran_unasked`, decision 0046) and hands it here through its
+// `ranUnasked` port; the tenant's setting (tenant-policy.ts: as read when the turn started, else now) decides. Under `stop`
 // the session is held — the running turn cancelled as session/cancel cancels it, the clients told why, and every
 // prompt refused (protocol/session-machine.ts) until a person who may lift oversight resumes it (`resume`). Either way the
 // agent is noted as one that decides itself (its D1 row, GET /v1/agents).
 
 import { GATEWAY_NOTIFICATIONS } from "../../core/gateway-notifications";
-import type { TenantSettings } from "../../core/principal";
-import { tenantById } from "../../db/queries/tenants";
 import { noteDecidesItself } from "../../db/queries/agents";
-import { type UnaskedRuns as Choice, heldMessage, holdOf, unaskedRunsOf } from "../../protocol/unasked-runs";
+import { type UnaskedRuns as Choice, heldMessage, holdOf } from "../../protocol/unasked-runs";
 import type { SessionInfo } from "./session-info";
 import { sessionLog } from "./session-log";
 import type { SessionStore } from "./store";
@@ -26,8 +24,8 @@ export interface UnaskedRunsParts {
   store: SessionStore;
   info: SessionInfo;
   waitUntil(promise: Promise<unknown>): void;
-  /** The setting as read when the running turn started (tenant-policy.ts); undefined: not read. */
-  known(): Choice | undefined;
+  /** The tenant's setting (tenant-policy.ts `unaskedRunsNow`): at once when read with the turn, else a read that never rejects. */
+  choice(): Choice | Promise<Choice>;
   /** Ends the running turn as a client's session/cancel would, and tells the clients why (protocol/session-machine.ts `stopTurn`). */
   cancelTurn(reason: string, message: string): void;
 }
@@ -51,14 +49,14 @@ export class UnaskedRuns {
     if (!meta) return;
     this.noteOnAgent(meta, notice);
     if (store.hold) return;
-    const known = this.parts.known();
-    if (known !== undefined) {
-      if (known === "stop") this.stop(notice);
+    const choice = this.parts.choice();
+    if (!(choice instanceof Promise)) {
+      if (choice === "stop") this.stop(notice);
       return;
     }
     this.parts.waitUntil(
-      this.choice(meta.tenantId).then((choice) => {
-        if (choice === "stop") this.stop(notice);
+      choice.then((read) => {
+        if (read === "stop") this.stop(notice);
       }),
     );
   }
@@ -95,22 +93,6 @@ export class UnaskedRuns {
     });
     sessionLog(store).info("session.resumed", "a held session was resumed", { by: who });
     return true;
-  }
-
-  /** The tenant's setting; unreadable is `stop` (a write nobody approved must not go on because D1 blinked). */
-  private async choice(tenantId: string): Promise<Choice> {
-    try {
-      const tenant = await tenantById(this.parts.db(), tenantId);
-      return unaskedRunsOf(tenant ? (JSON.parse(tenant.settings) as TenantSettings) : undefined);
-    } catch (error) {
-      sessionLog(this.parts.store).warn(
-        "session.unasked_setting_unavailable",
-        "the tenant's unaskedRuns could not be read; stopping",
-        {},
-        error,
-      );
-      return "stop";
-    }
   }
 
   private stop(notice: Record<string, unknown>): void {

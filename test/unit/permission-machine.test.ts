@@ -213,6 +213,8 @@ class World {
   readonly ways: string[] = [];
   remembered: string[] = [];
   notices: { method: string; params: Record<string, unknown> }[] = [];
+  /** What the shell's `ranUnasked` port was handed (decision 0056). */
+  ranUnasked: Record<string, unknown>[] = [];
   nextAgentId = 1;
   gwId = 0;
   machine: PermissionMachine<string>;
@@ -308,6 +310,7 @@ class World {
       session: {
         now: () => this.now,
         notice: (method, params) => void this.notices.push({ method, params }),
+        ranUnasked: (params) => void this.ranUnasked.push(params),
         deadlineChanged: () => {},
         progress: () => {},
         peopleAsked: () => {},
@@ -1147,4 +1150,19 @@ describe("permission machine (protocol/permission-machine.ts), model-based", () 
   );
 
   for (const [name, commands, fourEyes] of FIXED) it(name, () => runAll(commands, fourEyes));
+
+  it("a tool call the agent ran unasked: every client is told, then the shell's ranUnasked port is handed the notice's params, once", () => {
+    const w = new World();
+    w.table.wasAsked = () => false; // this tool call was never asked about (the model's all are)
+    w.table.applyToolCall({ toolCallId: "t_unasked", title: "write", kind: "edit", locations: [{ path: "/w/a.txt" }] });
+    w.machine.toolCallChanged("t_unasked", { status: "in_progress" });
+    expect(w.ranUnasked).toEqual([]);
+    w.table.applyToolCall({ toolCallId: "t_unasked", status: "completed" });
+    w.machine.toolCallChanged("t_unasked", { status: "completed" });
+    w.machine.toolCallChanged("t_unasked", { status: "completed" });
+    const told = w.notices.filter((n) => n.method === GATEWAY_NOTIFICATIONS.ranUnasked);
+    expect(told).toHaveLength(1);
+    expect(w.ranUnasked).toEqual([told[0]?.params]);
+    expect(w.ranUnasked[0]).toMatchObject({ toolCallId: "t_unasked", kind: "edit" });
+  });
 });

@@ -97,7 +97,7 @@ describe("faults: D1 failing or slow", () => {
     // Wake the session with more work, as any later traffic would, then look for the row.
     agent.update(sessionId, { sessionUpdate: "agent_message_chunk", content: { type: "text", text: "later" } });
     await client.next((m) => m.params?.update?.content?.text === "later");
-    // Audit rows go to D1 in batches, a moment after the resolution (session/permission-lifecycle.ts `queued`): poll, bounded.
+    // Audit rows go to D1 in batches, a moment after the resolution (session/audit-outbox.ts `auditPort` `queued`): poll, bounded.
     const rows = () =>
       env.DB.prepare("SELECT outcome FROM decision_audit WHERE tenant_id = ? AND tool_call_id = 't1'").bind(t.tenantId).all();
     await vi.waitFor(async () => expect((await rows()).results).toEqual([{ outcome: "selected" }]), { timeout: 3000, interval: 20 });

@@ -1,0 +1,125 @@
+// What the session machine (protocol/session-machine.ts) refuses before anything reaches the agent,
+// and in which order: the client's role first, then the session's existence — a watch-only client
+// gets the role's refusal whether or not the session was deleted, as the edge (client-connection.ts)
+// refuses by role before it asks for the session; a client whose role may send it gets -32002 for a
+// deleted session. The shell (durable-objects/session/client-messages.ts) checks neither.
+
+import { describe, expect, it } from "vitest";
+import { type InflightRow, SessionMachine, type SessionPort, type SessionTable } from "../../protocol/session-machine";
+import type { ToAgent } from "../../protocol/agent-relay";
+import type { TurnState } from "../../protocol/turn-state";
+import type { ClientAttachment } from "../../protocol/session-wire";
+import type { Role } from "../../core/principal";
+import { type JsonRpcId, RpcError } from "../../protocol/jsonrpc";
+import { AGENT_METHODS } from "../../protocol/methods";
+import { ErrorCode } from "../../core/rpc-errors";
+
+class Table implements SessionTable {
+  meta: SessionTable["meta"] = { sessionId: "s1", agent: "a", deadlineMs: 60_000 };
+  turn: TurnState = { state: "idle" };
+  readonly hold = undefined;
+  private lastId = 0;
+  readonly inflight = new Map<number, InflightRow>();
+  nextId(): number {
+    return ++this.lastId;
+  }
+  lastSeq(): number {
+    return 0;
+  }
+  addInflight(row: InflightRow): void {
+    this.inflight.set(row.gwId, row);
+  }
+  takeInflight(gwId: number): InflightRow | undefined {
+    const row = this.inflight.get(gwId);
+    this.inflight.delete(gwId);
+    return row;
+  }
+  inflightByClient(connId: string, clientId: JsonRpcId): InflightRow | undefined {
+    return [...this.inflight.values()].find((r) => r.connId === connId && r.clientId === clientId);
+  }
+}
+
+function session(): { machine: SessionMachine; table: Table; sent: ToAgent[] } {
+  const table = new Table();
+  const sent: ToAgent[] = [];
+  const port: SessionPort = {
+    table,
+    channels: {
+      edge: () => false,
+      link: (frame) => {
+        sent.push(frame);
+        return true;
+      },
+      rpc: () => true,
+    },
+    now: () => 0,
+    toConnection: () => undefined,
+    notice: () => undefined,
+    permissions: { cancelAll: () => undefined, turnEnded: () => undefined },
+    promptStarted: () => undefined,
+    promptEnded: () => undefined,
+    configOptions: () => undefined,
+    deleted: () => undefined,
+    deadlinesChanged: () => undefined,
+  };
+  return { machine: new SessionMachine(port, 1), table, sent };
+}
+
+function client(role: Role): ClientAttachment {
+  return {
+    connId: `conn-${role}`,
+    keyId: `k-${role}`,
+    user: role,
+    role,
+    attachedAt: 0,
+    caps: { readTextFile: false, writeTextFile: false, terminal: false },
+  };
+}
+
+function refusal(run: () => void): RpcError {
+  try {
+    run();
+  } catch (error) {
+    if (error instanceof RpcError) return error;
+    throw error;
+  }
+  throw new Error("the request was not refused");
+}
+
+const PROMPT = { sessionId: "s1", prompt: [{ type: "text", text: "hi" }] };
+
+describe("session machine: a request refused before it reaches the agent", () => {
+  it("a watch-only client's prompt to a deleted session is refused for its role, not as not found", () => {
+    const { machine, table, sent } = session();
+    table.meta = undefined; // session/delete went ahead while the client's socket was still closing
+    const error = refusal(() => machine.request(client("observer"), 1, AGENT_METHODS.sessionPrompt, PROMPT));
+    expect(error.code).toBe(ErrorCode.notPermitted);
+    expect(error.message).toMatch(/Your role \(observer\) may not send session\/prompt/);
+    expect(sent).toEqual([]);
+  });
+
+  it("a watch-only client's prompt to a live session is refused for its role, and no turn starts", () => {
+    const { machine, table, sent } = session();
+    const error = refusal(() => machine.request(client("observer"), 1, AGENT_METHODS.sessionPrompt, PROMPT));
+    expect(error.code).toBe(ErrorCode.notPermitted);
+    expect(table.turn).toEqual({ state: "idle" });
+    expect(sent).toEqual([]);
+  });
+
+  it("a client that may prompt gets -32002 naming the session when it was deleted", () => {
+    const { machine, table, sent } = session();
+    table.meta = undefined;
+    const error = refusal(() => machine.request(client("approver"), 1, AGENT_METHODS.sessionPrompt, PROMPT));
+    expect(error.code).toBe(ErrorCode.resourceNotFound);
+    expect(error.message).toContain("s1");
+    expect(sent).toEqual([]);
+  });
+
+  it("a watch-only client's session/cancel is dropped (no id to answer), a driver's reaches the agent", () => {
+    const { machine, sent } = session();
+    machine.notification(client("observer"), AGENT_METHODS.sessionCancel, { sessionId: "s1" });
+    expect(sent).toEqual([]);
+    machine.notification(client("approver"), AGENT_METHODS.sessionCancel, { sessionId: "s1" });
+    expect(sent).toEqual([{ type: "notification", method: AGENT_METHODS.sessionCancel, params: { sessionId: "s1" } }]);
+  });
+});
