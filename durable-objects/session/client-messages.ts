@@ -3,15 +3,7 @@
 // session machine, an answer to a permission request's copy to the permission machine, an answer to
 // a routed fs/terminal request back to the agent. The role and the session's existence are the machine's to check.
 
-import {
-  type JsonRpcId,
-  type Message,
-  errorResponse,
-  isRequest,
-  isResponse,
-  parseFrame,
-  toRpcError,
-} from "../../protocol/jsonrpc";
+import { type JsonRpcId, type Message, errorResponse, isRequest, isResponse, parseFrame, toRpcError } from "../../protocol/jsonrpc";
 import type { SessionMachine } from "../../protocol/session-machine";
 import { stage } from "../../protocol/stage-timing";
 import type { AgentRequests } from "./agent-request-routing";

@@ -39,8 +39,7 @@ export function rulesPort(ctx: DurableObjectState, store: SessionStore, rules: T
       later(rules.gate(request), then, "session.unseen_unavailable", "consulting the unseen changes failed; asking people"),
     note: (changes) =>
       ctx.waitUntil(rules.note(changes).catch(failed("session.unseen_note_failed", "noting what the agent changed unasked failed"))),
-    unseenNow: (then) =>
-      later(rules.unseenNow(), then, "session.unseen_unavailable", "reading the unseen changes failed; asking people"),
+    unseenNow: (then) => later(rules.unseenNow(), then, "session.unseen_unavailable", "reading the unseen changes failed; asking people"),
     seen: (upTo) => ctx.waitUntil(rules.seen(upTo).catch(failed("session.unseen_seen_failed", "marking unseen changes seen failed"))),
     readerDone: (toolCallId) =>
       ctx.waitUntil(rules.readerDone(toolCallId).catch(failed("session.reader_done_failed", "closing a reader failed"))),
