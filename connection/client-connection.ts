@@ -33,7 +33,7 @@ import {
 import type { AgentStatus, GatewayObjects, OpenSessionArgs } from "./gateway-objects";
 import type { ResponseMessage } from "../protocol/jsonrpc";
 import { AGENT_METHODS, CANCEL_REQUEST, PROTOCOL_VERSION } from "../protocol/methods";
-import { LIVE_SESSION_WINDOW_MS, limitsOf, liveSessionsError } from "../protocol/tenant-limits";
+import { LIVE_SESSION_WINDOW_MS, limitRefusal, limitsOf, liveSessionsError } from "../protocol/tenant-limits";
 import { liveSessionCount } from "../db/queries/sessions";
 import { type Admission, type RateGate } from "../protocol/rate-limit";
 import { ConnectionSlot, rateGate } from "./tenant-limits";
@@ -410,8 +410,8 @@ export class ClientConnection {
     if (!(await this.sessionIndexed(ask.sessionId))) throw attachNotFound(ask.sessionId);
     void this.detachSession(ask.sessionId);
     this.detached.delete(ask.sessionId);
-    await this.attach(ask.sessionId, "attach", id, ask).catch(() => {
-      throw attachNotFound(ask.sessionId);
+    await this.attach(ask.sessionId, "attach", id, ask).catch((error: unknown) => {
+      throw error instanceof RpcError && error.code === ErrorCode.limitExceeded ? error : attachNotFound(ask.sessionId);
     });
   }
 
@@ -501,7 +501,15 @@ export class ClientConnection {
       mode,
       ...(loadRequestId !== undefined ? { loadRequestId } : {}),
       ...(resumeFrom !== undefined ? { resumeFrom } : {}),
-      ...(ask ? { attach: { historyPolicy: ask.historyPolicy, role: ask.role } } : {}),
+      ...(ask
+        ? {
+            attach: {
+              historyPolicy: ask.historyPolicy,
+              role: ask.role,
+              ...(ask.afterMessageId !== undefined ? { afterMessageId: ask.afterMessageId } : {}),
+            },
+          }
+        : {}),
       client: {
         connId: this.connId,
         keyId: this.principal.keyId,
@@ -521,6 +529,8 @@ export class ClientConnection {
     const ws = response.webSocket;
     if (mode === "resume" && response.status === 409)
       throw new ResumeRefused(response.headers.get(RESUME_REFUSED_HEADER) ?? "unknown_cursor");
+    // The session's bound on attached clients (decision 0060): its body is the LimitError to answer.
+    if (response.status === 429) throw limitRefusal(await response.json());
     if (response.status !== 101 || !ws) throw RpcError.sessionNotFound(sessionId);
     const caps = response.headers.get(RESUMED_CAPS_HEADER);
     // SAFETY: the header is the session's JSON of the ClientAttachment caps this connection advertised.

@@ -8,6 +8,7 @@ import { type PeerView, clientDisconnectedUpdate, peerView, resolvedInPrShape } 
 import { stage } from "../../protocol/stage-timing";
 import { StreamRing } from "../../protocol/stream-ring";
 import { rank } from "../../protocol/people/roles";
+import { Departures } from "./departures";
 import { RetainedStreams } from "./retained-streams";
 
 /**
@@ -85,9 +86,18 @@ export function resumedClient(now: ClientAttachment, before: ClientAttachment): 
 
 export class AttachedClients {
   /** Streams of clients whose socket dropped, kept for a resume (decision 0050); what is sent to all reaches them too. */
-  readonly retained = new RetainedStreams();
+  readonly retained: RetainedStreams;
+  /** Those of them not yet announced `client_disconnected`: owed when their stream lapses unresumed (decision 0060). */
+  readonly departures: Departures;
 
-  constructor(private readonly ctx: DurableObjectState) {}
+  /** `now`: the clock the retention window is read by (a test's, session-testing.ts, or Date.now). */
+  constructor(
+    private readonly ctx: DurableObjectState,
+    private readonly now: () => number = Date.now,
+  ) {
+    this.retained = new RetainedStreams(now);
+    this.departures = new Departures(ctx.storage.sql);
+  }
 
   all(): WebSocket[] {
     return this.ctx.getWebSockets(CLIENT_TAG);
@@ -125,15 +135,35 @@ export class AttachedClients {
   }
 
   /**
-   * A client left (detached, or its socket dropped): the clients that came by `session/attach` get
-   * the PR's `client_disconnected`. Not when the same connection is attached again on another socket
-   * (a second attach or a load replaced this one).
+   * One of the PR's updates (decision 0054): to the clients that came by `session/attach`, but
+   * `exceptConnId`, and into their streams kept for a resume.
    */
-  departed(ws: WebSocket, client: ClientAttachment, sessionId: string): void {
-    const others = this.all().filter((o) => o !== ws);
-    if (others.some((o) => attachmentOf(o)?.connId === client.connId)) return;
-    const text = clientDisconnectedUpdate(sessionId, peerView(client), Date.now());
-    for (const o of others) if (attachmentOf(o)?.attachedAs) send(o, text);
+  toAttached(text: string, exceptConnId?: string): void {
+    for (const ws of this.all()) {
+      const client = attachmentOf(ws);
+      if (client?.attachedAs && client.connId !== exceptConnId) send(ws, text);
+    }
+    this.retained.stampAll(text, exceptConnId, (client) => client.attachedAs !== undefined);
+  }
+
+  /**
+   * A client left: the clients that came by `session/attach` get the PR's `client_disconnected` — at
+   * once when it let go (detached, or nothing to resume), when its stream lapses unresumed when its
+   * socket dropped (`kept`, decision 0060). Not when the same connection is attached on another
+   * socket (a second attach or a load replaced this one).
+   */
+  departed(ws: WebSocket, client: ClientAttachment, sessionId: string, kept: boolean): void {
+    if (this.all().some((o) => o !== ws && attachmentOf(o)?.connId === client.connId)) return;
+    if (kept) return this.departures.add(client.connId, peerView(client), this.retained.lapsesAt(client.connId) ?? this.now());
+    this.toAttached(clientDisconnectedUpdate(sessionId, peerView(client), this.now()));
+  }
+
+  /** The alarm: each client whose stream lapsed unresumed is announced gone, unless its connection is attached again. */
+  announceLapsed(sessionId: string): void {
+    for (const { connId, peer } of this.departures.due(this.now())) {
+      if (this.byConnection(connId)) continue;
+      this.toAttached(clientDisconnectedUpdate(sessionId, peer, this.now()));
+    }
   }
 
   private peer(connId: string): PeerView | undefined {

@@ -61,7 +61,7 @@ export function sessionParts(ctx: DurableObjectState, env: Env, testing: () => S
   const scheduleDeadline = () => deadlines.schedule();
   const d1 = () => testing().d1 ?? env.DB;
   const live = liveIndex(ctx, d1, store, scheduleDeadline);
-  const clients = new AttachedClients(ctx);
+  const clients = new AttachedClients(ctx, () => testing().now?.() ?? Date.now());
   const agentSocket = new AgentSocket(ctx);
   const info = new SessionInfo(ctx, env, store, clients);
   const audits = new AuditOutbox(ctx.storage.sql, env.DB, store, {

@@ -1,9 +1,13 @@
 // The session machine's one port (protocol/session-machine.ts `SessionPort`), built from the
 // SessionObject's parts: the rows are store.ts and request-rows.ts, the ways to the agent agent-channels.ts, answers and
 // notices go to the clients, the turn's start and end to the permission machine, the tenant's policy
-// and the session's info, a deletion to session-deletion.ts.
+// and the session's info (and, for clients that came by attach, the PR's turn_complete), a deletion
+// to session-deletion.ts.
 
 import type { SessionPort } from "../../protocol/session-machine";
+import type { TurnEnd } from "../../protocol/session-attach";
+import type { TurnState } from "../../protocol/turn-state";
+import { GATEWAY_NOTIFICATIONS } from "../../core/gateway-notifications";
 import type { AgentChannels } from "../../protocol/session-agent-order";
 import type { AttachedClients } from "./clients";
 import { send } from "./clients";
@@ -30,6 +34,13 @@ export interface SessionPortParts {
 
 export function sessionPort(parts: SessionPortParts): SessionPort {
   const { store, requests, clients, info, permissions } = parts;
+  // The turn the machine just set idle, until its end is told (`promptEnded`, or the gateway's
+  // `turn_ended` notice in the same step): the PR's turn_complete names who prompted it (decision 0060).
+  let ended: Extract<TurnState, { connId: string }> | undefined;
+  const completed = (end: TurnEnd) => {
+    if (ended) info.turnCompleted(ended, end);
+    ended = undefined;
+  };
   return {
     table: {
       get meta() {
@@ -39,6 +50,8 @@ export function sessionPort(parts: SessionPortParts): SessionPort {
         return store.turn;
       },
       set turn(turn) {
+        const before = store.turn;
+        ended = turn.state === "idle" && before.state !== "idle" ? before : undefined;
         store.turn = turn;
       },
       get hold() {
@@ -57,15 +70,22 @@ export function sessionPort(parts: SessionPortParts): SessionPort {
       const ws = clients.byConnection(connId);
       if (ws) send(ws, text);
     },
-    notice: (method, params) => info.notice(method, params),
+    notice: (method, params) => {
+      info.notice(method, params);
+      // The gateway ended the turn (it is idle now); a turn it is cancelling ends with the agent's answer.
+      if (method === GATEWAY_NOTIFICATIONS.turnEnded && store.turn.state === "idle")
+        completed({ by: "gateway", reason: "reason" in params && typeof params.reason === "string" ? params.reason : "ended" });
+    },
     permissions,
     promptStarted: (gwId, client, params) => {
+      ended = undefined;
       parts.policy.turnStarted(gwId);
       info.recordPrompt(client, params);
     },
     promptEnded: (result) => {
       store.append("turn_end", JSON.stringify({ result }));
       info.touchIndex();
+      completed({ by: "agent", result });
     },
     configOptions: (options) => info.setConfigOptions(options),
     deleted: parts.deleted,
