@@ -48,6 +48,7 @@ import type { Principal } from "../core/principal";
 import { CLOSE, closeQuietly } from "../core/close-codes";
 import { ErrorCode } from "../core/rpc-errors";
 import { servedCapabilities } from "../protocol/served-capabilities";
+import { versionNote } from "../protocol/version-negotiation";
 import { ConnectionMetrics } from "./connection-metrics";
 import { log } from "../core/log";
 import { STREAM_METHODS, TRANSPORT_META } from "../protocol/stream-cursor";
@@ -344,6 +345,7 @@ export class ClientConnection {
     if (status.failing) throw new RpcError(ErrorCode.internalError, status.failing, { reason: "agent_failing", agent: this.agent });
     const info = status.info;
     const served = servedCapabilities(info?.agentCapabilities);
+    const note = versionNote(params);
     return {
       protocolVersion: PROTOCOL_VERSION,
       // The gateway keeps every session's history, so it can always load: it replays them itself.
@@ -366,6 +368,8 @@ export class ClientConnection {
           ...(status.unreachable ? { agentUnreachable: status.unreachable } : {}),
           // What the agent said about itself, outside any session (`_auth/status_update`): its newest of each.
           ...(status.notices && status.notices.length > 0 ? { agentNotices: status.notices } : {}),
+          // A client that asked a newer version is answered v1, and told so in words (decision 0060).
+          ...(note ? { protocolVersion: note } : {}),
         },
         // The draft RFD's `capabilities.transport` (resumable streams), here until the RFD lands (decision 0050).
         ...(this.sink.transport ? { [TRANSPORT_META]: this.sink.transport } : {}),

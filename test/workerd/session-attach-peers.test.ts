@@ -1,7 +1,8 @@
 // What PR #533 tells attached clients of each other (decision 0060), in the real Worker, SessionObject
 // and D1 with raw peers: `prompt_received` and `turn_complete` to the clients that came by attach (not
 // the prompter, not a session/load client), `after_message` from the agent's message ids in the log,
-// the session's bound on attached clients, and `client_disconnected` only for a client that is gone.
+// the session's bound on attached clients, `client_disconnected` only for a client that is gone, and
+// a client asking ACP v2 answered v1 with a note.
 
 import { SELF, runDurableObjectAlarm, runInDurableObject } from "cloudflare:test";
 import { describe, expect, it } from "vitest";
@@ -264,5 +265,23 @@ describe("client_disconnected only for a client that is gone", () => {
     await lapse(stub);
     await dash.next(isUpdate("client_disconnected"));
     await drained(dash, agent, sessionId);
+  });
+});
+
+describe("a client asking ACP v2 (decision 0060)", () => {
+  it("is answered v1, as ACP's negotiation says, with a note saying what works; its v1 session goes on", async () => {
+    const t = await seedTenant();
+    const agent = await dialInAgent(t);
+    const peer = await connect(`/acp?agent=${agent.name}`, t.clientKey);
+    const init = await peer.request("initialize", { protocolVersion: 2, capabilities: {}, info: { name: "v2", version: "0" } });
+    expect(init.result.protocolVersion).toBe(1);
+    expect(init.result._meta.acpGateway.protocolVersion).toMatchObject({ requested: 2, served: 1, message: expect.stringMatching(/v1/) });
+    const created = peer.request("session/new", { cwd: "/w", mcpServers: [] });
+    const sessionId = await agent.acceptNewSession();
+    expect((await created).result.sessionId).toBe(sessionId);
+    const v1 = await connect(`/acp?agent=${agent.name}`, t.clientKey);
+    expect((await v1.request("initialize", { protocolVersion: 1, clientCapabilities: {} })).result._meta.acpGateway).not.toHaveProperty(
+      "protocolVersion",
+    );
   });
 });
