@@ -675,14 +675,20 @@ export class ClientConnection {
     return this.slot.release();
   }
 
-  close(): void {
+  /**
+   * The connection ends. `resumable`: its sessions keep its streams for a `stream/resume` (a WebSocket
+   * that dropped); false lets them go at once (an HTTP connection ended: it resumes in its own
+   * ConnectionObject, never at the sessions), and the others learn it left now (decision 0060).
+   */
+  close(resumable = true): void {
     if (this.closed) return;
     this.closed = true;
     clearInterval(this.recheck);
     this.metrics.close();
     void this.slot.release();
+    const [code, reason] = resumable ? [CLOSE.normal, "client gone"] : [CLOSE.detached, "connection ended"];
     for (const pending of this.sessions.values()) {
-      void pending.then((ws) => ws.close(CLOSE.normal, "client gone")).catch(() => undefined);
+      void pending.then((ws) => ws.close(code, reason)).catch(() => undefined);
     }
     this.sessions.clear();
     this.sink.close(CLOSE.normal, "closed");

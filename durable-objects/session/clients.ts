@@ -9,7 +9,7 @@ import { stage } from "../../protocol/stage-timing";
 import { StreamRing } from "../../protocol/stream-ring";
 import { rank } from "../../protocol/people/roles";
 import { Departures } from "./departures";
-import { RetainedStreams } from "./retained-streams";
+import { MAX_RETAINED, RetainedStreams } from "./retained-streams";
 
 /**
  * Each client socket's stream (protocol/stream-ring.ts, decision 0050): every frame sent on the
@@ -154,8 +154,10 @@ export class AttachedClients {
    */
   departed(ws: WebSocket, client: ClientAttachment, sessionId: string, kept: boolean): void {
     if (this.all().some((o) => o !== ws && attachmentOf(o)?.connId === client.connId)) return;
-    if (kept) return this.departures.add(client.connId, peerView(client), this.retained.lapsesAt(client.connId) ?? this.now());
-    this.toAttached(clientDisconnectedUpdate(sessionId, peerView(client), this.now()));
+    if (!kept) return this.toAttached(clientDisconnectedUpdate(sessionId, peerView(client), this.now()));
+    const at = this.retained.lapsesAt(client.connId) ?? this.now();
+    for (const over of this.departures.add(client.connId, peerView(client), at, MAX_RETAINED))
+      this.toAttached(clientDisconnectedUpdate(sessionId, over.peer, this.now()));
   }
 
   /** The alarm: each client whose stream lapsed unresumed is announced gone, unless its connection is attached again. */

@@ -1,8 +1,8 @@
 // Clients whose socket dropped and who may still resume their stream (decision 0050's window): the
 // PR's `client_disconnected` is owed for each only once the window lapsed with no resume (decision
 // 0060). Kept in the session's meta table, not memory: an instance evicted in the window is woken by
-// the alarm (session-deadlines.ts) and still announces them. One row for all: drops are rare, and a
-// session keeps at most MAX_RETAINED streams (retained-streams.ts), so the list stays short.
+// the alarm (session-deadlines.ts) and still announces them. One row for all: drops are rare, and the
+// list is bounded as the kept streams are (MAX_RETAINED, retained-streams.ts).
 
 import type { PeerView } from "../../protocol/session-attach";
 import { MetaTable } from "../meta-table";
@@ -24,9 +24,16 @@ export class Departures {
     this.rows = new MetaTable(sql);
   }
 
-  /** A client's socket dropped with its stream kept until `at`. */
-  add(connId: string, peer: PeerView, at: number): void {
-    this.write([...this.list().filter((d) => d.connId !== connId), { connId, peer, at }]);
+  /**
+   * A client's socket dropped with its stream kept until `at`. Past `max` owed, the oldest are given
+   * back to be announced now: the session keeps no more streams than that (retained-streams.ts lets the
+   * oldest go), so those clients can no longer resume.
+   */
+  add(connId: string, peer: PeerView, at: number, max: number): { connId: string; peer: PeerView }[] {
+    const list = [...this.list().filter((d) => d.connId !== connId), { connId, peer, at }];
+    const over = list.splice(0, Math.max(0, list.length - max));
+    this.write(list);
+    return over;
   }
 
   /** The client is back (its stream resumed, or the connection attached again): nothing is owed. */

@@ -9,7 +9,7 @@ import type { ResumeRefusal } from "../../protocol/stream-cursor";
 import { type StreamRing, WEBSOCKET_RETENTION } from "../../protocol/stream-ring";
 
 /** Dropped streams one session keeps at once; past it the oldest is let go (its client falls back to session/load). */
-const MAX_RETAINED = 32;
+export const MAX_RETAINED = 32;
 
 interface Retained {
   ring: StreamRing;

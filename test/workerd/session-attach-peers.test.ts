@@ -20,6 +20,7 @@ import {
   startTurn,
 } from "./helpers";
 import { restartObject, sessionStub } from "./fuzz-faults";
+import { httpConnect } from "./http-helpers";
 import { HARD_LIMITS } from "../../protocol/tenant-limits";
 import { type SessionObject, sessionTesting } from "../../durable-objects/session/session-object";
 
@@ -283,5 +284,21 @@ describe("a client asking ACP v2 (decision 0060)", () => {
     expect((await v1.request("initialize", { protocolVersion: 1, clientCapabilities: {} })).result._meta.acpGateway).not.toHaveProperty(
       "protocolVersion",
     );
+  });
+});
+
+describe("client_disconnected for an HTTP connection that ends", () => {
+  it("is sent at once: an HTTP connection resumes in its own object, never at the session, so nothing is kept for it", async () => {
+    const t = await seedTenant();
+    const agent = await dialInAgent(t);
+    const { sessionId } = await clientWithSession(t, agent);
+    const { peer: dash } = await attached(agent, t.clientKey, { sessionId, historyPolicy: "none" });
+    const http = await httpConnect(t.clientKey2, agent.name);
+    const session = await http.openSession(sessionId);
+    const attach = await http.request("session/attach", { sessionId, historyPolicy: "none", clientId: "http-1" }, sessionId);
+    expect((await session.next(isResponseTo(attach.id))).result.clientId).toBe("http-1");
+    expect((await http.del()).status).toBeLessThan(300);
+    const gone = await dash.next(isUpdate("client_disconnected"));
+    expect(gone.params.update.client).toMatchObject({ clientId: "http-1" });
   });
 });
