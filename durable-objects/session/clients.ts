@@ -146,6 +146,12 @@ export class AttachedClients {
     this.retained.stampAll(text, exceptConnId, (client) => client.attachedAs !== undefined);
   }
 
+  /** Whether any client that came by `session/attach` (but `exceptConnId`) would get one of the PR's updates: else none is built. */
+  hasAttached(exceptConnId?: string): boolean {
+    const wants = (client: ClientAttachment | undefined) => client?.attachedAs !== undefined && client.connId !== exceptConnId;
+    return this.all().some((ws) => wants(attachmentOf(ws))) || this.retained.some(wants);
+  }
+
   /**
    * A client left: the clients that came by `session/attach` get the PR's `client_disconnected` — at
    * once when it let go (detached, or nothing to resume), when its stream lapses unresumed when its

@@ -51,6 +51,14 @@ export class RetainedStreams {
       if (connId !== exceptConnId && (!only || only(retained.client))) retained.ring.stamp(text);
   }
 
+  /** Whether a client whose stream is kept (and not lapsed) is one `match` accepts. */
+  some(match: (client: ClientAttachment) => boolean): boolean {
+    if (this.byConnection.size === 0) return false;
+    this.expire();
+    for (const retained of this.byConnection.values()) if (match(retained.client)) return true;
+    return false;
+  }
+
   /** When connection `connId`'s kept stream lapses (undefined: none kept). */
   lapsesAt(connId: string): number | undefined {
     return this.byConnection.get(connId)?.until;

@@ -94,7 +94,7 @@ export class SessionInfo {
     }
     // The PR's prompt_received (decision 0060): to the other clients that came by attach, after the
     // echo above and before the agent streams (the prompt goes to the agent after this returns).
-    if (meta)
+    if (meta && this.clients.hasAttached(connId))
       this.clients.toAttached(promptReceivedUpdate(meta.sessionId, isObject(params) ? params.prompt : undefined, peerView(from)), connId);
     // A session the agent has not named is called by its first prompt, until the agent names it.
     const first = meta && meta.title == null ? titleFromPrompt(blocks) : null;
@@ -107,7 +107,8 @@ export class SessionInfo {
    */
   turnCompleted(turn: { connId: string; fromSeq?: number }, end: TurnEnd): void {
     const meta = this.store.meta;
-    if (!meta) return;
+    // The log is read for the messageId only when someone is to be told.
+    if (!meta || !this.clients.hasAttached(turn.connId)) return;
     const messageId = lastAgentMessageId(this.ctx.storage.sql, turn.fromSeq ?? 0);
     this.clients.toAttached(turnCompleteUpdate(meta.sessionId, end, messageId), turn.connId);
   }

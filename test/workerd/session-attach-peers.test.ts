@@ -97,6 +97,30 @@ describe("prompt_received and turn_complete", () => {
     }
   });
 
+  it("an attached client whose socket dropped gets them in its kept stream: its resume replays turn_complete", async () => {
+    const t = await seedTenant();
+    const agent = await dialInAgent(t);
+    const { client: alice, sessionId } = await clientWithSession(t, agent);
+    const { peer: dash } = await attached(agent, t.clientKey2, { sessionId, historyPolicy: "none" });
+    const prompt = await startTurn(alice, agent, sessionId);
+    agent.update(sessionId, { sessionUpdate: "agent_message_chunk", messageId: "m-9", content: text("seen") });
+    const seen = await dash.next((m) => isUpdate("agent_message_chunk")(m) && m.params.update.content.text === "seen");
+    const dashConn = dash.response.headers.get("Acp-Connection-Id") ?? "";
+    dash.close();
+    const stub = sessionStub(t.tenantId, sessionId);
+    await expect
+      .poll(() => runInDurableObject(stub, (instance: SessionObject) => sessionTesting(instance).attached()), { timeout: 20_000 })
+      .not.toContain(dashConn);
+    agent.peer.respond(prompt.id, { stopReason: "end_turn" });
+    await alice.next(isResponseTo("turn"));
+    const back = await connect(`/acp?agent=${agent.name}`, t.clientKey2);
+    const cursor = seen.params._meta["acp/cursor"];
+    expect((await back.request("stream/resume", { connectionId: dashConn, streams: { [sessionId]: cursor } }, "r")).result.resumed).toEqual(
+      [sessionId],
+    );
+    expect((await back.next(isUpdate("turn_complete"))).params.update).toMatchObject({ stopReason: "end_turn", messageId: "m-9" });
+  });
+
   it("a turn the gateway ends (the agent gone) completes with stopReason null and the reason", async () => {
     const t = await seedTenant();
     const agent = await dialInAgent(t);
