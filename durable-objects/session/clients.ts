@@ -161,6 +161,8 @@ export class AttachedClients {
   departed(ws: WebSocket, client: ClientAttachment, sessionId: string, kept: boolean): void {
     if (this.all().some((o) => o !== ws && attachmentOf(o)?.connId === client.connId)) return;
     if (!kept) return this.toAttached(clientDisconnectedUpdate(sessionId, peerView(client), this.now()));
+    // Owed only to the attached clients there now: with none, nothing is kept (no row, no alarm).
+    if (!this.hasAttached(client.connId)) return;
     const at = this.retained.lapsesAt(client.connId) ?? this.now();
     for (const over of this.departures.add(client.connId, peerView(client), at, MAX_RETAINED))
       this.toAttached(clientDisconnectedUpdate(sessionId, over.peer, this.now()));
