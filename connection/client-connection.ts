@@ -33,7 +33,7 @@ import {
 import type { AgentStatus, GatewayObjects, OpenSessionArgs } from "./gateway-objects";
 import type { ResponseMessage } from "../protocol/jsonrpc";
 import { AGENT_METHODS, CANCEL_REQUEST, PROTOCOL_VERSION } from "../protocol/methods";
-import { LIVE_SESSION_WINDOW_MS, limitsOf, liveSessionsError } from "../protocol/tenant-limits";
+import { LIVE_SESSION_WINDOW_MS, limitRefusal, limitsOf, liveSessionsError } from "../protocol/tenant-limits";
 import { liveSessionCount } from "../db/queries/sessions";
 import { type Admission, type RateGate } from "../protocol/rate-limit";
 import { ConnectionSlot, rateGate } from "./tenant-limits";
@@ -49,6 +49,7 @@ import { CLOSE, closeQuietly } from "../core/close-codes";
 import { ErrorCode } from "../core/rpc-errors";
 import { servedCapabilities } from "../protocol/served-capabilities";
 import { gatewayPermissionDeadlineMs } from "../protocol/effective-settings";
+import { versionNote } from "../protocol/version-negotiation";
 import { ConnectionMetrics } from "./connection-metrics";
 import { log } from "../core/log";
 import { STREAM_METHODS, TRANSPORT_META } from "../protocol/stream-cursor";
@@ -345,6 +346,7 @@ export class ClientConnection {
     if (status.failing) throw new RpcError(ErrorCode.internalError, status.failing, { reason: "agent_failing", agent: this.agent });
     const info = status.info;
     const served = servedCapabilities(info?.agentCapabilities);
+    const note = versionNote(params);
     return {
       protocolVersion: PROTOCOL_VERSION,
       // The gateway keeps every session's history, so it can always load: it replays them itself.
@@ -367,6 +369,8 @@ export class ClientConnection {
           ...(status.unreachable ? { agentUnreachable: status.unreachable } : {}),
           // What the agent said about itself, outside any session (`_auth/status_update`): its newest of each.
           ...(status.notices && status.notices.length > 0 ? { agentNotices: status.notices } : {}),
+          // A client that asked a newer version is answered v1, and told so in words (decision 0060).
+          ...(note ? { protocolVersion: note } : {}),
         },
         // The draft RFD's `capabilities.transport` (resumable streams), here until the RFD lands (decision 0050).
         ...(this.sink.transport ? { [TRANSPORT_META]: this.sink.transport } : {}),
@@ -411,8 +415,8 @@ export class ClientConnection {
     if (!(await this.sessionIndexed(ask.sessionId))) throw attachNotFound(ask.sessionId);
     void this.detachSession(ask.sessionId);
     this.detached.delete(ask.sessionId);
-    await this.attach(ask.sessionId, "attach", id, ask).catch(() => {
-      throw attachNotFound(ask.sessionId);
+    await this.attach(ask.sessionId, "attach", id, ask).catch((error: unknown) => {
+      throw error instanceof RpcError && error.code === ErrorCode.limitExceeded ? error : attachNotFound(ask.sessionId);
     });
   }
 
@@ -502,7 +506,15 @@ export class ClientConnection {
       mode,
       ...(loadRequestId !== undefined ? { loadRequestId } : {}),
       ...(resumeFrom !== undefined ? { resumeFrom } : {}),
-      ...(ask ? { attach: { historyPolicy: ask.historyPolicy, role: ask.role } } : {}),
+      ...(ask
+        ? {
+            attach: {
+              historyPolicy: ask.historyPolicy,
+              role: ask.role,
+              ...(ask.afterMessageId !== undefined ? { afterMessageId: ask.afterMessageId } : {}),
+            },
+          }
+        : {}),
       client: {
         connId: this.connId,
         keyId: this.principal.keyId,
@@ -522,6 +534,8 @@ export class ClientConnection {
     const ws = response.webSocket;
     if (mode === "resume" && response.status === 409)
       throw new ResumeRefused(response.headers.get(RESUME_REFUSED_HEADER) ?? "unknown_cursor");
+    // The session's bound on attached clients (decision 0060): its body is the LimitError to answer.
+    if (response.status === 429) throw limitRefusal(await response.json());
     if (response.status !== 101 || !ws) throw RpcError.sessionNotFound(sessionId);
     const caps = response.headers.get(RESUMED_CAPS_HEADER);
     // SAFETY: the header is the session's JSON of the ClientAttachment caps this connection advertised.
@@ -662,14 +676,20 @@ export class ClientConnection {
     return this.slot.release();
   }
 
-  close(): void {
+  /**
+   * The connection ends. `resumable`: its sessions keep its streams for a `stream/resume` (a WebSocket
+   * that dropped); false lets them go at once (an HTTP connection ended: it resumes in its own
+   * ConnectionObject, never at the sessions), and the others learn it left now (decision 0060).
+   */
+  close(resumable = true): void {
     if (this.closed) return;
     this.closed = true;
     clearInterval(this.recheck);
     this.metrics.close();
     void this.slot.release();
+    const [code, reason] = resumable ? [CLOSE.normal, "client gone"] : [CLOSE.detached, "connection ended"];
     for (const pending of this.sessions.values()) {
-      void pending.then((ws) => ws.close(CLOSE.normal, "client gone")).catch(() => undefined);
+      void pending.then((ws) => ws.close(code, reason)).catch(() => undefined);
     }
     this.sessions.clear();
     this.sink.close(CLOSE.normal, "closed");

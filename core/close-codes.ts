@@ -17,7 +17,7 @@ export const CLOSE = {
   tryAgainLater: 1013,
   /** A newer connection of the same agent took over. */
   replaced: 4000,
-  /** The client let go of a session on purpose (session/detach, or a new attach or load of it): no stream is kept for a resume. */
+  /** The client let go of a session on purpose (session/detach, a new attach or load of it, its HTTP connection ended): no stream is kept for a resume. */
   detached: 4001,
   /** The key was revoked or expired, or the tenant disabled. */
   credentialsRevoked: 4401,

@@ -101,6 +101,12 @@ function initFailureOf(error: unknown, epoch: number): AgentInitFailure {
   return { epoch, code, message, at: Date.now() };
 }
 
+/** An agent that answered initialize with a version the gateway does not speak: failing, saying why. */
+function otherVersion(version: number, epoch: number): AgentInitFailure {
+  const message = `it answered protocolVersion ${version}; the gateway speaks ACP v${PROTOCOL_VERSION} only and relays frames unchanged, so it does not use this connection. Run the agent so it negotiates v${PROTOCOL_VERSION}`;
+  return { epoch, code: null, message: displayString(message), at: Date.now() };
+}
+
 /** What a client is told when the agent it names is failing: the agent's own message, and its code. */
 export function agentFailingError(agent: string, failure: AgentInitFailure): RpcError {
   const code = failure.code === null ? "" : ` (${failure.code})`;
@@ -391,8 +397,14 @@ export class AgentRelay {
         this.tables.initFailure = initFailureOf(message.error, outbound.epoch);
         return this.ports.waits.initialized();
       }
-      if (this.tables.initFailure !== null) this.tables.initFailure = null;
       const result = isObject(message.result) ? message.result : {};
+      // Answered with another version than the gateway's (ACP lets an agent answer its latest): its
+      // frames would not be v1, and the gateway relays them unchanged, so it is failing (decision 0060).
+      if (typeof result.protocolVersion === "number" && result.protocolVersion !== PROTOCOL_VERSION) {
+        this.tables.initFailure = otherVersion(result.protocolVersion, outbound.epoch);
+        return this.ports.waits.initialized();
+      }
+      if (this.tables.initFailure !== null) this.tables.initFailure = null;
       this.tables.info = {
         protocolVersion: typeof result.protocolVersion === "number" ? result.protocolVersion : PROTOCOL_VERSION,
         agentCapabilities: isObject(result.agentCapabilities) ? result.agentCapabilities : {},

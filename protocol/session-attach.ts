@@ -19,7 +19,7 @@ export const ATTACH_METHODS = {
   detach: "session/detach",
 } as const;
 
-const HISTORY_POLICIES = ["full", "pending_only", "none"] as const;
+const HISTORY_POLICIES = ["full", "pending_only", "none", "after_message"] as const;
 export type HistoryPolicy = (typeof HISTORY_POLICIES)[number];
 
 export type AttachRole = "controller" | "observer";
@@ -38,6 +38,8 @@ export interface AttachAsk {
   sessionId: string;
   role: AttachRole;
   historyPolicy: HistoryPolicy;
+  /** With `after_message`: the agent's `messageId` the client has history up to (the Message ID RFD). */
+  afterMessageId?: string;
   /** The gateway's role the client has in this session: its own, or `observer` when it asked for less. */
   sessionRole: Role;
   as: AttachedAs;
@@ -49,6 +51,9 @@ export interface AttachAsk {
  */
 const MAX_FIELD = 64;
 
+/** Longest `afterMessageId` looked for: it goes in the attach header and one log query, never into an attachment. */
+const MAX_MESSAGE_ID = 256;
+
 /** The capability one caller is offered: the roles its key allows, the history policies. */
 export function attachCapability(role: Role | null): { roles: AttachRole[]; historyPolicies: readonly HistoryPolicy[] } {
   return { roles: may(role, "drive") ? ["controller", "observer"] : ["observer"], historyPolicies: HISTORY_POLICIES };
@@ -56,18 +61,18 @@ export function attachCapability(role: Role | null): { roles: AttachRole[]; hist
 
 /**
  * `session/attach`'s params read and authorised for a caller of `role`, or the error to answer.
- * `after_message` needs message ids the gateway does not keep: as the PR says for an unknown
- * message, it falls back to `full`, and the answer's `historyPolicy` says so.
+ * `after_message` names the agent's `messageId` (the Message ID RFD) in `afterMessageId`; the session
+ * finds it in its log or falls back to `full` (durable-objects/session/session-attach.ts, decision 0060).
  */
 export function readAttach(params: unknown, role: Role | null, newClientId: () => string): AttachAsk {
   if (!isObject(params) || typeof params.sessionId !== "string" || params.sessionId === "")
     throw RpcError.invalidParams("session/attach needs params.sessionId (a string)");
-  const asked = params.historyPolicy ?? "full";
-  const historyPolicy = asked === "after_message" ? "full" : asked;
+  const historyPolicy = params.historyPolicy ?? "full";
   if (!isHistoryPolicy(historyPolicy))
-    throw RpcError.invalidParams(`session/attach: historyPolicy must be one of ${HISTORY_POLICIES.join(", ")} (or after_message)`, {
-      historyPolicy: asked,
-    });
+    throw RpcError.invalidParams(`session/attach: historyPolicy must be one of ${HISTORY_POLICIES.join(", ")}`, { historyPolicy });
+  const afterMessageId = historyPolicy === "after_message" ? bounded(params.afterMessageId, "afterMessageId", MAX_MESSAGE_ID) : undefined;
+  if (historyPolicy === "after_message" && afterMessageId === undefined)
+    throw RpcError.invalidParams("session/attach: historyPolicy after_message needs afterMessageId (a message's id)");
   const drives = may(role, "drive");
   const wanted = params.role ?? (drives ? "controller" : "observer");
   if (wanted !== "controller" && wanted !== "observer")
@@ -82,6 +87,7 @@ export function readAttach(params: unknown, role: Role | null, newClientId: () =
     sessionId: params.sessionId,
     role: wanted,
     historyPolicy,
+    ...(afterMessageId !== undefined ? { afterMessageId } : {}),
     sessionRole: wanted === "observer" || role === null ? "observer" : role,
     as: attachedAs(params, newClientId),
   };
@@ -99,10 +105,10 @@ function attachedAs(params: Record<string, unknown>, newClientId: () => string):
   return { clientId, ...(name !== undefined ? { name } : {}), ...(version !== undefined ? { version } : {}) };
 }
 
-function bounded(value: unknown, what: string): string | undefined {
+function bounded(value: unknown, what: string, max = MAX_FIELD): string | undefined {
   if (value === undefined || value === null) return undefined;
-  if (typeof value !== "string" || value.length === 0 || value.length > MAX_FIELD)
-    throw RpcError.invalidParams(`session/attach: ${what} must be a string of 1 to ${MAX_FIELD} characters`);
+  if (typeof value !== "string" || value.length === 0 || value.length > max)
+    throw RpcError.invalidParams(`session/attach: ${what} must be a string of 1 to ${max} characters`);
   return value;
 }
 
@@ -132,7 +138,10 @@ export function peerView(client: { user: string | null; attachedAs?: AttachedAs 
   };
 }
 
-/** The answer to `session/attach` (the PR's shape; `history` lists the requests waiting, omitted for `none`). */
+/**
+ * The answer to `session/attach` (the PR's shape; `history` lists the requests waiting, omitted for
+ * `none`). `historyPolicy` is what was served: `full` where an `after_message`'s message was not found.
+ */
 export function attachResult(args: {
   sessionId: string;
   as: AttachedAs;
@@ -211,6 +220,33 @@ function resolverOf(decidedBy: unknown, clientOf: (connectionId: string) => Peer
   if (decidedBy.type === "link")
     return { name: "acp-gateway approval link", ...(typeof decidedBy.user === "string" ? { user: decidedBy.user } : {}) };
   return { name: "acp-gateway", ...(typeof decidedBy.type === "string" ? { clientId: `gateway:${decidedBy.type}` } : {}) };
+}
+
+/**
+ * The PR's `prompt_received`: a client's prompt, as it sent it, to the other clients that came by
+ * attach, before the agent streams. No `messageId`: the Message ID RFD has the agent make it.
+ */
+export function promptReceivedUpdate(sessionId: string, prompt: unknown, sentBy: PeerView): string {
+  return sessionUpdate(sessionId, "prompt_received", { prompt: Array.isArray(prompt) ? prompt : [], sentBy });
+}
+
+/** How a turn ended, as `turn_complete` tells it (decision 0060). */
+export type TurnEnd =
+  /** The agent answered the prompt: its result (none for an error answer). */
+  | { by: "agent"; result: unknown }
+  /** The gateway ended the turn (`_acp_gateway/turn_ended`): its reason. */
+  | { by: "gateway"; reason: string };
+
+/**
+ * The PR's `turn_complete`. `stopReason` mirrors the prompt's answer; a turn that ended without one
+ * (the agent answered with an error, or the gateway ended it: `reason`, as `_acp_gateway/turn_ended`
+ * says) has `stopReason: null`. `messageId`: the agent's last message of the turn, when it named it.
+ */
+export function turnCompleteUpdate(sessionId: string, end: TurnEnd, messageId: string | undefined): string {
+  const id = messageId !== undefined ? { messageId } : {};
+  if (end.by === "gateway") return sessionUpdate(sessionId, "turn_complete", { stopReason: null, reason: end.reason, ...id });
+  const stopReason = isObject(end.result) && typeof end.result.stopReason === "string" ? end.result.stopReason : null;
+  return sessionUpdate(sessionId, "turn_complete", { stopReason, ...id });
 }
 
 /** The PR's `client_disconnected`, for the clients that stay. */

@@ -52,7 +52,7 @@ export interface AttachRequest {
   mode: "replay" | "load" | "live" | "resume" | "attach";
   /** The id of the session/load or session/attach request the session answers. */
   loadRequestId?: string | number;
-  attach?: { historyPolicy: HistoryPolicy; role: AttachRole };
+  attach?: { historyPolicy: HistoryPolicy; role: AttachRole; afterMessageId?: string };
   resumeFrom?: string;
 }
 

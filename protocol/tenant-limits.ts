@@ -1,4 +1,5 @@
 import { ErrorCode } from "../core/rpc-errors";
+import { RpcError, isObject } from "./jsonrpc";
 import { shardOf } from "./generation-lease";
 // Per-tenant limits: the defaults, and reading a tenant's overrides (tenants.settings.limits); the
 // limits on one frame are protocol/limits.ts. The
@@ -43,6 +44,11 @@ export interface Limits {
   ruleBytesPerTenant: number;
   /** Notification targets (webhooks); beyond it a new one is refused, and no request is sent to more. */
   notificationTargetsPerTenant: number;
+  /**
+   * Client connections attached to one session at once (session/new, load, attach; decision 0060);
+   * beyond it an attach is refused (-32029). Each holds up to 1 MiB of stream in the session's memory.
+   */
+  attachedClientsPerSession: number;
 }
 
 export const DEFAULT_LIMITS: Readonly<Limits> = {
@@ -59,6 +65,7 @@ export const DEFAULT_LIMITS: Readonly<Limits> = {
   rulesPerTenant: 1000,
   ruleBytesPerTenant: 1024 * 1024,
   notificationTargetsPerTenant: 20,
+  attachedClientsPerSession: 16,
 };
 
 /**
@@ -69,6 +76,8 @@ export const HARD_LIMITS = {
   rulesPerTenant: 25_000,
   ruleBytesPerTenant: 16 * 1024 * 1024,
   notificationTargetsPerTenant: 50,
+  // Each attached socket's stream and each dropped one kept (32 at most) hold up to 1 MiB of the session's 128 MB.
+  attachedClientsPerSession: 32,
 } as const satisfies Partial<Limits>;
 
 /** One rule's bytes (as counted for ruleBytesPerTenant) may not exceed this, whatever the budget. */
@@ -242,6 +251,29 @@ export function heldFullError(value: number, rate: number, method: string): Limi
 /** The refusal of a new connection beyond its key's limit (HTTP 429 before the upgrade or initialize). */
 export function connectionsPerKeyMessage(value: number): string {
   return `This API key already has ${value} connections open (the tenant's limit; WebSocket and Streamable HTTP connections count). Close one (DELETE /acp for an HTTP connection) and retry, use another key, or ask the tenant's admin to raise settings.limits.connectionsPerKey.`;
+}
+
+/** The bound on one session's attached clients as the session applies it: the tenant's, never above the hard maximum. */
+export function attachedClientsBound(overrides: unknown): number {
+  return Math.min(limitsOf(overrides).attachedClientsPerSession, HARD_LIMITS.attachedClientsPerSession);
+}
+
+/** The refusal of one more client attaching to a session that has `value` attached. */
+export function attachedClientsError(sessionId: string, value: number): LimitError {
+  return limitError(
+    "attachedClientsPerSession",
+    value,
+    `Session ${sessionId} already has ${value} clients attached (the tenant's limit); this attach was refused and nothing of the session was sent. Detach a client (session/detach) or close one, or ask the tenant's admin to raise settings.limits.attachedClientsPerSession (at most ${HARD_LIMITS.attachedClientsPerSession}).`,
+    "attached_clients_limit",
+  );
+}
+
+/** A LimitError as it crossed a wire (a session's 429 body), as the error to answer; anything else is an internal error. */
+export function limitRefusal(body: unknown): RpcError {
+  const e = isObject(body) ? body : {};
+  if (e.code !== ErrorCode.limitExceeded || typeof e.message !== "string")
+    return new RpcError(ErrorCode.internalError, "The session refused the attach without saying why");
+  return new RpcError(ErrorCode.limitExceeded, e.message, e.data);
 }
 
 export function liveSessionsError(value: number): LimitError {

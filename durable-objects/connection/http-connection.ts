@@ -153,7 +153,7 @@ export class HttpConnection implements ClientSink {
   end(reason = "closed"): void {
     if (this.ended) return;
     this.ended = true;
-    this.client.close();
+    this.client.close(false);
     this.connectionStream.end();
     for (const stream of this.sessionStreams.values()) stream.end();
     this.sessionStreams.clear();

@@ -8,7 +8,8 @@ import { type PeerView, clientDisconnectedUpdate, peerView, resolvedInPrShape } 
 import { stage } from "../../protocol/stage-timing";
 import { StreamRing } from "../../protocol/stream-ring";
 import { rank } from "../../protocol/people/roles";
-import { RetainedStreams } from "./retained-streams";
+import { Departures } from "./departures";
+import { MAX_RETAINED, RetainedStreams } from "./retained-streams";
 
 /**
  * Each client socket's stream (protocol/stream-ring.ts, decision 0050): every frame sent on the
@@ -85,9 +86,18 @@ export function resumedClient(now: ClientAttachment, before: ClientAttachment): 
 
 export class AttachedClients {
   /** Streams of clients whose socket dropped, kept for a resume (decision 0050); what is sent to all reaches them too. */
-  readonly retained = new RetainedStreams();
+  readonly retained: RetainedStreams;
+  /** Those of them not yet announced `client_disconnected`: owed when their stream lapses unresumed (decision 0060). */
+  readonly departures: Departures;
 
-  constructor(private readonly ctx: DurableObjectState) {}
+  /** `now`: the clock the retention window is read by (a test's, session-testing.ts, or Date.now). */
+  constructor(
+    private readonly ctx: DurableObjectState,
+    private readonly now: () => number = Date.now,
+  ) {
+    this.retained = new RetainedStreams(now);
+    this.departures = new Departures(ctx.storage.sql);
+  }
 
   all(): WebSocket[] {
     return this.ctx.getWebSockets(CLIENT_TAG);
@@ -125,15 +135,45 @@ export class AttachedClients {
   }
 
   /**
-   * A client left (detached, or its socket dropped): the clients that came by `session/attach` get
-   * the PR's `client_disconnected`. Not when the same connection is attached again on another socket
-   * (a second attach or a load replaced this one).
+   * One of the PR's updates (decision 0054): to the clients that came by `session/attach`, but
+   * `exceptConnId`, and into their streams kept for a resume.
    */
-  departed(ws: WebSocket, client: ClientAttachment, sessionId: string): void {
-    const others = this.all().filter((o) => o !== ws);
-    if (others.some((o) => attachmentOf(o)?.connId === client.connId)) return;
-    const text = clientDisconnectedUpdate(sessionId, peerView(client), Date.now());
-    for (const o of others) if (attachmentOf(o)?.attachedAs) send(o, text);
+  toAttached(text: string, exceptConnId?: string): void {
+    for (const ws of this.all()) {
+      const client = attachmentOf(ws);
+      if (client?.attachedAs && client.connId !== exceptConnId) send(ws, text);
+    }
+    this.retained.stampAll(text, exceptConnId, (client) => client.attachedAs !== undefined);
+  }
+
+  /** Whether any client that came by `session/attach` (but `exceptConnId`) would get one of the PR's updates: else none is built. */
+  hasAttached(exceptConnId?: string): boolean {
+    const wants = (client: ClientAttachment | undefined) => client?.attachedAs !== undefined && client.connId !== exceptConnId;
+    return this.all().some((ws) => wants(attachmentOf(ws))) || this.retained.some(wants);
+  }
+
+  /**
+   * A client left: the clients that came by `session/attach` get the PR's `client_disconnected` — at
+   * once when it let go (detached, or nothing to resume), when its stream lapses unresumed when its
+   * socket dropped (`kept`, decision 0060). Not when the same connection is attached on another
+   * socket (a second attach or a load replaced this one).
+   */
+  departed(ws: WebSocket, client: ClientAttachment, sessionId: string, kept: boolean): void {
+    if (this.all().some((o) => o !== ws && attachmentOf(o)?.connId === client.connId)) return;
+    if (!kept) return this.toAttached(clientDisconnectedUpdate(sessionId, peerView(client), this.now()));
+    // Owed only to the attached clients there now: with none, nothing is kept (no row, no alarm).
+    if (!this.hasAttached(client.connId)) return;
+    const at = this.retained.lapsesAt(client.connId) ?? this.now();
+    for (const over of this.departures.add(client.connId, peerView(client), at, MAX_RETAINED))
+      this.toAttached(clientDisconnectedUpdate(sessionId, over.peer, this.now()));
+  }
+
+  /** The alarm: each client whose stream lapsed unresumed is announced gone, unless its connection is attached again. */
+  announceLapsed(sessionId: string): void {
+    for (const { connId, peer } of this.departures.due(this.now())) {
+      if (this.byConnection(connId)) continue;
+      this.toAttached(clientDisconnectedUpdate(sessionId, peer, this.now()));
+    }
   }
 
   private peer(connId: string): PeerView | undefined {

@@ -9,7 +9,7 @@ import type { ResumeRefusal } from "../../protocol/stream-cursor";
 import { type StreamRing, WEBSOCKET_RETENTION } from "../../protocol/stream-ring";
 
 /** Dropped streams one session keeps at once; past it the oldest is let go (its client falls back to session/load). */
-const MAX_RETAINED = 32;
+export const MAX_RETAINED = 32;
 
 interface Retained {
   ring: StreamRing;
@@ -23,11 +23,13 @@ export type Resumed = { ok: true; ring: StreamRing; frames: string[]; client: Cl
 export class RetainedStreams {
   private readonly byConnection = new Map<string, Retained>();
 
+  constructor(private readonly now: () => number = Date.now) {}
+
   /** A client's socket closed: its stream is kept for the window. */
   retain(client: ClientAttachment, ring: StreamRing): void {
     this.expire();
     this.byConnection.delete(client.connId);
-    this.byConnection.set(client.connId, { ring, client, until: Date.now() + WEBSOCKET_RETENTION.seconds * 1000 });
+    this.byConnection.set(client.connId, { ring, client, until: this.now() + WEBSOCKET_RETENTION.seconds * 1000 });
     if (this.byConnection.size > MAX_RETAINED) {
       const oldest = this.byConnection.keys().next().value;
       if (oldest !== undefined) this.byConnection.delete(oldest);
@@ -41,11 +43,25 @@ export class RetainedStreams {
     this.byConnection.get(connId)?.ring.stamp(text);
   }
 
-  /** A message for every client (an update, a notice): every stream kept gets it too, but `exceptConnId`'s. */
-  stampAll(text: string, exceptConnId?: string): void {
+  /** A message for every client (an update, a notice): every stream kept gets it too, but `exceptConnId`'s; `only`: of those clients. */
+  stampAll(text: string, exceptConnId?: string, only?: (client: ClientAttachment) => boolean): void {
     if (this.byConnection.size === 0) return;
     this.expire();
-    for (const [connId, retained] of this.byConnection) if (connId !== exceptConnId) retained.ring.stamp(text);
+    for (const [connId, retained] of this.byConnection)
+      if (connId !== exceptConnId && (!only || only(retained.client))) retained.ring.stamp(text);
+  }
+
+  /** Whether a client whose stream is kept (and not lapsed) is one `match` accepts. */
+  some(match: (client: ClientAttachment) => boolean): boolean {
+    if (this.byConnection.size === 0) return false;
+    this.expire();
+    for (const retained of this.byConnection.values()) if (match(retained.client)) return true;
+    return false;
+  }
+
+  /** When connection `connId`'s kept stream lapses (undefined: none kept). */
+  lapsesAt(connId: string): number | undefined {
+    return this.byConnection.get(connId)?.until;
   }
 
   /**
@@ -63,7 +79,7 @@ export class RetainedStreams {
   }
 
   /** Streams past their window are let go (a resume of one is refused: its cursor names nothing held). */
-  private expire(now = Date.now()): void {
+  private expire(now = this.now()): void {
     for (const [connId, retained] of this.byConnection) if (retained.until <= now) this.byConnection.delete(connId);
   }
 }

@@ -13,6 +13,7 @@ import {
   attachRequestOf,
 } from "../../protocol/session-wire";
 import { STREAM_METHODS } from "../../protocol/stream-cursor";
+import { attachedClientsBound, attachedClientsError } from "../../protocol/tenant-limits";
 import { replayedFrames } from "../../protocol/replayed-history";
 import { type StreamTurnState, streamTurnState, turnStateMeta } from "../../protocol/turn-state";
 import { CLOSE } from "../../core/close-codes";
@@ -31,6 +32,7 @@ import {
 } from "./clients";
 import { CompactionTally } from "./compaction";
 import type { PermissionMachine } from "../../protocol/permission-machine";
+import { servedHistory } from "./message-ids";
 import { attachAnswer, loadResult } from "./session-info";
 import type { SessionStore } from "./store";
 import type { RequestRows } from "./request-rows";
@@ -66,16 +68,20 @@ export class SessionAttach {
       return new Response("session not found", { status: 404 });
     }
     if (attach.mode === "resume") return this.resumeStream(attach);
+    const refused = this.overBound(attach.client.connId, meta.sessionId, meta.limits);
+    if (refused) return refused;
     const pair = new WebSocketPair();
     const [edge, server] = [pair[0], pair[1]];
     // Everything below is synchronous: no other event can run between reading the log and joining
     // the live fan-out, so the client sees no gap and no duplicate.
     this.ctx.acceptWebSocket(server, clientTags(attach.client.connId));
     server.serializeAttachment(attach.client);
-    const history = attach.attach?.historyPolicy ?? "full"; // session/attach's (decision 0054); every other mode's is full
-    if (attach.mode !== "live" && history === "full") {
+    this.clients.departures.back(attach.client.connId);
+    // session/attach's (decision 0054); every other mode's is full. after_message from where the log has the message, else full.
+    const served = servedHistory(this.ctx.storage.sql, attach.attach?.historyPolicy ?? "full", attach.attach?.afterMessageId);
+    if (attach.mode !== "live" && served.policy !== "none" && served.policy !== "pending_only") {
       const tally = new CompactionTally();
-      sendPacked(server, tally.count(replayedFrames(this.store.replayable())));
+      sendPacked(server, tally.count(replayedFrames(this.store.replayable(served.afterSeq))));
       if (tally.compacted) send(server, tally.notice(meta.sessionId));
     }
     if (attach.mode === "load" && attach.loadRequestId !== undefined) {
@@ -83,11 +89,24 @@ export class SessionAttach {
     }
     if (attach.mode === "attach" && attach.loadRequestId !== undefined) {
       const turn = turnStateOf(this.store, this.requests, attach.client.connId) ?? undefined;
-      send(server, JSON.stringify(resultResponse(attach.loadRequestId, attachAnswer(attach, server, this.clients, this.store, turn))));
+      const answer = attachAnswer(attach, server, this.clients, this.store, turn, served.policy);
+      send(server, JSON.stringify(resultResponse(attach.loadRequestId, answer)));
     }
+    const history = served.policy;
     if (history !== "none") this.permissions.sendPendingTo(server);
     this.permissions.clientsChanged();
     return new Response(null, { status: 101, webSocket: edge });
+  }
+
+  /**
+   * The session's bound on attached clients (decision 0060): a connection attached already (a second
+   * attach or a load replacing its socket) takes its own place; a resume, too, and is not counted here.
+   */
+  private overBound(connId: string, sessionId: string, limits: unknown): Response | undefined {
+    const bound = attachedClientsBound(limits);
+    const others = this.clients.list().filter((c) => c.connId !== connId).length;
+    if (others < bound) return undefined;
+    return Response.json(attachedClientsError(sessionId, bound), { status: 429 });
   }
 
   /**
@@ -115,6 +134,7 @@ export class SessionAttach {
     }
     const resumed = this.clients.retained.take(connId, attach.client.keyId, attach.resumeFrom ?? "");
     if (!resumed.ok) return new Response(resumed.reason, { status: 409, headers: { [RESUME_REFUSED_HEADER]: resumed.reason } });
+    this.clients.departures.back(connId); // back within the window: never announced gone (decision 0060)
     const pair = new WebSocketPair();
     const [edge, server] = [pair[0], pair[1]];
     this.ctx.acceptWebSocket(server, clientTags(connId));

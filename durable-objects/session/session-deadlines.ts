@@ -1,5 +1,6 @@
 // The SessionObject's one alarm: it fires at or before the earliest permission deadline, notify time,
-// audit retry, unindex retry, turn idle time or index write owed (live-index.ts), and does what is due.
+// audit retry, unindex retry, turn idle time, index write owed (live-index.ts) or a dropped client's
+// stream lapsing (departures.ts), and does what is due.
 
 import type { SessionMachine } from "../../protocol/session-machine";
 import type { LiveStatePublisher } from "../../protocol/live-state";
@@ -47,9 +48,10 @@ export class SessionDeadlines {
       earliest(s.store.nextDeadline(), s.notifier.nextDue()),
       earliest(earliest(s.audits.retryAt(), s.unindex.retryAt()), earliest(s.turnWatch.idleAt(s.store), s.live.dueAt())),
     );
-    if (next === undefined || (this.alarmSetTo !== undefined && this.alarmSetTo <= next)) return;
-    this.alarmSetTo = next;
-    void this.ctx.storage.setAlarm(next);
+    const due = earliest(next, s.store.meta ? s.clients.departures.nextAt() : undefined);
+    if (due === undefined || (this.alarmSetTo !== undefined && this.alarmSetTo <= due)) return;
+    this.alarmSetTo = due;
+    void this.ctx.storage.setAlarm(due);
   }
 
   /** The alarm fired: what is due is done, the next set. Ends when the index write it started ends (it never rejects). */
@@ -69,6 +71,8 @@ export class SessionDeadlines {
     const deadline = s.store.nextDeadline();
     if (deadline !== undefined && deadline <= now) s.machine.deadlinePassed();
     s.notifier.onAlarm(now, s.clients.list().length > 0);
+    // Clients whose dropped stream lapsed unresumed are announced gone (decision 0060).
+    if (s.store.meta) s.clients.announceLapsed(s.store.meta.sessionId);
     this.schedule();
     await published; // a test that runs the alarm sees the index written
   }

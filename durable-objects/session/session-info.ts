@@ -11,8 +11,16 @@ import type { AttachedClients } from "./clients";
 import { appendUpdate } from "./compaction";
 import type { SessionMeta, SessionStore } from "./store";
 import { sessionLog } from "./session-log";
-import { attachResult, peerView } from "../../protocol/session-attach";
-import type { AttachRequest } from "../../protocol/session-wire";
+import {
+  type HistoryPolicy,
+  type TurnEnd,
+  attachResult,
+  peerView,
+  promptReceivedUpdate,
+  turnCompleteUpdate,
+} from "../../protocol/session-attach";
+import { lastAgentMessageId } from "./message-ids";
+import type { AttachRequest, ClientAttachment } from "../../protocol/session-wire";
 import { type StreamTurnState, turnStateMeta } from "../../protocol/turn-state";
 import { attachmentOf } from "./clients";
 
@@ -33,6 +41,7 @@ export function attachAnswer(
   clients: AttachedClients,
   store: SessionStore,
   turn: StreamTurnState | undefined,
+  served: HistoryPolicy,
 ): Record<string, unknown> {
   const as = attach.client.attachedAs;
   const asked = attach.attach;
@@ -46,7 +55,7 @@ export function attachAnswer(
     sessionId: attach.sessionId,
     as,
     role: asked.role,
-    historyPolicy: asked.historyPolicy,
+    historyPolicy: served,
     others,
     pending: store.pending().filter((p) => p.asking),
     meta: turnStateMeta(turn),
@@ -66,7 +75,7 @@ export class SessionInfo {
    * marked with who asked: the connection, the key's label, and the key id (a person's is derived from
    * their identity, core/principal.ts), by which a console tells its own person's prompts on replay.
    */
-  recordPrompt(from: { connId: string; user: string | null; keyId: string }, params: unknown): void {
+  recordPrompt(from: ClientAttachment, params: unknown): void {
     const { connId, user, keyId } = from;
     const meta = this.store.meta;
     const blocks = isObject(params) && Array.isArray(params.prompt) ? params.prompt : [];
@@ -83,9 +92,25 @@ export class SessionInfo {
       appendUpdate(this.store, text);
       this.clients.broadcast(text, connId);
     }
+    // The PR's prompt_received (decision 0060): to the other clients that came by attach, after the
+    // echo above and before the agent streams (the prompt goes to the agent after this returns).
+    if (meta && this.clients.hasAttached(connId))
+      this.clients.toAttached(promptReceivedUpdate(meta.sessionId, isObject(params) ? params.prompt : undefined, peerView(from)), connId);
     // A session the agent has not named is called by its first prompt, until the agent names it.
     const first = meta && meta.title == null ? titleFromPrompt(blocks) : null;
     if (first) this.setTitle(first);
+  }
+
+  /**
+   * The PR's turn_complete (decision 0060) to the clients that came by attach but the prompter's
+   * connection (its prompt's answer tells it). Not logged: the replay's history has the turn's messages.
+   */
+  turnCompleted(turn: { connId: string; fromSeq?: number }, end: TurnEnd): void {
+    const meta = this.store.meta;
+    // The log is read for the messageId only when someone is to be told.
+    if (!meta || !this.clients.hasAttached(turn.connId)) return;
+    const messageId = lastAgentMessageId(this.ctx.storage.sql, turn.fromSeq ?? 0);
+    this.clients.toAttached(turnCompleteUpdate(meta.sessionId, end, messageId), turn.connId);
   }
 
   setTitle(title: string): void {

@@ -54,12 +54,13 @@ export class SessionObject extends DurableObject<Env> implements SessionContract
     super(ctx, env);
     stageTimingFrom(env);
     this.p = sessionParts(ctx, env, () => this.testing);
-    const { store, audits, turnWatch, machine, live } = this.p;
+    const { store, audits, turnWatch, machine, live, clients } = this.p;
     this.testing = {
       store,
       audits,
       idleAt: () => turnWatch.idleAt(store),
       heldAfterEdgeAnswer: () => machine.heldAfterEdgeAnswer,
+      attached: () => clients.list().map((c) => c.connId),
     };
     seams.attach(this, this.testing);
     // What an earlier instance owed the index (it ended inside the window, or its write failed) is owed still.
@@ -135,9 +136,12 @@ export class SessionObject extends DurableObject<Env> implements SessionContract
       if (this.p.attach.takenOver(ws)) return;
       const ring = takeRing(ws);
       // A client that let go on purpose (session/detach, decision 0054) has nothing to resume.
-      if (ring && !letGo) this.p.clients.retained.retain(client, ring);
+      const kept = ring !== undefined && !letGo;
+      if (kept) this.p.clients.retained.retain(client, ring);
       this.detach(client.connId);
-      if (this.p.store.meta) this.p.clients.departed(ws, client, this.p.store.meta.sessionId);
+      // Kept: announced gone only when its stream lapses unresumed (decision 0060), by the alarm.
+      if (this.p.store.meta) this.p.clients.departed(ws, client, this.p.store.meta.sessionId, kept);
+      if (kept) this.p.deadlines.schedule();
     } else if (isLinkAttachment(attached)) this.p.agentSocket.lost(ws);
   }
 

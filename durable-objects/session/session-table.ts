@@ -3,10 +3,16 @@
 // outside the machine that writes the turn, through to the store (the lint rule `turnInOneModule`).
 
 import type { SessionTable } from "../../protocol/session-machine";
+import type { TurnState } from "../../protocol/turn-state";
 import type { RequestRows } from "./request-rows";
 import type { SessionStore } from "./store";
 
-export function sessionTable(store: SessionStore, requests: RequestRows): SessionTable {
+/** `turnSet`: told of each change of the turn, with the turn before it (the PR's turn_complete, decision 0060). */
+export function sessionTable(
+  store: SessionStore,
+  requests: RequestRows,
+  turnSet: (before: TurnState, after: TurnState) => void,
+): SessionTable {
   return {
     get meta() {
       return store.meta;
@@ -15,7 +21,9 @@ export function sessionTable(store: SessionStore, requests: RequestRows): Sessio
       return store.turn;
     },
     set turn(turn) {
+      const before = store.turn;
       store.turn = turn;
+      turnSet(before, turn);
     },
     get hold() {
       return store.hold;

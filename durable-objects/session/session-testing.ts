@@ -38,6 +38,13 @@ export interface SessionTesting {
    * publishing its live state).
    */
   d1?: D1Database;
+  /** The connection ids of the client sockets attached now: a test waits for a drop to have reached the session. */
+  attached(): string[];
+  /**
+   * Set by a test to move the clock the dropped clients' retention window is read by (clients.ts,
+   * retained-streams.ts, departures.ts): a window lapses without waiting for it.
+   */
+  now?: () => number;
   /** Set by a test to replace the stub the session calls its AgentObject through by RPC (agent-socket.ts `agentChannels`), given the real one at each call. */
   agent?: (real: AgentStub) => AgentStub;
 }

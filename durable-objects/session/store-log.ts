@@ -140,10 +140,13 @@ export class SessionLogRows extends SessionMetaRows {
   /**
    * The entries replay reads (protocol/replayed-history.ts), in order, as a lazy cursor: replay never
    * holds the whole log in memory. Updates, extensions, notices, and the permission requests resolved.
+   * `afterSeq` (session/attach `after_message`, decision 0060): only what came after that entry, and the
+   * requests asked before it but resolved since.
    */
-  replayable(): Iterable<LogRow> {
+  replayable(afterSeq = 0): Iterable<LogRow> {
     return this.sql.exec<{ kind: string; body: string; resolved: string | null }>(
-      "SELECT kind, body, resolved FROM log WHERE kind IN ('update', 'ext', 'notice') OR (kind = 'permission' AND resolved IS NOT NULL) ORDER BY seq",
+      `SELECT kind, body, resolved FROM log WHERE (seq > ?1 AND kind IN ('update', 'ext', 'notice')) OR (kind = 'permission' AND resolved IS NOT NULL AND (seq > ?1 OR resolved_at >= (SELECT at FROM log WHERE seq = ?1))) ORDER BY seq`,
+      afterSeq,
     );
   }
   lastSeq(): number {

@@ -71,7 +71,10 @@ describe("session/attach with the SDK's clients", () => {
           (u) => u.update.sessionUpdate === "agent_message_chunk" && u.update.content.text === "answer: allow-once",
         );
 
+      // Both were sent prompt_received and turn_complete (decision 0060), which the SDK's typed client
+      // refuses as unknown kinds and goes on: each still answers, sends and receives after the turn.
       expect(await second.request<Json>("session/detach", { sessionId })).toEqual({ sessionId, status: "detached" });
+      expect(await watcher.request<Json>("session/detach", { sessionId })).toEqual({ sessionId, status: "detached" });
       for (const c of [owner, watcher, second]) c.close();
       agent.close();
     });

@@ -8,8 +8,10 @@ import {
   clientDisconnectedUpdate,
   detachResult,
   peerView,
+  promptReceivedUpdate,
   readAttach,
   resolvedInPrShape,
+  turnCompleteUpdate,
 } from "../../protocol/session-attach";
 import type { Role } from "../../core/principal";
 
@@ -55,9 +57,13 @@ describe("readAttach: roles never raised by asking", () => {
 });
 
 describe("readAttach: params", () => {
-  it("defaults to full history and a clientId of the gateway's; after_message falls back to full", () => {
+  it("defaults to full history and a clientId of the gateway's; after_message carries its afterMessageId to the session", () => {
     expect(readAttach({ sessionId: "s" }, "member", id)).toMatchObject({ historyPolicy: "full", as: { clientId: "given-by-gateway" } });
-    expect(readAttach({ sessionId: "s", historyPolicy: "after_message", afterMessageId: "m" }, "member", id).historyPolicy).toBe("full");
+    expect(readAttach({ sessionId: "s", historyPolicy: "after_message", afterMessageId: "m" }, "member", id)).toMatchObject({
+      historyPolicy: "after_message",
+      afterMessageId: "m",
+    });
+    expect(readAttach({ sessionId: "s", afterMessageId: "m" }, "member", id)).not.toHaveProperty("afterMessageId");
     expect(readAttach({ sessionId: "s", clientId: "c", clientInfo: { name: "n", version: "1" } }, "member", id).as).toEqual({
       clientId: "c",
       name: "n",
@@ -137,6 +143,28 @@ describe("the PR's updates", () => {
 });
 
 // The RFD's own examples (docs/rfds/multi-client-session-attach.mdx, PR #533 at 98e098b7), as fixed cases.
+describe("turn_complete for a turn without a stopReason", () => {
+  const updateOf = (text: string) => JSON.parse(text).params.update;
+  it("an error answer has stopReason null; a turn the gateway ended says its reason; no messageId when the agent named none", () => {
+    expect(updateOf(turnCompleteUpdate("s", { by: "agent", result: undefined }, undefined))).toEqual({
+      sessionUpdate: "turn_complete",
+      type: "turn_complete",
+      stopReason: null,
+    });
+    expect(updateOf(turnCompleteUpdate("s", { by: "gateway", reason: "turn_idle" }, "m"))).toEqual({
+      sessionUpdate: "turn_complete",
+      type: "turn_complete",
+      stopReason: null,
+      reason: "turn_idle",
+      messageId: "m",
+    });
+  });
+
+  it("prompt_received of a prompt that is not an array carries an empty one, never the client's other value", () => {
+    expect(updateOf(promptReceivedUpdate("s", { evil: true }, { name: "x" })).prompt).toEqual([]);
+  });
+});
+
 describe("the RFD's examples", () => {
   const rfdAttach = {
     jsonrpc: "2.0",
@@ -160,9 +188,42 @@ describe("the RFD's examples", () => {
     });
   });
 
-  it("its after_message request falls back to full, as it says for a message the proxy does not know", () => {
+  it("its after_message request is read as it says: the policy and the message after which to replay", () => {
     const params = { ...rfdAttach.params, historyPolicy: "after_message", afterMessageId: "ea87d0e7-beb8-484a-a404-94a30b78a5a8" };
-    expect(readAttach(params, "member", id).historyPolicy).toBe("full");
+    expect(readAttach(params, "member", id)).toMatchObject({
+      historyPolicy: "after_message",
+      afterMessageId: "ea87d0e7-beb8-484a-a404-94a30b78a5a8",
+    });
+    expect(refusal({ ...params, afterMessageId: undefined }, "member").code).toBe(-32602);
+  });
+
+  it("its turn_complete fields come out as it shows them (messageId: the agent's last message of the turn)", () => {
+    const update = JSON.parse(
+      turnCompleteUpdate("sess_abc123def456", { by: "agent", result: { stopReason: "end_turn" } }, "ea87d0e7-beb8-484a-a404-94a30b78a5a8"),
+    );
+    expect(update).toEqual({
+      jsonrpc: "2.0",
+      method: "session/update",
+      params: {
+        sessionId: "sess_abc123def456",
+        update: {
+          sessionUpdate: "turn_complete",
+          type: "turn_complete",
+          stopReason: "end_turn",
+          messageId: "ea87d0e7-beb8-484a-a404-94a30b78a5a8",
+        },
+      },
+    });
+  });
+
+  it("its prompt_received fields come out as it shows them, but messageId (the agent makes message ids)", () => {
+    const sentBy = { clientId: "a1b2c3d4-e5f6-7890-abcd-ef1234567890", name: "Claude Code", version: "1.0.0" };
+    const prompt = [{ type: "text", text: "Add authentication to the API" }];
+    expect(JSON.parse(promptReceivedUpdate("sess_abc123def456", prompt, sentBy))).toEqual({
+      jsonrpc: "2.0",
+      method: "session/update",
+      params: { sessionId: "sess_abc123def456", update: { sessionUpdate: "prompt_received", type: "prompt_received", prompt, sentBy } },
+    });
   });
 
   it("its permission_resolved fields come out as it shows them (beside ACP's sessionUpdate)", () => {

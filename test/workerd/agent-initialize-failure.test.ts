@@ -50,4 +50,18 @@ describe("an agent whose initialize fails", () => {
     expect(answer.error).toBeUndefined();
     expect(answer.result._meta.acpGateway.agentConnected).toBe(true);
   });
+
+  it("an agent that answers initialize with another protocolVersion (2) is failing too, saying so, and gets no session (decision 0060)", async () => {
+    const t = await seedTenant();
+    const peer = await connect("/agents/v2agent/connect", t.agentKey);
+    const init = await peer.next(isMethod("initialize"));
+    peer.respond(init.id, { protocolVersion: 2, capabilities: {}, info: { name: "v2", version: "1" }, authMethods: [] });
+    const client = await connect("/acp?agent=v2agent", t.clientKey);
+    const answer = await client.request("initialize", { protocolVersion: 1, clientCapabilities: {} });
+    expect(answer.error).toMatchObject({ data: { reason: "agent_failing", agent: "v2agent" } });
+    expect(answer.error.message).toMatch(/answered protocolVersion 2; the gateway speaks ACP v1 only/);
+    const created = await client.request("session/new", { cwd: "/projects/demo", mcpServers: [] });
+    expect(created.error).toMatchObject({ data: { reason: "agent_failing" } });
+    expect(peer.unclaimed().filter((m) => m.method === "session/new")).toEqual([]);
+  });
 });

@@ -55,7 +55,7 @@ describe("session/attach: the capability", () => {
     const observer = await initialized(agent, observerKey);
     expect(member.init.result.agentCapabilities.sessionCapabilities._meta["acp/attach"]).toEqual({
       roles: ["controller", "observer"],
-      historyPolicies: ["full", "pending_only", "none"],
+      historyPolicies: ["full", "pending_only", "none", "after_message"],
     });
     expect(observer.init.result.agentCapabilities.sessionCapabilities._meta["acp/attach"].roles).toEqual(["observer"]);
     expect(member.init.result.agentCapabilities.sessionCapabilities.delete).toEqual({});
@@ -227,14 +227,6 @@ describe("session/attach: hostile and malformed", () => {
     const noSession = await peer.request("session/attach", { historyPolicy: "none" });
     expect(noSession.error.code).toBe(-32602);
     expect(peer.unclaimed()).toEqual([]);
-  });
-
-  it("falls back to full for after_message (no message ids kept), and says so in the answer", async () => {
-    const t = await seedTenant();
-    const agent = await dialInAgent(t);
-    const { sessionId } = await sessionWaiting(t, agent);
-    const { answer } = await attached(agent, t.clientKey2, { sessionId, historyPolicy: "after_message", afterMessageId: "m-1" });
-    expect(answer.result.historyPolicy).toBe("full");
   });
 
   it("attaching twice on one connection replaces the first: each live update arrives once", async () => {

@@ -42,6 +42,7 @@ const LimitsSchema = z
     rulesPerTenant: z.number().int().min(1).max(HARD_LIMITS.rulesPerTenant).optional(),
     ruleBytesPerTenant: z.number().int().min(1024).max(HARD_LIMITS.ruleBytesPerTenant).optional(),
     notificationTargetsPerTenant: z.number().int().min(1).max(HARD_LIMITS.notificationTargetsPerTenant).optional(),
+    attachedClientsPerSession: z.number().int().min(1).max(HARD_LIMITS.attachedClientsPerSession).optional(),
     turnIdleMs: z
       .number()
       .int()
