@@ -92,7 +92,8 @@ export class UnseenRoot {
 
   constructor(
     protected readonly io: UnseenRootIo,
-    readonly leaseMs: number,
+    /** How long a session may answer readers under a lease (a test may lengthen it). */
+    public leaseMs: number,
     private readonly slackMs: number,
   ) {}
 
@@ -300,9 +301,9 @@ export class UnseenHolder {
     if (mustTell) this.io.report(this.nextReport());
   }
 
-  /** For tests and logs: whether a live lease lets this session answer readers itself now. */
-  holdsLease(): boolean {
-    return this.liveLease(this.io.now()) !== undefined;
+  /** This session saw a change nobody asked about (it is on its way to the root): no reader here is answered under the lease from now on. */
+  changedUnasked(): void {
+    this.dropLease(this.lease?.id ?? 0);
   }
 
   protected liveLease(now: number): { id: number; until: number; halfAt: number } | undefined {

@@ -94,7 +94,10 @@ export function permissionLifecycle(parts: LifecycleParts): PermissionLifecycle 
       },
       watch: () => parts.rules.watch(),
       gate: (request, then) => {
-        const gated = parts.rules.gate(request).then(then, (error: unknown) => {
+        // Decided at once under the session's clean lease (decision 0058), else by the tenant's root.
+        const decided = parts.rules.gate(request);
+        if (!(decided instanceof Promise)) return decided;
+        const gated = decided.then(then, (error: unknown) => {
           sessionLog(store).warn("session.unseen_unavailable", "consulting the unseen changes failed; asking people", {}, error);
           then(RULES_UNAVAILABLE);
         });

@@ -437,6 +437,8 @@ async function play(cmds: Cmd[], mutant?: Mutant): Promise<World> {
         const path = `u${unasked++}`;
         const gen = w.rootGen;
         const root = w.root;
+        // The session that saw it run drops its own lease at once (tenant-rules.ts `note`).
+        w.session(SESSIONS[c.s]!).holder.changedUnasked();
         void root.note([{ path, sessionId: SESSIONS[c.s]!, toolCallId: path, ruleId: null, at: w.t }]).then(() => {
           if (w.rootGen === gen) w.acknowledge(path);
         });
