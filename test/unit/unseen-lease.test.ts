@@ -527,7 +527,7 @@ const PLANTED: [Mutant, string][] = [
   // The note answered without waiting out a lease whose revocation failed: the holder reads under it.
   [
     "note-skips-lapse",
-    '[{"op":"ask","s":0,"kind":"read"},{"op":"deliver","pick":0},{"op":"deliver","pick":0},{"op":"unasked","s":0},{"op":"lose","pick":0,"acted":false},{"op":"ask","s":0,"kind":"read"}]',
+    '[{"op":"ask","s":0,"kind":"read"},{"op":"deliver","pick":0},{"op":"deliver","pick":0},{"op":"unasked","s":1},{"op":"lose","pick":0,"acted":false},{"op":"ask","s":0,"kind":"read"}]',
   ],
   // A write let go while a holder had not reported: the readers it answered under its lease were unknown.
   [
