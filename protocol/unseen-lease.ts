@@ -84,7 +84,7 @@ export interface UnseenRootIo {
 }
 
 /** How long the root waits for a holder's answer to a revocation before it counts it as not answered. */
-export const REVOKE_WAIT_MS = 1000;
+const REVOKE_WAIT_MS = 1000;
 
 export class UnseenRoot {
   /** Fences running (writes and notes): no lease is granted while one does. In memory: a restart ends them (their callers fail). */
@@ -266,7 +266,8 @@ export class UnseenHolder {
       // Let go in the same turn: open. Held, failed, or its turn ended meanwhile (the request was
       // cancelled): not open, and the root is told if a report named it.
       if (letGo && turn === this.turn) this.open(toolCallId);
-      else if (!this.readers.has(toolCallId) && !this.asking.has(toolCallId) && this.told.delete(toolCallId)) this.io.report(this.nextReport());
+      else if (!this.readers.has(toolCallId) && !this.asking.has(toolCallId) && this.told.delete(toolCallId))
+        this.io.report(this.nextReport());
     };
     return this.io.step({ ...step, report: this.nextReport() }).then(
       (answer) => {

@@ -3,14 +3,7 @@
 // the readers each session reported open; and the sessions that may hold a clean lease (decision 0058,
 // protocol/unseen-lease.ts: the root's logic, which this store serves).
 
-import {
-  ANYTHING,
-  type NewUnseenChange,
-  type OpenReader,
-  UNSEEN_LISTED,
-  type UnseenChange,
-  type UnseenHold,
-} from "../../protocol/unseen";
+import { ANYTHING, type NewUnseenChange, type OpenReader, UNSEEN_LISTED, type UnseenChange, type UnseenHold } from "../../protocol/unseen";
 import type { LeaseHolder, ReaderReport, UnseenRootStore } from "../../protocol/unseen-lease";
 
 /**

@@ -392,7 +392,14 @@ type Cmd =
   | { op: "restartSession"; s: number };
 
 const cmd: fc.Arbitrary<Cmd> = fc.oneof(
-  { weight: 5, arbitrary: fc.record({ op: fc.constant("ask" as const), s: fc.nat(2), kind: fc.constantFrom("read" as const, "write" as const, "both" as const) }) },
+  {
+    weight: 5,
+    arbitrary: fc.record({
+      op: fc.constant("ask" as const),
+      s: fc.nat(2),
+      kind: fc.constantFrom("read" as const, "write" as const, "both" as const),
+    }),
+  },
   { weight: 2, arbitrary: fc.record({ op: fc.constant("done" as const), s: fc.nat(2), pick: fc.nat(5) }) },
   { weight: 1, arbitrary: fc.record({ op: fc.constant("turn" as const), s: fc.nat(2) }) },
   { weight: 1, arbitrary: fc.record({ op: fc.constant("unasked" as const), s: fc.nat(2) }) },
@@ -555,5 +562,4 @@ describe("the model catches the bugs planted to try it (fixed cases)", () => {
       await play(sequence);
     });
   }
-
 });

@@ -43,7 +43,10 @@ async function rule(t: SeededTenant, matcher: Record<string, unknown>): Promise<
 async function answeredByRule(agent: Agent, sessionId: string, toolCall: Record<string, unknown>): Promise<void> {
   const id = agent.askPermission(sessionId, toolCall, OPTIONS);
   const answer = await agent.peer.next(isResponseTo(id));
-  expect(answer.result.outcome, `${JSON.stringify(toolCall.rawInput)} answered by its rule`).toEqual({ outcome: "selected", optionId: "once" });
+  expect(answer.result.outcome, `${JSON.stringify(toolCall.rawInput)} answered by its rule`).toEqual({
+    outcome: "selected",
+    optionId: "once",
+  });
 }
 
 async function heldForPeople(client: Peer, agent: Agent, sessionId: string, toolCall: Record<string, unknown>) {
@@ -104,9 +107,7 @@ describe("the unseen-changes gate under a clean lease", { timeout: 60_000 }, () 
     expect(calls).toEqual({ unseenStep: 1 });
     const unseen = await heldForPeople(b.client, agent, b.sessionId, edit("e1", `${CWD}/src/main.c`));
     expect(unseen.total).toBe(0);
-    expect(unseen.readers).toEqual(
-      expect.arrayContaining([expect.objectContaining({ sessionId: a.sessionId, toolCallId: "n2" })]),
-    );
+    expect(unseen.readers).toEqual(expect.arrayContaining([expect.objectContaining({ sessionId: a.sessionId, toolCallId: "n2" })]));
     // Nothing was noted: the edit went to people.
     expect(await objects.rules(env, t.tenantId).unseenNow()).toBeNull();
   });
