@@ -242,9 +242,10 @@ export class UnseenHolder {
 
   /**
    * An allow rule would answer this step: null (let go) at once when it only reads and a clean lease is
-   * live; otherwise the root decides. A step let go that reads is an open reader from then on.
+   * live; otherwise the root decides. A step let go that reads is an open reader from then on, unless
+   * `stillAsked` says its request was cancelled while the root decided (nothing will run it).
    */
-  gate(step: Omit<UnseenStep, "report">): UnseenHold | null | Promise<UnseenStepAnswer> {
+  gate(step: Omit<UnseenStep, "report">, stillAsked: () => boolean = () => true): UnseenHold | null | Promise<UnseenStepAnswer> {
     const now = this.io.now();
     const lease = this.liveLease(now);
     if (step.note.length === 0 && lease) {
@@ -263,9 +264,9 @@ export class UnseenHolder {
       const n = (this.asking.get(toolCallId) ?? 1) - 1;
       if (n > 0) this.asking.set(toolCallId, n);
       else this.asking.delete(toolCallId);
-      // Let go in the same turn: open. Held, failed, or its turn ended meanwhile (the request was
-      // cancelled): not open, and the root is told if a report named it.
-      if (letGo && turn === this.turn) this.open(toolCallId);
+      // Let go in the same turn and still asked: open. Held, failed, or its request cancelled meanwhile
+      // (its turn ended): not open, and the root is told if a report named it.
+      if (letGo && turn === this.turn && stillAsked()) this.open(toolCallId);
       else if (!this.readers.has(toolCallId) && !this.asking.has(toolCallId) && this.told.delete(toolCallId))
         this.io.report(this.nextReport());
     };

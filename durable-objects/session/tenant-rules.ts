@@ -119,12 +119,17 @@ export class TenantRules {
    * otherwise the tenant's root decides (RulesObject root, unseen-changes.ts).
    */
   gate(request: UnseenGateRequest): UnseenHold | null | Promise<UnseenHold | null> {
-    const gated = this.unseenHolder().gate({
-      sessionId: request.sessionId,
-      toolCallId: request.toolCallId ?? "",
-      reads: request.reads,
-      note: request.note,
-    });
+    // A request is asked within a turn: one whose turn ended while the root decided was cancelled.
+    const asked = this.store.turn;
+    const askedIn = asked.state === "idle" ? null : asked.gwId;
+    const stillAsked = () => {
+      const turn = this.store.turn;
+      return askedIn === null || (turn.state !== "idle" && turn.gwId === askedIn);
+    };
+    const gated = this.unseenHolder().gate(
+      { sessionId: request.sessionId, toolCallId: request.toolCallId ?? "", reads: request.reads, note: request.note },
+      stillAsked,
+    );
     return gated instanceof Promise ? gated.then((answer) => answer.held) : gated;
   }
 

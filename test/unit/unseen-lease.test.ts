@@ -338,7 +338,7 @@ class Session {
     const reads = kind !== "write";
     const note = kind === "read" ? [] : [{ path: `${toolCallId}-w`, sessionId: this.id, toolCallId, ruleId: "r", at: this.w.t }];
     const gen = this.gen;
-    const got = this.holder.gate({ sessionId: this.id, toolCallId, reads, note });
+    const got = this.holder.gate({ sessionId: this.id, toolCallId, reads, note }, () => !this.cancelled.has(toolCallId));
     this.inflight.add(toolCallId);
     if (got === null) {
       this.inflight.delete(toolCallId);
