@@ -17,7 +17,8 @@
 //   holder that did not answer may have readers nobody knows, so the write is asked of people
 //   instead (the writer pays, the readers do not). A holder stays one until it reports.
 // - The writing session's own lease is dropped as it sends the write: the usual case (one session
-//   working) costs the write no revocation at all.
+//   working) costs the write no revocation at all. A lease that ran out is dropped in the session's
+//   next report; until then a write revokes it too (the holder answers at once).
 
 import type { NewUnseenChange, OpenReader, UnseenHold } from "./unseen";
 
@@ -211,8 +212,6 @@ export interface UnseenHolderIo {
   renew(report: ReaderReport): Promise<CleanLease | null>;
   /** Sent off the answer's path; a failure is harmless (the next report is whole). */
   report(report: ReaderReport): void;
-  /** Called back at `at` (the lease's end). */
-  timer(at: number, fire: () => void): void;
 }
 
 export const NO_HOLDER_STATE: HolderState = { seq: 0, installed: 0, dropped: 0, readers: [] };
@@ -318,13 +317,6 @@ export class UnseenHolder {
     this.lease = { id: lease.id, until: sentAt + lease.ms, halfAt: sentAt + lease.ms / 2 };
     this.meta.installed = Math.max(this.meta.installed, lease.id);
     this.io.saveMeta(this.meta);
-    const id = lease.id;
-    this.io.timer(this.lease.until, () => {
-      // Ran out unrenewed: the root is told, so a write need not revoke it.
-      if (this.lease?.id !== id) return;
-      this.dropLease(id);
-      this.io.report(this.nextReport());
-    });
   }
 
   private dropLease(upTo: number): void {
@@ -357,6 +349,10 @@ export class UnseenHolder {
   }
 
   private nextReport(): ReaderReport {
+    // A lease that ran out is dropped in the report, so the root stops counting this session a holder.
+    // No timer for it (a timer would keep the object from hibernating): a quiet session with a lapsed
+    // lease stays a holder until a write revokes it, and it answers at once.
+    if (this.lease && this.io.now() >= this.lease.until) this.dropLease(this.lease.id);
     this.meta.seq++;
     this.io.saveMeta(this.meta);
     const now = this.io.now();

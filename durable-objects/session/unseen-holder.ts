@@ -2,7 +2,7 @@
 // under a clean lease from the tenant's root it lets rule-answered readers go itself, with no call; it
 // keeps them in its own SQLite in the same event (so the answer leaves only once they are stored, and a
 // new instance still reports them), and reports them whole to the root when it asks, when the root
-// revokes its lease, when one the root was told of finishes, and when its lease runs out.
+// revokes its lease, and when one the root was told of finishes.
 
 import { type HolderMeta, type HolderState, NO_HOLDER_STATE, UnseenHolder, type UnseenHolderIo } from "../../protocol/unseen-lease";
 
@@ -53,7 +53,6 @@ export function sessionUnseenHolder(sql: SqlStorage, root: Pick<UnseenHolderIo, 
       step: root.step,
       renew: root.renew,
       report: root.report,
-      timer: (at, fire) => setTimeout(fire, Math.max(0, at - Date.now())),
     },
     store.restore(),
   );

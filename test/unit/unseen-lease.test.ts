@@ -3,7 +3,7 @@
 // UnseenHolder over its own persisted state), driven through every interleaving fast-check finds of:
 // a rule-answered read, write, or read-and-write asked in a session; a reader's tool call finishing;
 // a turn ending; an unasked run noted; a person seeing what is unseen; a call delivered, or lost
-// before or after the far side acted; time passing (leases, revocation waits and lease ends); and the
+// before or after the far side acted; time passing (leases, revocation waits); and the
 // root or a session restarting (memory lost, storage kept, its calls in flight never answered).
 // The truth beside it: which readers a rule let go are running (from the moment the rule let them
 // go), which changes exist unseen (from the moment a write was let go or a note answered).
@@ -315,7 +315,6 @@ class Session {
         step: (step) => w.toRoot(alive, (root) => this.rootStep(root, step)),
         renew: (report) => w.toRoot(alive, (root) => Promise.resolve(root.renew(this.id, report))),
         report: (report) => void w.toRoot(alive, (root) => Promise.resolve(root.report(this.id, report))).catch(() => undefined),
-        timer: (at, fire) => w.timers.push({ at, fire, alive }),
       },
       this.persisted,
       w.mutant,

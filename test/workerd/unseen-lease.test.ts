@@ -7,6 +7,7 @@ import { env, runInDurableObject } from "cloudflare:test";
 import { describe, expect, it, onTestFinished } from "vitest";
 import { objects } from "../../durable-objects/objects";
 import { type RulesObject, rulesCalls, rulesTesting } from "../../durable-objects/rules/rules-object";
+import { restartObject } from "./fuzz-faults";
 import {
   api,
   clientWithSession,
@@ -133,5 +134,23 @@ describe("the unseen-changes gate under a clean lease", { timeout: 60_000 }, () 
     const unseen = await heldForPeople(a.client, agent, a.sessionId, run("n2", "npm test"));
     expect(unseen.changes).toMatchObject([{ path: `${CWD}/src/main.c`, sessionId: b.sessionId }]);
     expect(calls.unseenStep).toBe(3);
+  });
+
+  it("a reader answered under the lease is in the session's storage: evicted before anyone asked, its new instance still names it when an edit revokes the lease", async () => {
+    const t = await seedTenant();
+    await rule(t, { type: "command", prefix: ["npm", "test"] });
+    await rule(t, { type: "path", glob: `${CWD}/src/**`, kinds: ["edit"] });
+    await longCleanLease(t.tenantId);
+    const agent = await dialInAgent(t);
+    const a = await clientWithSession(t, agent);
+    await startTurn(a.client, agent, a.sessionId);
+    const b = await clientWithSession(t, agent);
+    await startTurn(b.client, agent, b.sessionId, "turnB");
+    await answeredByRule(agent, a.sessionId, run("n1", "npm test"));
+    await answeredByRule(agent, a.sessionId, run("n2", "npm test"));
+    // A's memory is lost; n2 was told to nobody but A's own storage.
+    await restartObject(objects.session(env, t.tenantId, a.sessionId));
+    const unseen = await heldForPeople(b.client, agent, b.sessionId, edit("e1", `${CWD}/src/main.c`));
+    expect(unseen.readers).toEqual(expect.arrayContaining([expect.objectContaining({ sessionId: a.sessionId, toolCallId: "n2" })]));
   });
 });
