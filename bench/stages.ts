@@ -37,8 +37,8 @@ const RULE: Path = {
   stages: [
     "agent's socket → edge (wrangler's proxy, workerd)",
     "edge: checks, hand-off → SessionObject (edge link, the session granted; else through the AgentObject)",
-    // Since decision 0046 this stage holds I/O: the request's row committed, then the tenant root's gate (an RPC and its commit).
-    "SessionObject: log, tool call, rules decision; the request's commit, the tenant root's unseen-changes gate (RPC, its commit); answer handed on",
+    // Since decision 0058 a reader answered under the session's clean lease does no I/O here (before it, 0046: the request's row committed, then the root's gate).
+    "SessionObject: log, tool call, rules decision, the unseen-changes gate (under the session's clean lease: no call; else the tenant root's, RPC and its commit); answer handed on",
     "SessionObject → edge: the commit (output gate) and the edge link",
     "edge: open request taken, send to the agent (JavaScript, no I/O)",
     "edge → agent's socket (workerd, wrangler's proxy)",

@@ -7,7 +7,8 @@
 //   may depend on files (`readsProjectContent`: every command but the few that read no file's content,
 //   every tool of a kind the gateway cannot read) is not answered while the tenant holds an unseen
 //   change: people are asked, and shown what changed, where and by which step. Checked and noted in
-//   one step of the tenant's one RulesObject, so two sessions cannot interleave a change and a run.
+//   the tenant's one RulesObject root, or by the session under its clean lease from that root, which
+//   anything noting a change revokes first (protocol/unseen-lease.ts, decision 0058).
 // - **An unseen change is what an automatic step may have written with content the agent chose.** A
 //   file operation answered by a rule: every path it names (none known: anything). A command answered by a
 //   rule: nothing when the closed-world table understands every word (tools.ts: git's read-only forms,
@@ -17,7 +18,8 @@
 // - **A run and an unseen change never overlap.** A step that reads, once a rule let it go, is an open
 //   reader until its tool call is reported finished (or its turn ends); a rule-answered step that would
 //   write while a reader is open is held for people instead (agents run tool calls in parallel: an
-//   edit and `make test` answered together would race). Noting, checking and opening are one step.
+//   edit and `make test` answered together would race). A write is let go only once every session
+//   that may answer readers itself has reported them (unseen-lease.ts).
 // - **Seen means a person allowed a step that showed it.** A request held by unseen changes carries
 //   them (the count, the first few, the newest id); a person's allow of it (once or always) clears every
 //   change up to that id, in every session of the tenant. A reject clears nothing. A person's own allow

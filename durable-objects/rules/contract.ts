@@ -6,7 +6,8 @@
 
 import type { Grant } from "../../protocol/generation-lease";
 import type { Rule } from "../../protocol/rules";
-import type { NewUnseenChange, UnseenGateRequest, UnseenHold } from "../../protocol/unseen";
+import type { NewUnseenChange, UnseenHold } from "../../protocol/unseen";
+import type { CleanLease, ReaderReport, UnseenStep, UnseenStepAnswer } from "../../protocol/unseen-lease";
 
 /** Shards of a tenant's rules: sessions spread over them, so no one object serves every session. */
 export const RULES_SHARDS = 64;
@@ -114,13 +115,15 @@ export interface RulesContract extends Rpc.DurableObjectBranded {
    * that only `widens` (a new allow rule) is not fenced: it answers once the shards were told (bounded).
    */
   changed(widens?: boolean): Promise<void>;
-  // ── the root: unseen changes (decision 0046, unseen-changes.ts) ──
-  /** A step an allow rule would answer: held (unseen changes, or a write while a reader is open), else noted; null: go ahead. */
-  unseenGate(request: UnseenGateRequest): UnseenHold | null;
-  /** A rule-answered reader finished (its tool call), or its session's turn ended (null: all of the session's). */
-  unseenReaderDone(sessionId: string, toolCallId: string | null): void;
-  /** What an agent changed with nobody asked (a tool call it ran by itself): unseen. */
-  unseenNote(changes: NewUnseenChange[]): void;
+  // ── the root: unseen changes (decision 0046, unseen-changes.ts), gated under clean leases (0058) ──
+  /** A step an allow rule would answer: held (unseen changes, or a write while a reader may be open), else let go (noted), maybe with a lease. */
+  unseenStep(step: UnseenStep): Promise<UnseenStepAnswer>;
+  /** A session's clean lease renewed (null: none can be granted now). */
+  unseenRenew(sessionId: string, report: ReaderReport): CleanLease | null;
+  /** A session's open readers, whole (a reader finished, a lease ran out). */
+  unseenReport(sessionId: string, report: ReaderReport): void;
+  /** What an agent changed with nobody asked (a tool call it ran by itself): unseen, once no clean lease lives. */
+  unseenNote(changes: NewUnseenChange[]): Promise<void>;
   /** A person allowed a step that showed the unseen changes up to `upTo`: cleared. */
   unseenSeen(upTo: number): number;
   /** What is unseen now. */

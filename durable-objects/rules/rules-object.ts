@@ -27,6 +27,7 @@ import {
   HIT_FLUSH_MS,
   LEASE_SLACK_MS,
   RULES_SHARDS,
+  SESSION_LEASE_MS,
   type RememberRequest,
   type RuleCreated,
   type RuleNotCreated,
@@ -37,7 +38,8 @@ import {
 } from "./contract";
 import { RulesShard } from "./rules-shard";
 import { UnseenChanges } from "./unseen-changes";
-import type { NewUnseenChange, UnseenGateRequest, UnseenHold } from "../../protocol/unseen";
+import type { NewUnseenChange, UnseenHold } from "../../protocol/unseen";
+import { type CleanLease, type ReaderReport, UnseenRoot, type UnseenStep, type UnseenStepAnswer } from "../../protocol/unseen-lease";
 import { objects, splitName } from "../objects";
 import { log } from "../../core/log";
 import { testSeams } from "../../core/test-seam";
@@ -59,6 +61,8 @@ interface RulesTesting {
   leaseMs: number;
   /** The root: calls it made to other objects while answering `changed` (the API's path). */
   readonly changeCalls: number;
+  /** The root: the clean lease it grants its sessions (ms, decision 0058); a test lengthens it so that none runs out while it counts calls. */
+  cleanLeaseMs: number;
   /**
    * Set by a test to a D1 that fails or is slow (test/workerd/fuzz-faults.ts `setD1`): used instead of
    * `env.DB` by the root's reads and writes (loading the rules, flushing hits, a created rule).
@@ -99,6 +103,8 @@ export class RulesObject extends DurableObject<Env> implements RulesContract {
   private readonly shard?: RulesShard;
   /** The root: what rule-answered steps changed that no person saw, in every session of the tenant (decision 0046). */
   private readonly unseen?: UnseenChanges;
+  /** The root: the unseen-changes gate, decided in the sessions under clean leases (decision 0058). */
+  private readonly unseenGate?: UnseenRoot;
   private changeCalls = 0;
 
   constructor(ctx: DurableObjectState, env: Env) {
@@ -126,7 +132,22 @@ export class RulesObject extends DurableObject<Env> implements RulesContract {
       // The shards that ever took a lease: each is told of every change (a restarted root forgets the leases, not them).
       ctx.storage.sql.exec("CREATE TABLE IF NOT EXISTS rules_shards (idx INTEGER PRIMARY KEY)");
       const generation = ctx.storage.sql.exec<{ value: number }>("SELECT value FROM generation").toArray()[0]?.value ?? 0;
-      this.unseen = new UnseenChanges(ctx.storage.sql);
+      const unseen = new UnseenChanges(ctx.storage.sql);
+      this.unseen = unseen;
+      this.unseenGate = new UnseenRoot(
+        {
+          now: Date.now,
+          sleepUntil: (at) => new Promise((resolve) => setTimeout(resolve, Math.max(0, at - Date.now()))),
+          revoke: async (sessionId, leaseId) => {
+            // RPC loses the tuple's type: the report is rebuilt field by field.
+            const r = await objects.session(env, this.tenantId(), sessionId).unseenRevoke(leaseId);
+            return { seq: r.seq, dropped: r.dropped, readers: r.readers.map(([id, at]): [string, number] => [String(id), Number(at)]) };
+          },
+          store: unseen,
+        },
+        SESSION_LEASE_MS,
+        LEASE_SLACK_MS,
+      );
       this.giver = new LeaseGiver(
         {
           now: Date.now,
@@ -143,6 +164,7 @@ export class RulesObject extends DurableObject<Env> implements RulesContract {
     }
     const giver = this.shard?.giver ?? this.giver;
     const changeCalls = () => this.changeCalls;
+    const unseenGate = this.unseenGate;
     seams.attach(this, {
       name: ctx.id.name,
       get leaseMs() {
@@ -153,6 +175,12 @@ export class RulesObject extends DurableObject<Env> implements RulesContract {
       },
       get changeCalls() {
         return changeCalls();
+      },
+      get cleanLeaseMs() {
+        return unseenGate?.leaseMs ?? 0;
+      },
+      set cleanLeaseMs(ms: number) {
+        if (unseenGate) unseenGate.leaseMs = ms;
       },
     });
   }
@@ -226,19 +254,31 @@ export class RulesObject extends DurableObject<Env> implements RulesContract {
     return { id: row.id, decision: row.decision, description: row.description };
   }
 
-  /** A step an allow rule would answer: held by unseen changes (when it reads content), or what it may write noted. */
-  unseenGate(request: UnseenGateRequest): UnseenHold | null {
-    return this.asUnseen("unseenGate").gate(request, Date.now());
+  /**
+   * A step an allow rule would answer, from a session without a live clean lease or writing: held
+   * (unseen changes, or a write while a reader may be open), or let go, with a clean lease when one can be granted.
+   */
+  unseenStep(step: UnseenStep): Promise<UnseenStepAnswer> {
+    this.asUnseen("unseenStep");
+    return this.unseenRoot().step(step);
   }
 
-  /** A rule-answered reader finished (its tool call), or its session's turn ended (null: all of them). */
-  unseenReaderDone(sessionId: string, toolCallId: string | null): void {
-    this.asUnseen("unseenReaderDone").readerDone(sessionId, toolCallId);
+  /** A session's clean lease renewed in the background (null: none can be granted now). */
+  unseenRenew(sessionId: string, report: ReaderReport): CleanLease | null {
+    this.asUnseen("unseenRenew");
+    return this.unseenRoot().renew(sessionId, report);
   }
 
-  /** What an agent changed with nobody asked (decision 0046): unseen. */
-  unseenNote(changes: NewUnseenChange[]): void {
-    this.asUnseen("unseenNote").note(changes);
+  /** A session's open readers, off the answer's path (a reader finished, its lease ran out). */
+  unseenReport(sessionId: string, report: ReaderReport): void {
+    this.asUnseen("unseenReport");
+    this.unseenRoot().report(sessionId, report);
+  }
+
+  /** What an agent changed with nobody asked (decision 0046): unseen; answers once no clean lease granted before it lives. */
+  unseenNote(changes: NewUnseenChange[]): Promise<void> {
+    this.asUnseen("unseenNote");
+    return this.unseenRoot().note(changes);
   }
 
   /** A person allowed a step that showed the unseen changes up to `upTo`. */
@@ -249,6 +289,11 @@ export class RulesObject extends DurableObject<Env> implements RulesContract {
   /** What is unseen now (GET /v1/unseen). */
   unseenNow(): UnseenHold | null {
     return this.asUnseen("unseenNow").hold();
+  }
+
+  private unseenRoot(): UnseenRoot {
+    if (!this.unseenGate) throw new Error("rules: the root's method was called on a shard");
+    return this.unseenGate;
   }
 
   /** The root's unseen changes, for the RPC call `method` (the class's test seam `rulesCalls` is told of it). */

@@ -1,21 +1,15 @@
 // The tenant's unseen changes (protocol/unseen.ts, decision 0046), kept by its RulesObject root in
-// SQLite: what rule-answered steps may have written that no person saw, in every session of the tenant.
-// One object per tenant, so a check and a note are one step: no session's change can fall between
-// another session's check and its run.
+// SQLite: what rule-answered steps may have written that no person saw, in every session of the tenant;
+// the readers each session reported open; and the sessions that may hold a clean lease (decision 0058,
+// protocol/unseen-lease.ts: the root's logic, which this store serves).
 
-import {
-  ANYTHING,
-  type NewUnseenChange,
-  type OpenReader,
-  UNSEEN_LISTED,
-  type UnseenChange,
-  type UnseenGateRequest,
-  type UnseenHold,
-} from "../../protocol/unseen";
+import { ANYTHING, type NewUnseenChange, type OpenReader, UNSEEN_LISTED, type UnseenChange, type UnseenHold } from "../../protocol/unseen";
+import type { LeaseHolder, ReaderReport, UnseenRootStore } from "../../protocol/unseen-lease";
 
 /**
  * A reader no session said finished (its session evicted mid-turn, then gone) stops holding writes
- * after this long: the bound on a leak, longer than any turn a person waits through.
+ * after this long: the bound on a leak, longer than any turn a person waits through. A lease holder
+ * that never reported (its readers unknown) is forgotten as long after its lease ended.
  */
 const READER_LEASE_MS = 6 * 60 * 60 * 1000;
 
@@ -26,9 +20,10 @@ const READER_LEASE_MS = 6 * 60 * 60 * 1000;
 export const MAX_UNSEEN_ROWS = 1000;
 
 type ReaderRow = { session_id: string; tool_call_id: string; at: number };
+type HolderRow = { session_id: string; lease_id: number; ends_at: number };
 type Row = { id: number; path: string; session_id: string; tool_call_id: string | null; rule_id: string | null; at: number };
 
-export class UnseenChanges {
+export class UnseenChanges implements UnseenRootStore {
   constructor(private readonly sql: SqlStorage) {
     sql.exec(
       "CREATE TABLE IF NOT EXISTS unseen_changes (id INTEGER PRIMARY KEY AUTOINCREMENT, path TEXT NOT NULL, session_id TEXT NOT NULL, tool_call_id TEXT, rule_id TEXT, at INTEGER NOT NULL)",
@@ -36,50 +31,72 @@ export class UnseenChanges {
     sql.exec(
       "CREATE TABLE IF NOT EXISTS open_readers (session_id TEXT NOT NULL, tool_call_id TEXT NOT NULL, at INTEGER NOT NULL, PRIMARY KEY (session_id, tool_call_id))",
     );
+    // The newest report each session sent (its number): an older one arriving late changes nothing.
+    sql.exec("CREATE TABLE IF NOT EXISTS reader_reports (session_id TEXT PRIMARY KEY, seq INTEGER NOT NULL)");
+    // Sessions that may hold a clean lease, or readers they have not reported: the newest lease granted.
+    sql.exec("CREATE TABLE IF NOT EXISTS clean_leases (session_id TEXT PRIMARY KEY, lease_id INTEGER NOT NULL, ends_at INTEGER NOT NULL)");
+    // Lease ids only grow, across restarts: a session drops every lease up to an id.
+    sql.exec("CREATE TABLE IF NOT EXISTS clean_lease_seq (id INTEGER PRIMARY KEY CHECK (id = 0), value INTEGER NOT NULL)");
   }
 
-  /**
-   * A step an allow rule would answer, in one step: held (what people are shown) when it reads content
-   * and a change is unseen, or when it would write while another rule-answered step may be reading;
-   * otherwise what it may write is noted, it is opened as a reader if it reads, and null lets it go.
-   */
-  gate(request: UnseenGateRequest, now: number): UnseenHold | null {
-    if (request.reads) {
-      const hold = this.hold();
-      if (hold) return hold;
+  add(changes: NewUnseenChange[]): void {
+    for (const change of changes) this.addOne(change);
+  }
+
+  report(sessionId: string, report: ReaderReport, now: number): void {
+    const last = this.sql.exec<{ seq: number }>("SELECT seq FROM reader_reports WHERE session_id = ?", sessionId).toArray()[0];
+    if (!last || report.seq > last.seq) {
+      this.sql.exec("INSERT OR REPLACE INTO reader_reports (session_id, seq) VALUES (?, ?)", sessionId, report.seq);
+      const open = new Map(report.readers);
+      const known = this.sql.exec<ReaderRow>("SELECT * FROM open_readers WHERE session_id = ?", sessionId).toArray();
+      for (const row of known)
+        if (!open.has(row.tool_call_id))
+          this.sql.exec("DELETE FROM open_readers WHERE session_id = ? AND tool_call_id = ?", sessionId, row.tool_call_id);
+      const had = new Set(known.map((r) => r.tool_call_id));
+      for (const [toolCallId, at] of open)
+        if (!had.has(toolCallId))
+          this.sql.exec(
+            "INSERT INTO open_readers (session_id, tool_call_id, at) VALUES (?, ?, ?)",
+            sessionId,
+            toolCallId,
+            Number.isFinite(at) ? Math.min(at, now) : now,
+          );
     }
-    if (request.note.length > 0) {
-      this.sql.exec("DELETE FROM open_readers WHERE at < ?", now - READER_LEASE_MS);
-      const readers = this.sql
-        .exec<ReaderRow>(
-          "SELECT * FROM open_readers WHERE NOT (session_id = ? AND tool_call_id = ?) ORDER BY at LIMIT ?",
-          request.sessionId,
-          request.toolCallId ?? "",
-          UNSEEN_LISTED,
-        )
-        .toArray();
-      if (readers.length > 0) return { total: 0, changes: [], upTo: 0, readers: readers.map(readerOf) };
-    }
-    for (const change of request.note) this.add(change);
-    if (request.reads && request.toolCallId !== null)
-      this.sql.exec(
-        "INSERT OR REPLACE INTO open_readers (session_id, tool_call_id, at) VALUES (?, ?, ?)",
-        request.sessionId,
-        request.toolCallId,
-        now,
-      );
-    return null;
+    this.sql.exec("DELETE FROM clean_leases WHERE session_id = ? AND lease_id <= ?", sessionId, report.dropped);
   }
 
-  /** What an agent changed with nobody asked (a tool call it ran by itself): unseen, whatever reader is open. */
-  note(changes: NewUnseenChange[]): void {
-    for (const change of changes) this.add(change);
+  readers(except: { sessionId: string; toolCallId: string }, now: number): OpenReader[] {
+    this.sql.exec("DELETE FROM open_readers WHERE at < ?", now - READER_LEASE_MS);
+    return this.sql
+      .exec<ReaderRow>(
+        "SELECT * FROM open_readers WHERE NOT (session_id = ? AND tool_call_id = ?) ORDER BY at LIMIT ?",
+        except.sessionId,
+        except.toolCallId,
+        UNSEEN_LISTED,
+      )
+      .toArray()
+      .map(readerOf);
   }
 
-  /** A reader's tool call finished (`toolCallId`), or its session's turn ended (every reader of the session). */
-  readerDone(sessionId: string, toolCallId: string | null): void {
-    if (toolCallId === null) this.sql.exec("DELETE FROM open_readers WHERE session_id = ?", sessionId);
-    else this.sql.exec("DELETE FROM open_readers WHERE session_id = ? AND tool_call_id = ?", sessionId, toolCallId);
+  holders(): LeaseHolder[] {
+    this.sql.exec("DELETE FROM clean_leases WHERE ends_at < ?", Date.now() - READER_LEASE_MS);
+    return this.sql
+      .exec<HolderRow>("SELECT * FROM clean_leases")
+      .toArray()
+      .map((r) => ({ sessionId: r.session_id, leaseId: r.lease_id, endsAt: r.ends_at }));
+  }
+
+  grant(sessionId: string, endsAt: number): number {
+    const last = this.sql.exec<{ value: number }>("SELECT value FROM clean_lease_seq").toArray()[0]?.value ?? 0;
+    const leaseId = last + 1;
+    this.sql.exec("INSERT OR REPLACE INTO clean_lease_seq (id, value) VALUES (0, ?)", leaseId);
+    this.sql.exec(
+      "INSERT INTO clean_leases (session_id, lease_id, ends_at) VALUES (?, ?, ?) ON CONFLICT (session_id) DO UPDATE SET lease_id = excluded.lease_id, ends_at = MAX(ends_at, excluded.ends_at)",
+      sessionId,
+      leaseId,
+      endsAt,
+    );
+    return leaseId;
   }
 
   /** A person allowed a step that showed the changes up to `upTo`: they are seen. How many were cleared. */
@@ -96,7 +113,7 @@ export class UnseenChanges {
     return { total: stats.n, changes, upTo: stats.top, readers: [] };
   }
 
-  private add(change: NewUnseenChange): void {
+  private addOne(change: NewUnseenChange): void {
     const count = this.sql.exec<{ n: number }>("SELECT COUNT(*) AS n FROM unseen_changes").one().n;
     let path = change.path;
     if (count >= MAX_UNSEEN_ROWS) {

@@ -9,6 +9,7 @@ import type { PermissionOption } from "../../protocol/permissions";
 import type { SessionMeta } from "./store";
 import type { ResumedBy } from "./unasked-runs";
 import type { SessionHold } from "../../protocol/unasked-runs";
+import type { ReaderReport } from "../../protocol/unseen-lease";
 
 /**
  * Who a session is: its object's name `${tenantId}/${sessionId}` (the session's RPC methods read it
@@ -110,6 +111,8 @@ export interface SessionContract extends Rpc.DurableObjectBranded {
   fromAgentBatch(items: FromAgent[]): void;
   /** The tenant's rules changed (its rules shard tells it): true while it has requests waiting on people. */
   rulesChanged(generation: number): boolean;
+  /** The tenant's rules root revokes the session's clean leases up to `leaseId` (decision 0058): its open readers. */
+  unseenRevoke(leaseId: number): ReaderReport;
   approvalView(permId: number, linkId: string): Promise<ApprovalView>;
   /** `reason`: the person's reason for the answer, read by protocol/answer-reason.ts `readReason` (display-safe, bounded). */
   answerFromLink(

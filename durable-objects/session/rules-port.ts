@@ -35,8 +35,12 @@ export function rulesPort(ctx: DurableObjectState, store: SessionStore, rules: T
       ctx.waitUntil(remembered.catch(failed("session.remember_failed", "remembering the decision failed")));
     },
     watch: () => rules.watch(),
-    gate: (request, then) =>
-      later(rules.gate(request), then, "session.unseen_unavailable", "consulting the unseen changes failed; asking people"),
+    gate: (request, then) => {
+      // Decided at once under the session's clean lease (decision 0058), else by the tenant's root.
+      const decided = rules.gate(request);
+      if (!(decided instanceof Promise)) return decided;
+      return later(decided, then, "session.unseen_unavailable", "consulting the unseen changes failed; asking people");
+    },
     note: (changes) =>
       ctx.waitUntil(rules.note(changes).catch(failed("session.unseen_note_failed", "noting what the agent changed unasked failed"))),
     unseenNow: (then) => later(rules.unseenNow(), then, "session.unseen_unavailable", "reading the unseen changes failed; asking people"),

@@ -40,6 +40,7 @@ import type { Answerer } from "../../protocol/people/answering";
 import { operationView } from "../../protocol/operation-view";
 import { toolCallOf } from "../../protocol/pending-permission";
 import type { StreamTurnState } from "../../protocol/turn-state";
+import type { ReaderReport } from "../../protocol/unseen-lease";
 
 const seams = testSeams<SessionObject, SessionTesting>("SessionObject");
 
@@ -174,6 +175,11 @@ export class SessionObject extends DurableObject<Env> implements SessionContract
     const subscribed = this.p.rules.rulesChanged(generation);
     if (this.p.store.hasAsking()) this.p.permissions.reconsider();
     return subscribed;
+  }
+
+  /** The tenant's root revokes this session's clean leases (decision 0058): the answer is its open readers. */
+  unseenRevoke(leaseId: number): ReaderReport {
+    return this.p.rules.unseenRevoke(leaseId);
   }
 
   // ── approval links (worker/routes/approve.tsx; the link's token was checked at the edge) ──────

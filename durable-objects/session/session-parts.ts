@@ -84,7 +84,7 @@ export function sessionParts(ctx: DurableObjectState, env: Env, testing: () => S
   const turnWatch = new TurnWatch(ctx.storage.sql);
   const unindex = new SessionUnindex(store, d1);
   const notifier = new Notifier(ctx, env, store, scheduleDeadline);
-  const rules = new TenantRules(env, store);
+  const rules = new TenantRules(env, store, ctx.storage.sql);
   const policy = new TenantPolicy(env.DB, store);
   const channels = agentChannels(ctx, env, store, agentSocket, testing);
   // The session machine comes first, so every frame for the agent goes straight into its order

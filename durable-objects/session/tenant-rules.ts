@@ -40,7 +40,9 @@ import type { Env } from "../../core/env";
 import type { PendingRequest, SessionMeta, SessionStore } from "./store";
 import { toolCallOf } from "../../protocol/pending-permission";
 import type { NewUnseenChange, UnseenGateRequest, UnseenHold } from "../../protocol/unseen";
+import type { ReaderReport, UnseenHolder } from "../../protocol/unseen-lease";
 import { type RulesStub, objects } from "../objects";
+import { sessionUnseenHolder } from "./unseen-holder";
 
 export class TenantRules {
   private readonly cache = new RulesCache(
@@ -51,10 +53,13 @@ export class TenantRules {
   private shardStub?: RulesStub;
   /** A person's *_always answer being stored (RulesObject.remember): requests wait for it. */
   private remembering?: Promise<void>;
+  /** The unseen-changes gate's session side (decision 0058): made at its first use, from the session's SQLite. */
+  private holder?: UnseenHolder;
 
   constructor(
     private readonly env: Env,
     private readonly store: SessionStore,
+    private readonly sql: SqlStorage,
   ) {}
 
   /**
@@ -108,13 +113,34 @@ export class TenantRules {
     if (this.store.meta) this.cache.subscribe();
   }
 
-  /** The tenant's unseen changes (decision 0046): hold the step, or note what it may write (RulesObject root, unseen-changes.ts). */
-  gate(request: UnseenGateRequest): Promise<UnseenHold | null> {
-    return this.rules().unseenGate(request);
+  /**
+   * The tenant's unseen changes (decisions 0046, 0058): hold the step, or let it go (what it may write
+   * noted, a reader opened). At once, with no call, for a reader while the session holds a clean lease;
+   * otherwise the tenant's root decides (RulesObject root, unseen-changes.ts).
+   */
+  gate(request: UnseenGateRequest): UnseenHold | null | Promise<UnseenHold | null> {
+    // A request is asked within a turn: one whose turn ended while the root decided was cancelled.
+    const asked = this.store.turn;
+    const askedIn = asked.state === "idle" ? null : asked.gwId;
+    const stillAsked = () => {
+      const turn = this.store.turn;
+      return askedIn === null || (turn.state !== "idle" && turn.gwId === askedIn);
+    };
+    const gated = this.unseenHolder().gate(
+      { sessionId: request.sessionId, toolCallId: request.toolCallId ?? "", reads: request.reads, note: request.note },
+      stillAsked,
+    );
+    return gated instanceof Promise ? gated.then((answer) => answer.held) : gated;
+  }
+
+  /** The root revokes this session's clean leases up to `leaseId`: dropped; the answer is its open readers. */
+  unseenRevoke(leaseId: number): ReaderReport {
+    return this.unseenHolder().revoke(leaseId);
   }
 
   /** What the agent changed with nobody asked: unseen for the tenant. */
   note(changes: NewUnseenChange[]): Promise<void> {
+    if (this.store.meta) this.unseenHolder().changedUnasked();
     return this.rules().unseenNote(changes);
   }
 
@@ -128,10 +154,29 @@ export class TenantRules {
     return this.rules().unseenSeen(upTo);
   }
 
-  /** A reader the rules let go finished (null: the session's turn ended, every one). */
+  /** A reader the rules let go finished (null: the session's turn ended, every one); the root is told if it knew of it. */
   readerDone(toolCallId: string | null): Promise<void> {
-    const sessionId = this.store.meta?.sessionId;
-    return sessionId === undefined ? Promise.resolve() : this.rules().unseenReaderDone(sessionId, toolCallId);
+    if (this.store.meta) this.unseenHolder().readerDone(toolCallId);
+    return Promise.resolve();
+  }
+
+  private unseenHolder(): UnseenHolder {
+    this.holder ??= sessionUnseenHolder(this.sql, {
+      step: (step) => this.rules().unseenStep(step),
+      renew: (report) => this.rules().unseenRenew(this.sessionId(), report),
+      report: (report) => {
+        this.rules()
+          .unseenReport(this.sessionId(), report)
+          .catch((e: unknown) =>
+            log("warn", "session.unseen_report_failed", "reporting open readers failed", { sessionId: this.sessionId() }, e),
+          );
+      },
+    });
+    return this.holder;
+  }
+
+  private sessionId(): string {
+    return this.store.meta?.sessionId ?? "";
   }
 
   /** What the rules are asked: the operation frozen when the request was asked (never the row as changed since), the turn's user. */
