@@ -20,6 +20,8 @@ import { stage } from "../../protocol/stage-timing";
 import type { AgentRequests } from "./agent-request-routing";
 import { attachmentOf, send } from "./clients";
 import type { PermissionLifecycle } from "./permission-lifecycle";
+import type { ModeApprovals } from "./mode-approvals";
+import { DECIDE_MODE_CHANGE, HOLD_MODE_CHANGE } from "../../protocol/people/mode-approval";
 import { sessionLog } from "./session-log";
 import { type SessionStore, permIdOfCopy } from "./store";
 
@@ -29,6 +31,7 @@ export class ClientMessages {
     private readonly machine: SessionMachine,
     private readonly permissions: PermissionLifecycle,
     private readonly agentRequests: AgentRequests,
+    private readonly modes: ModeApprovals,
   ) {}
 
   /** One frame from a client's socket; a request that fails is answered with its error, never dropped. */
@@ -66,6 +69,9 @@ export class ClientMessages {
     // The edge refuses these already (client-connection.ts); checked again where the turn is.
     const refusal = refusedByRole(client.role ?? "approver", method);
     if (refusal) throw refusal;
+    // Four eyes on a mode change (decision 0061): held by the gateway, decided by a person; neither reaches the agent as sent.
+    if (method === HOLD_MODE_CHANGE) return this.modes.propose(client, id, params);
+    if (method === DECIDE_MODE_CHANGE) return void this.modes.decideFor(ws, client, id, params);
     this.machine.request(client, id, method, params);
   }
 

@@ -31,6 +31,7 @@ import {
 } from "./clients";
 import { CompactionTally } from "./compaction";
 import type { PermissionLifecycle } from "./permission-lifecycle";
+import type { ModeApprovals } from "./mode-approvals";
 import { attachAnswer, loadResult } from "./session-info";
 import type { SessionStore } from "./store";
 import type { RequestRows } from "./request-rows";
@@ -46,6 +47,7 @@ export class SessionAttach {
     private readonly clients: AttachedClients,
     private readonly permissions: PermissionLifecycle,
     private readonly agentSocket: AgentSocket,
+    private readonly modes: ModeApprovals,
   ) {}
 
   /** Whether a resume took this socket's stream over (its close then detaches nobody); asked once, as it closes. */
@@ -85,7 +87,10 @@ export class SessionAttach {
       const turn = turnStateOf(this.store, this.requests, attach.client.connId) ?? undefined;
       send(server, JSON.stringify(resultResponse(attach.loadRequestId, attachAnswer(attach, server, this.clients, this.store, turn))));
     }
-    if (history !== "none") this.permissions.sendPendingTo(server);
+    if (history !== "none") {
+      this.permissions.sendPendingTo(server);
+      for (const notice of this.modes.noticesForAttach()) send(server, notice); // held mode changes (decision 0061)
+    }
     this.permissions.clientsChanged();
     return new Response(null, { status: 101, webSocket: edge });
   }

@@ -17,6 +17,7 @@ import { AuditOutbox } from "./audit-outbox";
 import { AttachedClients } from "./clients";
 import { ClientMessages } from "./client-messages";
 import { liveIndex } from "./live-index";
+import { ModeApprovals } from "./mode-approvals";
 import { Notifier } from "./notify";
 import { type PermissionLifecycle, permissionLifecycle } from "./permission-lifecycle";
 import { SessionAttach } from "./session-attach";
@@ -51,6 +52,7 @@ export interface SessionParts {
   turnWatch: TurnWatch;
   live: LiveStatePublisher;
   unasked: UnaskedRuns;
+  modes: ModeApprovals;
 }
 
 /** `testing`: the instance's test seam (session-testing.ts), read at each use: a test sets its hooks after the object is built. */
@@ -120,10 +122,11 @@ export function sessionParts(ctx: DurableObjectState, env: Env, testing: () => S
   later.permissions = permissions;
   later.deletion = deletion;
   const agentRequests = new AgentRequests(store, requests, clients, toAgent);
-  const attach = new SessionAttach(ctx, store, requests, clients, permissions, agentSocket);
-  const fromClients = new ClientMessages(store, machine, permissions, agentRequests);
+  const modes = new ModeApprovals(ctx.storage.sql, d1, store, clients, machine, scheduleDeadline);
+  const attach = new SessionAttach(ctx, store, requests, clients, permissions, agentSocket, modes);
+  const fromClients = new ClientMessages(store, machine, permissions, agentRequests, modes);
   const agent = new AgentLink({ sql: ctx.storage.sql, store, requests, clients, turnWatch, info, permissions, agentRequests, machine });
-  deadlines.watch({ store, notifier, audits, unindex, turnWatch, live, clients, machine });
+  deadlines.watch({ store, notifier, audits, unindex, turnWatch, live, clients, machine, modes });
   store.onLiveChange(() => {
     live.changed();
     scheduleDeadline(); // owed from now: the alarm is due (live-state.ts), in case this instance ends first
@@ -146,5 +149,6 @@ export function sessionParts(ctx: DurableObjectState, env: Env, testing: () => S
     turnWatch,
     live,
     unasked,
+    modes,
   };
 }
