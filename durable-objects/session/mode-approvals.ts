@@ -61,7 +61,8 @@ export class ModeApprovals {
     private readonly store: SessionStore,
     private readonly clients: AttachedClients,
     private readonly machine: SessionMachine,
-    private readonly scheduleDeadline: () => void,
+    /** The held changes changed: the alarm and the sessions index (they count as waiting on people) follow. */
+    private readonly changed: () => void,
   ) {
     sql.exec("CREATE TABLE IF NOT EXISTS mode_proposals (id TEXT PRIMARY KEY, expires_at INTEGER NOT NULL, body TEXT NOT NULL)");
   }
@@ -93,12 +94,16 @@ export class ModeApprovals {
       JSON.stringify(held),
     );
     this.notify(GATEWAY_NOTIFICATIONS.modeChangeWaiting, waitingNotice(this.sessionId(), proposal));
-    this.scheduleDeadline();
+    this.changed();
   }
 
   /** The changes waiting, oldest first (the snapshot, a client attaching, `GET /v1/approvals`). */
   waiting(): ModeProposal[] {
     return this.all().map((h) => h.proposal);
+  }
+
+  count(): number {
+    return this.sql.exec<{ n: number }>("SELECT COUNT(*) AS n FROM mode_proposals").one().n;
   }
 
   /** What every client attaching now is told: one waiting notice per held change. */
@@ -150,7 +155,7 @@ export class ModeApprovals {
     this.notify(GATEWAY_NOTIFICATIONS.modeChangeDecided, decidedNotice(this.sessionId(), held.proposal, "approved", by.label ?? who));
     // Relayed as the proposer's own request: the agent's answer goes to them, as if the change had not waited.
     this.machine.request(held.client, held.requestId, held.method, held.params);
-    this.scheduleDeadline();
+    this.changed();
     return { ok: true, outcome: "approved" };
   }
 
@@ -184,7 +189,7 @@ export class ModeApprovals {
   private async finish(held: Held, outcome: "refused" | "expired", by: string | null, error: RpcError, row?: AuditEntry): Promise<void> {
     this.clients.toConnection(held.client.connId, JSON.stringify(errorResponse(held.requestId, error)));
     this.notify(GATEWAY_NOTIFICATIONS.modeChangeDecided, decidedNotice(this.sessionId(), held.proposal, outcome, by));
-    this.scheduleDeadline();
+    this.changed();
     try {
       await this.writeAudit([row ?? this.auditRow(held, null, "withdrawn", error.message)]);
     } catch (e) {

@@ -62,7 +62,8 @@ export function sessionParts(ctx: DurableObjectState, env: Env, testing: () => S
   const deadlines = new SessionDeadlines(ctx);
   const scheduleDeadline = () => deadlines.schedule();
   const d1 = () => testing().d1 ?? env.DB;
-  const live = liveIndex(ctx, d1, store, scheduleDeadline);
+  const held: { modes?: ModeApprovals } = {};
+  const live = liveIndex(ctx, d1, store, scheduleDeadline, () => held.modes?.count() ?? 0);
   const clients = new AttachedClients(ctx);
   const agentSocket = new AgentSocket(ctx);
   const info = new SessionInfo(ctx, env, store, clients);
@@ -122,7 +123,11 @@ export function sessionParts(ctx: DurableObjectState, env: Env, testing: () => S
   later.permissions = permissions;
   later.deletion = deletion;
   const agentRequests = new AgentRequests(store, requests, clients, toAgent);
-  const modes = new ModeApprovals(ctx.storage.sql, d1, store, clients, machine, scheduleDeadline);
+  const modes = new ModeApprovals(ctx.storage.sql, d1, store, clients, machine, () => {
+    live.changed();
+    scheduleDeadline();
+  });
+  held.modes = modes;
   const attach = new SessionAttach(ctx, store, requests, clients, permissions, agentSocket, modes);
   const fromClients = new ClientMessages(store, machine, permissions, agentRequests, modes);
   const agent = new AgentLink({ sql: ctx.storage.sql, store, requests, clients, turnWatch, info, permissions, agentRequests, machine });

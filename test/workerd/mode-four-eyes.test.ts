@@ -4,7 +4,8 @@
 // that names nobody cannot either, every client sees it waiting, and a refusal or the deadline answers
 // the proposer -32003.
 
-import { env } from "cloudflare:test";
+import { env, runDurableObjectAlarm } from "cloudflare:test";
+import { objects } from "../../durable-objects/objects";
 import { describe, expect, it } from "vitest";
 import { addKey, api, attachClient, barrier, clientWithSession, dialInAgent, isMethod, seedTenant } from "./helpers";
 
@@ -74,6 +75,15 @@ describe("four eyes on a mode change", () => {
     expect((await later.next(isMethod(WAITING))).params).toMatchObject({ proposalId, setting: "approval_policy", value: "never" });
     const listed = await api(`/v1/sessions/${sessionId}/mode-changes`, t.clientKey);
     expect(((await listed.json()) as { items: { id: string }[] }).items.map((p) => p.id)).toEqual([proposalId]);
+    // "Waiting on you": a second approver sees it, the proposer does not (it waits on someone else).
+    await runDurableObjectAlarm(objects.session(env, t.tenantId, sessionId)); // the index has what the session is owed
+    const waitingOn = async (key: string) =>
+      ((await (await api("/v1/approvals?waiting=me", key)).json()) as { modeChanges: { proposalId: string; proposedBy: string }[] })
+        .modeChanges;
+    expect(await waitingOn(t.clientKey)).toEqual([
+      expect.objectContaining({ proposalId, proposedBy: "ada", operation: "session/set_config_option approval_policy=never" }),
+    ]);
+    expect(await waitingOn(adaAgain)).toEqual([]);
     const withdrawn = await client.request(DECIDE, { sessionId, proposalId, decision: "refuse" });
     expect(withdrawn.result).toEqual({ outcome: "refused" });
     expect((await set).error).toMatchObject({ code: -32003, message: expect.stringMatching(/You withdrew/) });
