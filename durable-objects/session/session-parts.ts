@@ -74,7 +74,9 @@ export function sessionParts(ctx: DurableObjectState, env: Env, testing: () => S
   });
   const turnWatch = new TurnWatch(ctx.storage.sql);
   const unindex = new SessionUnindex(store, d1);
-  const notifier = new Notifier(ctx, env, store, scheduleDeadline);
+  const notifier = new Notifier(ctx, env, store, scheduleDeadline, (paced) =>
+    info.notice(GATEWAY_NOTIFICATIONS.limitReached, { sessionId: store.meta?.sessionId, ...paced }),
+  );
   const rules = new TenantRules(env, store);
   const policy = new TenantPolicy(env.DB, store);
   const channels = agentChannels(ctx, env, store, agentSocket, testing);
