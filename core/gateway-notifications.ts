@@ -50,6 +50,8 @@ export const GATEWAY_NOTIFICATIONS = {
   modeChangeWaiting: "_acp_gateway/mode_change_waiting",
   /** A held mode change was decided: approved (relayed to the agent), refused, or expired; by whom. */
   modeChangeDecided: "_acp_gateway/mode_change_decided",
+  /** The agent reports a governed mode (it may ask fewer questions): from, to (decision 0061). In the session's log. */
+  agentModeChanged: "_acp_gateway/agent_mode_changed",
   /** The gateway refused something of the agent's by a limit: which, and the value. */
   limitReached: "_acp_gateway/limit_reached",
 } as const;

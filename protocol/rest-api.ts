@@ -34,7 +34,8 @@ export interface ApiAuditEntry {
   optionId: string | null;
   optionKind: string | null;
   decidedBy: {
-    type: DecidedBy["type"] | LinkDecidedBy["type"];
+    /** `agent`: an agent that reported a governed mode (decision 0061). */
+    type: DecidedBy["type"] | LinkDecidedBy["type"] | "agent";
     key: string | null;
     user: string | null;
     ruleId: string | null;

@@ -6,6 +6,7 @@
 import type { OperationView } from "../../protocol/operation-view";
 import type { ModeDecisionBy } from "./mode-approvals";
 import type { Decision, ModeProposal } from "../../protocol/people/mode-approval";
+import type { SessionModes } from "../../protocol/people/session-modes";
 import type { Answerer } from "../../protocol/people/answering";
 import type { PermissionOption } from "../../protocol/permissions";
 import type { SessionMeta } from "./store";
@@ -61,6 +62,8 @@ export interface SessionSnapshot {
   lastSeq: number;
   /** Stopped after the agent ran a tool call unasked (decision 0056): what ran; absent when it takes prompts. */
   held?: SessionHold;
+  /** The agent's modes (decision 0061): current, and each advertised one marked governed; null when it advertised none. */
+  modes: SessionModes | null;
 }
 
 import type { StreamTurnState } from "../../protocol/turn-state";

@@ -15,6 +15,7 @@ import { attachResult, peerView } from "../../protocol/session-attach";
 import type { AttachRequest } from "../../protocol/session-wire";
 import { type StreamTurnState, turnStateMeta } from "../../protocol/turn-state";
 import { attachmentOf } from "./clients";
+import { agentModeReported } from "./agent-modes";
 
 /** The agent's session/new or session/load result, answered again on session/load (without its sessionId). */
 export function loadResult(meta: SessionMeta): Record<string, unknown> {
@@ -104,7 +105,15 @@ export class SessionInfo {
     const meta = this.store.meta;
     const modes = meta?.result?.modes;
     if (!meta || !isObject(modes)) return;
+    const from = typeof modes.currentModeId === "string" ? modes.currentModeId : null;
     this.store.meta = { ...meta, result: { ...meta.result, modes: { ...modes, currentModeId: modeId } } };
+    const ports = {
+      db: this.env.DB,
+      store: this.store,
+      notice: (m: string, p: object) => this.notice(m, p),
+      waitUntil: (w: Promise<unknown>) => this.ctx.waitUntil(w),
+    };
+    agentModeReported(ports, from, modeId); // a governed mode: told and audited (decision 0061)
   }
 
   /** The session's configuration options (model, reasoning…) as last reported: part of the session/load answer. */

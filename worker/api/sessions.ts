@@ -65,6 +65,14 @@ const SnapshotSchema = z
     clients: z.array(z.object({ connectionId: z.string(), user: z.string().nullable(), attachedAt: z.number() })),
     lastSeq: z.number(),
     held: HoldSchema.optional(),
+    modes: z
+      .object({
+        currentModeId: z.string().nullable(),
+        currentGoverned: z.boolean(),
+        available: z.array(z.object({ id: z.string(), name: z.string().nullable(), governed: z.boolean() })),
+      })
+      .nullable()
+      .describe("The agent's modes; `governed`: switching to it needs an approver (and four eyes where the tenant holds it)"),
   })
   .openapi("SessionSnapshot");
 
