@@ -43,6 +43,7 @@ import { DEFAULT_KEY_RECHECK_MS, DEFAULT_KEY_UNVERIFIED_GRACE_MS, KeyRecheck, cr
 import { modesNotice, refusedByRole } from "../protocol/people/acp-methods";
 import { HOLD, gateModeChanges } from "./mode-gate";
 import { HOLD_MODE_CHANGE } from "../protocol/people/mode-approval";
+import { withModesMarked } from "../protocol/people/session-modes";
 import { logTracedRequest } from "./trace";
 import { stage, stageTimingFrom } from "../protocol/stage-timing";
 import type { Principal } from "../core/principal";
@@ -398,7 +399,8 @@ export class ClientConnection {
     const sessionId = answer.result.sessionId;
     // Register the attach before answering, so a prompt sent right after the answer waits for it.
     const attached = this.attach(sessionId, "replay");
-    this.reply({ ...answer, id });
+    // Which of the agent's modes are governed, for this session (decision 0061).
+    this.reply({ ...answer, result: withModesMarked(answer.result), id });
     await attached.catch(() => undefined);
   }
 

@@ -16,11 +16,12 @@ import type { AttachRequest } from "../../protocol/session-wire";
 import { type StreamTurnState, turnStateMeta } from "../../protocol/turn-state";
 import { attachmentOf } from "./clients";
 import { agentModeReported } from "./agent-modes";
+import { withModesMarked } from "../../protocol/people/session-modes";
 
 /** The agent's session/new or session/load result, answered again on session/load (without its sessionId). */
 export function loadResult(meta: SessionMeta): Record<string, unknown> {
   const { sessionId: _omit, ...rest } = meta.result ?? {};
-  return rest;
+  return withModesMarked(rest); // which of the agent's modes are governed (decision 0061)
 }
 
 /**

@@ -44,6 +44,19 @@ export function sessionModesOf(result: unknown): SessionModes | null {
   return { currentModeId: current, currentGoverned: current === null ? false : modeGoverned(current), available };
 }
 
+/**
+ * A `session/new` / `session/load` answer with the gateway's marks of its modes in
+ * `_meta.acpGateway.modes` (the agent's own `_meta` kept; its `acpGateway` was stripped on the way in,
+ * protocol/gateway-namespace.ts). Unchanged when the agent advertised no modes.
+ */
+export function withModesMarked<T extends Record<string, unknown>>(result: T): T {
+  const modes = sessionModesOf(result);
+  if (!modes) return result;
+  const meta = isObject(result._meta) ? result._meta : {};
+  const gateway = isObject(meta.acpGateway) ? meta.acpGateway : {};
+  return { ...result, _meta: { ...meta, acpGateway: { ...gateway, modes } } };
+}
+
 /** The agent switched itself (`current_mode_update`): what clients and the audit are told, or null when it is not governed. */
 export function agentSwitched(
   sessionId: string,

@@ -4,7 +4,7 @@
 
 import { env } from "cloudflare:test";
 import { describe, expect, it } from "vitest";
-import { api, attachClient, barrier, connect, dialInAgent, isMethod, seedTenant } from "./helpers";
+import { api, barrier, connect, dialInAgent, isMethod, seedTenant } from "./helpers";
 
 const MODES = {
   currentModeId: "default",
@@ -26,8 +26,19 @@ describe("the session's record of the agent's modes", () => {
     const asked = await agent.peer.next(isMethod("session/new"));
     const sessionId = `sess-${crypto.randomUUID()}`;
     agent.peer.respond(asked.id, { sessionId, modes: MODES });
-    expect((await created).result.sessionId).toBe(sessionId);
-    const other = await attachClient(t, agent, sessionId);
+    const answer = (await created).result;
+    expect(answer.sessionId).toBe(sessionId);
+    // The answer says which modes are governed, for this session; so does session/load's.
+    const marked = {
+      currentModeId: "default",
+      currentGoverned: false,
+      available: expect.arrayContaining([{ id: "bypassPermissions", name: "Bypass permissions", governed: true }]),
+    };
+    expect(answer._meta.acpGateway.modes).toEqual(marked);
+    const other = await connect(`/acp?agent=${agent.name}`, t.clientKey2);
+    await other.request("initialize", { protocolVersion: 1, clientCapabilities: {} });
+    const loaded = await other.request("session/load", { sessionId, cwd: "/projects/demo", mcpServers: [] });
+    expect(loaded.result._meta.acpGateway.modes).toEqual(marked);
 
     const snapshot = async () => (await (await api(`/v1/sessions/${sessionId}`, t.clientKey)).json()) as { modes: unknown };
     expect((await snapshot()).modes).toEqual({

@@ -4,7 +4,7 @@
 import fc from "fast-check";
 import { describe, expect, it } from "vitest";
 import { modeChangesOf } from "../../../protocol/people/modes";
-import { agentSwitched, sessionModesOf } from "../../../protocol/people/session-modes";
+import { agentSwitched, sessionModesOf, withModesMarked } from "../../../protocol/people/session-modes";
 
 const RUNS = Number(process.env.FUZZ_RUNS ?? 300);
 const modeId = fc.oneof(
@@ -48,5 +48,15 @@ describe("the session's record of the agent's modes", () => {
     expect(agentSwitched("s", "default", "plan")).toBeNull();
     expect(agentSwitched("s", "yolo", "yolo")).toBeNull();
     expect(agentSwitched("s", null, "somethingNew")?.message).toMatch(/switched this session's mode to somethingNew/);
+  });
+
+  it("marks the answer's modes under _meta.acpGateway, keeping the agent's own _meta; an answer without modes is unchanged", () => {
+    const answer = { sessionId: "s", modes: { currentModeId: "yolo", availableModes: [{ id: "yolo" }] }, _meta: { agent: 1 } };
+    expect(withModesMarked(answer)._meta).toEqual({
+      agent: 1,
+      acpGateway: { modes: { currentModeId: "yolo", currentGoverned: true, available: [{ id: "yolo", name: null, governed: true }] } },
+    });
+    const plain = { sessionId: "s" };
+    expect(withModesMarked(plain)).toBe(plain);
   });
 });
