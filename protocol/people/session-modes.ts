@@ -11,7 +11,7 @@ import { isObject } from "../jsonrpc";
 import { AGENT_METHODS } from "../methods";
 import { modeChangesOf } from "./modes";
 
-export interface AdvertisedMode {
+interface AdvertisedMode {
   id: string;
   name: string | null;
   /** A client's switch to it needs the approver role (and four eyes where the tenant holds it). */
@@ -26,7 +26,7 @@ export interface SessionModes {
 }
 
 /** Whether switching to `modeId` is governed, exactly as the edge judges `session/set_mode`. */
-export function modeGoverned(modeId: string): boolean {
+function modeGoverned(modeId: string): boolean {
   return modeChangesOf(AGENT_METHODS.sessionSetMode, { modeId }).some((c) => c.governed);
 }
 
