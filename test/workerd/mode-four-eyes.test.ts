@@ -149,4 +149,12 @@ describe("four eyes on a mode change", () => {
     await barrier(client, agent, sessionId);
     expect(agent.peer.unclaimed().filter((m) => m.method === "session/new" || m.method === "session/set_mode")).toEqual([]);
   });
+
+  it("an admin turns it on with PATCH /v1/tenant/settings; a value that is not a boolean is refused 400", async () => {
+    const t = await seedTenant();
+    const on = await api("/v1/tenant/settings", t.adminKey, { method: "PATCH", body: { modes: { fourEyes: true } } });
+    expect(on.status).toBe(200);
+    expect(await on.json()).toMatchObject({ settings: { modes: { fourEyes: true } } });
+    expect((await api("/v1/tenant/settings", t.adminKey, { method: "PATCH", body: { modes: { fourEyes: "yes" } } })).status).toBe(400);
+  });
 });
