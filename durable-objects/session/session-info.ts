@@ -15,7 +15,6 @@ import { attachResult, peerView } from "../../protocol/session-attach";
 import type { AttachRequest } from "../../protocol/session-wire";
 import { type StreamTurnState, turnStateMeta } from "../../protocol/turn-state";
 import { attachmentOf } from "./clients";
-import { agentModeReported } from "./agent-modes";
 import { withModesMarked } from "../../protocol/people/session-modes";
 
 /** The agent's session/new or session/load result, answered again on session/load (without its sessionId). */
@@ -101,20 +100,14 @@ export class SessionInfo {
     );
   }
 
-  /** session/load answers with the modes of session/new; keep the current one up to date. */
-  setCurrentMode(modeId: string): void {
+  /** session/load answers with the modes of session/new; keep the current one up to date. Returns the mode it replaced. */
+  setCurrentMode(modeId: string): string | null {
     const meta = this.store.meta;
     const modes = meta?.result?.modes;
-    if (!meta || !isObject(modes)) return;
+    if (!meta || !isObject(modes)) return null;
     const from = typeof modes.currentModeId === "string" ? modes.currentModeId : null;
     this.store.meta = { ...meta, result: { ...meta.result, modes: { ...modes, currentModeId: modeId } } };
-    const ports = {
-      db: this.env.DB,
-      store: this.store,
-      notice: (m: string, p: object) => this.notice(m, p),
-      waitUntil: (w: Promise<unknown>) => this.ctx.waitUntil(w),
-    };
-    agentModeReported(ports, from, modeId); // a governed mode: told and audited (decision 0061)
+    return from;
   }
 
   /** The session's configuration options (model, reasoning…) as last reported: part of the session/load answer. */

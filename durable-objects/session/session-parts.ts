@@ -11,6 +11,7 @@ import { GATEWAY_NOTIFICATIONS } from "../../core/gateway-notifications";
 import { objects } from "../objects";
 import { agentChannels } from "./agent-channels";
 import { AgentLink } from "./agent-link";
+import { AgentModes } from "./agent-modes";
 import { AgentRequests } from "./agent-request-routing";
 import { AgentSocket } from "./agent-socket";
 import { AuditOutbox } from "./audit-outbox";
@@ -132,7 +133,25 @@ export function sessionParts(ctx: DurableObjectState, env: Env, testing: () => S
   held.modes = modes;
   const attach = new SessionAttach(ctx, store, requests, clients, permissions, agentSocket, modes);
   const fromClients = new ClientMessages(store, machine, permissions, agentRequests, modes);
-  const agent = new AgentLink({ sql: ctx.storage.sql, store, requests, clients, turnWatch, info, permissions, agentRequests, machine });
+  const agentModes = new AgentModes({
+    db: d1,
+    store,
+    info,
+    waitUntil: (promise) => ctx.waitUntil(promise),
+    hold: (mode) => unasked.holdForMode(mode),
+  });
+  const agent = new AgentLink({
+    sql: ctx.storage.sql,
+    store,
+    requests,
+    clients,
+    turnWatch,
+    info,
+    permissions,
+    agentRequests,
+    machine,
+    agentModes,
+  });
   deadlines.watch({ store, notifier, audits, unindex, turnWatch, live, clients, machine, modes });
   store.onLiveChange(() => {
     live.changed();

@@ -1,10 +1,11 @@
 // The session's record of the agent's modes (decision 0061), in the real Worker, session and D1: the
 // snapshot shows what the agent advertised with each mode marked governed, and an agent that reports
-// a governed mode is told to every client and audited; an ungoverned one is not.
+// a governed mode is told to every client and audited; an ungoverned one is not; one the tenant forbids
+// holds the session (decision 0056's hold).
 
 import { env } from "cloudflare:test";
 import { describe, expect, it } from "vitest";
-import { api, barrier, connect, dialInAgent, isMethod, seedTenant } from "./helpers";
+import { api, barrier, clientWithSession, connect, dialInAgent, isMethod, isResponseTo, seedTenant, startTurn } from "./helpers";
 
 const MODES = {
   currentModeId: "default",
@@ -73,5 +74,30 @@ describe("the session's record of the agent's modes", () => {
           ).results,
       )
       .toEqual([{ operation: "current_mode_update mode=bypassPermissions", by: "agent" }]);
+  });
+
+  it("an agent that switches itself into a mode the tenant forbids holds the session: the turn is cancelled, prompts refused until an approver resumes it", async () => {
+    const t = await seedTenant({ modes: { forbid: ["bypassPermissions"] } });
+    const agent = await dialInAgent(t);
+    const { client, sessionId } = await clientWithSession(t, agent);
+    const turn = await startTurn(client, agent, sessionId, "turn-1");
+    agent.update(sessionId, { sessionUpdate: "current_mode_update", currentModeId: "bypassPermissions" });
+    expect((await agent.peer.next(isMethod("session/cancel"))).params).toEqual({ sessionId });
+    const held = await client.next(isMethod("_acp_gateway/session_held"));
+    expect(held.params).toMatchObject({
+      sessionId,
+      hold: { reason: "mode_forbidden", mode: "bypassPermissions" },
+      message: expect.stringMatching(/switched this session's mode to bypassPermissions by itself, which this tenant forbids/),
+    });
+    expect(((await (await api(`/v1/sessions/${sessionId}`, t.clientKey)).json()) as { held: unknown }).held).toMatchObject({
+      reason: "mode_forbidden",
+      mode: "bypassPermissions",
+    });
+    agent.peer.respond(turn.id, { stopReason: "cancelled" }); // the agent ends the cancelled turn
+    await client.next(isResponseTo("turn-1"));
+    client.send({ jsonrpc: "2.0", id: "turn-2", method: "session/prompt", params: { sessionId, prompt: [] } });
+    expect((await client.next(isResponseTo("turn-2"))).error).toMatchObject({ data: { reason: "session_held" } });
+    expect((await api(`/v1/sessions/${sessionId}/hold`, t.clientKey, { method: "DELETE" })).status).toBe(200);
+    await startTurn(client, agent, sessionId, "turn-3");
   });
 });
