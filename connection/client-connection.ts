@@ -41,7 +41,9 @@ import type { ClientSink } from "./client-sink";
 import type { Env } from "../core/env";
 import { DEFAULT_KEY_RECHECK_MS, DEFAULT_KEY_UNVERIFIED_GRACE_MS, KeyRecheck, credentialNow } from "./key-recheck";
 import { modesNotice, refusedByRole } from "../protocol/people/acp-methods";
-import { gateModeChanges } from "./mode-gate";
+import { HOLD, gateModeChanges } from "./mode-gate";
+import { HOLD_MODE_CHANGE } from "../protocol/people/mode-approval";
+import { withModesMarked } from "../protocol/people/session-modes";
 import { logTracedRequest } from "./trace";
 import { stage, stageTimingFrom } from "../protocol/stage-timing";
 import type { Principal } from "../core/principal";
@@ -211,8 +213,9 @@ export class ClientConnection {
   private async onClientRequest(id: JsonRpcId, method: string, message: Message, text: string): Promise<void> {
     const params = "params" in message ? message.params : undefined;
     logTracedRequest(this.logContext(), method, params);
-    const refusal = refusedByRole(this.principal.role, method) ?? (await this.gateModes(method, params));
-    if (refusal) throw refusal;
+    const gate = refusedByRole(this.principal.role, method) ?? (await this.gateModes(method, params, true));
+    if (gate === HOLD) return this.holdModeChange(id, message);
+    if (gate) throw gate;
     switch (method) {
       case AGENT_METHODS.initialize:
         return this.reply(resultResponse(id, await this.initialize(params)));
@@ -254,7 +257,10 @@ export class ClientConnection {
 
   private async onClientNotification(method: string, message: Message, text: string): Promise<void> {
     const params = "params" in message ? message.params : undefined;
-    const refusal = refusedByRole(this.principal.role, method) ?? (await this.gateModes(method, params));
+    const gate = refusedByRole(this.principal.role, method) ?? (await this.gateModes(method, params, false));
+    // A notification cannot wait for a second person, so the gate refuses it rather than hold it; never relayed held.
+    const refusal =
+      gate === HOLD ? new RpcError(ErrorCode.notPermitted, "This change needs a second person's approval; send it as a request.") : gate;
     // A notification has no id to answer: the refusal is an error response with id null, so the client still learns why.
     if (refusal) return this.reply(errorResponse(null, refusal));
     if (method === CANCEL_REQUEST) {
@@ -272,12 +278,23 @@ export class ClientConnection {
   }
 
   /** A mode or configuration change that can make the agent ask less: judged and audited (connection/mode-gate.ts). */
-  private gateModes(method: string, params: unknown): Promise<RpcError | null> {
+  private gateModes(method: string, params: unknown, request: boolean): Promise<RpcError | typeof HOLD | null> {
     return gateModeChanges(
       { db: this.env.DB, principal: this.principal, agent: this.agent, connectionId: this.connectionId },
       method,
       params,
+      request,
     );
+  }
+
+  /** Four eyes holds this change (decision 0061): the session keeps it, wrapped, until a second person decides. */
+  private async holdModeChange(id: JsonRpcId, message: Message): Promise<void> {
+    const sessionId = sessionIdOf(message);
+    if (sessionId === undefined) throw RpcError.invalidParams("params.sessionId must be a string");
+    const session = await this.session(sessionId);
+    // It waits as long as the agent's permission requests do.
+    const deadlineMs = permissionDeadlineMs(this.env, this.principal);
+    session.send(JSON.stringify({ jsonrpc: "2.0", id, method: HOLD_MODE_CHANGE, params: { sessionId, request: message, deadlineMs } }));
   }
 
   private onClientResponse(message: Message & { id: JsonRpcId | null }): void {
@@ -387,7 +404,8 @@ export class ClientConnection {
     const sessionId = answer.result.sessionId;
     // Register the attach before answering, so a prompt sent right after the answer waits for it.
     const attached = this.attach(sessionId, "replay");
-    this.reply({ ...answer, id });
+    // Which of the agent's modes are governed, for this session (decision 0061).
+    this.reply({ ...answer, result: withModesMarked(answer.result), id });
     await attached.catch(() => undefined);
   }
 

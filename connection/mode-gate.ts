@@ -3,7 +3,10 @@
 // tenant's settings.modes (protocol/people/acp-methods.ts). Every governed change is audited in the
 // tenant's decision audit and hash chain, made or refused; one that would be made waits for its row,
 // and is refused when the audit cannot be written (no change that makes the agent ask less goes
-// unrecorded).
+// unrecorded). A tenant whose settings.modes.fourEyes holds governed changes gets them held instead
+// (decision 0061): the rows say `proposed`, and the edge hands the request to the session wrapped in
+// `_acp_gateway/hold_mode_change`, which no client may send itself. What cannot be held (a
+// notification, a session opened with a governed `_meta`) is refused under four eyes.
 
 import { type AuditEntry, insertAuditRows } from "../db/queries/audit";
 import { appendToChain } from "../db/queries/audit-chain";
@@ -13,6 +16,14 @@ import { log } from "../core/log";
 import { RpcError } from "../protocol/jsonrpc";
 import { refusedModeChange } from "../protocol/people/acp-methods";
 import { type ModeChange, modeChangesOf } from "../protocol/people/modes";
+import { AGENT_METHODS } from "../protocol/methods";
+import { HOLD_MODE_CHANGE, fourEyesHoldsModes } from "../protocol/people/mode-approval";
+
+/** A held change: the request goes to the session wrapped, and waits there for a second person. */
+export const HOLD = "hold";
+
+/** The requests the session can hold for a second person; any other governed change is refused under four eyes. */
+const HOLDABLE = new Set<string>([AGENT_METHODS.sessionSetMode, AGENT_METHODS.sessionSetConfigOption]);
 
 export interface ModeGateContext {
   db: D1Database;
@@ -21,21 +32,45 @@ export interface ModeGateContext {
   connectionId: string;
 }
 
-/** The refusal of the first change the message may not make, or null; governed changes are audited. */
-export async function gateModeChanges(ctx: ModeGateContext, method: string, params: unknown): Promise<RpcError | null> {
+/**
+ * The refusal of the first change the message may not make, `HOLD` when a second person must approve
+ * it first, or null; governed changes are audited. `request`: whether the message has an id to answer later.
+ */
+export async function gateModeChanges(
+  ctx: ModeGateContext,
+  method: string,
+  params: unknown,
+  request: boolean,
+): Promise<RpcError | typeof HOLD | null> {
+  if (method === HOLD_MODE_CHANGE)
+    return new RpcError(ErrorCode.notPermitted, `${HOLD_MODE_CHANGE} is the gateway's own; a client proposes a change by sending it.`, {
+      method,
+    });
   const changes = modeChangesOf(method, params);
   if (changes.length === 0) return null;
   const { principal } = ctx;
   let refusal: RpcError | null = null;
   const audited: AuditEntry[] = [];
+  const held = fourEyesHoldsModes(principal.settings.modes);
   for (const change of changes) {
-    const refused = refusedModeChange(principal.role, principal.settings.modes, change);
+    const refused =
+      refusedModeChange(principal.role, principal.settings.modes, change) ??
+      (change.governed && held && !(request && HOLDABLE.has(method)) ? unholdable(change) : null);
     refusal ??= refused;
     if (change.governed || refused) audited.push(auditEntry(ctx, params, change, refused));
   }
   if (audited.length === 0) return null;
+  const hold = refusal === null && held;
   // A refused message makes nothing: its rows are the refusals and the changes it would have made with them.
-  const rows = refusal ? audited.map((row) => ({ ...row, outcome: "refused" as const, reason: row.reason ?? refusal.message })) : audited;
+  const rows = refusal
+    ? audited.map((row) => ({ ...row, outcome: "refused" as const, reason: row.reason ?? refusal.message }))
+    : hold
+      ? audited.map((row) => ({
+          ...row,
+          outcome: "proposed" as const,
+          reason: "held for a second person's approval (settings.modes.fourEyes)",
+        }))
+      : audited;
   try {
     await insertAuditRows(ctx.db, rows);
     await appendToChain(ctx.db, principal.tenantId, rows);
@@ -48,7 +83,16 @@ export async function gateModeChanges(ctx: ModeGateContext, method: string, para
       { method },
     );
   }
-  return refusal;
+  return refusal ?? (hold ? HOLD : null);
+}
+
+/** Under four eyes, a governed change that cannot wait for a second person (no id to answer, or a session being opened). */
+function unholdable(change: ModeChange): RpcError {
+  return new RpcError(
+    ErrorCode.notPermitted,
+    `Your tenant's four eyes (settings.modes.fourEyes) holds ${change.setting}=${change.value} for a second person, which ${change.method} cannot wait for: open the session without it and propose the change by session/set_mode or session/set_config_option.`,
+    { method: change.method, setting: change.setting, value: change.value, fourEyes: true },
+  );
 }
 
 function auditEntry(ctx: ModeGateContext, params: unknown, change: ModeChange, refused: RpcError | null): AuditEntry {

@@ -46,6 +46,12 @@ export const GATEWAY_NOTIFICATIONS = {
   sessionHeld: "_acp_gateway/session_held",
   /** A person lifted a session's hold (DELETE /v1/sessions/{id}/hold): who; it takes prompts again. */
   sessionResumed: "_acp_gateway/session_resumed",
+  /** A governed mode change waits for a second person (settings.modes.fourEyes, decision 0061): what, by whom, until when, how to decide. */
+  modeChangeWaiting: "_acp_gateway/mode_change_waiting",
+  /** A held mode change was decided: approved (relayed to the agent), refused, or expired; by whom. */
+  modeChangeDecided: "_acp_gateway/mode_change_decided",
+  /** The agent reports a governed mode (it may ask fewer questions): from, to (decision 0061). In the session's log. */
+  agentModeChanged: "_acp_gateway/agent_mode_changed",
   /** The gateway refused something of the agent's by a limit: which, and the value. */
   limitReached: "_acp_gateway/limit_reached",
 } as const;

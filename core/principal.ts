@@ -33,6 +33,8 @@ export interface ModeSettings {
   forbid?: string[];
   /** Refuse every change that can make the agent ask less (every governed mode or value), to everyone. */
   forbidLessOversight?: boolean;
+  /** Hold every governed change an approver proposes until a second person approves it (decision 0061). */
+  fourEyes?: boolean;
 }
 
 /** One operation a second person must approve: every field given must match (kind, program, argv prefix, path glob). */

@@ -162,12 +162,23 @@ export const decisionAudit = sqliteTable(
     name: text("name"),
     /** The operation in full: the command, or the paths. */
     operation: text("operation"),
-    /** `refused`: a person's answer refused by role, turn or four eyes; `approval_recorded`: the first of two approvals. */
-    outcome: text("outcome", { enum: ["selected", "cancelled", "withdrawn", "refused", "approval_recorded"] }).notNull(),
+    /** `refused`: a person's answer refused by role, turn or four eyes; `approval_recorded`: the first of two approvals; `proposed`: a mode change held for a second person (decision 0061). */
+    outcome: text("outcome", { enum: ["selected", "cancelled", "withdrawn", "refused", "approval_recorded", "proposed"] }).notNull(),
     optionId: text("option_id"),
     optionKind: text("option_kind"),
     decidedBy: text("decided_by", {
-      enum: ["person", "link", "rule", "cancel", "deadline", "turn_end", "agent_disconnected", "agent_withdrew", "operation_changed"],
+      enum: [
+        "person",
+        "link",
+        "rule",
+        "cancel",
+        "deadline",
+        "turn_end",
+        "agent_disconnected",
+        "agent_withdrew",
+        "operation_changed",
+        "agent",
+      ],
     }).notNull(),
     decidedByKey: text("decided_by_key"),
     decidedByUser: text("decided_by_user"),

@@ -22,7 +22,7 @@ export interface ApiRule extends Pick<Rule, "id" | "decision" | "matcher"> {
 }
 
 /** How a permission request ended, as the audit records it (decision 0028: a refused answer, a first of two approvals). */
-type AuditOutcome = "selected" | "cancelled" | "withdrawn" | "refused" | "approval_recorded";
+type AuditOutcome = "selected" | "cancelled" | "withdrawn" | "refused" | "approval_recorded" | "proposed";
 
 /** One resolution of a permission request as GET /v1/audit lists it. */
 export interface ApiAuditEntry {
@@ -37,7 +37,8 @@ export interface ApiAuditEntry {
   optionId: string | null;
   optionKind: string | null;
   decidedBy: {
-    type: DecidedBy["type"] | LinkDecidedBy["type"];
+    /** `agent`: an agent that reported a governed mode (decision 0061). */
+    type: DecidedBy["type"] | LinkDecidedBy["type"] | "agent";
     key: string | null;
     user: string | null;
     ruleId: string | null;

@@ -49,6 +49,13 @@ export interface Limits {
    * beyond it an attach is refused (-32029). Each holds up to 1 MiB of stream in the session's memory.
    */
   attachedClientsPerSession: number;
+  /** Targets one waiting request is sent to (the first by id); at most HARD_LIMITS' 50 and the tenant's posts per minute. */
+  notificationTargetsPerRequest: number;
+  /**
+   * Webhook POSTs the tenant's sessions send per minute, together. A limit slows, never drops: requests
+   * past it wait in their session for the next minute, and the session logs that it paced them.
+   */
+  webhookPostsPerMinute: number;
 }
 
 export const DEFAULT_LIMITS: Readonly<Limits> = {
@@ -66,6 +73,8 @@ export const DEFAULT_LIMITS: Readonly<Limits> = {
   ruleBytesPerTenant: 1024 * 1024,
   notificationTargetsPerTenant: 20,
   attachedClientsPerSession: 16,
+  notificationTargetsPerRequest: 10,
+  webhookPostsPerMinute: 120,
 };
 
 /**
@@ -78,7 +87,51 @@ export const HARD_LIMITS = {
   notificationTargetsPerTenant: 50,
   // Each attached socket's stream and each dropped one kept (32 at most) hold up to 1 MiB of the session's 128 MB.
   attachedClientsPerSession: 32,
+  notificationTargetsPerRequest: 50,
+  webhookPostsPerMinute: 6000,
 } as const satisfies Partial<Limits>;
+
+/** How many targets one waiting request is sent to: the tenant's limit, at most the hard maximum and a minute's posts (so one request always fits a minute). */
+export function targetsPerRequest(limits: Limits): number {
+  return Math.min(limits.notificationTargetsPerRequest, HARD_LIMITS.notificationTargetsPerRequest, webhookPostsPerMinute(limits));
+}
+
+/** The tenant's webhook POSTs per minute, at most the hard maximum. */
+export function webhookPostsPerMinute(limits: Limits): number {
+  return Math.min(limits.webhookPostsPerMinute, HARD_LIMITS.webhookPostsPerMinute);
+}
+
+const MINUTE_MS = 60_000;
+
+/** One minute's webhook POSTs so far (the TenantLimitsObject keeps it). */
+export interface WebhookWindow {
+  minute: number;
+  used: number;
+}
+
+/**
+ * Which of the requests due now may send their webhooks this minute (decision 0061): the leading
+ * ones whose posts (`posts[i]` each) fit in what is left of `perMinute`, in order, never one out of
+ * turn; the rest wait for `retryAt`, the next minute. Guarantees (test/unit/webhook-pacing.test.ts):
+ * never more than `perMinute` posts admitted in one minute, except a single request larger than a
+ * whole minute, which is admitted alone in an empty minute (never starved); nothing is dropped.
+ */
+export function admitWebhooks(
+  window: WebhookWindow,
+  posts: readonly number[],
+  perMinute: number,
+  now: number,
+): { admitted: number; window: WebhookWindow; retryAt: number } {
+  const minute = Math.floor(now / MINUTE_MS);
+  let used = window.minute === minute ? window.used : 0;
+  let admitted = 0;
+  for (const n of posts) {
+    if (used + n > perMinute && !(used === 0 && admitted === 0)) break;
+    used += n;
+    admitted++;
+  }
+  return { admitted, window: { minute, used }, retryAt: (minute + 1) * MINUTE_MS };
+}
 
 /** One rule's bytes (as counted for ruleBytesPerTenant) may not exceed this, whatever the budget. */
 export const MAX_RULE_BYTES = 64 * 1024;
@@ -200,6 +253,16 @@ export interface LimitError {
 
 function limitError(limit: keyof Limits, value: number, message: string, reason = "limit_exceeded"): LimitError {
   return { code: ErrorCode.limitExceeded, message, data: { reason, limit, value } };
+}
+
+/** The notice (`_acp_gateway/limit_reached`, in the session's log) when requests' webhooks wait for the next minute. */
+export function webhooksPaced(value: number, waiting: number, retryAt: number): LimitError {
+  return limitError(
+    "webhookPostsPerMinute",
+    value,
+    `This tenant's sessions sent their ${value} webhook notifications for this minute; ${waiting} waiting request(s) of this session will be sent to the notification targets at ${new Date(retryAt).toISOString()}, not dropped. Raise limits.webhookPostsPerMinute, or send requests to fewer targets.`,
+    "webhooks_paced",
+  );
 }
 
 /** The notice the clients get when a session's out-of-turn requests start being summarised. */

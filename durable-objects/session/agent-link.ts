@@ -16,6 +16,7 @@ import { appendUpdate, maybeFold } from "./compaction";
 import type { FromAgent } from "./contract";
 import type { PermissionMachine } from "../../protocol/permission-machine";
 import type { SessionInfo } from "./session-info";
+import type { AgentModes } from "./agent-modes";
 import type { SessionStore } from "./store";
 import type { RequestRows } from "./request-rows";
 import type { TurnWatch } from "./turn-watch";
@@ -31,6 +32,7 @@ export interface AgentLinkParts {
   permissions: PermissionMachine<WebSocket>;
   agentRequests: AgentRequests;
   machine: SessionMachine;
+  agentModes: AgentModes;
 }
 
 export class AgentLink {
@@ -98,7 +100,8 @@ export class AgentLink {
     } else if (isObject(update) && update.sessionUpdate === "session_info_update" && typeof update.title === "string") {
       info.setTitle(update.title);
     } else if (isObject(update) && update.sessionUpdate === "current_mode_update" && typeof update.currentModeId === "string") {
-      info.setCurrentMode(update.currentModeId);
+      // A governed mode is told, audited, and holds the session where the tenant forbids it (decision 0061).
+      this.parts.agentModes.reported(info.setCurrentMode(update.currentModeId), update.currentModeId);
     } else if (isObject(update) && update.sessionUpdate === "config_option_update" && Array.isArray(update.configOptions)) {
       info.setConfigOptions(update.configOptions);
     }

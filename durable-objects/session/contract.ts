@@ -4,6 +4,9 @@
 // sends towards its agent) is durable-objects/agent/contract.ts.
 
 import type { OperationView } from "../../protocol/operation-view";
+import type { ModeDecisionBy } from "./mode-approvals";
+import type { Decision, ModeProposal } from "../../protocol/people/mode-approval";
+import type { SessionModes } from "../../protocol/people/session-modes";
 import type { Answerer } from "../../protocol/people/answering";
 import type { PermissionOption } from "../../protocol/permissions";
 import type { SessionMeta } from "./store";
@@ -60,6 +63,8 @@ export interface SessionSnapshot {
   lastSeq: number;
   /** Stopped after the agent ran a tool call unasked (decision 0056): what ran; absent when it takes prompts. */
   held?: SessionHold;
+  /** The agent's modes (decision 0061): current, and each advertised one marked governed; null when it advertised none. */
+  modes: SessionModes | null;
 }
 
 import type { StreamTurnState } from "../../protocol/turn-state";
@@ -126,6 +131,14 @@ export interface SessionContract extends Rpc.DurableObjectBranded {
   waitingOn(answerer: Answerer): { title: string | null; requests: WaitingRequest[] } | null;
   /** Lifts the hold of a session stopped after its agent ran a tool call unasked (decision 0056); null: no such session. */
   resumeHeld(by: ResumedBy): { resumed: boolean } | null;
+  /** A person decides a held mode change (decision 0061); null: no such session. */
+  decideModeChange(by: ModeDecisionBy, proposalId: string, decision: Decision): Promise<ModeDecisionResultView | null>;
+  /** The mode changes held for a second person, oldest first (null: no such session). */
+  modeChangesWaiting(): ModeProposal[] | null;
   /** The turn's state as a client resuming a stream is told it (protocol/turn-state.ts); null for a session that does not exist. */
   turnState(connId: string): StreamTurnState | null;
 }
+
+/** A held mode change's decision as RPC returns it (an RpcError does not cross RPC as a class). */
+export type ModeDecisionResultView =
+  { ok: true; outcome: "approved" | "refused" | "expired" } | { ok: false; code: number; message: string; gone: boolean };

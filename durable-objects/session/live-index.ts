@@ -25,9 +25,16 @@ const LIVE_INDEX_MS = 250;
  * The session's publisher. `db` is read at each write (a test may give the object a failing D1);
  * `settled` runs after each write (the session sets its alarm again from `dueAt`).
  */
-export function liveIndex(ctx: DurableObjectState, db: () => D1Database, store: SessionStore, settled: () => void): LiveStatePublisher {
+export function liveIndex(
+  ctx: DurableObjectState,
+  db: () => D1Database,
+  store: SessionStore,
+  settled: () => void,
+  /** Mode changes held for a second person (mode-approvals.ts): they wait on people too. */
+  heldModeChanges: () => number,
+): LiveStatePublisher {
   return new LiveStatePublisher({
-    read: () => (store.meta ? { turn: store.turn.state, waiting: store.waitingOnPeople() } : undefined),
+    read: () => (store.meta ? { turn: store.turn.state, waiting: store.waitingOnPeople() + heldModeChanges() } : undefined),
     load: () => store.liveRecord,
     save: (record) => {
       store.liveRecord = record;

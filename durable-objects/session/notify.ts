@@ -24,6 +24,8 @@ import { requestView, waitingRequestPayload } from "../../protocol/webhook-paylo
 import type { ApprovalView, LinkDecidedBy, LinkRefusal, LinkWithdrawal } from "./contract";
 import type { PendingRequest, SessionStore } from "./store";
 import { sessionLog } from "./session-log";
+import { type LimitError, limitsOf, targetsPerRequest, webhookPostsPerMinute, webhooksPaced } from "../../protocol/tenant-limits";
+import { paceWebhooks } from "./webhook-pacing";
 
 const SCHEMA = `
 CREATE TABLE IF NOT EXISTS notify (perm_id INTEGER PRIMARY KEY, after_ms INTEGER NOT NULL, due_at INTEGER, sent_at INTEGER);
@@ -66,6 +68,8 @@ export class Notifier {
     private readonly store: SessionStore,
     /** Sets the object's alarm to the earliest of deadlines and notify times. */
     private readonly reschedule: () => void,
+    /** Requests' webhooks wait for the next minute (the tenant's webhookPostsPerMinute): the session says so. */
+    private readonly paced: (notice: LimitError) => void,
   ) {
     this.sql = ctx.storage.sql;
     this.sql.exec(SCHEMA);
@@ -145,7 +149,28 @@ export class Notifier {
   private async send(permIds: number[], now: number): Promise<void> {
     const meta = this.store.meta;
     if (!meta) return;
-    const targets = await targetsOfTenant(this.env.DB, meta.tenantId);
+    // Bounded per request and paced per tenant (decision 0061): the first targets by id, and the requests past the minute's posts wait.
+    const limits = limitsOf(meta.limits);
+    const targets = (await targetsOfTenant(this.env.DB, meta.tenantId)).slice(0, targetsPerRequest(limits));
+    const waiting = permIds.filter((permId) => this.store.isPending(permId));
+    const perMinute = webhookPostsPerMinute(limits);
+    const paced = await paceWebhooks(
+      this.env,
+      this.store,
+      meta.tenantId,
+      waiting.map(() => targets.length),
+      perMinute,
+    );
+    const later = waiting.slice(paced.admitted);
+    if (later.length > 0) {
+      this.sql.exec(
+        "UPDATE notify SET sent_at = NULL, due_at = ? WHERE perm_id IN (SELECT value FROM json_each(?))",
+        paced.retryAt,
+        JSON.stringify(later),
+      );
+      this.paced(webhooksPaced(perMinute, later.length, paced.retryAt));
+      this.reschedule();
+    }
     const secret = this.env.APPROVAL_LINK_SECRET;
     if (!usableSecret(secret))
       sessionLog(this.store).warn(
@@ -153,7 +178,7 @@ export class Notifier {
         "APPROVAL_LINK_SECRET is unset or short; notifications carry no approval link",
       );
     const deliveries: Promise<void>[] = [];
-    for (const permId of permIds) {
+    for (const permId of waiting.slice(0, paced.admitted)) {
       const pending = this.store.pendingById(permId);
       if (!pending) continue; // answered while the targets were read
       for (const target of targets) {

@@ -33,6 +33,7 @@ import {
 import { CompactionTally } from "./compaction";
 import type { PermissionMachine } from "../../protocol/permission-machine";
 import { servedHistory } from "./message-ids";
+import type { ModeApprovals } from "./mode-approvals";
 import { attachAnswer, loadResult } from "./session-info";
 import type { SessionStore } from "./store";
 import type { RequestRows } from "./request-rows";
@@ -48,6 +49,7 @@ export class SessionAttach {
     private readonly clients: AttachedClients,
     private readonly permissions: PermissionMachine<WebSocket>,
     private readonly agentSocket: AgentSocket,
+    private readonly modes: ModeApprovals,
   ) {}
 
   /** Whether a resume took this socket's stream over (its close then detaches nobody); asked once, as it closes. */
@@ -93,7 +95,10 @@ export class SessionAttach {
       send(server, JSON.stringify(resultResponse(attach.loadRequestId, answer)));
     }
     const history = served.policy;
-    if (history !== "none") this.permissions.sendPendingTo(server);
+    if (history !== "none") {
+      this.permissions.sendPendingTo(server);
+      for (const notice of this.modes.noticesForAttach()) send(server, notice); // held mode changes (decision 0061)
+    }
     this.permissions.clientsChanged();
     return new Response(null, { status: 101, webSocket: edge });
   }

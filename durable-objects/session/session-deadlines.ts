@@ -1,10 +1,11 @@
 // The SessionObject's one alarm: it fires at or before the earliest permission deadline, notify time,
-// audit retry, unindex retry, turn idle time, index write owed (live-index.ts) or a dropped client's
-// stream lapsing (departures.ts), and does what is due.
+// audit retry, unindex retry, turn idle time, index write owed (live-index.ts), a dropped client's
+// stream lapsing (departures.ts) or a held mode change's deadline (mode-approvals.ts), and does what is due.
 
 import type { SessionMachine } from "../../protocol/session-machine";
 import type { LiveStatePublisher } from "../../protocol/live-state";
 import type { AuditOutbox } from "./audit-outbox";
+import type { ModeApprovals } from "./mode-approvals";
 import type { AttachedClients } from "./clients";
 import type { Notifier } from "./notify";
 import type { SessionStore } from "./store";
@@ -21,6 +22,7 @@ export interface DeadlineSources {
   live: LiveStatePublisher;
   clients: AttachedClients;
   machine: SessionMachine;
+  modes: ModeApprovals;
 }
 
 export class SessionDeadlines {
@@ -45,7 +47,7 @@ export class SessionDeadlines {
     const s = this.sources;
     if (!s) return;
     const next = earliest(
-      earliest(s.store.nextDeadline(), s.notifier.nextDue()),
+      earliest(earliest(s.store.nextDeadline(), s.notifier.nextDue()), s.modes.dueAt()),
       earliest(earliest(s.audits.retryAt(), s.unindex.retryAt()), earliest(s.turnWatch.idleAt(s.store), s.live.dueAt())),
     );
     const due = earliest(next, s.store.meta ? s.clients.departures.nextAt() : undefined);
@@ -73,6 +75,7 @@ export class SessionDeadlines {
     s.notifier.onAlarm(now, s.clients.list().length > 0);
     // Clients whose dropped stream lapsed unresumed are announced gone (decision 0060).
     if (s.store.meta) s.clients.announceLapsed(s.store.meta.sessionId);
+    this.ctx.waitUntil(s.modes.expire(now)); // held mode changes past their deadline (decision 0061)
     this.schedule();
     await published; // a test that runs the alarm sees the index written
   }

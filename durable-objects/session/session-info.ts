@@ -23,11 +23,12 @@ import { lastAgentMessageId } from "./message-ids";
 import type { AttachRequest, ClientAttachment } from "../../protocol/session-wire";
 import { type StreamTurnState, turnStateMeta } from "../../protocol/turn-state";
 import { attachmentOf } from "./clients";
+import { withModesMarked } from "../../protocol/people/session-modes";
 
 /** The agent's session/new or session/load result, answered again on session/load (without its sessionId). */
 export function loadResult(meta: SessionMeta): Record<string, unknown> {
   const { sessionId: _omit, ...rest } = meta.result ?? {};
-  return rest;
+  return withModesMarked(rest); // which of the agent's modes are governed (decision 0061)
 }
 
 /**
@@ -124,12 +125,14 @@ export class SessionInfo {
     );
   }
 
-  /** session/load answers with the modes of session/new; keep the current one up to date. */
-  setCurrentMode(modeId: string): void {
+  /** session/load answers with the modes of session/new; keep the current one up to date. Returns the mode it replaced. */
+  setCurrentMode(modeId: string): string | null {
     const meta = this.store.meta;
     const modes = meta?.result?.modes;
-    if (!meta || !isObject(modes)) return;
+    if (!meta || !isObject(modes)) return null;
+    const from = typeof modes.currentModeId === "string" ? modes.currentModeId : null;
     this.store.meta = { ...meta, result: { ...meta.result, modes: { ...modes, currentModeId: modeId } } };
+    return from;
   }
 
   /** The session's configuration options (model, reasoning…) as last reported: part of the session/load answer. */

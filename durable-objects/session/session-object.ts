@@ -16,6 +16,7 @@ import type {
   FromAgent,
   InitResult,
   LinkRefusal,
+  ModeDecisionResultView,
   SessionContract,
   SessionInit,
   SessionRef,
@@ -28,6 +29,8 @@ import { clientOf, takeRing } from "./clients";
 import { splitName } from "../objects";
 import { claim } from "./ownership";
 import type { ResumedBy } from "./unasked-runs";
+import type { ModeDecisionBy } from "./mode-approvals";
+import type { Decision, ModeProposal } from "../../protocol/people/mode-approval";
 import { sessionSnapshot } from "./snapshot";
 import { turnStateOf } from "./session-attach";
 import { type SessionParts, sessionParts } from "./session-parts";
@@ -85,6 +88,19 @@ export class SessionObject extends DurableObject<Env> implements SessionContract
   resumeHeld(by: ResumedBy): { resumed: boolean } | null {
     if (!this.p.store.meta) return null;
     return { resumed: this.p.unasked.resume(by) };
+  }
+
+  /** A person decides a held mode change (mode-approvals.ts, decision 0061); null: no such session. */
+  async decideModeChange(by: ModeDecisionBy, proposalId: string, decision: Decision): Promise<ModeDecisionResultView | null> {
+    if (!this.p.store.meta) return null;
+    const result = await this.p.modes.decide(by, proposalId, decision);
+    if (result.ok) return result;
+    const { code, message, data } = result.error;
+    return { ok: false, code, message, gone: typeof data === "object" && data !== null && "gone" in data };
+  }
+
+  modeChangesWaiting(): ModeProposal[] | null {
+    return this.p.store.meta ? this.p.modes.waiting() : null;
   }
 
   // ── a client attaches, or a link opens (session-attach.ts) ──────────────────────────────────

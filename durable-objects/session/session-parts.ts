@@ -19,12 +19,14 @@ import { GATEWAY_NOTIFICATIONS } from "../../core/gateway-notifications";
 import { recordMetric } from "../../core/metrics";
 import { objects } from "../objects";
 import { AgentLink } from "./agent-link";
+import { AgentModes } from "./agent-modes";
 import { AgentRequests } from "./agent-request-routing";
 import { AgentSocket, agentChannels } from "./agent-socket";
 import { AuditOutbox, auditPort } from "./audit-outbox";
 import { AttachedClients, attachmentOf, send } from "./clients";
 import { ClientMessages } from "./client-messages";
 import { liveIndex } from "./live-index";
+import { ModeApprovals } from "./mode-approvals";
 import { Notifier } from "./notify";
 import { SessionAttach } from "./session-attach";
 import { SessionDeadlines } from "./session-deadlines";
@@ -60,6 +62,7 @@ export interface SessionParts {
   turnWatch: TurnWatch;
   live: LiveStatePublisher;
   unasked: UnaskedRuns;
+  modes: ModeApprovals;
 }
 
 /** How often each pending request was re-sent to this client after a refused answer; kept in the socket's attachment (it survives hibernation). */
@@ -72,7 +75,8 @@ export function sessionParts(ctx: DurableObjectState, env: Env, testing: () => S
   const deadlines = new SessionDeadlines(ctx);
   const scheduleDeadline = () => deadlines.schedule();
   const d1 = () => testing().d1 ?? env.DB;
-  const live = liveIndex(ctx, d1, store, scheduleDeadline);
+  const held: { modes?: ModeApprovals } = {};
+  const live = liveIndex(ctx, d1, store, scheduleDeadline, () => held.modes?.count() ?? 0);
   const clients = new AttachedClients(ctx, () => testing().now?.() ?? Date.now());
   const agentSocket = new AgentSocket(ctx);
   const info = new SessionInfo(ctx, env, store, clients);
@@ -83,7 +87,9 @@ export function sessionParts(ctx: DurableObjectState, env: Env, testing: () => S
   });
   const turnWatch = new TurnWatch(ctx.storage.sql);
   const unindex = new SessionUnindex(store, d1);
-  const notifier = new Notifier(ctx, env, store, scheduleDeadline);
+  const notifier = new Notifier(ctx, env, store, scheduleDeadline, (paced) =>
+    info.notice(GATEWAY_NOTIFICATIONS.limitReached, { sessionId: store.meta?.sessionId, ...paced }),
+  );
   const rules = new TenantRules(env, store, ctx.storage.sql);
   const policy = new TenantPolicy(env.DB, store);
   const channels = agentChannels(ctx, env, store, agentSocket, testing);
@@ -188,10 +194,33 @@ export function sessionParts(ctx: DurableObjectState, env: Env, testing: () => S
   later.permissions = permissions;
   later.deletion = deletion;
   const agentRequests = new AgentRequests(store, requests, clients, toAgent);
-  const attach = new SessionAttach(ctx, store, requests, clients, permissions, agentSocket);
-  const fromClients = new ClientMessages(store, machine, permissions, agentRequests);
-  const agent = new AgentLink({ sql: ctx.storage.sql, store, requests, clients, turnWatch, info, permissions, agentRequests, machine });
-  deadlines.watch({ store, notifier, audits, unindex, turnWatch, live, clients, machine });
+  const modes = new ModeApprovals(ctx.storage.sql, d1, store, clients, machine, () => {
+    live.changed();
+    scheduleDeadline();
+  });
+  held.modes = modes;
+  const attach = new SessionAttach(ctx, store, requests, clients, permissions, agentSocket, modes);
+  const fromClients = new ClientMessages(store, machine, permissions, agentRequests, modes);
+  const agentModes = new AgentModes({
+    db: d1,
+    store,
+    info,
+    waitUntil: (promise) => ctx.waitUntil(promise),
+    hold: (mode) => unasked.holdForMode(mode),
+  });
+  const agent = new AgentLink({
+    sql: ctx.storage.sql,
+    store,
+    requests,
+    clients,
+    turnWatch,
+    info,
+    permissions,
+    agentRequests,
+    machine,
+    agentModes,
+  });
+  deadlines.watch({ store, notifier, audits, unindex, turnWatch, live, clients, machine, modes });
   store.onLiveChange(() => {
     live.changed();
     scheduleDeadline(); // owed from now: the alarm is due (live-state.ts), in case this instance ends first
@@ -214,5 +243,6 @@ export function sessionParts(ctx: DurableObjectState, env: Env, testing: () => S
     turnWatch,
     live,
     unasked,
+    modes,
   };
 }

@@ -4,6 +4,7 @@
 import type { AttachedClients } from "./clients";
 import type { SessionSnapshot } from "./contract";
 import type { SessionMeta, SessionStore } from "./store";
+import { sessionModesOf } from "../../protocol/people/session-modes";
 
 export function sessionSnapshot(meta: SessionMeta, store: SessionStore, clients: AttachedClients): SessionSnapshot {
   const turn = store.turn;
@@ -26,5 +27,7 @@ export function sessionSnapshot(meta: SessionMeta, store: SessionStore, clients:
     clients: clients.list().map((c) => ({ connectionId: c.connId, user: c.user, attachedAt: c.attachedAt })),
     lastSeq: store.lastSeq(),
     ...(store.hold ? { held: store.hold } : {}),
+    // The agent's modes as advertised and reported, each marked governed as the edge judges it (decision 0061).
+    modes: sessionModesOf(meta.result),
   };
 }

@@ -3,11 +3,12 @@
 // `ranUnasked` port; the tenant's setting (tenant-policy.ts: as read when the turn started, else now) decides. Under `stop`
 // the session is held — the running turn cancelled as session/cancel cancels it, the clients told why, and every
 // prompt refused (protocol/session-machine.ts) until a person who may lift oversight resumes it (`resume`). Either way the
-// agent is noted as one that decides itself (its D1 row, GET /v1/agents).
+// agent is noted as one that decides itself (its D1 row, GET /v1/agents). `holdForMode` holds a session the
+// same way when its agent switches itself into a mode the tenant forbids (decision 0061).
 
 import { GATEWAY_NOTIFICATIONS } from "../../core/gateway-notifications";
 import { noteDecidesItself } from "../../db/queries/agents";
-import { type UnaskedRuns as Choice, heldMessage, holdOf } from "../../protocol/unasked-runs";
+import { type UnaskedRuns as Choice, type SessionHold, heldMessage, holdOf } from "../../protocol/unasked-runs";
 import type { SessionInfo } from "./session-info";
 import { sessionLog } from "./session-log";
 import type { SessionStore } from "./store";
@@ -93,6 +94,22 @@ export class UnaskedRuns {
     });
     sessionLog(store).info("session.resumed", "a held session was resumed", { by: who });
     return true;
+  }
+
+  /**
+   * The agent switched itself into a mode the tenant forbids (decision 0061): held as for an unasked run —
+   * the turn cancelled, the clients told, no prompt until a person resumes it.
+   */
+  holdForMode(mode: string): void {
+    const { store, info } = this.parts;
+    const meta = store.meta;
+    if (!meta || store.hold) return;
+    const hold: SessionHold = { reason: "mode_forbidden", mode, at: Date.now() };
+    store.hold = hold;
+    const message = heldMessage(meta.sessionId, hold);
+    if (store.turn.state === "running") this.parts.cancelTurn("mode_forbidden", message);
+    info.notice(GATEWAY_NOTIFICATIONS.sessionHeld, { sessionId: meta.sessionId, hold, message });
+    sessionLog(store).warn("session.held", "the agent switched itself into a forbidden mode; the session is held", { mode });
   }
 
   private stop(notice: Record<string, unknown>): void {

@@ -21,6 +21,8 @@ export interface TenantLimitsContract extends Rpc.DurableObjectBranded {
    * else `summarised` (which may pass the budget: summarised rows are small and still say who decided).
    */
   chargeAudit(full: number, summarised: number, bytesPerDay: number): AuditBudget & { kept: boolean };
+  /** Webhooks due now, `posts` per request in order: how many requests may send this minute (the root's; decision 0061). */
+  takeWebhookPosts(posts: number[], perMinute: number): { admitted: number; retryAt: number };
   /** Today's audit budget, for the REST audit API. */
   auditBudget(bytesPerDay: number): AuditBudget;
 }

@@ -1,6 +1,6 @@
 // TenantLimitsObject: one per tenant, named by the tenant id (the *root*), and LIMIT_SHARDS shards
-// named `${tenantId}/${index}` (decisions 0031, 0035). The root holds the tenant's message-rate bucket
-// and its audit budget. The bucket is leased to the shards (each a LeasePool, protocol/rate-limit.ts)
+// named `${tenantId}/${index}` (decisions 0031, 0035). The root holds the tenant's message-rate bucket,
+// its audit budget and the minute's webhook POSTs. The bucket is leased to the shards (each a LeasePool, protocol/rate-limit.ts)
 // in leases sized to their demand, and by them to the connections (TenantLease), so at ten thousand
 // connections the root sees a few calls a second per shard and each shard the calls of its own
 // connections. Each shard also counts the open connections of the keys that hash to it
@@ -12,7 +12,15 @@
 import { DurableObject } from "cloudflare:workers";
 import { type LeaseGrant, LeasePool, TokenBucket } from "../../protocol/rate-limit";
 import type { Env } from "../../core/env";
-import { type AuditBudget, LIMIT_SHARDS, MAX_LEASE_RETRY_MS, SlotTable, auditDay, auditDayEnd } from "../../protocol/tenant-limits";
+import {
+  type AuditBudget,
+  LIMIT_SHARDS,
+  MAX_LEASE_RETRY_MS,
+  SlotTable,
+  admitWebhooks,
+  auditDay,
+  auditDayEnd,
+} from "../../protocol/tenant-limits";
 import { objects, splitName } from "../objects";
 import type { SlotOutcome } from "../../connection/gateway-objects";
 import type { TenantLimitsContract } from "./contract";
@@ -42,6 +50,23 @@ export class TenantLimitsObject extends DurableObject<Env> implements TenantLimi
     ctx.storage.sql.exec(
       "CREATE TABLE IF NOT EXISTS audit_budget (day INTEGER PRIMARY KEY, spent INTEGER NOT NULL, exhausted INTEGER NOT NULL)",
     );
+    // The minute's webhook POSTs (decision 0061): kept across a restart, so a restart does not reopen the minute.
+    ctx.storage.sql.exec(
+      "CREATE TABLE IF NOT EXISTS webhook_window (id INTEGER PRIMARY KEY CHECK (id = 1), minute INTEGER NOT NULL, used INTEGER NOT NULL)",
+    );
+  }
+
+  /** The tenant's sessions' webhooks due now (`posts` per request, in order): how many requests may send this minute, and when the rest may. */
+  takeWebhookPosts(posts: number[], perMinute: number): { admitted: number; retryAt: number } {
+    const sql = this.ctx.storage.sql;
+    const row = sql.exec<{ minute: number; used: number }>("SELECT minute, used FROM webhook_window WHERE id = 1").toArray()[0];
+    const paced = admitWebhooks(row ?? { minute: 0, used: 0 }, posts, perMinute, Date.now());
+    sql.exec(
+      "INSERT INTO webhook_window (id, minute, used) VALUES (1, ?, ?) ON CONFLICT (id) DO UPDATE SET minute = excluded.minute, used = excluded.used",
+      paced.window.minute,
+      paced.window.used,
+    );
+    return { admitted: paced.admitted, retryAt: paced.retryAt };
   }
 
   chargeAudit(full: number, summarised: number, bytesPerDay: number): AuditBudget & { kept: boolean } {

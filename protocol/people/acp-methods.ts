@@ -13,6 +13,7 @@ import { ErrorCode } from "../../core/rpc-errors";
 import type { ModeSettings, Role } from "../../core/principal";
 import { leastRoleFor, may } from "./roles";
 import { type ModeChange, UNGOVERNED_MODES, fold } from "./modes";
+import { fourEyesHoldsModes } from "./mode-approval";
 
 /** What a client that may only watch may send: set up, attach, load, list, leave, and cancel its own requests. */
 const WATCHING = new Set<string>([
@@ -88,5 +89,7 @@ export function modesNotice(role: Role | null, settings: ModeSettings | undefine
     youMay: may(role, "oversight") && settings?.forbidLessOversight !== true,
     forbidLessOversight: settings?.forbidLessOversight === true,
     forbid: Array.isArray(settings?.forbid) ? settings.forbid : [],
+    /** Whether a governed change waits for a second person's approval (decision 0061). */
+    fourEyes: fourEyesHoldsModes(settings),
   };
 }

@@ -73,7 +73,7 @@ function current(who: string): string {
 }
 
 /** Whether `who` names no person: four eyes does not count such a credential as a second person. */
-function namesNobody(who: string): boolean {
+export function namesNobody(who: string): boolean {
   return current(who).startsWith("key:");
 }
 

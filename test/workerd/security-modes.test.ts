@@ -112,6 +112,7 @@ describe("modes and configuration are permissions on /acp", () => {
       youMay: false,
       forbidLessOversight: false,
       forbid: ["yolo"],
+      fourEyes: false,
     });
     expect((await told(t.clientKey)).youMay).toBe(true);
   });

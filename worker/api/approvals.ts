@@ -1,7 +1,8 @@
 // GET /v1/approvals?waiting=me — "waiting on you": across the tenant's sessions, every permission
 // request the caller may answer now (protocol/people/answering.ts `waitsOn`: their role, four eyes,
 // the turn's prompter), each with its session, the operation as a person reads it, when it was asked
-// and a link to its session in the console.
+// and a link to its session in the console; and every mode change held for a second person that they
+// may approve (`modeChanges`, decision 0061: approvers, never the proposer).
 //
 // Built on the converged sessions index (decision 0049): the index names the sessions with requests
 // waiting, and each of those sessions is asked itself, so an entry is listed only while its session
@@ -12,6 +13,7 @@ import { OpenAPIHono, createRoute, z } from "@hono/zod-openapi";
 import { sessionsWaiting } from "../../db/queries/sessions";
 import { objects } from "../../durable-objects/objects";
 import { personKey } from "../../protocol/people/answering";
+import { may } from "../../protocol/people/roles";
 import { log } from "../../core/log";
 import { ApiError } from "../http-error";
 import { requireRole } from "../middleware/require-key";
@@ -41,6 +43,18 @@ const WaitingSchema = z
   })
   .openapi("WaitingRequest");
 
+const ModeChangeWaitingSchema = z
+  .object({
+    sessionId: z.string(),
+    proposalId: z.string(),
+    operation: z.string().describe("session/set_mode mode=bypassPermissions"),
+    proposedBy: z.string(),
+    proposedAt: z.number(),
+    expiresAt: z.number(),
+    decide: z.string().describe("POST here with {decision: approve | refuse}"),
+  })
+  .openapi("ModeChangeWaiting");
+
 export const approvalsApi = new OpenAPIHono<AppEnv>({ defaultHook: validationHook });
 
 approvalsApi.openapi(
@@ -54,7 +68,17 @@ approvalsApi.openapi(
     responses: {
       200: {
         description: "The requests, oldest first; `incomplete` when some sessions could not be asked",
-        content: { "application/json": { schema: z.object({ items: z.array(WaitingSchema), incomplete: z.boolean() }) } },
+        content: {
+          "application/json": {
+            schema: z.object({
+              items: z.array(WaitingSchema),
+              modeChanges: z
+                .array(ModeChangeWaitingSchema)
+                .describe("Mode changes held for a second person that the caller may approve (decision 0061)"),
+              incomplete: z.boolean(),
+            }),
+          },
+        },
       },
       ...errorResponses,
     },
@@ -68,13 +92,30 @@ approvalsApi.openapi(
     const origin = new URL(c.req.url).origin;
     const rows = await sessionsWaiting(c.env.DB, tenantId, MAX_SESSIONS);
     let incomplete = false;
+    const modeChanges: z.infer<typeof ModeChangeWaitingSchema>[] = [];
     const perSession = await Promise.all(
       rows.map(async (row) => {
         try {
           // SAFETY: plain JSON data (an OperationView's rawInput is JSON the session parsed), which RPC
           // structured-clones as is; its generated stub type drops members holding `unknown`.
-          const here = (await objects.session(c.env, tenantId, row.sessionId).waitingOn(answerer)) as WaitingHere | null;
+          const stub = objects.session(c.env, tenantId, row.sessionId);
+          const here = (await stub.waitingOn(answerer)) as WaitingHere | null;
           if (!here) return [];
+          // The proposer's own change waits on someone else (four eyes on a mode change).
+          if (may(role, "oversight")) {
+            for (const p of (await stub.modeChangesWaiting()) ?? []) {
+              if (p.proposer.who === answerer.who) continue;
+              modeChanges.push({
+                sessionId: row.sessionId,
+                proposalId: p.id,
+                operation: p.operation,
+                proposedBy: p.proposer.label ?? p.proposer.who,
+                proposedAt: p.proposedAt,
+                expiresAt: p.expiresAt,
+                decide: `${origin}/v1/sessions/${encodeURIComponent(row.sessionId)}/mode-changes/${encodeURIComponent(p.id)}`,
+              });
+            }
+          }
           return here.requests.map((r) => ({
             sessionId: row.sessionId,
             title: here.title,
@@ -102,6 +143,7 @@ approvalsApi.openapi(
       }),
     );
     const items = perSession.flat().sort((a, b) => a.askedAt - b.askedAt);
-    return c.json({ items, incomplete: incomplete || rows.length === MAX_SESSIONS }, 200);
+    modeChanges.sort((a, b) => a.proposedAt - b.proposedAt);
+    return c.json({ items, modeChanges, incomplete: incomplete || rows.length === MAX_SESSIONS }, 200);
   },
 );

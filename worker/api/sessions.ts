@@ -27,16 +27,20 @@ const SessionSchema = z
   })
   .openapi("Session");
 
-/** Why a session takes no prompt (decision 0056): the tool call its agent ran without asking anyone. */
+/** Why a session takes no prompt: the tool call its agent ran without asking anyone (decision 0056), or a forbidden mode it switched to (0061). */
 const HoldSchema = z
-  .object({
-    reason: z.literal("ran_unasked"),
-    toolCallId: z.string(),
-    kind: z.string(),
-    command: z.string().optional(),
-    changes: z.array(z.string()),
-    at: z.number(),
-  })
+  .union([
+    z.object({
+      reason: z.literal("ran_unasked"),
+      toolCallId: z.string(),
+      kind: z.string(),
+      command: z.string().optional(),
+      changes: z.array(z.string()),
+      at: z.number(),
+    }),
+    // The agent switched itself into a mode the tenant forbids (decision 0061).
+    z.object({ reason: z.literal("mode_forbidden"), mode: z.string(), at: z.number() }),
+  ])
   .openapi("SessionHold");
 
 const SnapshotSchema = z
@@ -65,6 +69,14 @@ const SnapshotSchema = z
     clients: z.array(z.object({ connectionId: z.string(), user: z.string().nullable(), attachedAt: z.number() })),
     lastSeq: z.number(),
     held: HoldSchema.optional(),
+    modes: z
+      .object({
+        currentModeId: z.string().nullable(),
+        currentGoverned: z.boolean(),
+        available: z.array(z.object({ id: z.string(), name: z.string().nullable(), governed: z.boolean() })),
+      })
+      .nullable()
+      .describe("The agent's modes; `governed`: switching to it needs an approver (and four eyes where the tenant holds it)"),
   })
   .openapi("SessionSnapshot");
 

@@ -61,6 +61,8 @@ export const ModeSettingsSchema = z
     forbid: z.array(z.string().min(1).max(200)).max(100).optional(),
     /** Refuse every change that can make the agent ask less, to everyone. */
     forbidLessOversight: z.boolean().optional(),
+    /** Hold every governed change until a second person approves it (decision 0061). */
+    fourEyes: z.boolean().optional(),
   })
   .strict()
   .openapi("ModeSettings");

@@ -172,8 +172,10 @@ describe("modes: who may make a governed change", () => {
       youMay: false,
       forbidLessOversight: false,
       forbid: [],
+      fourEyes: false,
     });
     expect(modesNotice("approver", undefined).youMay).toBe(true);
+    expect(modesNotice("approver", { fourEyes: true }).fourEyes).toBe(true);
     expect(modesNotice("owner", { forbidLessOversight: true, forbid: ["yolo"] })).toMatchObject({ youMay: false, forbid: ["yolo"] });
   });
 });

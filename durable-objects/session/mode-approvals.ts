@@ -1,0 +1,283 @@
+// The session's held mode changes (decision 0061): a governed `session/set_mode` or
+// `session/set_config_option` the edge held for a second person (connection/mode-gate.ts) waits here,
+// gateway-owned, until another approver decides it (by `_acp_gateway/decide_mode_change` from a client
+// or `POST /v1/sessions/{id}/mode-changes/{proposalId}`) or its deadline passes. Who may decide is
+// protocol/people/mode-approval.ts's; this file keeps the proposals in the object's SQLite (they
+// survive eviction), tells every client, audits, and carries out what was decided: an approved change
+// goes to the agent as the proposer's request (the agent's answer is theirs), a refused or expired one
+// is answered -32003. An approval is audited before anything is relayed; D1 refusing the row leaves
+// the change held. A proposal is taken out of the table before its decision is awaited, so two
+// decisions at once cannot both act.
+
+import { type AuditEntry, insertAuditRows } from "../../db/queries/audit";
+import { appendToChain } from "../../db/queries/audit-chain";
+import { tenantById } from "../../db/queries/tenants";
+import type { TenantSettings } from "../../core/principal";
+import { ErrorCode } from "../../core/rpc-errors";
+import { GATEWAY_NOTIFICATIONS } from "../../core/gateway-notifications";
+import { type JsonRpcId, RpcError, errorResponse, isObject } from "../../protocol/jsonrpc";
+import { personKey } from "../../protocol/people/answering";
+import {
+  type Decision,
+  type ModeDecider,
+  type ModeProposal,
+  MODE_APPROVAL_MS,
+  decide,
+  decidedNotice,
+  expiredError,
+  waitingNotice,
+} from "../../protocol/people/mode-approval";
+import { modeChangesOf } from "../../protocol/people/modes";
+import type { SessionMachine } from "../../protocol/session-machine";
+import type { ClientAttachment } from "../../protocol/session-wire";
+import { type AttachedClients, send } from "./clients";
+import { sessionLog } from "./session-log";
+import type { SessionStore } from "./store";
+
+/** A held change as stored: the proposal, who asked (to answer them) and the request to relay once approved. */
+interface Held {
+  proposal: ModeProposal;
+  client: ClientAttachment;
+  requestId: JsonRpcId;
+  method: string;
+  params: unknown;
+}
+
+/** Who decides, as the edge or the client's attachment names them. */
+export interface ModeDecisionBy {
+  role: ModeDecider["role"];
+  keyId: string;
+  person?: { issuer: string; subject: string };
+  label: string | null;
+  connId: string | null;
+}
+
+export type ModeDecisionResult = { ok: true; outcome: "approved" | "refused" | "expired" } | { ok: false; error: RpcError };
+
+export class ModeApprovals {
+  constructor(
+    private readonly sql: SqlStorage,
+    private readonly db: () => D1Database,
+    private readonly store: SessionStore,
+    private readonly clients: AttachedClients,
+    private readonly machine: SessionMachine,
+    /** The held changes changed: the alarm and the sessions index (they count as waiting on people) follow. */
+    private readonly changed: () => void,
+  ) {
+    sql.exec("CREATE TABLE IF NOT EXISTS mode_proposals (id TEXT PRIMARY KEY, expires_at INTEGER NOT NULL, body TEXT NOT NULL)");
+  }
+
+  /** The edge held `request` for a second person: keep it, tell every client. */
+  propose(client: ClientAttachment, requestId: JsonRpcId, wrapped: unknown): void {
+    const request = isObject(wrapped) ? wrapped.request : undefined;
+    const method = isObject(request) && typeof request.method === "string" ? request.method : "";
+    const params = isObject(request) ? request.params : undefined;
+    const change = modeChangesOf(method, params).find((c) => c.governed);
+    // The edge wraps only governed changes; anything else is not the gateway's to hold.
+    if (!change) throw RpcError.invalidParams("nothing to hold: not a governed mode or configuration change");
+    const now = Date.now();
+    const deadlineMs =
+      isObject(wrapped) && typeof wrapped.deadlineMs === "number" && wrapped.deadlineMs > 0 ? wrapped.deadlineMs : MODE_APPROVAL_MS;
+    const proposal: ModeProposal = {
+      id: crypto.randomUUID(),
+      operation: `${change.method} ${change.setting}=${change.value}`,
+      change: { method: change.method, setting: change.setting, value: change.value },
+      proposer: { who: personKey(client), label: client.user },
+      proposedAt: now,
+      expiresAt: now + deadlineMs,
+    };
+    const held: Held = { proposal, client, requestId, method, params };
+    this.sql.exec(
+      "INSERT INTO mode_proposals (id, expires_at, body) VALUES (?, ?, ?)",
+      proposal.id,
+      proposal.expiresAt,
+      JSON.stringify(held),
+    );
+    this.notify(GATEWAY_NOTIFICATIONS.modeChangeWaiting, waitingNotice(this.sessionId(), proposal));
+    this.changed();
+  }
+
+  /** The changes waiting, oldest first (the snapshot, a client attaching, `GET /v1/approvals`). */
+  waiting(): ModeProposal[] {
+    return this.all().map((h) => h.proposal);
+  }
+
+  count(): number {
+    return this.sql.exec<{ n: number }>("SELECT COUNT(*) AS n FROM mode_proposals").one().n;
+  }
+
+  /** What every client attaching now is told: one waiting notice per held change. */
+  noticesForAttach(): string[] {
+    return this.waiting().map((p) => notification(GATEWAY_NOTIFICATIONS.modeChangeWaiting, waitingNotice(this.sessionId(), p)));
+  }
+
+  /** A person decides a held change (a client's request or REST). */
+  async decide(by: ModeDecisionBy, proposalId: string, decision: Decision): Promise<ModeDecisionResult> {
+    const held = this.take(proposalId);
+    if (!held) return { ok: false, error: gone(proposalId) };
+    const who = personKey({ keyId: by.keyId, person: by.person });
+    const keysApprove = decision === "approve" && (await this.keysApprove());
+    const decided = decide(held.proposal, { role: by.role, who, label: by.label, keysApprove }, decision, Date.now());
+    if (decided.kind === "not_permitted") {
+      this.put(held);
+      return { ok: false, error: decided.error };
+    }
+    if (decided.kind === "expired") {
+      await this.finish(held, "expired", null, decided.error);
+      return { ok: true, outcome: "expired" };
+    }
+    const row = this.auditRow(
+      held,
+      by,
+      decided.kind === "relay" ? "selected" : "refused",
+      decided.kind === "refused" ? decided.error.message : null,
+    );
+    if (decided.kind === "refused") {
+      await this.finish(held, "refused", by.label ?? who, decided.error, row);
+      return { ok: true, outcome: "refused" };
+    }
+    try {
+      await this.writeAudit([row]);
+    } catch (error) {
+      sessionLog(this.store).error("session.mode_audit_failed", "an approved mode change could not be audited", {}, error);
+      this.put(held);
+      return {
+        ok: false,
+        error: new RpcError(
+          ErrorCode.internalError,
+          "The gateway could not record this approval in the audit, so the change is still held; try again.",
+          {
+            proposalId,
+          },
+        ),
+      };
+    }
+    this.notify(GATEWAY_NOTIFICATIONS.modeChangeDecided, decidedNotice(this.sessionId(), held.proposal, "approved", by.label ?? who));
+    // Relayed as the proposer's own request: the agent's answer goes to them, as if the change had not waited.
+    this.machine.request(held.client, held.requestId, held.method, held.params);
+    this.changed();
+    return { ok: true, outcome: "approved" };
+  }
+
+  /** A client's `_acp_gateway/decide_mode_change {proposalId, decision}`: decided, and answered on its socket. */
+  async decideFor(ws: WebSocket, client: ClientAttachment, id: JsonRpcId, params: unknown): Promise<void> {
+    const proposalId = isObject(params) ? params.proposalId : undefined;
+    const decision = isObject(params) ? params.decision : undefined;
+    const result: ModeDecisionResult =
+      typeof proposalId !== "string" || (decision !== "approve" && decision !== "refuse")
+        ? { ok: false, error: RpcError.invalidParams('params.proposalId must be a string and params.decision "approve" or "refuse"') }
+        : await this.decide(
+            { role: client.role ?? "approver", keyId: client.keyId, person: client.person, label: client.user, connId: client.connId },
+            proposalId,
+            decision,
+          );
+    send(ws, JSON.stringify(result.ok ? { jsonrpc: "2.0", id, result: { outcome: result.outcome } } : errorResponse(id, result.error)));
+  }
+
+  /** When the earliest held change expires (the session's alarm wakes for it). */
+  dueAt(): number | undefined {
+    return this.sql.exec<{ at: number | null }>("SELECT MIN(expires_at) AS at FROM mode_proposals").toArray()[0]?.at ?? undefined;
+  }
+
+  /** The alarm fired: each change past its deadline is answered as expired. */
+  expire(now: number): Promise<unknown> {
+    const due = this.all().filter((h) => h.proposal.expiresAt <= now);
+    return Promise.all(due.map((h) => (this.take(h.proposal.id) ? this.finish(h, "expired", null, expiredError(h.proposal)) : undefined)));
+  }
+
+  /** A refused or expired change: the proposer answered, every client told, the audit written (logged when D1 fails: nothing was made). */
+  private async finish(held: Held, outcome: "refused" | "expired", by: string | null, error: RpcError, row?: AuditEntry): Promise<void> {
+    this.clients.toConnection(held.client.connId, JSON.stringify(errorResponse(held.requestId, error)));
+    this.notify(GATEWAY_NOTIFICATIONS.modeChangeDecided, decidedNotice(this.sessionId(), held.proposal, outcome, by));
+    this.changed();
+    try {
+      await this.writeAudit([row ?? this.auditRow(held, null, "withdrawn", error.message)]);
+    } catch (e) {
+      sessionLog(this.store).warn("session.mode_audit_failed", `a ${outcome} mode change could not be audited`, {}, e);
+    }
+  }
+
+  private async keysApprove(): Promise<boolean> {
+    const meta = this.store.meta;
+    if (!meta) return false;
+    try {
+      const tenant = await tenantById(this.db(), meta.tenantId);
+      const settings = tenant ? (JSON.parse(tenant.settings) as TenantSettings) : undefined;
+      return settings?.fourEyes?.keysApprove === true;
+    } catch {
+      return false; // closed world: a key counts as nobody when the setting cannot be read
+    }
+  }
+
+  private async writeAudit(rows: AuditEntry[]): Promise<void> {
+    const meta = this.store.meta;
+    if (!meta) return;
+    await insertAuditRows(this.db(), rows);
+    await appendToChain(this.db(), meta.tenantId, rows);
+  }
+
+  private auditRow(held: Held, by: ModeDecisionBy | null, outcome: AuditEntry["outcome"], reason: string | null): AuditEntry {
+    const meta = this.store.meta;
+    return {
+      id: crypto.randomUUID(),
+      tenantId: meta?.tenantId ?? "",
+      sessionId: meta?.sessionId ?? "",
+      agent: meta?.agent ?? "",
+      kind: "mode",
+      name: held.proposal.change.setting,
+      operation: held.proposal.operation,
+      outcome,
+      decidedBy: by ? "person" : "deadline",
+      decidedByKey: by?.keyId ?? null,
+      decidedByUser: by?.label ?? null,
+      decidedByIssuer: by?.person?.issuer ?? null,
+      decidedBySubject: by?.person?.subject ?? null,
+      decidedByRole: by?.role ?? null,
+      decidedByConnection: by?.connId ?? null,
+      policy: "modes:four_eyes",
+      reason: reason ?? `proposed by ${held.proposal.proposer.label ?? held.proposal.proposer.who}`,
+      at: Date.now(),
+    };
+  }
+
+  private all(): Held[] {
+    return this.sql
+      .exec<{ body: string }>("SELECT body FROM mode_proposals ORDER BY expires_at")
+      .toArray()
+      .map((r) => JSON.parse(r.body) as Held);
+  }
+
+  /** Takes a proposal out (null: none, or already taken by a decision in progress). */
+  private take(id: string): Held | null {
+    const row = this.sql.exec<{ body: string }>("DELETE FROM mode_proposals WHERE id = ? RETURNING body", id).toArray()[0];
+    return row ? (JSON.parse(row.body) as Held) : null;
+  }
+
+  private put(held: Held): void {
+    this.sql.exec(
+      "INSERT OR REPLACE INTO mode_proposals (id, expires_at, body) VALUES (?, ?, ?)",
+      held.proposal.id,
+      held.proposal.expiresAt,
+      JSON.stringify(held),
+    );
+  }
+
+  private notify(method: string, params: object): void {
+    this.clients.broadcast(notification(method, params));
+  }
+
+  private sessionId(): string {
+    return this.store.meta?.sessionId ?? "";
+  }
+}
+
+function notification(method: string, params: object): string {
+  return JSON.stringify({ jsonrpc: "2.0", method, params });
+}
+
+function gone(proposalId: string): RpcError {
+  return new RpcError(ErrorCode.notPermitted, `No mode change ${proposalId} is waiting in this session: it was decided or it expired.`, {
+    proposalId,
+    gone: true,
+  });
+}
