@@ -72,7 +72,7 @@ export const DEFAULT_LIMITS: Readonly<Limits> = {
   rulesPerTenant: 1000,
   ruleBytesPerTenant: 1024 * 1024,
   notificationTargetsPerTenant: 20,
-  attachedClientsPerSession: 16,
+  attachedClientsPerSession: 32,
   notificationTargetsPerRequest: 10,
   webhookPostsPerMinute: 120,
 };
