@@ -33,6 +33,7 @@ const OWN_TENANT = [
   "test/e2e/approvals-link.test.ts",
   "test/e2e/console-settings.test.ts",
   "test/e2e/console-what-is-asked.test.ts",
+  "test/e2e/console-mode-change.test.ts",
 ];
 
 export default defineConfig({

@@ -133,6 +133,9 @@ export function waitingNotice(sessionId: string, p: ModeProposal) {
     setting: p.change.setting,
     value: p.change.value,
     proposedBy: nameOf(p.proposer),
+    /** The proposer as a person (`personKey`), as GET /v1/sessions/{id}/mode-changes names them: a client greys out their own approval. */
+    proposer: p.proposer.who,
+    proposedAt: p.proposedAt,
     expiresAt: p.expiresAt,
     message: `${nameOf(p.proposer)} proposes switching ${describe(p)}; it waits for a second approver (four eyes). Answer with ${DECIDE_MODE_CHANGE} or POST /v1/sessions/${sessionId}/mode-changes/${p.id}.`,
   };

@@ -25,8 +25,8 @@ export interface SessionModes {
   available: AdvertisedMode[];
 }
 
-/** Whether switching to `modeId` is governed, exactly as the edge judges `session/set_mode`. */
-function modeGoverned(modeId: string): boolean {
+/** Whether switching to `modeId` is governed, exactly as the edge judges `session/set_mode` (the console marks a reported mode with it). */
+export function modeGoverned(modeId: string): boolean {
   return modeChangesOf(AGENT_METHODS.sessionSetMode, { modeId }).some((c) => c.governed);
 }
 

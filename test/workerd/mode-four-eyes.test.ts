@@ -40,6 +40,9 @@ describe("four eyes on a mode change", () => {
     const set = client.request("session/set_mode", { sessionId, modeId: "bypassPermissions" }, "mode-1");
     const waiting = await second.next(isMethod(WAITING));
     expect(waiting.params).toMatchObject({ sessionId, setting: "mode", value: "bypassPermissions", proposedBy: "ada" });
+    // Who proposed, as a person, and who each client is (GET /v1/me): what a console greys out the proposer's Approve by.
+    expect(waiting.params.proposer).toBe("subject:ada");
+    expect(await (await api("/v1/me", bob)).json()).toMatchObject({ person: { subject: "bob" }, role: "approver" });
     expect((await client.next(isMethod(WAITING))).params.proposalId).toBe(waiting.params.proposalId);
     await barrier(client, agent, sessionId);
     expect(relayedModes(agent)).toEqual([]);

@@ -4,6 +4,8 @@
 // person's token refused (expired, or the tenant changed its provider) also tells the app, which signs out.
 
 import type { ApiAuditEntry, ApiFieldIssue, ApiRule } from "../../protocol/rest-api";
+import type { Role } from "../../core/principal";
+import type { SessionModes } from "../../protocol/people/session-modes";
 import type { PersonToken, SignInInfo } from "./sign-in";
 
 export class ApiError extends Error {
@@ -50,6 +52,8 @@ export interface Snapshot {
   turn: { state: "idle" | "running" | "cancelling"; startedAt?: number; user?: string | null };
   pendingPermissions: { requestId: number; toolCallId: string | null; createdAt: number; deadlineAt: number }[];
   clients: { connectionId: string; user: string | null; attachedAt: number }[];
+  /** The agent's modes, each marked governed (decision 0061); null when it advertised none. */
+  modes?: SessionModes | null;
 }
 
 export interface DryRun {
@@ -175,6 +179,8 @@ export interface Me {
   keyId: string;
   label: string | null;
   person: { issuer: string; subject: string; name: string } | null;
+  /** What the credential may do; absent from a gateway older than this console. */
+  role?: Role | null;
   expiresAt: number | null;
 }
 

@@ -4,6 +4,7 @@
 
 import { type JsonObject, isObject } from "./acp";
 import { type Answerable, answerableOf } from "./answerable";
+import { type HeldModeChange, decisionSent, heldModeChangeOf, modeChangeDecided as decidedCard, stillWaiting } from "./mode-changes";
 import { operationLine } from "./operation";
 import { type UnseenShown, unseenShownOf } from "./unseen-diffs";
 
@@ -13,6 +14,7 @@ type Item =
   | { type: "thought"; text: string }
   | { type: "tool"; toolCallId: string }
   | { type: "permission"; key: string }
+  | { type: "mode_change"; proposalId: string }
   | { type: "notice"; text: string; tone: "info" | "warn" };
 
 export interface PermissionOption {
@@ -63,10 +65,12 @@ export interface Transcript {
   items: Item[];
   tools: Record<string, JsonObject>;
   permissions: Record<string, Permission>;
+  /** Mode changes held for a second person (decision 0061), by proposal id. */
+  modeChanges: Record<string, HeldModeChange>;
   plan: PlanEntry[] | null;
 }
 
-export const EMPTY: Transcript = { items: [], tools: {}, permissions: {}, plan: null };
+export const EMPTY: Transcript = { items: [], tools: {}, permissions: {}, modeChanges: {}, plan: null };
 
 /** Who resolved a permission request, as the gateway's `decidedBy` says it. */
 interface DecidedBy {
@@ -312,6 +316,34 @@ function whoDecided(by: DecidedBy, me: Me): string {
 
 export function pendingCount(t: Transcript): number {
   return Object.values(t.permissions).filter((p) => p.state === "open").length;
+}
+
+/** `_acp_gateway/mode_change_waiting`: a held mode change's card, made once however often it is told (each attach tells it again). */
+export function modeChangeWaiting(t: Transcript, params: JsonObject): Transcript {
+  const change = heldModeChangeOf(params);
+  if (!change || t.modeChanges[change.proposalId]) return t;
+  return {
+    ...t,
+    items: [...t.items, { type: "mode_change", proposalId: change.proposalId }],
+    modeChanges: { ...t.modeChanges, [change.proposalId]: change },
+  };
+}
+
+/** `_acp_gateway/mode_change_decided`: the card says how it ended and who decided. */
+export function modeChangeDecided(t: Transcript, params: JsonObject): Transcript {
+  const card = typeof params.proposalId === "string" ? t.modeChanges[params.proposalId] : undefined;
+  return card ? { ...t, modeChanges: { ...t.modeChanges, [card.proposalId]: decidedCard(card, params) } } : t;
+}
+
+/** This person's decision is on its way (`refused`: null), or the gateway refused it and the change still waits (why). */
+export function modeChangeDecision(t: Transcript, proposalId: string, refused: string | null): Transcript {
+  const card = t.modeChanges[proposalId];
+  return card ? { ...t, modeChanges: { ...t.modeChanges, [proposalId]: decisionSent(card, refused) } } : t;
+}
+
+/** Mode changes waiting for a second person in this session. */
+export function modeChangesWaiting(t: Transcript): number {
+  return stillWaiting(t.modeChanges);
 }
 
 function textOf(content: unknown): string {

@@ -25,8 +25,26 @@ export interface WaitingRequest {
   link: string;
 }
 
-export async function waitingOnMe(api: Api): Promise<{ items: WaitingRequest[]; incomplete: boolean }> {
-  return api.get<{ items: WaitingRequest[]; incomplete: boolean }>("/v1/approvals?waiting=me");
+/** A mode change held for a second person that this person may approve (decision 0061; never their own). */
+export interface WaitingModeChange {
+  sessionId: string;
+  proposalId: string;
+  /** `session/set_mode mode=bypassPermissions`, as the audit records it. */
+  operation: string;
+  proposedBy: string;
+  proposedAt: number;
+  expiresAt: number;
+}
+
+interface WaitingPage {
+  items: WaitingRequest[];
+  /** Absent from a gateway older than this console. */
+  modeChanges?: WaitingModeChange[];
+  incomplete: boolean;
+}
+
+export async function waitingOnMe(api: Api): Promise<WaitingPage> {
+  return api.get<WaitingPage>("/v1/approvals?waiting=me");
 }
 
 /** The console's title with the count first, so it shows in a crowded tab strip. */
@@ -40,6 +58,11 @@ export function whatItDoes(w: WaitingRequest): string {
   if (op.command) return op.command.text;
   const kind = op.kind ?? op.name ?? "tool call";
   return op.paths.length > 0 ? `${kind} ${op.paths.join(", ")}` : (op.agentTitle ?? kind);
+}
+
+/** The link to a held mode change's card in its session. */
+export function modeChangeHash(m: WaitingModeChange): string {
+  return sessionAddress(m.sessionId, `mode:${m.proposalId}`);
 }
 
 /** The link to the request's card in its session (session-address.ts): without a tool call id, the session's first waiting request. */

@@ -8,6 +8,7 @@
 
 import { OpenAPIHono, createRoute, z } from "@hono/zod-openapi";
 import { signInProvider } from "../../db/queries/identity";
+import { ROLES } from "../../core/principal";
 import { ApiError } from "../http-error";
 import { requireKey } from "../middleware/require-key";
 import type { AppEnv } from "../types";
@@ -81,6 +82,8 @@ const MeSchema = z
     keyId: z.string(),
     label: z.string().nullable(),
     person: z.object({ issuer: z.string(), subject: z.string(), name: z.string() }).nullable(),
+    /** What the credential may do (decision 0028): the console greys out what the gateway would refuse, with why. */
+    role: z.enum(ROLES).nullable(),
     /** When the token stops being accepted (ms; null for a key). */
     expiresAt: z.number().nullable(),
   })
@@ -105,6 +108,7 @@ signInApi.openapi(
         keyId: p.keyId,
         label: p.label,
         person: p.person ? { issuer: p.person.issuer, subject: p.person.subject, name: p.person.name } : null,
+        role: p.role,
         expiresAt: p.credential.type === "token" ? p.credential.expiresAt : null,
       },
       200,

@@ -12,6 +12,10 @@ import {
   type Transcript,
   applyUpdate,
   authorOf,
+  modeChangeDecided,
+  modeChangeDecision,
+  modeChangeWaiting,
+  modeChangesWaiting,
   notice,
   operationChanged,
   unseenChanges,
@@ -25,13 +29,20 @@ import {
   userMessage,
 } from "../transcript";
 import { Markdown, PermissionCard, PlanView, ToolCard } from "./cards";
+import { ModeChangeCard } from "./mode-change-card";
 import { Safe } from "./shown";
+import { type Decider, agentModeChanged, currentModeText, deciderOf, modeReported } from "../mode-changes";
+import type { SessionModes } from "../../../protocol/people/session-modes";
+import { DECIDE_MODE_CHANGE } from "../../../protocol/people/mode-approval";
 import { ErrorCode } from "../../../core/rpc-errors";
 import { GATEWAY_NOTIFICATIONS } from "../../../core/gateway-notifications";
 import { titleFromPrompt } from "../../../protocol/session-title";
 
 /** The shortcut that moves focus to the first waiting request's first option, from anywhere in the session. */
 const ANSWER_SHORTCUT = { label: "Alt+Shift+A", aria: "Alt+Shift+A", code: "KeyA" };
+
+/** The cards that wait on a person: permission requests and held mode changes. */
+const WAITING_CARDS = "section.permission.open, section.mode-change.open";
 
 /** How often a turn started elsewhere is checked for its end. */
 const TURN_POLL_MS = 3000;
@@ -66,6 +77,10 @@ export function SessionView({ api, link, session, isNew, focusCard = null, onBac
   // Who this page is signed in as: their prompts and answers say "you", replayed or live.
   const [myKeyId, setMyKeyId] = useState<string | null>(null);
   const me: Me = { keyId: myKeyId, connectionId: link.connectionId };
+  // Who decides a held mode change here, as the gateway judges it (unknown until GET /v1/me answers: nothing greyed out).
+  const [decider, setDecider] = useState<Decider>({ role: undefined, who: null });
+  // The agent's modes (decision 0061): the snapshot's, then as the agent reports them.
+  const [modes, setModes] = useState<SessionModes | null>(null);
   const article = useRef<HTMLElement>(null);
   const heading = useRef<HTMLHeadingElement>(null);
   const promptBox = useRef<HTMLTextAreaElement>(null);
@@ -75,7 +90,10 @@ export function SessionView({ api, link, session, isNew, focusCard = null, onBac
   useEffect(() => {
     api
       .get<SignedIn>("/v1/me")
-      .then((signedIn) => setMyKeyId(signedIn.keyId))
+      .then((signedIn) => {
+        setMyKeyId(signedIn.keyId);
+        setDecider(deciderOf(signedIn));
+      })
       .catch(() => undefined);
   }, [api]);
 
@@ -89,7 +107,7 @@ export function SessionView({ api, link, session, isNew, focusCard = null, onBac
 
   /** Focus on the first waiting request's first option this person may choose; false when none waits. */
   const focusFirstWaiting = (): boolean => {
-    const card = article.current?.querySelector<HTMLElement>("section.permission.open");
+    const card = article.current?.querySelector<HTMLElement>(WAITING_CARDS);
     if (!card) return false;
     (card.querySelector<HTMLElement>(".options button:not([disabled])") ?? card).focus();
     return true;
@@ -112,8 +130,8 @@ export function SessionView({ api, link, session, isNew, focusCard = null, onBac
   useEffect(() => {
     const wanted = cardToFocus.current;
     if (!wanted) return;
-    const open = [...(article.current?.querySelectorAll<HTMLElement>("section.permission.open") ?? [])];
-    const card = wanted.card === "" ? open[0] : open.find((c) => c.dataset.toolCallId === wanted.card);
+    const open = [...(article.current?.querySelectorAll<HTMLElement>(WAITING_CARDS) ?? [])];
+    const card = wanted.card === "" ? open[0] : open.find((c) => c.dataset.toolCallId === wanted.card || c.dataset.card === wanted.card);
     if (!card) return;
     cardToFocus.current = null;
     card.scrollIntoView({ block: "center" });
@@ -135,6 +153,7 @@ export function SessionView({ api, link, session, isNew, focusCard = null, onBac
             const u = m.params.update;
             if (u.sessionUpdate === "session_info_update" && typeof u.title === "string") setTitle(u.title);
             if (u.sessionUpdate === "user_message_chunk" && !myTurn.current) setTurn("running");
+            if (u.sessionUpdate === "current_mode_update") setModes((prev) => modeReported(prev, u));
             update((t) => applyUpdate(t, u, isObject(m.params._meta) ? m.params._meta : undefined));
           }
           return;
@@ -181,6 +200,19 @@ export function SessionView({ api, link, session, isNew, focusCard = null, onBac
           setHeld(null);
           update((t) => notice(t, typeof m.params.message === "string" ? m.params.message : "The session was resumed.", "info"));
           return;
+        case GATEWAY_NOTIFICATIONS.modeChangeWaiting:
+          update((t) => modeChangeWaiting(t, m.params));
+          return;
+        case GATEWAY_NOTIFICATIONS.modeChangeDecided:
+          update((t) => modeChangeDecided(t, m.params));
+          return;
+        case GATEWAY_NOTIFICATIONS.agentModeChanged:
+          // The agent is in a mode where it may ask fewer questions (decision 0061): said in the transcript and the header.
+          setModes((prev) => agentModeChanged(prev, m.params));
+          update((t) =>
+            notice(t, typeof m.params.message === "string" ? m.params.message : "The agent switched to a governed mode.", "warn"),
+          );
+          return;
         case GATEWAY_NOTIFICATIONS.rulesUnavailable:
           // A request reached people without the tenant's rules: say so beside it (README, "Permission requests").
           update((t) => notice(t, typeof m.params.message === "string" ? m.params.message : "The rules could not be consulted.", "warn"));
@@ -202,6 +234,7 @@ export function SessionView({ api, link, session, isNew, focusCard = null, onBac
         .then(() => api.get<Snapshot>(`/v1/sessions/${encodeURIComponent(session.id)}`))
         .then((snapshot) => {
           setTurn(snapshot.turn.state);
+          setModes(snapshot.modes ?? null);
           if (snapshot.title) setTitle(snapshot.title);
           // Replayed tool calls still pending when no turn is running will never finish.
           if (snapshot.turn.state === "idle") update((t) => turnEnded(t, null));
@@ -277,7 +310,28 @@ export function SessionView({ api, link, session, isNew, focusCard = null, onBac
     promptBox.current?.focus(); // the Cancel button is disabled now
   };
 
-  const waiting = pendingCount(t);
+  const modeWaiting = modeChangesWaiting(t);
+  const waiting = pendingCount(t) + modeWaiting;
+  const modeText = currentModeText(modes);
+
+  /** A person's decision on a held mode change; a refusal by the gateway (not theirs to make, already decided) is shown on the card. */
+  const decideModeChange = (proposalId: string, decision: "approve" | "refuse") => {
+    if (!link.isOpen) {
+      update((t) =>
+        modeChangeDecision(
+          t,
+          proposalId,
+          "Not connected to the gateway: the decision was not sent. Try again once the connection is back.",
+        ),
+      );
+      return;
+    }
+    update((t) => modeChangeDecision(t, proposalId, null));
+    focusAfterAnswer.current = true;
+    link.client
+      .request(DECIDE_MODE_CHANGE, { sessionId: session.id, proposalId, decision })
+      .catch((e: unknown) => update((t) => modeChangeDecision(t, proposalId, errorText(e))));
+  };
   const answer = (key: string, requestId: number | string, optionId: string, reason: string) => {
     if (!link.isOpen) {
       update((t) =>
@@ -313,6 +367,18 @@ export function SessionView({ api, link, session, isNew, focusCard = null, onBac
               <Safe text={session.cwd} />
             </code>{" "}
             <span class={`badge turn-${turn}`}>{turn === "idle" ? "idle" : turn === "running" ? "● running" : "cancelling"}</span>
+            {modeText !== null && (
+              <>
+                {" "}
+                <span
+                  class={`badge mode ${modes?.currentGoverned ? "governed" : ""}`}
+                  title={modes?.currentGoverned ? "A governed mode: the agent may ask fewer permission questions in it." : undefined}
+                >
+                  Mode: <Safe text={modeText} />
+                  {modes?.currentGoverned ? " · governed" : ""}
+                </span>
+              </>
+            )}
           </p>
         </div>
       </header>
@@ -321,7 +387,8 @@ export function SessionView({ api, link, session, isNew, focusCard = null, onBac
       {waiting > 0 && (
         <p class="attention-bar" role="status">
           <button class="link" onClick={() => focusFirstWaiting()} aria-keyshortcuts={ANSWER_SHORTCUT.aria}>
-            {waiting} permission request{waiting > 1 ? "s" : ""} waiting for an answer ↓
+            {waiting} {modeWaiting > 0 ? "request" : "permission request"}
+            {waiting > 1 ? "s" : ""} waiting for an answer ↓
           </button>{" "}
           <kbd class="muted">{ANSWER_SHORTCUT.label}</kbd>
         </p>
@@ -381,6 +448,17 @@ export function SessionView({ api, link, session, isNew, focusCard = null, onBac
                   me={me}
                   tools={t.tools}
                   onAnswer={(optionId, reason) => answer(p.key, p.requestId, optionId, reason)}
+                />
+              ) : null;
+            }
+            case "mode_change": {
+              const change = t.modeChanges[item.proposalId];
+              return change ? (
+                <ModeChangeCard
+                  key={item.proposalId}
+                  change={change}
+                  me={decider}
+                  onDecide={(decision) => decideModeChange(change.proposalId, decision)}
                 />
               ) : null;
             }

@@ -6,7 +6,7 @@
 import { useCallback, useEffect, useState } from "preact/hooks";
 import type { Api } from "../api";
 import { ago, errorText } from "../format";
-import { type WaitingRequest, requestHash, titleWith, waitingOnMe, whatItDoes } from "../waiting";
+import { type WaitingModeChange, type WaitingRequest, modeChangeHash, requestHash, titleWith, waitingOnMe, whatItDoes } from "../waiting";
 import { Safe } from "./shown";
 
 const REFRESH_MS = 5_000;
@@ -14,12 +14,14 @@ const BASE_TITLE = document.title;
 
 export function WaitingOnYou({ api }: { api: Api }) {
   const [items, setItems] = useState<WaitingRequest[] | null>(null);
+  const [modeChanges, setModeChanges] = useState<WaitingModeChange[]>([]);
   const [error, setError] = useState<string | null>(null);
 
   const refresh = useCallback(async () => {
     try {
       const page = await waitingOnMe(api);
       setItems(page.items);
+      setModeChanges(page.modeChanges ?? []);
       setError(page.incomplete ? "Some sessions could not be asked just now; the list may be missing requests." : null);
     } catch (e) {
       setError(`Could not load what is waiting on you: ${errorText(e)}`);
@@ -39,7 +41,7 @@ export function WaitingOnYou({ api }: { api: Api }) {
     };
   }, [refresh]);
 
-  const count = items?.length ?? 0;
+  const count = (items?.length ?? 0) + modeChanges.length;
   useEffect(() => {
     document.title = titleWith(count, BASE_TITLE);
     return () => {
@@ -54,7 +56,7 @@ export function WaitingOnYou({ api }: { api: Api }) {
         Waiting on you <span class="count">{count}</span>
       </h2>
       {error && <p class="error">{error}</p>}
-      {items !== null && items.length === 0 && <p class="muted">Nothing waits on you.</p>}
+      {items !== null && count === 0 && <p class="muted">Nothing waits on you.</p>}
       {items !== null && items.length > 0 && (
         <ul>
           {items.map((w) => (
@@ -66,6 +68,22 @@ export function WaitingOnYou({ api }: { api: Api }) {
               </a>
               <span class="where">
                 <Safe text={w.title ?? w.cwd} /> · {w.agent} · asked {ago(w.askedAt)}
+              </span>
+            </li>
+          ))}
+        </ul>
+      )}
+      {modeChanges.length > 0 && (
+        <ul aria-label="Mode changes waiting for a second person">
+          {modeChanges.map((m) => (
+            <li key={`${m.sessionId}/${m.proposalId}`} class="mode-change">
+              <a href={modeChangeHash(m)}>
+                <code class="what">
+                  <Safe text={m.operation} />
+                </code>
+              </a>
+              <span class="where">
+                mode change proposed by <Safe text={m.proposedBy} /> {ago(m.proposedAt)} · needs a second approver
               </span>
             </li>
           ))}
