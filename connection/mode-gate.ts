@@ -1,4 +1,5 @@
-// The edge's gate on mode and configuration changes (decision 0041): what a client message would
+// The edge's gate on a client's message: first its role (may it send this method at all,
+// protocol/people/acp-methods.ts), then mode and configuration changes (decision 0041): what it would
 // change of how much the agent asks (protocol/people/modes.ts), judged by the client's role and the
 // tenant's settings.modes (protocol/people/acp-methods.ts). Every governed change is audited in the
 // tenant's decision audit and hash chain, made or refused; one that would be made waits for its row,
@@ -14,7 +15,7 @@ import type { Principal } from "../core/principal";
 import { ErrorCode } from "../core/rpc-errors";
 import { log } from "../core/log";
 import { RpcError } from "../protocol/jsonrpc";
-import { refusedModeChange } from "../protocol/people/acp-methods";
+import { refusedByRole, refusedModeChange } from "../protocol/people/acp-methods";
 import { type ModeChange, modeChangesOf } from "../protocol/people/modes";
 import { AGENT_METHODS } from "../protocol/methods";
 import { HOLD_MODE_CHANGE, fourEyesHoldsModes } from "../protocol/people/mode-approval";
@@ -32,11 +33,23 @@ export interface ModeGateContext {
   connectionId: string;
 }
 
+/** A client's request: the role's refusal of its method, else the mode gate's verdict (`HOLD`: the session keeps it for a second person). */
+export async function gateRequest(ctx: ModeGateContext, method: string, params: unknown): Promise<RpcError | typeof HOLD | null> {
+  return refusedByRole(ctx.principal.role, method) ?? (await gateModeChanges(ctx, method, params, true));
+}
+
+/** A client's notification: the role's refusal of its method, else the mode gate's; never held. */
+export async function gateNotification(ctx: ModeGateContext, method: string, params: unknown): Promise<RpcError | null> {
+  const gate = refusedByRole(ctx.principal.role, method) ?? (await gateModeChanges(ctx, method, params, false));
+  // A notification cannot wait for a second person, so the gate refuses it rather than hold it; never relayed held.
+  return gate === HOLD ? new RpcError(ErrorCode.notPermitted, "This change needs a second person's approval; send it as a request.") : gate;
+}
+
 /**
  * The refusal of the first change the message may not make, `HOLD` when a second person must approve
  * it first, or null; governed changes are audited. `request`: whether the message has an id to answer later.
  */
-export async function gateModeChanges(
+async function gateModeChanges(
   ctx: ModeGateContext,
   method: string,
   params: unknown,

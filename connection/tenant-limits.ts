@@ -123,8 +123,7 @@ export class AgentRates {
       return "refused";
     }
     current.closed = true;
-    const { limit, value } = admission.error.data;
-    closeFlood(ws, limit === "messagesPerSecondPerTenant" ? "while the tenant was over its" : "over", value);
+    closeQuietly(ws, CLOSE.rateExceeded, floodReason(admission.error.data));
     return "closing";
   }
 
@@ -148,6 +147,8 @@ export class AgentRates {
 /** Why the gateway ended an agent's connection for a flood, as the sessions are told it. */
 export const FLOOD_REASON = "kept sending over its message rate";
 
-function closeFlood(ws: WebSocket, whose: string, perSecond: number): void {
-  closeQuietly(ws, CLOSE.rateExceeded, `kept sending ${whose} ${perSecond} messages a second`);
+/** The close reason of a connection that kept sending over a message rate, its own or its tenant's. */
+export function floodReason(over: { limit: string; value: number }): string {
+  const whose = over.limit === "messagesPerSecondPerTenant" ? "while the tenant was over its" : "over";
+  return `kept sending ${whose} ${over.value} messages a second`;
 }

@@ -131,7 +131,7 @@ export class SessionMachine {
    * A client's request for the agent; a prompt starts the turn. Throws the RpcError its client is
    * answered with. The client's role first, then the session: a watch-only client is refused for its
    * role whether or not the session is still there, as the edge refuses it before it asks for the
-   * session (client-connection.ts), so both layers give one answer.
+   * session (connection/mode-gate.ts `gateRequest`), so both layers give one answer.
    */
   request(client: ClientAttachment, id: JsonRpcId, method: string, params: unknown): void {
     // The edge refuses these already (by the key's role); checked again here by the client's, which session/attach may have lowered.

@@ -2,7 +2,7 @@
 // session (one WebSocket per connection and session, described by one header), and how the frames
 // the session sends on it are marked so the edge parses only what it must rewrite.
 // Pure: no Cloudflare imports (the sockets are in durable-objects/session/clients.ts and
-// connection/client-connection.ts); unit-tested in test/unit/session-wire.test.ts.
+// connection/session-sockets.ts); unit-tested in test/unit/session-wire.test.ts.
 
 import type { Role } from "../core/principal";
 import type { AttachRole, AttachedAs, HistoryPolicy } from "./session-attach";
