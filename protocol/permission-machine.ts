@@ -986,7 +986,7 @@ export class PermissionMachine<C> {
     });
   }
 
-  /** An answer from an approval link (its link already taken, notify.ts takeAnswer): exactly a client's answer. */
+  /** An answer from an approval link (its link already taken, approval-links.ts takeAnswer): exactly a client's answer. */
   answerFromLink(pending: PendingRequest, optionId: string, by: DecidedBy): void {
     this.resolve(pending, { outcome: { outcome: "selected", optionId } }, by);
   }

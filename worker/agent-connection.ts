@@ -13,58 +13,29 @@
 // holding what comes too fast and draining it at the rate, never refusing a notification
 // (protocol/agent-hold.ts, docs/decisions/0023-agent-bursts-held.md); the
 // gateway's namespace is applied here to what goes direct, as the AgentObject applies it to the rest.
+// Its parts (worker/agent-edge/): the rates and the hold (`agent-pacing.ts`), the AgentObject's frames
+// (`control-frames.ts`), the close codes and reasons (`agent-close.ts`). The frames on the update path
+// and a session's answer stay here, so neither path crosses one more file.
 
 import { SessionLinks, LINK_IDLE_MS, openSessionLink } from "../durable-objects/agent/session-links";
-import { AgentRates, FLOOD_REASON } from "../connection/tenant-limits";
-import { EDGE_LINK_HEADER, decodeControl, encodeControl } from "../protocol/agent-edge-wire";
+import { EDGE_LINK_HEADER, encodeControl } from "../protocol/agent-edge-wire";
 import { type DirectItem, EdgeAnswers, EdgeRouting } from "../protocol/edge-routing";
 import { agentAnswer } from "../protocol/agent-relay";
 import { refusedAnswer } from "../protocol/refused-answer";
 import { isGatewayMethod, stripGatewayMarks } from "../protocol/gateway-namespace";
-import {
-  type JsonRpcId,
-  type ResponseMessage,
-  isObject,
-  isRequest,
-  isResponse,
-  type ParsedFrame,
-  parseFrame,
-  sessionIdOf,
-  type Message,
-} from "../protocol/jsonrpc";
+import { type ResponseMessage, isObject, isRequest, isResponse, parseFrame, sessionIdOf, type Message } from "../protocol/jsonrpc";
 import { CANCEL_REQUEST } from "../protocol/methods";
-import { type Limits, heldFullError, limitsOf } from "../protocol/tenant-limits";
-import { AgentHold, type HoldClose, HostedSessions, type Share, type Wake, utf8Bytes } from "../protocol/agent-hold";
+import type { Limits } from "../protocol/tenant-limits";
+import { utf8Bytes } from "../protocol/agent-hold";
 import { stage, stageTimingFrom } from "../protocol/stage-timing";
 import type { Env } from "../core/env";
 import { CLOSE, closeQuietly, isApplicationCloseCode } from "../core/close-codes";
-import { type SessionStub, gatewayObjects, objects } from "../durable-objects/objects";
+import { type SessionStub, objects } from "../durable-objects/objects";
 import { type LogContext, type LogLevel, log } from "../core/log";
 import { ConnectionMetrics } from "../connection/connection-metrics";
-
-/** How long the hold may stay over its byte bound before the agent is closed (decision 0023). */
-const HOLD_SUSTAIN_MS = 5000;
-/** The hold is woken no more often than this: at 1,000 a second, ten frames a wake. */
-const MIN_WAKE_MS = 10;
-/** The connection's own rate grows with the sessions it hosts, up to this many times. */
-const MAX_SESSION_SCALE = 8;
-/** A session counts towards the rate while the connection heard of it within this window. */
-const SESSION_ACTIVE_MS = 60_000;
-
-/**
- * One frame of the agent. Parsed on arrival (to know what it costs); a frame that has to wait keeps
- * its text only, so what is held is bounded by the bytes counted, and is parsed again on its turn.
- */
-interface AgentFrame {
-  data: string;
-  parsed: ParsedFrame | undefined;
-  passed?: true;
-  /** When it arrived: a frame the hold passes later reports its wait (the delivery_lag metric). */
-  arrivedAt: number;
-}
-
-/** The rates' gate is per connection, and this object is one connection. */
-const EDGE_EPOCH = 1;
+import { type AgentFrame, AgentPacing } from "./agent-edge/agent-pacing";
+import { ControlFrames } from "./agent-edge/control-frames";
+import { closeReason, sendableCode } from "./agent-edge/agent-close";
 
 /** Who dialled in, as the route resolved it. */
 export interface AgentConnectionPrincipal {
@@ -75,26 +46,16 @@ export interface AgentConnectionPrincipal {
 
 export class AgentConnection {
   private readonly routing: EdgeRouting;
-  /** The AgentObject's requests to the agent that a session made, by their agent-side id: whose the answer is. */
-  private readonly answerOwners = new Map<number, string>();
   /** The agent's open requests, and the one answer each gets (a session's, or the AgentObject's). */
   private readonly answers = new EdgeAnswers();
-  /** The AgentObject's epoch for this connection (its first control frame): a session's answer names it. */
-  private epoch?: number;
+  /** The AgentObject's frames: its epoch, and whose answer each of its requests is. */
+  private readonly fromAgentObject: ControlFrames;
   private readonly stubs = new Map<string, SessionStub>();
   private readonly links: SessionLinks;
-  private readonly rates: AgentRates;
   /** The agent's connection ended: what went direct is applied (or handed back) before the control socket closes. */
   private closing?: { code: number; reason: string };
-  /** The agent's frames waiting for its rates, in order (protocol/agent-hold.ts). */
-  private readonly hold: AgentHold<AgentFrame>;
-  /** A timer or the tenant's lease is awaited for the hold (`wake`). */
-  private waking = false;
-  private readonly limits: Limits;
-  /** The connection's own rate for one session; `hosted` scales it. */
-  private readonly baseRate: number;
-  /** The sessions the connection hosts: its rate is `baseRate` times as many (up to MAX_SESSION_SCALE). */
-  private readonly hosted = new HostedSessions(SESSION_ACTIVE_MS, MAX_SESSION_SCALE);
+  /** The agent's rates: the hold its frames go through (agent-pacing.ts). */
+  private readonly pacing: AgentPacing;
   private controlOpen = true;
   private readonly metrics: ConnectionMetrics;
 
@@ -107,21 +68,23 @@ export class AgentConnection {
   ) {
     stageTimingFrom(env);
     this.metrics = new ConnectionMetrics(env.METRICS, principal.tenantId, "agent", principal.agent);
-    this.rates = new AgentRates(gatewayObjects(env));
-    this.rates.overrides = principal.limits;
-    this.limits = limitsOf(principal.limits);
-    this.baseRate = this.limits.messagesPerSecondPerAgentConnection;
-    const maxBytes = this.limits.heldBytesPerAgentConnection;
-    this.hold = new AgentHold<AgentFrame>(
-      { rate: this.baseRate, maxBytes, sustainMs: HOLD_SUSTAIN_MS, ceilingBytes: 2 * maxBytes },
-      {
-        share: () => this.share(),
-        pass: (frame) => this.handle(frame),
-        refuse: (frame) => this.refuse(frame),
-        close: (why) => this.overflowed(why),
+    this.pacing = new AgentPacing(env, principal.tenantId, principal.limits, agent, this.metrics, {
+      pass: (frame) => this.handle(frame),
+      toAgent: (text) => this.toAgent(text),
+      closeAgent: (reason) => this.agentClosed(CLOSE.normal, reason),
+      idle: () => this.closeWhenDrained(),
+      waitUntil,
+    });
+    this.fromAgentObject = new ControlFrames(this.answers, {
+      toAgent: (text) => this.toAgent(text),
+      sessionSeen: (sessionId) => this.pacing.sessionSeen(sessionId, true),
+      granted: (grant) => {
+        if (this.closing) return;
+        this.pacing.sessionSeen(grant.s, true);
+        this.routing.granted(grant);
       },
-      Date.now(),
-    );
+      malformed: () => this.log("warn", "agent.control_frame_malformed", "a malformed frame from the agent object was dropped"),
+    });
     this.routing = new EdgeRouting({
       toAgentObject: (message) => this.sendControl(encodeControl(message)),
       deliver: (sessionId, items) => this.deliver(sessionId, items),
@@ -138,14 +101,14 @@ export class AgentConnection {
     agent.addEventListener("message", (event) => this.fromAgent(event.data));
     agent.addEventListener("close", (event) => this.agentClosed(event.code, event.reason));
     agent.addEventListener("error", () => this.agentClosed(CLOSE.internalError, "connection error"));
-    control.addEventListener("message", (event) => this.fromAgentObject(event.data));
+    control.addEventListener("message", (event) => this.fromAgentObject.receive(event.data));
     control.addEventListener("close", (event) => this.controlClosed(event.code, event.reason));
     control.addEventListener("error", () => this.controlClosed(CLOSE.internalError, "the gateway's agent object failed"));
   }
 
   /** Before the agent's first frame: the tenant's first lease of its message rate (one call to its counter). */
   ready(): Promise<void> {
-    return this.rates.warm(EDGE_EPOCH, this.principal.tenantId);
+    return this.pacing.ready();
   }
 
   // ── from the agent ────────────────────────────────────────────────────────────────────────────
@@ -160,47 +123,13 @@ export class AgentConnection {
     const parsed = parseFrame(data);
     const message = parsed.ok ? parsed.message : undefined;
     const costs = message !== undefined && !isResponse(message);
-    if (message !== undefined && !isResponse(message)) this.noteSession(message);
+    if (message !== undefined && !isResponse(message)) this.pacing.noteSession(message);
     this.metrics.message();
     const now = Date.now();
     const frame: AgentFrame = { data, parsed, arrivedAt: now };
-    const next = this.hold.arrive(frame, { bytes: utf8Bytes(data), costs, refusable: costs && isRequest(message) }, now);
+    const next = this.pacing.hold.arrive(frame, { bytes: utf8Bytes(data), costs, refusable: costs && isRequest(message) }, now);
     if (!frame.passed) frame.parsed = undefined;
-    this.wake(next);
-  }
-
-  /** What the hold asks for next: a timer, the tenant's lease, or nothing. */
-  private wake(next: Wake): void {
-    if (this.waking || next === "idle" || next === "closed") return this.closeWhenDrained();
-    const woken =
-      next === "lease"
-        ? (this.rates.awaiting(EDGE_EPOCH, this.principal.tenantId) ?? Promise.resolve())
-        : new Promise<void>((resolve) => setTimeout(resolve, Math.max(next.in, MIN_WAKE_MS)));
-    this.waking = true;
-    this.waitUntil(
-      woken.then(() => {
-        this.waking = false;
-        this.wake(this.hold.drain(Date.now()));
-      }),
-    );
-  }
-
-  /** The tenant's share for one frame the hold passes; "lease" when its next lease is on the way. */
-  private share(): Share {
-    if (this.rates.awaiting(EDGE_EPOCH, this.principal.tenantId)) return { ok: false, retryAfterMs: undefined };
-    return this.rates.share(EDGE_EPOCH, this.principal.tenantId);
-  }
-
-  /** The connection's own rate scales with the sessions it hosts (HostedSessions). */
-  private noteSession(message: Exclude<Message, ResponseMessage>): void {
-    const sessionId = sessionIdOf(message);
-    if (sessionId !== undefined) this.sessionSeen(sessionId, false);
-  }
-
-  private sessionSeen(sessionId: string, vouched: boolean): void {
-    const now = Date.now();
-    const scale = this.hosted.note(sessionId, vouched, now);
-    if (scale !== undefined) this.hold.setRate(scale * this.baseRate, now);
+    this.pacing.wake(next);
   }
 
   /** A frame's turn (the hold passes it, in order): answered, routed to its session, or to the AgentObject. */
@@ -217,13 +146,13 @@ export class AgentConnection {
       if (parsed.reply) this.toAgent(JSON.stringify(parsed.reply));
       const refused = refusedAnswer(parsed.reply);
       if (!refused) return;
-      const owner = this.takeAnswerOwner(refused.id);
+      const owner = this.fromAgentObject.takeAnswerOwner(refused.id);
       const text = JSON.stringify(refused);
       return owner === undefined ? this.sendControl(text) : this.routing.viaAgentObject(owner, text);
     }
     const message = parsed.message;
     if (isResponse(message)) {
-      const owner = this.takeAnswerOwner(message.id);
+      const owner = this.fromAgentObject.takeAnswerOwner(message.id);
       return owner === undefined ? this.sendControl(data) : this.routing.viaAgentObject(owner, data);
     }
     if (message.method === CANCEL_REQUEST && !isRequest(message)) {
@@ -237,27 +166,6 @@ export class AgentConnection {
     // The session answers a request on its edge link: opened now, while the request goes to it.
     if (isRequest(message)) this.links.prepare(sessionId);
     this.sessionFrame(sessionId, message, data);
-  }
-
-  /** A request that arrived while the hold was over its bound: answered -32029 under its id, not relayed. */
-  private refuse({ data, parsed = parseFrame(data) }: AgentFrame): void {
-    if (!parsed.ok || isResponse(parsed.message) || !isRequest(parsed.message)) return;
-    const error = heldFullError(this.limits.heldBytesPerAgentConnection, this.hold.currentRate, parsed.message.method);
-    this.metrics.refused(error.data.reason);
-    this.toAgent(JSON.stringify({ jsonrpc: "2.0", id: parsed.message.id, error }));
-  }
-
-  /** The hold stayed over its bound: closed 4429 with the reason; the sessions hear FLOOD_REASON. */
-  private overflowed(why: HoldClose): void {
-    this.rates.closeHeld(this.agent, EDGE_EPOCH, this.principal.tenantId, why);
-    this.agentClosed(CLOSE.normal, FLOOD_REASON);
-  }
-
-  private takeAnswerOwner(id: JsonRpcId | null | undefined): string | undefined {
-    if (typeof id !== "number") return undefined;
-    const owner = this.answerOwners.get(id);
-    this.answerOwners.delete(id);
-    return owner;
   }
 
   /**
@@ -305,49 +213,6 @@ export class AgentConnection {
     return stub;
   }
 
-  // ── from the AgentObject ──────────────────────────────────────────────────────────────────────
-  private fromAgentObject(data: unknown): void {
-    if (typeof data !== "string") return;
-    const message = decodeControl(data);
-    if (!message) return this.log("warn", "agent.control_frame_malformed", "a malformed frame from the agent object was dropped");
-    if (message.t === "plain") {
-      if (this.answersNothing(message.text)) return;
-      return this.toAgent(message.text);
-    }
-    if (message.t === "epoch") {
-      this.epoch = message.epoch;
-      return;
-    }
-    if (message.t === "answer") {
-      if (this.answers.take(message.id, message.s)) this.toAgent(message.text);
-      return;
-    }
-    if (message.t === "request") {
-      this.answerOwners.set(message.id, message.s);
-      this.sessionSeen(message.s, true);
-      return this.toAgent(message.text);
-    }
-    if (message.t === "grant" && !this.closing) {
-      this.sessionSeen(message.s, true);
-      this.routing.granted(message);
-    }
-  }
-
-  /**
-   * Whether a plain frame of the AgentObject is an answer of its own (an error in place of a
-   * session's) to a request that is not open: answered already, so it is dropped. Any other frame passes.
-   */
-  private answersNothing(text: string): boolean {
-    let value: unknown;
-    try {
-      value = JSON.parse(text);
-    } catch {
-      return false; // not JSON: never from the AgentObject
-    }
-    if (!isObject(value) || !("id" in value) || "method" in value) return false;
-    return !this.answers.take(value.id, null);
-  }
-
   /**
    * A session's answer to one of the agent's requests, on its edge link: sent to the agent if the
    * request is open and the session's (true either way: a second answer is nobody's). It fails (the
@@ -356,7 +221,13 @@ export class AgentConnection {
    */
   private answerFromSession(sessionId: string, frame: unknown): Promise<boolean> {
     stage("edge.toAgent", frame);
-    if (!isObject(frame) || frame.type !== "response" || this.epoch === undefined || frame.epoch !== this.epoch || this.closing) {
+    if (
+      !isObject(frame) ||
+      frame.type !== "response" ||
+      this.fromAgentObject.epoch === undefined ||
+      frame.epoch !== this.fromAgentObject.epoch ||
+      this.closing
+    ) {
       return Promise.reject(new Error("not an answer the edge's connection can send"));
     }
     if (!this.answers.take(frame.id, sessionId)) return Promise.resolve(true);
@@ -396,7 +267,7 @@ export class AgentConnection {
   }
 
   private closeWhenDrained(): void {
-    if (!this.closing || (this.hold.held > 0 && !this.hold.isClosed) || !this.routing.idle()) return;
+    if (!this.closing || (this.pacing.hold.held > 0 && !this.pacing.hold.isClosed) || !this.routing.idle()) return;
     this.links.closeAll();
     if (!this.controlOpen) return;
     this.controlOpen = false;
@@ -410,7 +281,7 @@ export class AgentConnection {
   private controlClosed(code: number, reason: string): void {
     this.controlOpen = false;
     // Nothing held can reach the AgentObject now: it is let go with the connection, as frames in its socket are.
-    this.hold.end();
+    this.pacing.hold.end();
     this.metrics.close();
     if (this.closing) return this.closeWhenDrained();
     this.closing = { code: CLOSE.normal, reason };
@@ -422,15 +293,4 @@ export class AgentConnection {
     );
     this.closeWhenDrained();
   }
-}
-
-/** A code `close()` accepts (1000 or 3000–4999); others are named in the reason. */
-function sendableCode(code: number): number {
-  return code === CLOSE.normal || (code >= 3000 && code <= 4999) ? code : CLOSE.normal;
-}
-
-/** A close reason fits in 123 bytes. */
-function closeReason(reason: string): string {
-  const bytes = new TextEncoder().encode(reason);
-  return bytes.length <= 123 ? reason : new TextDecoder().decode(bytes.slice(0, 120)).replace(/\uFFFD$/, "") + "…";
 }

@@ -1,17 +1,15 @@
-// Notifications and approval links of one session. A permission request that people are asked
+// Notifications of one session. A permission request that people are asked
 // (after the tenant's rules) is tracked here when the tenant has notification targets. Whether it
 // has, and its notifyAfterMs, are read from D1 once and kept for SETTINGS_TTL_MS, so a request costs
 // no D1 call (and, for a tenant without targets, nothing at all); a target added reaches a live
 // session's requests asked from at most that long after. When a tracked request has
 // waited the tenant's notifyAfterMs (default 60 s) with no client attached, each target is sent the
-// operation in full and a link to an approval page for that one request, once (recorded below).
+// operation in full and a link to an approval page for that one request, once (recorded here).
 // A client attached at that moment suppresses it; when the last client leaves, the wait starts again.
 //
-// Links are recorded here too: a token (protocol/approval-token.ts) proves who issued a link and
-// when it expires; this table says whether it was used. The SessionObject answers through a link
-// with its own resolve path, so a link's answer is exactly a client's answer.
+// Each notification carries an approval link, recorded in approval-links.ts.
 
-import { notifySettings, targetExists, targetsOfTenant } from "../../db/queries/notification-targets";
+import { notifySettings, targetsOfTenant } from "../../db/queries/notification-targets";
 import type { NotificationTargetRow } from "../../db/schema";
 import { isObject } from "../../protocol/jsonrpc";
 import { DEFAULT_NOTIFY_AFTER_MS } from "../../protocol/effective-settings";
@@ -20,19 +18,16 @@ import { signApprovalToken, usableSecret } from "../../protocol/approval-token";
 import type { Env } from "../../core/env";
 import { deliverWebhook } from "./webhook-delivery";
 import { allowPrivateWebhooks } from "../../protocol/webhook-url";
-import { requestView, waitingRequestPayload } from "../../protocol/webhook-payload";
-import type { ApprovalView, LinkDecidedBy, LinkRefusal, LinkWithdrawal } from "./contract";
-import type { PendingRequest, SessionStore } from "./store";
+import { waitingRequestPayload } from "../../protocol/webhook-payload";
+import type { LinkWithdrawal } from "./contract";
+import type { SessionStore } from "./store";
 import { sessionLog } from "./session-log";
 import { type LimitError, limitsOf, targetsPerRequest, webhookPostsPerMinute, webhooksPaced } from "../../protocol/tenant-limits";
 import { paceWebhooks } from "./webhook-pacing";
+import { ApprovalLinks } from "./approval-links";
 
 const SCHEMA = `
 CREATE TABLE IF NOT EXISTS notify (perm_id INTEGER PRIMARY KEY, after_ms INTEGER NOT NULL, due_at INTEGER, sent_at INTEGER);
-CREATE TABLE IF NOT EXISTS approval_links (
-  link_id TEXT PRIMARY KEY, perm_id INTEGER NOT NULL, tool_call_id TEXT, target_id TEXT NOT NULL, target_name TEXT NOT NULL,
-  expires_at INTEGER NOT NULL, used_at INTEGER, used_option TEXT, delivered INTEGER, attempts INTEGER NOT NULL DEFAULT 0, last_result TEXT);
-CREATE TABLE IF NOT EXISTS withdrawn_links (link_id TEXT PRIMARY KEY, reason TEXT NOT NULL, at INTEGER NOT NULL);
 `;
 
 /** How long a session uses the tenant's notification settings (targets or not, notifyAfterMs) before reading them again. */
@@ -46,19 +41,10 @@ interface NotifySettings {
 /** A link lives until its request's deadline, and never longer than this. */
 const LINK_MAX_TTL_MS = 3600_000;
 
-type LinkRow = {
-  link_id: string;
-  perm_id: number;
-  tool_call_id: string | null;
-  target_id: string;
-  target_name: string;
-  expires_at: number;
-  used_at: number | null;
-  used_option: string | null;
-};
-
 export class Notifier {
   private readonly sql: SqlStorage;
+  /** The approval links the notifications carry: what each shows, and the one answer it may give. */
+  readonly links: ApprovalLinks;
   private settings?: NotifySettings;
   private reading?: Promise<NotifySettings>;
 
@@ -73,6 +59,7 @@ export class Notifier {
   ) {
     this.sql = ctx.storage.sql;
     this.sql.exec(SCHEMA);
+    this.links = new ApprovalLinks(this.sql, env, store);
   }
 
   /** People are being asked: if the tenant has targets, the notify time of this request is set. */
@@ -135,6 +122,12 @@ export class Notifier {
     );
   }
 
+  /** session/delete: every link the session issued is withdrawn, and nothing is sent any more. */
+  withdrawAll(reason: LinkWithdrawal): void {
+    this.links.withdrawAll(reason);
+    this.sql.exec("DELETE FROM notify");
+  }
+
   /** A client left; if none is left, unsent requests wait notifyAfterMs from now (at the least). */
   onDetach(remainingClients: number, now = Date.now()): void {
     if (remainingClients > 0) return;
@@ -184,15 +177,7 @@ export class Notifier {
       for (const target of targets) {
         const linkId = randomId("lnk");
         const expiresAt = Math.min(pending.deadlineAt, now + LINK_MAX_TTL_MS);
-        this.sql.exec(
-          "INSERT INTO approval_links (link_id, perm_id, tool_call_id, target_id, target_name, expires_at) VALUES (?, ?, ?, ?, ?, ?)",
-          linkId,
-          permId,
-          pending.toolCallId,
-          target.id,
-          target.name,
-          expiresAt,
-        );
+        this.links.issue(linkId, permId, pending.toolCallId, target, expiresAt);
         const token = usableSecret(secret)
           ? await signApprovalToken(secret, { t: meta.tenantId, s: meta.sessionId, p: permId, l: linkId, e: expiresAt })
           : null;
@@ -206,13 +191,7 @@ export class Notifier {
 
   private async deliver(target: NotificationTargetRow, linkId: string, body: string): Promise<void> {
     const result = await deliverWebhook(target, linkId, body, { allowPrivate: allowPrivateWebhooks(this.env.WEBHOOK_ALLOW_PRIVATE) });
-    this.sql.exec(
-      "UPDATE approval_links SET delivered = ?, attempts = ?, last_result = ? WHERE link_id = ?",
-      result.ok ? 1 : 0,
-      result.attempts,
-      result.last,
-      linkId,
-    );
+    this.links.delivered(linkId, result);
     if (!result.ok)
       sessionLog(this.store).warn(
         "session.notification_failed",
@@ -223,90 +202,6 @@ export class Notifier {
           last: result.last,
         },
       );
-  }
-
-  // ── approval links ──────────────────────────────────────────────────────────────────────────
-  /**
-   * What a link shows now: the request, or why it can no longer answer. A link of a deleted session
-   * (no meta, or withdrawn when it was deleted) is withdrawn; whether its target still exists is
-   * D1's to say (`targetGone`), asked only of a link that could answer.
-   */
-  view(permId: number, linkId: string, now = Date.now()): ApprovalView {
-    const link = this.link(permId, linkId);
-    if (!link) return { state: "unknown" };
-    const withdrawn = this.withdrawal(linkId);
-    if (withdrawn) return { state: "withdrawn", reason: withdrawn };
-    if (!this.store.meta) return { state: "withdrawn", reason: "session_deleted" };
-    if (link.used_at !== null) return { state: "used", usedAt: link.used_at, option: link.used_option };
-    const pending = this.store.pendingById(permId);
-    if (!pending) return { state: "answered", ...this.resolutionOf(link) };
-    if (link.expires_at <= now) return { state: "expired" };
-    return { state: "pending", ...requestView(this.store.meta, pending), target: link.target_name, expiresAt: link.expires_at };
-  }
-
-  /**
-   * Checks an answer through a link and, if it may answer, marks the link used (before the caller
-   * resolves the request, in the same synchronous event: two answers cannot both pass).
-   */
-  takeAnswer(
-    permId: number,
-    linkId: string,
-    optionId: string,
-    now = Date.now(),
-  ): { ok: true; pending: PendingRequest; by: LinkDecidedBy } | { ok: false; view: LinkRefusal } {
-    const view = this.view(permId, linkId, now);
-    if (view.state !== "pending") return { ok: false, view };
-    const option = view.linkOptions.find((o) => o.optionId === optionId);
-    if (!option) return { ok: false, view: { state: "invalid_option", offered: view.linkOptions.map((o) => o.optionId) } };
-    const pending = this.store.pendingById(permId);
-    const link = this.link(permId, linkId);
-    if (!pending || !link) return { ok: false, view: { state: "unknown" } };
-    this.sql.exec("UPDATE approval_links SET used_at = ?, used_option = ? WHERE link_id = ?", now, option.name, linkId);
-    return { ok: true, pending, by: { type: "link", linkId, targetId: link.target_id, target: link.target_name } };
-  }
-
-  /** The link's notification target was deleted (DELETE /v1/notification-targets/{id}): withdrawn, for good. */
-  async targetGone(permId: number, linkId: string): Promise<LinkRefusal | undefined> {
-    const link = this.link(permId, linkId);
-    const tenantId = this.store.meta?.tenantId;
-    if (!link || !tenantId || (await targetExists(this.env.DB, tenantId, link.target_id))) return undefined;
-    this.withdraw([linkId], "target_deleted");
-    return { state: "withdrawn", reason: "target_deleted" };
-  }
-
-  /** session/delete: every link the session issued is withdrawn (a session made again under its id never inherits them). */
-  withdrawAll(reason: LinkWithdrawal): void {
-    this.withdraw(
-      this.sql
-        .exec<{ link_id: string }>("SELECT link_id FROM approval_links")
-        .toArray()
-        .map((r) => r.link_id),
-      reason,
-    );
-    this.sql.exec("DELETE FROM notify");
-  }
-
-  private withdraw(linkIds: string[], reason: LinkWithdrawal): void {
-    const now = Date.now();
-    for (const linkId of linkIds)
-      this.sql.exec("INSERT OR IGNORE INTO withdrawn_links (link_id, reason, at) VALUES (?, ?, ?)", linkId, reason, now);
-  }
-
-  private withdrawal(linkId: string): LinkWithdrawal | undefined {
-    return this.sql.exec<{ reason: LinkWithdrawal }>("SELECT reason FROM withdrawn_links WHERE link_id = ?", linkId).toArray()[0]?.reason;
-  }
-
-  private link(permId: number, linkId: string): LinkRow | undefined {
-    return this.sql.exec<LinkRow>("SELECT * FROM approval_links WHERE link_id = ? AND perm_id = ?", linkId, permId).toArray()[0];
-  }
-
-  /** Who answered a request that is no longer pending, from the session's log of resolutions. */
-  private resolutionOf(link: LinkRow): { decidedBy: unknown; outcome: unknown } {
-    const body = this.store.resolutionOf(link.perm_id, link.tool_call_id);
-    if (body === undefined) return { decidedBy: null, outcome: null };
-    const entry = JSON.parse(body) as Record<string, unknown>;
-    const params = isObject(entry.params) ? entry.params : entry;
-    return { decidedBy: params.decidedBy ?? null, outcome: params.outcome ?? null };
   }
 }
 

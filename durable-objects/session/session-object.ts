@@ -201,9 +201,9 @@ export class SessionObject extends DurableObject<Env> implements SessionContract
   // ── approval links (worker/routes/approve.tsx; the link's token was checked at the edge) ──────
   /** A link that could answer is checked against D1 first: its target deleted, it is withdrawn. */
   async approvalView(permId: number, linkId: string): Promise<ApprovalView> {
-    const view = this.p.notifier.view(permId, linkId);
+    const view = this.p.notifier.links.view(permId, linkId);
     if (view.state !== "pending") return view;
-    return (await this.p.notifier.targetGone(permId, linkId)) ?? this.p.notifier.view(permId, linkId);
+    return (await this.p.notifier.links.targetGone(permId, linkId)) ?? this.p.notifier.links.view(permId, linkId);
   }
 
   async answerFromLink(
@@ -212,12 +212,12 @@ export class SessionObject extends DurableObject<Env> implements SessionContract
     optionId: string,
     reason?: string | null,
   ): Promise<LinkRefusal | { state: "answered_by_you" }> {
-    const view = this.p.notifier.view(permId, linkId);
+    const view = this.p.notifier.links.view(permId, linkId);
     if (view.state !== "pending") return view;
-    const gone = await this.p.notifier.targetGone(permId, linkId);
+    const gone = await this.p.notifier.links.targetGone(permId, linkId);
     if (gone) return gone;
-    // Checked again and taken in one synchronous step (notify.ts takeAnswer): two answers cannot both pass.
-    const taken = this.p.notifier.takeAnswer(permId, linkId, optionId);
+    // Checked again and taken in one synchronous step (approval-links.ts takeAnswer): two answers cannot both pass.
+    const taken = this.p.notifier.links.takeAnswer(permId, linkId, optionId);
     if (!taken.ok) return taken.view;
     // Read again here: the object trusts no caller's bound (a display-safe text passes unchanged).
     const given = readReason(reason);

@@ -592,7 +592,7 @@ function run(w: World, c: Command): void {
     case "link": {
       const asked = w.asked[c.request % Math.max(1, w.asked.length)];
       const pending = asked ? table.pendingById(asked.permId) : undefined;
-      // notify.ts takeAnswer hands over only a request people are asked.
+      // approval-links.ts takeAnswer hands over only a request people are asked.
       // Under four eyes a link only rejects (notify.ts linkOptions).
       if (!asked || !pending?.asking || (pending.fourEyes && c.option !== "r1")) return;
       machine.answerFromLink(pending, c.option, { type: "link", linkId: "l", targetId: "t", target: "slack" });
