@@ -115,15 +115,18 @@ describe("webhook targets stay off private networks", () => {
     });
     const stub = objects.session(env, t.tenantId, sessionId);
     const sql = <T>(query: string) => runInDurableObject(stub, (_: SessionObject, state) => state.storage.sql.exec(query).toArray() as T[]);
-    await vi.waitFor(async () => expect((await sql("SELECT 1 FROM notify")).length).toBe(1), { timeout: 5000, interval: 20 });
+    await vi.waitFor(async () => expect((await sql("SELECT 1 FROM notify")).length).toBe(1), { timeout: 20_000, interval: 20 });
     await runInDurableObject(stub, (_: SessionObject, state) => {
       state.storage.sql.exec("UPDATE notify SET due_at = due_at - 60000");
     });
     expect(await runDurableObjectAlarm(stub)).toBe(true);
     type Link = { delivered: number | null; attempts: number; last_result: string | null };
+    // The link's row is written by the delivery; until then there is no row (undefined, not null), so
+    // the wait is for a number in `delivered`, not for "not null".
     await vi.waitFor(
-      async () => expect((await sql<Link>("SELECT delivered, attempts, last_result FROM approval_links"))[0]?.delivered).not.toBeNull(),
-      { timeout: 5000, interval: 20 },
+      async () =>
+        expect(typeof (await sql<Link>("SELECT delivered, attempts, last_result FROM approval_links"))[0]?.delivered).toBe("number"),
+      { timeout: 20_000, interval: 20 },
     );
     const [link] = await sql<Link>("SELECT delivered, attempts, last_result FROM approval_links");
     expect(link).toMatchObject({ delivered: 0, attempts: 1, last_result: expect.stringMatching(/^HTTP 307: a redirect, not followed/) });
