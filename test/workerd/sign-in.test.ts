@@ -117,6 +117,7 @@ describe("GET /v1/me", () => {
       keyId: expect.any(String),
       label: "alice",
       person: null,
+      role: "approver",
       expiresAt: null,
     });
     expect((await call("/v1/me")).status).toBe(401);
