@@ -70,13 +70,18 @@ describe("webhook fan-out bounds per tenant", { timeout: 30_000 }, () => {
     }
     // The second waits for the next minute, unsent and not dropped.
     const [first, second] = await notifyRows(t, sessionId);
+    const readAt = Date.now();
     expect(first?.sent_at).not.toBeNull();
-    expect(second?.sent_at).toBeNull();
     // The start of the next minute (the minute the tenant's object counted, at most one after the alarm's).
     const sentAt = first?.sent_at ?? 0;
-    expect((second?.due_at ?? 1) % 60_000).toBe(0);
-    expect(second?.due_at).toBeGreaterThan(sentAt);
-    expect(second?.due_at).toBeLessThanOrEqual(sentAt + 120_000);
+    const dueAt = second?.due_at ?? 1;
+    expect(dueAt % 60_000).toBe(0);
+    expect(dueAt).toBeGreaterThan(sentAt);
+    expect(dueAt).toBeLessThanOrEqual(sentAt + 120_000);
+    // Unsent while that minute had not come; when the rows were read after it came (the test ran across a
+    // minute's turn, as CI once did), the session's alarm may have sent it, but never before its minute.
+    if (readAt < dueAt) expect(second?.sent_at).toBeNull();
+    else if (second?.sent_at != null) expect(second.sent_at).toBeGreaterThanOrEqual(dueAt);
     // The session says so, in its log (a client attached then is sent it).
     const logged = await runInDurableObject(stub(t, sessionId), (_: SessionObject, state) =>
       state.storage.sql.exec<{ body: string }>("SELECT body FROM log WHERE kind = 'notice'").toArray(),

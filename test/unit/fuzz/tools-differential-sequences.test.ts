@@ -432,12 +432,12 @@ describe(
       expect(model?.answered.at(-1)).toMatchObject({ by: "person", held: true });
     });
 
-    /** A generated sequence for one tool: payloads, benign edits, commands of the tool, ls/pwd, asked steps, in any order. */
-    function arbitrary(tool: Tool): fc.Arbitrary<Labelled[]> {
+    /** One step of a generated sequence for one tool: a payload, a command of the tool, a benign edit, ls/pwd, an asked step. */
+    function atoms(tool: Tool): fc.Arbitrary<Labelled[]> {
       const t = TOOLS[tool];
       const dir = fc.constantFrom(...t.dirs);
       const root = fc.oneof({ weight: 2, arbitrary: fc.constant("") }, { weight: 1, arbitrary: dir });
-      const atom = fc.oneof(
+      return fc.oneof(
         {
           weight: 4,
           arbitrary: fc
@@ -450,13 +450,47 @@ describe(
         { weight: 1, arbitrary: fc.tuple(fc.constantFrom(["ls"], ["ls", "-la"], ["pwd"]), root).map(([c, d]) => [command(c, d)]) },
         { weight: 1, arbitrary: dir.map((d) => [command(["true"], d)]) },
       );
-      return fc.array(atom, { minLength: 2, maxLength: 6 }).map((atoms) => atoms.flat());
+    }
+
+    /** A generated sequence for one tool: payloads, benign edits, commands of the tool, ls/pwd, asked steps, in any order. */
+    function arbitrary(tool: Tool): fc.Arbitrary<Labelled[]> {
+      return fc.array(atoms(tool), { minLength: 2, maxLength: 6 }).map((a) => a.flat());
+    }
+
+    /**
+     * Payloads and a command they arm whatever came before them: at the root, written right before it (a
+     * file no earlier step can shadow or undo). A sequence built round one of these always runs the
+     * agent's code for real, so a batch of a few generated sequences still proves the judgement has teeth
+     * (CI once drew 8 cargo sequences of which none ran anything: the count had been left to chance).
+     */
+    const ARMED: Record<Tool, [string, string[]][]> = {
+      make: [
+        ["config.mak", ["make", "test"]],
+        ["GNUmakefile", ["make", "check"]],
+      ],
+      git: [[".git/config", ["git", "status"]]],
+      npm: [["package.json", ["npm", "test"]]],
+      cargo: [
+        ["build.rs", ["cargo", "check"]],
+        ["build.rs", ["cargo", "build"]],
+      ],
+    };
+    function armed(tool: Tool): fc.Arbitrary<Labelled[]> {
+      const some = fc.array(atoms(tool), { maxLength: 3 }).map((a) => a.flat());
+      return fc
+        .tuple(some, fc.constantFrom(...ARMED[tool]), some)
+        .map(([before, [p, argv], after]) => [...before, ...payload(p, ""), command(argv, ""), ...after]);
     }
 
     for (const tool of ["make", "git", "npm", "cargo"] as const) {
       it(`${PER_TOOL[tool]} generated ${tool} sequences: none runs what no person saw`, async () => {
         const seed = Number(process.env.FUZZ_SEED ?? Date.now() % 2 ** 31);
-        const seqs = fc.sample(arbitrary(tool), { numRuns: PER_TOOL[tool], seed });
+        // One in eight built round an armed pair (at least one): each of those must run the agent's code.
+        const armedRuns = Math.min(PER_TOOL[tool], Math.max(1, Math.floor(PER_TOOL[tool] / 8)));
+        const seqs = [
+          ...fc.sample(arbitrary(tool), { numRuns: PER_TOOL[tool] - armedRuns, seed }),
+          ...fc.sample(armed(tool), { numRuns: armedRuns, seed }),
+        ];
         const started = performance.now();
         const cpuBefore = childrenCpuSeconds();
         const results = await judge(seqs);
@@ -468,7 +502,12 @@ describe(
           `${tool} sequences (seed ${seed}): ${seqs.length} run on ${WORKERS} workers in ${(ms / 1000).toFixed(1)} s (${(ms / seqs.length).toFixed(1)} ms each; ${cpu.toFixed(1)} s of CPU, ${((cpu * 1000) / seqs.length).toFixed(1)} ms each), ${ran} ran the agent's code or touched a canary`,
         );
         expect(failures, `seed ${seed} (FUZZ_SEED=${seed} repeats it)`).toEqual([]);
-        expect(ran, "some sequences run the agent's code, so the judgement proves something").toBeGreaterThan(0);
+        const disarmed = results.slice(-armedRuns).filter((r) => !r.ranAgentCode);
+        expect(
+          disarmed.map((r) => describeAll(r.seq, r.answered)),
+          "every armed sequence runs the agent's code, so the judgement proves something",
+        ).toEqual([]);
+        expect(ran).toBeGreaterThanOrEqual(armedRuns);
       });
     }
   },
