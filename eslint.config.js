@@ -55,6 +55,7 @@ export default tseslint.config(
       "**/*.gen.ts",
       "web/**/*.js",
       "test-results/",
+      "test/workerd/grouped/",
     ],
   },
   js.configs.recommended,

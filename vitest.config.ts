@@ -1,5 +1,6 @@
 import { cloudflareTest, readD1Migrations } from "@cloudflare/vitest-plugin";
-import { defineConfig } from "vitest/config";
+import { configDefaults, defineConfig } from "vitest/config";
+import { namesTestFiles, workerdFileGroups } from "./scripts/workerd-file-groups.ts";
 import { buildConsole } from "./web/build.ts";
 
 // Three projects, one command:
@@ -14,6 +15,14 @@ await buildConsole();
 
 /** Test files run at once (see `maxWorkers` below). */
 const WORKERS = 3;
+
+/**
+ * The whole suite runs the small workerd files in groups, one Miniflare to a group (each file costs
+ * about 3 s of a worker's time to start, whatever it holds); a run naming files runs them as themselves.
+ */
+const WORKERD_FILES = namesTestFiles(process.argv.slice(2))
+  ? { include: ["test/workerd/**/*.test.ts"], exclude: [...configDefaults.exclude, "test/workerd/grouped/**"] }
+  : { include: workerdFileGroups("test/workerd") };
 
 /** The gateway as `npm start` runs it, for both e2e projects (one gateway: global-setup.ts). */
 const E2E = {
@@ -110,7 +119,7 @@ export default defineConfig({
               },
             },
           },
-          include: ["test/workerd/**/*.test.ts"],
+          ...WORKERD_FILES,
           // A failure bound, not a wait: every test waits on events. With the other core busy a
           // test's setup (a tenant, an agent dialling in) can take seconds, so 5 s failed tests that pass.
           testTimeout: 30_000,
