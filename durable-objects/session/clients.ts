@@ -7,6 +7,7 @@ import { type ClientAttachment, packFrames, rewritable } from "../../protocol/se
 import { type PeerView, clientDisconnectedUpdate, peerView, resolvedInPrShape } from "../../protocol/session-attach";
 import { stage } from "../../protocol/stage-timing";
 import { StreamRing } from "../../protocol/stream-ring";
+import { noticeOfMachineFrame, noticeOfNotification } from "../../protocol/gateway-notices";
 import { rank } from "../../protocol/people/roles";
 import { Departures } from "./departures";
 import { MAX_RETAINED, RetainedStreams } from "./retained-streams";
@@ -129,9 +130,28 @@ export class AttachedClients {
    */
   sendForMachine(ws: WebSocket, text: string): void {
     send(ws, text);
-    if (!attachmentOf(ws)?.attachedAs) return;
+    const client = attachmentOf(ws);
+    // A rule's answer, or this client's answer refused, as an ACP notice too (decision 0063).
+    const notice = client?.caps.notices ? noticeOfMachineFrame(text) : undefined;
+    if (notice) send(ws, notice);
+    if (!client?.attachedAs) return;
     const update = resolvedInPrShape(text, (connId) => this.peer(connId));
     if (update) send(ws, update);
+  }
+
+  /**
+   * The ACP `notice` beside a gateway notification just sent to every client (decision 0063), to the
+   * clients that advertised notices and into their streams kept for a resume. Never logged: a notice
+   * is not history.
+   */
+  noticeBeside(method: string, params: object): void {
+    const wants = (client: ClientAttachment | undefined) => client?.caps.notices === true;
+    const sockets = this.all().filter((ws) => wants(attachmentOf(ws)));
+    if (sockets.length === 0 && !this.retained.some(wants)) return;
+    const notice = noticeOfNotification(method, params);
+    if (!notice) return;
+    for (const ws of sockets) send(ws, notice);
+    this.retained.stampAll(notice, undefined, wants);
   }
 
   /**

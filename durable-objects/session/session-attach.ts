@@ -97,7 +97,7 @@ export class SessionAttach {
     const history = served.policy;
     if (history !== "none") {
       this.permissions.sendPendingTo(server);
-      for (const notice of this.modes.noticesForAttach()) send(server, notice); // held mode changes (decision 0061)
+      for (const notice of this.modes.noticesForAttach(attach.client.caps.notices === true)) send(server, notice); // held mode changes (decision 0061)
     }
     this.permissions.clientsChanged();
     return new Response(null, { status: 101, webSocket: edge });

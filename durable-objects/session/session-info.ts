@@ -152,10 +152,11 @@ export class SessionInfo {
     );
   }
 
-  /** A gateway notice: kept in the session's log and sent to every client. */
+  /** A gateway notice: kept in the session's log and sent to every client; an ACP `notice` beside it where one says it (decision 0063). */
   notice(method: string, params: object): void {
     const text = JSON.stringify({ jsonrpc: "2.0", method, params });
     this.store.append("notice", text);
     this.clients.broadcast(text);
+    this.clients.noticeBeside(method, params);
   }
 }
