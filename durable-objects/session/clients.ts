@@ -176,13 +176,12 @@ export class AttachedClients {
    * A client left: the clients that came by `session/attach` get the PR's `client_disconnected` — at
    * once when it let go (detached, or nothing to resume), when its stream lapses unresumed when its
    * socket dropped (`kept`, decision 0060). Not when the same connection is attached on another
-   * socket (a second attach or a load replaced this one).
+   * socket (a second attach or a load replaced this one). Owed whether or not anyone came by attach
+   * yet: one attaching within the window is told when it lapses (decision 0063).
    */
   departed(ws: WebSocket, client: ClientAttachment, sessionId: string, kept: boolean): void {
     if (this.all().some((o) => o !== ws && attachmentOf(o)?.connId === client.connId)) return;
     if (!kept) return this.toAttached(clientDisconnectedUpdate(sessionId, peerView(client), this.now()));
-    // Owed only to the attached clients there now: with none, nothing is kept (no row, no alarm).
-    if (!this.hasAttached(client.connId)) return;
     const at = this.retained.lapsesAt(client.connId) ?? this.now();
     for (const over of this.departures.add(client.connId, peerView(client), at, MAX_RETAINED))
       this.toAttached(clientDisconnectedUpdate(sessionId, over.peer, this.now()));

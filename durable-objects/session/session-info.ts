@@ -47,11 +47,14 @@ export function attachAnswer(
   const as = attach.client.attachedAs;
   const asked = attach.attach;
   if (!as || !asked) return {};
-  const others = clients
+  const live = clients
     .all()
     .filter((o) => o !== ws)
     .map(attachmentOf)
-    .flatMap((c) => (c && c.connId !== attach.client.connId ? [peerView(c)] : []));
+    .filter((c): c is ClientAttachment => c !== undefined && c.connId !== attach.client.connId);
+  // A client whose socket dropped and may still resume is connected yet: it is announced gone when its window lapses (decision 0063).
+  const away = clients.retained.clients().filter((c) => c.connId !== attach.client.connId && !live.some((l) => l.connId === c.connId));
+  const others = [...live, ...away].map(peerView);
   return attachResult({
     sessionId: attach.sessionId,
     as,
