@@ -145,13 +145,23 @@ export class AttachedClients {
    * is not history.
    */
   noticeBeside(method: string, params: object): void {
-    const wants = (client: ClientAttachment | undefined) => client?.caps.notices === true;
-    const sockets = this.all().filter((ws) => wants(attachmentOf(ws)));
-    if (sockets.length === 0 && !this.retained.some(wants)) return;
+    if (!this.anyTakesNotices()) return;
     const notice = noticeOfNotification(method, params);
-    if (!notice) return;
-    for (const ws of sockets) send(ws, notice);
-    this.retained.stampAll(notice, undefined, wants);
+    if (notice) this.toNoticeClients(notice);
+  }
+
+  /**
+   * A `notice` session update, as it is (the agent's own, or one of the gateway's): to the clients that
+   * advertised `session.notices` and into their streams kept for a resume; never to another (ACP:
+   * notices only to clients that advertise them), never logged (not history).
+   */
+  toNoticeClients(text: string): void {
+    for (const ws of this.all()) if (takesNotices(attachmentOf(ws))) send(ws, text);
+    this.retained.stampAll(text, undefined, takesNotices);
+  }
+
+  private anyTakesNotices(): boolean {
+    return this.all().some((ws) => takesNotices(attachmentOf(ws))) || this.retained.some(takesNotices);
   }
 
   /**
@@ -206,6 +216,11 @@ export class AttachedClients {
       .map(attachmentOf)
       .filter((a): a is ClientAttachment => a !== undefined);
   }
+}
+
+/** Whether a client advertised ACP notices in its initialize (`clientCapabilities.session.notices`). */
+function takesNotices(client: ClientAttachment | undefined): boolean {
+  return client?.caps.notices === true;
 }
 
 /** A send that never throws: a socket that is closing is simply skipped (its close event follows). The frame gets its stream cursor. */

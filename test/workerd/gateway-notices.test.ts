@@ -221,3 +221,55 @@ describe("ACP notices for what the gateway does on its own", () => {
     ]);
   });
 });
+
+describe("the agent's own notices and quota updates, relayed as sent", () => {
+  it("the gateway advertises notices to the agent: it can show them, to the clients that advertised them", async () => {
+    const t = await seedTenant();
+    const peer = await connect("/agents/scripted/connect", t.agentKey);
+    const init = await peer.next(isMethod("initialize"));
+    expect(init.params.clientCapabilities).toEqual({
+      fs: { readTextFile: false, writeTextFile: false },
+      terminal: false,
+      session: { notices: {} },
+    });
+  });
+
+  it("an agent's notice goes as sent to the clients that advertised notices, to no other, and is not history", async () => {
+    const t = await seedTenant();
+    const agent = await dialInAgent(t);
+    const { client, sessionId } = await prompterOf(t, agent, t.clientKey, false);
+    const pair = await pairOf(agent, sessionId, t.clientKey2);
+    // The draft's example, with an implementation-specific severity and the agent's _meta: kept as they are.
+    const update = {
+      sessionUpdate: "notice",
+      severity: "_vendor_hint",
+      title: "MCP server unavailable",
+      description: "Continuing without it.",
+      _meta: { vendor: { id: 7 } },
+    };
+    agent.update(sessionId, update);
+    await fence(agent, sessionId, [client, pair.told.peer, pair.plain.peer]);
+    expect(noticesBeside(pair)).toEqual([{ sessionId, update }]);
+    expect(client.raw.map((r) => JSON.parse(r) as Json).filter(isNotice)).toEqual([]);
+    // A client loading the session afterwards (notices advertised) is not replayed it: notices are live only.
+    const later = await connect(`/acp?agent=${agent.name}`, t.clientKey2);
+    await later.request("initialize", { protocolVersion: 1, clientCapabilities: { session: { notices: {} } } });
+    await later.request("session/load", { sessionId, cwd: "/projects/demo", mcpServers: [] });
+    await fence(agent, sessionId, [later]);
+    expect(later.raw.map((r) => JSON.parse(r) as Json).filter(isNotice)).toEqual([]);
+  });
+
+  it("an agent's quota_update (a draft kind) reaches every client exactly as sent", async () => {
+    const t = await seedTenant();
+    const agent = await dialInAgent(t);
+    const { client, sessionId } = await prompterOf(t, agent, t.clientKey, false);
+    const pair = await pairOf(agent, sessionId, t.clientKey2);
+    const update = { sessionUpdate: "quota_update", quotas: [{ id: "tokens", used: 900, limit: 1000, resetsAt: "2026-12-08T00:00:00Z" }] };
+    agent.update(sessionId, update);
+    await fence(agent, sessionId, [client, pair.told.peer, pair.plain.peer]);
+    for (const frames of [framesOf(pair.told), framesOf(pair.plain)])
+      expect(frames.filter((m) => m.params?.update?.sessionUpdate === "quota_update")).toEqual([
+        { jsonrpc: "2.0", method: "session/update", params: { sessionId, update } },
+      ]);
+  });
+});
