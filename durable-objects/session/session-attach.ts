@@ -91,7 +91,7 @@ export class SessionAttach {
     }
     if (attach.mode === "attach" && attach.loadRequestId !== undefined) {
       const turn = turnStateOf(this.store, this.requests, attach.client.connId) ?? undefined;
-      const answer = attachAnswer(attach, server, this.clients, this.store, turn, served.policy);
+      const answer = attachAnswer(attach, server, this.clients, this.store, turn, served, this.ctx.storage.sql);
       send(server, JSON.stringify(resultResponse(attach.loadRequestId, answer)));
     }
     const history = served.policy;

@@ -13,6 +13,7 @@ import type { SessionMeta, SessionStore } from "./store";
 import { sessionLog } from "./session-log";
 import {
   type HistoryPolicy,
+  MAX_HISTORY_PROMPTS,
   type TurnEnd,
   attachResult,
   peerView,
@@ -20,6 +21,7 @@ import {
   turnCompleteUpdate,
 } from "../../protocol/session-attach";
 import { lastAgentMessageId } from "./message-ids";
+import { promptsInLog } from "./prompt-history";
 import type { AttachRequest, ClientAttachment } from "../../protocol/session-wire";
 import { type StreamTurnState, turnStateMeta } from "../../protocol/turn-state";
 import { attachmentOf } from "./clients";
@@ -42,7 +44,8 @@ export function attachAnswer(
   clients: AttachedClients,
   store: SessionStore,
   turn: StreamTurnState | undefined,
-  served: HistoryPolicy,
+  served: { policy: HistoryPolicy; afterSeq: number },
+  sql: SqlStorage,
 ): Record<string, unknown> {
   const as = attach.client.attachedAs;
   const asked = attach.attach;
@@ -55,12 +58,15 @@ export function attachAnswer(
   // A client whose socket dropped and may still resume is connected yet: it is announced gone when its window lapses (decision 0063).
   const away = clients.retained.clients().filter((c) => c.connId !== attach.client.connId && !live.some((l) => l.connId === c.connId));
   const others = [...live, ...away].map(peerView);
+  const replayed = served.policy === "full" || served.policy === "after_message";
   return attachResult({
     sessionId: attach.sessionId,
     as,
     role: asked.role,
-    historyPolicy: served,
+    historyPolicy: served.policy,
     others,
+    // The PR's prompt items: those the replay just carried (decision 0063).
+    ...(replayed ? { prompts: promptsInLog(sql, served.afterSeq, MAX_HISTORY_PROMPTS) } : {}),
     pending: store.pending().filter((p) => p.asking),
     meta: turnStateMeta(turn),
   });

@@ -25,13 +25,13 @@ type Update = Record<string, unknown>;
 const updateOf = (frame: string | undefined): Update => (JSON.parse(frame ?? "null") as { params: { update: Update } }).params.update;
 
 /** What the pinned schema allows in a `notice` update: its `Notice` properties, and which are required. */
-const NOTICE = (schema as { $defs: Record<string, { properties: Record<string, unknown>; required: string[] }> }).$defs.Notice!;
+const NOTICE = schema.$defs.Notice;
 
 /** The update is the schema's Notice: every required field, no field it does not know, a non-empty title. */
 function expectSchemaNotice(update: Update): void {
   const { sessionUpdate, ...fields } = update;
   expect(sessionUpdate).toBe("notice");
-  for (const field of NOTICE.required) expect(fields).toHaveProperty(field);
+  for (const field of NOTICE.required as string[]) expect(fields).toHaveProperty(field);
   for (const field of Object.keys(fields)) expect(Object.keys(NOTICE.properties)).toContain(field);
   expect(["info", "warning", "error"]).toContain(fields.severity);
   expect(typeof fields.title === "string" && fields.title.length > 0).toBe(true);
@@ -67,8 +67,7 @@ describe("the notice frame", () => {
   });
 
   it("the capability the gateway reads is the one the pinned schema names: clientCapabilities.session.notices", () => {
-    const defs = (schema as { $defs: Record<string, { properties?: Record<string, unknown> }> }).$defs;
-    expect(Object.keys(defs.ClientSessionCapabilities?.properties ?? {})).toContain("notices");
+    expect(Object.keys(schema.$defs.ClientSessionCapabilities.properties)).toContain("notices");
     expect(JSON.stringify(NOTICE)).toMatch(/session\.notices/);
   });
 
