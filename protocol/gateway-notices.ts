@@ -15,7 +15,7 @@ import { CLIENT_METHODS } from "./methods";
 import { REWRITE_MARK } from "./session-wire";
 
 /** The schema's severities; it is open (`_`-prefixed custom ones), the gateway uses these three. */
-export type NoticeSeverity = "info" | "warning" | "error";
+type NoticeSeverity = "info" | "warning" | "error";
 
 /** The schema's `Notice`: a non-empty title that stands alone, an optional description. */
 export interface Notice {
