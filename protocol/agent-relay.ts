@@ -278,8 +278,9 @@ export class AgentRelay {
     this.tables.addOutbound({ agentId: id, epoch, kind: "initialize", sessionId: null, gwId: null });
     const params = {
       protocolVersion: PROTOCOL_VERSION,
-      // No fs or terminal: clients come and go, so the gateway cannot promise to serve them.
-      clientCapabilities: { fs: { readTextFile: false, writeTextFile: false }, terminal: false },
+      // No fs or terminal: clients come and go, so the gateway cannot promise to serve them. Notices
+      // it can: each goes, as sent, to the clients that advertised them (decision 0063).
+      clientCapabilities: { fs: { readTextFile: false, writeTextFile: false }, terminal: false, session: { notices: {} } },
       clientInfo: { name: "acp-gateway", title: "ACP Gateway", version: "0.1.0" },
     };
     const line = this.ports.agent.current();

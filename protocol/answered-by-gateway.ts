@@ -10,7 +10,7 @@
 import { displayString } from "./display-text";
 import { isObject } from "./jsonrpc";
 import { type OperationView, operationView } from "./operation-view";
-import { CLIENT_METHODS } from "./methods";
+import { noticeFrame } from "./gateway-notices";
 
 /** Why the gateway answered by itself: no turn ran, or the turn was being cancelled. */
 export type AnsweredReason = "outside_turn" | "after_cancel";
@@ -44,15 +44,13 @@ export function answeredByGateway(
   return { sessionId, toolCallId, operation, reason, agentGot, message };
 }
 
-/** The same report as an ACP `notice` session update (a warning), for clients that advertise notices. */
+/** The same report as an ACP `notice` session update (a warning), for clients that advertise notices (gateway-notices.ts). */
 export function noticeUpdate(report: AnsweredByGateway): string {
-  const update = {
-    sessionUpdate: "notice",
+  return noticeFrame(report.sessionId, {
     severity: "warning",
     title: report.reason === "after_cancel" ? "A request after cancel was refused" : "A request outside a turn was refused",
     description: report.message,
-  };
-  return JSON.stringify({ jsonrpc: "2.0", method: CLIENT_METHODS.sessionUpdate, params: { sessionId: report.sessionId, update } });
+  });
 }
 
 /** The operation in a few words, every character shown as it is (display-text.ts). */

@@ -138,9 +138,39 @@ export function peerView(client: { user: string | null; attachedAs?: AttachedAs 
   };
 }
 
+/** A prompt as the session's log keeps it (the echo of its content blocks), for the attach answer's history. */
+export interface LoggedPrompt {
+  blocks: unknown[];
+  at: number;
+}
+
+/** Longest text of one prompt in the attach answer's history: it is a summary, the replay carries the prompt whole. */
+export const MAX_PROMPT_TEXT = 2000;
+
+/** Most prompts listed in the attach answer's history (the newest): the answer is one frame. */
+export const MAX_HISTORY_PROMPTS = 500;
+
 /**
- * The answer to `session/attach` (the PR's shape; `history` lists the requests waiting, omitted for
- * `none`). `historyPolicy` is what was served: `full` where an `after_message`'s message was not found.
+ * The PR's `{type: "prompt", content, timestamp}` history item: the prompt's text (its text blocks;
+ * any other block named in brackets), cut at MAX_PROMPT_TEXT, and when it was sent (ISO 8601).
+ */
+export function promptHistoryItem(prompt: LoggedPrompt): { type: "prompt"; content: string; timestamp: string } {
+  const parts = prompt.blocks.map((b) => {
+    if (!isObject(b)) return "";
+    if (b.type === "text" && typeof b.text === "string") return b.text;
+    const uri = typeof b.uri === "string" ? b.uri : isObject(b.resource) && typeof b.resource.uri === "string" ? b.resource.uri : null;
+    return `[${typeof b.type === "string" ? b.type : "content"}${uri ? `: ${uri}` : ""}]`;
+  });
+  const text = parts.join("\n");
+  const content = text.length > MAX_PROMPT_TEXT ? `${text.slice(0, MAX_PROMPT_TEXT)}…` : text;
+  return { type: "prompt", content, timestamp: new Date(prompt.at).toISOString() };
+}
+
+/**
+ * The answer to `session/attach` (the PR's shape). `history`, omitted for `none`: the prompts the
+ * replay carried (`full`, or after the message for `after_message`), then the requests waiting —
+ * only those for `pending_only` (the PR: "only items with status pending"). `historyPolicy` is what was
+ * served: `full` where an `after_message`'s message was not found.
  */
 export function attachResult(args: {
   sessionId: string;
@@ -148,17 +178,19 @@ export function attachResult(args: {
   role: AttachRole;
   historyPolicy: HistoryPolicy;
   others: PeerView[];
+  prompts?: LoggedPrompt[];
   pending: { toolCallId: string | null }[];
   meta: Record<string, unknown>;
 }): Record<string, unknown> {
+  const replayed = args.historyPolicy === "full" || args.historyPolicy === "after_message";
+  const prompts = replayed ? (args.prompts ?? []).slice(-MAX_HISTORY_PROMPTS).map(promptHistoryItem) : [];
+  const pending = args.pending.map((p) => ({ type: "permission_request", toolCallId: p.toolCallId, status: "pending" }));
   return {
     sessionId: args.sessionId,
     clientId: args.as.clientId,
     role: args.role,
     historyPolicy: args.historyPolicy,
-    ...(args.historyPolicy === "none"
-      ? {}
-      : { history: args.pending.map((p) => ({ type: "permission_request", toolCallId: p.toolCallId, status: "pending" })) }),
+    ...(args.historyPolicy === "none" ? {} : { history: [...prompts, ...pending] }),
     connectedClients: args.others,
     ...(Object.keys(args.meta).length > 0 ? { _meta: args.meta } : {}),
   };

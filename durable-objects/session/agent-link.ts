@@ -91,6 +91,8 @@ export class AgentLink {
   private sessionUpdate(text: string, message: Message, params: unknown): void {
     const { store, info } = this.parts;
     const update = isObject(params) ? params.update : undefined;
+    // The agent's own notice: live only, never history, to the clients that advertised notices (decision 0063).
+    if (isObject(update) && update.sessionUpdate === "notice") return this.parts.clients.toNoticeClients(text);
     const seq = appendUpdate(store, text, message);
     maybeFold(store, seq);
     if (isToolCallUpdate(update)) {

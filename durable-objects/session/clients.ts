@@ -7,6 +7,7 @@ import { type ClientAttachment, packFrames, rewritable } from "../../protocol/se
 import { type PeerView, clientDisconnectedUpdate, peerView, resolvedInPrShape } from "../../protocol/session-attach";
 import { stage } from "../../protocol/stage-timing";
 import { StreamRing } from "../../protocol/stream-ring";
+import { noticeOfMachineFrame, noticeOfNotification } from "../../protocol/gateway-notices";
 import { rank } from "../../protocol/people/roles";
 import { Departures } from "./departures";
 import { MAX_RETAINED, RetainedStreams } from "./retained-streams";
@@ -129,9 +130,38 @@ export class AttachedClients {
    */
   sendForMachine(ws: WebSocket, text: string): void {
     send(ws, text);
-    if (!attachmentOf(ws)?.attachedAs) return;
+    const client = attachmentOf(ws);
+    // A rule's answer, or this client's answer refused, as an ACP notice too (decision 0063).
+    const notice = client?.caps.notices ? noticeOfMachineFrame(text) : undefined;
+    if (notice) send(ws, notice);
+    if (!client?.attachedAs) return;
     const update = resolvedInPrShape(text, (connId) => this.peer(connId));
     if (update) send(ws, update);
+  }
+
+  /**
+   * The ACP `notice` beside a gateway notification just sent to every client (decision 0063), to the
+   * clients that advertised notices and into their streams kept for a resume. Never logged: a notice
+   * is not history.
+   */
+  noticeBeside(method: string, params: object): void {
+    if (!this.anyTakesNotices()) return;
+    const notice = noticeOfNotification(method, params);
+    if (notice) this.toNoticeClients(notice);
+  }
+
+  /**
+   * A `notice` session update, as it is (the agent's own, or one of the gateway's): to the clients that
+   * advertised `session.notices` and into their streams kept for a resume; never to another (ACP:
+   * notices only to clients that advertise them), never logged (not history).
+   */
+  toNoticeClients(text: string): void {
+    for (const ws of this.all()) if (takesNotices(attachmentOf(ws))) send(ws, text);
+    this.retained.stampAll(text, undefined, takesNotices);
+  }
+
+  private anyTakesNotices(): boolean {
+    return this.all().some((ws) => takesNotices(attachmentOf(ws))) || this.retained.some(takesNotices);
   }
 
   /**
@@ -156,13 +186,12 @@ export class AttachedClients {
    * A client left: the clients that came by `session/attach` get the PR's `client_disconnected` — at
    * once when it let go (detached, or nothing to resume), when its stream lapses unresumed when its
    * socket dropped (`kept`, decision 0060). Not when the same connection is attached on another
-   * socket (a second attach or a load replaced this one).
+   * socket (a second attach or a load replaced this one). Owed whether or not anyone came by attach
+   * yet: one attaching within the window is told when it lapses (decision 0063).
    */
   departed(ws: WebSocket, client: ClientAttachment, sessionId: string, kept: boolean): void {
     if (this.all().some((o) => o !== ws && attachmentOf(o)?.connId === client.connId)) return;
     if (!kept) return this.toAttached(clientDisconnectedUpdate(sessionId, peerView(client), this.now()));
-    // Owed only to the attached clients there now: with none, nothing is kept (no row, no alarm).
-    if (!this.hasAttached(client.connId)) return;
     const at = this.retained.lapsesAt(client.connId) ?? this.now();
     for (const over of this.departures.add(client.connId, peerView(client), at, MAX_RETAINED))
       this.toAttached(clientDisconnectedUpdate(sessionId, over.peer, this.now()));
@@ -187,6 +216,11 @@ export class AttachedClients {
       .map(attachmentOf)
       .filter((a): a is ClientAttachment => a !== undefined);
   }
+}
+
+/** Whether a client advertised ACP notices in its initialize (`clientCapabilities.session.notices`). */
+function takesNotices(client: ClientAttachment | undefined): boolean {
+  return client?.caps.notices === true;
 }
 
 /** A send that never throws: a socket that is closing is simply skipped (its close event follows). The frame gets its stream cursor. */

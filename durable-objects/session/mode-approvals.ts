@@ -28,6 +28,7 @@ import {
   waitingNotice,
 } from "../../protocol/people/mode-approval";
 import { modeChangesOf } from "../../protocol/people/modes";
+import { noticeOfNotification } from "../../protocol/gateway-notices";
 import type { SessionMachine } from "../../protocol/session-machine";
 import type { ClientAttachment } from "../../protocol/session-wire";
 import { type AttachedClients, send } from "./clients";
@@ -106,9 +107,17 @@ export class ModeApprovals {
     return this.sql.exec<{ n: number }>("SELECT COUNT(*) AS n FROM mode_proposals").one().n;
   }
 
-  /** What every client attaching now is told: one waiting notice per held change. */
-  noticesForAttach(): string[] {
-    return this.waiting().map((p) => notification(GATEWAY_NOTIFICATIONS.modeChangeWaiting, waitingNotice(this.sessionId(), p)));
+  /**
+   * What every client attaching now is told: one waiting notice per held change, and an ACP `notice`
+   * beside each to a client that advertised notices — a new live notice of a condition still true, not
+   * a replayed one (decision 0063).
+   */
+  noticesForAttach(acpNotices: boolean): string[] {
+    return this.waiting().flatMap((p) => {
+      const params = waitingNotice(this.sessionId(), p);
+      const notice = acpNotices ? noticeOfNotification(GATEWAY_NOTIFICATIONS.modeChangeWaiting, params) : undefined;
+      return [notification(GATEWAY_NOTIFICATIONS.modeChangeWaiting, params), ...(notice ? [notice] : [])];
+    });
   }
 
   /** A person decides a held change (a client's request or REST). */
@@ -264,6 +273,7 @@ export class ModeApprovals {
 
   private notify(method: string, params: object): void {
     this.clients.broadcast(notification(method, params));
+    this.clients.noticeBeside(method, params);
   }
 
   private sessionId(): string {

@@ -59,6 +59,13 @@ export class RetainedStreams {
     return false;
   }
 
+  /** The clients whose stream is kept now (not lapsed): still connected, as a resume may bring them back. */
+  clients(): ClientAttachment[] {
+    if (this.byConnection.size === 0) return [];
+    this.expire();
+    return [...this.byConnection.values()].map((r) => r.client);
+  }
+
   /** When connection `connId`'s kept stream lapses (undefined: none kept). */
   lapsesAt(connId: string): number | undefined {
     return this.byConnection.get(connId)?.until;

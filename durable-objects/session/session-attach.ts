@@ -91,13 +91,13 @@ export class SessionAttach {
     }
     if (attach.mode === "attach" && attach.loadRequestId !== undefined) {
       const turn = turnStateOf(this.store, this.requests, attach.client.connId) ?? undefined;
-      const answer = attachAnswer(attach, server, this.clients, this.store, turn, served.policy);
+      const answer = attachAnswer(attach, server, this.clients, this.store, turn, served, this.ctx.storage.sql);
       send(server, JSON.stringify(resultResponse(attach.loadRequestId, answer)));
     }
     const history = served.policy;
     if (history !== "none") {
       this.permissions.sendPendingTo(server);
-      for (const notice of this.modes.noticesForAttach()) send(server, notice); // held mode changes (decision 0061)
+      for (const notice of this.modes.noticesForAttach(attach.client.caps.notices === true)) send(server, notice); // held mode changes (decision 0061)
     }
     this.permissions.clientsChanged();
     return new Response(null, { status: 101, webSocket: edge });

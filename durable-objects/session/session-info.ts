@@ -13,6 +13,7 @@ import type { SessionMeta, SessionStore } from "./store";
 import { sessionLog } from "./session-log";
 import {
   type HistoryPolicy,
+  MAX_HISTORY_PROMPTS,
   type TurnEnd,
   attachResult,
   peerView,
@@ -20,6 +21,7 @@ import {
   turnCompleteUpdate,
 } from "../../protocol/session-attach";
 import { lastAgentMessageId } from "./message-ids";
+import { promptsInLog } from "./prompt-history";
 import type { AttachRequest, ClientAttachment } from "../../protocol/session-wire";
 import { type StreamTurnState, turnStateMeta } from "../../protocol/turn-state";
 import { attachmentOf } from "./clients";
@@ -42,22 +44,29 @@ export function attachAnswer(
   clients: AttachedClients,
   store: SessionStore,
   turn: StreamTurnState | undefined,
-  served: HistoryPolicy,
+  served: { policy: HistoryPolicy; afterSeq: number },
+  sql: SqlStorage,
 ): Record<string, unknown> {
   const as = attach.client.attachedAs;
   const asked = attach.attach;
   if (!as || !asked) return {};
-  const others = clients
+  const live = clients
     .all()
     .filter((o) => o !== ws)
     .map(attachmentOf)
-    .flatMap((c) => (c && c.connId !== attach.client.connId ? [peerView(c)] : []));
+    .filter((c): c is ClientAttachment => c !== undefined && c.connId !== attach.client.connId);
+  // A client whose socket dropped and may still resume is connected yet: it is announced gone when its window lapses (decision 0063).
+  const away = clients.retained.clients().filter((c) => c.connId !== attach.client.connId && !live.some((l) => l.connId === c.connId));
+  const others = [...live, ...away].map(peerView);
+  const replayed = served.policy === "full" || served.policy === "after_message";
   return attachResult({
     sessionId: attach.sessionId,
     as,
     role: asked.role,
-    historyPolicy: served,
+    historyPolicy: served.policy,
     others,
+    // The PR's prompt items: those the replay just carried (decision 0063).
+    ...(replayed ? { prompts: promptsInLog(sql, served.afterSeq, MAX_HISTORY_PROMPTS) } : {}),
     pending: store.pending().filter((p) => p.asking),
     meta: turnStateMeta(turn),
   });
@@ -152,10 +161,11 @@ export class SessionInfo {
     );
   }
 
-  /** A gateway notice: kept in the session's log and sent to every client. */
+  /** A gateway notice: kept in the session's log and sent to every client; an ACP `notice` beside it where one says it (decision 0063). */
   notice(method: string, params: object): void {
     const text = JSON.stringify({ jsonrpc: "2.0", method, params });
     this.store.append("notice", text);
     this.clients.broadcast(text);
+    this.clients.noticeBeside(method, params);
   }
 }

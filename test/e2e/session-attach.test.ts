@@ -56,7 +56,11 @@ describe("session/attach with the SDK's clients", () => {
         sessionId,
         clientId: `sdk-${transport}`,
         role: "controller",
-        history: [{ type: "permission_request", toolCallId: "call-1", status: "pending" }],
+        // The PR's prompt item for the prompt the replay carried, then the waiting request (decision 0063).
+        history: [
+          { type: "prompt", content: "edit a.ts", timestamp: expect.stringMatching(/^\d{4}-\d\d-\d\dT/) },
+          { type: "permission_request", toolCallId: "call-1", status: "pending" },
+        ],
       });
       expect(attached.connectedClients).toHaveLength(2);
       await second.updates.waitFor((u) => u.update.sessionUpdate === "agent_message_chunk" && u.update.content.text === "Editing a.ts");

@@ -3,7 +3,12 @@
 import { describe, expect, it } from "vitest";
 import { RpcError } from "../../protocol/jsonrpc";
 import {
+  type HistoryPolicy,
+  MAX_HISTORY_PROMPTS,
+  MAX_PROMPT_TEXT,
   attachCapability,
+  attachResult,
+  promptHistoryItem,
   attachNotFound,
   clientDisconnectedUpdate,
   detachResult,
@@ -274,5 +279,69 @@ describe("the RFD's examples", () => {
 
   it("its detach answer", () => {
     expect(detachResult("sess_abc123def456")).toEqual({ sessionId: "sess_abc123def456", status: "detached" });
+  });
+
+  it("its attach answer's history: the prompt item and the pending request as it shows them", () => {
+    const result = attachResult({
+      sessionId: "sess_abc123def456",
+      as: { clientId: "d290f1ee-6c54-4b01-90e6-d701748f0851" },
+      role: "controller",
+      historyPolicy: "full",
+      others: [{ clientId: "a1b2c3d4-e5f6-7890-abcd-ef1234567890", name: "Claude Code", version: "1.0.0" }],
+      prompts: [{ blocks: [{ type: "text", text: "Add authentication to the API" }], at: Date.parse("2026-02-18T14:22:00Z") }],
+      pending: [{ toolCallId: "call_abc" }],
+      meta: {},
+    });
+    expect(result).toEqual({
+      sessionId: "sess_abc123def456",
+      clientId: "d290f1ee-6c54-4b01-90e6-d701748f0851",
+      role: "controller",
+      historyPolicy: "full",
+      history: [
+        { type: "prompt", content: "Add authentication to the API", timestamp: "2026-02-18T14:22:00.000Z" },
+        { type: "permission_request", toolCallId: "call_abc", status: "pending" },
+      ],
+      connectedClients: [{ clientId: "a1b2c3d4-e5f6-7890-abcd-ef1234567890", name: "Claude Code", version: "1.0.0" }],
+    });
+  });
+});
+
+describe("the attach answer's prompt items (decision 0063)", () => {
+  const base = {
+    sessionId: "s1",
+    as: { clientId: "c" },
+    role: "controller" as const,
+    others: [],
+    prompts: [{ blocks: [{ type: "text", text: "first" }], at: 0 }],
+    pending: [{ toolCallId: "t1" }],
+    meta: {},
+  };
+  const historyOf = (historyPolicy: HistoryPolicy) => attachResult({ ...base, historyPolicy }).history as { type: string }[] | undefined;
+
+  it("full and after_message list the prompts the replay carried; pending_only only what is pending; none no history", () => {
+    expect(historyOf("full")?.map((h) => h.type)).toEqual(["prompt", "permission_request"]);
+    expect(historyOf("after_message")?.map((h) => h.type)).toEqual(["prompt", "permission_request"]);
+    expect(historyOf("pending_only")?.map((h) => h.type)).toEqual(["permission_request"]);
+    expect(historyOf("none")).toBeUndefined();
+  });
+
+  it("names blocks that are not text, cuts a long text, and lists only the newest prompts", () => {
+    const item = promptHistoryItem({
+      blocks: [
+        { type: "text", text: "see" },
+        { type: "resource_link", uri: "file:///p/a.ts", name: "a.ts" },
+        { type: "resource", resource: { uri: "file:///p/b.ts", text: "…" } },
+        { type: "image", data: "AAAA", mimeType: "image/png" },
+      ],
+      at: 0,
+    });
+    expect(item.content).toBe("see\n[resource_link: file:///p/a.ts]\n[resource: file:///p/b.ts]\n[image]");
+    const long = promptHistoryItem({ blocks: [{ type: "text", text: "x".repeat(MAX_PROMPT_TEXT + 10) }], at: 0 });
+    expect(long.content).toHaveLength(MAX_PROMPT_TEXT + 1);
+    expect(long.content.endsWith("…")).toBe(true);
+    const many = Array.from({ length: MAX_HISTORY_PROMPTS + 2 }, (_, i) => ({ blocks: [{ type: "text", text: `p${i}` }], at: i }));
+    const listed = attachResult({ ...base, historyPolicy: "full", prompts: many, pending: [] }).history as { content: string }[];
+    expect(listed).toHaveLength(MAX_HISTORY_PROMPTS);
+    expect(listed[0]?.content).toBe("p2");
   });
 });

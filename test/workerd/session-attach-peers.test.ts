@@ -283,6 +283,82 @@ describe("client_disconnected only for a client that is gone", () => {
     expect(kindsOf(dash)).not.toContain("client_disconnected");
   });
 
+  it("a client attaching after another dropped lists it as connected, and is told of the drop when its window lapses", async () => {
+    const t = await seedTenant();
+    const agent = await dialInAgent(t);
+    const { sessionId } = await clientWithSession(t, agent);
+    // Bob came by session/load, and nobody had come by attach when his socket dropped.
+    const bob = await attachClient(t, agent, sessionId, t.clientKey2);
+    const bobConn = connectionIdOf(bob);
+    bob.close();
+    const stub = sessionStub(t.tenantId, sessionId);
+    const attachedNow = () => runInDurableObject(stub, (instance: SessionObject) => sessionTesting(instance).attached());
+    await expect.poll(attachedNow, { timeout: 20_000 }).not.toContain(bobConn);
+    const { peer: dash, answer } = await attached(agent, t.clientKey, { sessionId, historyPolicy: "none", clientInfo: { name: "dash" } });
+    // Within his window bob may still resume: he is connected yet.
+    expect(answer.result.connectedClients).toEqual(expect.arrayContaining([{ name: "bob", user: "bob" }]));
+    await drained(dash, agent, sessionId);
+    expect(kindsOf(dash)).not.toContain("client_disconnected");
+    await lapse(stub);
+    const gone = await dash.next(isUpdate("client_disconnected"));
+    expect(gone.params.update.client).toEqual({ name: "bob", user: "bob" });
+  });
+
+  it("past 32 departures owed, the oldest is announced at once and its stream let go; the other 32 when their window lapses", async () => {
+    const t = await seedTenant();
+    const agent = await dialInAgent(t);
+    const { client: alice, sessionId } = await clientWithSession(t, agent);
+    const { peer: dash } = await attached(agent, t.clientKey, { sessionId, historyPolicy: "none", clientInfo: { name: "dash" } });
+    const stub = sessionStub(t.tenantId, sessionId);
+    const attachedNow = () => runInDurableObject(stub, (instance: SessionObject) => sessionTesting(instance).attached());
+    /** Clients c-<from>… attach (alice, dash and 30 are the session's bound of 32), are each sent an update, and drop; the session sees them gone. */
+    const attachAndDrop = async (from: number, count: number) => {
+      const peers = await Promise.all(
+        Array.from({ length: count }, (_, i) =>
+          attached(agent, t.clientKey2, { sessionId, historyPolicy: "none", clientId: `c-${from + i}` }),
+        ),
+      );
+      const marker = crypto.randomUUID();
+      agent.update(sessionId, { sessionUpdate: "agent_message_chunk", content: text(marker) });
+      const cursors = await Promise.all(
+        peers.map(async ({ peer }) =>
+          cursorOf(await peer.next((m) => isUpdate("agent_message_chunk")(m) && m.params.update.content.text === marker)),
+        ),
+      );
+      const conns = peers.map(({ peer }) => connectionIdOf(peer));
+      for (const { peer } of peers) peer.close();
+      await expect.poll(async () => (await attachedNow()).filter((c) => conns.includes(c)), { timeout: 30_000 }).toEqual([]);
+      return { conns, cursors };
+    };
+    // c-0 drops first, alone: it is the oldest owed.
+    const first = await attachAndDrop(0, 1);
+    await attachAndDrop(1, 29);
+    await drained(dash, agent, sessionId);
+    expect(kindsOf(dash)).not.toContain("client_disconnected");
+    await attachAndDrop(30, 3);
+    await drained(dash, agent, sessionId);
+    const announced = () =>
+      dash.raw
+        .map((r) => JSON.parse(r) as Json)
+        .filter(isUpdate("client_disconnected"))
+        .map((m) => m.params.update.client.clientId as string);
+    // 33 owed, 32 kept: c-0 went at once (no window lapsed yet), and its stream with it.
+    expect(announced()).toEqual(["c-0"]);
+    const peer = await connect(`/acp?agent=${agent.name}`, t.clientKey2);
+    const resume = await peer.request(
+      "stream/resume",
+      { connectionId: first.conns[0], streams: { [sessionId]: first.cursors[0] } },
+      "resume",
+    );
+    expect(resume.result.resumed).toEqual([]);
+    await lapse(stub);
+    await drained(dash, agent, sessionId);
+    const all = announced();
+    expect(all).toHaveLength(33);
+    expect(new Set(all)).toEqual(new Set(Array.from({ length: 33 }, (_, i) => `c-${i}`)));
+    alice.close();
+  });
+
   it("an evicted session still announces it: the departure is kept in storage and the alarm finds it", async () => {
     const { agent, sessionId, dash, stub } = await bobDropped();
     // A new instance has none of the old one's memory (the kept stream is gone), only its storage.

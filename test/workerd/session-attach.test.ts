@@ -95,6 +95,51 @@ describe("session/attach: history policies", () => {
     expect(live.params.sessionId).toBe(sessionId);
   });
 
+  it("full lists each prompt the replay carried as the PR's prompt item, then the waiting request; after_message those after it; pending_only neither prompt", async () => {
+    const t = await seedTenant();
+    const agent = await dialInAgent(t);
+    const { client: alice, sessionId } = await clientWithSession(t, agent);
+    const sentFrom = Date.now();
+    const turn = async (id: string, prompt: Json[], messageId: string) => {
+      alice.send({ jsonrpc: "2.0", id, method: "session/prompt", params: { sessionId, prompt } });
+      const reached = await agent.peer.next(isMethod("session/prompt"));
+      agent.update(sessionId, { sessionUpdate: "agent_message_chunk", messageId, content: { type: "text", text: "ok" } });
+      agent.peer.respond(reached.id, { stopReason: "end_turn" });
+      await alice.next(isResponseTo(id));
+    };
+    await turn("p1", [{ type: "text", text: "Add authentication to the API" }], "m1");
+    await turn(
+      "p2",
+      [
+        { type: "text", text: "and tests" },
+        { type: "resource_link", uri: "file:///projects/demo/api.ts", name: "api.ts" },
+      ],
+      "m2",
+    );
+    await startTurn(alice, agent, sessionId, "p3");
+    agent.askPermission(sessionId, { toolCallId: "t1", title: "Run", kind: "execute", rawInput: { command: "make" } });
+    await alice.next(isMethod("session/request_permission"));
+    const sentTo = Date.now();
+    const full = (await attached(agent, t.clientKey2, { sessionId, historyPolicy: "full" })).answer.result;
+    expect(full.history).toEqual([
+      { type: "prompt", content: "Add authentication to the API", timestamp: expect.any(String) },
+      { type: "prompt", content: "and tests\n[resource_link: file:///projects/demo/api.ts]", timestamp: expect.any(String) },
+      { type: "permission_request", toolCallId: "t1", status: "pending" },
+    ]);
+    for (const item of full.history.slice(0, 2)) {
+      expect(Date.parse(item.timestamp)).toBeGreaterThanOrEqual(sentFrom);
+      expect(Date.parse(item.timestamp)).toBeLessThanOrEqual(sentTo);
+    }
+    const after = (await attached(agent, t.clientKey2, { sessionId, historyPolicy: "after_message", afterMessageId: "m1" })).answer.result;
+    expect(after.historyPolicy).toBe("after_message");
+    expect(after.history.map((h: Json) => h.content ?? h.toolCallId)).toEqual([
+      "and tests\n[resource_link: file:///projects/demo/api.ts]",
+      "t1",
+    ]);
+    const pending = (await attached(agent, t.clientKey2, { sessionId, historyPolicy: "pending_only" })).answer.result;
+    expect(pending.history).toEqual([{ type: "permission_request", toolCallId: "t1", status: "pending" }]);
+  });
+
   it("pending_only: no history replayed; the waiting request is re-issued after an answer that lists it, with the turn's state", async () => {
     const t = await seedTenant();
     const agent = await dialInAgent(t);

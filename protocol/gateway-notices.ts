@@ -1,0 +1,157 @@
+// ACP `notice` session updates (schema 1.23's `Notice`, RFD "Session Notices", decision 0063) for what
+// the gateway does on its own: a request answered by a rule, a first approval waiting for a second
+// person, an answer refused for who gave it, a mode change held for four eyes and its decision. They go
+// beside the gateway's own `_acp_gateway/*` notifications, which stay, and only to clients that
+// advertised `clientCapabilities.session.notices` (the schema: "Agents MUST only send notices when the
+// Client advertised the `session.notices` Client capability"). A notice is live, never history: not
+// logged, not replayed. Pure: each builder takes the facts the gateway already sent as its own
+// notification or frame, and returns the notice; every string a person reads is display-safe.
+
+import { ErrorCode } from "../core/rpc-errors";
+import { GATEWAY_NOTIFICATIONS } from "../core/gateway-notifications";
+import { displayString } from "./display-text";
+import { isObject } from "./jsonrpc";
+import { CLIENT_METHODS } from "./methods";
+import { REWRITE_MARK } from "./session-wire";
+
+/** The schema's severities; it is open (`_`-prefixed custom ones), the gateway uses these three. */
+type NoticeSeverity = "info" | "warning" | "error";
+
+/** The schema's `Notice`: a non-empty title that stands alone, an optional description. */
+export interface Notice {
+  severity: NoticeSeverity;
+  title: string;
+  description?: string;
+}
+
+/** The `session/update` notification carrying `notice` in session `sessionId`. */
+export function noticeFrame(sessionId: string, notice: Notice): string {
+  const update = {
+    sessionUpdate: "notice",
+    severity: notice.severity,
+    title: notice.title.length > 0 ? notice.title : "Notice",
+    ...(notice.description !== undefined ? { description: notice.description } : {}),
+  };
+  return JSON.stringify({ jsonrpc: "2.0", method: CLIENT_METHODS.sessionUpdate, params: { sessionId, update } });
+}
+
+/** A value as a person reads it: a string shown safely (cut past 200 characters), anything else named by its type. */
+function shown(value: unknown, fallback: string): string {
+  if (typeof value !== "string" || value.length === 0) return fallback;
+  return displayString(value.length > 200 ? `${value.slice(0, 200)}…` : value);
+}
+
+const toolCall = (toolCallId: unknown) => (typeof toolCallId === "string" ? `tool call ${shown(toolCallId, "")}` : "a tool call");
+
+/**
+ * A rule answered the agent's request (the `_acp_gateway/permission_resolved` params, `decidedBy` a
+ * rule): which rule, by its description and id, and what it chose. Nobody was asked.
+ */
+export function ruleAnsweredNotice(resolved: Record<string, unknown>): Notice | undefined {
+  const by = resolved.decidedBy;
+  if (!isObject(by) || by.type !== "rule") return undefined;
+  const outcome = isObject(resolved.outcome) ? resolved.outcome : {};
+  const chose =
+    outcome.outcome === "selected" ? `chose option "${shown(outcome.optionId, "?")}"` : `answered "${shown(outcome.outcome, "?")}"`;
+  const rule = typeof by.description === "string" && by.description.length > 0 ? `"${shown(by.description, "")}" ` : "";
+  return {
+    severity: "info",
+    title: "Answered by a rule",
+    description: `The tenant's rule ${rule}(${shown(by.ruleId, "no id")}) answered the agent's permission request for ${toolCall(resolved.toolCallId)}: it ${chose}. Nobody was asked.`,
+  };
+}
+
+/** A first approval of two was recorded (`_acp_gateway/approval_recorded`): the request waits for a second person. */
+export function approvalRecordedNotice(params: Record<string, unknown>): Notice {
+  const who = isObject(params.approvedBy) ? shown(params.approvedBy.user, "someone") : "someone";
+  return {
+    severity: "info",
+    title: "Waiting for a second approval",
+    description: `${who} approved ${toolCall(params.toolCallId)}. Four eyes: it reaches the agent only when a second person approves it too.`,
+  };
+}
+
+/** A client's answer to a permission request was refused for who gave it (-32003): to that client, with the reason. */
+export function answerRefusedNotice(message: string): Notice {
+  return { severity: "warning", title: "Your answer was refused", description: displayString(message) };
+}
+
+/** A governed mode change is held for a second person (`_acp_gateway/mode_change_waiting`). */
+export function modeChangeWaitingNotice(params: Record<string, unknown>): Notice {
+  const what = `${shown(params.setting, "mode")} → ${shown(params.value, "?")}`;
+  return {
+    severity: "info",
+    title: "Mode change waiting for a second person",
+    description:
+      typeof params.message === "string"
+        ? displayString(params.message)
+        : `${shown(params.proposedBy, "someone")} proposes ${what}; four eyes: a second approver decides.`,
+  };
+}
+
+/** A held mode change was decided (`_acp_gateway/mode_change_decided`): approved, refused or expired; by whom. */
+export function modeChangeDecidedNotice(params: Record<string, unknown>): Notice {
+  const what = `${shown(params.setting, "mode")} → ${shown(params.value, "?")}`;
+  const by = typeof params.by === "string" ? ` by ${shown(params.by, "")}` : "";
+  if (params.outcome === "approved")
+    return { severity: "info", title: "Mode change approved", description: `${what} was approved${by}; it goes to the agent.` };
+  if (params.outcome === "refused")
+    return { severity: "warning", title: "Mode change refused", description: `${what} was refused${by}; the agent was not asked.` };
+  return {
+    severity: "warning",
+    title: "Mode change expired",
+    description: `${what} expired before a second person decided; the agent was not asked.`,
+  };
+}
+
+/**
+ * The notice beside a gateway notification sent to every client, or undefined for one that has none
+ * here (a request answered after cancel builds its own, answered-by-gateway.ts).
+ */
+export function noticeOfNotification(method: string, params: object): string | undefined {
+  const p = params as Record<string, unknown>;
+  const sessionId = typeof p.sessionId === "string" ? p.sessionId : undefined;
+  if (sessionId === undefined) return undefined;
+  switch (method) {
+    case GATEWAY_NOTIFICATIONS.approvalRecorded:
+      return noticeFrame(sessionId, approvalRecordedNotice(p));
+    case GATEWAY_NOTIFICATIONS.modeChangeWaiting:
+      return noticeFrame(sessionId, modeChangeWaitingNotice(p));
+    case GATEWAY_NOTIFICATIONS.modeChangeDecided:
+      return noticeFrame(sessionId, modeChangeDecidedNotice(p));
+    default:
+      return undefined;
+  }
+}
+
+/** How the permission machine's resolution frame starts (permission-machine.ts `resolve`, JSON.stringify, method first). */
+const RESOLVED_PREFIX = `{"jsonrpc":"2.0","method":${JSON.stringify(GATEWAY_NOTIFICATIONS.permissionResolved)},`;
+/** How its refusal of a client's answer starts (`refuse`, `refuseChanged`: errorResponse(null, …) behind the rewrite mark). */
+const REFUSED_PREFIX = `${REWRITE_MARK}{"jsonrpc":"2.0","id":null,"error":{"code":${ErrorCode.notPermitted},`;
+
+/**
+ * The notice beside a frame the permission machine sends one client (its one `clients.send` port): a
+ * rule's resolution, or the refusal of this client's answer. Undefined for every other frame, which is
+ * not parsed (copies of requests can be large).
+ */
+export function noticeOfMachineFrame(text: string): string | undefined {
+  if (text.startsWith(RESOLVED_PREFIX)) {
+    const params = paramsOf(JSON.parse(text));
+    const notice = params ? ruleAnsweredNotice(params) : undefined;
+    return notice && typeof params?.sessionId === "string" ? noticeFrame(params.sessionId, notice) : undefined;
+  }
+  if (text.startsWith(REFUSED_PREFIX)) {
+    const message: unknown = JSON.parse(text.slice(REWRITE_MARK.length));
+    const error = isObject(message) && isObject(message.error) ? message.error : undefined;
+    const data = error && isObject(error.data) ? error.data : undefined;
+    // Only a refused answer to a permission request (it names the request): not any -32003.
+    if (!error || !data || typeof data.sessionId !== "string" || data.requestId === undefined || typeof error.message !== "string")
+      return undefined;
+    return noticeFrame(data.sessionId, answerRefusedNotice(error.message));
+  }
+  return undefined;
+}
+
+function paramsOf(message: unknown): Record<string, unknown> | undefined {
+  return isObject(message) && isObject(message.params) ? message.params : undefined;
+}

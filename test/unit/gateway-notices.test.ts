@@ -1,0 +1,237 @@
+// protocol/gateway-notices.ts: the ACP `notice` updates the gateway sends for what it does on its own
+// (decision 0063). Fixed cases: the draft's own example (docs/protocol/v1/draft/prompt-turn.mdx,
+// "Session Notices", and the RFD), and the pinned SDK's schema (1.23) for the shape and the capability.
+import schema from "@agentclientprotocol/sdk/schema/v1/schema.json";
+import { describe, expect, it } from "vitest";
+import { GATEWAY_NOTIFICATIONS } from "../../core/gateway-notifications";
+import { ErrorCode } from "../../core/rpc-errors";
+import { answeredByGateway, noticeUpdate } from "../../protocol/answered-by-gateway";
+import {
+  answerRefusedNotice,
+  approvalRecordedNotice,
+  modeChangeDecidedNotice,
+  modeChangeWaitingNotice,
+  noticeFrame,
+  noticeOfMachineFrame,
+  noticeOfNotification,
+  ruleAnsweredNotice,
+} from "../../protocol/gateway-notices";
+import { RpcError, errorResponse } from "../../protocol/jsonrpc";
+import { rewritable } from "../../protocol/session-wire";
+
+const SESSION = "sess_abc123def456";
+
+type Update = Record<string, unknown>;
+const updateOf = (frame: string | undefined): Update => (JSON.parse(frame ?? "null") as { params: { update: Update } }).params.update;
+
+/** What the pinned schema allows in a `notice` update: its `Notice` properties, and which are required. */
+const NOTICE = schema.$defs.Notice;
+
+/** The update is the schema's Notice: every required field, no field it does not know, a non-empty title. */
+function expectSchemaNotice(update: Update): void {
+  const { sessionUpdate, ...fields } = update;
+  expect(sessionUpdate).toBe("notice");
+  for (const field of NOTICE.required as string[]) expect(fields).toHaveProperty(field);
+  for (const field of Object.keys(fields)) expect(Object.keys(NOTICE.properties)).toContain(field);
+  expect(["info", "warning", "error"]).toContain(fields.severity);
+  expect(typeof fields.title === "string" && fields.title.length > 0).toBe(true);
+  if ("description" in fields) expect(typeof fields.description).toBe("string");
+}
+
+describe("the notice frame", () => {
+  it("is the draft's own example, byte for byte in meaning", () => {
+    const frame = noticeFrame(SESSION, { severity: "warning", title: "MCP server unavailable", description: "Continuing without it." });
+    expect(JSON.parse(frame)).toEqual({
+      jsonrpc: "2.0",
+      method: "session/update",
+      params: {
+        sessionId: "sess_abc123def456",
+        update: {
+          sessionUpdate: "notice",
+          severity: "warning",
+          title: "MCP server unavailable",
+          description: "Continuing without it.",
+        },
+      },
+    });
+    expectSchemaNotice(updateOf(frame));
+  });
+
+  it("leaves description out when there is none, and never sends an empty title (the schema: non-empty)", () => {
+    expect(updateOf(noticeFrame(SESSION, { severity: "info", title: "Only a title" }))).toEqual({
+      sessionUpdate: "notice",
+      severity: "info",
+      title: "Only a title",
+    });
+    expect(updateOf(noticeFrame(SESSION, { severity: "info", title: "" })).title).toBe("Notice");
+  });
+
+  it("the capability the gateway reads is the one the pinned schema names: clientCapabilities.session.notices", () => {
+    expect(Object.keys(schema.$defs.ClientSessionCapabilities.properties)).toContain("notices");
+    expect(JSON.stringify(NOTICE)).toMatch(/session\.notices/);
+  });
+
+  it("the answered-after-cancel notice keeps its shape (built on the same frame)", () => {
+    const report = answeredByGateway(
+      SESSION,
+      { toolCallId: "t1", kind: "execute", rawInput: { command: "npm test" } },
+      "/p",
+      "after_cancel",
+      {
+        outcome: { outcome: "cancelled" },
+      },
+    );
+    const update = updateOf(noticeUpdate(report));
+    expect(update).toMatchObject({ severity: "warning", title: "A request after cancel was refused" });
+    expectSchemaNotice(update);
+  });
+});
+
+describe("what the gateway does on its own, as notices", () => {
+  const ruleResolved = {
+    sessionId: SESSION,
+    toolCallId: "call_abc",
+    outcome: { outcome: "selected", optionId: "allow" },
+    chosenOptionId: "allow",
+    decidedBy: { type: "rule", ruleId: "r-42", description: "allow `npm test` in /projects/demo" },
+  };
+
+  it("a request answered by a rule names the rule by its description and id, and what it chose", () => {
+    const notice = ruleAnsweredNotice(ruleResolved);
+    expect(notice).toEqual({
+      severity: "info",
+      title: "Answered by a rule",
+      description:
+        'The tenant\'s rule "allow `npm test` in /projects/demo" (r-42) answered the agent\'s permission request for tool call call_abc: it chose option "allow". Nobody was asked.',
+    });
+    expect(ruleAnsweredNotice({ ...ruleResolved, decidedBy: { type: "person", connectionId: "c" } })).toBeUndefined();
+  });
+
+  it("agent-made text in a notice is shown safely: a bidi override becomes a visible symbol", () => {
+    const hostile = {
+      ...ruleResolved,
+      toolCallId: "call\u202eabc",
+      decidedBy: { type: "rule", ruleId: "r", description: "allow \u001b[2K ls" },
+    };
+    const text = ruleAnsweredNotice(hostile)?.description ?? "";
+    expect(text.includes("\u202e") || text.includes("\u001b")).toBe(false);
+    expect(text).toContain("⟨U+202E⟩");
+  });
+
+  it("a first approval of two says the request waits for a second person", () => {
+    const notice = approvalRecordedNotice({
+      sessionId: SESSION,
+      toolCallId: "c1",
+      approvedBy: { user: "bea", role: "approver" },
+      needed: 2,
+    });
+    expect(notice).toMatchObject({ severity: "info", title: "Waiting for a second approval" });
+    expect(notice.description).toBe(
+      "bea approved tool call c1. Four eyes: it reaches the agent only when a second person approves it too.",
+    );
+  });
+
+  it("a refused answer is a warning carrying the refusal's own words", () => {
+    const message = "Your answer to permission request 3 was refused: observers may watch but not answer. The request is still pending.";
+    expect(answerRefusedNotice(message)).toEqual({ severity: "warning", title: "Your answer was refused", description: message });
+  });
+
+  it("a held mode change, and each way it is decided", () => {
+    const held = {
+      sessionId: SESSION,
+      setting: "mode",
+      value: "bypassPermissions",
+      proposedBy: "ada",
+      message: "ada proposes switching mode to bypassPermissions; it waits.",
+    };
+    expect(modeChangeWaitingNotice(held)).toEqual({
+      severity: "info",
+      title: "Mode change waiting for a second person",
+      description: held.message,
+    });
+    const decided = (outcome: string, by: string | null) =>
+      modeChangeDecidedNotice({ sessionId: SESSION, setting: "mode", value: "bypassPermissions", outcome, by });
+    expect(decided("approved", "bob")).toEqual({
+      severity: "info",
+      title: "Mode change approved",
+      description: "mode → bypassPermissions was approved by bob; it goes to the agent.",
+    });
+    expect(decided("refused", "bob")).toMatchObject({ severity: "warning", title: "Mode change refused" });
+    expect(decided("expired", null)).toMatchObject({ severity: "warning", title: "Mode change expired" });
+  });
+});
+
+describe("which frames and notifications get a notice beside them", () => {
+  it("the gateway's notifications: approval recorded and the mode change's two; no other (after-cancel builds its own)", () => {
+    const params = {
+      sessionId: SESSION,
+      toolCallId: "c1",
+      approvedBy: { user: "bea" },
+      setting: "mode",
+      value: "plan",
+      outcome: "approved",
+      by: "bob",
+    };
+    for (const method of [
+      GATEWAY_NOTIFICATIONS.approvalRecorded,
+      GATEWAY_NOTIFICATIONS.modeChangeWaiting,
+      GATEWAY_NOTIFICATIONS.modeChangeDecided,
+    ]) {
+      const frame = noticeOfNotification(method, params);
+      expect(JSON.parse(frame ?? "null").params.sessionId).toBe(SESSION);
+      expectSchemaNotice(updateOf(frame));
+    }
+    for (const method of Object.values(GATEWAY_NOTIFICATIONS).filter(
+      (m) =>
+        m !== GATEWAY_NOTIFICATIONS.approvalRecorded &&
+        m !== GATEWAY_NOTIFICATIONS.modeChangeWaiting &&
+        m !== GATEWAY_NOTIFICATIONS.modeChangeDecided,
+    ))
+      expect(noticeOfNotification(method, params)).toBeUndefined();
+    expect(noticeOfNotification(GATEWAY_NOTIFICATIONS.approvalRecorded, { toolCallId: "no session" })).toBeUndefined();
+  });
+
+  it("the machine's frames: a rule's resolution and a refused answer, as the machine writes them; nothing else", () => {
+    const resolution = JSON.stringify({ jsonrpc: "2.0", method: GATEWAY_NOTIFICATIONS.permissionResolved, params: ruleResolvedParams() });
+    expect(updateOf(noticeOfMachineFrame(resolution))).toMatchObject({ title: "Answered by a rule" });
+    const byPerson = JSON.stringify({
+      jsonrpc: "2.0",
+      method: GATEWAY_NOTIFICATIONS.permissionResolved,
+      params: { ...ruleResolvedParams(), decidedBy: { type: "person", connectionId: "c1", user: "ada", keyId: "k" } },
+    });
+    expect(noticeOfMachineFrame(byPerson)).toBeUndefined();
+
+    const refusal = (data: Record<string, unknown>) =>
+      rewritable(
+        JSON.stringify(
+          errorResponse(null, new RpcError(ErrorCode.notPermitted, "Your answer to permission request 7 was refused: why.", data)),
+        ),
+      );
+    const refused = noticeOfMachineFrame(refusal({ requestId: 7, sessionId: SESSION, toolCallId: "c1", reason: "why." }));
+    expect(JSON.parse(refused ?? "null").params.sessionId).toBe(SESSION);
+    expect(updateOf(refused)).toEqual({
+      sessionUpdate: "notice",
+      severity: "warning",
+      title: "Your answer was refused",
+      description: "Your answer to permission request 7 was refused: why.",
+    });
+    // A -32003 that names no request, an invalid answer (-32602), a request copy: no notice.
+    expect(noticeOfMachineFrame(refusal({ sessionId: SESSION }))).toBeUndefined();
+    const invalid = rewritable(JSON.stringify(errorResponse(null, RpcError.invalidParams("bad", { requestId: 7, sessionId: SESSION }))));
+    expect(noticeOfMachineFrame(invalid)).toBeUndefined();
+    const copy = rewritable(
+      JSON.stringify({ jsonrpc: "2.0", id: 3, method: "session/request_permission", params: { sessionId: SESSION } }),
+    );
+    expect(noticeOfMachineFrame(copy)).toBeUndefined();
+  });
+
+  function ruleResolvedParams() {
+    return {
+      sessionId: SESSION,
+      toolCallId: "call_abc",
+      outcome: { outcome: "selected", optionId: "allow" },
+      chosenOptionId: "allow",
+      decidedBy: { type: "rule", ruleId: "r-42", description: "allow `npm test`" },
+    };
+  }
+});
