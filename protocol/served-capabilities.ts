@@ -3,7 +3,9 @@
 // itself; anything else the agent advertises (ACP `providers`, whose providers/list, /set and
 // /disable name no session and so are answered -32601; `sessionCapabilities.fork`, whose new session
 // the gateway would not know; whatever comes next) is dropped, so a client never relies on a
-// capability that every call of fails. `_meta` is the agent's own and stays as it sent it.
+// capability that every call of fails. `_meta` is the agent's own and stays as it sent it, but for
+// `promptQueueing` under any vendor key (Claude Code's `_meta.claudeCode.promptQueueing`): the gateway
+// refuses a prompt while a turn runs, so a client told the agent queues them would be refused each one.
 
 import { isObject } from "./jsonrpc";
 
@@ -30,8 +32,20 @@ export function servedCapabilities(advertised: unknown): Record<string, unknown>
   for (const [key, served] of Object.entries(SERVED)) {
     const value = advertised[key];
     if (value === undefined) continue;
-    if (served === true) out[key] = value;
+    if (key === "_meta") out[key] = withoutPromptQueueing(value);
+    else if (served === true) out[key] = value;
     else if (isObject(value)) out[key] = Object.fromEntries(Object.entries(value).filter(([field]) => served.includes(field)));
   }
   return out;
+}
+
+/** The agent's `_meta` with each vendor's `promptQueueing` left out (the gateway does not queue prompts). */
+function withoutPromptQueueing(meta: unknown): unknown {
+  if (!isObject(meta)) return meta;
+  return Object.fromEntries(
+    Object.entries(meta).map(([vendor, caps]) => [
+      vendor,
+      isObject(caps) && "promptQueueing" in caps ? Object.fromEntries(Object.entries(caps).filter(([k]) => k !== "promptQueueing")) : caps,
+    ]),
+  );
 }
