@@ -7,7 +7,7 @@
 import fc from "fast-check";
 import { describe, expect, it } from "vitest";
 import { ROLES, type Role } from "../../core/principal";
-import { decide, waitingNotice, type ModeProposal } from "../../protocol/people/mode-approval";
+import { decide, decidedNotice, waitingNotice, type ModeProposal } from "../../protocol/people/mode-approval";
 import { personKey } from "../../protocol/people/answering";
 import { sessionModesOf } from "../../protocol/people/session-modes";
 import {
@@ -23,6 +23,7 @@ import {
   outcomeText,
   stillWaiting,
 } from "../../web/src/mode-changes";
+import { EMPTY, modeChangeDecided as transcriptDecided, modeChangeWaiting, modeChangesWaiting } from "../../web/src/transcript";
 
 const proposal = (who: string, label: string | null = "ada"): ModeProposal => ({
   id: "p1",
@@ -155,5 +156,31 @@ describe("the agent's mode in the header", () => {
 
   it("agent_mode_changed marks the header governed", () => {
     expect(agentModeChanged(advertised, { from: "default", to: "yolo" })).toMatchObject({ currentModeId: "yolo", currentGoverned: true });
+  });
+});
+
+describe("a decided mode change replayed from the session's history (decision 0064)", () => {
+  const decided = (outcome: "approved" | "refused" | "expired" | "withdrawn", by: string | null) =>
+    decidedNotice("s1", proposal("subject:ada"), outcome, by) as unknown as Record<string, unknown>;
+
+  it("makes the card from the decided notice alone, as the live card ends: who proposed what, who decided", () => {
+    const t = transcriptDecided(EMPTY, decided("approved", "bob"));
+    expect(t.items).toEqual([{ type: "mode_change", proposalId: "p1" }]);
+    expect(t.modeChanges.p1).toMatchObject({ proposedBy: "ada", proposer: "subject:ada", value: "bypassPermissions", state: "decided" });
+    expect(outcomeText(t.modeChanges.p1!)).toBe("Approved by bob: the change went to the agent.");
+    expect(modeChangesWaiting(t)).toBe(0);
+    // Live, the same notice ends the card the waiting notice made: the same card, decided.
+    const live = transcriptDecided(modeChangeWaiting(EMPTY, waiting(proposal("subject:ada"))), decided("approved", "bob"));
+    expect(live).toEqual(t);
+  });
+
+  it("says a change in a deleted session was withdrawn, and who deleted it", () => {
+    const t = transcriptDecided(EMPTY, decided("withdrawn", "bob"));
+    expect(outcomeText(t.modeChanges.p1!)).toBe("Withdrawn: the session was deleted by bob, so it was not made.");
+  });
+
+  it("makes no card from a notice that names no proposal or no known outcome", () => {
+    expect(transcriptDecided(EMPTY, { ...decided("approved", "bob"), outcome: "maybe" })).toBe(EMPTY);
+    expect(transcriptDecided(EMPTY, { outcome: "approved" })).toBe(EMPTY);
   });
 });

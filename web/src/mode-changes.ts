@@ -13,7 +13,9 @@ import type { Choice } from "./answerable";
 
 type JsonObject = { [key: string]: unknown };
 
-type ModeOutcome = "approved" | "refused" | "expired";
+/** `withdrawn`: the session was deleted while the change waited. */
+type ModeOutcome = "approved" | "refused" | "expired" | "withdrawn";
+const OUTCOMES: readonly unknown[] = ["approved", "refused", "expired", "withdrawn"] satisfies ModeOutcome[];
 
 export interface HeldModeChange {
   proposalId: string;
@@ -61,8 +63,14 @@ export function heldModeChangeOf(params: JsonObject): HeldModeChange | null {
 /** A `mode_change_decided` notice applied to its card (unchanged when it is not this card's or says nothing usable). */
 export function modeChangeDecided(change: HeldModeChange, params: JsonObject): HeldModeChange {
   const outcome = params.outcome;
-  if (params.proposalId !== change.proposalId || (outcome !== "approved" && outcome !== "refused" && outcome !== "expired")) return change;
-  const decided: HeldModeChange = { ...change, state: "decided", outcome, decidedBy: typeof params.by === "string" ? params.by : null };
+  if (params.proposalId !== change.proposalId || !OUTCOMES.includes(outcome)) return change;
+  // SAFETY: OUTCOMES lists exactly ModeOutcome's members.
+  const decided: HeldModeChange = {
+    ...change,
+    state: "decided",
+    outcome: outcome as ModeOutcome,
+    decidedBy: typeof params.by === "string" ? params.by : null,
+  };
   delete decided.refused;
   return decided;
 }
@@ -94,6 +102,8 @@ export function outcomeText(c: HeldModeChange): string {
       return `Refused by ${c.decidedBy ?? "an approver"}: it was not made.`;
     case "expired":
       return "Expired: no second person approved it in time, so it was not made.";
+    case "withdrawn":
+      return `Withdrawn: the session was deleted${c.decidedBy ? ` by ${c.decidedBy}` : ""}, so it was not made.`;
     default:
       return "";
   }
