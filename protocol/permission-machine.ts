@@ -77,6 +77,9 @@ import {
   type UnseenHold,
   changesOf,
   readsProjectContent,
+  diffOf,
+  seenBy,
+  shownClaimOf,
   unseenMessage,
 } from "./unseen";
 import { type AnsweredReason, answeredByGateway, noticeUpdate } from "./answered-by-gateway";
@@ -192,8 +195,8 @@ interface RulesPort {
   gate(request: UnseenGateRequest, then: (held: UnseenHold | null | typeof RULES_UNAVAILABLE) => void): UnseenHold | null | Later;
   /** What is unseen now, to show people asked about a step that may read it; null: nothing. */
   unseenNow(then: (shown: UnseenHold | null | typeof RULES_UNAVAILABLE) => void): UnseenHold | null | Later;
-  /** A person allowed a request that showed the unseen changes up to `upTo`: they are seen. */
-  seen(upTo: number): void;
+  /** A person allowed a request whose card showed these unseen changes (unseen.ts `seenBy`): they are seen. */
+  seen(ids: number[]): void;
   /** What the agent changed with nobody asked (a tool call it ran unasked): unseen, whatever is running. */
   note(changes: NewUnseenChange[]): void;
   /** A reader a rule let go finished (its tool call), or the turn ended (null: every reader of the session). */
@@ -614,7 +617,12 @@ export class PermissionMachine<C> {
     if (!reads && paths.length === 0) return null;
     const at = this.io.session.now();
     const toolCallId = pending.toolCallId;
-    const note = paths.map((path) => ({ path, sessionId: meta.sessionId, toolCallId, ruleId, at }));
+    const toolCall = toolCallOf(pending);
+    // Each change keeps the diff the frozen tool call reported for it: what a later card shows (decision 0064).
+    const note = paths.map((path) => {
+      const diff = diffOf(toolCall, meta.cwd, path);
+      return { path, sessionId: meta.sessionId, toolCallId, ruleId, at, ...(diff ? { diff } : {}) };
+    });
     // A request naming no tool call is a reader until the turn ends (no report can close it).
     return { reads, note, sessionId: meta.sessionId, toolCallId: toolCallId ?? `request:${pending.permId}` };
   }
@@ -1009,9 +1017,10 @@ export class PermissionMachine<C> {
     };
     const text = JSON.stringify({ jsonrpc: "2.0", method: GATEWAY_NOTIFICATIONS.permissionResolved, params });
     const resolution = { text, audit: audit.entry(pending, outcome, by, chosen) };
-    // A person allowed a request that showed what the agent changed unseen: those changes are seen now.
-    if (pending.unseen && pending.unseen.upTo > 0 && (by.type === "person" || by.type === "link") && allows(outcome, pending.options))
-      this.io.rules.seen(pending.unseen.upTo);
+    // A person allowed a request whose card showed what the agent changed unseen: what it showed is seen
+    // now (decision 0064). An approval link's page shows no list: it clears nothing.
+    const seen = by.type === "person" && allows(outcome, pending.options) ? seenBy(pending.unseen, shownClaimOf(result)) : [];
+    if (seen.length > 0) this.io.rules.seen(seen);
     session.metric(METRIC.permissionResolved, by.type);
     if (append === undefined) table.resolvePermission(pending.permId, resolution);
     else table.appendPermission(pending.permId, append, pending, resolution);
