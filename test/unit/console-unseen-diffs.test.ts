@@ -146,7 +146,12 @@ describe("what the gateway sent, and what the answer names (decision 0064)", () 
     if (!shown) throw new Error("read nothing");
     const tools = { e2: editCall("e2", `${CWD}/b.c`, "old", "new") };
     const { views } = unseenViews(shown, here, tools);
-    expect(views[0]).toEqual({ type: "diff", toolCallId: "e9", diff: { path: `${CWD}/a.c`, oldText: "x", newText: "y" } });
+    expect(views[0]).toEqual({
+      type: "diff",
+      toolCallId: "e9",
+      diff: { path: `${CWD}/a.c`, oldText: "x", newText: "y" },
+      elsewhere: "#/session/s%2Fb/request/e9",
+    });
     expect(views[1]).toMatchObject({ type: "anything" });
     expect(views[2]).toMatchObject({ type: "diff", diff: { newText: "new" } });
   });

@@ -34,8 +34,8 @@ export interface UnseenShown {
 const ANYTHING = "*";
 
 export type UnseenView =
-  /** The diff the gateway sent with the change, or (made in this session) of the tool call that made it. */
-  | { type: "diff"; toolCallId: string | null; diff: Diff }
+  /** The diff the gateway sent with the change, or (made in this session) of the tool call that made it; `elsewhere`: the other session's card. */
+  | { type: "diff"; toolCallId: string | null; diff: Diff; elsewhere?: string }
   /** Made in another session: where its card is. */
   | { type: "elsewhere"; path: string; sessionId: string; href: string }
   /** A command's writes (or another tool's whose extent is unknown): no diff can show them. */
@@ -109,7 +109,13 @@ export function unseenViews(
     const call = here && change.toolCallId ? tools[change.toolCallId] : undefined;
     // The diff the gateway sent is what it knows this card was shown, wherever the change was made.
     if (change.diff && change.path !== ANYTHING) {
-      views.push({ type: "diff", toolCallId: change.toolCallId, diff: { path: change.path, ...change.diff } });
+      const diff = { path: change.path, ...change.diff };
+      views.push({
+        type: "diff",
+        toolCallId: change.toolCallId,
+        diff,
+        ...(here ? {} : { elsewhere: sessionAddress(change.sessionId, change.toolCallId) }),
+      });
       continue;
     }
     if (change.path === ANYTHING) {
