@@ -21,9 +21,9 @@ import {
   modeChangeDecided,
   modeReported,
   outcomeText,
+  replayedModeChange,
   stillWaiting,
 } from "../../web/src/mode-changes";
-import { EMPTY, modeChangeDecided as transcriptDecided, modeChangeWaiting, modeChangesWaiting } from "../../web/src/transcript";
 
 const proposal = (who: string, label: string | null = "ada"): ModeProposal => ({
   id: "p1",
@@ -163,24 +163,23 @@ describe("a decided mode change replayed from the session's history (decision 00
   const decided = (outcome: "approved" | "refused" | "expired" | "withdrawn", by: string | null) =>
     decidedNotice("s1", proposal("subject:ada"), outcome, by) as unknown as Record<string, unknown>;
 
-  it("makes the card from the decided notice alone, as the live card ends: who proposed what, who decided", () => {
-    const t = transcriptDecided(EMPTY, decided("approved", "bob"));
-    expect(t.items).toEqual([{ type: "mode_change", proposalId: "p1" }]);
-    expect(t.modeChanges.p1).toMatchObject({ proposedBy: "ada", proposer: "subject:ada", value: "bypassPermissions", state: "decided" });
-    expect(outcomeText(t.modeChanges.p1!)).toBe("Approved by bob: the change went to the agent.");
-    expect(modeChangesWaiting(t)).toBe(0);
-    // Live, the same notice ends the card the waiting notice made: the same card, decided.
-    const live = transcriptDecided(modeChangeWaiting(EMPTY, waiting(proposal("subject:ada"))), decided("approved", "bob"));
-    expect(live).toEqual(t);
+  it("makes the card from the decided notice alone, the same card the live one ends as: who proposed what, who decided", () => {
+    const card = replayedModeChange(decided("approved", "bob"));
+    expect(card).toMatchObject({ proposalId: "p1", proposedBy: "ada", proposer: "subject:ada", value: "bypassPermissions", state: "decided" });
+    expect(card && outcomeText(card)).toBe("Approved by bob: the change went to the agent.");
+    expect(stillWaiting({ p1: card as HeldModeChange })).toBe(0);
+    // Live, the same notice ends the card the waiting notice made.
+    const live = heldModeChangeOf(waiting(proposal("subject:ada")));
+    expect(live && modeChangeDecided(live, decided("approved", "bob"))).toEqual(card);
   });
 
   it("says a change in a deleted session was withdrawn, and who deleted it", () => {
-    const t = transcriptDecided(EMPTY, decided("withdrawn", "bob"));
-    expect(outcomeText(t.modeChanges.p1!)).toBe("Withdrawn: the session was deleted by bob, so it was not made.");
+    const card = replayedModeChange(decided("withdrawn", "bob"));
+    expect(card && outcomeText(card)).toBe("Withdrawn: the session was deleted by bob, so it was not made.");
   });
 
   it("makes no card from a notice that names no proposal or no known outcome", () => {
-    expect(transcriptDecided(EMPTY, { ...decided("approved", "bob"), outcome: "maybe" })).toBe(EMPTY);
-    expect(transcriptDecided(EMPTY, { outcome: "approved" })).toBe(EMPTY);
+    expect(replayedModeChange({ ...decided("approved", "bob"), outcome: "maybe" })).toBeNull();
+    expect(replayedModeChange({ outcome: "approved" })).toBeNull();
   });
 });

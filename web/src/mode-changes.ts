@@ -75,6 +75,17 @@ export function modeChangeDecided(change: HeldModeChange, params: JsonObject): H
   return decided;
 }
 
+/**
+ * A `mode_change_decided` notice replayed from the session's log (decision 0064) with no card to end:
+ * the waiting notice is told only while a change waits, so the decided one carries the card whole and
+ * the card is made from it, as the live card ends. Null when it names no proposal or no known outcome.
+ */
+export function replayedModeChange(params: JsonObject): HeldModeChange | null {
+  const card = heldModeChangeOf(params);
+  const decided = card ? modeChangeDecided(card, params) : null;
+  return decided?.state === "decided" ? decided : null;
+}
+
 /** This person's decision is on its way (`refused`: null), or the gateway refused it and the change still waits (why). A decided card stays decided. */
 export function decisionSent(change: HeldModeChange, refused: string | null): HeldModeChange {
   if (change.state === "decided") return change;

@@ -4,7 +4,14 @@
 
 import { type JsonObject, isObject } from "./acp";
 import { type Answerable, answerableOf } from "./answerable";
-import { type HeldModeChange, decisionSent, heldModeChangeOf, modeChangeDecided as decidedCard, stillWaiting } from "./mode-changes";
+import {
+  type HeldModeChange,
+  decisionSent,
+  heldModeChangeOf,
+  modeChangeDecided as decidedCard,
+  replayedModeChange,
+  stillWaiting,
+} from "./mode-changes";
 import { operationLine } from "./operation";
 import { type UnseenShown, unseenShownOf } from "./unseen-diffs";
 
@@ -337,10 +344,8 @@ export function modeChangeWaiting(t: Transcript, params: JsonObject): Transcript
 export function modeChangeDecided(t: Transcript, params: JsonObject): Transcript {
   const card = typeof params.proposalId === "string" ? t.modeChanges[params.proposalId] : undefined;
   if (card) return { ...t, modeChanges: { ...t.modeChanges, [card.proposalId]: decidedCard(card, params) } };
-  const replayed = heldModeChangeOf(params);
-  if (!replayed) return t;
-  const decided = decidedCard(replayed, params);
-  if (decided.state !== "decided") return t;
+  const decided = replayedModeChange(params);
+  if (!decided) return t;
   return {
     ...t,
     items: [...t.items, { type: "mode_change", proposalId: decided.proposalId }],
