@@ -165,7 +165,13 @@ describe("a decided mode change replayed from the session's history (decision 00
 
   it("makes the card from the decided notice alone, the same card the live one ends as: who proposed what, who decided", () => {
     const card = replayedModeChange(decided("approved", "bob"));
-    expect(card).toMatchObject({ proposalId: "p1", proposedBy: "ada", proposer: "subject:ada", value: "bypassPermissions", state: "decided" });
+    expect(card).toMatchObject({
+      proposalId: "p1",
+      proposedBy: "ada",
+      proposer: "subject:ada",
+      value: "bypassPermissions",
+      state: "decided",
+    });
     expect(card && outcomeText(card)).toBe("Approved by bob: the change went to the agent.");
     expect(stillWaiting({ p1: card as HeldModeChange })).toBe(0);
     // Live, the same notice ends the card the waiting notice made.
