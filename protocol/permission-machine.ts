@@ -50,7 +50,8 @@
 //   allow rule answers, the tenant's unseen changes are consulted (`rules.gate`): a step that may read
 //   content is held for people while a change is unseen, a write while a rule-answered reader may still
 //   run; a held request is asked with what changed. Any other step asked of people that may read
-//   content is shown them just after (`rules.unseenNow`), and a person's allow of it marks them seen.
+//   content is shown them just after (`rules.unseenNow`), and a person's allow of it marks seen what
+//   its card showed of them (`seenBy`, decision 0064).
 
 import { type JsonRpcId, RpcError, errorResponse, isObject } from "./jsonrpc";
 import { CANCEL_REQUEST, CLIENT_METHODS } from "./methods";
@@ -382,7 +383,8 @@ export class PermissionMachine<C> {
    * changes (decision 0046): a person judges the effect, and the agent may have changed what it reads.
    * Read after the copies are sent, off the answer's path: when there are some, every client is told
    * (`_acp_gateway/unseen_changes`) and they are kept with the request, so a person's allow from then on
-   * marks them seen; an answer before that marks nothing (it saw nothing).
+   * marks seen what its card showed, named against this list; an answer before that names no list and
+   * marks nothing (it saw nothing).
    */
   private askPeople(request: PendingRequest, write: { append: string } | "stored"): void {
     this.startAsking(request, ASKING, write);
