@@ -5,13 +5,14 @@
 // shown what changed; their allow marks it seen, their reject does not. A rule-answered reader still
 // running holds a rule-answered write. The tenant's sessions share it all.
 
-import { env } from "cloudflare:test";
-import { describe, expect, it } from "vitest";
+import { SELF, env, runDurableObjectAlarm, runInDurableObject } from "cloudflare:test";
+import { describe, expect, inject, it, vi } from "vitest";
 import { objects } from "../../durable-objects/objects";
 import { MAX_UNSEEN_ROWS } from "../../durable-objects/rules/unseen-changes";
 import { restartObject } from "./fuzz-faults";
 import {
   api,
+  attachClient,
   clientWithSession,
   dialInAgent,
   isMethod,
@@ -329,5 +330,47 @@ describe("seen means each change shown as the server sent it (decision 0064)", (
     await agent.peer.next(isResponseTo(fourth.id));
     agent.update(sessionId, { sessionUpdate: "tool_call_update", toolCallId: "t4", status: "completed" });
     expect((await heldForPeople(client, agent, sessionId, run("t5", "npm test"))).unseen.total).toBe(2);
+  });
+
+  it("an approval link's allow clears nothing: its page shows the operation, not the list", async () => {
+    const t = await seedTenant({ notifyAfterMs: 60_000 });
+    await rule(t, { type: "path", glob: `${CWD}/src/**`, kinds: ["edit"] });
+    await rule(t, { type: "command", prefix: ["npm", "test"] });
+    const channel = `unseen-${crypto.randomUUID()}`;
+    const target = await api("/v1/notification-targets", t.adminKey, {
+      method: "POST",
+      body: { name: "pager", url: `${inject("webhookReceiverUrl")}/hook/${channel}` },
+    });
+    expect(target.status).toBe(201);
+    const agent = await dialInAgent(t);
+    const { client, sessionId } = await session(t, agent);
+    await answeredByRule(agent, sessionId, edit("e1", `${CWD}/src/a.test.js`));
+    client.close(); // nobody attached: the waiting request goes to the pager
+    await client.closed;
+    const asked = agent.askPermission(sessionId, run("t1", "npm test"), OPTIONS);
+    const object = objects.session(env, t.tenantId, sessionId);
+    const notifyRow = () => runInDurableObject(object, (_, state) => state.storage.sql.exec("SELECT 1 FROM notify").toArray()[0]);
+    await vi.waitFor(async () => expect(await notifyRow()).toBeDefined(), { timeout: 10_000, interval: 20 });
+    await runInDurableObject(object, (_, state) => void state.storage.sql.exec("UPDATE notify SET due_at = due_at - 60000"));
+    await runDurableObjectAlarm(object);
+    const hook = await fetch(`${inject("webhookReceiverUrl")}/next/${channel}?timeout=10000`);
+    expect(hook.status).toBe(200);
+    const link = (JSON.parse(((await hook.json()) as { body: string }).body) as { link: { url: string } }).link.url;
+    const answered = await SELF.fetch(link, {
+      method: "POST",
+      headers: { "Content-Type": "application/x-www-form-urlencoded" },
+      body: "optionId=once",
+    });
+    expect(answered.status).toBe(200);
+    expect((await agent.peer.next(isResponseTo(asked))).result.outcome).toEqual({ outcome: "selected", optionId: "once" });
+    agent.update(sessionId, { sessionUpdate: "tool_call_update", toolCallId: "t1", status: "completed" });
+    // Still unseen: the next npm test is asked of people, listing the edit again.
+    const again = agent.askPermission(sessionId, run("t2", "npm test"), OPTIONS);
+    const watcher = await attachClient(t, agent, sessionId, t.clientKey);
+    const copy = await watcher.next(isCopy);
+    expect(copy.params.toolCall.toolCallId).toBe("t2");
+    expect(copy.params._meta.acpGateway.unseen.changes).toMatchObject([{ path: `${CWD}/src/a.test.js`, toolCallId: "e1" }]);
+    watcher.respond(copy.id, { outcome: { outcome: "selected", optionId: "no" } });
+    await agent.peer.next(isResponseTo(again));
   });
 });
