@@ -36,7 +36,8 @@ export const GATEWAY_NOTIFICATIONS = {
   ranUnasked: "_acp_gateway/ran_unasked",
   /**
    * A request people are asked may read what the agent changed unseen (decision 0046): which request,
-   * and the changes; a person's allow of it marks them seen.
+   * and the changes (each with its diff, under a list id); a person's allow of it marks seen those its
+   * answer names against that list (decision 0064).
    */
   unseenChanges: "_acp_gateway/unseen_changes",
   /**

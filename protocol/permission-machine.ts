@@ -50,7 +50,8 @@
 //   allow rule answers, the tenant's unseen changes are consulted (`rules.gate`): a step that may read
 //   content is held for people while a change is unseen, a write while a rule-answered reader may still
 //   run; a held request is asked with what changed. Any other step asked of people that may read
-//   content is shown them just after (`rules.unseenNow`), and a person's allow of it marks them seen.
+//   content is shown them just after (`rules.unseenNow`), and a person's allow of it marks seen what
+//   its card showed of them (`seenBy`, decision 0064).
 
 import { type JsonRpcId, RpcError, errorResponse, isObject } from "./jsonrpc";
 import { CANCEL_REQUEST, CLIENT_METHODS } from "./methods";
@@ -77,6 +78,9 @@ import {
   type UnseenHold,
   changesOf,
   readsProjectContent,
+  diffOf,
+  seenBy,
+  shownClaimOf,
   unseenMessage,
 } from "./unseen";
 import { type AnsweredReason, answeredByGateway, noticeUpdate } from "./answered-by-gateway";
@@ -192,8 +196,8 @@ interface RulesPort {
   gate(request: UnseenGateRequest, then: (held: UnseenHold | null | typeof RULES_UNAVAILABLE) => void): UnseenHold | null | Later;
   /** What is unseen now, to show people asked about a step that may read it; null: nothing. */
   unseenNow(then: (shown: UnseenHold | null | typeof RULES_UNAVAILABLE) => void): UnseenHold | null | Later;
-  /** A person allowed a request that showed the unseen changes up to `upTo`: they are seen. */
-  seen(upTo: number): void;
+  /** A person allowed a request whose card showed these unseen changes (unseen.ts `seenBy`): they are seen. */
+  seen(ids: number[]): void;
   /** What the agent changed with nobody asked (a tool call it ran unasked): unseen, whatever is running. */
   note(changes: NewUnseenChange[]): void;
   /** A reader a rule let go finished (its tool call), or the turn ended (null: every reader of the session). */
@@ -379,7 +383,8 @@ export class PermissionMachine<C> {
    * changes (decision 0046): a person judges the effect, and the agent may have changed what it reads.
    * Read after the copies are sent, off the answer's path: when there are some, every client is told
    * (`_acp_gateway/unseen_changes`) and they are kept with the request, so a person's allow from then on
-   * marks them seen; an answer before that marks nothing (it saw nothing).
+   * marks seen what its card showed, named against this list; an answer before that names no list and
+   * marks nothing (it saw nothing).
    */
   private askPeople(request: PendingRequest, write: { append: string } | "stored"): void {
     this.startAsking(request, ASKING, write);
@@ -614,7 +619,12 @@ export class PermissionMachine<C> {
     if (!reads && paths.length === 0) return null;
     const at = this.io.session.now();
     const toolCallId = pending.toolCallId;
-    const note = paths.map((path) => ({ path, sessionId: meta.sessionId, toolCallId, ruleId, at }));
+    const toolCall = toolCallOf(pending);
+    // Each change keeps the diff the frozen tool call reported for it: what a later card shows (decision 0064).
+    const note = paths.map((path) => {
+      const diff = diffOf(toolCall, meta.cwd, path);
+      return { path, sessionId: meta.sessionId, toolCallId, ruleId, at, ...(diff ? { diff } : {}) };
+    });
     // A request naming no tool call is a reader until the turn ends (no report can close it).
     return { reads, note, sessionId: meta.sessionId, toolCallId: toolCallId ?? `request:${pending.permId}` };
   }
@@ -1009,9 +1019,10 @@ export class PermissionMachine<C> {
     };
     const text = JSON.stringify({ jsonrpc: "2.0", method: GATEWAY_NOTIFICATIONS.permissionResolved, params });
     const resolution = { text, audit: audit.entry(pending, outcome, by, chosen) };
-    // A person allowed a request that showed what the agent changed unseen: those changes are seen now.
-    if (pending.unseen && pending.unseen.upTo > 0 && (by.type === "person" || by.type === "link") && allows(outcome, pending.options))
-      this.io.rules.seen(pending.unseen.upTo);
+    // A person allowed a request whose card showed what the agent changed unseen: what it showed is seen
+    // now (decision 0064). An approval link's page shows no list: it clears nothing.
+    const seen = by.type === "person" && allows(outcome, pending.options) ? seenBy(pending.unseen, shownClaimOf(result)) : [];
+    if (seen.length > 0) this.io.rules.seen(seen);
     session.metric(METRIC.permissionResolved, by.type);
     if (append === undefined) table.resolvePermission(pending.permId, resolution);
     else table.appendPermission(pending.permId, append, pending, resolution);

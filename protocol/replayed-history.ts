@@ -41,6 +41,8 @@ const HISTORY_NOTICES: readonly string[] = [
   // A session stopped after an unasked run, and who resumed it (decision 0056).
   GATEWAY_NOTIFICATIONS.sessionHeld,
   GATEWAY_NOTIFICATIONS.sessionResumed,
+  // How a held mode change ended, with its card whole (decision 0064): while one waits, attach tells it instead.
+  GATEWAY_NOTIFICATIONS.modeChangeDecided,
 ];
 
 /** How a notice's text starts: the gateway writes every one as `JSON.stringify({ jsonrpc, method, params })` (session-info.ts). */

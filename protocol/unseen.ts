@@ -20,15 +20,24 @@
 //   write while a reader is open is held for people instead (agents run tool calls in parallel: an
 //   edit and `make test` answered together would race). A write is let go only once every session
 //   that may answer readers itself has reported them (unseen-lease.ts).
-// - **Seen means a person allowed a step that showed it.** A request held by unseen changes carries
-//   them (the count, the first few, the newest id); a person's allow of it (once or always) clears every
-//   change up to that id, in every session of the tenant. A reject clears nothing. A person's own allow
+// - **Seen means a person allowed a step whose card showed it** (decision 0064). The server sends what
+//   can be shown: a request held by unseen changes carries the first few, each with the diff the agent
+//   reported for it (kept with the change when it was noted, `diffOf`) or without one when none can be
+//   shown (a command's `*`, an edit whose diff was not sent or is too large to carry), under a list id
+//   drawn when the list was made. A person's allow (once or always, from a client) clears exactly the
+//   listed changes its answer says its card showed, named against that list id (`seenBy`): a client
+//   cannot claim a change it was not sent, nor one it was sent before the list reached it; a change
+//   whose diff was carried was shown as its diff, one that cannot be shown as its line saying so (what
+//   the person allowed blind, as before). A client that says nothing, an approval link (its page shows
+//   no list), and a reject clear nothing; changes past the listed few stay unseen. A person's own allow
 //   of an edit adds nothing (they saw its diff) and clears nothing (a diff shows a part of a file).
 // Both the kind and the tool's fields are the agent's to choose: the operation is read by the same
 // adapters the rules read (protocol/operation.ts), and whatever it cannot read is anything.
 
+import { isObject } from "./jsonrpc";
 import type { Operation } from "./operation";
 import { derivablePrefix } from "./rules/coverage";
+import { resolveAgainst, resolvePath } from "./rules/paths";
 
 /** A change no person saw, as the tenant keeps it. */
 export interface UnseenChange {
@@ -41,6 +50,14 @@ export interface UnseenChange {
   /** The rule that answered the step. */
   ruleId: string | null;
   at: number;
+  /** What the step's tool call reported it wrote there, carried to people; absent when none can be shown. */
+  diff?: UnseenDiff;
+}
+
+/** A change's diff as the agent reported it on the (frozen) tool call that made it: what a card shows. */
+export interface UnseenDiff {
+  oldText: string | null;
+  newText: string;
 }
 
 /** A change to note: what an automatic step may have written. */
@@ -61,8 +78,10 @@ export interface UnseenHold {
   /** How many unseen changes the tenant holds (the first few are listed). */
   total: number;
   changes: UnseenChange[];
-  /** The newest change's id: a person's allow clears every change up to it (0: none). */
+  /** The newest change's id (0: none). */
   upTo: number;
+  /** Drawn when the changes were listed: an answer names the changes its card showed against it (`seenBy`). */
+  listId?: string;
   /** A write held because these rule-answered steps may be reading the project now (the first few). */
   readers: OpenReader[];
 }
@@ -122,5 +141,57 @@ export function unseenMessage(hold: UnseenHold): string {
   }
   const named = hold.changes.slice(0, 3).map((c) => (c.path === ANYTHING ? "files a command may have written" : c.path));
   const more = hold.total > named.length ? ` and ${hold.total - named.length} more` : "";
-  return `The agent changed ${named.join(", ")}${more} since anyone looked, with no person asked; a remembered rule does not answer a step that may read them. Allowing this marks them seen.`;
+  return `The agent changed ${named.join(", ")}${more} since anyone looked, with no person asked; a remembered rule does not answer a step that may read them. Allowing this from a card that shows them marks them seen.`;
+}
+
+/** The most text (old and new together) a change's diff may have to be carried to people; a larger one cannot be shown. */
+export const UNSEEN_DIFF_CHARS = 8192;
+
+/**
+ * The diff a rule-answered file operation reported for `path` (a `content` item of type `diff` whose
+ * path resolves to it, as the rules resolve paths): what a card can show of the change. None when the
+ * tool call reported none for that path, several (no one diff is the change), or one too large to carry.
+ */
+export function diffOf(toolCall: Record<string, unknown>, cwd: string, path: string): UnseenDiff | undefined {
+  const content = Array.isArray(toolCall.content) ? toolCall.content : [];
+  const base = resolvePath(cwd);
+  const diffs = content.filter(
+    (c): c is Record<string, unknown> =>
+      isObject(c) && c.type === "diff" && typeof c.path === "string" && resolveAgainst(c.path, base) === path,
+  );
+  const [only] = diffs;
+  if (diffs.length !== 1 || !only || typeof only.newText !== "string") return undefined;
+  const oldText = typeof only.oldText === "string" ? only.oldText : null;
+  if ((oldText?.length ?? 0) + only.newText.length > UNSEEN_DIFF_CHARS) return undefined;
+  return { oldText, newText: only.newText };
+}
+
+/** What an answer says its card showed: `_meta.acpGateway.shown {list, changes: [ids]}`. */
+export interface ShownClaim {
+  list: string;
+  changes: number[];
+}
+
+/** The answer's claim, or null when it makes none (or one that cannot be read: nothing is claimed). */
+export function shownClaimOf(result: unknown): ShownClaim | null {
+  const meta = isObject(result) && isObject(result._meta) ? result._meta : undefined;
+  const gateway = meta && isObject(meta.acpGateway) ? meta.acpGateway : undefined;
+  const shown = gateway && isObject(gateway.shown) ? gateway.shown : undefined;
+  if (!shown || typeof shown.list !== "string" || !Array.isArray(shown.changes)) return null;
+  const changes = shown.changes.filter((id): id is number => Number.isSafeInteger(id)).slice(0, UNSEEN_LISTED);
+  return { list: shown.list, changes };
+}
+
+/**
+ * Which unseen changes a person's allow marks seen: of the changes the request's copies listed (`held`,
+ * as the server sent them), those the answer's card showed (`claim`, named against the list's id).
+ * Each listed change was sent with its diff when it has one, so what the card showed of it is that
+ * diff; one no diff can show (a command's `*`, an edit without a diff to carry) was shown as its line
+ * saying so — today's rule for what cannot be shown. Nothing else: not a change the list did not
+ * carry (past the first few, or noted since), not a claim against another list, not an answer without one.
+ */
+export function seenBy(held: UnseenHold | undefined, claim: ShownClaim | null): number[] {
+  if (!held?.listId || !claim || claim.list !== held.listId) return [];
+  const listed = new Set(held.changes.map((c) => c.id));
+  return [...new Set(claim.changes.filter((id) => listed.has(id)))].sort((a, b) => a - b);
 }

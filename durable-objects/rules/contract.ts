@@ -124,8 +124,8 @@ export interface RulesContract extends Rpc.DurableObjectBranded {
   unseenReport(sessionId: string, report: ReaderReport): void;
   /** What an agent changed with nobody asked (a tool call it ran by itself): unseen, once no clean lease lives. */
   unseenNote(changes: NewUnseenChange[]): Promise<void>;
-  /** A person allowed a step that showed the unseen changes up to `upTo`: cleared. */
-  unseenSeen(upTo: number): number;
+  /** A person allowed a step whose card showed these unseen changes: cleared. */
+  unseenSeen(ids: number[]): number;
   /** What is unseen now. */
   unseenNow(): UnseenHold | null;
 }

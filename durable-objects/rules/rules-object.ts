@@ -181,9 +181,9 @@ export class RulesObject extends DurableObject<Env> implements RulesContract {
     return this.asRoot("unseenNote").unseenGate.note(changes);
   }
 
-  /** A person allowed a step that showed the unseen changes up to `upTo`. */
-  unseenSeen(upTo: number): number {
-    return this.asRoot("unseenSeen").unseen.seen(upTo);
+  /** A person allowed a step whose card showed these unseen changes (protocol/unseen.ts `seenBy`). */
+  unseenSeen(ids: number[]): number {
+    return this.asRoot("unseenSeen").unseen.seen(ids);
   }
 
   /** What is unseen now (GET /v1/unseen). */

@@ -3,7 +3,16 @@
 // the readers each session reported open; and the sessions that may hold a clean lease (decision 0058,
 // protocol/unseen-lease.ts: the root's logic, which this store serves).
 
-import { ANYTHING, type NewUnseenChange, type OpenReader, UNSEEN_LISTED, type UnseenChange, type UnseenHold } from "../../protocol/unseen";
+import { isObject } from "../../protocol/jsonrpc";
+import {
+  ANYTHING,
+  type NewUnseenChange,
+  type OpenReader,
+  UNSEEN_LISTED,
+  type UnseenChange,
+  type UnseenDiff,
+  type UnseenHold,
+} from "../../protocol/unseen";
 import type { LeaseHolder, ReaderReport, UnseenRootStore } from "../../protocol/unseen-lease";
 
 /**
@@ -21,13 +30,29 @@ export const MAX_UNSEEN_ROWS = 1000;
 
 type ReaderRow = { session_id: string; tool_call_id: string; at: number };
 type HolderRow = { session_id: string; lease_id: number; ends_at: number };
-type Row = { id: number; path: string; session_id: string; tool_call_id: string | null; rule_id: string | null; at: number };
+type Row = {
+  id: number;
+  path: string;
+  session_id: string;
+  tool_call_id: string | null;
+  rule_id: string | null;
+  at: number;
+  diff: string | null;
+};
 
 export class UnseenChanges implements UnseenRootStore {
   constructor(private readonly sql: SqlStorage) {
     sql.exec(
-      "CREATE TABLE IF NOT EXISTS unseen_changes (id INTEGER PRIMARY KEY AUTOINCREMENT, path TEXT NOT NULL, session_id TEXT NOT NULL, tool_call_id TEXT, rule_id TEXT, at INTEGER NOT NULL)",
+      "CREATE TABLE IF NOT EXISTS unseen_changes (id INTEGER PRIMARY KEY AUTOINCREMENT, path TEXT NOT NULL, session_id TEXT NOT NULL, tool_call_id TEXT, rule_id TEXT, at INTEGER NOT NULL, diff TEXT)",
     );
+    // The diff a change is shown by (decision 0064), added to a table made before it: a change kept without one cannot be shown.
+    if (
+      !sql
+        .exec<{ name: string }>("PRAGMA table_info(unseen_changes)")
+        .toArray()
+        .some((c) => c.name === "diff")
+    )
+      sql.exec("ALTER TABLE unseen_changes ADD COLUMN diff TEXT");
     sql.exec(
       "CREATE TABLE IF NOT EXISTS open_readers (session_id TEXT NOT NULL, tool_call_id TEXT NOT NULL, at INTEGER NOT NULL, PRIMARY KEY (session_id, tool_call_id))",
     );
@@ -99,18 +124,20 @@ export class UnseenChanges implements UnseenRootStore {
     return leaseId;
   }
 
-  /** A person allowed a step that showed the changes up to `upTo`: they are seen. How many were cleared. */
-  seen(upTo: number): number {
-    if (!Number.isSafeInteger(upTo) || upTo <= 0) return 0;
-    return this.sql.exec("DELETE FROM unseen_changes WHERE id <= ?", upTo).rowsWritten;
+  /** A person allowed a step whose card showed these changes (protocol/unseen.ts `seenBy`): they are seen. How many were cleared. */
+  seen(ids: number[]): number {
+    let cleared = 0;
+    for (const id of ids)
+      if (Number.isSafeInteger(id) && id > 0) cleared += this.sql.exec("DELETE FROM unseen_changes WHERE id = ?", id).rowsWritten;
+    return cleared;
   }
 
-  /** What people would be shown now: the count, the first few, the newest id; null when nothing is unseen. */
+  /** What people would be shown now: the count, the first few with their diffs, the newest id, a fresh list id; null when nothing is unseen. */
   hold(): UnseenHold | null {
     const stats = this.sql.exec<{ n: number; top: number | null }>("SELECT COUNT(*) AS n, MAX(id) AS top FROM unseen_changes").one();
     if (stats.n === 0 || stats.top === null) return null;
     const changes = this.sql.exec<Row>("SELECT * FROM unseen_changes ORDER BY id LIMIT ?", UNSEEN_LISTED).toArray().map(fromRow);
-    return { total: stats.n, changes, upTo: stats.top, readers: [] };
+    return { total: stats.n, changes, upTo: stats.top, readers: [], listId: crypto.randomUUID() };
   }
 
   private addOne(change: NewUnseenChange): void {
@@ -121,13 +148,16 @@ export class UnseenChanges implements UnseenRootStore {
       this.sql.exec("DELETE FROM unseen_changes WHERE id = (SELECT MAX(id) FROM unseen_changes) AND path = ?", ANYTHING);
       path = ANYTHING;
     }
+    // A diff is kept only with the path it shows (not with the ANYTHING that replaces a change past the bound).
+    const diff = path === change.path && change.diff ? JSON.stringify(change.diff) : null;
     this.sql.exec(
-      "INSERT INTO unseen_changes (path, session_id, tool_call_id, rule_id, at) VALUES (?, ?, ?, ?, ?)",
+      "INSERT INTO unseen_changes (path, session_id, tool_call_id, rule_id, at, diff) VALUES (?, ?, ?, ?, ?, ?)",
       path,
       change.sessionId,
       change.toolCallId,
       change.ruleId,
       change.at,
+      diff,
     );
   }
 }
@@ -137,5 +167,20 @@ function readerOf(r: ReaderRow): OpenReader {
 }
 
 function fromRow(r: Row): UnseenChange {
-  return { id: r.id, path: r.path, sessionId: r.session_id, toolCallId: r.tool_call_id, ruleId: r.rule_id, at: r.at };
+  const change: UnseenChange = { id: r.id, path: r.path, sessionId: r.session_id, toolCallId: r.tool_call_id, ruleId: r.rule_id, at: r.at };
+  const diff = r.diff === null ? undefined : diffFrom(r.diff);
+  if (diff) change.diff = diff;
+  return change;
+}
+
+/** A stored diff read back; one that does not read as a diff is not shown (and so the change stays as one that cannot be). */
+function diffFrom(text: string): UnseenDiff | undefined {
+  try {
+    const d = JSON.parse(text) as unknown;
+    if (isObject(d) && typeof d.newText === "string" && (typeof d.oldText === "string" || d.oldText === null))
+      return { oldText: d.oldText, newText: d.newText };
+  } catch {
+    // not JSON: not shown
+  }
+  return undefined;
 }

@@ -7,7 +7,8 @@
 // goes to the agent as the proposer's request (the agent's answer is theirs), a refused or expired one
 // is answered -32003. An approval is audited before anything is relayed; D1 refusing the row leaves
 // the change held. A proposal is taken out of the table before its decision is awaited, so two
-// decisions at once cannot both act.
+// decisions at once cannot both act. How each ended is kept in the session's log (the decided notice
+// carries the card whole), so a replay shows it; a change in a session being deleted is withdrawn at once.
 
 import { type AuditEntry, insertAuditRows } from "../../db/queries/audit";
 import { appendToChain } from "../../db/queries/audit-chain";
@@ -22,8 +23,10 @@ import {
   type ModeDecider,
   type ModeProposal,
   MODE_APPROVAL_MS,
+  type ModeOutcome,
   decide,
   decidedNotice,
+  deletedError,
   expiredError,
   waitingNotice,
 } from "../../protocol/people/mode-approval";
@@ -161,7 +164,7 @@ export class ModeApprovals {
         ),
       };
     }
-    this.notify(GATEWAY_NOTIFICATIONS.modeChangeDecided, decidedNotice(this.sessionId(), held.proposal, "approved", by.label ?? who));
+    this.told(held, "approved", by.label ?? who);
     // Relayed as the proposer's own request: the agent's answer goes to them, as if the change had not waited.
     this.machine.request(held.client, held.requestId, held.method, held.params);
     this.changed();
@@ -194,10 +197,32 @@ export class ModeApprovals {
     return Promise.all(due.map((h) => (this.take(h.proposal.id) ? this.finish(h, "expired", null, expiredError(h.proposal)) : undefined)));
   }
 
-  /** A refused or expired change: the proposer answered, every client told, the audit written (logged when D1 fails: nothing was made). */
-  private async finish(held: Held, outcome: "refused" | "expired", by: string | null, error: RpcError, row?: AuditEntry): Promise<void> {
+  /**
+   * The session is being deleted (session-deletion.ts, before it forgets itself): every held change is
+   * withdrawn now — its proposer answered -32003 saying so, audited `withdrawn` by the deletion — rather
+   * than left to expire in a session nobody can list or decide in any more.
+   */
+  withdrawAll(deletedBy: string | null): Promise<unknown> {
+    return Promise.all(
+      this.all().map((h) => {
+        if (!this.take(h.proposal.id)) return undefined;
+        const error = deletedError(h.proposal, deletedBy);
+        const row: AuditEntry = { ...this.auditRow(h, null, "withdrawn", error.message), decidedBy: "cancel", decidedByUser: deletedBy };
+        return this.finish(h, "withdrawn", deletedBy, error, row);
+      }),
+    );
+  }
+
+  /** A refused, expired or withdrawn change: the proposer answered, every client told, the audit written (logged when D1 fails: nothing was made). */
+  private async finish(
+    held: Held,
+    outcome: Exclude<ModeOutcome, "approved">,
+    by: string | null,
+    error: RpcError,
+    row?: AuditEntry,
+  ): Promise<void> {
     this.clients.toConnection(held.client.connId, JSON.stringify(errorResponse(held.requestId, error)));
-    this.notify(GATEWAY_NOTIFICATIONS.modeChangeDecided, decidedNotice(this.sessionId(), held.proposal, outcome, by));
+    this.told(held, outcome, by);
     this.changed();
     try {
       await this.writeAudit([row ?? this.auditRow(held, null, "withdrawn", error.message)]);
@@ -218,11 +243,12 @@ export class ModeApprovals {
     }
   }
 
+  /** The rows carry their tenant: a deletion's are written after the session forgot its meta. */
   private async writeAudit(rows: AuditEntry[]): Promise<void> {
-    const meta = this.store.meta;
-    if (!meta) return;
+    const tenantId = rows[0]?.tenantId;
+    if (!tenantId) return;
     await insertAuditRows(this.db(), rows);
-    await appendToChain(this.db(), meta.tenantId, rows);
+    await appendToChain(this.db(), tenantId, rows);
   }
 
   private auditRow(held: Held, by: ModeDecisionBy | null, outcome: AuditEntry["outcome"], reason: string | null): AuditEntry {
@@ -274,6 +300,13 @@ export class ModeApprovals {
   private notify(method: string, params: object): void {
     this.clients.broadcast(notification(method, params));
     this.clients.noticeBeside(method, params);
+  }
+
+  /** How a change ended: told to every client and kept in the session's log (history, unlike the waiting notice, which attach tells while it waits). */
+  private told(held: Held, outcome: ModeOutcome, by: string | null): void {
+    const text = notification(GATEWAY_NOTIFICATIONS.modeChangeDecided, decidedNotice(this.sessionId(), held.proposal, outcome, by));
+    if (this.store.meta) this.store.append("notice", text);
+    this.clients.broadcast(text);
   }
 
   private sessionId(): string {

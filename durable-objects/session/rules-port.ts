@@ -44,7 +44,7 @@ export function rulesPort(ctx: DurableObjectState, store: SessionStore, rules: T
     note: (changes) =>
       ctx.waitUntil(rules.note(changes).catch(failed("session.unseen_note_failed", "noting what the agent changed unasked failed"))),
     unseenNow: (then) => later(rules.unseenNow(), then, "session.unseen_unavailable", "reading the unseen changes failed; asking people"),
-    seen: (upTo) => ctx.waitUntil(rules.seen(upTo).catch(failed("session.unseen_seen_failed", "marking unseen changes seen failed"))),
+    seen: (ids) => ctx.waitUntil(rules.seen(ids).catch(failed("session.unseen_seen_failed", "marking unseen changes seen failed"))),
     readerDone: (toolCallId) =>
       ctx.waitUntil(rules.readerDone(toolCallId).catch(failed("session.reader_done_failed", "closing a reader failed"))),
   };

@@ -1,5 +1,5 @@
-// session/delete went ahead (protocol/session-delete.ts): the session's requests cancelled, the
-// session forgotten, then its clients told and detached, once it is out of the tenant's index.
+// session/delete went ahead (protocol/session-delete.ts): the session's requests cancelled, its held
+// mode changes withdrawn (their proposers answered, audited), the session forgotten, then its clients told and detached, once it is out of the tenant's index.
 
 import { isObject, resultResponse } from "../../protocol/jsonrpc";
 import { sessionDeletedNotice } from "../../protocol/session-delete";
@@ -8,6 +8,7 @@ import { CLOSE, closeQuietly } from "../../core/close-codes";
 import { type AttachedClients, attachmentOf, send } from "./clients";
 import type { Notifier } from "./notify";
 import type { PermissionMachine } from "../../protocol/permission-machine";
+import type { ModeApprovals } from "./mode-approvals";
 import type { SessionStore } from "./store";
 import type { SessionUnindex } from "./unindex";
 
@@ -17,6 +18,7 @@ export class SessionDeletion {
     private readonly store: SessionStore,
     private readonly clients: AttachedClients,
     private readonly permissions: PermissionMachine<WebSocket>,
+    private readonly modes: ModeApprovals,
     private readonly notifier: Notifier,
     /** Takes a deleted session out of the tenant's index, retrying while D1 fails. */
     private readonly unindex: SessionUnindex,
@@ -33,6 +35,7 @@ export class SessionDeletion {
     const user = deleter ? (attachmentOf(deleter)?.user ?? null) : null;
     this.permissions.cancelAll({ type: "cancel", connectionId: inflight.connId, user });
     this.notifier.withdrawAll("session_deleted");
+    this.ctx.waitUntil(this.modes.withdrawAll(user)); // taken out and answered now; only the audit is awaited
     store.forget();
     this.scheduleDeadline();
     const answer = JSON.stringify(resultResponse(inflight.clientId, isObject(result) ? result : {}));

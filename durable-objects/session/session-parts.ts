@@ -190,15 +190,15 @@ export function sessionParts(ctx: DurableObjectState, env: Env, testing: () => S
       },
     },
   });
-  const deletion = new SessionDeletion(ctx, store, clients, permissions, notifier, unindex, scheduleDeadline);
   later.permissions = permissions;
-  later.deletion = deletion;
   const agentRequests = new AgentRequests(store, requests, clients, toAgent);
   const modes = new ModeApprovals(ctx.storage.sql, d1, store, clients, machine, () => {
     live.changed();
     scheduleDeadline();
   });
   held.modes = modes;
+  const deletion = new SessionDeletion(ctx, store, clients, permissions, modes, notifier, unindex, scheduleDeadline);
+  later.deletion = deletion;
   const attach = new SessionAttach(ctx, store, requests, clients, permissions, agentSocket, modes);
   const fromClients = new ClientMessages(store, machine, permissions, agentRequests, modes);
   const agentModes = new AgentModes({

@@ -147,9 +147,9 @@ export class TenantRules {
     return this.rules().unseenNow();
   }
 
-  /** A person allowed a request that showed the unseen changes up to `upTo`. */
-  seen(upTo: number): Promise<number> {
-    return this.rules().unseenSeen(upTo);
+  /** A person allowed a request whose card showed these unseen changes. */
+  seen(ids: number[]): Promise<number> {
+    return this.rules().unseenSeen(ids);
   }
 
   /** A reader the rules let go finished (null: the session's turn ended, every one); the root is told if it knew of it. */

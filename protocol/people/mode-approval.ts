@@ -141,7 +141,42 @@ export function waitingNotice(sessionId: string, p: ModeProposal) {
   };
 }
 
-/** The notice every client gets when a change is decided (`_acp_gateway/mode_change_decided`). */
-export function decidedNotice(sessionId: string, p: ModeProposal, outcome: "approved" | "refused" | "expired", by: string | null) {
-  return { sessionId, proposalId: p.id, setting: p.change.setting, value: p.change.value, outcome, by };
+/** What the proposer gets when the session is deleted while their change waits: withdrawn at once, never left to expire. */
+export function deletedError(p: ModeProposal, deletedBy: string | null): RpcError {
+  const who = deletedBy ? ` by ${deletedBy}` : "";
+  return new RpcError(
+    ErrorCode.notPermitted,
+    `Switching ${describe(p)} was withdrawn: the session was deleted${who}, so it was not made.`,
+    {
+      proposalId: p.id,
+      setting: p.change.setting,
+      value: p.change.value,
+      sessionDeleted: true,
+    },
+  );
+}
+
+/** How a held change ended. `withdrawn`: its session was deleted while it waited. */
+export type ModeOutcome = "approved" | "refused" | "expired" | "withdrawn";
+
+/**
+ * The notice every client gets when a change is decided (`_acp_gateway/mode_change_decided`). It is
+ * kept in the session's log, so it carries the card whole — who proposed what, when, until when — and
+ * a replay (a reload, a reconnect, a teammate's attach) shows the outcome without the waiting notice,
+ * which is told only while the change waits.
+ */
+export function decidedNotice(sessionId: string, p: ModeProposal, outcome: ModeOutcome, by: string | null) {
+  return {
+    sessionId,
+    proposalId: p.id,
+    method: p.change.method,
+    setting: p.change.setting,
+    value: p.change.value,
+    proposedBy: nameOf(p.proposer),
+    proposer: p.proposer.who,
+    proposedAt: p.proposedAt,
+    expiresAt: p.expiresAt,
+    outcome,
+    by,
+  };
 }

@@ -3,7 +3,8 @@
 // - in Chromium: ada's switch to bypassPermissions is held; on a phone (390 px) ada's own card greys
 //   out Approve saying a second person approves; bob (1280 px) finds it under "Waiting on you", opens
 //   its card, approves, and the agent receives the set_mode; both cards say who approved, the header
-//   shows the governed mode and the transcript says the agent switched;
+//   shows the governed mode and the transcript says the agent switched; reloaded, the decided card is
+//   replayed from the session's history (decision 0064);
 // - with the SDK's client alone: session/set_mode stays pending until bob approves by REST, then
 //   resolves with the agent's own answer.
 
@@ -158,6 +159,12 @@ describe("a held mode change in the console", () => {
       await p.locator(".session-head .badge.mode.governed", { hasText: "bypassPermissions" }).waitFor();
       await p.locator(".notice.warn", { hasText: "switched this session's mode to bypassPermissions" }).waitFor();
     }
+    // A reload replays the session's history: the decided card is there again, as it ended live (decision 0064).
+    await phone.reload();
+    const replayed = phone.locator("section.mode-change.closed");
+    await replayed.locator(".resolution", { hasText: "Approved by bob: the change went to the agent." }).waitFor({ timeout: 30_000 });
+    expect(await replayed.textContent()).toContain("ada proposes switching the session's mode to bypassPermissions.");
+    expect(await phone.locator("section.mode-change").count()).toBe(1);
     client.close();
   }, 120_000);
 });

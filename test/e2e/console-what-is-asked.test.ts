@@ -117,9 +117,12 @@ describe("unseen changes on the card in Chromium", () => {
 
     // Session A, in the browser: an edit the rule answers, then make test, which the rule may not answer now.
     let made: Json | undefined;
+    let again: Json | undefined;
     turns.push(async (turn) => {
       await step(turn, edit("eA", `${CWD}/src/a.c`, "int a = 1;", "int a = 2;"));
       made = await step(turn, run("m1", "make test"));
+      // The card showed every change (decision 0064): they are seen, and the rule answers make test again, nobody asked.
+      again = await step(turn, run("m2", "make test"));
       return "end_turn";
     });
     const page = await (await browser.newContext({ viewport: { width: 1280, height: 900 } })).newPage();
@@ -156,6 +159,7 @@ describe("unseen changes on the card in Chromium", () => {
       .getByRole("button", { name: /^Allow once/ })
       .click();
     await expect.poll(() => made?.outcome, { timeout: 30_000 }).toEqual({ outcome: "selected", optionId: "allow-once" });
+    await expect.poll(() => again?.outcome, { timeout: 30_000 }).toEqual({ outcome: "selected", optionId: "allow-once" });
   }, 120_000);
 });
 
@@ -208,8 +212,10 @@ async function checkCard(page: Page, b: string): Promise<void> {
   const diff = unseen.getByRole("figure", { name: `Diff of ${CWD}/src/a.c` });
   expect(await diff.locator(".line.add").textContent()).toContain("int a = 2;");
   expect(await diff.locator(".line.del").textContent()).toContain("int a = 1;");
-  const elsewhere = unseen.locator("li.elsewhere");
-  expect(await elsewhere.textContent()).toContain(`${CWD}/src/b.c`);
+  // Another session's edit: its diff as the gateway sent it with the change (decision 0064), and a link to its card.
+  const other = unseen.getByRole("figure", { name: `Diff of ${CWD}/src/b.c` });
+  expect(await other.locator(".line.add").textContent()).toContain("int b = 2;");
+  const elsewhere = unseen.locator("li.diff").filter({ hasText: "int b = 2;" });
   expect(await elsewhere.getByRole("link", { name: "another session" }).getAttribute("href")).toBe(
     `#/session/${encodeURIComponent(b)}/request/eB`,
   );

@@ -7,7 +7,7 @@
 import fc from "fast-check";
 import { describe, expect, it } from "vitest";
 import { ROLES, type Role } from "../../core/principal";
-import { decide, waitingNotice, type ModeProposal } from "../../protocol/people/mode-approval";
+import { decide, decidedNotice, waitingNotice, type ModeProposal } from "../../protocol/people/mode-approval";
 import { personKey } from "../../protocol/people/answering";
 import { sessionModesOf } from "../../protocol/people/session-modes";
 import {
@@ -21,6 +21,7 @@ import {
   modeChangeDecided,
   modeReported,
   outcomeText,
+  replayedModeChange,
   stillWaiting,
 } from "../../web/src/mode-changes";
 
@@ -155,5 +156,36 @@ describe("the agent's mode in the header", () => {
 
   it("agent_mode_changed marks the header governed", () => {
     expect(agentModeChanged(advertised, { from: "default", to: "yolo" })).toMatchObject({ currentModeId: "yolo", currentGoverned: true });
+  });
+});
+
+describe("a decided mode change replayed from the session's history (decision 0064)", () => {
+  const decided = (outcome: "approved" | "refused" | "expired" | "withdrawn", by: string | null) =>
+    decidedNotice("s1", proposal("subject:ada"), outcome, by) as unknown as Record<string, unknown>;
+
+  it("makes the card from the decided notice alone, the same card the live one ends as: who proposed what, who decided", () => {
+    const card = replayedModeChange(decided("approved", "bob"));
+    expect(card).toMatchObject({
+      proposalId: "p1",
+      proposedBy: "ada",
+      proposer: "subject:ada",
+      value: "bypassPermissions",
+      state: "decided",
+    });
+    expect(card && outcomeText(card)).toBe("Approved by bob: the change went to the agent.");
+    expect(stillWaiting({ p1: card as HeldModeChange })).toBe(0);
+    // Live, the same notice ends the card the waiting notice made.
+    const live = heldModeChangeOf(waiting(proposal("subject:ada")));
+    expect(live && modeChangeDecided(live, decided("approved", "bob"))).toEqual(card);
+  });
+
+  it("says a change in a deleted session was withdrawn, and who deleted it", () => {
+    const card = replayedModeChange(decided("withdrawn", "bob"));
+    expect(card && outcomeText(card)).toBe("Withdrawn: the session was deleted by bob, so it was not made.");
+  });
+
+  it("makes no card from a notice that names no proposal or no known outcome", () => {
+    expect(replayedModeChange({ ...decided("approved", "bob"), outcome: "maybe" })).toBeNull();
+    expect(replayedModeChange({ outcome: "approved" })).toBeNull();
   });
 });

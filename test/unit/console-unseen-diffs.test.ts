@@ -4,9 +4,22 @@
 // whose diff this page never got.
 
 import { describe, expect, it } from "vitest";
-import { unseenShownOf, unseenViews } from "../../web/src/unseen-diffs";
+import { shownClaim, unseenShownOf, unseenViews } from "../../web/src/unseen-diffs";
 
 const CWD = "/projects/demo";
+/** A listed change as unseenShownOf reads it: no id and no diff sent unless given. */
+const ref = (
+  path: string,
+  sessionId: string,
+  toolCallId: string | null,
+  more: { id?: number; diff?: { oldText: string | null; newText: string } } = {},
+) => ({
+  path,
+  sessionId,
+  toolCallId,
+  id: more.id ?? null,
+  diff: more.diff ?? null,
+});
 const here = { sessionId: "s-a", cwd: CWD };
 const editCall = (toolCallId: string, path: string, oldText: string | null, newText: string) => ({
   toolCallId,
@@ -26,13 +39,13 @@ describe("unseenViews", () => {
         ],
       },
     };
-    const { views } = unseenViews({ total: 1, changes: [{ path: `${CWD}/b.c`, sessionId: "s-a", toolCallId: "e1" }] }, here, tools);
+    const { views } = unseenViews({ total: 1, listId: null, changes: [ref(`${CWD}/b.c`, "s-a", "e1")] }, here, tools);
     expect(views).toEqual([{ type: "diff", toolCallId: "e1", diff: { path: `${CWD}/b.c`, oldText: null, newText: "new" } }]);
   });
 
   it("matches a diff whose path the agent gave relative to the session's directory", () => {
     const { views } = unseenViews(
-      { total: 1, changes: [{ path: `${CWD}/src/m.c`, sessionId: "s-a", toolCallId: "e1" }] },
+      { total: 1, listId: null, changes: [ref(`${CWD}/src/m.c`, "s-a", "e1")] },
       { sessionId: "s-a", cwd: `${CWD}/` },
       {
         e1: editCall("e1", "src/m.c", "a", "b"),
@@ -43,7 +56,7 @@ describe("unseenViews", () => {
 
   it("links a change made in another session to that session's card, never showing another session's diff from this one", () => {
     const tools = { e9: editCall("e9", `${CWD}/a.c`, "x", "y") };
-    const { views } = unseenViews({ total: 1, changes: [{ path: `${CWD}/a.c`, sessionId: "s/b", toolCallId: "e9" }] }, here, tools);
+    const { views } = unseenViews({ total: 1, listId: null, changes: [ref(`${CWD}/a.c`, "s/b", "e9")] }, here, tools);
     expect(views).toEqual([{ type: "elsewhere", path: `${CWD}/a.c`, sessionId: "s/b", href: "#/session/s%2Fb/request/e9" }]);
   });
 
@@ -52,10 +65,8 @@ describe("unseenViews", () => {
     const { views } = unseenViews(
       {
         total: 2,
-        changes: [
-          { path: "*", sessionId: "s-a", toolCallId: "c1" },
-          { path: "*", sessionId: "s-b", toolCallId: "c2" },
-        ],
+        listId: null,
+        changes: [ref("*", "s-a", "c1"), ref("*", "s-b", "c2")],
       },
       here,
       tools,
@@ -77,10 +88,8 @@ describe("unseenViews", () => {
     const { views } = unseenViews(
       {
         total: 2,
-        changes: [
-          { path: `${CWD}/gone.c`, sessionId: "s-a", toolCallId: "e7" },
-          { path: `${CWD}/other.c`, sessionId: "s-a", toolCallId: "e1" },
-        ],
+        listId: null,
+        changes: [ref(`${CWD}/gone.c`, "s-a", "e7"), ref(`${CWD}/other.c`, "s-a", "e1")],
       },
       here,
       { e1: editCall("e1", `${CWD}/a.c`, "x", "y") },
@@ -92,8 +101,10 @@ describe("unseenViews", () => {
   });
 
   it("shows a change listed twice once, and counts the changes the gateway did not list", () => {
-    const change = { path: `${CWD}/a.c`, sessionId: "s-a", toolCallId: "e1" };
-    const { views, unlisted } = unseenViews({ total: 25, changes: [change, change] }, here, { e1: editCall("e1", `${CWD}/a.c`, "x", "y") });
+    const change = ref(`${CWD}/a.c`, "s-a", "e1");
+    const { views, unlisted } = unseenViews({ total: 25, listId: null, changes: [change, change] }, here, {
+      e1: editCall("e1", `${CWD}/a.c`, "x", "y"),
+    });
     expect(views).toHaveLength(1);
     expect(unlisted).toBe(23);
   });
@@ -109,12 +120,46 @@ describe("unseenShownOf", () => {
         changes: [{ id: 1, path: "/p/a", sessionId: "s", toolCallId: null, ruleId: "r", at: 1 }, { path: 5 }, "x"],
         readers: [],
       }),
-    ).toEqual({ total: 3, changes: [{ path: "/p/a", sessionId: "s", toolCallId: null }] });
+    ).toEqual({ total: 3, listId: null, changes: [ref("/p/a", "s", null, { id: 1 })] });
   });
 
   it("is null for what is not one, or lists nothing and counts nothing (a write held only for open readers)", () => {
     expect(unseenShownOf(undefined)).toBeNull();
     expect(unseenShownOf({ changes: "x" })).toBeNull();
     expect(unseenShownOf({ total: 0, changes: [], readers: [{ sessionId: "s", toolCallId: "m1" }] })).toBeNull();
+  });
+});
+
+describe("what the gateway sent, and what the answer names (decision 0064)", () => {
+  const sent = {
+    total: 3,
+    listId: "L1",
+    changes: [
+      { id: 4, path: `${CWD}/a.c`, sessionId: "s/b", toolCallId: "e9", diff: { oldText: "x", newText: "y" } },
+      { id: 5, path: "*", sessionId: "s-a", toolCallId: "c1" },
+      { id: 6, path: `${CWD}/b.c`, sessionId: "s-a", toolCallId: "e2" },
+    ],
+  };
+
+  it("shows the diff the gateway sent, even of a change made in another session, in preference to the transcript's", () => {
+    const shown = unseenShownOf(sent);
+    if (!shown) throw new Error("read nothing");
+    const tools = { e2: editCall("e2", `${CWD}/b.c`, "old", "new") };
+    const { views } = unseenViews(shown, here, tools);
+    expect(views[0]).toEqual({
+      type: "diff",
+      toolCallId: "e9",
+      diff: { path: `${CWD}/a.c`, oldText: "x", newText: "y" },
+      elsewhere: "#/session/s%2Fb/request/e9",
+    });
+    expect(views[1]).toMatchObject({ type: "anything" });
+    expect(views[2]).toMatchObject({ type: "diff", diff: { newText: "new" } });
+  });
+
+  it("names every listed change against the list's id; nothing without a list id or ids", () => {
+    expect(shownClaim(unseenShownOf(sent) ?? undefined)).toEqual({ list: "L1", changes: [4, 5, 6] });
+    expect(shownClaim(unseenShownOf({ ...sent, listId: undefined }) ?? undefined)).toBeNull();
+    expect(shownClaim(unseenShownOf({ total: 1, listId: "L1", changes: [{ path: "/p", sessionId: "s" }] }) ?? undefined)).toBeNull();
+    expect(shownClaim(undefined)).toBeNull();
   });
 });

@@ -201,8 +201,8 @@ class World {
   gate: "go" | "held" | "later" = "go";
   /** What the unseen changes last said of each tool call; a rule's allow may only follow "go". */
   gated = new Map<string, "go" | "held" | "unavailable" | "waiting">();
-  /** The `upTo` of every `seen` call: a person allowed a held request. */
-  seen: number[] = [];
+  /** The ids of every `seen` call: a person allowed a held request whose card showed them. */
+  seen: number[][] = [];
   /** Whether the unseen changes were ever handed to the machine to show (held, or shown to people). */
   shownHold = false;
   /** The four-eyes policy of the running turn (every operation, when set: decision 0028). */
@@ -296,7 +296,7 @@ class World {
           });
           return LATER;
         },
-        seen: (upTo) => void this.seen.push(upTo),
+        seen: (ids) => void this.seen.push(ids),
         note: () => {},
         readerDone: () => {},
       },
@@ -343,11 +343,12 @@ function modeOf(pending: PendingRequest): RuleMode {
   return (pending.toolCall?.title as RuleMode | undefined) ?? "none";
 }
 
-/** What the tenant's unseen changes answer when they hold a step: one change, newest id 7. */
+/** What the tenant's unseen changes answer when they hold a step: one change, newest id 7, listed as L7. */
 const HOLD = {
   total: 1,
   upTo: 7,
   readers: [],
+  listId: "L7",
   changes: [{ id: 7, path: "/w/Makefile.sh", sessionId: "s", toolCallId: "tc0", ruleId: "rule_allow", at: 0 }],
 };
 
@@ -355,9 +356,11 @@ function rule(mode: "allow" | "reject"): RuleDecision {
   return { decision: mode, optionId: mode === "allow" ? "a1" : "r1", ruleId: `rule_${mode}`, description: mode };
 }
 
-function resultOf(choice: Choice): unknown {
+/** A client's answer; every one says its card showed change 7 and 8 (8 was never listed), half of them against a list they were not sent. */
+function resultOf(choice: Choice, client = 0): unknown {
   if (choice === "cancelled") return { outcome: { outcome: "cancelled" } };
-  return { outcome: { outcome: "selected", optionId: choice } };
+  const shown = { list: client % 2 === 0 ? "L7" : "another list", changes: [7, 8] };
+  return { outcome: { outcome: "selected", optionId: choice }, _meta: { acpGateway: { shown } } };
 }
 
 // ── the commands ───────────────────────────────────────────────────────────────────────────────
@@ -508,7 +511,7 @@ function run(w: World, c: Command): void {
       const inboxBefore = w.inbox.get(client)!.length;
       const toAgentBefore = w.handoff.length;
       const rememberedBefore = w.remembered.length;
-      const answer = c.choice === "error" ? { error: { code: -32800, message: "cancelled" } } : { result: resultOf(c.choice) };
+      const answer = c.choice === "error" ? { error: { code: -32800, message: "cancelled" } } : { result: resultOf(c.choice, c.client) };
       machine.answer(client, attachment(client), asked.permId, answer);
       const after = table.pendingById(asked.permId);
       const refused = w.inbox
@@ -798,9 +801,9 @@ function invariants(w: World): void {
       check(said === "go", `request ${permId} was allowed by a rule while the unseen changes said ${said ?? "nothing"}`);
     }
   }
-  // Only what a request showed is marked seen: the newest change it carried.
+  // Only what a request showed is marked seen (decision 0064): the listed change its card named, never one it was not sent.
   check(
-    w.seen.every((upTo) => upTo === HOLD.upTo) && (w.seen.length === 0 || w.shownHold),
+    w.seen.every((ids) => JSON.stringify(ids) === "[7]") && (w.seen.length === 0 || w.shownHold),
     `seen was called with ${JSON.stringify(w.seen)} though no request showed those changes`,
   );
   // Four eyes that nobody attached can approve is told (`four_eyes_unsatisfiable`), at least once since it became so.

@@ -125,6 +125,88 @@ describe("four eyes on a mode change", () => {
     expect((await modeRows(t.tenantId)).results.map((r) => r.outcome)).toEqual(["proposed", "withdrawn"]);
   });
 
+  it("a decided change stays in the session's history: a client loading the session later is told who proposed it and who approved it, and nothing waits", async () => {
+    const { t, bob, agent, client, sessionId } = await fourEyesTenant();
+    const set = client.request("session/set_mode", { sessionId, modeId: "bypassPermissions" });
+    const { proposalId } = (await client.next(isMethod(WAITING))).params;
+    const decided = await api(`/v1/sessions/${sessionId}/mode-changes/${proposalId}`, bob, {
+      method: "POST",
+      body: { decision: "approve" },
+    });
+    expect(await decided.json()).toEqual({ outcome: "approved" });
+    const relayed = await agent.peer.next(isMethod("session/set_mode"));
+    agent.peer.respond(relayed.id, {});
+    expect((await set).result).toEqual({});
+
+    // A reload or a teammate's attach: the replay (before the load's answer) carries the outcome and the card whole.
+    const later = await attachClient(t, agent, sessionId, t.clientKey);
+    const replayed = later.unclaimed().filter((m) => m.method === DECIDED || m.method === WAITING);
+    expect(replayed).toEqual([
+      expect.objectContaining({
+        method: DECIDED,
+        params: expect.objectContaining({
+          sessionId,
+          proposalId,
+          method: "session/set_mode",
+          setting: "mode",
+          value: "bypassPermissions",
+          proposedBy: "ada",
+          proposer: "subject:ada",
+          proposedAt: expect.any(Number),
+          expiresAt: expect.any(Number),
+          outcome: "approved",
+          by: "bob",
+        }),
+      }),
+    ]);
+  });
+
+  it("an expired change is in the history too: a client loading the session after the deadline is told it expired", async () => {
+    const { t, agent, client, sessionId } = await fourEyesTenant({ permissionDeadlineMs: 1500 });
+    const set = await client.request("session/set_config_option", { sessionId, configId: "approval_policy", value: "never" });
+    expect(set.error).toMatchObject({ code: -32003, message: expect.stringMatching(/expired/) });
+    const later = await attachClient(t, agent, sessionId, t.clientKey);
+    expect(later.unclaimed().filter((m) => m.method === DECIDED || m.method === WAITING)).toEqual([
+      expect.objectContaining({
+        params: expect.objectContaining({ setting: "approval_policy", value: "never", proposedBy: "ada", outcome: "expired", by: null }),
+      }),
+    ]);
+  });
+
+  it("a held change in a deleted session is withdrawn at once: the proposer is answered -32003 saying so, it is audited, and no list shows it", async () => {
+    const { t, bob, agent, client, sessionId } = await fourEyesTenant(); // a 10-minute deadline: only the deletion can end it now
+    const second = await attachClient(t, agent, sessionId, bob);
+    const set = client.request("session/set_mode", { sessionId, modeId: "yolo" });
+    const { proposalId } = (await second.next(isMethod(WAITING))).params;
+    await runDurableObjectAlarm(objects.session(env, t.tenantId, sessionId)); // the index has what the session is owed
+    const waitingOnBob = async () =>
+      ((await (await api("/v1/approvals?waiting=me", bob)).json()) as { modeChanges: { proposalId: string }[] }).modeChanges;
+    expect((await waitingOnBob()).map((m) => m.proposalId)).toEqual([proposalId]);
+
+    const deleting = second.request("session/delete", { sessionId });
+    agent.peer.respond((await agent.peer.next(isMethod("session/delete"))).id, {});
+    expect((await deleting).result).toEqual({});
+    expect((await set).error).toMatchObject({
+      code: -32003,
+      message: expect.stringMatching(/switching the session's mode to yolo was withdrawn: the session was deleted by bob/i),
+      data: { proposalId, sessionDeleted: true },
+    });
+    await expect
+      .poll(async () => (await modeRows(t.tenantId)).results.map((r) => [r.outcome, r.user]), { timeout: 10_000, interval: 20 })
+      .toEqual([
+        ["proposed", "ada"],
+        ["withdrawn", "bob"],
+      ]);
+    expect((await api(`/v1/sessions/${sessionId}/mode-changes`, bob)).status).toBe(404);
+    expect(await waitingOnBob()).toEqual([]);
+    const decide = await api(`/v1/sessions/${sessionId}/mode-changes/${proposalId}`, bob, {
+      method: "POST",
+      body: { decision: "approve" },
+    });
+    expect(decide.status).toBe(404);
+    expect(relayedModes(agent)).toEqual([]);
+  });
+
   it("a member is still refused; a governed notification and a session/new asking for bypass are refused, not held; clients may not send the hold", async () => {
     const { t, agent, client, sessionId } = await fourEyesTenant();
     const member = await addKey(t.tenantId, "client", "mia", null, { role: "member", user: "mia" });

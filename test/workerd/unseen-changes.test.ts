@@ -5,13 +5,14 @@
 // shown what changed; their allow marks it seen, their reject does not. A rule-answered reader still
 // running holds a rule-answered write. The tenant's sessions share it all.
 
-import { env } from "cloudflare:test";
-import { describe, expect, it } from "vitest";
+import { SELF, env, runDurableObjectAlarm, runInDurableObject } from "cloudflare:test";
+import { describe, expect, inject, it, vi } from "vitest";
 import { objects } from "../../durable-objects/objects";
 import { MAX_UNSEEN_ROWS } from "../../durable-objects/rules/unseen-changes";
 import { restartObject } from "./fuzz-faults";
 import {
   api,
+  attachClient,
   clientWithSession,
   dialInAgent,
   isMethod,
@@ -62,6 +63,13 @@ async function heldForPeople(client: Peer, agent: Agent, sessionId: string, tool
   return { id, copy, unseen: copy.params._meta.acpGateway.unseen };
 }
 
+/** An allow whose answer says its card showed `ids` of the list `unseen` (decision 0064): what the console sends. */
+const allowShowing = (unseen: { listId: string }, ids: number[]) => ({
+  outcome: { outcome: "selected", optionId: "once" },
+  _meta: { acpGateway: { shown: { list: unseen.listId, changes: ids } } },
+});
+const idsOf = (unseen: { changes: { id: number }[] }) => unseen.changes.map((c) => c.id);
+
 async function session(t: SeededTenant, agent: Agent) {
   const { client, sessionId } = await clientWithSession(t, agent);
   await startTurn(client, agent, sessionId);
@@ -85,7 +93,7 @@ describe("an unseen change stops a rule answering what may read it", () => {
       changes: [{ path: `${CWD}/package.json`, sessionId, toolCallId: "e1" }],
       message: expect.stringMatching(/The agent changed \/projects\/demo\/package\.json since anyone looked/),
     });
-    client.respond(held.copy.id, { outcome: { outcome: "selected", optionId: "once" } });
+    client.respond(held.copy.id, allowShowing(held.unseen, idsOf(held.unseen)));
     expect((await agent.peer.next(isResponseTo(held.id))).result.outcome).toEqual({ outcome: "selected", optionId: "once" });
     agent.update(sessionId, { sessionUpdate: "tool_call_update", toolCallId: "t1", status: "completed" });
     // Seen: the rule answers again.
@@ -232,8 +240,8 @@ describe("an unseen change stops a rule answering what may read it", () => {
     const later = await root.unseenNow();
     expect(later?.total).toBe(MAX_UNSEEN_ROWS + 1);
     expect(later!.upTo).toBeGreaterThan(first!.upTo);
-    // A person who saw up to the first look clears all but the newest "*".
-    await root.unseenSeen(first!.upTo);
+    // A person shown every change of the first look clears all but the newest "*".
+    await root.unseenSeen(Array.from({ length: first!.upTo }, (_, i) => i + 1));
     expect(await root.unseenNow()).toMatchObject({ total: 1, changes: [{ path: "*" }] });
   });
 
@@ -251,9 +259,118 @@ describe("an unseen change stops a rule answering what may read it", () => {
     expect(told.params).toMatchObject({ sessionId, toolCallId: "g1" });
     expect(told.params.unseen.changes).toMatchObject([{ path: `${CWD}/src/a.test.js` }]);
     expect(told.params.unseen.message).toMatch(/since anyone looked/);
-    client.respond(asked.copy.id, { outcome: { outcome: "selected", optionId: "once" } });
+    client.respond(asked.copy.id, allowShowing(told.params.unseen, idsOf(told.params.unseen)));
     await agent.peer.next(isResponseTo(asked.id));
     agent.update(sessionId, { sessionUpdate: "tool_call_update", toolCallId: "g1", status: "completed" });
     await answeredByRule(agent, sessionId, run("t1", "npm test"));
+  });
+});
+
+describe("seen means each change shown as the server sent it (decision 0064)", () => {
+  it("the list carries each edit's diff as its tool call reported it; an allow that names none of them clears nothing, one naming what it was sent clears exactly that", async () => {
+    const t = await seedTenant();
+    await rule(t, { type: "path", glob: `${CWD}/src/**`, kinds: ["edit"] });
+    await rule(t, { type: "command", prefix: ["npm", "test"] });
+    const agent = await dialInAgent(t);
+    const { client, sessionId } = await session(t, agent);
+    await answeredByRule(agent, sessionId, edit("e1", `${CWD}/src/a.test.js`));
+    await answeredByRule(agent, sessionId, { ...edit("e2", `${CWD}/src/b.test.js`), content: [] }); // no diff reported
+    const first = await heldForPeople(client, agent, sessionId, run("t1", "npm test"));
+    expect(first.unseen.listId).toEqual(expect.any(String));
+    expect(first.unseen.changes).toEqual([
+      expect.objectContaining({ path: `${CWD}/src/a.test.js`, toolCallId: "e1", diff: { oldText: "a", newText: "b" } }),
+      expect.not.objectContaining({ diff: expect.anything() }),
+    ]);
+    // An SDK client says nothing of what it showed: the allow goes to the agent, and nothing is seen.
+    client.respond(first.copy.id, { outcome: { outcome: "selected", optionId: "once" } });
+    expect((await agent.peer.next(isResponseTo(first.id))).result.outcome).toEqual({ outcome: "selected", optionId: "once" });
+    agent.update(sessionId, { sessionUpdate: "tool_call_update", toolCallId: "t1", status: "completed" });
+    const second = await heldForPeople(client, agent, sessionId, run("t2", "npm test"));
+    expect(second.unseen.total).toBe(2);
+    expect(second.unseen.listId).not.toBe(first.unseen.listId);
+    // A card that showed only the diff of a.test.js (and names a change it was never sent): that one is seen.
+    const [a, b] = idsOf(second.unseen);
+    client.respond(second.copy.id, allowShowing(second.unseen, [a!, 999_999]));
+    await agent.peer.next(isResponseTo(second.id));
+    agent.update(sessionId, { sessionUpdate: "tool_call_update", toolCallId: "t2", status: "completed" });
+    const third = await heldForPeople(client, agent, sessionId, run("t3", "npm test"));
+    expect(third.unseen).toMatchObject({ total: 1, changes: [{ id: b, path: `${CWD}/src/b.test.js` }] });
+    // The change whose diff cannot be shown is seen as its line saying so, as before.
+    client.respond(third.copy.id, allowShowing(third.unseen, [b!]));
+    await agent.peer.next(isResponseTo(third.id));
+    agent.update(sessionId, { sessionUpdate: "tool_call_update", toolCallId: "t3", status: "completed" });
+    await answeredByRule(agent, sessionId, run("t4", "npm test"));
+  });
+
+  it("a client cannot claim what it was not sent: the ids of an older list, or a change noted after its list, clear nothing", async () => {
+    const t = await seedTenant();
+    await rule(t, { type: "path", glob: `${CWD}/src/**`, kinds: ["edit"] });
+    await rule(t, { type: "command", prefix: ["npm", "test"] });
+    const agent = await dialInAgent(t);
+    const { client, sessionId } = await session(t, agent);
+    await answeredByRule(agent, sessionId, edit("e1", `${CWD}/src/a.test.js`));
+    const first = await heldForPeople(client, agent, sessionId, run("t1", "npm test"));
+    client.respond(first.copy.id, { outcome: { outcome: "selected", optionId: "no" } });
+    await agent.peer.next(isResponseTo(first.id));
+    const second = await heldForPeople(client, agent, sessionId, run("t2", "npm test"));
+    // The ids are right but the list is the first request's, not the one this request was sent.
+    client.respond(second.copy.id, allowShowing(first.unseen, idsOf(first.unseen)));
+    await agent.peer.next(isResponseTo(second.id));
+    agent.update(sessionId, { sessionUpdate: "tool_call_update", toolCallId: "t2", status: "completed" });
+    const third = await heldForPeople(client, agent, sessionId, run("t3", "npm test"));
+    expect(idsOf(third.unseen)).toEqual(idsOf(first.unseen));
+    // A change the list did not carry (its id guessed: the next one) is not cleared by naming it.
+    const next = Math.max(...idsOf(third.unseen)) + 1;
+    client.respond(third.copy.id, { outcome: { outcome: "selected", optionId: "no" } });
+    await agent.peer.next(isResponseTo(third.id));
+    await answeredByRule(agent, sessionId, edit("e2", `${CWD}/src/b.test.js`));
+    const fourth = await heldForPeople(client, agent, sessionId, run("t4", "npm test"));
+    expect(idsOf(fourth.unseen)).toEqual([...idsOf(first.unseen), next]);
+    client.respond(fourth.copy.id, allowShowing(third.unseen, [next]));
+    await agent.peer.next(isResponseTo(fourth.id));
+    agent.update(sessionId, { sessionUpdate: "tool_call_update", toolCallId: "t4", status: "completed" });
+    expect((await heldForPeople(client, agent, sessionId, run("t5", "npm test"))).unseen.total).toBe(2);
+  });
+
+  it("an approval link's allow clears nothing: its page shows the operation, not the list", async () => {
+    const t = await seedTenant({ notifyAfterMs: 60_000 });
+    await rule(t, { type: "path", glob: `${CWD}/src/**`, kinds: ["edit"] });
+    await rule(t, { type: "command", prefix: ["npm", "test"] });
+    const channel = `unseen-${crypto.randomUUID()}`;
+    const target = await api("/v1/notification-targets", t.adminKey, {
+      method: "POST",
+      body: { name: "pager", url: `${inject("webhookReceiverUrl")}/hook/${channel}` },
+    });
+    expect(target.status).toBe(201);
+    const agent = await dialInAgent(t);
+    const { client, sessionId } = await session(t, agent);
+    await answeredByRule(agent, sessionId, edit("e1", `${CWD}/src/a.test.js`));
+    client.close(); // nobody attached: the waiting request goes to the pager
+    await client.closed;
+    const asked = agent.askPermission(sessionId, run("t1", "npm test"), OPTIONS);
+    const object = objects.session(env, t.tenantId, sessionId);
+    const notifyRow = () => runInDurableObject(object, (_, state) => state.storage.sql.exec("SELECT 1 FROM notify").toArray()[0]);
+    await vi.waitFor(async () => expect(await notifyRow()).toBeDefined(), { timeout: 10_000, interval: 20 });
+    await runInDurableObject(object, (_, state) => void state.storage.sql.exec("UPDATE notify SET due_at = due_at - 60000"));
+    await runDurableObjectAlarm(object);
+    const hook = await fetch(`${inject("webhookReceiverUrl")}/next/${channel}?timeout=10000`);
+    expect(hook.status).toBe(200);
+    const link = (JSON.parse(((await hook.json()) as { body: string }).body) as { link: { url: string } }).link.url;
+    const answered = await SELF.fetch(link, {
+      method: "POST",
+      headers: { "Content-Type": "application/x-www-form-urlencoded" },
+      body: "optionId=once",
+    });
+    expect(answered.status).toBe(200);
+    expect((await agent.peer.next(isResponseTo(asked))).result.outcome).toEqual({ outcome: "selected", optionId: "once" });
+    agent.update(sessionId, { sessionUpdate: "tool_call_update", toolCallId: "t1", status: "completed" });
+    // Still unseen: the next npm test is asked of people, listing the edit again.
+    const again = agent.askPermission(sessionId, run("t2", "npm test"), OPTIONS);
+    const watcher = await attachClient(t, agent, sessionId, t.clientKey);
+    const copy = await watcher.next(isCopy);
+    expect(copy.params.toolCall.toolCallId).toBe("t2");
+    expect(copy.params._meta.acpGateway.unseen.changes).toMatchObject([{ path: `${CWD}/src/a.test.js`, toolCallId: "e1" }]);
+    watcher.respond(copy.id, { outcome: { outcome: "selected", optionId: "no" } });
+    await agent.peer.next(isResponseTo(again));
   });
 });

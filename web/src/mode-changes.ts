@@ -13,7 +13,9 @@ import type { Choice } from "./answerable";
 
 type JsonObject = { [key: string]: unknown };
 
-type ModeOutcome = "approved" | "refused" | "expired";
+/** `withdrawn`: the session was deleted while the change waited. */
+type ModeOutcome = "approved" | "refused" | "expired" | "withdrawn";
+const OUTCOMES: readonly unknown[] = ["approved", "refused", "expired", "withdrawn"] satisfies ModeOutcome[];
 
 export interface HeldModeChange {
   proposalId: string;
@@ -61,10 +63,27 @@ export function heldModeChangeOf(params: JsonObject): HeldModeChange | null {
 /** A `mode_change_decided` notice applied to its card (unchanged when it is not this card's or says nothing usable). */
 export function modeChangeDecided(change: HeldModeChange, params: JsonObject): HeldModeChange {
   const outcome = params.outcome;
-  if (params.proposalId !== change.proposalId || (outcome !== "approved" && outcome !== "refused" && outcome !== "expired")) return change;
-  const decided: HeldModeChange = { ...change, state: "decided", outcome, decidedBy: typeof params.by === "string" ? params.by : null };
+  if (params.proposalId !== change.proposalId || !OUTCOMES.includes(outcome)) return change;
+  // SAFETY: OUTCOMES lists exactly ModeOutcome's members.
+  const decided: HeldModeChange = {
+    ...change,
+    state: "decided",
+    outcome: outcome as ModeOutcome,
+    decidedBy: typeof params.by === "string" ? params.by : null,
+  };
   delete decided.refused;
   return decided;
+}
+
+/**
+ * A `mode_change_decided` notice replayed from the session's log (decision 0064) with no card to end:
+ * the waiting notice is told only while a change waits, so the decided one carries the card whole and
+ * the card is made from it, as the live card ends. Null when it names no proposal or no known outcome.
+ */
+export function replayedModeChange(params: JsonObject): HeldModeChange | null {
+  const card = heldModeChangeOf(params);
+  const decided = card ? modeChangeDecided(card, params) : null;
+  return decided?.state === "decided" ? decided : null;
 }
 
 /** This person's decision is on its way (`refused`: null), or the gateway refused it and the change still waits (why). A decided card stays decided. */
@@ -94,6 +113,8 @@ export function outcomeText(c: HeldModeChange): string {
       return `Refused by ${c.decidedBy ?? "an approver"}: it was not made.`;
     case "expired":
       return "Expired: no second person approved it in time, so it was not made.";
+    case "withdrawn":
+      return `Withdrawn: the session was deleted${c.decidedBy ? ` by ${c.decidedBy}` : ""}, so it was not made.`;
     default:
       return "";
   }

@@ -4,7 +4,14 @@
 
 import { type JsonObject, isObject } from "./acp";
 import { type Answerable, answerableOf } from "./answerable";
-import { type HeldModeChange, decisionSent, heldModeChangeOf, modeChangeDecided as decidedCard, stillWaiting } from "./mode-changes";
+import {
+  type HeldModeChange,
+  decisionSent,
+  heldModeChangeOf,
+  modeChangeDecided as decidedCard,
+  replayedModeChange,
+  stillWaiting,
+} from "./mode-changes";
 import { operationLine } from "./operation";
 import { type UnseenShown, unseenShownOf } from "./unseen-diffs";
 
@@ -329,10 +336,21 @@ export function modeChangeWaiting(t: Transcript, params: JsonObject): Transcript
   };
 }
 
-/** `_acp_gateway/mode_change_decided`: the card says how it ended and who decided. */
+/**
+ * `_acp_gateway/mode_change_decided`: the card says how it ended and who decided. Replayed from the
+ * session's log (a reload, a reconnect, a teammate's attach) it finds no card — the waiting notice is
+ * told only while a change waits — and makes one from the notice, which carries the card whole.
+ */
 export function modeChangeDecided(t: Transcript, params: JsonObject): Transcript {
   const card = typeof params.proposalId === "string" ? t.modeChanges[params.proposalId] : undefined;
-  return card ? { ...t, modeChanges: { ...t.modeChanges, [card.proposalId]: decidedCard(card, params) } } : t;
+  if (card) return { ...t, modeChanges: { ...t.modeChanges, [card.proposalId]: decidedCard(card, params) } };
+  const decided = replayedModeChange(params);
+  if (!decided) return t;
+  return {
+    ...t,
+    items: [...t.items, { type: "mode_change", proposalId: decided.proposalId }],
+    modeChanges: { ...t.modeChanges, [decided.proposalId]: decided },
+  };
 }
 
 /** This person's decision is on its way (`refused`: null), or the gateway refused it and the change still waits (why). */

@@ -1,9 +1,11 @@
-// What the agent changed that nobody saw, as a permission card shows it (decisions 0046, 0062): a
-// request asked because of unseen changes carries them (`_meta.acpGateway.unseen`, or the
+// What the agent changed that nobody saw, as a permission card shows it (decisions 0046, 0062, 0064):
+// a request asked because of unseen changes carries them (`_meta.acpGateway.unseen`, or the
 // `_acp_gateway/unseen_changes` notice), each naming the session and tool call that made it. Per change
-// the card shows the diff of that tool call when it was made in this session and the transcript has
-// it, a link to the other session's card when it was made elsewhere, and says which it cannot show: a
-// command's writes (`*`: it may have written anything), or a tool call whose diff this page never got.
+// the card shows the diff the gateway sent with it (what the gateway knows the card was sent), else the
+// diff of that tool call when it was made in this session and the transcript has it, a link to the
+// other session's card when it was made elsewhere, and says which it cannot show: a command's writes
+// (`*`: it may have written anything), or a tool call whose diff this page never got. The answer names
+// the listed changes the card showed, against the list's id (`shownClaim`): only those become seen.
 // Pure: the card renders what this returns.
 
 import { type JsonObject, isObject } from "../../protocol/jsonrpc";
@@ -12,23 +14,28 @@ import { sessionAddress } from "./session-address";
 
 /** One unseen change as the gateway lists it (protocol/unseen.ts `UnseenChange`). */
 interface UnseenChangeRef {
+  /** The gateway's id of the change, named back when the card showed it; null from a gateway that sends none. */
+  id: number | null;
   path: string;
   sessionId: string;
   toolCallId: string | null;
+  /** The diff the gateway sent with it; null when it has none to show. */
+  diff: { oldText: string | null; newText: string } | null;
 }
 
-/** The unseen changes a request was shown: the first few listed, and how many there are. */
+/** The unseen changes a request was shown: the first few listed, how many there are, and the list's id. */
 export interface UnseenShown {
   total: number;
   changes: UnseenChangeRef[];
+  listId: string | null;
 }
 
 /** The path the gateway lists for a change whose extent is unknown (protocol/unseen.ts `ANYTHING`). */
 const ANYTHING = "*";
 
 export type UnseenView =
-  /** Made in this session: the diff of the tool call that made it. */
-  | { type: "diff"; toolCallId: string; diff: Diff }
+  /** The diff the gateway sent with the change, or (made in this session) of the tool call that made it; `elsewhere`: the other session's card. */
+  | { type: "diff"; toolCallId: string | null; diff: Diff; elsewhere?: string }
   /** Made in another session: where its card is. */
   | { type: "elsewhere"; path: string; sessionId: string; href: string }
   /** A command's writes (or another tool's whose extent is unknown): no diff can show them. */
@@ -39,15 +46,38 @@ export type UnseenView =
 /** The `unseen` object of a request or notice, read defensively (it is the gateway's, but a page must not break on it). */
 export function unseenShownOf(value: unknown): UnseenShown | null {
   if (!isObject(value) || !Array.isArray(value.changes)) return null;
-  const changes = value.changes
-    .filter(isObject)
-    .flatMap((c): UnseenChangeRef[] =>
-      typeof c.path === "string" && typeof c.sessionId === "string"
-        ? [{ path: c.path, sessionId: c.sessionId, toolCallId: typeof c.toolCallId === "string" ? c.toolCallId : null }]
-        : [],
-    );
+  const changes = value.changes.filter(isObject).flatMap((c): UnseenChangeRef[] =>
+    typeof c.path === "string" && typeof c.sessionId === "string"
+      ? [
+          {
+            id: typeof c.id === "number" && Number.isSafeInteger(c.id) ? c.id : null,
+            path: c.path,
+            sessionId: c.sessionId,
+            toolCallId: typeof c.toolCallId === "string" ? c.toolCallId : null,
+            diff: sentDiffOf(c.diff),
+          },
+        ]
+      : [],
+  );
   const total = typeof value.total === "number" && value.total >= changes.length ? value.total : changes.length;
-  return changes.length > 0 || total > 0 ? { total, changes } : null;
+  const listId = typeof value.listId === "string" ? value.listId : null;
+  return changes.length > 0 || total > 0 ? { total, changes, listId } : null;
+}
+
+function sentDiffOf(value: unknown): UnseenChangeRef["diff"] {
+  if (!isObject(value) || typeof value.newText !== "string") return null;
+  return { oldText: typeof value.oldText === "string" ? value.oldText : null, newText: value.newText };
+}
+
+/**
+ * What the answer says the card showed (`_meta.acpGateway.shown`, decision 0064): every listed change,
+ * for the card renders each — its diff as the gateway sent it, or why it cannot be shown — named
+ * against the list's id. Null when the gateway sent no list id (nothing can be named).
+ */
+export function shownClaim(shown: UnseenShown | undefined): { list: string; changes: number[] } | null {
+  if (!shown?.listId) return null;
+  const changes = shown.changes.flatMap((c) => (c.id === null ? [] : [c.id]));
+  return changes.length > 0 ? { list: shown.listId, changes } : null;
 }
 
 /** A diff's path as the gateway resolves it: relative ones against the session's directory. */
@@ -77,6 +107,17 @@ export function unseenViews(
         : null
       : sessionAddress(change.sessionId, change.toolCallId);
     const call = here && change.toolCallId ? tools[change.toolCallId] : undefined;
+    // The diff the gateway sent is what it knows this card was shown, wherever the change was made.
+    if (change.diff && change.path !== ANYTHING) {
+      const diff = { path: change.path, ...change.diff };
+      views.push({
+        type: "diff",
+        toolCallId: change.toolCallId,
+        diff,
+        ...(here ? {} : { elsewhere: sessionAddress(change.sessionId, change.toolCallId) }),
+      });
+      continue;
+    }
     if (change.path === ANYTHING) {
       views.push({
         type: "anything",

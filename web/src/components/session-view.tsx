@@ -28,6 +28,7 @@ import {
   turnEnded,
   userMessage,
 } from "../transcript";
+import { shownClaim } from "../unseen-diffs";
 import { Markdown, PermissionCard, PlanView, ToolCard } from "./cards";
 import { ModeChangeCard } from "./mode-change-card";
 import { Safe } from "./shown";
@@ -339,11 +340,14 @@ export function SessionView({ api, link, session, isNew, focusCard = null, onBac
       );
       return;
     }
-    // The reason rides in the gateway's namespace (decision 0048); the outcome is the option alone.
+    // The reason rides in the gateway's namespace (decision 0048), and what the card showed of the
+    // unseen changes (decision 0064); the outcome is the option alone.
     const why = reason.trim();
+    const shown = shownClaim(t.permissions[key]?.unseen);
+    const gateway = { ...(why ? { reason: why } : {}), ...(shown ? { shown } : {}) };
     link.client.respond(requestId, {
       outcome: { outcome: "selected", optionId },
-      ...(why ? { _meta: { acpGateway: { reason: why } } } : {}),
+      ...(why || shown ? { _meta: { acpGateway: gateway } } : {}),
     });
     focusAfterAnswer.current = true;
     update((t) => permissionAnswered(t, key));

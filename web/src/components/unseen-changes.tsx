@@ -43,7 +43,16 @@ export function UnseenChanges({
 function View({ view: v }: { view: UnseenView }) {
   switch (v.type) {
     case "diff":
-      return <DiffView path={v.diff.path} oldText={v.diff.oldText} newText={v.diff.newText} />;
+      return (
+        <>
+          <DiffView path={v.diff.path} oldText={v.diff.oldText} newText={v.diff.newText} />
+          {v.elsewhere && (
+            <p class="hint">
+              Made in <a href={v.elsewhere}>another session</a>.
+            </p>
+          )}
+        </>
+      );
     case "elsewhere":
       return (
         <p>
