@@ -89,7 +89,7 @@ export function modeChangeWaitingNotice(params: Record<string, unknown>): Notice
   };
 }
 
-/** A held mode change was decided (`_acp_gateway/mode_change_decided`): approved, refused or expired; by whom. */
+/** A held mode change was decided (`_acp_gateway/mode_change_decided`): approved, refused, withdrawn or expired; by whom. */
 export function modeChangeDecidedNotice(params: Record<string, unknown>): Notice {
   const what = `${shown(params.setting, "mode")} → ${shown(params.value, "?")}`;
   const by = typeof params.by === "string" ? ` by ${shown(params.by, "")}` : "";
@@ -97,6 +97,8 @@ export function modeChangeDecidedNotice(params: Record<string, unknown>): Notice
     return { severity: "info", title: "Mode change approved", description: `${what} was approved${by}; it goes to the agent.` };
   if (params.outcome === "refused")
     return { severity: "warning", title: "Mode change refused", description: `${what} was refused${by}; the agent was not asked.` };
+  if (params.outcome === "withdrawn")
+    return { severity: "warning", title: "Mode change withdrawn", description: `${what} was withdrawn${by}; the agent was not asked.` };
   return {
     severity: "warning",
     title: "Mode change expired",

@@ -304,9 +304,11 @@ export class ModeApprovals {
 
   /** How a change ended: told to every client and kept in the session's log (history, unlike the waiting notice, which attach tells while it waits). */
   private told(held: Held, outcome: ModeOutcome, by: string | null): void {
-    const text = notification(GATEWAY_NOTIFICATIONS.modeChangeDecided, decidedNotice(this.sessionId(), held.proposal, outcome, by));
+    const params = decidedNotice(this.sessionId(), held.proposal, outcome, by);
+    const text = notification(GATEWAY_NOTIFICATIONS.modeChangeDecided, params);
     if (this.store.meta) this.store.append("notice", text);
     this.clients.broadcast(text);
+    this.clients.noticeBeside(GATEWAY_NOTIFICATIONS.modeChangeDecided, params);
   }
 
   private sessionId(): string {

@@ -158,6 +158,11 @@ describe("what the gateway does on its own, as notices", () => {
     });
     expect(decided("refused", "bob")).toMatchObject({ severity: "warning", title: "Mode change refused" });
     expect(decided("expired", null)).toMatchObject({ severity: "warning", title: "Mode change expired" });
+    expect(decided("withdrawn", "bob")).toMatchObject({
+      severity: "warning",
+      title: "Mode change withdrawn",
+      description: expect.stringContaining("withdrawn by bob"),
+    });
   });
 });
 
