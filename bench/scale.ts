@@ -391,7 +391,9 @@ try {
       await res.arrayBuffer();
       return round(performance.now() - at);
     };
-    const [postsBefore, getsBefore, deletesBefore] = ["POST", "GET", "DELETE"].map((m) => requestLines(m).length);
+    const postsBefore = requestLines("POST").length;
+    const getsBefore = requestLines("GET").length;
+    const deletesBefore = requestLines("DELETE").length;
     const probes = Promise.all([timed("/health"), timed("/v1/rules?limit=1")]);
     t = performance.now();
     const hotRule = await api("/v1/rules", {
