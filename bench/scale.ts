@@ -10,7 +10,9 @@
 //    waits until the tenant's audit chain has a link for every decision (what thousands of decisions
 //    at once write to D1 is not the rule change's cost). The RulesObject logs each change
 //    (`rules.changed`: the objects it told, how long it waited for the fence): read back from the
-//    gateway's log, with the Worker's `http.request` time.
+//    gateway's log, with the Worker's `http.request` time. With the allow made right after the
+//    asks, a `/health` and a `GET /v1/rules` are sent at the same moment: where a request waits (the
+//    way in and out, or D1). BENCH_SCALE_LOG=<file> keeps a copy of the gateway's log.
 // B. The tenant's limits at 10,000 connections and 50,000 messages a second (bench/scale-limits.ts):
 //    the real lease classes on a simulated clock, since 10,000 sockets do not fit this machine; and
 //    where the connections' slot renewals land (the real routing, decision 0035).
@@ -317,13 +319,23 @@ try {
     }
     return performance.now() - t;
   };
-  /** The Worker's own time for the last `method` of /v1/rules… (its `http.request` line), read from the gateway's log. */
-  const workerMs = (method: string): number | undefined => {
-    const lines = readFileSync(logFile, "utf8")
+  /** The `http.request` lines of `method` on /v1/rules… in the gateway's log so far. */
+  const requestLines = (method: string): string[] =>
+    readFileSync(logFile, "utf8")
       .split("\n")
       .filter((l) => l.includes('"event":"http.request"') && l.includes(`"method":"${method}"`) && l.includes('"route":"/v1/rules'));
-    const last = lines.at(-1);
-    return last ? (JSON.parse(last.slice(last.indexOf("{"))) as Json).ms : undefined;
+  /**
+   * The Worker's own time for the last `method` of /v1/rules… (its `http.request` line), read from the
+   * gateway's log once it has more such lines than `before` (a line is written a little after its answer).
+   */
+  const workerMs = async (method: string, before: number): Promise<number | undefined> => {
+    for (let i = 0; i < 50; i++) {
+      const lines = requestLines(method);
+      const last = lines.at(-1);
+      if (last && lines.length > before) return (JSON.parse(last.slice(last.indexOf("{"))) as Json).ms;
+      await new Promise((resolve) => setTimeout(resolve, 100));
+    }
+    return undefined;
   };
   /** These sessions (every one, by default) ask at once; each request must be answered by the rule. The time until all are. */
   const everyoneAsks = async (which: string[] = sessions): Promise<number> => {
@@ -369,23 +381,40 @@ try {
     // fence-free allow, where a change used to wait for every lease (704–716 ms at any size). Its
     // revocation right after keeps the fence (a narrowing change). Issue 40: the allow ≤ 150 ms.
     changesLogged();
+    // Where a request waits while the burst's audit drains (issue 40): sent with the POST, a request
+    // that touches nothing (`/health`: the way in, the proxy and the Worker's isolate) and one that
+    // only reads D1 (`GET /v1/rules`: the key's lookup and one read, each queued in D1 behind what
+    // the sessions write).
+    const timed = async (path: string, init?: RequestInit) => {
+      const at = performance.now();
+      const res = await api(path, init);
+      await res.arrayBuffer();
+      return round(performance.now() - at);
+    };
+    const postsBefore = requestLines("POST").length;
+    const getsBefore = requestLines("GET").length;
+    const deletesBefore = requestLines("DELETE").length;
+    const probes = Promise.all([timed("/health"), timed("/v1/rules?limit=1")]);
     t = performance.now();
     const hotRule = await api("/v1/rules", {
       method: "POST",
       body: JSON.stringify({ decision: "allow", matcher: { type: "command", prefix: ["make", `hot${size}`] } }),
     });
     const hotCreateMs = performance.now() - t;
+    const [healthMs, readMs] = await probes;
+    const readWorkerMs = await workerMs("GET", getsBefore);
     if (hotRule.status !== 201) throw new Error(`POST /v1/rules (leases live): ${hotRule.status} ${await hotRule.text()}`);
-    const hotCreateWorkerMs = workerMs("POST");
+    const hotCreateWorkerMs = await workerMs("POST", postsBefore);
     const hotRuleId = (((await hotRule.json()) as Json).rule as Json).id as string;
     t = performance.now();
     const hotGone = await api(`/v1/rules/${hotRuleId}`, { method: "DELETE" });
     const hotRevokeMs = performance.now() - t;
     if (hotGone.status >= 300) throw new Error(`DELETE /v1/rules (leases live): ${hotGone.status} ${await hotGone.text()}`);
-    const hotRevokeWorkerMs = workerMs("DELETE");
+    const hotRevokeWorkerMs = await workerMs("DELETE", deletesBefore);
     const hotChanges = changesLogged().map((l) => ({ objectsTold: l.objectsTold, waitedMs: l.waitedMs }));
     const settledBefore = await settled();
     changesLogged();
+    const settledPostsBefore = requestLines("POST").length;
     t = performance.now();
     const made = await api("/v1/rules", {
       method: "POST",
@@ -393,7 +422,7 @@ try {
     });
     const createMs = performance.now() - t;
     if (made.status !== 201) throw new Error(`POST /v1/rules: ${made.status} ${await made.text()}`);
-    const createWorkerMs = workerMs("POST");
+    const createWorkerMs = await workerMs("POST", settledPostsBefore);
     const rule = ((await made.json()) as Json).rule as Json;
     // The first request after the change: in every session at once up to AFTER_ALL sessions, else in
     // a sample of AFTER_ALL spread over every shard (10,000 at once take longer than the bench's 20
@@ -401,11 +430,12 @@ try {
     const sample = sessions.length <= AFTER_ALL ? sessions : sessions.filter((_, i) => i % Math.ceil(sessions.length / AFTER_ALL) === 0);
     const askedAfter = await everyoneAsks(sample);
     const settledAfter = await settled();
+    const settledDeletesBefore = requestLines("DELETE").length;
     t = performance.now();
     const gone = await api(`/v1/rules/${rule.id}`, { method: "DELETE" });
     const revokeMs = performance.now() - t;
     if (gone.status >= 300) throw new Error(`DELETE /v1/rules: ${gone.status} ${await gone.text()}`);
-    const revokeWorkerMs = workerMs("DELETE");
+    const revokeWorkerMs = await workerMs("DELETE", settledDeletesBefore);
     const logged = changesLogged();
     const row = {
       sessions: size,
@@ -421,6 +451,10 @@ try {
         revokeMs: round(hotRevokeMs),
         revokeWorkerMs: hotRevokeWorkerMs,
         changes: hotChanges,
+        // Sent at the same moment as the POST, at the client (and the read in the Worker).
+        healthMs,
+        readMs,
+        readWorkerMs,
       },
       newSessionsAskMs: round(askedBefore),
       newSessionsAsked: fresh.length,
@@ -436,7 +470,7 @@ try {
     // Kept after each size, so a run stopped later still leaves what it measured.
     writeFileSync(out, `${JSON.stringify(results, null, 2)}\n`);
     log(
-      `scale: ${size} sessions, leases live: POST /v1/rules (allow) ${row.leasesLive.createMs} ms (Worker ${hotCreateWorkerMs} ms), DELETE ${row.leasesLive.revokeMs} ms (Worker ${hotRevokeWorkerMs} ms) (told ${JSON.stringify(hotChanges)})`,
+      `scale: ${size} sessions, leases live: POST /v1/rules (allow) ${row.leasesLive.createMs} ms (Worker ${hotCreateWorkerMs} ms), DELETE ${row.leasesLive.revokeMs} ms (Worker ${hotRevokeWorkerMs} ms) (told ${JSON.stringify(hotChanges)}); with the POST: GET /health ${healthMs} ms, GET /v1/rules ${readMs} ms (Worker ${readWorkerMs} ms)`,
     );
     log(
       `scale: ${size} sessions: POST /v1/rules ${row.createMs} ms (Worker ${row.createWorkerMs} ms), DELETE ${row.revokeMs} ms (Worker ${row.revokeWorkerMs} ms) (told ${JSON.stringify(row.changes)}); ${fresh.length} new sessions asking at once ${row.newSessionsAskMs} ms; the first request after the change in ${sample.length} sessions at once ${row.firstRequestAfterChangeMs} ms; audit settled in ${row.auditSettledMs.join(" / ")} ms; load ${row.load.join(" ")}`,
@@ -470,6 +504,7 @@ try {
 } finally {
   await gateway.stop();
   // A failed run keeps the gateway's state and log, which its error names.
+  if (process.env.BENCH_SCALE_LOG) writeFileSync(process.env.BENCH_SCALE_LOG, readFileSync(logFile));
   if (finished) rmSync(stateDir, { recursive: true, force: true });
   else log(`scale: the run failed; the gateway's log and state are kept in ${stateDir}`);
 }

@@ -13,16 +13,27 @@ export type AuditEntry = typeof decisionAudit.$inferInsert;
  */
 export async function insertAuditRows(d1: D1Database, entries: AuditEntry[]): Promise<void> {
   const db = dbOf(d1);
-  const [first, ...rest] = entries.map((e) =>
-    db
-      .insert(decisionAudit)
-      .values(e)
-      .onConflictDoUpdate({
-        target: decisionAudit.id,
-        set: { operation: sql`excluded.operation`, at: sql`excluded.at` },
-      }),
-  );
+  const [first, ...rest] = entries.map((e) => upsertRow(db, e));
   if (first) await db.batch([first, ...rest]);
+}
+
+function upsertRow(db: ReturnType<typeof dbOf>, e: AuditEntry) {
+  return db
+    .insert(decisionAudit)
+    .values(e)
+    .onConflictDoUpdate({
+      target: decisionAudit.id,
+      set: { operation: sql`excluded.operation`, at: sql`excluded.at` },
+    });
+}
+
+/** The same writes as `insertAuditRows`, as statements for a caller's own batch (one D1 call for rows and links). */
+export function auditRowStatements(d1: D1Database, entries: readonly AuditEntry[]): D1PreparedStatement[] {
+  const db = dbOf(d1);
+  return entries.map((e) => {
+    const { sql: text, params } = upsertRow(db, e).toSQL();
+    return d1.prepare(text).bind(...params);
+  });
 }
 
 export interface AuditFilter {

@@ -1,6 +1,6 @@
 // D1 access to remembered decisions. Every statement is scoped by tenant id.
 
-import { and, desc, eq, isNull, like, lt, or, sql } from "drizzle-orm";
+import { and, desc, eq, getTableColumns, isNull, like, lt, or, sql } from "drizzle-orm";
 import { dbOf } from "../client";
 import { decisionRules, type DecisionRuleRow } from "../schema";
 import { MAX_RULE_BYTES } from "../../protocol/tenant-limits";
@@ -68,19 +68,28 @@ export async function insertRule(db: D1Database, rule: NewDecisionRule): Promise
     rule.createdFromToolCall ?? null,
     rule.createdAt ?? Date.now(),
   ];
+  // The row comes back from the insert itself: one D1 call on the API's path, not two (each waits
+  // in D1's queue behind whatever the tenant's sessions write; issue 40, decision 0065).
   const inserted = await db
     .prepare(
       `INSERT INTO decision_rules (id, tenant_id, decision, scope_project, scope_user, scope_agent, matcher, matcher_text, description, expires_at, created_by_key, created_by_user, created_from_session, created_from_tool_call, created_at)
        SELECT ${values.map(() => "?").join(", ")}
        WHERE (SELECT count(*) FROM decision_rules WHERE tenant_id = ? AND revoked_at IS NULL) < ${count.sql}
-         AND (SELECT coalesce(sum(${RULE_BYTES_SQL}), 0) FROM decision_rules WHERE tenant_id = ? AND revoked_at IS NULL) + ? <= ${total.sql}`,
+         AND (SELECT coalesce(sum(${RULE_BYTES_SQL}), 0) FROM decision_rules WHERE tenant_id = ? AND revoked_at IS NULL) + ? <= ${total.sql}
+       RETURNING *`,
     )
     .bind(...values, rule.tenantId, ...count.binds, rule.tenantId, bytes, ...total.binds)
-    .run();
-  if (inserted.meta.changes === 0) throw await overBudget(db, rule.tenantId, bytes);
-  const row = await ruleById(db, rule.tenantId, rule.id);
-  if (!row) throw new Error("inserting the rule returned nothing");
-  return row;
+    .first<Record<string, unknown>>();
+  if (!inserted) throw await overBudget(db, rule.tenantId, bytes);
+  return ruleOfSqlRow(inserted);
+}
+
+/** A row as SQL names its columns, keyed as drizzle's schema keys them (every column of decision_rules is text or integer). */
+function ruleOfSqlRow(raw: Record<string, unknown>): DecisionRuleRow {
+  const row: Record<string, unknown> = {};
+  for (const [key, column] of Object.entries(getTableColumns(decisionRules))) row[key] = raw[column.name] ?? null;
+  // SAFETY: every column of the table was read above, by the schema's own names.
+  return row as DecisionRuleRow;
 }
 
 /** Which of the two limits refused a rule of `bytes`, said so a person can act on it. */

@@ -22,8 +22,8 @@ const AUDIT_RETRY_MS = 15_000;
 /** Entries per D1 batch. */
 const BATCH = 100;
 
-import { type AuditEntry, insertAuditRows } from "../../db/queries/audit";
-import { appendToChain } from "../../db/queries/audit-chain";
+import type { AuditEntry } from "../../db/queries/audit";
+import { recordAudit } from "../../db/queries/audit-chain";
 import { auditDay, limitsOf } from "../../protocol/tenant-limits";
 import type { PermissionPorts } from "../../protocol/permission-machine";
 import { auditEntry, boundedEntry, outsideTurnSummary, summarisedEntry } from "./permission-audit";
@@ -148,12 +148,11 @@ export class AuditOutbox {
           entries.set(entry.id as string, entry);
         }
         const batch = await this.withinBudget([...entries.values()]);
-        await insertAuditRows(this.db, batch);
-        // Then the tenant's hash chain (decisions 0024, 0035): one link per row as written, staged
-        // and chained with whatever the tenant's other sessions are writing; a retry of this batch
-        // finds what it staged or chained and adds only what is missing.
+        // The rows and the tenant's hash chain (decisions 0024, 0035): one link per row as written,
+        // staged with the rows in one D1 call and chained with whatever the tenant's other sessions are
+        // writing; a retry of this batch finds what it wrote, staged or chained and adds only what is missing.
         const tenantId = batch[0]?.tenantId;
-        if (tenantId !== undefined) await appendToChain(this.db, tenantId, batch);
+        if (tenantId !== undefined) await recordAudit(this.db, tenantId, batch);
         this.charged = undefined;
       } catch (error) {
         this.failedAt = Date.now();
