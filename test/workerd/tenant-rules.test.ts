@@ -73,7 +73,8 @@ describe("the rules path for a tenant with no rules", () => {
     const t = await seedTenant();
     const agent = await dialInAgent(t, "norules");
     const { client, sessionId } = await sessionInTurn(t, agent);
-    await setSessionLease(t.tenantId, sessionId, 3000);
+    // Long enough that three asked round trips fit in it on a loaded machine (3 s did not, once).
+    await setSessionLease(t.tenantId, sessionId, 60_000);
     const calls = countRulesCalls(t.tenantId);
     for (let i = 0; i < 3; i++) {
       const id = agent.askPermission(sessionId, run(`tc${i}`, `make ${i}`), DEFAULT_OPTIONS);
@@ -101,7 +102,8 @@ describe("a new allow rule answers at once, without the fence (decision 0049)", 
     await askedOfPeople(agent, client, sessionId, "warm", "make x");
     const posted = Date.now();
     await createRule(t, npmTest);
-    expect(Date.now() - posted).toBeLessThan(2_000);
+    // Far under the lease a fence would wait out (60 s), with room for a loaded machine.
+    expect(Date.now() - posted).toBeLessThan(10_000);
     await answeredByRule(agent, client, sessionId, "next", "npm test");
     expect(client.unclaimed().filter(isMethod("session/request_permission"))).toEqual([]);
   });
