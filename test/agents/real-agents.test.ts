@@ -6,16 +6,17 @@ import { existsSync, mkdirSync, readFileSync, rmSync } from "node:fs";
 import { join } from "node:path";
 import { afterAll, beforeAll, beforeEach, describe, expect, inject, it } from "vitest";
 import { AGENTS } from "./agents.ts";
-import { type RunningAgent, answer, askedDuring, choose, operationOf, prompt, startAgent, unasked } from "./harness.ts";
+import { type RunningAgent, answer, askedDuring, choose, operationOf, prompt, startAgent, tenantOfItsOwn, unasked } from "./harness.ts";
 
 type Json = Record<string, any>;
 
 const url = inject("gatewayUrl");
-const keys = inject("keys");
 
 describe.each(AGENTS)("$pkg behind acp-gateway agent", (profile) => {
   let agent: RunningAgent;
+  let keys: { client: string; agent: string; admin: string };
   beforeAll(async () => {
+    keys = await tenantOfItsOwn(url, profile.id);
     agent = await startAgent(profile, { url, keys });
   });
   afterAll(async () => {

@@ -17,7 +17,7 @@ export default defineConfig({
     // A failure bound, not a wait: a real agent's first turn starts its runtime and model client.
     testTimeout: 180_000,
     hookTimeout: 180_000,
-    // One file at a time: every agent shares the gateway's dev tenant.
+    // One file at a time (each agent has a tenant of its own, made by the operator API; they share the one gateway).
     fileParallelism: false,
     // As in the root config: in .ci/run only a failing test's console output is printed.
     silent: process.env.VITEST_QUIET_PASSED ? "passed-only" : false,
