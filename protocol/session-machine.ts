@@ -24,7 +24,8 @@
 // - When a turn ends, every permission request still pending is answered `cancelled` (TC-12) — by
 //   the agent's answer, a cancel, the deadline, or a prompt never delivered; a turn the agent left
 //   leaves them to the agent's departure, which withdraws them — and the permission machine is told
-//   the turn is over; when the gateway ended it, every client is told why (`turn_ended`).
+//   the turn is over; when the gateway ended it, every client is told why (`turn_ended`). The shell
+//   is told each turn's end once, and by whom (`turnEnded`): the machine decides it, never the shell.
 // - A frame reaches the agent at most once and in order (session-agent-order.ts).
 
 import { type JsonRpcId, RpcError, errorResponse, isObject } from "./jsonrpc";
@@ -34,6 +35,7 @@ import type { ToAgent } from "./agent-relay";
 import type { ClientAttachment } from "./session-wire";
 import type { DecidedBy } from "./pending-permission";
 import type { TurnState } from "./turn-state";
+import type { TurnEnd } from "./session-attach";
 import { type SessionHold, refusePromptWhileHeld } from "./unasked-runs";
 import { deleteDuringTurn, deletionGoesAhead } from "./session-delete";
 import { personKey } from "./people/answering";
@@ -51,6 +53,9 @@ export interface InflightRow {
   method: string;
   createdAt: number;
 }
+
+/** A turn that runs (or is being cancelled): the prompt's own. */
+export type RunningTurn = Exclude<TurnState, { state: "idle" }>;
 
 /** What the machine reads and writes of the session's rows (store.ts). */
 export interface SessionTable {
@@ -83,6 +88,11 @@ export interface SessionPort {
   promptStarted(gwId: number, client: ClientAttachment, params: unknown): void;
   /** The agent answered the prompt: the turn's end is logged and the index touched. */
   promptEnded(result: unknown): void;
+  /**
+   * The turn `turn` is over (the turn is idle now), and how: the agent answered its prompt, or the
+   * gateway ended it (`reason`, as its `turn_ended` notice, sent just before, says). Told once per turn.
+   */
+  turnEnded(turn: RunningTurn, end: TurnEnd): void;
   /** The agent answered session/set_config_option with the options now set. */
   configOptions(options: unknown[]): void;
   /** session/delete went ahead (or could not reach the agent): the session is forgotten and its clients told. */
@@ -134,18 +144,28 @@ export class SessionMachine {
    * session (connection/mode-gate.ts `gateRequest`), so both layers give one answer.
    */
   request(client: ClientAttachment, id: JsonRpcId, method: string, params: unknown): void {
-    // The edge refuses these already (by the key's role); checked again here by the client's, which session/attach may have lowered.
-    const refusal = refusedByRole(client.role ?? "approver", method);
-    if (refusal) throw refusal;
+    const meta = this.admit(client, method, params);
     const { table } = this.io;
-    const meta = table.meta;
-    // Deleted (session/delete) while this client's socket was still closing: answered, never dropped.
-    if (!meta) throw RpcError.sessionNotFound(isObject(params) ? params.sessionId : undefined);
     if (method === AGENT_METHODS.sessionPrompt) return this.prompt(client, id, method, params);
     if (method === AGENT_METHODS.sessionDelete && table.turn.state !== "idle") throw deleteDuringTurn(meta.sessionId, table.turn.user);
     const gwId = table.nextId();
     table.addInflight({ gwId, connId: client.connId, clientId: id, method, createdAt: this.io.now() });
     this.toAgent({ type: "request", gwId, method, params });
+  }
+
+  /**
+   * Whether this client may send `method` to this session now: its role first (the edge refused by the
+   * key's role already; the client's may be lower, session/attach lowers it), then the session's
+   * existence (deleted while this client's socket was still closing: answered, never dropped). Throws
+   * the RpcError its client is answered with. Every client request passes here: those for the agent
+   * (`request`) and those the gateway keeps (a held mode change, decided by people: mode-approvals.ts).
+   */
+  admit(client: ClientAttachment, method: string, params: unknown): NonNullable<SessionTable["meta"]> {
+    const refusal = refusedByRole(client.role ?? "approver", method);
+    if (refusal) throw refusal;
+    const meta = this.io.table.meta;
+    if (!meta) throw RpcError.sessionNotFound(isObject(params) ? params.sessionId : undefined);
+    return meta;
   }
 
   /** session/prompt: refused while a turn runs; otherwise the turn starts and the prompt goes to the agent. */
@@ -283,7 +303,7 @@ export class SessionMachine {
     table.turn = { state: "idle" };
     this.io.permissions.turnEnded();
     this.toAgent({ type: "notification", method: AGENT_METHODS.sessionCancel, params: { sessionId: meta.sessionId } });
-    this.ended("turn_idle", message);
+    this.gatewayEnded(turn, "turn_idle", message);
   }
 
   // ── the turn's ends ──────────────────────────────────────────────────────────────────────────
@@ -296,6 +316,7 @@ export class SessionMachine {
     table.turn = { state: "idle" };
     this.io.permissions.turnEnded();
     this.io.promptEnded(result);
+    this.io.turnEnded(turn, { by: "agent", result });
   }
 
   /** A client request that never reached the agent: its sender gets an error, a prompt's turn ends. */
@@ -322,11 +343,20 @@ export class SessionMachine {
     if (cancelPending) this.io.permissions.cancelAll({ type: "turn_end" });
     table.turn = { state: "idle" };
     this.io.permissions.turnEnded();
-    this.ended(reason, message);
+    this.gatewayEnded(turn, reason, message);
   }
 
-  /** The gateway ended the turn: `_acp_gateway/turn_ended` with the reason, logged and sent to every client. */
+  /**
+   * The gateway ended the turn: `_acp_gateway/turn_ended` with the reason, logged and sent to every
+   * client. A turn being cancelled (a deadline, an unasked run) ends later, with the agent's answer.
+   */
   private ended(reason: string, message: string): void {
     this.io.notice(GATEWAY_NOTIFICATIONS.turnEnded, { sessionId: this.io.table.meta?.sessionId, reason, message });
+  }
+
+  /** The gateway ended `turn` itself (it is idle now): every client told why, then the turn's end (the PR's turn_complete). */
+  private gatewayEnded(turn: RunningTurn, reason: string, message: string): void {
+    this.ended(reason, message);
+    this.io.turnEnded(turn, { by: "gateway", reason });
   }
 }

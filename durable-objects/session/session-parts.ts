@@ -11,8 +11,6 @@ import { SessionMachine } from "../../protocol/session-machine";
 import { LATER, PermissionMachine } from "../../protocol/permission-machine";
 import { type ClientAttachment } from "../../protocol/session-wire";
 import type { LiveStatePublisher } from "../../protocol/live-state";
-import type { TurnEnd } from "../../protocol/session-attach";
-import type { TurnState } from "../../protocol/turn-state";
 import { auditBudgetSpent } from "../../protocol/tenant-limits";
 import type { Env } from "../../core/env";
 import { GATEWAY_NOTIFICATIONS } from "../../core/gateway-notifications";
@@ -97,18 +95,9 @@ export function sessionParts(ctx: DurableObjectState, env: Env, testing: () => S
   // (protocol/session-agent-order.ts); what it asks of the permission machine and of a deletion (a turn's
   // end, a session deleted: never on the way to the agent) goes through `later`, set once they exist.
   const later: { permissions?: PermissionMachine<WebSocket>; deletion?: SessionDeletion } = {};
-  // The turn the machine just set idle, until its end is told (`promptEnded`, or the gateway's
-  // `turn_ended` notice in the same step): the PR's turn_complete names who prompted it (decision 0060).
-  let ended: Extract<TurnState, { connId: string }> | undefined;
-  const completed = (end: TurnEnd) => {
-    if (ended) info.turnCompleted(ended, end);
-    ended = undefined;
-  };
   const machine = new SessionMachine(
     {
-      table: sessionTable(store, requests, (before, after) => {
-        ended = after.state === "idle" && before.state !== "idle" ? before : undefined;
-      }),
+      table: sessionTable(store, requests),
       channels,
       now: () => Date.now(),
       toConnection: (connId, text, keptForResume) => {
@@ -116,23 +105,18 @@ export function sessionParts(ctx: DurableObjectState, env: Env, testing: () => S
         const ws = clients.byConnection(connId);
         if (ws) send(ws, text);
       },
-      notice: (method, params) => {
-        info.notice(method, params);
-        // The gateway ended the turn (it is idle now); a turn it is cancelling ends with the agent's answer.
-        if (method === GATEWAY_NOTIFICATIONS.turnEnded && store.turn.state === "idle")
-          completed({ by: "gateway", reason: "reason" in params && typeof params.reason === "string" ? params.reason : "ended" });
-      },
+      notice: (method, params) => info.notice(method, params),
       permissions: { cancelAll: (by) => later.permissions?.cancelAll(by), turnEnded: () => later.permissions?.turnEnded() },
       promptStarted: (gwId, client, params) => {
-        ended = undefined;
         policy.turnStarted(gwId);
         info.recordPrompt(client, params);
       },
       promptEnded: (result) => {
         store.append("turn_end", JSON.stringify({ result }));
         info.touchIndex();
-        completed({ by: "agent", result });
       },
+      // The PR's turn_complete names who prompted the turn (decision 0060).
+      turnEnded: (turn, end) => info.turnCompleted(turn, end),
       configOptions: (options) => info.setConfigOptions(options),
       deleted: (inflight, result) => later.deletion?.deleted(inflight, result),
       deadlinesChanged: scheduleDeadline,
@@ -209,7 +193,6 @@ export function sessionParts(ctx: DurableObjectState, env: Env, testing: () => S
     hold: (mode) => unasked.holdForMode(mode),
   });
   const agent = new AgentLink({
-    sql: ctx.storage.sql,
     store,
     requests,
     clients,
