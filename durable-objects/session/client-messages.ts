@@ -3,23 +3,12 @@
 // session machine, an answer to a permission request's copy to the permission machine, an answer to
 // a routed fs/terminal request back to the agent. The role and the session's existence are the machine's to check.
 
-import {
-  type JsonRpcId,
-  type Message,
-  RpcError,
-  errorResponse,
-  isObject,
-  isRequest,
-  isResponse,
-  parseFrame,
-  toRpcError,
-} from "../../protocol/jsonrpc";
+import { type JsonRpcId, type Message, errorResponse, isRequest, isResponse, parseFrame, toRpcError } from "../../protocol/jsonrpc";
 import type { SessionMachine } from "../../protocol/session-machine";
 import { stage } from "../../protocol/stage-timing";
 import type { AgentRequests } from "./agent-request-routing";
 import { attachmentOf, send } from "./clients";
 import type { PermissionMachine } from "../../protocol/permission-machine";
-import { refusedByRole } from "../../protocol/people/acp-methods";
 import { DECIDE_MODE_CHANGE, HOLD_MODE_CHANGE } from "../../protocol/people/mode-approval";
 import type { ModeApprovals } from "./mode-approvals";
 import { sessionLog } from "./session-log";
@@ -65,11 +54,9 @@ export class ClientMessages {
     const client = attachmentOf(ws);
     if (!client) return;
     // Four eyes on a mode change (decision 0061): held by the gateway, decided by a person; neither
-    // reaches the agent as sent. Checked as the machine checks a request: the role, then the session.
+    // reaches the agent as sent. Admitted by the machine as every request is (the role, then the session).
     if (method === HOLD_MODE_CHANGE || method === DECIDE_MODE_CHANGE) {
-      const refusal = refusedByRole(client.role ?? "approver", method);
-      if (refusal) throw refusal;
-      if (!this.store.meta) throw RpcError.sessionNotFound(isObject(params) ? params.sessionId : undefined);
+      this.machine.admit(client, method, params);
       if (method === HOLD_MODE_CHANGE) return this.modes.propose(client, id, params);
       return void this.modes.decideFor(ws, client, id, params);
     }

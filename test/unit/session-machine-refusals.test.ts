@@ -13,6 +13,7 @@ import type { Role } from "../../core/principal";
 import { type JsonRpcId, RpcError } from "../../protocol/jsonrpc";
 import { AGENT_METHODS } from "../../protocol/methods";
 import { ErrorCode } from "../../core/rpc-errors";
+import { DECIDE_MODE_CHANGE, HOLD_MODE_CHANGE } from "../../protocol/people/mode-approval";
 
 class Table implements SessionTable {
   meta: SessionTable["meta"] = { sessionId: "s1", agent: "a", deadlineMs: 60_000 };
@@ -58,6 +59,7 @@ function session(): { machine: SessionMachine; table: Table; sent: ToAgent[] } {
     permissions: { cancelAll: () => undefined, turnEnded: () => undefined },
     promptStarted: () => undefined,
     promptEnded: () => undefined,
+    turnEnded: () => undefined,
     configOptions: () => undefined,
     deleted: () => undefined,
     deadlinesChanged: () => undefined,
@@ -121,5 +123,25 @@ describe("session machine: a request refused before it reaches the agent", () =>
     expect(sent).toEqual([]);
     machine.notification(client("approver"), AGENT_METHODS.sessionCancel, { sessionId: "s1" });
     expect(sent).toEqual([{ type: "notification", method: AGENT_METHODS.sessionCancel, params: { sessionId: "s1" } }]);
+  });
+
+  // The requests the gateway keeps (a held mode change, decision 0061) are admitted by the same method:
+  // client-messages.ts asks `admit` before it hands them to mode-approvals.ts.
+  it.each([HOLD_MODE_CHANGE, DECIDE_MODE_CHANGE])("%s: a watch-only client is refused for its role even in a deleted session", (method) => {
+    const { machine, table, sent } = session();
+    table.meta = undefined;
+    const error = refusal(() => machine.admit(client("observer"), method, { sessionId: "s1" }));
+    expect(error.code).toBe(ErrorCode.notPermitted);
+    expect(sent).toEqual([]);
+  });
+
+  it.each([HOLD_MODE_CHANGE, DECIDE_MODE_CHANGE])("%s: a client whose role may send it gets -32002 in a deleted session", (method) => {
+    const { machine, table } = session();
+    const live = machine.admit(client("approver"), method, { sessionId: "s1" });
+    expect(live.sessionId).toBe("s1");
+    table.meta = undefined;
+    const error = refusal(() => machine.admit(client("approver"), method, { sessionId: "s1" }));
+    expect(error.code).toBe(ErrorCode.resourceNotFound);
+    expect(error.message).toContain("s1");
   });
 });
