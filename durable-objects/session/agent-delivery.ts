@@ -9,16 +9,10 @@
 import type { FromAgent } from "./contract";
 import type { SessionStore } from "./store";
 
+// Sessions from before the mark moved into the log kept it in a table of its own: store-migrations.ts
+// (version 7) moved it into the newest entry.
 export class AgentDelivery {
-  constructor(
-    private readonly sql: SqlStorage,
-    private readonly store: SessionStore,
-  ) {
-    // Sessions from before the mark moved into the log kept it in a table of its own.
-    sql.exec("CREATE TABLE IF NOT EXISTS agent_delivery (id INTEGER PRIMARY KEY CHECK (id = 1), last_seq INTEGER NOT NULL)");
-    const legacy = sql.exec<{ last_seq: number }>("SELECT last_seq FROM agent_delivery WHERE id = 1").toArray()[0]?.last_seq;
-    if (legacy !== undefined && legacy > store.appliedAgentSeq) store.appliedAgentSeq = legacy;
-  }
+  constructor(private readonly store: SessionStore) {}
 
   /**
    * True the first time an item is seen; it then counts as applied (also if applying it throws).

@@ -23,7 +23,6 @@ import type { TurnWatch } from "./turn-watch";
 import { sessionLog } from "./session-log";
 
 export interface AgentLinkParts {
-  sql: SqlStorage;
   store: SessionStore;
   requests: RequestRows;
   clients: AttachedClients;
@@ -39,7 +38,7 @@ export class AgentLink {
   private readonly delivery: AgentDelivery;
 
   constructor(private readonly parts: AgentLinkParts) {
-    this.delivery = new AgentDelivery(parts.sql, parts.store);
+    this.delivery = new AgentDelivery(parts.store);
   }
 
   // ── in: from the agent, through the AgentObject ──────────────────────────────────────────────

@@ -12,13 +12,6 @@ import type { ApprovalView, LinkDecidedBy, LinkRefusal, LinkWithdrawal } from ".
 import type { PendingRequest, SessionStore } from "./store";
 import type { DeliveryResult } from "./webhook-delivery";
 
-const SCHEMA = `
-CREATE TABLE IF NOT EXISTS approval_links (
-  link_id TEXT PRIMARY KEY, perm_id INTEGER NOT NULL, tool_call_id TEXT, target_id TEXT NOT NULL, target_name TEXT NOT NULL,
-  expires_at INTEGER NOT NULL, used_at INTEGER, used_option TEXT, delivered INTEGER, attempts INTEGER NOT NULL DEFAULT 0, last_result TEXT);
-CREATE TABLE IF NOT EXISTS withdrawn_links (link_id TEXT PRIMARY KEY, reason TEXT NOT NULL, at INTEGER NOT NULL);
-`;
-
 type LinkRow = {
   link_id: string;
   perm_id: number;
@@ -30,14 +23,13 @@ type LinkRow = {
   used_option: string | null;
 };
 
+/** Over the tables `approval_links` and `withdrawn_links` (store-migrations.ts). */
 export class ApprovalLinks {
   constructor(
     private readonly sql: SqlStorage,
     private readonly env: Env,
     private readonly store: SessionStore,
-  ) {
-    sql.exec(SCHEMA);
-  }
+  ) {}
 
   /** A link to request `permId` for `target`, recorded before its notification is sent. */
   issue(linkId: string, permId: number, toolCallId: string | null, target: NotificationTargetRow, expiresAt: number): void {
