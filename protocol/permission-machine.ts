@@ -132,6 +132,13 @@ export interface Resolution {
   audit: object | null;
 }
 
+/** What resolved a request: the table makes its audit entry from it as it writes the resolution. */
+export interface Decided {
+  outcome: unknown;
+  by: DecidedBy;
+  chosen?: PermissionOption;
+}
+
 /**
  * The session's tables (durable-objects/session/store.ts, in SQLite): the meta, the turn, the tool
  * calls, and each request's one log entry (pending while its `request` column is open). The
@@ -161,7 +168,12 @@ export interface PermissionTable {
   recordApproval(permId: number, approval: Approval): void;
   /** An entry that is only audit trail (a refused answer, a first approval). */
   appendAudited(kind: "refusal", body: string, audit: object): void;
-  resolvePermission(permId: number, resolution: Resolution): void;
+  /**
+   * The request's entry resolved in one write: `text` (what clients are sent) and its audit entry,
+   * which the table makes from `decided` and the operation frozen when it was asked (null without the
+   * session's meta), as the audit port's `entry` would.
+   */
+  resolvePermission(pending: PendingRequest, text: string, decided: Decided): void;
   reopenPermission(pending: PendingRequest): void;
 }
 
@@ -1008,13 +1020,12 @@ export class PermissionMachine<C> {
       decidedBy: by,
     };
     const text = JSON.stringify({ jsonrpc: "2.0", method: GATEWAY_NOTIFICATIONS.permissionResolved, params });
-    const resolution = { text, audit: audit.entry(pending, outcome, by, chosen) };
     // A person allowed a request that showed what the agent changed unseen: those changes are seen now.
     if (pending.unseen && pending.unseen.upTo > 0 && (by.type === "person" || by.type === "link") && allows(outcome, pending.options))
       this.io.rules.seen(pending.unseen.upTo);
     session.metric(METRIC.permissionResolved, by.type);
-    if (append === undefined) table.resolvePermission(pending.permId, resolution);
-    else table.appendPermission(pending.permId, append, pending, resolution);
+    if (append === undefined) table.resolvePermission(pending, text, { outcome, by, ...(chosen ? { chosen } : {}) });
+    else table.appendPermission(pending.permId, append, pending, { text, audit: audit.entry(pending, outcome, by, chosen) });
     audit.hold(pending.permId);
     // Announced only once the agent has the answer: one that cannot reach it is no resolution. It goes
     // to the clients attached now; one attaching meanwhile never saw the request (it is no longer pending).
@@ -1079,7 +1090,7 @@ export class PermissionMachine<C> {
   /** The request's entry says it was withdrawn, and by whom (one UPDATE, with its audit entry). */
   private writeWithdrawn(pending: PendingRequest, by: DecidedBy): void {
     const text = JSON.stringify({ permId: pending.permId, decidedBy: by });
-    this.io.table.resolvePermission(pending.permId, { text, audit: this.io.audit.entry(pending, { outcome: "withdrawn" }, by) });
+    this.io.table.resolvePermission(pending, text, { outcome: { outcome: "withdrawn" }, by });
   }
 
   /**

@@ -90,6 +90,15 @@ CREATE TABLE audit_outbox (seq INTEGER PRIMARY KEY, entry TEXT NOT NULL);`);
   sql.exec("INSERT INTO audit_outbox (entry) VALUES (?)", JSON.stringify({ id: "aud_legacy" }));
 }
 
+/** The pending request `permId`, as the machine hands it to the table to resolve. */
+function pendingOf(store: SessionStore, permId: number): PendingRequest {
+  const pending = store.pendingById(permId);
+  if (!pending) throw new Error(`expected request ${permId} pending`);
+  return pending;
+}
+
+const WITHDRAWN = { outcome: { outcome: "withdrawn" }, by: { type: "agent_withdrew" } } as const;
+
 describe("session store: one log entry per permission request", () => {
   it("rebuilds the pending requests from the log at start: resolved ones are not pending, open ones are, whole", async () => {
     await inStorage((sql, storage) => {
@@ -97,7 +106,7 @@ describe("session store: one log entry per permission request", () => {
       const first = ask(store, 10, "a");
       for (let i = 0; i < 5; i++) update(store, i);
       const second = ask(store, 11, "b");
-      store.resolvePermission(first, { text: '{"resolved":1}', audit: null });
+      store.resolvePermission(pendingOf(store, first), '{"resolved":1}', WITHDRAWN);
       update(store, 99);
       const again = new SessionStore(storage);
       expect(again.pending().map((p) => p.permId)).toEqual([second]);
@@ -111,7 +120,7 @@ describe("session store: one log entry per permission request", () => {
       const store = new SessionStore(storage);
       const open = ask(store, 1, "open");
       const held = ask(store, 2, "held");
-      store.resolvePermission(held, { text: "{}", audit: null });
+      store.resolvePermission(pendingOf(store, held), "{}", WITHDRAWN);
       store.held.add(held);
       // As if D1 had every audit entry written so far: only the open and held requests keep the bound down.
       store.auditCursor = store.lastSeq();
