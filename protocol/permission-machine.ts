@@ -54,19 +54,12 @@
 
 import { type JsonRpcId, RpcError, errorResponse, isObject } from "./jsonrpc";
 import { CANCEL_REQUEST, CLIENT_METHODS } from "./methods";
-import {
-  CANCELLED_RESULT,
-  type PermissionOption,
-  RULES_UNAVAILABLE_MESSAGE,
-  judgeAnswer,
-  markedRulesUnknown,
-  withGatewayMeta,
-} from "./permissions";
+import { CANCELLED_RESULT, type PermissionOption, RULES_UNAVAILABLE_MESSAGE, markedRulesUnknown, withGatewayMeta } from "./permissions";
 import { type LimitError, limitsOf, outsideTurnAuditLimit, pendingLimitError } from "./tenant-limits";
 import { type ClientAttachment, rewritable } from "./session-wire";
 import { type DecidedBy, type PendingRequest, type Approval, copyId, parsedParams, toolCallOf } from "./pending-permission";
 import { type FrozenOperation, changedFields, freezeOperation, rawInputMissing, tooLargeToFreeze } from "./frozen-operation";
-import { type Answerer, type RequestFacts, answerable, authorise, personKey, unsatisfiable, waitsOn } from "./people/answering";
+import { type Answerer, type RequestFacts, answerable, authoriseAnswer, personKey, unsatisfiable, waitsOn } from "./people/answering";
 import { type FourEyesNeed, fourEyesNeed } from "./people/four-eyes";
 import { describeOperation } from "./operation";
 import {
@@ -816,12 +809,14 @@ export class PermissionMachine<C> {
     // to a request the agent changed is refused aloud: what it answered is not what would run.
     if (!pending) return this.refuseChanged(client, permId);
     if (!pending.asking) return;
-    const judged = judgeAnswer(response.result, this.offeredToPeople(pending));
+    const answerer = answererOf(attachment);
+    // Judged against the options offered, then authorised as it commits: the role, the turn and the
+    // policy as they are now, not as when the copy was sent (people/answering.ts, one call).
+    const judged = authoriseAnswer(answerer, this.factsOf(pending), response.result);
     // Never approval (TC-10, TC-17): tell this client, keep the request pending, and ask it again.
     if (!judged.ok) return this.refuseInvalid(client, pending, judged.reason);
     const given = reasonOfAnswer(response.result);
     if (!given.ok) return this.refuseInvalid(client, pending, given.why);
-    const answerer = answererOf(attachment);
     const by: PersonDecidedBy = {
       type: "person",
       connectionId: attachment.connId,
@@ -833,10 +828,7 @@ export class PermissionMachine<C> {
       ...(pending.approvals && pending.approvals.length > 0 ? { approvedBefore: pending.approvals } : {}),
       ...(given.reason ? { reason: given.reason } : {}),
     };
-    const outcome = judged.outcome;
-    const chosen = outcome.outcome === "selected" ? outcome.option : null;
-    // Authorised as it commits: the role, the turn and the policy as they are now, not as when the copy was sent.
-    const authorised = authorise(answerer, this.factsOf(pending), chosen);
+    const { outcome, chosen, authorised } = judged;
     if (!authorised.ok) return this.refuse(client, pending, by, chosen, authorised.reason, outcome.outcome);
     if (!authorised.commit) {
       if (chosen) this.recordFirstApproval(client, pending, by, answerer.who, chosen);
