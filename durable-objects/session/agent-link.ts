@@ -3,7 +3,7 @@
 // news that its connection is gone), applied in order and once each (`firstTime`), and
 // dispatched to what acts on it — the session machine (protocol/session-machine.ts: answers, the
 // departure's client requests and turn), the permission machine, the routed requests, the log and
-// the clients. The way out is the machine's (`toAgent`, session-agent-order.ts, agent-socket.ts `agentChannels`).
+// the clients. The way out is the machine's (`toAgent` and its order, agent-socket.ts `agentChannels`).
 
 import { type Message, isObject, isRequest, isResponse } from "../../protocol/jsonrpc";
 import { CANCEL_REQUEST, CLIENT_METHODS } from "../../protocol/methods";

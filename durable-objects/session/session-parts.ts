@@ -92,7 +92,7 @@ export function sessionParts(ctx: DurableObjectState, env: Env, testing: () => S
   const policy = new TenantPolicy(env.DB, store);
   const channels = agentChannels(ctx, env, store, agentSocket, testing);
   // The session machine comes first, so every frame for the agent goes straight into its order
-  // (protocol/session-agent-order.ts); what it asks of the permission machine and of a deletion (a turn's
+  // (protocol/session-machine.ts `AgentOrder`); what it asks of the permission machine and of a deletion (a turn's
   // end, a session deleted: never on the way to the agent) goes through `later`, set once they exist.
   const later: { permissions?: PermissionMachine<WebSocket>; deletion?: SessionDeletion } = {};
   const machine = new SessionMachine(

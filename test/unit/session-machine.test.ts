@@ -1,5 +1,5 @@
 // The SessionObject's machine (protocol/session-machine.ts, its order towards the agent in
-// protocol/session-agent-order.ts), model-based: a simulated world of one session, two clients, the
+// `AgentOrder` in the same file), model-based: a simulated world of one session, two clients, the
 // session's rows (which outlive an instance, as SQLite does), its instances, its three ways to the
 // agent (the edge link, the agent link, RPC calls on stubs) and the agent behind them, driven
 // through random interleavings fast-check finds:
@@ -27,8 +27,14 @@
 
 import fc from "fast-check";
 import { describe, it } from "vitest";
-import { type InflightRow, SessionMachine, type SessionPort, type SessionTable } from "../../protocol/session-machine";
-import type { LinkOutcome, RpcOutcome } from "../../protocol/session-agent-order";
+import {
+  type InflightRow,
+  type LinkOutcome,
+  type RpcOutcome,
+  SessionMachine,
+  type SessionPort,
+  type SessionTable,
+} from "../../protocol/session-machine";
 import type { ToAgent } from "../../protocol/agent-relay";
 import type { TurnState } from "../../protocol/turn-state";
 import type { ClientAttachment } from "../../protocol/session-wire";
