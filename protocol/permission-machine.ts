@@ -267,7 +267,7 @@ const MAX_RESENDS = 3;
 const OUTSIDE_TURN_WINDOW_MS = 60_000;
 
 type PersonDecidedBy = Extract<DecidedBy, { type: "person" }>;
-type Answer = { result?: unknown; error?: unknown };
+export type Answer = { result?: unknown; error?: unknown };
 
 export class PermissionMachine<C> {
   /** Out-of-turn requests in the current window (in memory: an eviction starts a new window, which only audits more). */

@@ -22,7 +22,6 @@ import { AgentRequests } from "./agent-request-routing";
 import { AgentSocket, agentChannels } from "./agent-socket";
 import { AuditOutbox, auditPort } from "./audit-outbox";
 import { AttachedClients, attachmentOf, send } from "./clients";
-import { ClientMessages } from "./client-messages";
 import { liveIndex } from "./live-index";
 import { ModeApprovals } from "./mode-approvals";
 import { Notifier } from "./notify";
@@ -54,7 +53,6 @@ export interface SessionParts {
   agent: AgentLink;
   agentSocket: AgentSocket;
   attach: SessionAttach;
-  fromClients: ClientMessages;
   deadlines: SessionDeadlines;
   audits: AuditOutbox;
   turnWatch: TurnWatch;
@@ -184,7 +182,6 @@ export function sessionParts(ctx: DurableObjectState, env: Env, testing: () => S
   });
   held.modes = modes;
   const attach = new SessionAttach(ctx, store, requests, clients, permissions, agentSocket, modes);
-  const fromClients = new ClientMessages(store, machine, permissions, agentRequests, modes);
   const agentModes = new AgentModes({
     db: d1,
     store,
@@ -220,7 +217,6 @@ export function sessionParts(ctx: DurableObjectState, env: Env, testing: () => S
     agent,
     agentSocket,
     attach,
-    fromClients,
     deadlines,
     audits,
     turnWatch,

@@ -2,7 +2,7 @@
 // and in which order: the client's role first, then the session's existence — a watch-only client
 // gets the role's refusal whether or not the session was deleted, as the edge (client-connection.ts)
 // refuses by role before it asks for the session; a client whose role may send it gets -32002 for a
-// deleted session. The shell (durable-objects/session/client-messages.ts) checks neither.
+// deleted session. The shell (durable-objects/session/session-object.ts `fromClient`) checks neither.
 
 import { describe, expect, it } from "vitest";
 import { type InflightRow, SessionMachine, type SessionPort, type SessionTable } from "../../protocol/session-machine";
@@ -126,7 +126,7 @@ describe("session machine: a request refused before it reaches the agent", () =>
   });
 
   // The requests the gateway keeps (a held mode change, decision 0061) are admitted by the same method:
-  // client-messages.ts asks `admit` before it hands them to mode-approvals.ts.
+  // the shell (session-object.ts `fromClient`) asks `admit` before it hands them to mode-approvals.ts.
   it.each([HOLD_MODE_CHANGE, DECIDE_MODE_CHANGE])("%s: a watch-only client is refused for its role even in a deleted session", (method) => {
     const { machine, table, sent } = session();
     table.meta = undefined;
