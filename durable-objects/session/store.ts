@@ -46,7 +46,7 @@ interface RequestColumn {
   unseen?: UnseenHold;
 }
 
-export { type Approval, type PendingRequest, permIdOfCopy } from "../../protocol/pending-permission";
+export type { Approval, PendingRequest } from "../../protocol/pending-permission";
 
 export class SessionStore extends SessionLogRows {
   /** What this start did to the storage's layout (store-migrations.ts): the version found and left, the migrations run. */
