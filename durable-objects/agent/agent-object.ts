@@ -70,11 +70,8 @@ export class AgentObject extends DurableObject<Env> implements AgentContract {
       waitUntil: (promise) => ctx.waitUntil(promise),
       idleMs: Number(env.AGENT_LINK_IDLE_MS ?? LINK_IDLE_MS),
     });
-    const holds = (this.holds = new AgentTestHolds(
-      (sessionId, items) => this.deliver(sessionId, items),
-      linksTesting(this.links),
-      () => store.epoch,
-    ));
+    const deliver = (sessionId: string, items: Stamped[]) => this.deliver(sessionId, items);
+    const holds = (this.holds = new AgentTestHolds(deliver, linksTesting(this.links), () => store.epoch));
     seams.attach(this, holds.testing);
     this.stubs = new SessionStubs(env, store, () => holds.testing.session);
     this.lines = new AgentLines(ctx, env, store, this.rates, (ws, text) => holds.send(ws, text));
