@@ -19,6 +19,13 @@ const turnInOneModule = {
   message: "The session's turn changes only in protocol/session-machine.ts (SessionMachine): add a method there.",
 };
 
+/** The session's tables are made by its versioned layout only (durable-objects/session/store-migrations.ts). */
+const tablesInTheLayout = {
+  selector: ":matches(Literal[value=/CREATE (TABLE|INDEX)/i], TemplateElement[value.raw=/CREATE (TABLE|INDEX)/i])",
+  message:
+    "A session's table is part of its versioned layout: add it in durable-objects/session/store-migrations.ts (the layout and a migration).",
+};
+
 /** A WebSocket close code (1000–4999) written as a number where a close code goes. */
 const CLOSE_LITERAL = "Literal[value>=1000][value<=4999]";
 /**
@@ -99,6 +106,11 @@ export default tseslint.config(
     files: ["durable-objects/**", "protocol/**"],
     ignores: ["durable-objects/objects.ts", "protocol/session-machine.ts", "durable-objects/session/session-table.ts"],
     rules: { "no-restricted-syntax": ["error", reachObjects, turnInOneModule, ...literalCodes] },
+  },
+  {
+    files: ["durable-objects/session/**"],
+    ignores: ["durable-objects/session/session-table.ts", "durable-objects/session/store-migrations.ts"],
+    rules: { "no-restricted-syntax": ["error", reachObjects, turnInOneModule, tablesInTheLayout, ...literalCodes] },
   },
   {
     // Command-line programs and scripts talk to people on stdout.

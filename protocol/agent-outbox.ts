@@ -14,7 +14,7 @@
 //   takes them; the rows go when it has. A new instance reads them back (`restore`).
 // - Each number once: numbers are reserved in blocks (one row per block, not per item) and a number a
 //   previous instance reserved is never handed out again, used or not; the session skips any item it
-//   already applied by its number (session/agent-delivery.ts).
+//   already applied by its number (session/agent-link.ts `firstTime`).
 // - Nothing retries for ever: a session whose deliveries fail MAX_DELIVERY_ATTEMPTS times in a row
 //   has its waiting items dropped (the caller logs it).
 

@@ -11,7 +11,7 @@
 //   through the AgentObject for the session (so it covers all of them) and nothing is queued or held.
 // - Once: direct items are numbered from the granted range, which the AgentObject reserved from its
 //   own numbering (every number it stamps later is above it), so the session applies each once
-//   (agent-delivery.ts) whichever path carried it. A failed delivery hands its items back numbered.
+//   (session/agent-link.ts `firstTime`) whichever path carried it. A failed delivery hands its items back numbered.
 
 import { MAX_BATCH_BYTES, batchPrefix } from "./agent-link-wire";
 import type { AgentObjectToEdge, EdgeToAgentObject } from "./agent-edge-wire";

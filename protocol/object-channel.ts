@@ -21,7 +21,7 @@
 //   fallback (RPC); `closeAll` does so for every link. Nothing is written on a link after that.
 // - In order, applied once: a batch goes on a link only while none is unacked there, so what the
 //   caller re-sends after a failure never overtakes what went before; the receiver applies each
-//   item once by its number (session/agent-delivery.ts), and the far end hands a frame's number on
+//   item once by its number (session/agent-link.ts `firstTime`), and the far end hands a frame's number on
 //   once (agent-object.ts `fromLink`), so a frame that failed here and is re-sent by RPC under the
 //   same number is never applied twice.
 // - Reconnects as today: the opener opens a link to a peer at its first delivery and uses it from

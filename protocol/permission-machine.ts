@@ -55,19 +55,12 @@
 
 import { type JsonRpcId, RpcError, errorResponse, isObject } from "./jsonrpc";
 import { CANCEL_REQUEST, CLIENT_METHODS } from "./methods";
-import {
-  CANCELLED_RESULT,
-  type PermissionOption,
-  RULES_UNAVAILABLE_MESSAGE,
-  judgeAnswer,
-  markedRulesUnknown,
-  withGatewayMeta,
-} from "./permissions";
+import { CANCELLED_RESULT, type PermissionOption, RULES_UNAVAILABLE_MESSAGE, markedRulesUnknown, withGatewayMeta } from "./permissions";
 import { type LimitError, limitsOf, outsideTurnAuditLimit, pendingLimitError } from "./tenant-limits";
 import { type ClientAttachment, rewritable } from "./session-wire";
 import { type DecidedBy, type PendingRequest, type Approval, copyId, parsedParams, toolCallOf } from "./pending-permission";
 import { type FrozenOperation, changedFields, freezeOperation, rawInputMissing, tooLargeToFreeze } from "./frozen-operation";
-import { type Answerer, type RequestFacts, answerable, authorise, personKey, unsatisfiable, waitsOn } from "./people/answering";
+import { type Answerer, type RequestFacts, answerable, authoriseAnswer, personKey, unsatisfiable, waitsOn } from "./people/answering";
 import { type FourEyesNeed, fourEyesNeed } from "./people/four-eyes";
 import { describeOperation } from "./operation";
 import {
@@ -136,6 +129,13 @@ export interface Resolution {
   audit: object | null;
 }
 
+/** What resolved a request: the table makes its audit entry from it as it writes the resolution. */
+export interface Decided {
+  outcome: unknown;
+  by: DecidedBy;
+  chosen?: PermissionOption;
+}
+
 /**
  * The session's tables (durable-objects/session/store.ts, in SQLite): the meta, the turn, the tool
  * calls, and each request's one log entry (pending while its `request` column is open). The
@@ -165,7 +165,12 @@ export interface PermissionTable {
   recordApproval(permId: number, approval: Approval): void;
   /** An entry that is only audit trail (a refused answer, a first approval). */
   appendAudited(kind: "refusal", body: string, audit: object): void;
-  resolvePermission(permId: number, resolution: Resolution): void;
+  /**
+   * The request's entry resolved in one write: `text` (what clients are sent) and its audit entry,
+   * which the table makes from `decided` and the operation frozen when it was asked (null without the
+   * session's meta), as the audit port's `entry` would.
+   */
+  resolvePermission(pending: PendingRequest, text: string, decided: Decided): void;
   reopenPermission(pending: PendingRequest): void;
 }
 
@@ -266,7 +271,7 @@ const MAX_RESENDS = 3;
 const OUTSIDE_TURN_WINDOW_MS = 60_000;
 
 type PersonDecidedBy = Extract<DecidedBy, { type: "person" }>;
-type Answer = { result?: unknown; error?: unknown };
+export type Answer = { result?: unknown; error?: unknown };
 
 export class PermissionMachine<C> {
   /** Out-of-turn requests in the current window (in memory: an eviction starts a new window, which only audits more). */
@@ -814,12 +819,14 @@ export class PermissionMachine<C> {
     // to a request the agent changed is refused aloud: what it answered is not what would run.
     if (!pending) return this.refuseChanged(client, permId);
     if (!pending.asking) return;
-    const judged = judgeAnswer(response.result, this.offeredToPeople(pending));
+    const answerer = answererOf(attachment);
+    // Judged against the options offered, then authorised as it commits: the role, the turn and the
+    // policy as they are now, not as when the copy was sent (people/answering.ts, one call).
+    const judged = authoriseAnswer(answerer, this.factsOf(pending), response.result);
     // Never approval (TC-10, TC-17): tell this client, keep the request pending, and ask it again.
     if (!judged.ok) return this.refuseInvalid(client, pending, judged.reason);
     const given = reasonOfAnswer(response.result);
     if (!given.ok) return this.refuseInvalid(client, pending, given.why);
-    const answerer = answererOf(attachment);
     const by: PersonDecidedBy = {
       type: "person",
       connectionId: attachment.connId,
@@ -831,10 +838,7 @@ export class PermissionMachine<C> {
       ...(pending.approvals && pending.approvals.length > 0 ? { approvedBefore: pending.approvals } : {}),
       ...(given.reason ? { reason: given.reason } : {}),
     };
-    const outcome = judged.outcome;
-    const chosen = outcome.outcome === "selected" ? outcome.option : null;
-    // Authorised as it commits: the role, the turn and the policy as they are now, not as when the copy was sent.
-    const authorised = authorise(answerer, this.factsOf(pending), chosen);
+    const { outcome, chosen, authorised } = judged;
     if (!authorised.ok) return this.refuse(client, pending, by, chosen, authorised.reason, outcome.outcome);
     if (!authorised.commit) {
       if (chosen) this.recordFirstApproval(client, pending, by, answerer.who, chosen);
@@ -1018,14 +1022,13 @@ export class PermissionMachine<C> {
       decidedBy: by,
     };
     const text = JSON.stringify({ jsonrpc: "2.0", method: GATEWAY_NOTIFICATIONS.permissionResolved, params });
-    const resolution = { text, audit: audit.entry(pending, outcome, by, chosen) };
     // A person allowed a request whose card showed what the agent changed unseen: what it showed is seen
     // now (decision 0064). An approval link's page shows no list: it clears nothing.
     const seen = by.type === "person" && allows(outcome, pending.options) ? seenBy(pending.unseen, shownClaimOf(result)) : [];
     if (seen.length > 0) this.io.rules.seen(seen);
     session.metric(METRIC.permissionResolved, by.type);
-    if (append === undefined) table.resolvePermission(pending.permId, resolution);
-    else table.appendPermission(pending.permId, append, pending, resolution);
+    if (append === undefined) table.resolvePermission(pending, text, { outcome, by, ...(chosen ? { chosen } : {}) });
+    else table.appendPermission(pending.permId, append, pending, { text, audit: audit.entry(pending, outcome, by, chosen) });
     audit.hold(pending.permId);
     // Announced only once the agent has the answer: one that cannot reach it is no resolution. It goes
     // to the clients attached now; one attaching meanwhile never saw the request (it is no longer pending).
@@ -1090,7 +1093,7 @@ export class PermissionMachine<C> {
   /** The request's entry says it was withdrawn, and by whom (one UPDATE, with its audit entry). */
   private writeWithdrawn(pending: PendingRequest, by: DecidedBy): void {
     const text = JSON.stringify({ permId: pending.permId, decidedBy: by });
-    this.io.table.resolvePermission(pending.permId, { text, audit: this.io.audit.entry(pending, { outcome: "withdrawn" }, by) });
+    this.io.table.resolvePermission(pending, text, { outcome: { outcome: "withdrawn" }, by });
   }
 
   /**

@@ -1,6 +1,5 @@
-// Judging a client's answer to `session/request_permission`.
-// Only two outcomes exist: `selected` with an optionId that the request offered, and `cancelled`.
-// Anything else is never approval (TC-17): the gateway refuses it and the request stays pending.
+// A `session/request_permission`'s options and the gateway's marks on its params. A client's answer
+// is judged against the options in people/answering.ts (`authoriseAnswer`), with who may choose them.
 
 import { isObject } from "./jsonrpc";
 
@@ -12,31 +11,9 @@ export interface PermissionOption {
   kind: OptionKind | string;
 }
 
-type Outcome = { outcome: "cancelled" } | { outcome: "selected"; optionId: string; option: PermissionOption };
-
-export type JudgedAnswer = { ok: true; outcome: Outcome } | { ok: false; reason: string };
-
 export function offeredOptions(params: unknown): PermissionOption[] {
   if (!isObject(params) || !Array.isArray(params.options)) return [];
   return params.options.filter((o): o is PermissionOption => isObject(o) && typeof o.optionId === "string" && typeof o.kind === "string");
-}
-
-/** Judges the `result` of a client's response against the options the request offered. */
-export function judgeAnswer(result: unknown, options: PermissionOption[]): JudgedAnswer {
-  if (!isObject(result) || !isObject(result.outcome)) {
-    return { ok: false, reason: 'the result has no "outcome" object' };
-  }
-  const outcome = result.outcome;
-  if (outcome.outcome === "cancelled") return { ok: true, outcome: { outcome: "cancelled" } };
-  if (outcome.outcome !== "selected") {
-    return { ok: false, reason: `unknown outcome ${JSON.stringify(outcome.outcome)}; expected "selected" or "cancelled"` };
-  }
-  const option = options.find((o) => o.optionId === outcome.optionId);
-  if (!option) {
-    const offered = options.map((o) => o.optionId).join(", ");
-    return { ok: false, reason: `optionId ${JSON.stringify(outcome.optionId)} was not offered; offered: ${offered}` };
-  }
-  return { ok: true, outcome: { outcome: "selected", optionId: option.optionId, option } };
 }
 
 export const CANCELLED_RESULT = { outcome: { outcome: "cancelled" } } as const;

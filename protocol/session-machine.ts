@@ -6,8 +6,9 @@
 // departures, permission requests and their answers, deadlines, idle turns, the three channels'
 // outcomes (links that close, stubs that break) and crashes.
 //
-// Its order is the order of a client request's life: given (a prompt starts the turn) → to the agent
-// (session-agent-order.ts picks the way and keeps the order) → answered by the agent (a prompt's
+// It is longer than a shell may be because its order is the order of a client request's life, and it
+// holds the whole of it, the way to the agent included: given (a prompt starts the turn) → to the agent
+// (the order below picks the way and keeps it) → answered by the agent (a prompt's
 // answer ends the turn), or never delivered, or lost with the agent (an error to its client; a
 // prompt's turn ends and the clients are told why).
 //
@@ -20,12 +21,13 @@
 //   in the same step, so a late answer finds nothing).
 // - session/cancel reaches the agent before any `cancelled` answer to its permission requests (real
 //   agents read a `cancelled` that comes first as the person's rejection): the cancel is given to the
-//   order first, and the order keeps it (session-agent-order.ts).
+//   order first, and the order keeps it (`AgentOrder`, below).
 // - When a turn ends, every permission request still pending is answered `cancelled` (TC-12) — by
 //   the agent's answer, a cancel, the deadline, or a prompt never delivered; a turn the agent left
 //   leaves them to the agent's departure, which withdraws them — and the permission machine is told
-//   the turn is over; when the gateway ended it, every client is told why (`turn_ended`).
-// - A frame reaches the agent at most once and in order (session-agent-order.ts).
+//   the turn is over; when the gateway ended it, every client is told why (`turn_ended`). The shell
+//   is told each turn's end once, and by whom (`turnEnded`): the machine decides it, never the shell.
+// - A frame reaches the agent at most once and in order (`AgentOrder`, below).
 
 import { type JsonRpcId, RpcError, errorResponse, isObject } from "./jsonrpc";
 import { AGENT_METHODS, CANCEL_REQUEST } from "./methods";
@@ -34,12 +36,12 @@ import type { ToAgent } from "./agent-relay";
 import type { ClientAttachment } from "./session-wire";
 import type { DecidedBy } from "./pending-permission";
 import type { TurnState } from "./turn-state";
+import type { TurnEnd } from "./session-attach";
 import { type SessionHold, refusePromptWhileHeld } from "./unasked-runs";
 import { deleteDuringTurn, deletionGoesAhead } from "./session-delete";
 import { personKey } from "./people/answering";
 import { refusedByRole } from "./people/acp-methods";
 import { stage } from "./stage-timing";
-import { type AfterHandOff, type AgentChannels, AgentOrder } from "./session-agent-order";
 import { ErrorCode } from "../core/rpc-errors";
 import { GATEWAY_NOTIFICATIONS } from "../core/gateway-notifications";
 
@@ -51,6 +53,9 @@ export interface InflightRow {
   method: string;
   createdAt: number;
 }
+
+/** A turn that runs (or is being cancelled): the prompt's own. */
+export type RunningTurn = Exclude<TurnState, { state: "idle" }>;
 
 /** What the machine reads and writes of the session's rows (store.ts). */
 export interface SessionTable {
@@ -83,6 +88,11 @@ export interface SessionPort {
   promptStarted(gwId: number, client: ClientAttachment, params: unknown): void;
   /** The agent answered the prompt: the turn's end is logged and the index touched. */
   promptEnded(result: unknown): void;
+  /**
+   * The turn `turn` is over (the turn is idle now), and how: the agent answered its prompt, or the
+   * gateway ended it (`reason`, as its `turn_ended` notice, sent just before, says). Told once per turn.
+   */
+  turnEnded(turn: RunningTurn, end: TurnEnd): void;
   /** The agent answered session/set_config_option with the options now set. */
   configOptions(options: unknown[]): void;
   /** session/delete went ahead (or could not reach the agent): the session is forgotten and its clients told. */
@@ -112,7 +122,7 @@ export class SessionMachine {
 
   // ── out: towards the agent ───────────────────────────────────────────────────────────────────
   /**
-   * A frame for the agent, fire and forget, in order (session-agent-order.ts); `after` learns how it
+   * A frame for the agent, fire and forget, in order (`AgentOrder`); `after` learns how it
    * ended. A bound function: the permission machine and the routed requests are handed it as their port.
    */
   readonly toAgent = (frame: ToAgent, after?: AfterHandOff): void => {
@@ -134,18 +144,28 @@ export class SessionMachine {
    * session (connection/mode-gate.ts `gateRequest`), so both layers give one answer.
    */
   request(client: ClientAttachment, id: JsonRpcId, method: string, params: unknown): void {
-    // The edge refuses these already (by the key's role); checked again here by the client's, which session/attach may have lowered.
-    const refusal = refusedByRole(client.role ?? "approver", method);
-    if (refusal) throw refusal;
+    const meta = this.admit(client, method, params);
     const { table } = this.io;
-    const meta = table.meta;
-    // Deleted (session/delete) while this client's socket was still closing: answered, never dropped.
-    if (!meta) throw RpcError.sessionNotFound(isObject(params) ? params.sessionId : undefined);
     if (method === AGENT_METHODS.sessionPrompt) return this.prompt(client, id, method, params);
     if (method === AGENT_METHODS.sessionDelete && table.turn.state !== "idle") throw deleteDuringTurn(meta.sessionId, table.turn.user);
     const gwId = table.nextId();
     table.addInflight({ gwId, connId: client.connId, clientId: id, method, createdAt: this.io.now() });
     this.toAgent({ type: "request", gwId, method, params });
+  }
+
+  /**
+   * Whether this client may send `method` to this session now: its role first (the edge refused by the
+   * key's role already; the client's may be lower, session/attach lowers it), then the session's
+   * existence (deleted while this client's socket was still closing: answered, never dropped). Throws
+   * the RpcError its client is answered with. Every client request passes here: those for the agent
+   * (`request`) and those the gateway keeps (a held mode change, decided by people: mode-approvals.ts).
+   */
+  admit(client: ClientAttachment, method: string, params: unknown): NonNullable<SessionTable["meta"]> {
+    const refusal = refusedByRole(client.role ?? "approver", method);
+    if (refusal) throw refusal;
+    const meta = this.io.table.meta;
+    if (!meta) throw RpcError.sessionNotFound(isObject(params) ? params.sessionId : undefined);
+    return meta;
   }
 
   /** session/prompt: refused while a turn runs; otherwise the turn starts and the prompt goes to the agent. */
@@ -283,7 +303,7 @@ export class SessionMachine {
     table.turn = { state: "idle" };
     this.io.permissions.turnEnded();
     this.toAgent({ type: "notification", method: AGENT_METHODS.sessionCancel, params: { sessionId: meta.sessionId } });
-    this.ended("turn_idle", message);
+    this.gatewayEnded(turn, "turn_idle", message);
   }
 
   // ── the turn's ends ──────────────────────────────────────────────────────────────────────────
@@ -296,6 +316,7 @@ export class SessionMachine {
     table.turn = { state: "idle" };
     this.io.permissions.turnEnded();
     this.io.promptEnded(result);
+    this.io.turnEnded(turn, { by: "agent", result });
   }
 
   /** A client request that never reached the agent: its sender gets an error, a prompt's turn ends. */
@@ -322,11 +343,181 @@ export class SessionMachine {
     if (cancelPending) this.io.permissions.cancelAll({ type: "turn_end" });
     table.turn = { state: "idle" };
     this.io.permissions.turnEnded();
-    this.ended(reason, message);
+    this.gatewayEnded(turn, reason, message);
   }
 
-  /** The gateway ended the turn: `_acp_gateway/turn_ended` with the reason, logged and sent to every client. */
+  /**
+   * The gateway ended the turn: `_acp_gateway/turn_ended` with the reason, logged and sent to every
+   * client. A turn being cancelled (a deadline, an unasked run) ends later, with the agent's answer.
+   */
   private ended(reason: string, message: string): void {
     this.io.notice(GATEWAY_NOTIFICATIONS.turnEnded, { sessionId: this.io.table.meta?.sessionId, reason, message });
+  }
+
+  /** The gateway ended `turn` itself (it is idle now): every client told why, then the turn's end (the PR's turn_complete). */
+  private gatewayEnded(turn: RunningTurn, reason: string, message: string): void {
+    this.ended(reason, message);
+    this.io.turnEnded(turn, { by: "gateway", reason });
+  }
+}
+
+// ── the order towards the agent ─────────────────────────────────────────────────────────────────
+// The order in which the session's frames reach its agent, part of this machine (`toAgent` hands every
+// frame to it): which of the three ways each frame takes (the edge link, the agent link, an RPC call
+// to the AgentObject), when a frame waits, and the one second try of a frame whose hand-off failed.
+// Kept in this file because it is the middle of a request's life (given → to the agent → answered);
+// the model test drives both as one.
+//
+// Its guarantees, and how:
+// - Frames reach the agent in the order they were given, but for two answers to the agent's own
+//   requests, which may pass each other. A link carries its frames in order and RPC calls on one stub
+//   are delivered in the order made, so a frame takes the agent link only while no RPC call is out,
+//   and an answer takes the edge link only while nothing is out on the other two; the frames given
+//   while an answer is out on the edge wait here (`afterEdge`) until every such answer is settled.
+// - This holds when a failure is of a channel (a link closes: its frames fail oldest first; a stub
+//   whose object crashed: its calls throw in order), which is how they fail. A frame the AgentObject
+//   fails alone while later ones on its link go through is tried again behind them, and a frame
+//   given while the link is closing (its send refused, its frames not yet failed) goes by RPC ahead
+//   of their second tries.
+// - The one second try of the frames a link failed goes on one fresh stub, in order (found by the
+//   model test: a fresh stub each, as before, kept no order between them).
+// - A frame reaches the agent at most once: both tries carry the frame's key, and the AgentObject
+//   (and, for an answer, the edge) hands a key on once.
+// - Every frame given is settled exactly once (`settled`): delivered, not held by the agent, or its
+//   hand-off failed twice; only a frame of a session deleted meanwhile is dropped unsettled. A frame
+//   that failed on a link or the edge, or whose call threw, is tried once more by RPC (after a link's
+//   or a call's failure on a fresh stub: one whose object crashed stays broken).
+
+/** How a frame sent on a link ended: it reached the agent, it did not, or the link or the AgentObject failed it. */
+export type LinkOutcome = "delivered" | "undelivered" | "failed";
+
+/** How an RPC call to the AgentObject ended: true or false as it answered, or it threw. */
+export type RpcOutcome = "delivered" | "undelivered" | "threw";
+
+/** The three ways to the agent (the shell's agent-socket.ts and the AgentObject's stub). */
+export interface AgentChannels {
+  /** On the newest edge link, under `key`; false when there is none or it is closing. `settle` is called once, later. */
+  edge(frame: ToAgent, key: number, settle: (outcome: LinkOutcome) => void): boolean;
+  /** On the agent link, under `key`; false when there is none or it is closing. `settle` is called once, later. */
+  link(frame: ToAgent, key: number, settle: (outcome: LinkOutcome) => void): boolean;
+  /**
+   * As an RPC call, on a fresh stub when `fresh` (the shell also drops a stub whose call threw);
+   * `settle` is called once, later. False when the session is gone (deleted): the frame is dropped.
+   */
+  rpc(frame: ToAgent, key: number, fresh: boolean, settle: (outcome: RpcOutcome) => void): boolean;
+}
+
+/** Told once per frame how it ended: `threw` when its hand-off itself failed (twice). */
+export type AfterHandOff = (delivered: boolean, threw: boolean) => void;
+
+/** What the order tells its owner once a frame is settled (session-machine.ts). */
+export type FrameSettled = (frame: ToAgent, delivered: boolean, threw: boolean, after: AfterHandOff | undefined) => void;
+
+interface Out {
+  frame: ToAgent;
+  after: AfterHandOff | undefined;
+  via: "edge" | "link" | "rpc";
+  /** Already the second try. */
+  retried: boolean;
+}
+
+export class AgentOrder {
+  /** Each frame's key for the AgentObject's once-only hand-off (the shell starts it where no earlier instance's could be in use). */
+  private nextKey: number;
+  /** RPC calls not yet settled: while there are any, frames go by RPC too, so none overtakes another. */
+  private rpcInFlight = 0;
+  /** Frames on the agent link not settled yet: while there are any (or RPC calls), an answer goes that way too. */
+  private linkInFlight = 0;
+  /** Answers on an edge link not settled yet: while there are any, the frames after them wait in `afterEdge`. */
+  private edgeInFlight = 0;
+  private readonly afterEdge: { frame: ToAgent; after: AfterHandOff | undefined; key: number }[] = [];
+  /** What is out, by key (one try of a key is out at a time). */
+  private readonly out = new Map<number, Out>();
+
+  constructor(
+    private readonly channels: AgentChannels,
+    private readonly settled: FrameSettled,
+    firstKey: number,
+  ) {
+    this.nextKey = firstKey;
+  }
+
+  /** How many frames wait behind an answer on an edge link (the session's test seam reads it). */
+  get heldAfterEdgeAnswer(): number {
+    return this.afterEdge.length;
+  }
+
+  /** A frame for the agent, fire and forget, in order; `after` learns how it ended. */
+  send(frame: ToAgent, after?: AfterHandOff): void {
+    this.first(frame, after, this.nextKey++);
+  }
+
+  /** The outcome of a frame sent on a link (agent or edge) under `key`. */
+  private linkSettled(key: number, outcome: LinkOutcome): void {
+    const out = this.out.get(key);
+    if (!out || out.via === "rpc") return;
+    this.out.delete(key);
+    if (out.via === "edge") {
+      this.edgeInFlight--;
+      // The edge failed it: the one second try goes through the AgentObject (no stub is broken).
+      if (outcome === "failed") this.byRpc(out.frame, out.after, key, false);
+      else this.settled(out.frame, outcome === "delivered", false, out.after);
+      if (this.edgeInFlight === 0) for (const next of this.afterEdge.splice(0)) this.first(next.frame, next.after, next.key);
+      return;
+    }
+    this.linkInFlight--;
+    // The link failed, maybe with its AgentObject (a crash): the one try by RPC goes on a fresh stub,
+    // and the frames failed with it follow on that same stub (a stub each would keep no order).
+    if (outcome === "failed") this.byRpc(out.frame, out.after, key, this.rpcInFlight === 0);
+    else this.settled(out.frame, outcome === "delivered", false, out.after);
+  }
+
+  /** The outcome of an RPC call made under `key`. */
+  private rpcSettled(key: number, outcome: RpcOutcome): void {
+    const out = this.out.get(key);
+    if (out?.via !== "rpc") return;
+    this.out.delete(key);
+    this.rpcInFlight--;
+    if (outcome !== "threw") this.settled(out.frame, outcome === "delivered", false, out.after);
+    // The shell dropped the stub if it is still the one that threw.
+    else if (!out.retried) this.byRpc(out.frame, out.after, key, false);
+    else this.settled(out.frame, false, true, out.after);
+  }
+
+  /** A frame's first try: it waits behind an answer on the edge, or takes the edge, the link or RPC, in that order of preference. */
+  private first(frame: ToAgent, after: AfterHandOff | undefined, key: number): void {
+    if ((this.edgeInFlight > 0 && frame.type !== "response") || this.afterEdge.length > 0) {
+      this.afterEdge.push({ frame, after, key });
+      return;
+    }
+    if (frame.type === "response" && this.rpcInFlight === 0 && this.linkInFlight === 0) {
+      this.out.set(key, { frame, after, via: "edge", retried: false });
+      if (this.channels.edge(frame, key, (outcome) => this.linkSettled(key, outcome))) {
+        this.edgeInFlight++;
+        return;
+      }
+      this.out.delete(key);
+    }
+    if (this.rpcInFlight === 0) {
+      this.out.set(key, { frame, after, via: "link", retried: false });
+      this.linkInFlight++;
+      if (this.channels.link(frame, key, (outcome) => this.linkSettled(key, outcome))) return;
+      this.linkInFlight--;
+      this.out.delete(key);
+    }
+    this.call(frame, after, key, false, false);
+  }
+
+  /** The one second try, always by RPC. */
+  private byRpc(frame: ToAgent, after: AfterHandOff | undefined, key: number, fresh: boolean): void {
+    this.call(frame, after, key, true, fresh);
+  }
+
+  private call(frame: ToAgent, after: AfterHandOff | undefined, key: number, retried: boolean, fresh: boolean): void {
+    this.out.set(key, { frame, after, via: "rpc", retried });
+    this.rpcInFlight++;
+    if (this.channels.rpc(frame, key, fresh, (outcome) => this.rpcSettled(key, outcome))) return;
+    this.rpcInFlight--;
+    this.out.delete(key);
   }
 }

@@ -60,9 +60,9 @@ export class AgentObject extends DurableObject<Env> implements AgentContract {
   constructor(ctx: DurableObjectState, env: Env) {
     super(ctx, env);
     stageTimingFrom(env);
+    // Built in the order each needs the one before: nothing below reads a part not yet made.
     const store = (this.store = new AgentStore(ctx.storage.sql));
     this.rates = new AgentRates(gatewayObjects(env));
-    this.stubs = new SessionStubs(env, store, () => this.holds.testing.session);
     this.links = new SessionLinks({
       open: (sessionId) => this.openLink(sessionId),
       // SAFETY: a link carries only what its session's AgentLink sends, a ToAgent (session/agent-link.ts).
@@ -70,13 +70,11 @@ export class AgentObject extends DurableObject<Env> implements AgentContract {
       waitUntil: (promise) => ctx.waitUntil(promise),
       idleMs: Number(env.AGENT_LINK_IDLE_MS ?? LINK_IDLE_MS),
     });
-    this.holds = new AgentTestHolds(
-      { currentSocket: () => this.lines.current()?.ws, deliver: (sessionId, items) => this.deliver(sessionId, items) },
-      linksTesting(this.links),
-      () => store.epoch,
-    );
-    seams.attach(this, this.holds.testing);
-    this.lines = new AgentLines(ctx, env, store, this.rates, (ws, text) => this.holds.send(ws, text));
+    const deliver = (sessionId: string, items: Stamped[]) => this.deliver(sessionId, items);
+    const holds = (this.holds = new AgentTestHolds(deliver, linksTesting(this.links), () => store.epoch));
+    seams.attach(this, holds.testing);
+    this.stubs = new SessionStubs(env, store, () => holds.testing.session);
+    this.lines = new AgentLines(ctx, env, store, this.rates, (ws, text) => holds.send(ws, text));
     this.alarms = new AgentAlarm(ctx, (keyId) => this.closeConnections(keyId, "the agent key expired"));
     this.relay = new AgentRelay({
       agent: { current: () => this.lines.current(), admit: (epoch, method, id) => this.admit(epoch, method, id) },

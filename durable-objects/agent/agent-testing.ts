@@ -33,24 +33,17 @@ export interface AgentTesting {
   grant(sessionId: string, c: number): boolean;
 }
 
-/** The object's side of the seam: how its deliveries and line sends go through a test's holds. */
-export interface AgentIo {
-  /** The current line's socket, if any. */
-  currentSocket(): WebSocket | undefined;
-  /** The object's delivery of a batch to a session. */
-  deliver(sessionId: string, items: Stamped[]): void;
-}
-
 /** The seam for one instance, and the holds it keeps. */
 export class AgentTestHolds {
   readonly testing: AgentTesting;
   /** Deliveries a test holds (`AgentTesting.held`), by session. */
   private readonly heldDeliveries = new Map<string, Stamped[]>();
-  /** Grants a test withholds (`AgentTesting.grants`), the newest by session. */
-  private readonly withheldGrants = new Map<string, Extract<AgentObjectToEdge, { t: "grant" }>>();
+  /** Grants a test withholds (`AgentTesting.grants`), the newest by session, with the socket each was for. */
+  private readonly withheldGrants = new Map<string, { grant: Extract<AgentObjectToEdge, { t: "grant" }>; ws: WebSocket }>();
 
+  /** `deliver`: the object's own delivery of a batch to a session, which a test's hold stands before. */
   constructor(
-    private readonly io: AgentIo,
+    private readonly deliverNow: (sessionId: string, items: Stamped[]) => void,
     links: LinksTesting,
     epoch: () => number,
   ) {
@@ -63,13 +56,13 @@ export class AgentTestHolds {
       deliver: (sessionId) => {
         const items = this.heldDeliveries.get(sessionId);
         this.heldDeliveries.delete(sessionId);
-        if (items) io.deliver(sessionId, items);
+        if (items) deliverNow(sessionId, items);
       },
+      // On the socket it was withheld from: a grant is its connection's (a newer one has its own).
       grant: (sessionId, c) => {
         const withheld = this.withheldGrants.get(sessionId);
-        const ws = io.currentSocket();
-        if (!withheld || !ws) return false;
-        ws.send(encodeControl({ ...withheld, c }));
+        if (!withheld) return false;
+        withheld.ws.send(encodeControl({ ...withheld.grant, c }));
         return true;
       },
     };
@@ -78,7 +71,7 @@ export class AgentTestHolds {
   /** The relay's delivery to a session, unless a test holds the session's (`held`). */
   deliver(sessionId: string, items: Stamped[]): void {
     if (this.testing.held?.(sessionId)) this.heldDeliveries.set(sessionId, items);
-    else this.io.deliver(sessionId, items);
+    else this.deliverNow(sessionId, items);
   }
 
   /** A frame for the agent's line; a test may watch or withhold the grants among them. */
@@ -86,7 +79,7 @@ export class AgentTestHolds {
     const { grants, granted } = this.testing;
     const grant = (!grants || granted) && text.startsWith(CONTROL_MARK) ? decodeControl(text) : undefined;
     if (grant?.t === "grant") {
-      if (!grants) return void this.withheldGrants.set(grant.s, grant);
+      if (!grants) return void this.withheldGrants.set(grant.s, { grant, ws });
       granted?.(grant.s);
     }
     ws.send(text);

@@ -1,18 +1,17 @@
 // The session's side of its link to the agent, whose single connection the AgentObject holds, the
 // way in: what the AgentObject delivers (the agent's frames, its answers to client requests, the
-// news that its connection is gone), applied in order and once each (agent-delivery.ts), and
+// news that its connection is gone), applied in order and once each (`firstTime`), and
 // dispatched to what acts on it — the session machine (protocol/session-machine.ts: answers, the
 // departure's client requests and turn), the permission machine, the routed requests, the log and
-// the clients. The way out is the machine's (`toAgent`, session-agent-order.ts, agent-socket.ts `agentChannels`).
+// the clients. The way out is the machine's (`toAgent` and its order, agent-socket.ts `agentChannels`).
 
 import { type Message, isObject, isRequest, isResponse } from "../../protocol/jsonrpc";
 import { CANCEL_REQUEST, CLIENT_METHODS } from "../../protocol/methods";
 import type { SessionMachine } from "../../protocol/session-machine";
 import { isToolCallUpdate } from "../../protocol/tool-calls";
-import { AgentDelivery } from "./agent-delivery";
 import type { AgentRequests } from "./agent-request-routing";
 import { type AttachedClients, sendRewritable } from "./clients";
-import { appendUpdate, maybeFold } from "./compaction";
+import { maybeFold } from "./compaction";
 import type { FromAgent } from "./contract";
 import type { PermissionMachine } from "../../protocol/permission-machine";
 import type { SessionInfo } from "./session-info";
@@ -23,7 +22,6 @@ import type { TurnWatch } from "./turn-watch";
 import { sessionLog } from "./session-log";
 
 export interface AgentLinkParts {
-  sql: SqlStorage;
   store: SessionStore;
   requests: RequestRows;
   clients: AttachedClients;
@@ -36,11 +34,7 @@ export interface AgentLinkParts {
 }
 
 export class AgentLink {
-  private readonly delivery: AgentDelivery;
-
-  constructor(private readonly parts: AgentLinkParts) {
-    this.delivery = new AgentDelivery(parts.sql, parts.store);
-  }
+  constructor(private readonly parts: AgentLinkParts) {}
 
   // ── in: from the agent, through the AgentObject ──────────────────────────────────────────────
   /** A batch, handled as one event: one storage commit for all of it. */
@@ -55,7 +49,7 @@ export class AgentLink {
 
   private applyBatch(items: FromAgent[]): void {
     for (const item of items) {
-      if (!this.delivery.take(item)) continue; // re-sent after an AgentObject restart: applied already
+      if (!this.firstTime(item)) continue; // re-sent after an AgentObject restart: applied already
       // One frame that fails to apply must not take the rest of the batch with it.
       try {
         if (item.kind === "frame") this.frame(item.epoch, item.text);
@@ -65,6 +59,27 @@ export class AgentLink {
         sessionLog(this.parts.store).error("session.agent_frame_failed", "an agent frame failed to apply", { unexpected: true }, error);
       }
     }
+  }
+
+  /**
+   * Exactly-once delivery from the AgentObject. It re-sends what a failed call may not have handed on
+   * (also after its restart), so the session skips items it has already applied. Items are numbered
+   * by the AgentObject in the order it accepted them and arrive in that order; the highest applied
+   * number is kept in the log row each item writes (store-log.ts `appliedAgentSeq`), not in a row of
+   * its own. Items that write no log row (answers, the agent's departure, its $/cancel_request, a
+   * routed request) are applied idempotently instead, so one seen again after a restart is harmless.
+   * True the first time an item is seen; it then counts as applied (also if applying it throws). The
+   * departure and answers are neither checked nor counted: the AgentObject numbers the items it makes
+   * itself (a departure, an error in place of an answer) from its own counter, above any range it
+   * granted the edge, and counting them would make the session skip the edge's items still on their
+   * way from that range (protocol/edge-routing.ts).
+   */
+  private firstTime(item: FromAgent): boolean {
+    const { store } = this.parts;
+    if (item.seq === undefined || item.kind === "gone" || item.kind === "response") return true;
+    if (item.seq <= store.appliedAgentSeq) return false;
+    store.appliedAgentSeq = item.seq;
+    return true;
   }
 
   /** One frame of the agent; the AgentObject checked its limits and its JSON-RPC shape (parseFrame). */
@@ -83,7 +98,7 @@ export class AgentLink {
     if (message.method === CLIENT_METHODS.sessionRequestPermission) {
       return this.parts.permissions.ask(epoch, message.id, text, params);
     }
-    // Seen again after a restart (agent-delivery.ts): the client already has it.
+    // Seen again after a restart (`firstTime` does not count routed requests): the client already has it.
     if (this.parts.requests.agentRequests({ agentReqId: message.id, epoch }).length > 0) return;
     this.parts.agentRequests.route(epoch, message.id, message.method, params);
   }
@@ -93,7 +108,7 @@ export class AgentLink {
     const update = isObject(params) ? params.update : undefined;
     // The agent's own notice: live only, never history, to the clients that advertised notices (decision 0063).
     if (isObject(update) && update.sessionUpdate === "notice") return this.parts.clients.toNoticeClients(text);
-    const seq = appendUpdate(store, text, message);
+    const seq = store.appendUpdate(text, message);
     maybeFold(store, seq);
     if (isToolCallUpdate(update)) {
       store.applyToolCall(update, seq);

@@ -7,7 +7,7 @@
 // session's answers to the agent's requests out, answered the same way (decision 0034).
 // A shell over protocol/object-channel.ts (the acceptor's end), which decides; here are the sockets
 // (found by tag, so they outlive a hibernation) and the one timer.
-// Below, `agentChannels`: the session's three ways to its agent as protocol/session-agent-order.ts
+// Below, `agentChannels`: the session's three ways to its agent as protocol/session-machine.ts `AgentOrder`
 // picks them — the edge link and the agent link (this socket), and an RPC call to the AgentObject on a
 // stub kept until a call on it fails (a stub whose object crashed stays broken). Each is one try;
 // which to take, and the second try, are the machine's.
@@ -15,7 +15,7 @@
 import type { LinkToSession } from "../../protocol/agent-link-wire";
 import { type FrameOutcome, ObjectChannel } from "../../protocol/object-channel";
 import type { ToAgent } from "../agent/contract";
-import type { AgentChannels } from "../../protocol/session-agent-order";
+import type { AgentChannels } from "../../protocol/session-machine";
 import type { Env } from "../../core/env";
 import { type AgentStub, objects } from "../objects";
 import type { SessionStore } from "./store";

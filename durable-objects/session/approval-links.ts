@@ -7,17 +7,11 @@ import { targetExists } from "../../db/queries/notification-targets";
 import type { NotificationTargetRow } from "../../db/schema";
 import type { Env } from "../../core/env";
 import { isObject } from "../../protocol/jsonrpc";
+import { readReason } from "../../protocol/answer-reason";
 import { requestView } from "../../protocol/webhook-payload";
 import type { ApprovalView, LinkDecidedBy, LinkRefusal, LinkWithdrawal } from "./contract";
 import type { PendingRequest, SessionStore } from "./store";
 import type { DeliveryResult } from "./webhook-delivery";
-
-const SCHEMA = `
-CREATE TABLE IF NOT EXISTS approval_links (
-  link_id TEXT PRIMARY KEY, perm_id INTEGER NOT NULL, tool_call_id TEXT, target_id TEXT NOT NULL, target_name TEXT NOT NULL,
-  expires_at INTEGER NOT NULL, used_at INTEGER, used_option TEXT, delivered INTEGER, attempts INTEGER NOT NULL DEFAULT 0, last_result TEXT);
-CREATE TABLE IF NOT EXISTS withdrawn_links (link_id TEXT PRIMARY KEY, reason TEXT NOT NULL, at INTEGER NOT NULL);
-`;
 
 type LinkRow = {
   link_id: string;
@@ -30,14 +24,13 @@ type LinkRow = {
   used_option: string | null;
 };
 
+/** Over the tables `approval_links` and `withdrawn_links` (store-migrations.ts). */
 export class ApprovalLinks {
   constructor(
     private readonly sql: SqlStorage,
     private readonly env: Env,
     private readonly store: SessionStore,
-  ) {
-    sql.exec(SCHEMA);
-  }
+  ) {}
 
   /** A link to request `permId` for `target`, recorded before its notification is sent. */
   issue(linkId: string, permId: number, toolCallId: string | null, target: NotificationTargetRow, expiresAt: number): void {
@@ -100,6 +93,37 @@ export class ApprovalLinks {
     if (!pending || !link) return { ok: false, view: { state: "unknown" } };
     this.sql.exec("UPDATE approval_links SET used_at = ?, used_option = ? WHERE link_id = ?", now, option.name, linkId);
     return { ok: true, pending, by: { type: "link", linkId, targetId: link.target_id, target: link.target_name } };
+  }
+
+  /** What the link shows (the SessionObject's `approvalView`): one that could answer is checked against D1 first, its target deleted, it is withdrawn. */
+  async checkedView(permId: number, linkId: string): Promise<ApprovalView> {
+    const view = this.view(permId, linkId);
+    if (view.state !== "pending") return view;
+    return (await this.targetGone(permId, linkId)) ?? this.view(permId, linkId);
+  }
+
+  /**
+   * An answer through the link (the SessionObject's `answerFromLink`): checked against D1, then checked
+   * again and taken in one synchronous step (`takeAnswer`: two answers cannot both pass) and handed to
+   * `resolve` (the permission machine's `answerFromLink`) with the person's reason, read again here:
+   * the object trusts no caller's bound (a display-safe text passes unchanged).
+   */
+  async answer(
+    permId: number,
+    linkId: string,
+    optionId: string,
+    reason: string | null | undefined,
+    resolve: (pending: PendingRequest, optionId: string, by: LinkDecidedBy) => void,
+  ): Promise<LinkRefusal | { state: "answered_by_you" }> {
+    const view = this.view(permId, linkId);
+    if (view.state !== "pending") return view;
+    const gone = await this.targetGone(permId, linkId);
+    if (gone) return gone;
+    const taken = this.takeAnswer(permId, linkId, optionId);
+    if (!taken.ok) return taken.view;
+    const given = readReason(reason);
+    resolve(taken.pending, optionId, given.ok && given.reason ? { ...taken.by, reason: given.reason } : taken.by);
+    return { state: "answered_by_you" };
   }
 
   /** The link's notification target was deleted (DELETE /v1/notification-targets/{id}): withdrawn, for good. */

@@ -8,7 +8,7 @@
 // Live clients always get the agent's frames raw; only the log (and so replay) holds gateway-made
 // frames, each marked `_meta.acpGateway.compacted` with how many frames it stands for, and an
 // attaching client is told with `_acp_gateway/history_compacted` when its history was compacted.
-// Pure functions on frame text; the session object calls appendUpdate / maybeFold with its store.
+// Pure functions on frame text; the store appends through mergedWithLast (store-log.ts `appendUpdate`), the session calls maybeFold with it.
 
 import { isObject, type JsonObject } from "../../protocol/jsonrpc";
 import { reduceToolCall, type ToolCallRow } from "../../protocol/tool-calls";
@@ -36,8 +36,6 @@ export interface LogEntry {
 
 /** The store operations compaction needs (SessionStore implements them). */
 export interface CompactableLog {
-  append(kind: "update", body: string): number;
-  lastEntry(): { seq: number; kind: string; body: string } | undefined;
   /** `at`: the entry is the newest and continues (its time moves on). */
   rewriteEntry(seq: number, body: string, at?: number): void;
   removeEntries(seqs: number[]): void;
@@ -119,22 +117,23 @@ function mergeParsed(previous: string, b: Chunk): string | undefined {
   return chunkFrame({ ...a, text: a.text + b.text, chunks: a.chunks + b.chunks });
 }
 
-/** Appends a session/update to the log, merged into the last entry when it continues its message. */
-export function appendUpdate(log: CompactableLog, text: string, frame: unknown = parse(text)): number {
-  // The new frame is looked at first (the caller has parsed it): most frames cannot merge, and then
-  // the log's last entry is not read at all.
+/**
+ * The log's last entry with a new session/update merged in, when the frame continues its message
+ * (same kind and messageId, text only); undefined: it is appended as an entry of its own. Pure: the
+ * store writes it (store-log.ts `appendUpdate`). `last` is read only when the frame is a chunk: most
+ * frames cannot merge, and then the log's last entry is not read at all.
+ */
+export function mergedWithLast(
+  text: string,
+  last: () => { seq: number; kind: string; body: string } | undefined,
+  frame: unknown = parse(text),
+): { seq: number; body: string } | undefined {
   const next = text.includes("_chunk") ? asChunk(frame) : undefined;
-  if (next) {
-    const last = log.lastEntry();
-    if (last?.kind === "update") {
-      const merged = mergeParsed(last.body, next);
-      if (merged !== undefined) {
-        log.rewriteEntry(last.seq, merged, Date.now());
-        return last.seq;
-      }
-    }
-  }
-  return log.append("update", text);
+  if (!next) return undefined;
+  const entry = last();
+  if (entry?.kind !== "update") return undefined;
+  const merged = mergeParsed(entry.body, next);
+  return merged === undefined ? undefined : { seq: entry.seq, body: merged };
 }
 
 // ── folding tool-call updates ───────────────────────────────────────────────────────────────────

@@ -69,7 +69,7 @@ export interface SessionSnapshot {
 
 import type { StreamTurnState } from "../../protocol/turn-state";
 
-export type { DecidedBy, LinkDecidedBy } from "../../protocol/pending-permission";
+export type { LinkDecidedBy } from "../../protocol/pending-permission";
 
 /** A request that waits on one person now ("waiting on you", GET /v1/approvals?waiting=me). */
 export interface WaitingRequest {

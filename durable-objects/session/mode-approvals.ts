@@ -67,9 +67,7 @@ export class ModeApprovals {
     private readonly machine: SessionMachine,
     /** The held changes changed: the alarm and the sessions index (they count as waiting on people) follow. */
     private readonly changed: () => void,
-  ) {
-    sql.exec("CREATE TABLE IF NOT EXISTS mode_proposals (id TEXT PRIMARY KEY, expires_at INTEGER NOT NULL, body TEXT NOT NULL)");
-  }
+  ) {} // its table `mode_proposals`: store-migrations.ts
 
   /** The edge held `request` for a second person: keep it, tell every client. */
   propose(client: ClientAttachment, requestId: JsonRpcId, wrapped: unknown): void {

@@ -26,10 +26,6 @@ import { type LimitError, limitsOf, targetsPerRequest, webhookPostsPerMinute, we
 import { paceWebhooks } from "./webhook-pacing";
 import { ApprovalLinks } from "./approval-links";
 
-const SCHEMA = `
-CREATE TABLE IF NOT EXISTS notify (perm_id INTEGER PRIMARY KEY, after_ms INTEGER NOT NULL, due_at INTEGER, sent_at INTEGER);
-`;
-
 /** How long a session uses the tenant's notification settings (targets or not, notifyAfterMs) before reading them again. */
 const SETTINGS_TTL_MS = 10_000;
 
@@ -57,8 +53,7 @@ export class Notifier {
     /** Requests' webhooks wait for the next minute (the tenant's webhookPostsPerMinute): the session says so. */
     private readonly paced: (notice: LimitError) => void,
   ) {
-    this.sql = ctx.storage.sql;
-    this.sql.exec(SCHEMA);
+    this.sql = ctx.storage.sql; // its table `notify`: store-migrations.ts
     this.links = new ApprovalLinks(this.sql, env, store);
   }
 

@@ -9,8 +9,8 @@ import { randomId } from "../../protocol/ids";
 import { operationSummary } from "../../protocol/operation";
 import type { PermissionOption } from "../../protocol/permissions";
 import { sha256HexSync } from "../../protocol/sha256";
-import type { DecidedBy } from "./contract";
-import type { PendingRequest, SessionMeta } from "./store";
+import type { DecidedBy, PendingRequest } from "../../protocol/pending-permission";
+import type { SessionMeta } from "./store-meta";
 
 export function auditEntry(
   meta: SessionMeta,

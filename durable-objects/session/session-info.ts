@@ -8,7 +8,6 @@ import { CLIENT_METHODS } from "../../protocol/methods";
 import { titleFromPrompt } from "../../protocol/session-title";
 import type { Env } from "../../core/env";
 import type { AttachedClients } from "./clients";
-import { appendUpdate } from "./compaction";
 import type { SessionMeta, SessionStore } from "./store";
 import { sessionLog } from "./session-log";
 import {
@@ -99,7 +98,7 @@ export class SessionInfo {
           _meta: { acpGateway: { synthesized: true, connectionId: connId, user, keyId } },
         },
       });
-      appendUpdate(this.store, text);
+      this.store.appendUpdate(text);
       this.clients.broadcast(text, connId);
     }
     // The PR's prompt_received (decision 0060): to the other clients that came by attach, after the

@@ -1,8 +1,8 @@
 // SessionObject: the Durable Object shell of one ACP session (one object per tenant + sessionId):
 // each platform handler and RPC method restores what it needs and hands the event to the part that
 // does the work (built in session-parts.ts): a socket joining to session-attach.ts, a client's frame
-// to client-messages.ts and from there protocol/session-machine.ts (client requests, the turn, the
-// order of everything sent to the agent) or protocol/permission-machine.ts (permission requests),
+// (`fromClient`) to protocol/session-machine.ts (client requests, the turn, the order of everything
+// sent to the agent) or protocol/permission-machine.ts (permission requests),
 // the agent's batches to agent-link.ts, the alarm to session-deadlines.ts. All state is in SQLite
 // (store.ts); every socket is hibernatable, so an evicted object comes back whole on the next event.
 // The RPC argument and return types are in contract.ts.
@@ -25,23 +25,26 @@ import type {
 } from "./contract";
 import { isEdgeLinkAttachment, isLinkAttachment } from "./agent-socket";
 import { encodeLink, linkToSession } from "../../protocol/agent-link-wire";
-import { clientOf, takeRing } from "./clients";
+import { clientOf, send, takeRing } from "./clients";
+import { errorResponse, isRequest, isResponse, parseFrame, toRpcError } from "../../protocol/jsonrpc";
+import { type ClientAttachment } from "../../protocol/session-wire";
+import type { Answer } from "../../protocol/permission-machine";
+import { permIdOfCopy } from "../../protocol/pending-permission";
+import { DECIDE_MODE_CHANGE, HOLD_MODE_CHANGE } from "../../protocol/people/mode-approval";
+import { sessionLog } from "./session-log";
 import { splitName } from "../objects";
 import { claim } from "./ownership";
 import type { ResumedBy } from "./unasked-runs";
 import type { ModeDecisionBy } from "./mode-approvals";
 import type { Decision, ModeProposal } from "../../protocol/people/mode-approval";
-import { sessionSnapshot } from "./snapshot";
+import { sessionSnapshot, waitingRequests } from "./snapshot";
 import { turnStateOf } from "./session-attach";
 import { type SessionParts, sessionParts } from "./session-parts";
 import type { SessionTesting } from "./session-testing";
 import { stage, stageTimingFrom } from "../../protocol/stage-timing";
 import { CLOSE, closeQuietly } from "../../core/close-codes";
 import { testSeams } from "../../core/test-seam";
-import { readReason } from "../../protocol/answer-reason";
 import type { Answerer } from "../../protocol/people/answering";
-import { operationView } from "../../protocol/operation-view";
-import { toolCallOf } from "../../protocol/pending-permission";
 import type { StreamTurnState } from "../../protocol/turn-state";
 import type { ReaderReport } from "../../protocol/unseen-lease";
 
@@ -130,7 +133,47 @@ export class SessionObject extends DurableObject<Env> implements SessionContract
       else this.onLinkMessage(ws, data);
       return;
     }
-    this.p.fromClients.handle(ws, data);
+    this.fromClient(ws, client, data);
+  }
+
+  /**
+   * A client's frame, parsed once more (it arrives as text on a socket): a request or notification for
+   * the agent to the session machine, an answer to a permission request's copy to the permission
+   * machine, an answer to a routed fs/terminal request back to the agent, a held mode change (decision
+   * 0061: held by the gateway, decided by a person, never sent as it is) to mode-approvals.ts once the
+   * machine admits it. A request that fails is answered with its error, never dropped.
+   */
+  private fromClient(ws: WebSocket, client: ClientAttachment, data: string | ArrayBuffer): void {
+    stage("session.answer", data);
+    if (typeof data !== "string") return;
+    const parsed = parseFrame(data);
+    if (!parsed.ok) return void (parsed.reply && send(ws, JSON.stringify(parsed.reply)));
+    const message = parsed.message;
+    const { machine, permissions, agentRequests, modes } = this.p;
+    try {
+      if (isResponse(message)) {
+        if (typeof message.id !== "number") return;
+        const permId = permIdOfCopy(message.id);
+        if (permId !== undefined) return permissions.answer(ws, client, permId, message as Answer);
+        return agentRequests.answered(message.id, message as Answer);
+      }
+      if (!isRequest(message)) return machine.notification(client, message.method, "params" in message ? message.params : undefined);
+      const { id, method, params } = message;
+      if (method !== HOLD_MODE_CHANGE && method !== DECIDE_MODE_CHANGE) return machine.request(client, id, method, params);
+      machine.admit(client, method, params);
+      if (method === HOLD_MODE_CHANGE) modes.propose(client, id, params);
+      else void modes.decideFor(ws, client, id, params);
+    } catch (error) {
+      if (isRequest(message))
+        send(ws, JSON.stringify(errorResponse(message.id, toRpcError(error, "session", "Internal error in the session"))));
+      else
+        sessionLog(this.p.store).error(
+          "session.client_message_failed",
+          "a client's notification failed in the session",
+          { unexpected: true },
+          error,
+        );
+    }
   }
 
   override webSocketClose(ws: WebSocket, code: number): void {
@@ -199,31 +242,19 @@ export class SessionObject extends DurableObject<Env> implements SessionContract
   }
 
   // ── approval links (worker/routes/approve.tsx; the link's token was checked at the edge) ──────
-  /** A link that could answer is checked against D1 first: its target deleted, it is withdrawn. */
-  async approvalView(permId: number, linkId: string): Promise<ApprovalView> {
-    const view = this.p.notifier.links.view(permId, linkId);
-    if (view.state !== "pending") return view;
-    return (await this.p.notifier.links.targetGone(permId, linkId)) ?? this.p.notifier.links.view(permId, linkId);
+  approvalView(permId: number, linkId: string): Promise<ApprovalView> {
+    return this.p.notifier.links.checkedView(permId, linkId);
   }
 
-  async answerFromLink(
+  answerFromLink(
     permId: number,
     linkId: string,
     optionId: string,
     reason?: string | null,
   ): Promise<LinkRefusal | { state: "answered_by_you" }> {
-    const view = this.p.notifier.links.view(permId, linkId);
-    if (view.state !== "pending") return view;
-    const gone = await this.p.notifier.links.targetGone(permId, linkId);
-    if (gone) return gone;
-    // Checked again and taken in one synchronous step (approval-links.ts takeAnswer): two answers cannot both pass.
-    const taken = this.p.notifier.links.takeAnswer(permId, linkId, optionId);
-    if (!taken.ok) return taken.view;
-    // Read again here: the object trusts no caller's bound (a display-safe text passes unchanged).
-    const given = readReason(reason);
-    const by = given.ok && given.reason ? { ...taken.by, reason: given.reason } : taken.by;
-    this.p.permissions.answerFromLink(taken.pending, optionId, by);
-    return { state: "answered_by_you" };
+    return this.p.notifier.links.answer(permId, linkId, optionId, reason, (pending, option, by) =>
+      this.p.permissions.answerFromLink(pending, option, by),
+    );
   }
 
   // ── reads ─────────────────────────────────────────────────────────────────────────────────────
@@ -245,14 +276,7 @@ export class SessionObject extends DurableObject<Env> implements SessionContract
   waitingOn(answerer: Answerer): { title: string | null; requests: WaitingRequest[] } | null {
     const meta = this.p.store.meta;
     if (!meta) return null;
-    const requests = this.p.permissions.waitingOn(answerer).map((p) => ({
-      requestId: p.permId,
-      toolCallId: p.toolCallId,
-      operation: operationView(toolCallOf(p), meta.cwd),
-      askedAt: p.createdAt,
-      deadlineAt: p.deadlineAt,
-    }));
-    return { title: meta.title ?? null, requests };
+    return { title: meta.title ?? null, requests: waitingRequests(meta, this.p.permissions.waitingOn(answerer)) };
   }
 
   /**

@@ -11,8 +11,6 @@ import { SessionMachine } from "../../protocol/session-machine";
 import { LATER, PermissionMachine } from "../../protocol/permission-machine";
 import { type ClientAttachment } from "../../protocol/session-wire";
 import type { LiveStatePublisher } from "../../protocol/live-state";
-import type { TurnEnd } from "../../protocol/session-attach";
-import type { TurnState } from "../../protocol/turn-state";
 import { auditBudgetSpent } from "../../protocol/tenant-limits";
 import type { Env } from "../../core/env";
 import { GATEWAY_NOTIFICATIONS } from "../../core/gateway-notifications";
@@ -24,7 +22,6 @@ import { AgentRequests } from "./agent-request-routing";
 import { AgentSocket, agentChannels } from "./agent-socket";
 import { AuditOutbox, auditPort } from "./audit-outbox";
 import { AttachedClients, attachmentOf, send } from "./clients";
-import { ClientMessages } from "./client-messages";
 import { liveIndex } from "./live-index";
 import { ModeApprovals } from "./mode-approvals";
 import { Notifier } from "./notify";
@@ -56,7 +53,6 @@ export interface SessionParts {
   agent: AgentLink;
   agentSocket: AgentSocket;
   attach: SessionAttach;
-  fromClients: ClientMessages;
   deadlines: SessionDeadlines;
   audits: AuditOutbox;
   turnWatch: TurnWatch;
@@ -94,21 +90,12 @@ export function sessionParts(ctx: DurableObjectState, env: Env, testing: () => S
   const policy = new TenantPolicy(env.DB, store);
   const channels = agentChannels(ctx, env, store, agentSocket, testing);
   // The session machine comes first, so every frame for the agent goes straight into its order
-  // (protocol/session-agent-order.ts); what it asks of the permission machine and of a deletion (a turn's
+  // (protocol/session-machine.ts `AgentOrder`); what it asks of the permission machine and of a deletion (a turn's
   // end, a session deleted: never on the way to the agent) goes through `later`, set once they exist.
   const later: { permissions?: PermissionMachine<WebSocket>; deletion?: SessionDeletion } = {};
-  // The turn the machine just set idle, until its end is told (`promptEnded`, or the gateway's
-  // `turn_ended` notice in the same step): the PR's turn_complete names who prompted it (decision 0060).
-  let ended: Extract<TurnState, { connId: string }> | undefined;
-  const completed = (end: TurnEnd) => {
-    if (ended) info.turnCompleted(ended, end);
-    ended = undefined;
-  };
   const machine = new SessionMachine(
     {
-      table: sessionTable(store, requests, (before, after) => {
-        ended = after.state === "idle" && before.state !== "idle" ? before : undefined;
-      }),
+      table: sessionTable(store, requests),
       channels,
       now: () => Date.now(),
       toConnection: (connId, text, keptForResume) => {
@@ -116,23 +103,18 @@ export function sessionParts(ctx: DurableObjectState, env: Env, testing: () => S
         const ws = clients.byConnection(connId);
         if (ws) send(ws, text);
       },
-      notice: (method, params) => {
-        info.notice(method, params);
-        // The gateway ended the turn (it is idle now); a turn it is cancelling ends with the agent's answer.
-        if (method === GATEWAY_NOTIFICATIONS.turnEnded && store.turn.state === "idle")
-          completed({ by: "gateway", reason: "reason" in params && typeof params.reason === "string" ? params.reason : "ended" });
-      },
+      notice: (method, params) => info.notice(method, params),
       permissions: { cancelAll: (by) => later.permissions?.cancelAll(by), turnEnded: () => later.permissions?.turnEnded() },
       promptStarted: (gwId, client, params) => {
-        ended = undefined;
         policy.turnStarted(gwId);
         info.recordPrompt(client, params);
       },
       promptEnded: (result) => {
         store.append("turn_end", JSON.stringify({ result }));
         info.touchIndex();
-        completed({ by: "agent", result });
       },
+      // The PR's turn_complete names who prompted the turn (decision 0060).
+      turnEnded: (turn, end) => info.turnCompleted(turn, end),
       configOptions: (options) => info.setConfigOptions(options),
       deleted: (inflight, result) => later.deletion?.deleted(inflight, result),
       deadlinesChanged: scheduleDeadline,
@@ -200,7 +182,6 @@ export function sessionParts(ctx: DurableObjectState, env: Env, testing: () => S
   const deletion = new SessionDeletion(ctx, store, clients, permissions, modes, notifier, unindex, scheduleDeadline);
   later.deletion = deletion;
   const attach = new SessionAttach(ctx, store, requests, clients, permissions, agentSocket, modes);
-  const fromClients = new ClientMessages(store, machine, permissions, agentRequests, modes);
   const agentModes = new AgentModes({
     db: d1,
     store,
@@ -209,7 +190,6 @@ export function sessionParts(ctx: DurableObjectState, env: Env, testing: () => S
     hold: (mode) => unasked.holdForMode(mode),
   });
   const agent = new AgentLink({
-    sql: ctx.storage.sql,
     store,
     requests,
     clients,
@@ -237,7 +217,6 @@ export function sessionParts(ctx: DurableObjectState, env: Env, testing: () => S
     agent,
     agentSocket,
     attach,
-    fromClients,
     deadlines,
     audits,
     turnWatch,

@@ -3,16 +3,10 @@
 // outside the machine that writes the turn, through to the store (the lint rule `turnInOneModule`).
 
 import type { SessionTable } from "../../protocol/session-machine";
-import type { TurnState } from "../../protocol/turn-state";
 import type { RequestRows } from "./request-rows";
 import type { SessionStore } from "./store";
 
-/** `turnSet`: told of each change of the turn, with the turn before it (the PR's turn_complete, decision 0060). */
-export function sessionTable(
-  store: SessionStore,
-  requests: RequestRows,
-  turnSet: (before: TurnState, after: TurnState) => void,
-): SessionTable {
+export function sessionTable(store: SessionStore, requests: RequestRows): SessionTable {
   return {
     get meta() {
       return store.meta;
@@ -21,9 +15,7 @@ export function sessionTable(
       return store.turn;
     },
     set turn(turn) {
-      const before = store.turn;
       store.turn = turn;
-      turnSet(before, turn);
     },
     get hold() {
       return store.hold;

@@ -19,7 +19,7 @@ export interface SessionTesting {
   readonly audits: Pick<AuditOutbox, "waiting" | "retryAt">;
   /** When the turn's idle timer fires (turn-watch.ts), or undefined when no turn runs. */
   idleAt(): number | undefined;
-  /** How many frames for the agent wait in the session behind an answer on an edge link (protocol/session-agent-order.ts). */
+  /** How many frames for the agent wait in the session behind an answer on an edge link (protocol/session-machine.ts `AgentOrder`). */
   heldAfterEdgeAnswer(): number;
   /**
    * Set by a test to watch or cut the messages that come on an agent or edge link: called instead of

@@ -8,6 +8,7 @@ import { MAX_STORED_ROW_BYTES, utf8LongerThan } from "../../protocol/limits";
 import type { PendingRequest } from "../../protocol/pending-permission";
 import type { LogRow } from "../../protocol/replayed-history";
 import { sessionLog } from "./session-log";
+import { mergedWithLast } from "./compaction";
 import { SessionMetaRows } from "./store-meta";
 
 /** Log kinds. `update` and `ext` entries are replayed to attaching clients; the rest is audit trail. */
@@ -18,7 +19,7 @@ const WAS_ASKED_WINDOW = 10_000;
 
 export class SessionLogRows extends SessionMetaRows {
   /**
-   * The highest AgentObject item number applied (agent-delivery.ts). Every log write carries it in
+   * The highest AgentObject item number applied (agent-link.ts `firstTime`). Every log write carries it in
    * `agent_seq`, so the log's newest entry holds it durably: de-duplication costs no row of its own.
    */
   appliedAgentSeq: number;
@@ -155,6 +156,17 @@ export class SessionLogRows extends SessionMetaRows {
   /** When the log's newest entry was written (turn-watch.ts). */
   newestAt(): number | undefined {
     return this.sql.exec<{ at: number }>("SELECT at FROM log ORDER BY seq DESC LIMIT 1").toArray()[0]?.at;
+  }
+  /**
+   * A session/update appended before any client sees it, merged into the last entry when it continues
+   * its message (compaction.ts `mergedWithLast`: one row written either way). `frame`: the text as the
+   * caller parsed it. Its seq (the entry it was merged into, or its own).
+   */
+  appendUpdate(text: string, frame?: unknown): number {
+    const merged = mergedWithLast(text, () => this.lastEntry(), frame);
+    if (!merged) return this.append("update", text);
+    this.rewriteEntry(merged.seq, merged.body, Date.now());
+    return merged.seq;
   }
   // Compaction (compaction.ts). The log's newest entry is never removed, so seq never goes back
   // (the table has no AUTOINCREMENT: that would write a second row, sqlite_sequence, per append).

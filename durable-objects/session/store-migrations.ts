@@ -18,6 +18,26 @@
 
 import type { JsonRpcId } from "../../protocol/jsonrpc";
 
+/**
+ * The tables of the session's parts beside the store (version 7): webhook notifications (notify.ts),
+ * approval links (approval-links.ts), held mode changes (mode-approvals.ts), the turn's last progress
+ * (turn-watch.ts), the unseen-changes holder (unseen-holder.ts). Until version 7 each part created its
+ * own in its constructor (`CREATE TABLE IF NOT EXISTS`), outside any version.
+ */
+function partsTables(create: "CREATE TABLE" | "CREATE TABLE IF NOT EXISTS"): string {
+  return `
+${create} notify (perm_id INTEGER PRIMARY KEY, after_ms INTEGER NOT NULL, due_at INTEGER, sent_at INTEGER);
+${create} approval_links (
+  link_id TEXT PRIMARY KEY, perm_id INTEGER NOT NULL, tool_call_id TEXT, target_id TEXT NOT NULL, target_name TEXT NOT NULL,
+  expires_at INTEGER NOT NULL, used_at INTEGER, used_option TEXT, delivered INTEGER, attempts INTEGER NOT NULL DEFAULT 0, last_result TEXT);
+${create} withdrawn_links (link_id TEXT PRIMARY KEY, reason TEXT NOT NULL, at INTEGER NOT NULL);
+${create} mode_proposals (id TEXT PRIMARY KEY, expires_at INTEGER NOT NULL, body TEXT NOT NULL);
+${create} turn_watch (id INTEGER PRIMARY KEY CHECK (id = 1), at INTEGER NOT NULL);
+${create} unseen_holder (id INTEGER PRIMARY KEY CHECK (id = 0), seq INTEGER NOT NULL, installed INTEGER NOT NULL, dropped INTEGER NOT NULL);
+${create} unseen_holder_readers (tool_call_id TEXT PRIMARY KEY, at INTEGER NOT NULL);
+`;
+}
+
 /** The layout a new object is created at: the tables as of LATEST_VERSION. */
 const CURRENT_LAYOUT = `
 CREATE TABLE meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
@@ -28,6 +48,7 @@ CREATE TABLE agent_requests (out_id INTEGER PRIMARY KEY, agent_req_id TEXT NOT N
 CREATE TABLE inflight (gw_id INTEGER PRIMARY KEY, conn_id TEXT NOT NULL, client_id TEXT NOT NULL, method TEXT NOT NULL, created_at INTEGER NOT NULL);
 CREATE INDEX inflight_client ON inflight (conn_id, client_id);
 CREATE TABLE frozen_operations (perm_id INTEGER PRIMARY KEY, operation TEXT NOT NULL);
+${partsTables("CREATE TABLE")}
 `;
 
 /** The storage a migration runs against: the object's SQLite and its synchronous transaction. */
@@ -146,6 +167,29 @@ ALTER TABLE tool_calls_new RENAME TO tool_calls;`);
     what: "frozen_operations: the operation each pending permission request was asked with (decision 0040), a row of its own beside its log entry",
     run(sql) {
       sql.exec("CREATE TABLE IF NOT EXISTS frozen_operations (perm_id INTEGER PRIMARY KEY, operation TEXT NOT NULL)");
+    },
+  },
+  {
+    version: 7,
+    what: "the parts' tables into the versioned layout (each part created its own, IF NOT EXISTS, until now: an object that has one keeps it and its rows); agent_delivery's mark (sessions from before 2026-12-03) moved into the newest log entry, the table dropped",
+    run(sql) {
+      sql.exec(partsTables("CREATE TABLE IF NOT EXISTS"));
+      if (!tableSql(sql, "agent_delivery")) return;
+      const legacy = sql.exec<{ last_seq: number }>("SELECT last_seq FROM agent_delivery WHERE id = 1").toArray()[0]?.last_seq;
+      const newest = sql
+        .exec<{ seq: number; agent_seq: number | null }>("SELECT seq, agent_seq FROM log ORDER BY seq DESC LIMIT 1")
+        .toArray()[0];
+      // The newest entry carries the last agent item applied (store-log.ts `appliedAgentSeq`): the mark goes there.
+      if (legacy !== undefined && newest && legacy > (newest.agent_seq ?? 0))
+        sql.exec("UPDATE log SET agent_seq = ? WHERE seq = ?", legacy, newest.seq);
+      else if (legacy !== undefined && !newest)
+        sql.exec(
+          "INSERT INTO log (kind, body, at, agent_seq, scan_from) VALUES ('resolution', ?, ?, ?, 0)",
+          JSON.stringify({ migrated: "agent_delivery" }),
+          Date.now(),
+          legacy,
+        );
+      sql.exec("DROP TABLE agent_delivery");
     },
   },
 ];

@@ -16,12 +16,13 @@
 
 import { type JsonRpcId, isObject } from "../../protocol/jsonrpc";
 import { type Approval, type PendingRequest, parsePermissionParams } from "../../protocol/pending-permission";
-import type { Resolution } from "../../protocol/permission-machine";
+import type { Decided, Resolution } from "../../protocol/permission-machine";
 import { freezeOperation } from "../../protocol/frozen-operation";
 import type { FourEyesNeed } from "../../protocol/people/four-eyes";
 import type { UnseenHold } from "../../protocol/unseen";
 import { type MigrationOutcome, type MigrationStorage, migrateStorage } from "./store-migrations";
 import { type LogKind, SessionLogRows } from "./store-log";
+import { auditEntry, boundedEntry } from "./permission-audit";
 
 export type { SessionMeta } from "./store-meta";
 export type { LogKind } from "./store-log";
@@ -45,7 +46,7 @@ interface RequestColumn {
   unseen?: UnseenHold;
 }
 
-export { type Approval, type PendingRequest, permIdOfCopy } from "../../protocol/pending-permission";
+export type { Approval, PendingRequest } from "../../protocol/pending-permission";
 
 export class SessionStore extends SessionLogRows {
   /** What this start did to the storage's layout (store-migrations.ts): the version found and left, the migrations run. */
@@ -183,15 +184,19 @@ export class SessionStore extends SessionLogRows {
    * A request resolved (or its resolution replaced, while its answer was on its way): one UPDATE of its
    * entry with the resolution's text and audit entry. It is no longer pending.
    */
-  resolvePermission(permId: number, resolution: Resolution): void {
+  resolvePermission(pending: PendingRequest, text: string, decided: Decided): void {
+    const { permId } = pending;
+    const meta = this.meta;
+    // The operation as frozen when it was asked: what people were shown and the rules judged.
+    const audit = meta ? boundedEntry(auditEntry(meta, pending, decided.outcome, decided.by, decided.chosen)) : null;
     if (this.open.delete(permId)) this.liveChanged?.();
     // Its audit entry is written with the resolution: the frozen operation is not needed any more (reopened: written again).
     this.sql.exec("DELETE FROM frozen_operations WHERE perm_id = ?", permId);
     this.sql.exec(
       "UPDATE log SET resolved = ?, resolved_at = ?, audit = ? WHERE seq = ?",
-      resolution.text,
+      text,
       Date.now(),
-      resolution.audit ? JSON.stringify(resolution.audit) : null,
+      audit ? JSON.stringify(audit) : null,
       permId,
     );
   }

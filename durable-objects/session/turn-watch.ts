@@ -24,9 +24,8 @@ export class TurnWatch {
   private latest: number | undefined;
   private written = 0;
 
-  constructor(private readonly sql: SqlStorage) {
-    sql.exec("CREATE TABLE IF NOT EXISTS turn_watch (id INTEGER PRIMARY KEY CHECK (id = 1), at INTEGER NOT NULL)");
-  }
+  /** `sql`: the session's, with the table `turn_watch` (store-migrations.ts). */
+  constructor(private readonly sql: SqlStorage) {}
 
   /** Progress now (in memory: see persist). */
   touch(now = Date.now()): void {

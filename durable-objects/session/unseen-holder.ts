@@ -9,14 +9,9 @@ import { type HolderMeta, type HolderState, NO_HOLDER_STATE, UnseenHolder, type 
 type MetaRow = { seq: number; installed: number; dropped: number };
 type ReaderRow = { tool_call_id: string; at: number };
 
-/** The holder's persisted state in the session's SQLite. */
+/** The holder's persisted state in the session's SQLite (its tables `unseen_holder`, `unseen_holder_readers`: store-migrations.ts). */
 class HolderStore {
-  constructor(private readonly sql: SqlStorage) {
-    sql.exec(
-      "CREATE TABLE IF NOT EXISTS unseen_holder (id INTEGER PRIMARY KEY CHECK (id = 0), seq INTEGER NOT NULL, installed INTEGER NOT NULL, dropped INTEGER NOT NULL)",
-    );
-    sql.exec("CREATE TABLE IF NOT EXISTS unseen_holder_readers (tool_call_id TEXT PRIMARY KEY, at INTEGER NOT NULL)");
-  }
+  constructor(private readonly sql: SqlStorage) {}
 
   restore(): HolderState {
     const meta = this.sql.exec<MetaRow>("SELECT seq, installed, dropped FROM unseen_holder").toArray()[0] ?? NO_HOLDER_STATE;

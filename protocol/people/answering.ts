@@ -16,6 +16,7 @@
 //   needs four eyes unless the tenant lets it (settings.fourEyes.keysApprove).
 
 import type { PermissionOption } from "../permissions";
+import { isObject } from "../jsonrpc";
 import type { Role } from "../../core/principal";
 import { may } from "./roles";
 import type { FourEyesNeed } from "./four-eyes";
@@ -141,6 +142,48 @@ export function waitsOn(answerer: Answerer, facts: RequestFacts): boolean {
   const approvals = facts.options.filter(isApproval);
   if (approvals.length === 0) return optionIds.length > 0;
   return approvals.some((o) => optionIds.includes(o.optionId));
+}
+
+type Outcome = { outcome: "cancelled" } | { outcome: "selected"; optionId: string; option: PermissionOption };
+
+export type JudgedAnswer = { ok: true; outcome: Outcome } | { ok: false; reason: string };
+
+/**
+ * Judges the `result` of a client's response against the options the request offered. Only two
+ * outcomes exist: `selected` with an optionId that the request offered, and `cancelled`. Anything
+ * else is never approval (TC-17): the gateway refuses it and the request stays pending.
+ */
+export function judgeAnswer(result: unknown, options: readonly PermissionOption[]): JudgedAnswer {
+  if (!isObject(result) || !isObject(result.outcome)) {
+    return { ok: false, reason: 'the result has no "outcome" object' };
+  }
+  const outcome = result.outcome;
+  if (outcome.outcome === "cancelled") return { ok: true, outcome: { outcome: "cancelled" } };
+  if (outcome.outcome !== "selected") {
+    return { ok: false, reason: `unknown outcome ${JSON.stringify(outcome.outcome)}; expected "selected" or "cancelled"` };
+  }
+  const option = options.find((o) => o.optionId === outcome.optionId);
+  if (!option) {
+    const offered = options.map((o) => o.optionId).join(", ");
+    return { ok: false, reason: `optionId ${JSON.stringify(outcome.optionId)} was not offered; offered: ${offered}` };
+  }
+  return { ok: true, outcome: { outcome: "selected", optionId: option.optionId, option } };
+}
+
+/**
+ * A client's answer judged whole, as it commits: against the options offered (`judgeAnswer`: not
+ * ok, it is no answer and never approval), then whether this person may choose it now (`authorise`).
+ * The permission machine's one call for a person's answer.
+ */
+export function authoriseAnswer(
+  answerer: Answerer,
+  facts: RequestFacts,
+  result: unknown,
+): { ok: false; reason: string } | { ok: true; outcome: Outcome; chosen: PermissionOption | null; authorised: Authorised } {
+  const judged = judgeAnswer(result, facts.options);
+  if (!judged.ok) return judged;
+  const chosen = judged.outcome.outcome === "selected" ? judged.outcome.option : null;
+  return { ok: true, outcome: judged.outcome, chosen, authorised: authorise(answerer, facts, chosen) };
 }
 
 /**

@@ -9,7 +9,7 @@
 // - a delivery to a session succeeds, fails before the session applied it, or fails after (its ack
 //   lost on a closing link); the alarm fires; the object is evicted or crashes.
 // A session applies a frame only if its number is above the highest it applied, and its answers and
-// departures idempotently (session/agent-delivery.ts). After every step: at most one delivery per
+// departures idempotently (session/agent-link.ts `firstTime`). After every step: at most one delivery per
 // session is in flight; each session's applied frames are, in order, a prefix of what the agent sent
 // it; the agent gets at most one answer per request. After a last quiet phase (every delivery
 // succeeds, the alarm fires until nothing waits): each session applied exactly the frames the agent

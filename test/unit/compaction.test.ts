@@ -8,9 +8,9 @@ import {
   type CompactableLog,
   CompactionTally,
   MAX_MERGED_TEXT,
-  appendUpdate,
   maybeFold,
   mergeChunks,
+  mergedWithLast,
   planFold,
 } from "../../durable-objects/session/compaction";
 import { reduceToolCall, type ToolCallRow } from "../../protocol/tool-calls";
@@ -39,6 +39,13 @@ class MemoryLog implements CompactableLog {
   }
   toolCallEntries() {
     return this.rows.filter((r) => r.kind === "update" && r.body.includes('"tool_call')).map(({ seq, body }) => ({ seq, body }));
+  }
+  /** As the store appends an update (store-log.ts `appendUpdate`): merged into the last entry, or a row of its own. */
+  appendUpdate(text: string): number {
+    const merged = mergedWithLast(text, () => this.lastEntry());
+    if (!merged) return this.append("update", text);
+    this.rewriteEntry(merged.seq, merged.body);
+    return merged.seq;
   }
   replayed(): string[] {
     return this.rows.filter((r) => r.kind === "update").map((r) => r.body);
@@ -73,8 +80,8 @@ function transcript(frames: string[]): { items: unknown[]; toolCalls: Record<str
 describe("merging text chunks on append", () => {
   it("merges consecutive chunks of one message into one marked frame", () => {
     const log = new MemoryLog();
-    appendUpdate(log, chunk("Hel"));
-    appendUpdate(log, chunk("lo"));
+    log.appendUpdate(chunk("Hel"));
+    log.appendUpdate(chunk("lo"));
     expect(log.rows).toHaveLength(1);
     const merged = JSON.parse(log.rows[0]?.body ?? "") as Json;
     expect(merged.params.update).toEqual({ sessionUpdate: "agent_message_chunk", content: { type: "text", text: "Hello" } });
@@ -97,9 +104,9 @@ describe("merging text chunks on append", () => {
       mergeChunks(chunk("a"), frame({ sessionUpdate: "agent_message_chunk", content: { type: "text", text: "b", annotations: {} } })),
     ).toBeUndefined();
     const log = new MemoryLog();
-    appendUpdate(log, chunk("a"));
+    log.appendUpdate(chunk("a"));
     log.append("turn_end", "{}");
-    appendUpdate(log, chunk("b"));
+    log.appendUpdate(chunk("b"));
     expect(log.replayed()).toEqual([chunk("a"), chunk("b")]);
   });
 
@@ -114,7 +121,7 @@ describe("merging text chunks on append", () => {
   it("stops growing a merged chunk at MAX_MERGED_TEXT", () => {
     const log = new MemoryLog();
     const piece = "x".repeat(1000);
-    for (let i = 0; i < 20; i++) appendUpdate(log, chunk(piece));
+    for (let i = 0; i < 20; i++) log.appendUpdate(chunk(piece));
     expect(log.rows.length).toBe(Math.ceil((20 * 1000) / MAX_MERGED_TEXT));
     for (const row of log.rows)
       expect((JSON.parse(row.body) as Json).params.update.content.text.length).toBeLessThanOrEqual(MAX_MERGED_TEXT);
@@ -159,11 +166,11 @@ describe("folding tool-call updates", () => {
   it("folds only after foldAfterEntries entries since the last fold", () => {
     const log = new MemoryLog();
     for (let i = 0; i < 9; i++) {
-      const seq = appendUpdate(log, frame({ sessionUpdate: "tool_call_update", toolCallId: "t1", status: `s${i}` }));
+      const seq = log.appendUpdate(frame({ sessionUpdate: "tool_call_update", toolCallId: "t1", status: `s${i}` }));
       expect(maybeFold(log, seq, 10)).toBe(false);
     }
-    appendUpdate(log, frame({ sessionUpdate: "tool_call_update", toolCallId: "t1", status: "s9" }));
-    const seq = appendUpdate(log, chunk("after"));
+    log.appendUpdate(frame({ sessionUpdate: "tool_call_update", toolCallId: "t1", status: "s9" }));
+    const seq = log.appendUpdate(chunk("after"));
     expect(maybeFold(log, seq, 10)).toBe(true);
     expect(log.replayed()).toHaveLength(2);
     expect(log.foldedAt).toBe(seq);
@@ -173,10 +180,10 @@ describe("folding tool-call updates", () => {
 describe("the attaching client is told", () => {
   it(`sends ${GATEWAY_NOTIFICATIONS.historyCompacted} with what the compacted frames stand for`, () => {
     const log = new MemoryLog();
-    for (const t of ["a", "b", "c"]) appendUpdate(log, chunk(t));
+    for (const t of ["a", "b", "c"]) log.appendUpdate(chunk(t));
     log.append("update", frame({ sessionUpdate: "tool_call", toolCallId: "t1" }));
     log.append("update", frame({ sessionUpdate: "tool_call_update", toolCallId: "t1", status: "completed" }));
-    const seq = appendUpdate(log, chunk("tail", "agent_thought_chunk"));
+    const seq = log.appendUpdate(chunk("tail", "agent_thought_chunk"));
     maybeFold(log, seq, 1);
     const tally = new CompactionTally();
     const sent = [...tally.count(log.replayed())];
@@ -261,7 +268,7 @@ describe("compaction keeps what a client shows", () => {
             continue;
           }
           full.push(s.f);
-          const lastSeq = appendUpdate(log, s.f);
+          const lastSeq = log.appendUpdate(s.f);
           maybeFold(log, lastSeq, foldAfter);
           // The newest entry is never removed: seq never goes back.
           expect(log.rows.at(-1)?.seq).toBeGreaterThanOrEqual(lastSeq);

@@ -7,7 +7,7 @@
 //   with nothing of the session queued or in flight, may grant the last count it read, with a range
 //   reserved from its counter (`reserveRange`), once per count (agent-object.ts `maybeGrant`).
 //   Grants reach the router over a second FIFO, with any delay.
-// - A session applies an item only if its seq is above the highest it applied (agent-delivery.ts).
+// - A session applies an item only if its seq is above the highest it applied (session/agent-link.ts `firstTime`).
 // - A direct delivery succeeds, fails before the session applied it, or fails after (the ack lost),
 //   or the deliver call throws.
 // After every step, per session: what the session applied is a prefix of what the agent gave (order,
@@ -131,7 +131,7 @@ class World {
   /**
    * The session applies what is above the highest seq it applied. The AgentObject's own items (the
    * agent's departure, an error in place of an answer) are applied idempotently, neither checked nor
-   * counted (agent-delivery.ts `take`).
+   * counted (session/agent-link.ts `firstTime`).
    */
   private apply(s: string, items: Stamped[]): void {
     for (const item of items) {

@@ -1,6 +1,6 @@
 import { describe, expect, it } from "vitest";
 import { parseFrame } from "../../protocol/jsonrpc";
-import { judgeAnswer } from "../../protocol/permissions";
+import { judgeAnswer } from "../../protocol/people/answering";
 import { ErrorCode } from "../../core/rpc-errors";
 
 describe("parseFrame", () => {

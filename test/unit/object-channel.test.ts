@@ -371,7 +371,7 @@ class World {
     if (frame) this.handing.push({ link, n: frame.n });
   }
 
-  /** The session applies each item once, by its number (session/agent-delivery.ts). */
+  /** The session applies each item once, by its number (session/agent-link.ts `firstTime`). */
   private apply(items: { seq: number }[]): void {
     for (const { seq } of items) {
       if (seq <= this.applied) continue;

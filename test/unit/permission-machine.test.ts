@@ -143,11 +143,11 @@ class Table implements PermissionTable {
   appendAudited(): void {
     this.lastSeq++;
   }
-  resolvePermission(permId: number, resolution: Resolution): void {
+  resolvePermission({ permId }: PendingRequest, text: string): void {
     const row = this.rows.get(permId);
     if (!row) return void this.violations.push(`resolved ${permId}, which was never asked`);
     if (row.resolved !== null && !this.inFlight.has(permId)) this.violations.push(`request ${permId} resolved twice`);
-    row.resolved = resolution.text;
+    row.resolved = text;
   }
   reopenPermission(pending: PendingRequest): void {
     const row = this.rows.get(pending.permId)!;

@@ -2,7 +2,7 @@
 // and in which order: the client's role first, then the session's existence — a watch-only client
 // gets the role's refusal whether or not the session was deleted, as the edge (client-connection.ts)
 // refuses by role before it asks for the session; a client whose role may send it gets -32002 for a
-// deleted session. The shell (durable-objects/session/client-messages.ts) checks neither.
+// deleted session. The shell (durable-objects/session/session-object.ts `fromClient`) checks neither.
 
 import { describe, expect, it } from "vitest";
 import { type InflightRow, SessionMachine, type SessionPort, type SessionTable } from "../../protocol/session-machine";
@@ -13,6 +13,7 @@ import type { Role } from "../../core/principal";
 import { type JsonRpcId, RpcError } from "../../protocol/jsonrpc";
 import { AGENT_METHODS } from "../../protocol/methods";
 import { ErrorCode } from "../../core/rpc-errors";
+import { DECIDE_MODE_CHANGE, HOLD_MODE_CHANGE } from "../../protocol/people/mode-approval";
 
 class Table implements SessionTable {
   meta: SessionTable["meta"] = { sessionId: "s1", agent: "a", deadlineMs: 60_000 };
@@ -58,6 +59,7 @@ function session(): { machine: SessionMachine; table: Table; sent: ToAgent[] } {
     permissions: { cancelAll: () => undefined, turnEnded: () => undefined },
     promptStarted: () => undefined,
     promptEnded: () => undefined,
+    turnEnded: () => undefined,
     configOptions: () => undefined,
     deleted: () => undefined,
     deadlinesChanged: () => undefined,
@@ -121,5 +123,25 @@ describe("session machine: a request refused before it reaches the agent", () =>
     expect(sent).toEqual([]);
     machine.notification(client("approver"), AGENT_METHODS.sessionCancel, { sessionId: "s1" });
     expect(sent).toEqual([{ type: "notification", method: AGENT_METHODS.sessionCancel, params: { sessionId: "s1" } }]);
+  });
+
+  // The requests the gateway keeps (a held mode change, decision 0061) are admitted by the same method:
+  // the shell (session-object.ts `fromClient`) asks `admit` before it hands them to mode-approvals.ts.
+  it.each([HOLD_MODE_CHANGE, DECIDE_MODE_CHANGE])("%s: a watch-only client is refused for its role even in a deleted session", (method) => {
+    const { machine, table, sent } = session();
+    table.meta = undefined;
+    const error = refusal(() => machine.admit(client("observer"), method, { sessionId: "s1" }));
+    expect(error.code).toBe(ErrorCode.notPermitted);
+    expect(sent).toEqual([]);
+  });
+
+  it.each([HOLD_MODE_CHANGE, DECIDE_MODE_CHANGE])("%s: a client whose role may send it gets -32002 in a deleted session", (method) => {
+    const { machine, table } = session();
+    const live = machine.admit(client("approver"), method, { sessionId: "s1" });
+    expect(live.sessionId).toBe("s1");
+    table.meta = undefined;
+    const error = refusal(() => machine.admit(client("approver"), method, { sessionId: "s1" }));
+    expect(error.code).toBe(ErrorCode.resourceNotFound);
+    expect(error.message).toContain("s1");
   });
 });

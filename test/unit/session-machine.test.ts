@@ -1,5 +1,5 @@
 // The SessionObject's machine (protocol/session-machine.ts, its order towards the agent in
-// protocol/session-agent-order.ts), model-based: a simulated world of one session, two clients, the
+// `AgentOrder` in the same file), model-based: a simulated world of one session, two clients, the
 // session's rows (which outlive an instance, as SQLite does), its instances, its three ways to the
 // agent (the edge link, the agent link, RPC calls on stubs) and the agent behind them, driven
 // through random interleavings fast-check finds:
@@ -14,7 +14,8 @@
 // - the alarm finds a permission deadline passed or the turn idle;
 // - the session is evicted (idle) or crashes (what was out is lost with the instance).
 // After every step: the turn's prompt is in flight while a turn runs; no permission request is
-// pending outside a turn; no client request is answered twice; no hand-off is settled twice. After
+// pending outside a turn; no client request is answered twice; no hand-off is settled twice; every
+// turn that ended was told the shell once (`turnEnded`), by the agent exactly when it answered the prompt. After
 // a quiet end (every channel open and delivering, the agent answers what it holds, then leaves):
 // within an instance, the agent received the frames in the order given but for two answers; the
 // agent received session/cancel before every `cancelled` answer that cancel caused; no turn runs;
@@ -26,8 +27,14 @@
 
 import fc from "fast-check";
 import { describe, it } from "vitest";
-import { type InflightRow, SessionMachine, type SessionPort, type SessionTable } from "../../protocol/session-machine";
-import type { LinkOutcome, RpcOutcome } from "../../protocol/session-agent-order";
+import {
+  type InflightRow,
+  type LinkOutcome,
+  type RpcOutcome,
+  SessionMachine,
+  type SessionPort,
+  type SessionTable,
+} from "../../protocol/session-machine";
 import type { ToAgent } from "../../protocol/agent-relay";
 import type { TurnState } from "../../protocol/turn-state";
 import type { ClientAttachment } from "../../protocol/session-wire";
@@ -47,7 +54,16 @@ function check(ok: boolean, message: string): asserts ok {
 /** The session's rows: outlive every instance. */
 class Table implements SessionTable {
   meta = { sessionId: "s", agent: "a", deadlineMs: 60_000 };
-  turn: TurnState = { state: "idle" };
+  private current: TurnState = { state: "idle" };
+  /** The prompts (`gwId`) of every turn that went from running or cancelling to idle, in order. */
+  readonly ended: number[] = [];
+  get turn(): TurnState {
+    return this.current;
+  }
+  set turn(turn: TurnState) {
+    if (this.current.state !== "idle" && turn.state === "idle") this.ended.push(this.current.gwId);
+    this.current = turn;
+  }
   /** Never held here: a held session's refusal is tested with the real session (test/workerd/unasked-runs.test.ts). */
   readonly hold = undefined;
   lastId = 0;
@@ -158,6 +174,10 @@ class World {
   /** Client requests not handed to the agent when an instance crashed: perhaps nobody answers them. */
   readonly lost = new Set<string>();
   private readonly handedGwIds = new Set<number>();
+  /** The turns' ends the machine told the shell (`turnEnded`), by prompt, in order. */
+  readonly toldEnded: number[] = [];
+  /** The client request whose answer from the agent is being applied now. */
+  private answering: number | undefined;
   constructor() {
     this.start();
   }
@@ -202,6 +222,15 @@ class World {
       },
       promptStarted: () => undefined,
       promptEnded: () => undefined,
+      turnEnded: (turn, end) => {
+        check(this.table.turn.state === "idle", `the end of turn ${turn.gwId} is told once it is idle`);
+        check(this.table.ended.at(-1) === turn.gwId, `the end told is of the turn that just ended (${turn.gwId})`);
+        check(
+          (end.by === "agent") === (this.answering === turn.gwId),
+          `turn ${turn.gwId} ended by the agent exactly when it answered the prompt`,
+        );
+        this.toldEnded.push(turn.gwId);
+      },
       configOptions: () => undefined,
       deleted: () => undefined,
       deadlinesChanged: () => undefined,
@@ -301,7 +330,9 @@ class World {
         const gwId = this.held[pick % Math.max(1, this.held.length)];
         if (gwId === undefined) break;
         this.held = this.held.filter((h) => h !== gwId);
+        this.answering = gwId;
         m.agentAnswered(gwId, JSON.stringify({ jsonrpc: "2.0", id: gwId, result: { stopReason: "end_turn" } }));
+        this.answering = undefined;
         break;
       }
       case "agentGone": {
@@ -395,6 +426,10 @@ class World {
     const turn = this.table.turn;
     if (turn.state !== "idle") check(this.table.inflight.has(turn.gwId), "while a turn runs, its prompt is in flight");
     else check(this.pending.length === 0, "no permission request is pending outside a turn");
+    check(
+      this.toldEnded.join() === this.table.ended.join(),
+      `every turn's end is told once, in order (ended ${this.table.ended.join()}; told ${this.toldEnded.join()})`,
+    );
   }
 
   /** Every channel open and delivering; the agent answers what it holds, then leaves. */

@@ -4,7 +4,7 @@
 
 import { env, runInDurableObject } from "cloudflare:test";
 import { describe, expect, it } from "vitest";
-import { appendUpdate, maybeFold } from "../../durable-objects/session/compaction";
+import { maybeFold } from "../../durable-objects/session/compaction";
 import { type SessionObject, sessionTesting } from "../../durable-objects/session/session-object";
 import { attachClient, barrier, clientWithSession, connect, dialInAgent, isMethod, seedTenant, withoutCursor } from "./helpers";
 import { GATEWAY_NOTIFICATIONS } from "../../core/gateway-notifications";
@@ -94,7 +94,7 @@ describe("compact replay", () => {
 
   // The bench's replay scenario at a size streaming cannot reach in its time (100,000 events take
   // the gateway minutes to log): the log is written in the object by the same functions the session
-  // runs on every update (appendUpdate, maybeFold), then a client attaches with session/load.
+  // runs on every update (store.appendUpdate, maybeFold), then a client attaches with session/load.
   // REPLAY_EVENTS sets the size (10,000 in `npm test`; the full bench runs 100,000 and quotes the
   // REPLAY line this prints).
   it("replays a long compacted log in full, in order, and says how long the attach took", async () => {
@@ -111,7 +111,7 @@ describe("compact replay", () => {
           i % 100 === 99
             ? { sessionUpdate: "tool_call", toolCallId: `r${i}`, title: `read #${i}`, kind: "read", status: "completed" }
             : { sessionUpdate: "agent_message_chunk", content: { type: "text", text: text(i) } };
-        maybeFold(store, appendUpdate(store, JSON.stringify({ jsonrpc: "2.0", method: "session/update", params: { sessionId, update } })));
+        maybeFold(store, store.appendUpdate(JSON.stringify({ jsonrpc: "2.0", method: "session/update", params: { sessionId, update } })));
       }
     });
     const seedMs = performance.now() - seedStarted;

@@ -90,6 +90,15 @@ CREATE TABLE audit_outbox (seq INTEGER PRIMARY KEY, entry TEXT NOT NULL);`);
   sql.exec("INSERT INTO audit_outbox (entry) VALUES (?)", JSON.stringify({ id: "aud_legacy" }));
 }
 
+/** The pending request `permId`, as the machine hands it to the table to resolve. */
+function pendingOf(store: SessionStore, permId: number): PendingRequest {
+  const pending = store.pendingById(permId);
+  if (!pending) throw new Error(`expected request ${permId} pending`);
+  return pending;
+}
+
+const WITHDRAWN = { outcome: { outcome: "withdrawn" }, by: { type: "agent_withdrew" } } as const;
+
 describe("session store: one log entry per permission request", () => {
   it("rebuilds the pending requests from the log at start: resolved ones are not pending, open ones are, whole", async () => {
     await inStorage((sql, storage) => {
@@ -97,7 +106,7 @@ describe("session store: one log entry per permission request", () => {
       const first = ask(store, 10, "a");
       for (let i = 0; i < 5; i++) update(store, i);
       const second = ask(store, 11, "b");
-      store.resolvePermission(first, { text: '{"resolved":1}', audit: null });
+      store.resolvePermission(pendingOf(store, first), '{"resolved":1}', WITHDRAWN);
       update(store, 99);
       const again = new SessionStore(storage);
       expect(again.pending().map((p) => p.permId)).toEqual([second]);
@@ -111,7 +120,7 @@ describe("session store: one log entry per permission request", () => {
       const store = new SessionStore(storage);
       const open = ask(store, 1, "open");
       const held = ask(store, 2, "held");
-      store.resolvePermission(held, { text: "{}", audit: null });
+      store.resolvePermission(pendingOf(store, held), "{}", WITHDRAWN);
       store.held.add(held);
       // As if D1 had every audit entry written so far: only the open and held requests keep the bound down.
       store.auditCursor = store.lastSeq();
@@ -295,6 +304,114 @@ describe("session store: schema versions (store-migrations.ts)", () => {
       );
       expect(storedVersion(sql)).toBe(at);
     });
+  });
+});
+
+/**
+ * A session's storage as the code before version 7 made it (main at 8e20b2b, 2026-12-07): the layout at
+ * version 6, and beside it the tables each part created in its constructor, outside any version.
+ */
+const VERSION_6_WITH_PARTS = `
+CREATE TABLE schema_version (id INTEGER PRIMARY KEY CHECK (id = 1), version INTEGER NOT NULL);
+INSERT INTO schema_version (id, version) VALUES (1, 6);
+CREATE TABLE meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
+CREATE TABLE tool_calls (id TEXT PRIMARY KEY, row TEXT NOT NULL, updated_seq INTEGER NOT NULL) WITHOUT ROWID;
+CREATE TABLE log (seq INTEGER PRIMARY KEY, kind TEXT NOT NULL, body TEXT NOT NULL, at INTEGER NOT NULL,
+  agent_seq INTEGER, scan_from INTEGER, request TEXT, resolved TEXT, resolved_at INTEGER, audit TEXT);
+CREATE TABLE agent_requests (out_id INTEGER PRIMARY KEY, agent_req_id TEXT NOT NULL, agent_epoch INTEGER NOT NULL, conn_id TEXT NOT NULL, method TEXT NOT NULL);
+CREATE TABLE inflight (gw_id INTEGER PRIMARY KEY, conn_id TEXT NOT NULL, client_id TEXT NOT NULL, method TEXT NOT NULL, created_at INTEGER NOT NULL);
+CREATE INDEX inflight_client ON inflight (conn_id, client_id);
+CREATE TABLE frozen_operations (perm_id INTEGER PRIMARY KEY, operation TEXT NOT NULL);
+CREATE TABLE IF NOT EXISTS notify (perm_id INTEGER PRIMARY KEY, after_ms INTEGER NOT NULL, due_at INTEGER, sent_at INTEGER);
+CREATE TABLE IF NOT EXISTS approval_links (
+  link_id TEXT PRIMARY KEY, perm_id INTEGER NOT NULL, tool_call_id TEXT, target_id TEXT NOT NULL, target_name TEXT NOT NULL,
+  expires_at INTEGER NOT NULL, used_at INTEGER, used_option TEXT, delivered INTEGER, attempts INTEGER NOT NULL DEFAULT 0, last_result TEXT);
+CREATE TABLE IF NOT EXISTS withdrawn_links (link_id TEXT PRIMARY KEY, reason TEXT NOT NULL, at INTEGER NOT NULL);
+CREATE TABLE IF NOT EXISTS mode_proposals (id TEXT PRIMARY KEY, expires_at INTEGER NOT NULL, body TEXT NOT NULL);
+CREATE TABLE IF NOT EXISTS turn_watch (id INTEGER PRIMARY KEY CHECK (id = 1), at INTEGER NOT NULL);
+CREATE TABLE IF NOT EXISTS unseen_holder (id INTEGER PRIMARY KEY CHECK (id = 0), seq INTEGER NOT NULL, installed INTEGER NOT NULL, dropped INTEGER NOT NULL);
+CREATE TABLE IF NOT EXISTS unseen_holder_readers (tool_call_id TEXT PRIMARY KEY, at INTEGER NOT NULL);
+CREATE TABLE IF NOT EXISTS agent_delivery (id INTEGER PRIMARY KEY CHECK (id = 1), last_seq INTEGER NOT NULL);
+`;
+
+/** One row in each part's table (and the old delivery mark, 12, above the log's 5). */
+const PARTS_ROWS = `
+INSERT INTO log (seq, kind, body, at, agent_seq, scan_from) VALUES (1, 'update', '{}', 1, 5, 0);
+INSERT INTO notify VALUES (1, 60000, 70000, NULL);
+INSERT INTO approval_links (link_id, perm_id, target_id, target_name, expires_at) VALUES ('l1', 1, 't1', 'ops', 90000);
+INSERT INTO withdrawn_links VALUES ('l0', 'resolved', 5);
+INSERT INTO mode_proposals VALUES ('p1', 80000, '{"proposal":{"id":"p1"}}');
+INSERT INTO turn_watch VALUES (1, 4242);
+INSERT INTO unseen_holder VALUES (0, 3, 1, 0);
+INSERT INTO unseen_holder_readers VALUES ('tc1', 9);
+INSERT INTO agent_delivery VALUES (1, 12);
+`;
+
+const PARTS_TABLES = [
+  "notify",
+  "approval_links",
+  "withdrawn_links",
+  "mode_proposals",
+  "turn_watch",
+  "unseen_holder",
+  "unseen_holder_readers",
+];
+
+/** Every table of the object's own (not SQLite's or the platform's). */
+function ownTables(sql: SqlStorage): string[] {
+  return sql
+    .exec<{ name: string }>("SELECT name FROM sqlite_master WHERE type = 'table' AND name NOT LIKE 'sqlite_%' AND name NOT LIKE '_cf_%'")
+    .toArray()
+    .map((r) => r.name);
+}
+
+function dropEverything(sql: SqlStorage): void {
+  for (const name of ownTables(sql)) sql.exec(`DROP TABLE ${name}`);
+}
+
+describe("session store: the parts' tables are in the versioned layout (version 7)", () => {
+  it("a new object is created with every part's table by the layout itself, and no agent_delivery", async () => {
+    await inStorage((sql, storage) => {
+      dropEverything(sql);
+      expect(migrateStorage(storage)).toEqual({ from: 0, to: LATEST_VERSION, ran: [], created: true });
+      const tables = ownTables(sql);
+      for (const table of PARTS_TABLES) expect(tables).toContain(table);
+      expect(tables).not.toContain("agent_delivery");
+    });
+  });
+
+  it("a session the code before made (version 6, each part's table made by its constructor) opens at version 7 keeping every row", async () => {
+    const stub = env.SESSIONS.get(env.SESSIONS.idFromName(`store-test/v6-${++n}-${Date.now()}`));
+    const rowsOf = (sql: SqlStorage) => Object.fromEntries(PARTS_TABLES.map((t) => [t, sql.exec(`SELECT * FROM ${t}`).toArray()]));
+    const before = await runInDurableObject(stub, (_: SessionObject, state: DurableObjectState) => {
+      dropEverything(state.storage.sql);
+      state.storage.sql.exec(VERSION_6_WITH_PARTS);
+      state.storage.sql.exec(PARTS_ROWS);
+      return rowsOf(state.storage.sql);
+    });
+    await restartObject(stub);
+    const after = await runInDurableObject(stub, (instance: SessionObject, state: DurableObjectState) => {
+      const { store } = sessionTesting(instance);
+      return {
+        schema: store.schema,
+        rows: rowsOf(state.storage.sql),
+        applied: store.appliedAgentSeq,
+        tables: ownTables(state.storage.sql),
+      };
+    });
+    expect(after.schema).toEqual({ from: 6, to: LATEST_VERSION, ran: [7], created: false });
+    expect(after.rows).toEqual(before);
+    for (const table of PARTS_TABLES) expect(after.rows[table]).toHaveLength(1);
+    // The old delivery mark is kept (in the newest log entry), its table gone: an item at or below 12 is not applied again.
+    expect(after.applied).toBe(12);
+    expect(after.tables).not.toContain("agent_delivery");
+    await restartObject(stub);
+    const again = await runInDurableObject(stub, (instance: SessionObject, state: DurableObjectState) => ({
+      schema: sessionTesting(instance).store.schema,
+      rows: rowsOf(state.storage.sql),
+      applied: sessionTesting(instance).store.appliedAgentSeq,
+    }));
+    expect(again).toEqual({ schema: { from: LATEST_VERSION, to: LATEST_VERSION, ran: [], created: false }, rows: before, applied: 12 });
   });
 });
 

@@ -9,6 +9,7 @@ import {
   type RequestFacts,
   answerable,
   authorise,
+  authoriseAnswer,
   isApproval,
   personKey,
   unsatisfiable,
@@ -36,6 +37,34 @@ const facts: fc.Arbitrary<RequestFacts> = fc.record({
     { nil: null },
   ),
   approvals: fc.subarray(PEOPLE, { maxLength: 1 }),
+});
+
+describe("answering: a person's answer judged whole (authoriseAnswer)", () => {
+  const result = fc.oneof(
+    fc.constantFrom(...OPTIONS.map((o) => ({ outcome: { outcome: "selected", optionId: o.optionId } }))),
+    fc.constant({ outcome: { outcome: "cancelled" } }),
+    fc.constant({ outcome: { outcome: "approved" } }),
+    fc.constant({ outcome: "selected" }),
+    fc.constant(null),
+  );
+
+  it("is no answer (never approval) unless it names an option offered or cancels; otherwise exactly what authorise says of the option", () => {
+    fc.assert(
+      fc.property(answerer, facts, result, (a, f, r) => {
+        const judged = authoriseAnswer(a, f, r);
+        const named = (r as { outcome?: { outcome?: unknown; optionId?: unknown } } | null)?.outcome;
+        const option =
+          typeof named === "object" && named.outcome === "selected" ? f.options.find((o) => o.optionId === named.optionId) : undefined;
+        const valid = option !== undefined || (typeof named === "object" && named.outcome === "cancelled");
+        expect(judged.ok).toBe(valid);
+        if (judged.ok) {
+          expect(judged.chosen).toBe(option ?? null);
+          expect(judged.authorised).toEqual(authorise(a, f, option ?? null));
+        }
+      }),
+      { numRuns: RUNS },
+    );
+  });
 });
 
 describe("answering: who may choose what", () => {
