@@ -15,6 +15,7 @@ import { displayString } from "./display-text";
 import { isObject } from "./jsonrpc";
 import { CLIENT_METHODS } from "./methods";
 import { REWRITE_MARK } from "./session-wire";
+import { type SessionHold, heldMessage } from "./unasked-runs";
 
 /** The schema's severities; it is open (`_`-prefixed custom ones), the gateway uses these three. */
 type NoticeSeverity = "info" | "warning" | "error";
@@ -180,6 +181,15 @@ export function noticeOfNotification(method: string, params: object): string | u
       return notice ? noticeFrame(sessionId, notice) : undefined;
     }
   }
+}
+
+/**
+ * What a client attaching to a held session is told where it advertised notices: a new live notice of
+ * a condition still true (the RFD allows it after reconnecting), as for a held mode change; the
+ * `session_held` it may see in the replay is history, and a client asking for none gets no replay.
+ */
+export function heldNoticeOnAttach(sessionId: string, hold: SessionHold): string | undefined {
+  return noticeOfNotification(GATEWAY_NOTIFICATIONS.sessionHeld, { sessionId, hold, message: heldMessage(sessionId, hold) });
 }
 
 /** How the permission machine's resolution frame starts (permission-machine.ts `resolve`, JSON.stringify, method first). */

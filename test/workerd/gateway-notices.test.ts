@@ -235,7 +235,7 @@ function expectedBeside(pair: { told: { peer: Peer; from: number } }, sessionId:
   const told = framesOf(pair.told).filter((m) => typeof m.method === "string" && m.method in said);
   expect(new Set(told.map((m) => m.method))).toEqual(new Set(Object.keys(said)));
   return told.map((m) => {
-    const [severity, title, text = (p: Json) => p.message] = said[m.method as string];
+    const [severity, title, text = (p: Json) => p.message] = said[m.method as string] ?? ["", ""];
     return { sessionId, update: { sessionUpdate: "notice", severity, title, description: text(m.params) } };
   });
 }
@@ -243,7 +243,7 @@ function expectedBeside(pair: { told: { peer: Peer; from: number } }, sessionId:
 const ALWAYS_OPTIONS = [...OPTIONS, { optionId: "always", name: "Always allow", kind: "allow_always" }];
 
 describe("ACP notices beside the gateway's other notifications (decision 0063)", () => {
-  it("an agent that ran a tool call unasked: ran_unasked, turn_ended, session_held, then session_resumed, each a notice", async () => {
+  it("an agent that ran a tool call unasked: ran_unasked, turn_ended, session_held (anew to a client attaching while held), then session_resumed, each a notice", async () => {
     const t = await seedTenant();
     const agent = await dialInAgent(t);
     const { client, sessionId } = await prompterOf(t, agent, t.clientKey, false);
@@ -261,6 +261,22 @@ describe("ACP notices beside the gateway's other notifications (decision 0063)",
     await pair.told.peer.next(isMethod("_acp_gateway/session_held"));
     agent.peer.respond(turn.id, { stopReason: "cancelled" });
     await client.next(isResponseTo("turn"));
+    // Attaching while it is held: a new live notice where advertised (the replay's session_held is history).
+    const late = await pairOf(agent, sessionId, t.clientKey2);
+    await fence(agent, sessionId, [late.told.peer, late.plain.peer]);
+    const heldNow = framesOf(late.told).filter((m) => m.method === "_acp_gateway/session_held");
+    expect(heldNow).toHaveLength(0); // a load replays history before `from`: the notice is all that is new
+    expect(noticesBeside(late)).toEqual([
+      {
+        sessionId,
+        update: {
+          sessionUpdate: "notice",
+          severity: "error",
+          title: "Session held: it takes no prompts",
+          description: expect.stringMatching(/DELETE \/v1\/sessions\/.+\/hold/),
+        },
+      },
+    ]);
     const resumed = await api(`/v1/sessions/${sessionId}/hold`, t.clientKey2, { method: "DELETE" });
     expect(resumed.status).toBe(200);
     await pair.told.peer.next(isMethod("_acp_gateway/session_resumed"));
@@ -294,7 +310,7 @@ describe("ACP notices beside the gateway's other notifications (decision 0063)",
     const expected = expectedBeside(pair, sessionId, {
       "_acp_gateway/four_eyes_unsatisfiable": ["warning", "Nobody here can give the second approval", (p) => p.reason],
     });
-    expect(expected[0].update.description).toMatch(/four eyes .* nobody attached can approve it now/);
+    expect(expected[0]?.update.description).toMatch(/four eyes .* nobody attached can approve it now/);
     expect(noticesBeside(pair)).toEqual(expected);
   });
 
@@ -367,7 +383,7 @@ describe("ACP notices beside the gateway's other notifications (decision 0063)",
     const expected = expectedBeside(pair, sessionId, {
       "_acp_gateway/agent_mode_changed": ["warning", "The agent switched its mode by itself"],
     });
-    expect(expected[0].update.description).toMatch(/switched this session's mode to acceptEdits by itself/);
+    expect(expected[0]?.update.description).toMatch(/switched this session's mode to acceptEdits by itself/);
     expect(noticesBeside(pair)).toEqual(expected);
   });
 
