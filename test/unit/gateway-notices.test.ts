@@ -9,6 +9,7 @@ import { answeredByGateway, noticeUpdate } from "../../protocol/answered-by-gate
 import {
   answerRefusedNotice,
   approvalRecordedNotice,
+  heldNoticeOnAttach,
   modeChangeDecidedNotice,
   modeChangeWaitingNotice,
   noticeFrame,
@@ -19,6 +20,7 @@ import {
 } from "../../protocol/gateway-notices";
 import { RpcError, errorResponse } from "../../protocol/jsonrpc";
 import { rewritable } from "../../protocol/session-wire";
+import { heldMessage } from "../../protocol/unasked-runs";
 
 const SESSION = "sess_abc123def456";
 
@@ -296,6 +298,17 @@ describe("which frames and notifications get a notice beside them", () => {
       description:
         "ada's answer to tool call c1 became the tenant's rule \"reject `rm -rf` in /p\" (r-9): from now on it will reject matching requests without asking anyone. An admin can revoke it.",
     });
+  });
+
+  it("a client attaching to a held session: an error notice with the hold's own words (how to resume it)", () => {
+    const hold = { reason: "mode_forbidden" as const, mode: "bypassPermissions", at: 0 };
+    expect(updateOf(heldNoticeOnAttach(SESSION, hold))).toEqual({
+      sessionUpdate: "notice",
+      severity: "error",
+      title: "Session held: it takes no prompts",
+      description: heldMessage(SESSION, hold),
+    });
+    expect(heldMessage(SESSION, hold)).toContain(`DELETE /v1/sessions/${SESSION}/hold`);
   });
 
   it("their sentences are shown safely and cut: a bidi override or escape becomes visible, 2,000 characters at most", () => {
