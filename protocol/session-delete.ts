@@ -31,15 +31,16 @@ export function deletionGoesAhead(response: { result?: unknown; error?: unknown 
   return code === ErrorCode.methodNotFound; // an agent that does not implement session/delete
 }
 
-/** What the other clients of a deleted session are told before they are detached. */
-export function sessionDeletedNotice(sessionId: string, deletedBy: string | null): string {
-  return JSON.stringify({
-    jsonrpc: "2.0",
-    method: GATEWAY_NOTIFICATIONS.sessionDeleted,
-    params: {
-      sessionId,
-      deletedBy,
-      message: `Session ${sessionId} was deleted${deletedBy ? ` by ${deletedBy}` : ""}; you were detached from it.`,
-    },
-  });
+/** What the other clients of a deleted session are told before they are detached: the params. */
+export function sessionDeletedParams(sessionId: string, deletedBy: string | null) {
+  return {
+    sessionId,
+    deletedBy,
+    message: `Session ${sessionId} was deleted${deletedBy ? ` by ${deletedBy}` : ""}; you were detached from it.`,
+  };
+}
+
+/** The notification itself. */
+export function sessionDeletedNotice(params: ReturnType<typeof sessionDeletedParams>): string {
+  return JSON.stringify({ jsonrpc: "2.0", method: GATEWAY_NOTIFICATIONS.sessionDeleted, params });
 }

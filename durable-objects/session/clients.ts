@@ -150,6 +150,13 @@ export class AttachedClients {
     if (notice) this.toNoticeClients(notice);
   }
 
+  /** The ACP `notice` beside a gateway notification sent to this one socket (decision 0063), when its client advertised notices. */
+  noticeTo(ws: WebSocket, method: string, params: object): void {
+    if (!takesNotices(attachmentOf(ws))) return;
+    const notice = noticeOfNotification(method, params);
+    if (notice) send(ws, notice);
+  }
+
   /**
    * A `notice` session update, as it is (the agent's own, or one of the gateway's): to the clients that
    * advertised `session.notices` and into their streams kept for a resume; never to another (ACP:

@@ -15,6 +15,7 @@ import {
 import { STREAM_METHODS } from "../../protocol/stream-cursor";
 import { attachedClientsBound, attachedClientsError } from "../../protocol/tenant-limits";
 import { replayedFrames } from "../../protocol/replayed-history";
+import { heldNoticeOnAttach } from "../../protocol/gateway-notices";
 import { type StreamTurnState, streamTurnState, turnStateMeta } from "../../protocol/turn-state";
 import { CLOSE } from "../../core/close-codes";
 import { type AgentSocket, EDGE_LINK_TAG } from "./agent-socket";
@@ -99,6 +100,9 @@ export class SessionAttach {
       this.permissions.sendPendingTo(server);
       for (const notice of this.modes.noticesForAttach(attach.client.caps.notices === true)) send(server, notice); // held mode changes (decision 0061)
     }
+    // A held session takes no prompt: a client that advertised notices is told so now, whatever history it asked for (decision 0063).
+    const held = this.store.hold && attach.client.caps.notices === true ? heldNoticeOnAttach(meta.sessionId, this.store.hold) : undefined;
+    if (held) send(server, held);
     this.permissions.clientsChanged();
     return new Response(null, { status: 101, webSocket: edge });
   }

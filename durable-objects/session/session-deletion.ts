@@ -2,7 +2,8 @@
 // mode changes withdrawn (their proposers answered, audited), the session forgotten, then its clients told and detached, once it is out of the tenant's index.
 
 import { isObject, resultResponse } from "../../protocol/jsonrpc";
-import { sessionDeletedNotice } from "../../protocol/session-delete";
+import { sessionDeletedNotice, sessionDeletedParams } from "../../protocol/session-delete";
+import { GATEWAY_NOTIFICATIONS } from "../../core/gateway-notifications";
 import type { InflightRow } from "../../protocol/session-machine";
 import { CLOSE, closeQuietly } from "../../core/close-codes";
 import { type AttachedClients, attachmentOf, send } from "./clients";
@@ -39,7 +40,8 @@ export class SessionDeletion {
     store.forget();
     this.scheduleDeadline();
     const answer = JSON.stringify(resultResponse(inflight.clientId, isObject(result) ? result : {}));
-    const notice = sessionDeletedNotice(meta.sessionId, user);
+    const params = sessionDeletedParams(meta.sessionId, user);
+    const notice = sessionDeletedNotice(params);
     const attached = clients.all();
     // Out of the index first, so nobody who hears of the deletion can still list or load the session;
     // if D1 fails, the alarm keeps trying (unindex.ts), and the clients are told all the same.
@@ -49,6 +51,7 @@ export class SessionDeletion {
         this.scheduleDeadline();
         for (const ws of attached) {
           send(ws, ws === deleter ? answer : notice);
+          if (ws !== deleter) clients.noticeTo(ws, GATEWAY_NOTIFICATIONS.sessionDeleted, params);
           closeQuietly(ws, CLOSE.sessionDeleted, "the session was deleted");
         }
       }),

@@ -9,15 +9,18 @@ import { answeredByGateway, noticeUpdate } from "../../protocol/answered-by-gate
 import {
   answerRefusedNotice,
   approvalRecordedNotice,
+  heldNoticeOnAttach,
   modeChangeDecidedNotice,
   modeChangeWaitingNotice,
   noticeFrame,
   noticeOfMachineFrame,
   noticeOfNotification,
   ruleAnsweredNotice,
+  ruleCreatedNotice,
 } from "../../protocol/gateway-notices";
 import { RpcError, errorResponse } from "../../protocol/jsonrpc";
 import { rewritable } from "../../protocol/session-wire";
+import { heldMessage } from "../../protocol/unasked-runs";
 
 const SESSION = "sess_abc123def456";
 
@@ -167,7 +170,7 @@ describe("what the gateway does on its own, as notices", () => {
 });
 
 describe("which frames and notifications get a notice beside them", () => {
-  it("the gateway's notifications: approval recorded and the mode change's two; no other (after-cancel builds its own)", () => {
+  it("every gateway notification a person can act on gets one; the three left out get none (decision 0063)", () => {
     const params = {
       sessionId: SESSION,
       toolCallId: "c1",
@@ -176,24 +179,151 @@ describe("which frames and notifications get a notice beside them", () => {
       value: "plan",
       outcome: "approved",
       by: "bob",
+      rule: { id: "r-1", decision: "allow", description: "allow `npm test`" },
+      createdBy: "ada",
+      reason: "why",
+      message: "what happened",
+      unseen: { message: "what is unseen" },
     };
-    for (const method of [
-      GATEWAY_NOTIFICATIONS.approvalRecorded,
-      GATEWAY_NOTIFICATIONS.modeChangeWaiting,
-      GATEWAY_NOTIFICATIONS.modeChangeDecided,
-    ]) {
+    const leftOut: string[] = [
+      GATEWAY_NOTIFICATIONS.answeredByGateway, // builds its own (answered-by-gateway.ts)
+      GATEWAY_NOTIFICATIONS.permissionResolved, // a rule's: beside the machine's frame; a person's: not the gateway's doing
+      GATEWAY_NOTIFICATIONS.historyCompacted, // the form of one client's replay, for its code
+    ];
+    for (const method of Object.values(GATEWAY_NOTIFICATIONS)) {
       const frame = noticeOfNotification(method, params);
-      expect(JSON.parse(frame ?? "null").params.sessionId).toBe(SESSION);
+      if (leftOut.includes(method)) {
+        expect(frame, method).toBeUndefined();
+        continue;
+      }
+      expect(JSON.parse(frame ?? "null").params.sessionId, method).toBe(SESSION);
       expectSchemaNotice(updateOf(frame));
     }
-    for (const method of Object.values(GATEWAY_NOTIFICATIONS).filter(
-      (m) =>
-        m !== GATEWAY_NOTIFICATIONS.approvalRecorded &&
-        m !== GATEWAY_NOTIFICATIONS.modeChangeWaiting &&
-        m !== GATEWAY_NOTIFICATIONS.modeChangeDecided,
-    ))
-      expect(noticeOfNotification(method, params)).toBeUndefined();
     expect(noticeOfNotification(GATEWAY_NOTIFICATIONS.approvalRecorded, { toolCallId: "no session" })).toBeUndefined();
+    expect(noticeOfNotification(GATEWAY_NOTIFICATIONS.turnEnded, { message: "no session" })).toBeUndefined();
+    expect(noticeOfNotification("_acp_gateway/not_a_notification", params)).toBeUndefined();
+  });
+
+  it("each says what the notification already says, under a title a person can act on", () => {
+    const said = (method: string, p: Record<string, unknown>) => updateOf(noticeOfNotification(method, { sessionId: SESSION, ...p }));
+    const cases: [string, Record<string, unknown>, string, string, string][] = [
+      [
+        GATEWAY_NOTIFICATIONS.fourEyesUnsatisfiable,
+        { reason: "waits for an approver to attach" },
+        "warning",
+        "Nobody here can give the second approval",
+        "waits for an approver to attach",
+      ],
+      [
+        GATEWAY_NOTIFICATIONS.rulesUnavailable,
+        { message: "rules could not be consulted" },
+        "warning",
+        "Rules unavailable: people are asked",
+        "rules could not be consulted",
+      ],
+      [
+        GATEWAY_NOTIFICATIONS.operationChanged,
+        { message: "command changed" },
+        "warning",
+        "A request changed and is asked again",
+        "command changed",
+      ],
+      [
+        GATEWAY_NOTIFICATIONS.ruleNotCreated,
+        { reason: "observers may not make rules" },
+        "info",
+        "Not remembered as a rule",
+        "observers may not make rules",
+      ],
+      [
+        GATEWAY_NOTIFICATIONS.turnEnded,
+        { reason: "deadline", message: "the turn ran out of time" },
+        "warning",
+        "The gateway ended the turn",
+        "the turn ran out of time",
+      ],
+      [
+        GATEWAY_NOTIFICATIONS.ranUnasked,
+        { message: "ran rm unasked" },
+        "warning",
+        "The agent ran a tool call without asking",
+        "ran rm unasked",
+      ],
+      [
+        GATEWAY_NOTIFICATIONS.unseenChanges,
+        { unseen: { message: "2 files changed unseen", total: 2 } },
+        "warning",
+        "This request may read unseen changes",
+        "2 files changed unseen",
+      ],
+      [
+        GATEWAY_NOTIFICATIONS.sessionHeld,
+        { message: "held until a person resumes it" },
+        "error",
+        "Session held: it takes no prompts",
+        "held until a person resumes it",
+      ],
+      [GATEWAY_NOTIFICATIONS.sessionResumed, { message: "ada resumed it" }, "info", "Session resumed", "ada resumed it"],
+      [
+        GATEWAY_NOTIFICATIONS.agentModeChanged,
+        { message: "switched to bypassPermissions" },
+        "warning",
+        "The agent switched its mode by itself",
+        "switched to bypassPermissions",
+      ],
+      [
+        GATEWAY_NOTIFICATIONS.limitReached,
+        { code: -32029, message: "too many waiting", data: { limit: "x" } },
+        "warning",
+        "A limit was reached",
+        "too many waiting",
+      ],
+      [GATEWAY_NOTIFICATIONS.sessionDeleted, { message: "deleted by ada" }, "warning", "Session deleted", "deleted by ada"],
+    ];
+    for (const [method, p, severity, title, description] of cases)
+      expect(said(method, p), method).toEqual({ sessionUpdate: "notice", severity, title, description });
+    // Without its sentence: the title alone, never an empty or invented description.
+    expect(said(GATEWAY_NOTIFICATIONS.turnEnded, { reason: "deadline" })).toEqual({
+      sessionUpdate: "notice",
+      severity: "warning",
+      title: "The gateway ended the turn",
+    });
+  });
+
+  it("a rule made from a person's answer: who, the rule by description and id, what it will do unasked", () => {
+    expect(
+      ruleCreatedNotice({
+        toolCallId: "c1",
+        createdBy: "ada",
+        rule: { id: "r-9", decision: "reject", description: "reject `rm -rf` in /p" },
+      }),
+    ).toEqual({
+      severity: "info",
+      title: "A rule was remembered",
+      description:
+        "ada's answer to tool call c1 became the tenant's rule \"reject `rm -rf` in /p\" (r-9): from now on it will reject matching requests without asking anyone. An admin can revoke it.",
+    });
+  });
+
+  it("a client attaching to a held session: an error notice with the hold's own words (how to resume it)", () => {
+    const hold = { reason: "mode_forbidden" as const, mode: "bypassPermissions", at: 0 };
+    expect(updateOf(heldNoticeOnAttach(SESSION, hold))).toEqual({
+      sessionUpdate: "notice",
+      severity: "error",
+      title: "Session held: it takes no prompts",
+      description: heldMessage(SESSION, hold),
+    });
+    expect(heldMessage(SESSION, hold)).toContain(`DELETE /v1/sessions/${SESSION}/hold`);
+  });
+
+  it("their sentences are shown safely and cut: a bidi override or escape becomes visible, 2,000 characters at most", () => {
+    const hostile = updateOf(
+      noticeOfNotification(GATEWAY_NOTIFICATIONS.ranUnasked, { sessionId: SESSION, message: "ran \u202e\u001b[2K ls" }),
+    );
+    expect(String(hostile.description).includes("\u202e") || String(hostile.description).includes("\u001b")).toBe(false);
+    expect(hostile.description).toContain("⟨U+202E⟩");
+    const long = updateOf(noticeOfNotification(GATEWAY_NOTIFICATIONS.turnEnded, { sessionId: SESSION, message: "x".repeat(5000) }));
+    expect(long.description).toBe(`${"x".repeat(2000)}…`);
   });
 
   it("the machine's frames: a rule's resolution and a refused answer, as the machine writes them; nothing else", () => {

@@ -12,6 +12,7 @@ import {
   type SeededTenant,
   addKey,
   allowNpmTest,
+  api,
   connect,
   dialInAgent,
   isMethod,
@@ -219,6 +220,193 @@ describe("ACP notices for what the gateway does on its own", () => {
         },
       },
     ]);
+  });
+});
+
+/** What a notice says beside one gateway notification: its severity, its title, and the notification's sentence it carries. */
+type Said = [severity: string, title: string, text?: (params: Json) => unknown];
+
+/**
+ * The notices the told one of a pair should have got: one beside each gateway notification in `said`
+ * it received, in their order, carrying the notification's own sentence (its `message` unless said
+ * otherwise). Each method in `said` arrived at least once.
+ */
+function expectedBeside(pair: { told: { peer: Peer; from: number } }, sessionId: string, said: Record<string, Said>): Json[] {
+  const told = framesOf(pair.told).filter((m) => typeof m.method === "string" && m.method in said);
+  expect(new Set(told.map((m) => m.method))).toEqual(new Set(Object.keys(said)));
+  return told.map((m) => {
+    const [severity, title, text = (p: Json) => p.message] = said[m.method as string] ?? ["", ""];
+    return { sessionId, update: { sessionUpdate: "notice", severity, title, description: text(m.params) } };
+  });
+}
+
+const ALWAYS_OPTIONS = [...OPTIONS, { optionId: "always", name: "Always allow", kind: "allow_always" }];
+
+describe("ACP notices beside the gateway's other notifications (decision 0063)", () => {
+  it("an agent that ran a tool call unasked: ran_unasked, turn_ended, session_held (anew to a client attaching while held), then session_resumed, each a notice", async () => {
+    const t = await seedTenant();
+    const agent = await dialInAgent(t);
+    const { client, sessionId } = await prompterOf(t, agent, t.clientKey, false);
+    const pair = await pairOf(agent, sessionId, t.clientKey2);
+    const turn = await startTurn(client, agent, sessionId);
+    agent.update(sessionId, {
+      sessionUpdate: "tool_call",
+      toolCallId: "u1",
+      title: "Edit",
+      kind: "edit",
+      status: "completed",
+      rawInput: { file_path: "/projects/demo/a.c", old_string: "a", new_string: "b" },
+      locations: [{ path: "/projects/demo/a.c" }],
+    });
+    await pair.told.peer.next(isMethod("_acp_gateway/session_held"));
+    agent.peer.respond(turn.id, { stopReason: "cancelled" });
+    await client.next(isResponseTo("turn"));
+    // Attaching while it is held: a new live notice where advertised (the replay's session_held is history).
+    const late = await pairOf(agent, sessionId, t.clientKey2);
+    await fence(agent, sessionId, [late.told.peer, late.plain.peer]);
+    const heldNow = framesOf(late.told).filter((m) => m.method === "_acp_gateway/session_held");
+    expect(heldNow).toHaveLength(0); // a load replays history before `from`: the notice is all that is new
+    expect(noticesBeside(late)).toEqual([
+      {
+        sessionId,
+        update: {
+          sessionUpdate: "notice",
+          severity: "error",
+          title: "Session held: it takes no prompts",
+          description: expect.stringMatching(/DELETE \/v1\/sessions\/.+\/hold/),
+        },
+      },
+    ]);
+    const resumed = await api(`/v1/sessions/${sessionId}/hold`, t.clientKey2, { method: "DELETE" });
+    expect(resumed.status).toBe(200);
+    await pair.told.peer.next(isMethod("_acp_gateway/session_resumed"));
+    await fence(agent, sessionId, [client, pair.told.peer, pair.plain.peer]);
+    const expected = expectedBeside(pair, sessionId, {
+      "_acp_gateway/ran_unasked": ["warning", "The agent ran a tool call without asking"],
+      "_acp_gateway/turn_ended": ["warning", "The gateway ended the turn"],
+      "_acp_gateway/session_held": ["error", "Session held: it takes no prompts"],
+      "_acp_gateway/session_resumed": ["info", "Session resumed"],
+    });
+    expect(expected.map((n) => n.update.description)).toEqual([
+      expect.stringMatching(/without asking anyone/),
+      expect.stringMatching(/without asking anyone/),
+      expect.stringMatching(/DELETE \/v1\/sessions\/.+\/hold/),
+      expect.stringMatching(/resumed the session/),
+    ]);
+    expect(noticesBeside(pair)).toEqual(expected);
+  });
+
+  it("four eyes nobody attached can give: the request waits, and the notice says for whom", async () => {
+    const t = await seedTenant({ fourEyes: { operations: [{ program: "rm" }] } });
+    const ada = await addKey(t.tenantId, "client", "ada", null, { role: "approver", user: "ada" });
+    const mia = await addKey(t.tenantId, "client", "mia", null, { role: "member", user: "mia" });
+    const agent = await dialInAgent(t);
+    const { client, sessionId } = await prompterOf(t, agent, ada, false);
+    const pair = await pairOf(agent, sessionId, mia);
+    await startTurn(client, agent, sessionId);
+    agent.askPermission(sessionId, run("c1", "rm x"), OPTIONS);
+    await pair.told.peer.next(isMethod("_acp_gateway/four_eyes_unsatisfiable"));
+    await fence(agent, sessionId, [client, pair.told.peer, pair.plain.peer]);
+    const expected = expectedBeside(pair, sessionId, {
+      "_acp_gateway/four_eyes_unsatisfiable": ["warning", "Nobody here can give the second approval", (p) => p.reason],
+    });
+    expect(expected[0]?.update.description).toMatch(/four eyes .* nobody attached can approve it now/);
+    expect(noticesBeside(pair)).toEqual(expected);
+  });
+
+  it("a member's always applied once and not remembered; an approver's made a rule: each told with what it means", async () => {
+    const t = await seedTenant();
+    const mia = await addKey(t.tenantId, "client", "mia", null, { role: "member", user: "mia" });
+    const ada = await addKey(t.tenantId, "client", "ada", null, { role: "approver", user: "ada" });
+    const agent = await dialInAgent(t);
+    const { client: member, sessionId } = await prompterOf(t, agent, mia, false);
+    const approver = (await joined(agent, sessionId, ada, false)).peer;
+    const pair = await pairOf(agent, sessionId, t.clientKey2);
+    await startTurn(member, agent, sessionId);
+    agent.askPermission(sessionId, run("c1", "git status"), ALWAYS_OPTIONS);
+    member.respond((await member.next(isMethod("session/request_permission"))).id, {
+      outcome: { outcome: "selected", optionId: "always" },
+    });
+    await pair.told.peer.next(isMethod("_acp_gateway/rule_not_created"));
+    agent.askPermission(sessionId, run("c2", "git log"), ALWAYS_OPTIONS);
+    const copy = await approver.next((m) => m.method === "session/request_permission" && m.params.toolCall.toolCallId === "c2");
+    approver.respond(copy.id, { outcome: { outcome: "selected", optionId: "always" } });
+    const created = await pair.told.peer.next(isMethod("_acp_gateway/rule_created"));
+    await fence(agent, sessionId, [member, approver, pair.told.peer, pair.plain.peer]);
+    const { rule } = created.params;
+    expect(noticesBeside(pair)).toEqual([
+      ...expectedBeside(pair, sessionId, { "_acp_gateway/rule_not_created": ["info", "Not remembered as a rule", (p) => p.reason] }),
+      {
+        sessionId,
+        update: {
+          sessionUpdate: "notice",
+          severity: "info",
+          title: "A rule was remembered",
+          description: `ada's answer to tool call c2 became the tenant's rule "${rule.description}" (${rule.id}): from now on it will allow matching requests without asking anyone. An admin can revoke it.`,
+        },
+      },
+    ]);
+  });
+
+  it("a request over the session's limit, and one whose operation the agent changed: limit_reached and operation_changed", async () => {
+    const t = await seedTenant({ limits: { pendingPermissionsPerSession: 1 } });
+    const agent = await dialInAgent(t);
+    const { client, sessionId } = await prompterOf(t, agent, t.clientKey, false);
+    const pair = await pairOf(agent, sessionId, t.clientKey2);
+    await startTurn(client, agent, sessionId);
+    agent.askPermission(sessionId, run("n1", "npm test"), OPTIONS);
+    await pair.told.peer.next(isMethod("session/request_permission"));
+    const over = agent.askPermission(sessionId, run("n2", "npm run lint"), OPTIONS);
+    expect((await agent.peer.next(isResponseTo(over))).error?.data?.reason).toBe("pending_permission_limit");
+    agent.update(sessionId, { sessionUpdate: "tool_call_update", toolCallId: "n1", rawInput: { command: "npm publish" } });
+    await pair.told.peer.next(isMethod("_acp_gateway/operation_changed"));
+    await fence(agent, sessionId, [client, pair.told.peer, pair.plain.peer]);
+    const expected = expectedBeside(pair, sessionId, {
+      "_acp_gateway/limit_reached": ["warning", "A limit was reached"],
+      "_acp_gateway/operation_changed": ["warning", "A request changed and is asked again"],
+    });
+    expect(expected.map((n) => n.update.description)).toEqual([
+      expect.stringMatching(/Too many permission requests are waiting/),
+      expect.stringMatching(/changed this request's .* asked again/),
+    ]);
+    expect(noticesBeside(pair)).toEqual(expected);
+  });
+
+  it("the agent switching itself into a governed mode: agent_mode_changed as a warning", async () => {
+    const t = await seedTenant();
+    const agent = await dialInAgent(t);
+    const { client, sessionId } = await prompterOf(t, agent, t.clientKey, false);
+    const pair = await pairOf(agent, sessionId, t.clientKey2);
+    agent.update(sessionId, { sessionUpdate: "current_mode_update", currentModeId: "acceptEdits" });
+    await pair.told.peer.next(isMethod("_acp_gateway/agent_mode_changed"));
+    await fence(agent, sessionId, [client, pair.told.peer, pair.plain.peer]);
+    const expected = expectedBeside(pair, sessionId, {
+      "_acp_gateway/agent_mode_changed": ["warning", "The agent switched its mode by itself"],
+    });
+    expect(expected[0]?.update.description).toMatch(/switched this session's mode to acceptEdits by itself/);
+    expect(noticesBeside(pair)).toEqual(expected);
+  });
+
+  it("a session deleted by another: a client that advertised notices gets one right after session_deleted, before it is detached", async () => {
+    const t = await seedTenant();
+    const agent = await dialInAgent(t);
+    const { client, sessionId } = await prompterOf(t, agent, t.clientKey, false);
+    const pair = await pairOf(agent, sessionId, t.clientKey2);
+    const deleting = client.request("session/delete", { sessionId });
+    agent.peer.respond((await agent.peer.next(isMethod("session/delete"))).id, {});
+    expect((await deleting).result).toEqual({});
+    const deleted = await pair.told.peer.next(isMethod("_acp_gateway/session_deleted"));
+    const notice = withoutCursor(await pair.told.peer.next(isNotice));
+    expect(notice.params).toEqual({
+      sessionId,
+      update: { sessionUpdate: "notice", severity: "warning", title: "Session deleted", description: deleted.params.message },
+    });
+    expect(deleted.params.message).toMatch(/was deleted by alice; you were detached/);
+    // The session is gone, so no fence can follow: that the other gets no notice is checked only as far
+    // as its frames have come (its socket is another; noticeTo reads the capability as every path does).
+    await pair.plain.peer.next(isMethod("_acp_gateway/session_deleted"));
+    expect(framesOf(pair.plain).filter(isNotice)).toEqual([]);
+    expect(framesOf(pair.told).filter((m) => !isNotice(m))).toEqual(framesOf(pair.plain));
   });
 });
 
