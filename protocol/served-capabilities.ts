@@ -39,13 +39,9 @@ export function servedCapabilities(advertised: unknown): Record<string, unknown>
   return out;
 }
 
-/** The agent's `_meta` with each vendor's `promptQueueing` left out (the gateway does not queue prompts). */
+/** The agent's `_meta` with `promptQueueing` left out, its own or any vendor's (the gateway does not queue prompts). */
 function withoutPromptQueueing(meta: unknown): unknown {
-  if (!isObject(meta)) return meta;
-  return Object.fromEntries(
-    Object.entries(meta).map(([vendor, caps]) => [
-      vendor,
-      isObject(caps) && "promptQueueing" in caps ? Object.fromEntries(Object.entries(caps).filter(([k]) => k !== "promptQueueing")) : caps,
-    ]),
-  );
+  if (!isObject(meta) || !JSON.stringify(meta).includes('"promptQueueing"')) return meta;
+  const without = (o: Record<string, unknown>) => Object.entries(o).filter(([k]) => k !== "promptQueueing");
+  return Object.fromEntries(without(meta).map(([vendor, caps]) => [vendor, isObject(caps) ? Object.fromEntries(without(caps)) : caps]));
 }

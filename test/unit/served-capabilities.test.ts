@@ -30,6 +30,13 @@ describe("the capabilities clients see", () => {
     });
   });
 
+  it("promptQueueing is left out of _meta at its top as under a vendor's key (a counterexample the property found)", () => {
+    expect(servedCapabilities({ _meta: { promptQueueing: false } })).toEqual({ _meta: {} });
+    expect(servedCapabilities({ _meta: { promptQueueing: true, claudeCode: { promptQueueing: true, x: 1 }, other: 2 } })).toEqual({
+      _meta: { claudeCode: { x: 1 }, other: 2 },
+    });
+  });
+
   it("anything that is not an object of capabilities is none", () => {
     for (const junk of [null, undefined, 7, "x", [], [{ providers: {} }]]) expect(servedCapabilities(junk)).toEqual({});
     expect(servedCapabilities({ promptCapabilities: true, sessionCapabilities: [] })).toEqual({});
