@@ -30,30 +30,6 @@ export interface RunningAgent {
   stop(): Promise<void>;
 }
 
-/**
- * A tenant of its own for one agent's tests, made through the operator API as a team's would be: what
- * one agent's tests leave in a tenant (an unasked edit nobody has seen, decision 0064, which makes the
- * tenant's rules ask a person before any reader) must not decide another agent's.
- */
-export async function tenantOfItsOwn(url: string, name: string): Promise<{ client: string; agent: string; admin: string }> {
-  const match = /^GATEWAY_ADMIN_TOKEN=(.*)$/m.exec(readFileSync(join(ROOT, ".dev.vars"), "utf8"));
-  if (!match?.[1]) throw new Error(".dev.vars has no GATEWAY_ADMIN_TOKEN (copy .dev.vars.example to .dev.vars)");
-  const post = async (path: string, credential: string, body: unknown) => {
-    const response = await fetch(`${url}${path}`, {
-      method: "POST",
-      headers: { Authorization: `Bearer ${credential}`, "Content-Type": "application/json" },
-      body: JSON.stringify(body),
-    });
-    if (!response.ok) throw new Error(`POST ${path}: ${response.status} ${await response.text()}`);
-    return (await response.json()) as Record<string, any>;
-  };
-  const slug = `agents-${name}-${crypto.randomUUID().slice(0, 8)}`;
-  const admin = (await post("/v1/tenants", match[1].trim(), { slug, name: `Real agents: ${name}` })).adminKey.key as string;
-  const client = (await post("/v1/keys", admin, { kind: "client", label: "people" })).key as string;
-  const agent = (await post("/v1/keys", admin, { kind: "agent" })).key as string;
-  return { client, agent, admin };
-}
-
 export async function startAgent(
   profile: AgentProfile,
   gateway: { url: string; keys: { client: string; agent: string } },

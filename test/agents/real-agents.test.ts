@@ -6,7 +6,8 @@ import { existsSync, mkdirSync, readFileSync, rmSync } from "node:fs";
 import { join } from "node:path";
 import { afterAll, beforeAll, beforeEach, describe, expect, inject, it } from "vitest";
 import { AGENTS } from "./agents.ts";
-import { type RunningAgent, answer, askedDuring, choose, operationOf, prompt, startAgent, tenantOfItsOwn, unasked } from "./harness.ts";
+import { tenantOfItsOwn } from "../e2e/tenants.ts";
+import { type RunningAgent, answer, askedDuring, choose, operationOf, prompt, startAgent, unasked } from "./harness.ts";
 
 type Json = Record<string, any>;
 

@@ -1,6 +1,7 @@
 // The gateway as `npm start` runs it, driven by real SDK peers over WebSocket on loopback.
 import { describe, expect, inject, it } from "vitest";
 import { type TestClient, connectClient, dialInAgent, rawClient, waitForAgent, withoutCursor } from "./peers";
+import { tenantOfItsOwn } from "./tenants";
 
 const url = inject("gatewayUrl");
 const keys = inject("keys");
@@ -256,6 +257,9 @@ describe("the stream at the edge, end to end", () => {
 
 describe("remembered decisions end to end", () => {
   it("after a person's always-allow, the second identical request never reaches a client", async () => {
+    // A tenant of its own: an edit another test's rule answered in the dev tenant, which no person has
+    // seen, would have `npm test` asked of a person here (decision 0064), whatever the new rule says.
+    const keys = await tenantOfItsOwn(url, "always");
     const name = `e2e-always-${Date.now()}`;
     const answers: unknown[] = [];
     const agent = await dialInAgent({
