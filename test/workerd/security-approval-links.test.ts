@@ -4,7 +4,7 @@
 
 import { SELF, env, runDurableObjectAlarm, runInDurableObject } from "cloudflare:test";
 import { describe, expect, inject, it, vi } from "vitest";
-import type { SessionObject } from "../../durable-objects/session/session-object";
+import { type SessionObject, sessionTesting } from "../../durable-objects/session/session-object";
 import {
   type ScriptedAgent,
   type SeededTenant,
@@ -78,6 +78,9 @@ async function notifiedRequest(targets = 1) {
   const prompt = await agent.peer.next(isMethod("session/prompt"));
   client.close();
   await client.closed;
+  // Its socket's close reaches the session after the client's: asked before, the alarm could still see it attached.
+  const attached = () => runInDurableObject(session(t, sessionId), (instance: SessionObject) => sessionTesting(instance).attached());
+  await vi.waitFor(async () => expect(await attached()).toEqual([]), { timeout: 10_000, interval: 20 });
   const agentReqId = agent.askPermission(sessionId, execCall);
   const notifyRow = () =>
     runInDurableObject(session(t, sessionId), (_: SessionObject, state) => state.storage.sql.exec("SELECT 1 FROM notify").toArray()[0]);
