@@ -207,6 +207,25 @@ describe("notifications of waiting permission requests", () => {
     expect((await notified(channel, target.secret)).request.toolCallId).toBe("call-rm");
   });
 
+  it("a load by the attached client's own connection is no leaving: the wait does not start again, and its copy still answers", async () => {
+    const channel = `c-${crypto.randomUUID()}`;
+    const { t, agent, agentReqId, client, sessionId } = await waitingRequest({ channel, leave: false });
+    await client.next(isMethod("session/request_permission"));
+    await advance(t, sessionId, NOTIFY_AFTER);
+    await runDurableObjectAlarm(sessionStub(t, sessionId));
+    expect(await notifyRow(t, sessionId)).toEqual({ due_at: null, sent_at: null });
+
+    // The load replaces the connection's socket; the old one's close reaches the session after the new one attached.
+    const [connId] = await attachedTo(t, sessionId);
+    expect((await client.request("session/load", { sessionId, cwd: "/projects/demo", mcpServers: [] })).error).toBeUndefined();
+    const copy = await client.next(isMethod("session/request_permission"));
+    await vi.waitFor(async () => expect(await attachedTo(t, sessionId)).toEqual([connId]), { timeout: 10_000, interval: 20 });
+    expect(await notifyRow(t, sessionId)).toEqual({ due_at: null, sent_at: null });
+    client.respond(copy.id, { outcome: { outcome: "selected", optionId: "reject" } });
+    expect((await answeredToAgent(agent, agentReqId)).result).toEqual({ outcome: { outcome: "selected", optionId: "reject" } });
+    expect(await receivedCount(channel)).toBe(0);
+  });
+
   it("a tenant without targets tracks nothing and keeps the deadline alarm", async () => {
     const t = await seedTenant({ notifyAfterMs: NOTIFY_AFTER });
     const agent = await dialInAgent(t);
