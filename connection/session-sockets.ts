@@ -4,7 +4,7 @@
 // here; a frame arriving on one goes to the connection (`frame`), and one that drops under a live
 // client ends the connection (`lost`): the client must reconnect and load, never miss messages.
 
-import { CLOSE } from "../core/close-codes";
+import { CLOSE, closeQuietly } from "../core/close-codes";
 import type { Principal } from "../core/principal";
 import { sessionIndexed } from "../db/queries/sessions";
 import { type JsonRpcId, RpcError } from "../protocol/jsonrpc";
@@ -101,11 +101,27 @@ export class SessionSockets {
     return attaching;
   }
 
-  /** session/load or session/attach: the socket it had let go, the session attachable again, and attached anew. */
+  /**
+   * session/load or session/attach: the session attachable again, and attached anew. The socket it
+   * replaces is let go at once (what it still carries is dropped) but closed only once the new one is
+   * attached or refused: the session sees the connection replace its socket, never leave.
+   */
   reattach(sessionId: string, mode: AttachRequest["mode"], loadRequestId: JsonRpcId, ask?: AttachAsk): Promise<WebSocket> {
-    void this.leave(sessionId);
+    const old = this.sessions.get(sessionId);
     this.detached.delete(sessionId);
-    return this.attach(sessionId, mode, loadRequestId, ask);
+    const attaching = this.attach(sessionId, mode, loadRequestId, ask);
+    const settled = attaching.then(
+      () => undefined,
+      () => undefined,
+    );
+    void old?.then(
+      (ws) => {
+        this.left.add(ws);
+        return settled.then(() => closeQuietly(ws, CLOSE.detached, "detached"));
+      },
+      () => undefined,
+    );
+    return attaching;
   }
 
   /** session/detach: let go, and a message naming the session no longer attaches it (only attach or load do). */

@@ -8,6 +8,7 @@ import { EDGE_LINK_HEADER } from "../../protocol/agent-edge-wire";
 import {
   ATTACH_HEADER,
   type AttachRequest,
+  type ClientAttachment,
   RESUMED_CAPS_HEADER,
   RESUME_REFUSED_HEADER,
   attachRequestOf,
@@ -17,7 +18,7 @@ import { attachedClientsBound, attachedClientsError } from "../../protocol/tenan
 import { replayedFrames } from "../../protocol/replayed-history";
 import { heldNoticeOnAttach } from "../../protocol/gateway-notices";
 import { type StreamTurnState, streamTurnState, turnStateMeta } from "../../protocol/turn-state";
-import { CLOSE } from "../../core/close-codes";
+import { CLOSE, closeQuietly } from "../../core/close-codes";
 import { type AgentSocket, EDGE_LINK_TAG } from "./agent-socket";
 import {
   type AttachedClients,
@@ -40,8 +41,8 @@ import type { SessionStore } from "./store";
 import type { RequestRows } from "./request-rows";
 
 export class SessionAttach {
-  /** Old sockets whose stream a resume took over: their close detaches nobody. */
-  private readonly resumedAway = new WeakSet<WebSocket>();
+  /** Old sockets a resume, load or attach on the same connection took over: their close detaches nobody. */
+  private readonly takenOverSockets = new WeakSet<WebSocket>();
 
   constructor(
     private readonly ctx: DurableObjectState,
@@ -53,9 +54,9 @@ export class SessionAttach {
     private readonly modes: ModeApprovals,
   ) {}
 
-  /** Whether a resume took this socket's stream over (its close then detaches nobody); asked once, as it closes. */
+  /** Whether another socket of its connection took this one over (its close then detaches nobody); asked once, as it closes. */
   takenOver(ws: WebSocket): boolean {
-    return this.resumedAway.delete(ws);
+    return this.takenOverSockets.delete(ws);
   }
 
   /** The object's `fetch`: a client's attach or resume, the AgentObject's link, or an edge's link. */
@@ -73,6 +74,7 @@ export class SessionAttach {
     if (attach.mode === "resume") return this.resumeStream(attach);
     const refused = this.overBound(attach.client.connId, meta.sessionId, meta.limits);
     if (refused) return refused;
+    this.replaceSockets(attach.client);
     const pair = new WebSocketPair();
     const [edge, server] = [pair[0], pair[1]];
     // Everything below is synchronous: no other event can run between reading the log and joining
@@ -108,6 +110,20 @@ export class SessionAttach {
   }
 
   /**
+   * A load or attach on a connection attached already replaces its socket: the old one is taken over
+   * and closed here, so the connection never looks gone (no detach: its copies, the agent's requests it
+   * serves and the notify wait stay as they are) and nothing is routed to a socket the edge let go.
+   */
+  private replaceSockets(client: ClientAttachment): void {
+    for (const old of this.clients.all()) {
+      const was = attachmentOf(old);
+      if (was?.connId !== client.connId || was.keyId !== client.keyId) continue;
+      this.takenOverSockets.add(old);
+      closeQuietly(old, CLOSE.detached, "replaced by another socket of this connection");
+    }
+  }
+
+  /**
    * The session's bound on attached clients (decision 0060): a connection attached already (a second
    * attach or a load replacing its socket) takes its own place; a resume, too, and is not counted here.
    */
@@ -134,12 +150,8 @@ export class SessionAttach {
       if (!peekRing(old)?.after(attach.resumeFrom ?? "").ok) continue;
       const ring = takeRing(old);
       if (ring) this.clients.retained.retain(client, ring);
-      this.resumedAway.add(old);
-      try {
-        old.close(CLOSE.normal, "resumed on another socket");
-      } catch {
-        // closed already
-      }
+      this.takenOverSockets.add(old);
+      closeQuietly(old, CLOSE.normal, "resumed on another socket");
     }
     const resumed = this.clients.retained.take(connId, attach.client.keyId, attach.resumeFrom ?? "");
     if (!resumed.ok) return new Response(resumed.reason, { status: 409, headers: { [RESUME_REFUSED_HEADER]: resumed.reason } });

@@ -1,6 +1,6 @@
 import { SELF, env, runDurableObjectAlarm, runInDurableObject } from "cloudflare:test";
 import { describe, expect, inject, it, vi } from "vitest";
-import type { SessionObject } from "../../durable-objects/session/session-object";
+import { type SessionObject, sessionTesting } from "../../durable-objects/session/session-object";
 import { type ApprovalClaims, signApprovalToken } from "../../protocol/approval-token";
 import { verifySignature } from "../../protocol/webhook-signature";
 import {
@@ -71,13 +71,24 @@ const notifyRow = (t: SeededTenant, sessionId: string) =>
   });
 const alarmAt = (t: SeededTenant, sessionId: string) =>
   runInDurableObject(sessionStub(t, sessionId), (_: SessionObject, state) => state.storage.getAlarm());
+/** The connections the session has a client socket of, as it sees them (a socket's close reaches it after the client's). */
+const attachedTo = (t: SeededTenant, sessionId: string) =>
+  runInDurableObject(sessionStub(t, sessionId), (instance: SessionObject) => sessionTesting(instance).attached());
+/** Runs the session's alarm now; while the runtime is firing it already (none set for a moment), the next one it sets. */
+const alarmRuns = (t: SeededTenant, sessionId: string) =>
+  vi.waitFor(async () => expect(await runDurableObjectAlarm(sessionStub(t, sessionId))).toBe(true), { timeout: 10_000, interval: 20 });
 /** Time passes for the session: every waiting notify time moves `ms` into the past (the alarm is driven by the test). */
 const advance = (t: SeededTenant, sessionId: string, ms: number) =>
   runInDurableObject(sessionStub(t, sessionId), (_: SessionObject, state) => {
     state.storage.sql.exec("UPDATE notify SET due_at = due_at - ? WHERE due_at IS NOT NULL", ms);
   });
 
-/** A session whose turn asks permission; the client that prompted is still attached unless `leave`. */
+/**
+ * A session whose turn asks permission; the client that prompted is still attached unless `leave`.
+ * It leaves by letting go (session/detach): no stream is kept for a resume, so no departure is owed
+ * (decision 0063) and the notify time is the session's next alarm. The request is asked once the
+ * session has seen it go, so its leaving never moves the notify time.
+ */
 async function waitingRequest(opts: { channel: string; toolCall?: Json; leave?: boolean; settings?: Json }) {
   const t = await seedTenant({ notifyAfterMs: NOTIFY_AFTER, ...opts.settings });
   const target = await addTarget(t, opts.channel);
@@ -86,8 +97,10 @@ async function waitingRequest(opts: { channel: string; toolCall?: Json; leave?: 
   client.send({ jsonrpc: "2.0", id: "p1", method: "session/prompt", params: { sessionId, prompt: [{ type: "text", text: "go" }] } });
   await agent.peer.next(isMethod("session/prompt"));
   if (opts.leave !== false) {
+    expect((await client.request("session/detach", { sessionId })).error).toBeUndefined();
     client.close();
     await client.closed;
+    await vi.waitFor(async () => expect(await attachedTo(t, sessionId)).toEqual([]), { timeout: 10_000, interval: 20 });
   }
   const agentReqId = agent.askPermission(sessionId, opts.toolCall ?? execCall);
   // Tracking reads the tenant's targets from D1 off the hot path; the alarm moves to the notify time once it has.
@@ -132,7 +145,7 @@ describe("notifications of waiting permission requests", () => {
     expect(await alarmAt(t, sessionId)).toBe(row?.due_at);
 
     await advance(t, sessionId, NOTIFY_AFTER);
-    expect(await runDurableObjectAlarm(sessionStub(t, sessionId))).toBe(true);
+    await alarmRuns(t, sessionId);
     const payload = await notified(channel, target.secret);
     expect(payload).toMatchObject({
       type: "permission.waiting",
@@ -168,7 +181,7 @@ describe("notifications of waiting permission requests", () => {
     const row = async () => (await sessionStub(t, sessionId).snapshot())?.toolCalls.find((c) => JSON.stringify(c).includes('"call-rm"'));
     await vi.waitFor(async () => expect(await row()).toMatchObject({ title: "Read the README" }), { timeout: 5000, interval: 20 });
     await advance(t, sessionId, NOTIFY_AFTER);
-    expect(await runDurableObjectAlarm(sessionStub(t, sessionId))).toBe(true);
+    await alarmRuns(t, sessionId);
     const payload = await notified(channel, target.secret);
     expect(payload.operation).toMatchObject({ agentTitle: "Tidy up the build output", command: { text: "rm -rf dist" } });
     expect(payload.display.agentTitle).toBe("Tidy up the build output");
@@ -183,6 +196,7 @@ describe("notifications of waiting permission requests", () => {
     expect(await notifyRow(t, sessionId)).toEqual({ due_at: null, sent_at: null });
     expect(await receivedCount(channel)).toBe(0);
 
+    // Its socket drops: its stream is kept for a resume, and its departure is owed when that lapses (decision 0063), maybe first.
     const left = Date.now();
     client.close();
     await client.closed;
@@ -190,10 +204,29 @@ describe("notifications of waiting permission requests", () => {
       timeout: 5000,
       interval: 20,
     });
-    expect(await alarmAt(t, sessionId)).toBe((await notifyRow(t, sessionId))?.due_at);
+    expect(await alarmAt(t, sessionId)).toBeLessThanOrEqual((await notifyRow(t, sessionId))?.due_at ?? 0);
     await advance(t, sessionId, NOTIFY_AFTER);
     await runDurableObjectAlarm(sessionStub(t, sessionId));
     expect((await notified(channel, target.secret)).request.toolCallId).toBe("call-rm");
+  });
+
+  it("a load by the attached client's own connection is no leaving: the wait does not start again, and its copy still answers", async () => {
+    const channel = `c-${crypto.randomUUID()}`;
+    const { t, agent, agentReqId, client, sessionId } = await waitingRequest({ channel, leave: false });
+    await client.next(isMethod("session/request_permission"));
+    await advance(t, sessionId, NOTIFY_AFTER);
+    await runDurableObjectAlarm(sessionStub(t, sessionId));
+    expect(await notifyRow(t, sessionId)).toEqual({ due_at: null, sent_at: null });
+
+    // The load replaces the connection's socket; the old one's close reaches the session after the new one attached.
+    const [connId] = await attachedTo(t, sessionId);
+    expect((await client.request("session/load", { sessionId, cwd: "/projects/demo", mcpServers: [] })).error).toBeUndefined();
+    const copy = await client.next(isMethod("session/request_permission"));
+    await vi.waitFor(async () => expect(await attachedTo(t, sessionId)).toEqual([connId]), { timeout: 10_000, interval: 20 });
+    expect(await notifyRow(t, sessionId)).toEqual({ due_at: null, sent_at: null });
+    client.respond(copy.id, { outcome: { outcome: "selected", optionId: "reject" } });
+    expect((await answeredToAgent(agent, agentReqId)).result).toEqual({ outcome: { outcome: "selected", optionId: "reject" } });
+    expect(await receivedCount(channel)).toBe(0);
   });
 
   it("a tenant without targets tracks nothing and keeps the deadline alarm", async () => {

@@ -4,7 +4,7 @@
 
 import { SELF, env, runDurableObjectAlarm, runInDurableObject } from "cloudflare:test";
 import { describe, expect, inject, it, vi } from "vitest";
-import type { SessionObject } from "../../durable-objects/session/session-object";
+import { type SessionObject, sessionTesting } from "../../durable-objects/session/session-object";
 import {
   type ScriptedAgent,
   type SeededTenant,
@@ -78,6 +78,9 @@ async function notifiedRequest(targets = 1) {
   const prompt = await agent.peer.next(isMethod("session/prompt"));
   client.close();
   await client.closed;
+  // Its socket's close reaches the session after the client's: asked before, the alarm could still see it attached.
+  const attached = () => runInDurableObject(session(t, sessionId), (instance: SessionObject) => sessionTesting(instance).attached());
+  await vi.waitFor(async () => expect(await attached()).toEqual([]), { timeout: 10_000, interval: 20 });
   const agentReqId = agent.askPermission(sessionId, execCall);
   const notifyRow = () =>
     runInDurableObject(session(t, sessionId), (_: SessionObject, state) => state.storage.sql.exec("SELECT 1 FROM notify").toArray()[0]);
@@ -85,7 +88,8 @@ async function notifiedRequest(targets = 1) {
   await runInDurableObject(session(t, sessionId), (_: SessionObject, state) => {
     state.storage.sql.exec("UPDATE notify SET due_at = due_at - ? WHERE due_at IS NOT NULL", NOTIFY_AFTER);
   });
-  expect(await runDurableObjectAlarm(session(t, sessionId))).toBe(true);
+  // Run now; while the runtime is firing it already (none set for a moment), the next one it sets.
+  await vi.waitFor(async () => expect(await runDurableObjectAlarm(session(t, sessionId))).toBe(true), { timeout: 10_000, interval: 20 });
   const links = await Promise.all(channels.map(nextLink));
   for (const link of links) expect((await open(link)).status).toBe(200);
   expect(await pendingCount(t, sessionId)).toBe(1);
