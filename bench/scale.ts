@@ -380,7 +380,9 @@ try {
       await Promise.all(batch);
       if (sessions.length % 1000 < CONCURRENCY) log(`scale: ${sessions.length} sessions (${round((Date.now() - t0) / 1000)} s)`);
     }
-    log(`scale: ${size} live sessions holding the rules (${round((Date.now() - t0) / 1000)} s to add them)`);
+    log(
+      `scale: ${size} live sessions holding the rules (${round((Date.now() - t0) / 1000)} s to add them; refusals by the tenant's rate retried so far: ${results.rateRefusals ?? 0})`,
+    );
 
     // Every session holds the rules: those added since the last size ask now (the others asked
     // then; a lease lapses half a second after its last use either way, so what the change waits for
