@@ -88,6 +88,8 @@ export class SessionInfo {
     const { connId, user, keyId } = from;
     const meta = this.store.meta;
     const blocks = isObject(params) && Array.isArray(params.prompt) ? params.prompt : [];
+    // One time for the prompt's rows: its history item is its rows at one time (prompt-history.ts).
+    const at = Date.now();
     for (const content of blocks) {
       const text = JSON.stringify({
         jsonrpc: "2.0",
@@ -98,7 +100,7 @@ export class SessionInfo {
           _meta: { acpGateway: { synthesized: true, connectionId: connId, user, keyId } },
         },
       });
-      this.store.appendUpdate(text);
+      this.store.appendUpdate(text, undefined, at);
       this.clients.broadcast(text, connId);
     }
     // The PR's prompt_received (decision 0060): to the other clients that came by attach, after the

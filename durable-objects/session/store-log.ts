@@ -162,10 +162,10 @@ export class SessionLogRows extends SessionMetaRows {
    * its message (compaction.ts `mergedWithLast`: one row written either way). `frame`: the text as the
    * caller parsed it. Its seq (the entry it was merged into, or its own).
    */
-  appendUpdate(text: string, frame?: unknown): number {
+  appendUpdate(text: string, frame?: unknown, at = Date.now()): number {
     const merged = mergedWithLast(text, () => this.lastEntry(), frame);
-    if (!merged) return this.append("update", text);
-    this.rewriteEntry(merged.seq, merged.body, Date.now());
+    if (!merged) return this.append("update", text, at);
+    this.rewriteEntry(merged.seq, merged.body, at);
     return merged.seq;
   }
   // Compaction (compaction.ts). The log's newest entry is never removed, so seq never goes back
