@@ -9,18 +9,15 @@
 // the change held. A proposal is taken out of the table before its decision is awaited, so two
 // decisions at once cannot both act. How each ended is kept in the session's log (the decided notice
 // carries the card whole), so a replay shows it; a change in a session being deleted is withdrawn at once.
+// What it stores and the audit row it writes: mode-proposals.ts.
 
-import { type AuditEntry, insertAuditRows } from "../../db/queries/audit";
-import { appendToChain } from "../../db/queries/audit-chain";
-import { tenantById } from "../../db/queries/tenants";
-import type { TenantSettings } from "../../core/principal";
+import type { AuditEntry } from "../../db/queries/audit";
 import { ErrorCode } from "../../core/rpc-errors";
 import { GATEWAY_NOTIFICATIONS } from "../../core/gateway-notifications";
 import { type JsonRpcId, RpcError, errorResponse, isObject } from "../../protocol/jsonrpc";
 import { personKey } from "../../protocol/people/answering";
 import {
   type Decision,
-  type ModeDecider,
   type ModeProposal,
   MODE_APPROVAL_MS,
   type ModeOutcome,
@@ -35,39 +32,27 @@ import { noticeOfNotification } from "../../protocol/gateway-notices";
 import type { SessionMachine } from "../../protocol/session-machine";
 import type { ClientAttachment } from "../../protocol/session-wire";
 import { type AttachedClients, send } from "./clients";
+import { type Held, type ModeDecisionBy, ModeProposalTable, tenantLetsKeysApprove, modeAuditRow, writeModeAudit } from "./mode-proposals";
 import { sessionLog } from "./session-log";
 import type { SessionStore } from "./store";
 
-/** A held change as stored: the proposal, who asked (to answer them) and the request to relay once approved. */
-interface Held {
-  proposal: ModeProposal;
-  client: ClientAttachment;
-  requestId: JsonRpcId;
-  method: string;
-  params: unknown;
-}
-
-/** Who decides, as the edge or the client's attachment names them. */
-export interface ModeDecisionBy {
-  role: ModeDecider["role"];
-  keyId: string;
-  person?: { issuer: string; subject: string };
-  label: string | null;
-  connId: string | null;
-}
+export type { ModeDecisionBy };
 
 export type ModeDecisionResult = { ok: true; outcome: "approved" | "refused" | "expired" } | { ok: false; error: RpcError };
 
 export class ModeApprovals {
+  private readonly table: ModeProposalTable;
   constructor(
-    private readonly sql: SqlStorage,
+    sql: SqlStorage,
     private readonly db: () => D1Database,
     private readonly store: SessionStore,
     private readonly clients: AttachedClients,
     private readonly machine: SessionMachine,
     /** The held changes changed: the alarm and the sessions index (they count as waiting on people) follow. */
     private readonly changed: () => void,
-  ) {} // its table `mode_proposals`: store-migrations.ts
+  ) {
+    this.table = new ModeProposalTable(sql);
+  }
 
   /** The edge held `request` for a second person: keep it, tell every client. */
   propose(client: ClientAttachment, requestId: JsonRpcId, wrapped: unknown): void {
@@ -89,23 +74,18 @@ export class ModeApprovals {
       expiresAt: now + deadlineMs,
     };
     const held: Held = { proposal, client, requestId, method, params };
-    this.sql.exec(
-      "INSERT INTO mode_proposals (id, expires_at, body) VALUES (?, ?, ?)",
-      proposal.id,
-      proposal.expiresAt,
-      JSON.stringify(held),
-    );
+    this.table.add(held);
     this.notify(GATEWAY_NOTIFICATIONS.modeChangeWaiting, waitingNotice(this.sessionId(), proposal));
     this.changed();
   }
 
   /** The changes waiting, oldest first (the snapshot, a client attaching, `GET /v1/approvals`). */
   waiting(): ModeProposal[] {
-    return this.all().map((h) => h.proposal);
+    return this.table.all().map((h) => h.proposal);
   }
 
   count(): number {
-    return this.sql.exec<{ n: number }>("SELECT COUNT(*) AS n FROM mode_proposals").one().n;
+    return this.table.count();
   }
 
   /**
@@ -123,20 +103,21 @@ export class ModeApprovals {
 
   /** A person decides a held change (a client's request or REST). */
   async decide(by: ModeDecisionBy, proposalId: string, decision: Decision): Promise<ModeDecisionResult> {
-    const held = this.take(proposalId);
+    const held = this.table.take(proposalId);
     if (!held) return { ok: false, error: gone(proposalId) };
     const who = personKey({ keyId: by.keyId, person: by.person });
-    const keysApprove = decision === "approve" && (await this.keysApprove());
+    const keysApprove = decision === "approve" && (await tenantLetsKeysApprove(this.db(), this.store.meta?.tenantId));
     const decided = decide(held.proposal, { role: by.role, who, label: by.label, keysApprove }, decision, Date.now());
     if (decided.kind === "not_permitted") {
-      this.put(held);
+      this.table.put(held);
       return { ok: false, error: decided.error };
     }
     if (decided.kind === "expired") {
       await this.finish(held, "expired", null, decided.error);
       return { ok: true, outcome: "expired" };
     }
-    const row = this.auditRow(
+    const row = modeAuditRow(
+      this.store.meta,
       held,
       by,
       decided.kind === "relay" ? "selected" : "refused",
@@ -147,10 +128,10 @@ export class ModeApprovals {
       return { ok: true, outcome: "refused" };
     }
     try {
-      await this.writeAudit([row]);
+      await writeModeAudit(this.db(), [row]);
     } catch (error) {
       sessionLog(this.store).error("session.mode_audit_failed", "an approved mode change could not be audited", {}, error);
-      this.put(held);
+      this.table.put(held);
       return {
         ok: false,
         error: new RpcError(
@@ -186,13 +167,15 @@ export class ModeApprovals {
 
   /** When the earliest held change expires (the session's alarm wakes for it). */
   dueAt(): number | undefined {
-    return this.sql.exec<{ at: number | null }>("SELECT MIN(expires_at) AS at FROM mode_proposals").toArray()[0]?.at ?? undefined;
+    return this.table.dueAt();
   }
 
   /** The alarm fired: each change past its deadline is answered as expired. */
   expire(now: number): Promise<unknown> {
-    const due = this.all().filter((h) => h.proposal.expiresAt <= now);
-    return Promise.all(due.map((h) => (this.take(h.proposal.id) ? this.finish(h, "expired", null, expiredError(h.proposal)) : undefined)));
+    const due = this.table.all().filter((h) => h.proposal.expiresAt <= now);
+    return Promise.all(
+      due.map((h) => (this.table.take(h.proposal.id) ? this.finish(h, "expired", null, expiredError(h.proposal)) : undefined)),
+    );
   }
 
   /**
@@ -202,10 +185,14 @@ export class ModeApprovals {
    */
   withdrawAll(deletedBy: string | null): Promise<unknown> {
     return Promise.all(
-      this.all().map((h) => {
-        if (!this.take(h.proposal.id)) return undefined;
+      this.table.all().map((h) => {
+        if (!this.table.take(h.proposal.id)) return undefined;
         const error = deletedError(h.proposal, deletedBy);
-        const row: AuditEntry = { ...this.auditRow(h, null, "withdrawn", error.message), decidedBy: "cancel", decidedByUser: deletedBy };
+        const row: AuditEntry = {
+          ...modeAuditRow(this.store.meta, h, null, "withdrawn", error.message),
+          decidedBy: "cancel",
+          decidedByUser: deletedBy,
+        };
         return this.finish(h, "withdrawn", deletedBy, error, row);
       }),
     );
@@ -223,76 +210,10 @@ export class ModeApprovals {
     this.told(held, outcome, by);
     this.changed();
     try {
-      await this.writeAudit([row ?? this.auditRow(held, null, "withdrawn", error.message)]);
+      await writeModeAudit(this.db(), [row ?? modeAuditRow(this.store.meta, held, null, "withdrawn", error.message)]);
     } catch (e) {
       sessionLog(this.store).warn("session.mode_audit_failed", `a ${outcome} mode change could not be audited`, {}, e);
     }
-  }
-
-  private async keysApprove(): Promise<boolean> {
-    const meta = this.store.meta;
-    if (!meta) return false;
-    try {
-      const tenant = await tenantById(this.db(), meta.tenantId);
-      const settings = tenant ? (JSON.parse(tenant.settings) as TenantSettings) : undefined;
-      return settings?.fourEyes?.keysApprove === true;
-    } catch {
-      return false; // closed world: a key counts as nobody when the setting cannot be read
-    }
-  }
-
-  /** The rows carry their tenant: a deletion's are written after the session forgot its meta. */
-  private async writeAudit(rows: AuditEntry[]): Promise<void> {
-    const tenantId = rows[0]?.tenantId;
-    if (!tenantId) return;
-    await insertAuditRows(this.db(), rows);
-    await appendToChain(this.db(), tenantId, rows);
-  }
-
-  private auditRow(held: Held, by: ModeDecisionBy | null, outcome: AuditEntry["outcome"], reason: string | null): AuditEntry {
-    const meta = this.store.meta;
-    return {
-      id: crypto.randomUUID(),
-      tenantId: meta?.tenantId ?? "",
-      sessionId: meta?.sessionId ?? "",
-      agent: meta?.agent ?? "",
-      kind: "mode",
-      name: held.proposal.change.setting,
-      operation: held.proposal.operation,
-      outcome,
-      decidedBy: by ? "person" : "deadline",
-      decidedByKey: by?.keyId ?? null,
-      decidedByUser: by?.label ?? null,
-      decidedByIssuer: by?.person?.issuer ?? null,
-      decidedBySubject: by?.person?.subject ?? null,
-      decidedByRole: by?.role ?? null,
-      decidedByConnection: by?.connId ?? null,
-      policy: "modes:four_eyes",
-      reason: reason ?? `proposed by ${held.proposal.proposer.label ?? held.proposal.proposer.who}`,
-      at: Date.now(),
-    };
-  }
-
-  private all(): Held[] {
-    return this.sql
-      .exec<{ body: string }>("SELECT body FROM mode_proposals ORDER BY expires_at")
-      .toArray()
-      .map((r) => JSON.parse(r.body) as Held);
-  }
-
-  /** Takes a proposal out (null: none, or already taken by a decision in progress). */
-  private take(id: string): Held | null {
-    const row = this.sql.exec<{ body: string }>("DELETE FROM mode_proposals WHERE id = ? RETURNING body", id).toArray()[0];
-    return row ? (JSON.parse(row.body) as Held) : null;
-  }
-
-  private put(held: Held): void {
-    this.sql.exec(
-      "INSERT OR REPLACE INTO mode_proposals (id, expires_at, body) VALUES (?, ?, ?)",
-      held.proposal.id,
-      held.proposal.expiresAt,
-      JSON.stringify(held),
-    );
   }
 
   private notify(method: string, params: object): void {
