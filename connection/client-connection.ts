@@ -164,7 +164,9 @@ export class ClientConnection {
       this.initialized = true;
     }
     if (isResponse(message)) return this.onClientResponse(message);
-    if (!admitted && !this.withinRate(message.method, isRequest(message) ? message.id : null)) return;
+    // A frame waits for the tenant's lease on its way, never refused for it (RateGate admitHeld).
+    const held = admitted ? undefined : this.rate.admitHeld(message.method);
+    if (held && !this.withinRate(held instanceof Promise ? await held : held, isRequest(message) ? message.id : null)) return;
     try {
       if (isRequest(message)) await this.onClientRequest(message.id, message.method, message, text);
       else await this.onClientNotification(message.method, message, text);
@@ -257,9 +259,9 @@ export class ClientConnection {
 
   // ── plumbing ─────────────────────────────────────────────────────────────────────────────────
   /** Over a message rate: an error for what was refused; a sustained flood closes the connection. */
-  private withinRate(method: string, id: JsonRpcId | null): boolean {
-    const admission = this.admit(method);
+  private withinRate(admission: Admission, id: JsonRpcId | null): boolean {
     if (admission.ok) return true;
+    this.metrics.refused(admission.error.data.reason);
     if (admission.close) this.end(CLOSE.rateExceeded, floodReason(admission.error.data));
     else this.reply({ jsonrpc: "2.0", id, error: admission.error });
     return false;

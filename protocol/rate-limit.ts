@@ -338,6 +338,19 @@ export class RateGate {
   }
 
   /**
+   * As `admit`, for a caller that can hold a message (a client connection's frame): while the tenant's
+   * lease is on its way with the credit used up, the message waits for it (up to three in a row) and is
+   * judged when it is here, in the order the messages came. It is refused for the tenant's rate only when
+   * the tenant itself gave less than asked — never because its share was still travelling (a client that
+   * opened 64 sessions and prompted at once was refused `tenant_rate_limited` at a millionth of its
+   * tenant's limit). Synchronous when nothing is on its way.
+   */
+  admitHeld(method: string, rounds = 3): Admission | Promise<Admission> {
+    const waiting = rounds > 0 ? this.tenant.awaiting() : undefined;
+    return waiting ? waiting.then(() => this.admitHeld(method, rounds - 1)) : this.admit(method);
+  }
+
+  /**
    * The tenant's share alone, for one message whose connection keeps its own rate itself (an agent's
    * at the edge holds what waits: protocol/agent-hold.ts); counts no strike.
    */

@@ -186,6 +186,35 @@ describe("rate gate of a connection", () => {
   });
 });
 
+describe("a client connection's frames wait for the tenant's lease on its way (RateGate admitHeld)", () => {
+  const limits = { ...DEFAULT_LIMITS, messagesPerSecondPerConnection: 1000 };
+
+  /** What a client opening 64 sessions and prompting at once gets, its frames handled as the edge does (held, then admitted). */
+  async function burst(held: boolean, t: ReturnType<typeof tenant>, clock: { now: number }) {
+    const gate = new RateGate(limits, "client", t.ask, () => clock.now);
+    const verdicts: Promise<Admission>[] = [];
+    for (let i = 0; i < 80; i++) verdicts.push(Promise.resolve(held ? gate.admitHeld("session/new") : gate.admit("session/new")));
+    // The shard answers only now (a loaded machine: the 80 frames came before the first lease).
+    for (let round = 0; round < 4; round++) await t.flush();
+    return Promise.all(verdicts);
+  }
+
+  it("refused tenant_rate_limited at a millionth of the tenant's limit when not held (the fault), none refused when held", async () => {
+    const clock = { now: 0 };
+    const refused = (await burst(false, tenant(10_000_000, clock), clock)).filter((v) => !v.ok);
+    expect(refused.length).toBeGreaterThan(0);
+    expect(refused[0]).toMatchObject({ error: { data: { reason: "tenant_rate_limited" } } });
+    expect((await burst(true, tenant(10_000_000, clock), clock)).every((v) => v.ok)).toBe(true);
+  });
+
+  it("a tenant really over its rate still refuses a held frame, once its lease came back short", async () => {
+    const clock = { now: 0 };
+    const verdicts = await burst(true, tenant(10, clock), clock);
+    expect(verdicts.filter((v) => v.ok).length).toBeLessThan(80);
+    expect(verdicts.find((v) => !v.ok)).toMatchObject({ error: { data: { reason: "tenant_rate_limited" } } });
+  });
+});
+
 describe("tenant message rate: a caller that holds its messages waits for the lease (the edge, TenantLease awaiting)", () => {
   it("awaiting(): nothing while credit remains; the lease on its way once the credit is used up; nothing once it is here", async () => {
     const clock = { now: 0 };
