@@ -124,8 +124,8 @@ export function expiredError(p: ModeProposal): RpcError {
   );
 }
 
-/** The notice every client gets while a change waits (`_acp_gateway/mode_change_waiting`). */
-export function waitingNotice(sessionId: string, p: ModeProposal) {
+/** A held change's card, as every notice of it carries it: who proposed what, when, until when. */
+function cardOf(sessionId: string, p: ModeProposal) {
   return {
     sessionId,
     proposalId: p.id,
@@ -137,6 +137,13 @@ export function waitingNotice(sessionId: string, p: ModeProposal) {
     proposer: p.proposer.who,
     proposedAt: p.proposedAt,
     expiresAt: p.expiresAt,
+  };
+}
+
+/** The notice every client gets while a change waits (`_acp_gateway/mode_change_waiting`). */
+export function waitingNotice(sessionId: string, p: ModeProposal) {
+  return {
+    ...cardOf(sessionId, p),
     message: `${nameOf(p.proposer)} proposes switching ${describe(p)}; it waits for a second approver (four eyes). Answer with ${DECIDE_MODE_CHANGE} or POST /v1/sessions/${sessionId}/mode-changes/${p.id}.`,
   };
 }
@@ -166,17 +173,5 @@ export type ModeOutcome = "approved" | "refused" | "expired" | "withdrawn";
  * which is told only while the change waits.
  */
 export function decidedNotice(sessionId: string, p: ModeProposal, outcome: ModeOutcome, by: string | null) {
-  return {
-    sessionId,
-    proposalId: p.id,
-    method: p.change.method,
-    setting: p.change.setting,
-    value: p.change.value,
-    proposedBy: nameOf(p.proposer),
-    proposer: p.proposer.who,
-    proposedAt: p.proposedAt,
-    expiresAt: p.expiresAt,
-    outcome,
-    by,
-  };
+  return { ...cardOf(sessionId, p), outcome, by };
 }
