@@ -3,26 +3,19 @@
 // the signed notification, and headless Chromium at phone size answering through the link.
 
 import nodeCrypto from "node:crypto";
-import { readFileSync } from "node:fs";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, inject, it } from "vitest";
 import { verifySignature } from "../../protocol/webhook-signature";
-import { ROOT } from "../../scripts/local-gateway";
 import { type Receiver, startReceiver } from "./approvals-receiver";
 import { launchChromium, screenshotsDir } from "./browser";
 import { connectClient, dialInAgent, waitForAgent } from "./peers";
 import { blocksAfter } from "./readme";
+import { operatorToken } from "./tenants";
 
 type Json = Record<string, any>;
 const url = inject("gatewayUrl");
 
 /** The operator token of the local gateway: .dev.vars, which `npm start` writes from the example. */
-function operatorToken(): string {
-  const match = /^GATEWAY_ADMIN_TOKEN=(.*)$/m.exec(readFileSync(join(ROOT, ".dev.vars"), "utf8"));
-  if (!match?.[1]) throw new Error(".dev.vars has no GATEWAY_ADMIN_TOKEN");
-  return match[1].trim();
-}
-
 async function api(path: string, key: string, method = "GET", body?: unknown): Promise<Json> {
   const response = await fetch(`${url}${path}`, {
     method,

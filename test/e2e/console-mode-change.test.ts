@@ -8,16 +8,15 @@
 // - with the SDK's client alone: session/set_mode stays pending until bob approves by REST, then
 //   resolves with the agent's own answer.
 
-import { readFileSync } from "node:fs";
 import { join } from "node:path";
 import { agent as acpAgent } from "@agentclientprotocol/sdk";
 import { createWebSocketStream } from "@agentclientprotocol/sdk/experimental/ws-client";
 import type { Browser, Page } from "playwright-core";
 import { WebSocket } from "ws";
 import { afterAll, beforeAll, describe, expect, inject, it } from "vitest";
-import { ROOT } from "../../scripts/local-gateway";
 import { launchChromium, screenshotsDir } from "./browser";
 import { Recorder, connectClient, waitForAgent } from "./peers";
+import { operatorToken } from "./tenants";
 
 type Json = Record<string, any>;
 const url = inject("gatewayUrl");
@@ -30,12 +29,6 @@ const MODES = {
     { id: "bypassPermissions", name: "Bypass permissions" },
   ],
 };
-
-function operatorToken(): string {
-  const match = /^GATEWAY_ADMIN_TOKEN=(.*)$/m.exec(readFileSync(join(ROOT, ".dev.vars"), "utf8"));
-  if (!match?.[1]) throw new Error(".dev.vars has no GATEWAY_ADMIN_TOKEN (copy .dev.vars.example to .dev.vars)");
-  return match[1].trim();
-}
 
 async function call(path: string, credential: string, init: { method?: string; body?: unknown } = {}): Promise<Json> {
   const response = await fetch(`${url}${path}`, {

@@ -4,22 +4,15 @@
 // beside its field with focus there, a good one is stored; an observer at 390 px reads the same
 // values greyed, with no way to save, and the page fits the phone.
 
-import { readFileSync } from "node:fs";
 import { join } from "node:path";
 import type { Browser, Page } from "playwright-core";
 import { afterAll, beforeAll, describe, expect, inject, it } from "vitest";
 import type { ApiEffectiveSettings } from "../../protocol/rest-api";
-import { ROOT } from "../../scripts/local-gateway";
 import { launchChromium, screenshotsDir } from "./browser";
+import { operatorToken } from "./tenants";
 
 type Json = Record<string, any>;
 const url = inject("gatewayUrl");
-
-function operatorToken(): string {
-  const match = /^GATEWAY_ADMIN_TOKEN=(.*)$/m.exec(readFileSync(join(ROOT, ".dev.vars"), "utf8"));
-  if (!match?.[1]) throw new Error(".dev.vars has no GATEWAY_ADMIN_TOKEN (copy .dev.vars.example to .dev.vars)");
-  return match[1].trim();
-}
 
 async function ok(path: string, credential: string, init: { method?: string; body?: unknown } = {}): Promise<Json> {
   const response = await fetch(`${url}${path}`, {

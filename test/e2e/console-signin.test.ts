@@ -7,7 +7,6 @@
 // prompter's approvals, while a second person signed in through the provider approves.
 
 import { createHash } from "node:crypto";
-import { readFileSync } from "node:fs";
 import { join } from "node:path";
 import type { Browser, BrowserContext, Page, Request } from "playwright-core";
 import { afterAll, beforeAll, describe, expect, inject, it } from "vitest";
@@ -16,18 +15,13 @@ import { launchChromium, screenshotsDir } from "./browser";
 import { IdentityProvider } from "./identity-provider";
 import { waitForAgent } from "./peers";
 import { NODE, killAll, startCli } from "./processes";
+import { operatorToken } from "./tenants";
 
 type Json = Record<string, any>;
 const url = inject("gatewayUrl");
 const SHOTS = screenshotsDir();
 const AGENT = `signin-demo-${Date.now().toString(36)}`;
 const TOKEN_KEY = "acp-gateway-console-token";
-
-function operatorToken(): string {
-  const match = /^GATEWAY_ADMIN_TOKEN=(.*)$/m.exec(readFileSync(join(ROOT, ".dev.vars"), "utf8"));
-  if (!match?.[1]) throw new Error(".dev.vars has no GATEWAY_ADMIN_TOKEN");
-  return match[1].trim();
-}
 
 async function ok(path: string, credential: string, init: { method?: string; body?: unknown } = {}): Promise<Json> {
   const response = await fetch(`${url}${path}`, {

@@ -6,24 +6,17 @@
 // - the frozen operation (decision 0040, issue 35): when the agent changes the tool call's row while a
 //   person reads, the card shows the new operation and says so, never the one first shown.
 
-import { readFileSync } from "node:fs";
 import { join } from "node:path";
 import type { Browser, Page } from "playwright-core";
 import { afterAll, beforeAll, describe, expect, inject, it } from "vitest";
-import { ROOT } from "../../scripts/local-gateway";
 import { launchChromium, screenshotsDir } from "./browser";
 import { connectClient, dialInAgent, waitForAgent } from "./peers";
+import { operatorToken } from "./tenants";
 
 type Json = Record<string, any>;
 const url = inject("gatewayUrl");
 const AGENT = `console-unseen-${Date.now().toString(36)}`;
 const CWD = `/projects/unseen-${Date.now().toString(36)}`;
-
-function operatorToken(): string {
-  const match = /^GATEWAY_ADMIN_TOKEN=(.*)$/m.exec(readFileSync(join(ROOT, ".dev.vars"), "utf8"));
-  if (!match?.[1]) throw new Error(".dev.vars has no GATEWAY_ADMIN_TOKEN (copy .dev.vars.example to .dev.vars)");
-  return match[1].trim();
-}
 
 async function ok(path: string, credential: string, init: { method?: string; body?: unknown } = {}): Promise<Json> {
   const response = await fetch(`${url}${path}`, {

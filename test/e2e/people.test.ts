@@ -6,22 +6,14 @@
 // Roles (decision 0028): people in several groups, mapped to roles by the tenant's settings, drive
 // the SDK's real clients — an observer refused, a member's "always" applied once, four eyes.
 
-import { readFileSync } from "node:fs";
-import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, inject, it } from "vitest";
 import { WebSocket } from "ws";
-import { ROOT } from "../../scripts/local-gateway";
 import { IdentityProvider } from "./identity-provider";
 import { connectClient, dialInAgent, waitForAgent } from "./peers";
+import { operatorToken } from "./tenants";
 
 type Json = Record<string, any>;
 const url = inject("gatewayUrl");
-
-function operatorToken(): string {
-  const match = /^GATEWAY_ADMIN_TOKEN=(.*)$/m.exec(readFileSync(join(ROOT, ".dev.vars"), "utf8"));
-  if (!match?.[1]) throw new Error(".dev.vars has no GATEWAY_ADMIN_TOKEN");
-  return match[1].trim();
-}
 
 async function call(path: string, credential: string, init: { method?: string; body?: unknown; headers?: Record<string, string> } = {}) {
   const response = await fetch(`${url}${path}`, {

@@ -13,6 +13,7 @@ import { ROOT } from "../../scripts/local-gateway";
 import { blocksAfter } from "./readme";
 import { dialInAgent, waitForAgent } from "./peers";
 import { EXAMPLE_AGENT, NODE, killAll, stdioStream } from "./processes";
+import { operatorToken } from "./tenants";
 
 const url = inject("gatewayUrl");
 const keys = inject("keys");
@@ -46,13 +47,6 @@ function run(command: string): { status: number; body: Json | null; text: string
     }
   })();
   return { status, body, text };
-}
-
-/** The operator token of the local gateway: .dev.vars, which `npm start` writes from the example. */
-function operatorToken(): string {
-  const match = /^GATEWAY_ADMIN_TOKEN=(.*)$/m.exec(readFileSync(join(ROOT, ".dev.vars"), "utf8"));
-  if (!match?.[1]) throw new Error(".dev.vars has no GATEWAY_ADMIN_TOKEN");
-  return match[1].trim();
 }
 
 async function status(path: string, key: string): Promise<number> {
