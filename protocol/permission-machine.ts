@@ -74,6 +74,7 @@ import {
   diffOf,
   seenBy,
   shownClaimOf,
+  stepOf,
   unseenMessage,
 } from "./unseen";
 import { type AnsweredReason, answeredByGateway, noticeUpdate } from "./answered-by-gateway";
@@ -625,13 +626,17 @@ export class PermissionMachine<C> {
     const at = this.io.session.now();
     const toolCallId = pending.toolCallId;
     const toolCall = toolCallOf(pending);
-    // Each change keeps the diff the frozen tool call reported for it: what a later card shows (decision 0064).
+    // Each change keeps the diff the frozen tool call reported for it: what a later card shows (decision 0064);
+    // one no diff can show keeps the command and where it ran, what a card says of it (decision 0068).
     const note = paths.map((path) => {
       const diff = diffOf(toolCall, meta.cwd, path);
-      return { path, sessionId: meta.sessionId, toolCallId, ruleId, at, ...(diff ? { diff } : {}) };
+      return { path, sessionId: meta.sessionId, toolCallId, ruleId, at, ...(diff ? { diff } : stepOf(op)) };
     });
-    // A request naming no tool call is a reader until the turn ends (no report can close it).
-    return { reads, note, sessionId: meta.sessionId, toolCallId: toolCallId ?? `request:${pending.permId}` };
+    // A request naming no tool call is a reader until the turn ends (no report can close it). A step that
+    // may have written anything is a reader too, whatever it reads: open until it reports finishing, its
+    // change cannot be accepted (decision 0068).
+    const open = reads || paths.includes(ANYTHING);
+    return { reads: open, note, sessionId: meta.sessionId, toolCallId: toolCallId ?? `request:${pending.permId}` };
   }
 
   /** The unseen changes answered later: the rule answers, or people are asked with what changed (or told the changes could not be read). */
@@ -666,7 +671,7 @@ export class PermissionMachine<C> {
     if (paths.length === 0 || table.wasAsked(toolCallId)) return;
     this.asked.add(toolCallId);
     const at = session.now();
-    this.io.rules.note(paths.map((path) => ({ path, sessionId: meta.sessionId, toolCallId, ruleId: null, at })));
+    this.io.rules.note(paths.map((path) => ({ path, sessionId: meta.sessionId, toolCallId, ruleId: null, at, ...stepOf(op) })));
     const shown = paths.includes(ANYTHING) ? "anything it can write" : paths.slice(0, 3).join(", ");
     const ran = {
       sessionId: meta.sessionId,

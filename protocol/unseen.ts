@@ -27,10 +27,12 @@
 //   drawn when the list was made. A person's allow (once or always, from a client) clears exactly the
 //   listed changes its answer says its card showed, named against that list id (`seenBy`): a client
 //   cannot claim a change it was not sent, nor one it was sent before the list reached it; a change
-//   whose diff was carried was shown as its diff, one that cannot be shown as its line saying so (what
-//   the person allowed blind, as before). A client that says nothing, an approval link (its page shows
-//   no list), and a reject clear nothing; changes past the listed few stay unseen. A person's own allow
-//   of an edit adds nothing (they saw its diff) and clears nothing (a diff shows a part of a file).
+//   whose diff was carried was shown as its diff. One no diff can show is cleared only when the person
+//   explicitly accepted what that step may have written (`accepted`, decision 0068), and only once the
+//   step finished: a step still running may write after they looked. A client that says nothing, an
+//   approval link (its page shows no list), and a reject clear nothing; changes past the listed few
+//   stay unseen. A person's own allow of an edit adds nothing (they saw its diff) and clears nothing
+//   (a diff shows a part of a file).
 // Both the kind and the tool's fields are the agent's to choose: the operation is read by the same
 // adapters the rules read (protocol/operation.ts), and whatever it cannot read is anything.
 
@@ -52,6 +54,14 @@ export interface UnseenChange {
   at: number;
   /** What the step's tool call reported it wrote there, carried to people; absent when none can be shown. */
   diff?: UnseenDiff;
+  /** A change no diff can show: the step's command and the directory it ran in, when it had one (what a card says of it). */
+  command?: string;
+  cwd?: string;
+  /**
+   * Set when listed: the step that made it has not reported finishing (its tool call is still an open
+   * reader), so it may still be writing and cannot be accepted yet (decision 0068).
+   */
+  running?: boolean;
 }
 
 /** A change's diff as the agent reported it on the (frozen) tool call that made it: what a card shows. */
@@ -61,7 +71,7 @@ export interface UnseenDiff {
 }
 
 /** A change to note: what an automatic step may have written. */
-export type NewUnseenChange = Omit<UnseenChange, "id">;
+export type NewUnseenChange = Omit<UnseenChange, "id" | "running">;
 
 /** The path of a change whose extent is unknown: the step may have written anything the agent can. */
 export const ANYTHING = "*";
@@ -166,10 +176,25 @@ export function diffOf(toolCall: Record<string, unknown>, cwd: string, path: str
   return { oldText, newText: only.newText };
 }
 
-/** What an answer says its card showed: `_meta.acpGateway.shown {list, changes: [ids]}`. */
+/** The most characters of a command a change keeps to be shown (a longer one is cut, and says so). */
+export const UNSEEN_COMMAND_CHARS = 2000;
+
+/** What a card can say of a change no diff shows: the step's command and its directory, when it ran one. */
+export function stepOf(op: Pick<Operation, "command" | "workdir">): { command?: string; cwd?: string } {
+  if (op.command === null) return {};
+  const command = op.command.length > UNSEEN_COMMAND_CHARS ? `${op.command.slice(0, UNSEEN_COMMAND_CHARS)}… (cut)` : op.command;
+  return { command, ...(op.workdir !== null ? { cwd: op.workdir } : {}) };
+}
+
+/**
+ * What an answer says its card showed: `_meta.acpGateway.shown {list, changes: [ids], accepted: [ids]}`.
+ * `changes`: the listed changes whose diff the card showed. `accepted`: the listed changes no diff can
+ * show that the person ticked "I accept what this may have written" for (decision 0068).
+ */
 export interface ShownClaim {
   list: string;
   changes: number[];
+  accepted: number[];
 }
 
 /** The answer's claim, or null when it makes none (or one that cannot be read: nothing is claimed). */
@@ -178,20 +203,28 @@ export function shownClaimOf(result: unknown): ShownClaim | null {
   const gateway = meta && isObject(meta.acpGateway) ? meta.acpGateway : undefined;
   const shown = gateway && isObject(gateway.shown) ? gateway.shown : undefined;
   if (!shown || typeof shown.list !== "string" || !Array.isArray(shown.changes)) return null;
-  const changes = shown.changes.filter((id): id is number => Number.isSafeInteger(id)).slice(0, UNSEEN_LISTED);
-  return { list: shown.list, changes };
+  return { list: shown.list, changes: idsOf(shown.changes), accepted: Array.isArray(shown.accepted) ? idsOf(shown.accepted) : [] };
+}
+
+function idsOf(values: unknown[]): number[] {
+  return values.filter((id): id is number => Number.isSafeInteger(id)).slice(0, UNSEEN_LISTED);
 }
 
 /**
  * Which unseen changes a person's allow marks seen: of the changes the request's copies listed (`held`,
  * as the server sent them), those the answer's card showed (`claim`, named against the list's id).
- * Each listed change was sent with its diff when it has one, so what the card showed of it is that
- * diff; one no diff can show (a command's `*`, an edit without a diff to carry) was shown as its line
- * saying so — today's rule for what cannot be shown. Nothing else: not a change the list did not
- * carry (past the first few, or noted since), not a claim against another list, not an answer without one.
+ * A listed change sent with its diff is seen when the answer names it in `changes`: what the card
+ * showed of it is that diff. One no diff can show (a command's `*`, an edit without a diff to carry)
+ * is seen only when the answer names it in `accepted` — the person ticked "I accept what this may have
+ * written" for that change — and only once the step that made it finished (not `running`: a step
+ * still running may write after the person looked). Naming it in `changes` alone clears nothing
+ * (decision 0068). Nothing else: not a change the list did not carry (past the first few, or noted
+ * since), not a claim against another list, not an answer without one.
  */
 export function seenBy(held: UnseenHold | undefined, claim: ShownClaim | null): number[] {
   if (!held?.listId || !claim || claim.list !== held.listId) return [];
-  const listed = new Set(held.changes.map((c) => c.id));
-  return [...new Set(claim.changes.filter((id) => listed.has(id)))].sort((a, b) => a - b);
+  const named = new Set(claim.changes);
+  const accepted = new Set(claim.accepted);
+  const seen = held.changes.filter((c) => (c.diff ? named.has(c.id) : accepted.has(c.id) && !c.running));
+  return [...new Set(seen.map((c) => c.id))].sort((a, b) => a - b);
 }

@@ -38,6 +38,8 @@ type Row = {
   rule_id: string | null;
   at: number;
   diff: string | null;
+  step: string | null;
+  running: number;
 };
 
 export class UnseenChanges implements UnseenRootStore {
@@ -53,6 +55,14 @@ export class UnseenChanges implements UnseenRootStore {
         .some((c) => c.name === "diff")
     )
       sql.exec("ALTER TABLE unseen_changes ADD COLUMN diff TEXT");
+    // What a card says of a change no diff shows (decision 0068): the step's command and directory, as JSON.
+    if (
+      !sql
+        .exec<{ name: string }>("PRAGMA table_info(unseen_changes)")
+        .toArray()
+        .some((c) => c.name === "step")
+    )
+      sql.exec("ALTER TABLE unseen_changes ADD COLUMN step TEXT");
     sql.exec(
       "CREATE TABLE IF NOT EXISTS open_readers (session_id TEXT NOT NULL, tool_call_id TEXT NOT NULL, at INTEGER NOT NULL, PRIMARY KEY (session_id, tool_call_id))",
     );
@@ -136,7 +146,14 @@ export class UnseenChanges implements UnseenRootStore {
   hold(): UnseenHold | null {
     const stats = this.sql.exec<{ n: number; top: number | null }>("SELECT COUNT(*) AS n, MAX(id) AS top FROM unseen_changes").one();
     if (stats.n === 0 || stats.top === null) return null;
-    const changes = this.sql.exec<Row>("SELECT * FROM unseen_changes ORDER BY id LIMIT ?", UNSEEN_LISTED).toArray().map(fromRow);
+    // A change whose step is still an open reader (it has not reported finishing) may still be written: it is listed as running.
+    const changes = this.sql
+      .exec<Row>(
+        "SELECT u.*, EXISTS (SELECT 1 FROM open_readers r WHERE r.session_id = u.session_id AND r.tool_call_id = u.tool_call_id) AS running FROM unseen_changes u ORDER BY u.id LIMIT ?",
+        UNSEEN_LISTED,
+      )
+      .toArray()
+      .map(fromRow);
     return { total: stats.n, changes, upTo: stats.top, readers: [], listId: crypto.randomUUID() };
   }
 
@@ -150,14 +167,16 @@ export class UnseenChanges implements UnseenRootStore {
     }
     // A diff is kept only with the path it shows (not with the ANYTHING that replaces a change past the bound).
     const diff = path === change.path && change.diff ? JSON.stringify(change.diff) : null;
+    const step = change.command !== undefined ? JSON.stringify({ command: change.command, cwd: change.cwd ?? null }) : null;
     this.sql.exec(
-      "INSERT INTO unseen_changes (path, session_id, tool_call_id, rule_id, at, diff) VALUES (?, ?, ?, ?, ?, ?)",
+      "INSERT INTO unseen_changes (path, session_id, tool_call_id, rule_id, at, diff, step) VALUES (?, ?, ?, ?, ?, ?, ?)",
       path,
       change.sessionId,
       change.toolCallId,
       change.ruleId,
       change.at,
       diff,
+      step,
     );
   }
 }
@@ -170,7 +189,20 @@ function fromRow(r: Row): UnseenChange {
   const change: UnseenChange = { id: r.id, path: r.path, sessionId: r.session_id, toolCallId: r.tool_call_id, ruleId: r.rule_id, at: r.at };
   const diff = r.diff === null ? undefined : diffFrom(r.diff);
   if (diff) change.diff = diff;
+  else Object.assign(change, r.step === null ? {} : stepFrom(r.step));
+  if (r.running) change.running = true;
   return change;
+}
+
+/** A stored step read back; what does not read as one is not said. */
+function stepFrom(text: string): Pick<UnseenChange, "command" | "cwd"> {
+  try {
+    const s = JSON.parse(text) as unknown;
+    if (isObject(s) && typeof s.command === "string") return { command: s.command, ...(typeof s.cwd === "string" ? { cwd: s.cwd } : {}) };
+  } catch {
+    // not JSON: not said
+  }
+  return {};
 }
 
 /** A stored diff read back; one that does not read as a diff is not shown (and so the change stays as one that cannot be). */

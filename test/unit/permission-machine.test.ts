@@ -203,6 +203,9 @@ class World {
   gated = new Map<string, "go" | "held" | "unavailable" | "waiting">();
   /** The ids of every `seen` call: a person allowed a held request whose card showed them. */
   seen: number[][] = [];
+  /** The client whose answer the machine is handling now, if any; and, per `seen` call, that client (decision 0068). */
+  answering: number | null = null;
+  seenFrom: (number | null)[] = [];
   /** Whether the unseen changes were ever handed to the machine to show (held, or shown to people). */
   shownHold = false;
   /** The four-eyes policy of the running turn (every operation, when set: decision 0028). */
@@ -296,7 +299,10 @@ class World {
           });
           return LATER;
         },
-        seen: (ids) => void this.seen.push(ids),
+        seen: (ids) => {
+          this.seen.push(ids);
+          this.seenFrom.push(this.answering);
+        },
         note: () => {},
         readerDone: () => {},
       },
@@ -343,25 +349,52 @@ function modeOf(pending: PendingRequest): RuleMode {
   return (pending.toolCall?.title as RuleMode | undefined) ?? "none";
 }
 
-/** What the tenant's unseen changes answer when they hold a step: one change, newest id 7, listed as L7. */
+/**
+ * What the tenant's unseen changes answer when they hold a step, listed as L7: an edit shown by its
+ * diff (7), a command's `*` (9), and one whose command still runs (10); newest id 10.
+ */
 const HOLD = {
-  total: 1,
-  upTo: 7,
+  total: 3,
+  upTo: 10,
   readers: [],
   listId: "L7",
-  changes: [{ id: 7, path: "/w/Makefile.sh", sessionId: "s", toolCallId: "tc0", ruleId: "rule_allow", at: 0 }],
+  changes: [
+    {
+      id: 7,
+      path: "/w/Makefile.sh",
+      sessionId: "s",
+      toolCallId: "tc0",
+      ruleId: "rule_allow",
+      at: 0,
+      diff: { oldText: null, newText: "x" },
+    },
+    { id: 9, path: "*", sessionId: "s", toolCallId: "tc1", ruleId: "rule_allow", at: 0, command: "make", cwd: "/w" },
+    { id: 10, path: "*", sessionId: "s", toolCallId: "tc2", ruleId: "rule_allow", at: 0, command: "make &", cwd: "/w", running: true },
+  ],
 };
 
 function rule(mode: "allow" | "reject"): RuleDecision {
   return { decision: mode, optionId: mode === "allow" ? "a1" : "r1", ruleId: `rule_${mode}`, description: mode };
 }
 
-/** A client's answer; every one says its card showed change 7 and 8 (8 was never listed), half of them against a list they were not sent. */
+/**
+ * A client's answer; every one says its card showed changes 7 to 10 (8 was never listed), clients 2 and
+ * 3 against a list they were not sent. Clients 0 and 3 also accept what 7, 9, 10 and 11 may have written
+ * (7 has a diff, 10 still runs, 11 was never listed): of those, only 9 may become seen by it. So the
+ * member (0) accepts against the list, an approver (1) names 9 without accepting it, the other (3) accepts
+ * against another list.
+ */
 function resultOf(choice: Choice, client = 0): unknown {
   if (choice === "cancelled") return { outcome: { outcome: "cancelled" } };
-  const shown = { list: client % 2 === 0 ? "L7" : "another list", changes: [7, 8] };
+  const shown = {
+    list: client < 2 ? "L7" : "another list",
+    changes: [7, 8, 9, 10],
+    ...(accepts(client) ? { accepted: [7, 9, 10, 11] } : {}),
+  };
   return { outcome: { outcome: "selected", optionId: choice }, _meta: { acpGateway: { shown } } };
 }
+
+const accepts = (client: number) => client % 3 === 0;
 
 // ── the commands ───────────────────────────────────────────────────────────────────────────────
 type Command =
@@ -512,7 +545,9 @@ function run(w: World, c: Command): void {
       const toAgentBefore = w.handoff.length;
       const rememberedBefore = w.remembered.length;
       const answer = c.choice === "error" ? { error: { code: -32800, message: "cancelled" } } : { result: resultOf(c.choice, c.client) };
+      w.answering = c.client;
       machine.answer(client, attachment(client), asked.permId, answer);
+      w.answering = null;
       const after = table.pendingById(asked.permId);
       const refused = w.inbox
         .get(client)!
@@ -801,10 +836,19 @@ function invariants(w: World): void {
       check(said === "go", `request ${permId} was allowed by a rule while the unseen changes said ${said ?? "nothing"}`);
     }
   }
-  // Only what a request showed is marked seen (decision 0064): the listed change its card named, never one it was not sent.
+  // Only what a request showed is marked seen (decision 0064): the listed change its card named, never one it
+  // was not sent; one no diff shows (9) only once a person accepted it, never one still running (10, decision 0068).
   check(
-    w.seen.every((ids) => JSON.stringify(ids) === "[7]") && (w.seen.length === 0 || w.shownHold),
+    w.seen.every((ids) => ["[7]", "[7,9]"].includes(JSON.stringify(ids))) && (w.seen.length === 0 || w.shownHold),
     `seen was called with ${JSON.stringify(w.seen)} though no request showed those changes`,
+  );
+  check(
+    w.seenFrom.every((client) => client !== null && client < 2),
+    `seen was called by ${JSON.stringify(w.seenFrom)}: only an answer naming the request's own list clears anything`,
+  );
+  check(
+    w.seen.every((ids, i) => !ids.includes(9) || w.seenFrom[i] === 0),
+    `seen was called with ${JSON.stringify(w.seen)}: change 9 has no diff, and the answer that cleared it did not accept it`,
   );
   // Four eyes that nobody attached can approve is told (`four_eyes_unsatisfiable`), at least once since it became so.
   for (const p of w.table.pending()) {
@@ -917,6 +961,26 @@ const FIXED: [string, Command[], FourEyes?][] = [
       { t: "change", request: 0, what: "command" },
       { t: "ruleCreated" },
       { t: "turn", what: "start", policyLater: false, fourEyes: "none" },
+    ],
+  ],
+  [
+    // Decision 0068: client 0 accepts 7, 9, 10 and 11; only 9 is a listed change without a diff whose step finished.
+    "a person's allow that accepts what a command may have written clears that change, not one still running nor one with a diff",
+    [
+      { t: "unseen", gate: "held" },
+      { t: "ask", mode: "allow" },
+      { t: "answer", client: 0, request: 0, choice: "a1" },
+      { t: "deliver", how: "ok" },
+    ],
+  ],
+  [
+    "an approver's allow that names and accepts every change against a list it was not sent clears nothing",
+    [
+      { t: "unseen", gate: "held" },
+      { t: "join", client: 3 },
+      { t: "ask", mode: "allow" },
+      { t: "answer", client: 3, request: 0, choice: "a1" },
+      { t: "deliver", how: "ok" },
     ],
   ],
   [
