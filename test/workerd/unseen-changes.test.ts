@@ -69,6 +69,11 @@ const allowShowing = (unseen: { listId: string }, ids: number[]) => ({
   _meta: { acpGateway: { shown: { list: unseen.listId, changes: ids } } },
 });
 const idsOf = (unseen: { changes: { id: number }[] }) => unseen.changes.map((c) => c.id);
+/** An allow whose answer also says the person ticked "I accept what this may have written" for `accepted` (decision 0068). */
+const allowAccepting = (unseen: { listId: string }, ids: number[], accepted: number[]) => ({
+  outcome: { outcome: "selected", optionId: "once" },
+  _meta: { acpGateway: { shown: { list: unseen.listId, changes: ids, accepted } } },
+});
 
 async function session(t: SeededTenant, agent: Agent) {
   const { client, sessionId } = await clientWithSession(t, agent);
@@ -295,11 +300,16 @@ describe("seen means each change shown as the server sent it (decision 0064)", (
     agent.update(sessionId, { sessionUpdate: "tool_call_update", toolCallId: "t2", status: "completed" });
     const third = await heldForPeople(client, agent, sessionId, run("t3", "npm test"));
     expect(third.unseen).toMatchObject({ total: 1, changes: [{ id: b, path: `${CWD}/src/b.test.js` }] });
-    // The change whose diff cannot be shown is seen as its line saying so, as before.
+    // The change whose diff cannot be shown is not seen by being named (decision 0068): only its acceptance clears it.
     client.respond(third.copy.id, allowShowing(third.unseen, [b!]));
     await agent.peer.next(isResponseTo(third.id));
     agent.update(sessionId, { sessionUpdate: "tool_call_update", toolCallId: "t3", status: "completed" });
-    await answeredByRule(agent, sessionId, run("t4", "npm test"));
+    const fourth = await heldForPeople(client, agent, sessionId, run("t4", "npm test"));
+    expect(idsOf(fourth.unseen)).toEqual([b]);
+    client.respond(fourth.copy.id, allowAccepting(fourth.unseen, [b!], [b!]));
+    await agent.peer.next(isResponseTo(fourth.id));
+    agent.update(sessionId, { sessionUpdate: "tool_call_update", toolCallId: "t4", status: "completed" });
+    await answeredByRule(agent, sessionId, run("t5", "npm test"));
   });
 
   it("a client cannot claim what it was not sent: the ids of an older list, or a change noted after its list, clear nothing", async () => {
@@ -372,5 +382,60 @@ describe("seen means each change shown as the server sent it (decision 0064)", (
     expect(copy.params._meta.acpGateway.unseen.changes).toMatchObject([{ path: `${CWD}/src/a.test.js`, toolCallId: "e1" }]);
     watcher.respond(copy.id, { outcome: { outcome: "selected", optionId: "no" } });
     await agent.peer.next(isResponseTo(again));
+  });
+});
+
+describe("a change no diff can show is cleared only by a person accepting it, once its step finished (decision 0068)", () => {
+  it("a command's '*' is listed with its command, directory, rule and time; named alone it stays unseen, accepted while its command runs it stays, accepted once finished it is seen", async () => {
+    const t = await seedTenant();
+    await rule(t, { type: "argv", argv: ["cp", "notes.txt", "Makefile.sh"] });
+    await rule(t, { type: "command", prefix: ["make", "test"] });
+    const agent = await dialInAgent(t);
+    const { client, sessionId } = await session(t, agent);
+    await answeredByRule(agent, sessionId, run("c1", "cp notes.txt Makefile.sh"));
+    const first = await heldForPeople(client, agent, sessionId, run("m1", "make test"));
+    const [change] = first.unseen.changes;
+    expect(change).toMatchObject({ path: "*", toolCallId: "c1", command: "cp notes.txt Makefile.sh", cwd: CWD, running: true });
+    expect(change.ruleId).toEqual(expect.any(String));
+    expect(change.at).toEqual(expect.any(Number));
+    expect(change.diff).toBeUndefined();
+    // Accepted while cp has not reported finishing: it may still be writing, so nothing is seen.
+    client.respond(first.copy.id, allowAccepting(first.unseen, [change.id], [change.id]));
+    await agent.peer.next(isResponseTo(first.id));
+    agent.update(sessionId, { sessionUpdate: "tool_call_update", toolCallId: "m1", status: "completed" });
+    agent.update(sessionId, { sessionUpdate: "tool_call_update", toolCallId: "c1", status: "completed" });
+    const second = await heldForPeople(client, agent, sessionId, run("m2", "make test"));
+    expect(second.unseen.changes).toEqual([expect.objectContaining({ id: change.id })]);
+    expect(second.unseen.changes[0].running).toBeUndefined();
+    // Named as shown, not accepted: still unseen.
+    client.respond(second.copy.id, allowShowing(second.unseen, [change.id]));
+    await agent.peer.next(isResponseTo(second.id));
+    agent.update(sessionId, { sessionUpdate: "tool_call_update", toolCallId: "m2", status: "completed" });
+    const third = await heldForPeople(client, agent, sessionId, run("m3", "make test"));
+    expect(idsOf(third.unseen)).toEqual([change.id]);
+    // Accepted against another request's list: still unseen. Accepted against its own list: seen.
+    client.respond(third.copy.id, allowAccepting(second.unseen, [change.id], [change.id]));
+    await agent.peer.next(isResponseTo(third.id));
+    agent.update(sessionId, { sessionUpdate: "tool_call_update", toolCallId: "m3", status: "completed" });
+    const fourth = await heldForPeople(client, agent, sessionId, run("m4", "make test"));
+    client.respond(fourth.copy.id, allowAccepting(fourth.unseen, [], [change.id]));
+    await agent.peer.next(isResponseTo(fourth.id));
+    agent.update(sessionId, { sessionUpdate: "tool_call_update", toolCallId: "m4", status: "completed" });
+    await answeredByRule(agent, sessionId, run("m5", "make test"));
+  });
+
+  it("accepting a change that has a diff clears nothing: its diff must be named as shown", async () => {
+    const t = await seedTenant();
+    await rule(t, { type: "path", glob: `${CWD}/src/**`, kinds: ["edit"] });
+    await rule(t, { type: "command", prefix: ["npm", "test"] });
+    const agent = await dialInAgent(t);
+    const { client, sessionId } = await session(t, agent);
+    await answeredByRule(agent, sessionId, edit("e1", `${CWD}/src/a.test.js`));
+    const first = await heldForPeople(client, agent, sessionId, run("t1", "npm test"));
+    expect(first.unseen.changes[0].diff).toBeDefined();
+    client.respond(first.copy.id, allowAccepting(first.unseen, [], idsOf(first.unseen)));
+    await agent.peer.next(isResponseTo(first.id));
+    agent.update(sessionId, { sessionUpdate: "tool_call_update", toolCallId: "t1", status: "completed" });
+    expect(idsOf((await heldForPeople(client, agent, sessionId, run("t2", "npm test"))).unseen)).toEqual(idsOf(first.unseen));
   });
 });
