@@ -2,7 +2,9 @@
 // it, in a tenant of its own (unseen changes are the tenant's, and would hold the dev tenant's rules):
 // - asked because of unseen changes (decision 0062): an edit a rule answered in this session as its
 //   diff, one in another session as a link to that session's card, and a command's writes (`*`) said
-//   to be impossible to show; at 1280 px as it arrives, at 390 px opened by a teammate's link;
+//   to be impossible to show; at 1280 px as it arrives, at 390 px opened by a teammate's link; the
+//   command's writes stay unseen until the person ticks "I accept what this may have written" by
+//   keyboard on the next card (decision 0068);
 // - the frozen operation (decision 0040, issue 35): when the agent changes the tool call's row while a
 //   person reads, the card shows the new operation and says so, never the one first shown.
 
@@ -111,11 +113,15 @@ describe("unseen changes on the card in Chromium", () => {
     // Session A, in the browser: an edit the rule answers, then make test, which the rule may not answer now.
     let made: Json | undefined;
     let again: Json | undefined;
+    let third: Json | undefined;
     turns.push(async (turn) => {
       await step(turn, edit("eA", `${CWD}/src/a.c`, "int a = 1;", "int a = 2;"));
       made = await step(turn, run("m1", "make test"));
-      // The card showed every change (decision 0064): they are seen, and the rule answers make test again, nobody asked.
+      // The card showed both diffs (decision 0064): they are seen. The command's writes were not accepted
+      // (decision 0068): the next make test is asked again, listing only them.
       again = await step(turn, run("m2", "make test"));
+      // Accepted on that card: seen, and the rule answers make test again, nobody asked.
+      third = await step(turn, run("m3", "make test"));
       return "end_turn";
     });
     const page = await (await browser.newContext({ viewport: { width: 1280, height: 900 } })).newPage();
@@ -146,13 +152,31 @@ describe("unseen changes on the card in Chromium", () => {
     }));
     expect(scrollWidth).toBeLessThanOrEqual(innerWidth);
 
-    // Allowed by the person who saw it: the agent gets the answer and the turn ends.
+    // Allowed by the person who saw it, the command's box left unticked: the agent gets the answer.
     await page
       .locator("section.permission.open")
       .getByRole("button", { name: /^Allow once/ })
       .click();
     await expect.poll(() => made?.outcome, { timeout: 30_000 }).toEqual({ outcome: "selected", optionId: "allow-once" });
+    // The next make test is asked: the command's writes are still unseen, alone on the card.
+    const card = page.locator("section.permission.open[data-tool-call-id='m2']");
+    await card.waitFor({ timeout: 30_000 });
+    const left = card.locator(".unseen-changes");
+    expect(await left.locator(".unseen-head").textContent()).toContain("(1; 1 cannot be shown)");
+    expect(await left.locator("li").count()).toBe(1);
+    expect(again).toBeUndefined();
+    // By keyboard: from the link to the command's session, Tab reaches its box, Space ticks it.
+    await left.locator("li.anything").getByRole("link", { name: "another session" }).focus();
+    await page.keyboard.press("Tab");
+    const box = left.getByRole("checkbox", { name: "I accept what this may have written" });
+    expect(await box.evaluate((el) => el === document.activeElement)).toBe(true);
+    await page.keyboard.press("Space");
+    expect(await box.isChecked()).toBe(true);
+    await page.screenshot({ path: join(screenshotsDir(), "console-unseen-accept-1280.png"), fullPage: true });
+    await card.getByRole("button", { name: /^Allow once/ }).click();
     await expect.poll(() => again?.outcome, { timeout: 30_000 }).toEqual({ outcome: "selected", optionId: "allow-once" });
+    await expect.poll(() => third?.outcome, { timeout: 30_000 }).toEqual({ outcome: "selected", optionId: "allow-once" });
+    expect(await page.locator("section.permission[data-tool-call-id='m3']").count()).toBe(0);
   }, 120_000);
 });
 
@@ -214,6 +238,10 @@ async function checkCard(page: Page, b: string): Promise<void> {
   );
   const command = unseen.locator("li.anything");
   expect(await command.textContent()).toMatch(/Cannot be shown:.*may have written anything/);
+  // What is known of it (decision 0068): the command, where it ran, the rule that answered it, and an unticked acceptance.
+  expect(await command.locator("code").first().textContent()).toBe("cp notes.txt Makefile.sh");
+  expect(await command.locator(".accept").textContent()).toMatch(new RegExp(`Ran in ${CWD}\\. Answered by rule rule_\\S+ at .+\\.`));
+  expect(await command.getByRole("checkbox", { name: "I accept what this may have written" }).isChecked()).toBe(false);
   expect(await command.getByRole("link", { name: "another session" }).getAttribute("href")).toBe(
     `#/session/${encodeURIComponent(b)}/request/c1`,
   );

@@ -19,6 +19,11 @@ const ref = (
   toolCallId,
   id: more.id ?? null,
   diff: more.diff ?? null,
+  command: null,
+  cwd: null,
+  ruleId: null,
+  at: null,
+  running: false,
 });
 const here = { sessionId: "s-a", cwd: CWD };
 const editCall = (toolCallId: string, path: string, oldText: string | null, newText: string) => ({
@@ -120,7 +125,7 @@ describe("unseenShownOf", () => {
         changes: [{ id: 1, path: "/p/a", sessionId: "s", toolCallId: null, ruleId: "r", at: 1 }, { path: 5 }, "x"],
         readers: [],
       }),
-    ).toEqual({ total: 3, listId: null, changes: [ref("/p/a", "s", null, { id: 1 })] });
+    ).toEqual({ total: 3, listId: null, changes: [{ ...ref("/p/a", "s", null, { id: 1 }), ruleId: "r", at: 1 }] });
   });
 
   it("is null for what is not one, or lists nothing and counts nothing (a write held only for open readers)", () => {
@@ -156,10 +161,35 @@ describe("what the gateway sent, and what the answer names (decision 0064)", () 
     expect(views[2]).toMatchObject({ type: "diff", diff: { newText: "new" } });
   });
 
-  it("names every listed change against the list's id; nothing without a list id or ids", () => {
-    expect(shownClaim(unseenShownOf(sent) ?? undefined)).toEqual({ list: "L1", changes: [4, 5, 6] });
+  it("names the listed changes sent with a diff against the list's id, accepts only what the person ticked of those sent without one; nothing without a list id or ids", () => {
+    expect(shownClaim(unseenShownOf(sent) ?? undefined)).toEqual({ list: "L1", changes: [4], accepted: [] });
+    // Ticked: 5 and 6 (no diff sent), 4 (has one: not how it is seen), 99 (never listed).
+    expect(shownClaim(unseenShownOf(sent) ?? undefined, [5, 4, 99])).toEqual({ list: "L1", changes: [4], accepted: [5] });
+    expect(shownClaim(unseenShownOf(sent) ?? undefined, [6, 5])).toEqual({ list: "L1", changes: [4], accepted: [5, 6] });
     expect(shownClaim(unseenShownOf({ ...sent, listId: undefined }) ?? undefined)).toBeNull();
     expect(shownClaim(unseenShownOf({ total: 1, listId: "L1", changes: [{ path: "/p", sessionId: "s" }] }) ?? undefined)).toBeNull();
     expect(shownClaim(undefined)).toBeNull();
+  });
+
+  it("a change sent without a diff carries what is known of its step and can be accepted, unless it still ran when listed (decision 0068)", () => {
+    const listed = {
+      total: 2,
+      listId: "L2",
+      changes: [
+        { id: 7, path: "*", sessionId: "s/b", toolCallId: "c7", ruleId: "rule_1", at: 1000, command: "make test &", cwd: `${CWD}/sub` },
+        { id: 8, path: "*", sessionId: "s-a", toolCallId: "c8", ruleId: "rule_2", at: 2000, command: "npm test", running: true },
+      ],
+    };
+    const shown = unseenShownOf(listed);
+    if (!shown) throw new Error("read nothing");
+    const { views } = unseenViews(shown, here, {});
+    expect(views[0]).toMatchObject({
+      type: "anything",
+      command: "make test &",
+      accept: { id: 7, cwd: `${CWD}/sub`, ruleId: "rule_1", at: 1000, running: false },
+    });
+    expect(views[1]).toMatchObject({ type: "anything", command: "npm test", accept: { id: 8, cwd: null, running: true } });
+    expect(shownClaim(shown, [7, 8])).toEqual({ list: "L2", changes: [], accepted: [7] });
+    expect(shownClaim(shown, [])).toBeNull();
   });
 });

@@ -21,6 +21,13 @@ interface UnseenChangeRef {
   toolCallId: string | null;
   /** The diff the gateway sent with it; null when it has none to show. */
   diff: { oldText: string | null; newText: string } | null;
+  /** What the gateway knows of a change no diff shows (decision 0068): the step's command and directory, the rule that answered it, when. */
+  command: string | null;
+  cwd: string | null;
+  ruleId: string | null;
+  at: number | null;
+  /** Its step had not reported finishing when the list was made: the gateway does not let it be accepted. */
+  running: boolean;
 }
 
 /** The unseen changes a request was shown: the first few listed, how many there are, and the list's id. */
@@ -33,15 +40,31 @@ export interface UnseenShown {
 /** The path the gateway lists for a change whose extent is unknown (protocol/unseen.ts `ANYTHING`). */
 const ANYTHING = "*";
 
-export type UnseenView =
-  /** The diff the gateway sent with the change, or (made in this session) of the tool call that made it; `elsewhere`: the other session's card. */
-  | { type: "diff"; toolCallId: string | null; diff: Diff; elsewhere?: string }
-  /** Made in another session: where its card is. */
+/**
+ * A change the gateway sent no diff for is cleared only by the person accepting what its step may have
+ * written (decision 0068): its id, what the gateway knows of the step, and whether it still ran when listed.
+ */
+export interface Acceptance {
+  id: number;
+  cwd: string | null;
+  ruleId: string | null;
+  at: number | null;
+  running: boolean;
+}
+
+export type UnseenView = (
+  | /** The diff the gateway sent with the change, or (made in this session) of the tool call that made it; `elsewhere`: the other session's card. */
+    { type: "diff"; toolCallId: string | null; diff: Diff; elsewhere?: string }
+    /** Made in another session: where its card is. */
   | { type: "elsewhere"; path: string; sessionId: string; href: string }
   /** A command's writes (or another tool's whose extent is unknown): no diff can show them. */
   | { type: "anything"; sessionId: string; toolCallId: string | null; command: string | null; here: boolean; href: string | null }
   /** Made in this session, but the transcript holds no diff of it (not sent by the agent, or not loaded). */
-  | { type: "missing"; path: string; toolCallId: string | null };
+  | { type: "missing"; path: string; toolCallId: string | null }
+) & {
+  /** Set when the gateway sent no diff: only an explicit acceptance clears it. */
+  accept?: Acceptance;
+};
 
 /** The `unseen` object of a request or notice, read defensively (it is the gateway's, but a page must not break on it). */
 export function unseenShownOf(value: unknown): UnseenShown | null {
@@ -55,6 +78,11 @@ export function unseenShownOf(value: unknown): UnseenShown | null {
             sessionId: c.sessionId,
             toolCallId: typeof c.toolCallId === "string" ? c.toolCallId : null,
             diff: sentDiffOf(c.diff),
+            command: typeof c.command === "string" ? c.command : null,
+            cwd: typeof c.cwd === "string" ? c.cwd : null,
+            ruleId: typeof c.ruleId === "string" ? c.ruleId : null,
+            at: typeof c.at === "number" && Number.isFinite(c.at) ? c.at : null,
+            running: c.running === true,
           },
         ]
       : [],
@@ -70,14 +98,24 @@ function sentDiffOf(value: unknown): UnseenChangeRef["diff"] {
 }
 
 /**
- * What the answer says the card showed (`_meta.acpGateway.shown`, decision 0064): every listed change,
- * for the card renders each — its diff as the gateway sent it, or why it cannot be shown — named
- * against the list's id. Null when the gateway sent no list id (nothing can be named).
+ * What the answer says the card showed (`_meta.acpGateway.shown`, decisions 0064, 0068), named against
+ * the list's id: `changes`, every listed change whose diff the gateway sent (the card renders each);
+ * `accepted`, of the changes sent without one, those the person ticked "I accept what this may have
+ * written" for — and only those. Null when the gateway sent no list id (nothing can be named).
  */
-export function shownClaim(shown: UnseenShown | undefined): { list: string; changes: number[] } | null {
+export function shownClaim(
+  shown: UnseenShown | undefined,
+  ticked: readonly number[] = [],
+): { list: string; changes: number[]; accepted: number[] } | null {
   if (!shown?.listId) return null;
-  const changes = shown.changes.flatMap((c) => (c.id === null ? [] : [c.id]));
-  return changes.length > 0 ? { list: shown.listId, changes } : null;
+  const changes = shown.changes.flatMap((c) => (c.id !== null && c.diff !== null ? [c.id] : []));
+  const accepted = shown.changes.flatMap((c) => (c.id !== null && c.diff === null && !c.running && ticked.includes(c.id) ? [c.id] : []));
+  return changes.length > 0 || accepted.length > 0 ? { list: shown.listId, changes, accepted } : null;
+}
+
+function acceptanceOf(change: UnseenChangeRef): Acceptance | undefined {
+  if (change.diff !== null || change.id === null) return undefined;
+  return { id: change.id, cwd: change.cwd, ruleId: change.ruleId, at: change.at, running: change.running };
 }
 
 /** A diff's path as the gateway resolves it: relative ones against the session's directory. */
@@ -107,10 +145,12 @@ export function unseenViews(
         : null
       : sessionAddress(change.sessionId, change.toolCallId);
     const call = here && change.toolCallId ? tools[change.toolCallId] : undefined;
+    const accept = acceptanceOf(change);
+    const push = (view: UnseenView) => views.push(accept ? { ...view, accept } : view);
     // The diff the gateway sent is what it knows this card was shown, wherever the change was made.
     if (change.diff && change.path !== ANYTHING) {
       const diff = { path: change.path, ...change.diff };
-      views.push({
+      push({
         type: "diff",
         toolCallId: change.toolCallId,
         diff,
@@ -119,18 +159,18 @@ export function unseenViews(
       continue;
     }
     if (change.path === ANYTHING) {
-      views.push({
+      push({
         type: "anything",
         sessionId: change.sessionId,
         toolCallId: change.toolCallId,
-        command: call ? commandOf(call) : null,
+        command: change.command ?? (call ? commandOf(call) : null),
         here,
         href,
       });
       continue;
     }
     if (!here) {
-      views.push({
+      push({
         type: "elsewhere",
         path: change.path,
         sessionId: change.sessionId,
@@ -139,7 +179,7 @@ export function unseenViews(
       continue;
     }
     const diff = call ? diffsOf(call).find((d) => absolute(d.path, session.cwd) === change.path) : undefined;
-    views.push(
+    push(
       diff && change.toolCallId
         ? { type: "diff", toolCallId: change.toolCallId, diff }
         : { type: "missing", path: change.path, toolCallId: change.toolCallId },

@@ -202,13 +202,17 @@ interface PermissionProps {
   me: Me;
   /** The session's tool calls: the diffs of the unseen changes made here (decision 0062). */
   tools: Readonly<Record<string, JsonObject>>;
-  /** The option chosen, and the person's reason (empty: none). */
-  onAnswer(optionId: string, reason: string): void;
+  /** The option chosen, the person's reason (empty: none), and the unseen changes they accepted (decision 0068). */
+  onAnswer(optionId: string, reason: string, accepted: number[]): void;
 }
 
 export function PermissionCard({ api, permission: p, session, me, tools, onAnswer }: PermissionProps) {
   const [confirming, setConfirming] = useState<PermissionOption | null>(null);
   const [reason, setReason] = useState("");
+  // Unticked until the person ticks each: an allow names only these as accepted (decision 0068).
+  const [accepted, setAccepted] = useState<number[]>([]);
+  const accept = (id: number, ticked: boolean) =>
+    setAccepted((now) => (ticked ? [...now.filter((a) => a !== id), id] : now.filter((a) => a !== id)));
   const open = p.state === "open";
   return (
     <section
@@ -229,7 +233,9 @@ export function PermissionCard({ api, permission: p, session, me, tools, onAnswe
           <Safe text={p.note} />
         </p>
       )}
-      {p.unseen && <UnseenChanges unseen={p.unseen} session={session} tools={tools} />}
+      {p.unseen && (
+        <UnseenChanges unseen={p.unseen} session={session} tools={tools} accepted={accepted} {...(open ? { onAccept: accept } : {})} />
+      )}
       {p.state === "resolved" && (
         <p class="resolution">
           <Safe text={p.decided ? resolutionText(p.decided, me) : (p.resolution ?? "")} />
@@ -255,7 +261,7 @@ export function PermissionCard({ api, permission: p, session, me, tools, onAnswe
                 disabled={!choice.enabled}
                 title={choice.enabled ? undefined : shown(choice.reason).text}
                 aria-describedby={choice.enabled ? undefined : `not-yours-${p.key}`}
-                onClick={() => (o.kind.endsWith("_always") ? setConfirming(o) : onAnswer(o.optionId, reason))}
+                onClick={() => (o.kind.endsWith("_always") ? setConfirming(o) : onAnswer(o.optionId, reason, accepted))}
               >
                 <Safe text={o.name} /> <span class="option-kind">{shown(o.kind).text}</span>
               </button>
@@ -270,7 +276,7 @@ export function PermissionCard({ api, permission: p, session, me, tools, onAnswe
           permission={p}
           option={confirming}
           session={session}
-          onConfirm={() => onAnswer(confirming.optionId, reason)}
+          onConfirm={() => onAnswer(confirming.optionId, reason, accepted)}
           onBack={() => setConfirming(null)}
         />
       )}

@@ -333,7 +333,7 @@ export function SessionView({ api, link, session, isNew, focusCard = null, onBac
       .request(DECIDE_MODE_CHANGE, { sessionId: session.id, proposalId, decision })
       .catch((e: unknown) => update((t) => modeChangeDecision(t, proposalId, errorText(e))));
   };
-  const answer = (key: string, requestId: number | string, optionId: string, reason: string) => {
+  const answer = (key: string, requestId: number | string, optionId: string, reason: string, accepted: number[]) => {
     if (!link.isOpen) {
       update((t) =>
         notice(t, "Not connected to the gateway: the answer was not sent. It waits for you once the connection is back.", "warn"),
@@ -341,9 +341,9 @@ export function SessionView({ api, link, session, isNew, focusCard = null, onBac
       return;
     }
     // The reason rides in the gateway's namespace (decision 0048), and what the card showed of the
-    // unseen changes (decision 0064); the outcome is the option alone.
+    // unseen changes and what the person accepted of them (decisions 0064, 0068); the outcome is the option alone.
     const why = reason.trim();
-    const shown = shownClaim(t.permissions[key]?.unseen);
+    const shown = shownClaim(t.permissions[key]?.unseen, accepted);
     const gateway = { ...(why ? { reason: why } : {}), ...(shown ? { shown } : {}) };
     link.client.respond(requestId, {
       outcome: { outcome: "selected", optionId },
@@ -433,7 +433,7 @@ export function SessionView({ api, link, session, isNew, focusCard = null, onBac
                       session={session}
                       me={me}
                       tools={t.tools}
-                      onAnswer={(optionId, reason) => answer(p.key, p.requestId, optionId, reason)}
+                      onAnswer={(optionId, reason, accepted) => answer(p.key, p.requestId, optionId, reason, accepted)}
                     />
                   ) : null}
                 </ToolCard>
@@ -451,7 +451,7 @@ export function SessionView({ api, link, session, isNew, focusCard = null, onBac
                   session={session}
                   me={me}
                   tools={t.tools}
-                  onAnswer={(optionId, reason) => answer(p.key, p.requestId, optionId, reason)}
+                  onAnswer={(optionId, reason, accepted) => answer(p.key, p.requestId, optionId, reason, accepted)}
                 />
               ) : null;
             }
