@@ -63,6 +63,7 @@ import { type FrozenOperation, changedFields, freezeOperation, rawInputMissing, 
 import { type Answerer, type RequestFacts, answerable, authoriseAnswer, personKey, unsatisfiable, waitsOn } from "./people/answering";
 import { type FourEyesNeed, fourEyesNeed } from "./people/four-eyes";
 import { describeOperation } from "./operation";
+import { outlivesItsStep } from "./outlives";
 import {
   ANYTHING,
   type NewUnseenChange,
@@ -582,9 +583,9 @@ export class PermissionMachine<C> {
    */
   private resolveByRule(pending: PendingRequest, decided: RuleDecision | null, append?: string): boolean {
     if (!decided?.decision || !decided.optionId || !decided.ruleId) return false;
-    // No allow rule covers an operation that needs four eyes, nor one whose raw input is missing (ACP:
-    // explicit confirmation); a reject rule still rejects it.
-    if (decided.decision === "allow" && (pending.fourEyes || rawInputMissing(pending.toolCall, pending.operation))) return false;
+    // No allow rule covers an operation that needs four eyes, one whose raw input is missing (ACP:
+    // explicit confirmation), nor one that may outlive its step (decision 0068); a reject rule still rejects it.
+    if (decided.decision === "allow" && (pending.fourEyes || this.noRuleCovers(pending) !== null)) return false;
     const gate = decided.decision === "allow" ? this.gateRequest(pending, decided.ruleId) : null;
     if (gate) {
       const held = this.io.rules.gate(gate, (later) => this.gated(pending.permId, decided, gate, later));
@@ -716,9 +717,11 @@ export class PermissionMachine<C> {
         : { optionIds: [], reason: "This copy is not addressed to a known client." },
     };
     // The operation as frozen (it is the copy's toolCall): its digest, why it is asked of a person, what it replaces.
+    const outlives = this.outlives(pending);
     fields.operation = {
       hash: pending.operationHash,
       ...(rawInputMissing(pending.toolCall, pending.operation) ? { rawInputMissing: RAW_INPUT_MISSING } : {}),
+      ...(outlives !== null ? { outlivesItsStep: outlives } : {}),
       ...(pending.replaces ? { replaces: copyId(pending.replaces.permId), changed: pending.replaces.changed } : {}),
     };
     // Why no remembered rule answered it: what the agent changed that nobody saw (decision 0046).
@@ -784,12 +787,27 @@ export class PermissionMachine<C> {
   }
 
   /** What answering knows of a pending request now. */
+  /** Why no allow rule may answer this request nor be made from it (beyond four eyes), or null. */
+  private noRuleCovers(pending: PendingRequest): string | null {
+    if (rawInputMissing(pending.toolCall, pending.operation)) return RAW_INPUT_MISSING;
+    const outlives = this.outlives(pending);
+    return outlives === null
+      ? null
+      : `${outlives}: what it writes after the step cannot be known, so it is always asked of a person and never remembered`;
+  }
+
+  /** Why the request's command may outlive its step (outlives.ts), or null. */
+  private outlives(pending: PendingRequest): string | null {
+    const meta = this.io.table.meta;
+    return meta ? outlivesItsStep(describeOperation(toolCallOf(pending), meta.cwd)) : null;
+  }
+
   /** The gateway's own "always" options for a request (gateway-options.ts): none without the session's agent. */
   private gatewayOptionsOf(pending: PendingRequest): PermissionOption[] {
     const meta = this.io.table.meta;
-    // No rule may cover a request that needs four eyes (people/answering.ts), nor one without its
-    // input (decision 0040): nothing to offer.
-    if (!meta?.agent || pending.fourEyes || rawInputMissing(pending.toolCall, pending.operation)) return [];
+    // No rule may cover a request that needs four eyes (people/answering.ts), one without its input
+    // (decision 0040), nor one that may outlive its step (decision 0068): nothing to offer.
+    if (!meta?.agent || pending.fourEyes || this.noRuleCovers(pending) !== null) return [];
     return gatewayOptions(toolCallOf(pending), pending.options, meta.cwd, meta.agent);
   }
 
@@ -850,8 +868,9 @@ export class PermissionMachine<C> {
       return;
     }
     const always = chosen !== null && (chosen.kind === "allow_always" || chosen.kind === "reject_always");
-    // ACP 1.9.1: without raw input nothing is remembered; the person's "always" applies once.
-    const once = authorised.once ?? (always && rawInputMissing(pending.toolCall, pending.operation) ? RAW_INPUT_MISSING : null);
+    // ACP 1.9.1: without raw input nothing is remembered, nor for a command that may outlive its step
+    // (decision 0068); the person's "always" applies once.
+    const once = authorised.once ?? (always ? this.noRuleCovers(pending) : null);
     if (chosen && once !== null) {
       const forwarded = onceOf(chosen.kind, pending.options);
       // Only "always" was offered: relayed, the agent would remember what the gateway may not. Refused: a

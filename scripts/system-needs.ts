@@ -2,7 +2,16 @@
 // (scripts/test-setup.ts) does about what is missing: pure, so each case is tested without root.
 
 /** Each program the suite runs that a new machine may lack, and the Debian package that has it. */
-export const PROGRAMS: Record<string, string> = { strace: "strace", git: "git", make: "make", bash: "bash", cargo: "cargo" };
+export const PROGRAMS: Record<string, string> = {
+  strace: "strace",
+  git: "git",
+  make: "make",
+  bash: "bash",
+  cargo: "cargo",
+  // Decision 0068: a step that detaches through tmux, run for real (test/unit/outlives.test.ts).
+  tmux: "tmux",
+  setsid: "util-linux",
+};
 
 /** The shared libraries the packaged Chromium links beyond libc (`ldd` of its binary), by package. */
 export const LIBRARIES: Record<string, string> = { "libnss3.so": "libnss3", "libnspr4.so": "libnspr4", "libexpat.so.1": "libexpat1" };

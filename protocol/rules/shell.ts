@@ -5,9 +5,10 @@
 // and answers the simple commands bash would run (argv after quote removal), or null when it cannot
 // be sure what would run. Null is never approval: callers ask a person. So it fails closed on every
 // expansion whose value it cannot know ($x, ${…}, $(…), `…`, <(…)), here-documents, control flow,
-// function definitions, assignments, redirections that touch a file, and on every bash builtin that
-// can run code, change how later words resolve or evaluate a variable name (eval, source, export,
-// cd, printf -v, let, read, test -v…): only echo, true, false, : and pwd are judged as commands.
+// function definitions, assignments, redirections that touch a file, a job sent to the background
+// (`&`: it outlives the call), and on every bash builtin that can run code, change how later words
+// resolve or evaluate a variable name (eval, source, export, cd, printf -v, let, read, test -v…):
+// only echo, true, false, : and pwd are judged as commands.
 
 export interface SimpleCommand {
   argv: string[];
@@ -306,7 +307,10 @@ export function parseCommands(src: string, depth = 0): SimpleCommand[] | null {
         parens -= 1;
         continue;
       }
-      if ([";", "&", "&&", "||", "|", "|&", "\n"].includes(op)) {
+      // A job sent to the background outlives the call that ran it (decision 0068): when it ends, and
+      // what it writes after, cannot be known.
+      if (op === "&") return null;
+      if ([";", "&&", "||", "|", "|&", "\n"].includes(op)) {
         if (!end()) return null;
         continue;
       }

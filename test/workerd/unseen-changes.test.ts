@@ -439,3 +439,26 @@ describe("a change no diff can show is cleared only by a person accepting it, on
     expect(idsOf((await heldForPeople(client, agent, sessionId, run("t2", "npm test"))).unseen)).toEqual(idsOf(first.unseen));
   });
 });
+
+describe("effects that outlive their step (decision 0068)", () => {
+  it("a command that may keep running after its step is never answered by a rule and offers no 'always': `make test &` under a make test rule, `setsid -f make test` under its exact rule", async () => {
+    const t = await seedTenant();
+    await rule(t, { type: "command", prefix: ["make", "test"] });
+    await rule(t, { type: "argv", argv: ["setsid", "-f", "make", "test"] });
+    const agent = await dialInAgent(t);
+    const { client, sessionId } = await session(t, agent);
+    // The rule still answers make test in the foreground: nothing unseen, nothing left running.
+    await answeredByRule(agent, sessionId, run("m0", "make test"));
+    agent.update(sessionId, { sessionUpdate: "tool_call_update", toolCallId: "m0", status: "completed" });
+    const background = await heldForPeople(client, agent, sessionId, run("m1", "make test &"));
+    expect(background.unseen).toBeUndefined();
+    client.respond(background.copy.id, { outcome: { outcome: "selected", optionId: "no" } });
+    await agent.peer.next(isResponseTo(background.id));
+    const detached = await heldForPeople(client, agent, sessionId, run("s1", "setsid -f make test"));
+    expect(detached.copy.params._meta.acpGateway.operation.outlivesItsStep).toMatch(/`setsid` starts something that keeps running/);
+    // No gateway "always" is offered for it: only the agent's own options.
+    expect(detached.copy.params.options.map((o: { optionId: string }) => o.optionId)).toEqual(OPTIONS.map((o) => o.optionId));
+    client.respond(detached.copy.id, { outcome: { outcome: "selected", optionId: "no" } });
+    await agent.peer.next(isResponseTo(detached.id));
+  });
+});
