@@ -190,6 +190,9 @@ function noteOf(operation: JsonObject, unseen: JsonObject | null): { note?: stri
   if (Array.isArray(operation.changed) && operation.changed.length > 0)
     notes.push(`The agent changed this request (${operation.changed.map(String).join(", ")}) after it was asked; this is the new one.`);
   if (typeof operation.rawInputMissing === "string") notes.push(`Always asked: ${operation.rawInputMissing}.`);
+  // Decision 0068: a command that may keep running after its step is asked every time and never remembered.
+  if (typeof operation.outlivesItsStep === "string")
+    notes.push(`Always asked: ${operation.outlivesItsStep}, and what it writes then cannot be known; no rule answers or remembers it.`);
   return notes.length > 0 ? { note: notes.join(" ").slice(0, 500) } : {};
 }
 
