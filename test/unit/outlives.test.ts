@@ -6,7 +6,7 @@
 // not a table, says the step was not the end of it. No sleeps: the FIFOs are the synchronisation.
 
 import { spawnSync } from "node:child_process";
-import { mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
+import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
@@ -100,7 +100,7 @@ describe("against the real tools: each form's step ends while make still writes 
   /** A fresh project whose `make test` reads `in.fifo` into `written`, then says so on `out.fifo`. */
   function project(name: string): string {
     const dir = join(root, name);
-    spawnSync("mkdir", ["-p", dir]);
+    mkdirSync(dir, { recursive: true });
     for (const fifo of ["in.fifo", "out.fifo"]) expect(spawnSync("mkfifo", [join(dir, fifo)]).status).toBe(0);
     writeFileSync(join(dir, "Makefile"), "test:\n\tcat in.fifo > written\n\techo done > out.fifo\n");
     return dir;
