@@ -218,6 +218,19 @@ describe("the console's card of a frozen operation", () => {
     expect(permissionRequested(EMPTY, 9, { toolCall: { toolCallId: "c2" }, options: ONCE }).permissions["tool:c2"]?.note).toBeUndefined();
   });
 
+  it("says why a command that may outlive its step is always asked (decision 0068)", () => {
+    const t = permissionRequested(EMPTY, 10, {
+      toolCall: { toolCallId: "c3", kind: "execute", rawInput: { command: "setsid -f make test" } },
+      options: ONCE,
+      _meta: {
+        acpGateway: { operation: { hash: "c".repeat(64), outlivesItsStep: "`setsid` starts something that keeps running after the step" } },
+      },
+    });
+    expect(t.permissions["tool:c3"]?.note).toBe(
+      "Always asked: `setsid` starts something that keeps running after the step, and what it writes then cannot be known; no rule answers or remembers it.",
+    );
+  });
+
   it("says on the card of a request asked anyway what the agent changed unseen (_acp_gateway/unseen_changes)", () => {
     const message = "The agent changed /p/src/a.test.js since anyone looked, with no person asked; …";
     let t = permissionRequested(EMPTY, 11, {
