@@ -424,6 +424,22 @@ describe("a change no diff can show is cleared only by a person accepting it, on
     await answeredByRule(agent, sessionId, run("m5", "make test"));
   });
 
+  it("a step that may have written anything is running until it finishes even when it reads nothing (ls /etc under its exact rule)", async () => {
+    const t = await seedTenant();
+    await rule(t, { type: "argv", argv: ["ls", "/etc"] });
+    await rule(t, { type: "command", prefix: ["make", "test"] });
+    const agent = await dialInAgent(t);
+    const { client, sessionId } = await session(t, agent);
+    await answeredByRule(agent, sessionId, run("l1", "ls /etc"));
+    const first = await heldForPeople(client, agent, sessionId, run("m1", "make test"));
+    expect(first.unseen.changes).toEqual([expect.objectContaining({ path: "*", toolCallId: "l1", command: "ls /etc", running: true })]);
+    client.respond(first.copy.id, { outcome: { outcome: "selected", optionId: "no" } });
+    await agent.peer.next(isResponseTo(first.id));
+    agent.update(sessionId, { sessionUpdate: "tool_call_update", toolCallId: "l1", status: "completed" });
+    const second = await heldForPeople(client, agent, sessionId, run("m2", "make test"));
+    expect(second.unseen.changes[0].running).toBeUndefined();
+  });
+
   it("accepting a change that has a diff clears nothing: its diff must be named as shown", async () => {
     const t = await seedTenant();
     await rule(t, { type: "path", glob: `${CWD}/src/**`, kinds: ["edit"] });
