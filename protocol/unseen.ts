@@ -151,7 +151,7 @@ export function unseenMessage(hold: UnseenHold): string {
   }
   const named = hold.changes.slice(0, 3).map((c) => (c.path === ANYTHING ? "files a command may have written" : c.path));
   const more = hold.total > named.length ? ` and ${hold.total - named.length} more` : "";
-  return `The agent changed ${named.join(", ")}${more} since anyone looked, with no person asked; a remembered rule does not answer a step that may read them. Allowing this from a card that shows them marks them seen; what cannot be shown, only once you accept it.`;
+  return `The agent changed ${named.join(", ")}${more} since anyone looked, with no person asked; a remembered rule does not answer a step that may read them. Allowing this from a card that shows them marks them seen; what cannot be shown, only once a person accepts it.`;
 }
 
 /** The most text (old and new together) a change's diff may have to be carried to people; a larger one cannot be shown. */
