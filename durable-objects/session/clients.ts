@@ -7,7 +7,7 @@ import { type ClientAttachment, packFrames, rewritable } from "../../protocol/se
 import { type PeerView, clientDisconnectedUpdate, peerView, resolvedInPrShape } from "../../protocol/session-attach";
 import { stage } from "../../protocol/stage-timing";
 import { StreamRing } from "../../protocol/stream-ring";
-import { noticeOfMachineFrame, noticeOfNotification } from "../../protocol/gateway-notices";
+import { noticeOfNotification } from "../../protocol/gateway-notices";
 import { rank } from "../../protocol/people/roles";
 import { Departures } from "./departures";
 import { MAX_RETAINED, RetainedStreams } from "./retained-streams";
@@ -125,15 +125,15 @@ export class AttachedClients {
   }
 
   /**
-   * A frame of the permission machine's (its `clients.send` port, session-parts.ts): sent as it is, and
-   * a resolution also in the PR's shape to a client that came by `session/attach` (decision 0054).
+   * A frame of the permission machine's (its `clients.send` port, session-parts.ts): sent as it is, then
+   * the ACP notice the machine handed with it (a rule's answer, or this client's answer refused:
+   * decision 0063), and a resolution also in the PR's shape to a client that came by `session/attach`
+   * (decision 0054).
    */
-  sendForMachine(ws: WebSocket, text: string): void {
+  sendForMachine(ws: WebSocket, text: string, notice?: string): void {
     send(ws, text);
+    if (notice !== undefined) send(ws, notice);
     const client = attachmentOf(ws);
-    // A rule's answer, or this client's answer refused, as an ACP notice too (decision 0063).
-    const notice = client?.caps.notices ? noticeOfMachineFrame(text) : undefined;
-    if (notice) send(ws, notice);
     if (!client?.attachedAs) return;
     const update = resolvedInPrShape(text, (connId) => this.peer(connId));
     if (update) send(ws, update);
