@@ -181,13 +181,21 @@ interface ClientsPort<C> {
   attachment(client: C): ClientAttachment | undefined;
   /**
    * Sends one frame; a socket that is closing is skipped. Frames in the client's ids are marked
-   * `rewritable` (session-wire.ts). `notice`: the ACP notice of what the frame tells this client
-   * (decision 0063), sent right after it; given only to a client that advertised notices.
+   * `rewritable` (session-wire.ts). `beside`: what the frame tells, for the shell to say again in
+   * the shapes it serves, so it never reads the frame to learn it.
    */
-  send(client: C, text: string, notice?: string): void;
+  send(client: C, text: string, beside?: Beside): void;
   /** How often each pending request was sent again to this client after a refused answer; kept with the client. */
   resends(client: C): Record<string, number> | undefined;
   setResends(client: C, resends: Record<string, number>): void;
+}
+
+/** What goes beside a frame the machine sends one client. */
+export interface Beside {
+  /** The ACP notice of what the frame tells this client (decision 0063), sent right after it; only for a client that advertised notices. */
+  notice?: string;
+  /** The frame is a resolution: its params, for the PR's `permission_resolved` to a client that came by attach (decision 0054). */
+  resolved?: Record<string, unknown>;
 }
 
 /** The tenant's rules (durable-objects/session/tenant-rules.ts). */
@@ -948,7 +956,7 @@ export class PermissionMachine<C> {
   /** A refusal of this client's answer for who gave it (-32003), told as a notice too where it advertised notices (decision 0063). */
   private sendRefusal(client: C, error: RpcError): void {
     const notice = this.noticeFor(client, answerRefusedNotice(error.message));
-    this.io.clients.send(client, rewritable(JSON.stringify(errorResponse(null, error))), notice);
+    this.io.clients.send(client, rewritable(JSON.stringify(errorResponse(null, error))), { notice });
   }
 
   /**
@@ -1057,7 +1065,8 @@ export class PermissionMachine<C> {
     const forAgent = answerForAgent(result, by.type === "person" || by.type === "link" ? by.reason : null);
     this.io.toAgent({ type: "response", epoch: pending.agentEpoch, id: pending.agentReqId, result: forAgent }, (delivered, threw) => {
       audit.release(pending.permId);
-      if (delivered) for (const client of attached) this.io.clients.send(client, text, this.noticeFor(client, ruleNotice));
+      if (delivered)
+        for (const client of attached) this.io.clients.send(client, text, { resolved: params, notice: this.noticeFor(client, ruleNotice) });
       else this.answerUndelivered(pending, by, threw);
       audit.queued();
     });

@@ -8,6 +8,7 @@ import { type PeerView, clientDisconnectedUpdate, peerView, resolvedInPrShape } 
 import { stage } from "../../protocol/stage-timing";
 import { StreamRing } from "../../protocol/stream-ring";
 import { noticeOfNotification } from "../../protocol/gateway-notices";
+import type { Beside } from "../../protocol/permission-machine";
 import { rank } from "../../protocol/people/roles";
 import { Departures } from "./departures";
 import { MAX_RETAINED, RetainedStreams } from "./retained-streams";
@@ -126,16 +127,15 @@ export class AttachedClients {
 
   /**
    * A frame of the permission machine's (its `clients.send` port, session-parts.ts): sent as it is, then
-   * the ACP notice the machine handed with it (a rule's answer, or this client's answer refused:
-   * decision 0063), and a resolution also in the PR's shape to a client that came by `session/attach`
-   * (decision 0054).
+   * what the machine handed beside it — its ACP notice (a rule's answer, or this client's answer
+   * refused: decision 0063), and a resolution in the PR's shape to a client that came by
+   * `session/attach` (decision 0054).
    */
-  sendForMachine(ws: WebSocket, text: string, notice?: string): void {
+  sendForMachine(ws: WebSocket, text: string, beside?: Beside): void {
     send(ws, text);
-    if (notice !== undefined) send(ws, notice);
-    const client = attachmentOf(ws);
-    if (!client?.attachedAs) return;
-    const update = resolvedInPrShape(text, (connId) => this.peer(connId));
+    if (beside?.notice !== undefined) send(ws, beside.notice);
+    if (!beside?.resolved || !attachmentOf(ws)?.attachedAs) return;
+    const update = resolvedInPrShape(beside.resolved, (connId) => this.peer(connId));
     if (update) send(ws, update);
   }
 

@@ -236,12 +236,18 @@ class World {
       clients: {
         all: () => [...this.attached],
         attachment: (c) => (this.attached.has(c) ? attachment(c) : undefined),
-        send: (c, text, notice) => {
+        send: (c, text, beside) => {
           const frame: unknown = JSON.parse(text.replace(/^[^{]*/, ""));
           this.inbox.get(c)!.push(frame);
           // A client that left has no attachment: its socket is gone, nothing reaches it either way.
           const owed = this.attached.has(c) ? noticeOwed(c, frame) : undefined;
-          check(notice === owed, `${c} was handed the notice ${notice} beside ${text.slice(0, 120)}, not ${owed}`);
+          check(beside?.notice === owed, `${c} was handed the notice ${beside?.notice} beside ${text.slice(0, 120)}, not ${owed}`);
+          // A resolution's params go beside it (the PR's shape is built from them), and beside nothing else.
+          const resolution = isObject(frame) && frame.method === GATEWAY_NOTIFICATIONS.permissionResolved ? frame.params : undefined;
+          check(
+            JSON.stringify(beside?.resolved) === JSON.stringify(resolution),
+            `${c} was handed ${JSON.stringify(beside?.resolved)} as the resolution beside ${text.slice(0, 120)}`,
+          );
         },
         resends: (c) => this.resends.get(c) ?? {},
         setResends: (c, r) => void this.resends.set(c, r),
