@@ -15,10 +15,8 @@ import { OutageBuffer, classify, unanswerable } from "./agent-outage.ts";
 import { webSocketUrl } from "./args.ts";
 import { connectWithRetry } from "./connect.ts";
 import { CrashWatch, crashLoopMessage } from "./crash-loop.ts";
-import { backoff, log, readLines } from "./ndjson.ts";
+import { backoff, log, messageOf, readLines } from "./ndjson.ts";
 import { CLOSE } from "../core/close-codes.ts";
-
-type Json = Record<string, any>;
 
 export async function runAgent(opts: {
   url: URL;
@@ -87,12 +85,7 @@ export async function runAgent(opts: {
   }
 
   function onAgentLine(line: string): void {
-    let message: Json | undefined;
-    try {
-      message = JSON.parse(line) as Json;
-    } catch {
-      message = undefined;
-    }
+    const message = messageOf(line);
     if (message && initializeResult === undefined && message.id !== undefined && message.id === initializeId && "result" in message) {
       initializeResult = message.result;
     }
@@ -115,12 +108,7 @@ export async function runAgent(opts: {
   }
 
   function onGatewayFrame(text: string): void {
-    let message: Json | undefined;
-    try {
-      message = JSON.parse(text) as Json;
-    } catch {
-      message = undefined;
-    }
+    const message = messageOf(text);
     if (message && message.method === undefined && message.id !== undefined) openRequests.delete(JSON.stringify(message.id));
     if (message?.method === "initialize") {
       if (initializeResult !== undefined) {

@@ -19,6 +19,15 @@ export function readLines(stream: Readable, onLine: (line: string) => void): voi
   });
 }
 
+/** A line's JSON-RPC message, or undefined for a line that is not JSON (its bytes are relayed as they are either way). */
+export function messageOf(text: string): Record<string, any> | undefined {
+  try {
+    return JSON.parse(text) as Record<string, any>;
+  } catch {
+    return undefined;
+  }
+}
+
 /** One line to the terminal: a message may carry text from the gateway or an agent, so controls are shown as symbols (decision 0022). */
 export function log(message: string): void {
   process.stderr.write(`[acp-gateway] ${displayString(message)}\n`);

@@ -9,12 +9,10 @@
 // logged, not replayed. Pure: each builder takes the facts the gateway already sent as its own
 // notification or frame, and returns the notice; every string a person reads is display-safe.
 
-import { ErrorCode } from "../core/rpc-errors";
 import { GATEWAY_NOTIFICATIONS } from "../core/gateway-notifications";
 import { displayString } from "./display-text";
 import { isObject } from "./jsonrpc";
 import { CLIENT_METHODS } from "./methods";
-import { REWRITE_MARK } from "./session-wire";
 import { type SessionHold, heldMessage } from "./unasked-runs";
 
 /** The schema's severities; it is open (`_`-prefixed custom ones), the gateway uses these three. */
@@ -163,7 +161,8 @@ function saidNotice(method: string, params: Record<string, unknown>): Notice | u
  * The notice beside a gateway notification sent to every client, or undefined for one that has none
  * (decision 0063 says why each is left out: a request answered after cancel builds its own,
  * answered-by-gateway.ts; `history_compacted` describes one client's replay to its code; a resolution
- * by a person is no doing of the gateway's, and one by a rule has its notice beside the machine's frame).
+ * by a person is no doing of the gateway's, and one by a rule has its notice handed beside the machine's
+ * frame, permission-machine.ts `noticeFor`).
  */
 export function noticeOfNotification(method: string, params: object): string | undefined {
   const p = params as Record<string, unknown>;
@@ -192,36 +191,4 @@ export function noticeOfNotification(method: string, params: object): string | u
  */
 export function heldNoticeOnAttach(sessionId: string, hold: SessionHold): string | undefined {
   return noticeOfNotification(GATEWAY_NOTIFICATIONS.sessionHeld, { sessionId, hold, message: heldMessage(sessionId, hold) });
-}
-
-/** How the permission machine's resolution frame starts (permission-machine.ts `resolve`, JSON.stringify, method first). */
-const RESOLVED_PREFIX = `{"jsonrpc":"2.0","method":${JSON.stringify(GATEWAY_NOTIFICATIONS.permissionResolved)},`;
-/** How its refusal of a client's answer starts (`refuse`, `refuseChanged`: errorResponse(null, …) behind the rewrite mark). */
-const REFUSED_PREFIX = `${REWRITE_MARK}{"jsonrpc":"2.0","id":null,"error":{"code":${ErrorCode.notPermitted},`;
-
-/**
- * The notice beside a frame the permission machine sends one client (its one `clients.send` port): a
- * rule's resolution, or the refusal of this client's answer. Undefined for every other frame, which is
- * not parsed (copies of requests can be large).
- */
-export function noticeOfMachineFrame(text: string): string | undefined {
-  if (text.startsWith(RESOLVED_PREFIX)) {
-    const params = paramsOf(JSON.parse(text));
-    const notice = params ? ruleAnsweredNotice(params) : undefined;
-    return notice && typeof params?.sessionId === "string" ? noticeFrame(params.sessionId, notice) : undefined;
-  }
-  if (text.startsWith(REFUSED_PREFIX)) {
-    const message: unknown = JSON.parse(text.slice(REWRITE_MARK.length));
-    const error = isObject(message) && isObject(message.error) ? message.error : undefined;
-    const data = error && isObject(error.data) ? error.data : undefined;
-    // Only a refused answer to a permission request (it names the request): not any -32003.
-    if (!error || !data || typeof data.sessionId !== "string" || data.requestId === undefined || typeof error.message !== "string")
-      return undefined;
-    return noticeFrame(data.sessionId, answerRefusedNotice(error.message));
-  }
-  return undefined;
-}
-
-function paramsOf(message: unknown): Record<string, unknown> | undefined {
-  return isObject(message) && isObject(message.params) ? message.params : undefined;
 }

@@ -79,6 +79,7 @@ import {
   unseenMessage,
 } from "./unseen";
 import { type AnsweredReason, answeredByGateway, noticeUpdate } from "./answered-by-gateway";
+import { type Notice, answerRefusedNotice, noticeFrame, ruleAnsweredNotice } from "./gateway-notices";
 import { answerForAgent, reasonOfAnswer } from "./answer-reason";
 import { gatewayOptions, isGatewayOption, withGatewayOptions } from "./gateway-options";
 import type { ToAgent } from "./agent-relay";
@@ -180,11 +181,23 @@ export interface PermissionTable {
 interface ClientsPort<C> {
   all(): C[];
   attachment(client: C): ClientAttachment | undefined;
-  /** Sends one frame; a socket that is closing is skipped. Frames in the client's ids are marked `rewritable` (session-wire.ts). */
-  send(client: C, text: string): void;
+  /**
+   * Sends one frame; a socket that is closing is skipped. Frames in the client's ids are marked
+   * `rewritable` (session-wire.ts). `beside`: what the frame tells, for the shell to say again in
+   * the shapes it serves, so it never reads the frame to learn it.
+   */
+  send(client: C, text: string, beside?: Beside): void;
   /** How often each pending request was sent again to this client after a refused answer; kept with the client. */
   resends(client: C): Record<string, number> | undefined;
   setResends(client: C, resends: Record<string, number>): void;
+}
+
+/** What goes beside a frame the machine sends one client. */
+export interface Beside {
+  /** The ACP notice of what the frame tells this client (decision 0063), sent right after it; only for a client that advertised notices. */
+  notice?: string;
+  /** The frame is a resolution: its params, for the PR's `permission_resolved` to a client that came by attach (decision 0054). */
+  resolved?: Record<string, unknown>;
 }
 
 /** The tenant's rules (durable-objects/session/tenant-rules.ts). */
@@ -464,6 +477,13 @@ export class PermissionMachine<C> {
     this.io.session.notice(GATEWAY_NOTIFICATIONS.answeredByGateway, { ...report });
     const notice = noticeUpdate(report);
     for (const client of this.io.clients.all()) if (this.io.clients.attachment(client)?.caps.notices) this.io.clients.send(client, notice);
+  }
+
+  /** A notice's frame for this client, when it advertised notices (decision 0063: ACP sends them to no other client). */
+  private noticeFor(client: C, notice: Notice | undefined): string | undefined {
+    const sessionId = this.io.table.meta?.sessionId;
+    if (!notice || sessionId === undefined || !this.io.clients.attachment(client)?.caps.notices) return undefined;
+    return noticeFrame(sessionId, notice);
   }
 
   /**
@@ -933,7 +953,7 @@ export class PermissionMachine<C> {
       `Your answer to permission request ${requestId} was refused: ${reason} The request is still pending.`,
       { requestId, sessionId: this.io.table.meta?.sessionId, toolCallId: pending.toolCallId, reason },
     );
-    this.io.clients.send(client, rewritable(JSON.stringify(errorResponse(null, error))));
+    this.sendRefusal(client, error);
     const entry = this.io.audit.entry(pending, { outcome }, by, chosen ?? undefined);
     if (entry) {
       const body = JSON.stringify({ permId: pending.permId, decidedBy: by, reason });
@@ -954,7 +974,13 @@ export class PermissionMachine<C> {
       `Your answer to permission request ${requestId} was refused: the request changed — the agent changed its ${by.changed.join(", ")} after it was asked, so it was withdrawn and asked again. Nothing was approved; answer the new request.`,
       { requestId, sessionId: this.io.table.meta?.sessionId, reason: "operation_changed", changed: by.changed },
     );
-    this.io.clients.send(client, rewritable(JSON.stringify(errorResponse(null, error))));
+    this.sendRefusal(client, error);
+  }
+
+  /** A refusal of this client's answer for who gave it (-32003), told as a notice too where it advertised notices (decision 0063). */
+  private sendRefusal(client: C, error: RpcError): void {
+    const notice = this.noticeFor(client, answerRefusedNotice(error.message));
+    this.io.clients.send(client, rewritable(JSON.stringify(errorResponse(null, error))), { notice });
   }
 
   /**
@@ -1046,6 +1072,8 @@ export class PermissionMachine<C> {
       decidedBy: by,
     };
     const text = JSON.stringify({ jsonrpc: "2.0", method: GATEWAY_NOTIFICATIONS.permissionResolved, params });
+    // Nobody was asked: a rule's answer is told as a notice too (decision 0063); a person's is no doing of the gateway's.
+    const ruleNotice = by.type === "rule" ? ruleAnsweredNotice(params) : undefined;
     // A person allowed a request whose card showed what the agent changed unseen: what it showed is seen
     // now (decision 0064). An approval link's page shows no list: it clears nothing.
     const seen = by.type === "person" && allows(outcome, pending.options) ? seenBy(pending.unseen, shownClaimOf(result)) : [];
@@ -1061,7 +1089,8 @@ export class PermissionMachine<C> {
     const forAgent = answerForAgent(result, by.type === "person" || by.type === "link" ? by.reason : null);
     this.io.toAgent({ type: "response", epoch: pending.agentEpoch, id: pending.agentReqId, result: forAgent }, (delivered, threw) => {
       audit.release(pending.permId);
-      if (delivered) for (const client of attached) this.io.clients.send(client, text);
+      if (delivered)
+        for (const client of attached) this.io.clients.send(client, text, { resolved: params, notice: this.noticeFor(client, ruleNotice) });
       else this.answerUndelivered(pending, by, threw);
       audit.queued();
     });

@@ -9,7 +9,6 @@
 //   PR's `type`: the same value under the two names.
 
 import type { Role } from "../core/principal";
-import { GATEWAY_NOTIFICATIONS } from "../core/gateway-notifications";
 import { AttachErrorCode, ErrorCode } from "../core/rpc-errors";
 import { RpcError, isObject } from "./jsonrpc";
 import { may } from "./people/roles";
@@ -226,18 +225,15 @@ function permissionResolvedUpdate(resolved: Record<string, unknown>, resolvedBy:
   });
 }
 
-/** How the machine's resolution frame starts (permission-machine.ts `resolve` writes it with JSON.stringify, method first). */
-const RESOLVED_PREFIX = `{"jsonrpc":"2.0","method":${JSON.stringify(GATEWAY_NOTIFICATIONS.permissionResolved)},`;
-
 /**
- * The PR's `permission_resolved` beside a frame the session sends a client, when that frame is the
- * gateway's own `_acp_gateway/permission_resolved`; undefined for every other frame (not parsed).
+ * The PR's `permission_resolved` beside the gateway's own `_acp_gateway/permission_resolved`, from its
+ * params as the permission machine hands them (its `clients.send` port, never read from the frame).
  */
-export function resolvedInPrShape(text: string, clientOf: (connectionId: string) => PeerView | undefined): string | undefined {
-  if (!text.startsWith(RESOLVED_PREFIX)) return undefined;
-  const message: unknown = JSON.parse(text);
-  const params = isObject(message) && isObject(message.params) ? message.params : undefined;
-  return params ? permissionResolvedUpdate(params, resolverOf(params.decidedBy, clientOf)) : undefined;
+export function resolvedInPrShape(
+  resolved: Record<string, unknown>,
+  clientOf: (connectionId: string) => PeerView | undefined,
+): string | undefined {
+  return permissionResolvedUpdate(resolved, resolverOf(resolved.decidedBy, clientOf));
 }
 
 /** Who resolved, from the gateway's `decidedBy`: a person's client (looked up by its connection), a rule, a link, the gateway. */

@@ -7,7 +7,8 @@ import { type ClientAttachment, packFrames, rewritable } from "../../protocol/se
 import { type PeerView, clientDisconnectedUpdate, peerView, resolvedInPrShape } from "../../protocol/session-attach";
 import { stage } from "../../protocol/stage-timing";
 import { StreamRing } from "../../protocol/stream-ring";
-import { noticeOfMachineFrame, noticeOfNotification } from "../../protocol/gateway-notices";
+import { noticeOfNotification } from "../../protocol/gateway-notices";
+import type { Beside } from "../../protocol/permission-machine";
 import { rank } from "../../protocol/people/roles";
 import { Departures } from "./departures";
 import { MAX_RETAINED, RetainedStreams } from "./retained-streams";
@@ -125,17 +126,16 @@ export class AttachedClients {
   }
 
   /**
-   * A frame of the permission machine's (its `clients.send` port, session-parts.ts): sent as it is, and
-   * a resolution also in the PR's shape to a client that came by `session/attach` (decision 0054).
+   * A frame of the permission machine's (its `clients.send` port, session-parts.ts): sent as it is, then
+   * what the machine handed beside it — its ACP notice (a rule's answer, or this client's answer
+   * refused: decision 0063), and a resolution in the PR's shape to a client that came by
+   * `session/attach` (decision 0054).
    */
-  sendForMachine(ws: WebSocket, text: string): void {
+  sendForMachine(ws: WebSocket, text: string, beside?: Beside): void {
     send(ws, text);
-    const client = attachmentOf(ws);
-    // A rule's answer, or this client's answer refused, as an ACP notice too (decision 0063).
-    const notice = client?.caps.notices ? noticeOfMachineFrame(text) : undefined;
-    if (notice) send(ws, notice);
-    if (!client?.attachedAs) return;
-    const update = resolvedInPrShape(text, (connId) => this.peer(connId));
+    if (beside?.notice !== undefined) send(ws, beside.notice);
+    if (!beside?.resolved || !attachmentOf(ws)?.attachedAs) return;
+    const update = resolvedInPrShape(beside.resolved, (connId) => this.peer(connId));
     if (update) send(ws, update);
   }
 

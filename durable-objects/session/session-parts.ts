@@ -136,7 +136,7 @@ export function sessionParts(ctx: DurableObjectState, env: Env, testing: () => S
     clients: {
       all: () => clients.all(),
       attachment: attachmentOf,
-      send: (ws, text) => clients.sendForMachine(ws, text),
+      send: (ws, text, beside) => clients.sendForMachine(ws, text, beside),
       resends: (ws) => {
         const attachment = ws.deserializeAttachment() as WithResends | undefined;
         return attachment ? (attachment.resends ?? {}) : undefined;

@@ -4,7 +4,6 @@
 import schema from "@agentclientprotocol/sdk/schema/v1/schema.json";
 import { describe, expect, it } from "vitest";
 import { GATEWAY_NOTIFICATIONS } from "../../core/gateway-notifications";
-import { ErrorCode } from "../../core/rpc-errors";
 import { answeredByGateway, noticeUpdate } from "../../protocol/answered-by-gateway";
 import {
   answerRefusedNotice,
@@ -13,13 +12,10 @@ import {
   modeChangeDecidedNotice,
   modeChangeWaitingNotice,
   noticeFrame,
-  noticeOfMachineFrame,
   noticeOfNotification,
   ruleAnsweredNotice,
   ruleCreatedNotice,
 } from "../../protocol/gateway-notices";
-import { RpcError, errorResponse } from "../../protocol/jsonrpc";
-import { rewritable } from "../../protocol/session-wire";
 import { heldMessage } from "../../protocol/unasked-runs";
 
 const SESSION = "sess_abc123def456";
@@ -326,38 +322,20 @@ describe("which frames and notifications get a notice beside them", () => {
     expect(long.description).toBe(`${"x".repeat(2000)}…`);
   });
 
-  it("the machine's frames: a rule's resolution and a refused answer, as the machine writes them; nothing else", () => {
-    const resolution = JSON.stringify({ jsonrpc: "2.0", method: GATEWAY_NOTIFICATIONS.permissionResolved, params: ruleResolvedParams() });
-    expect(updateOf(noticeOfMachineFrame(resolution))).toMatchObject({ title: "Answered by a rule" });
-    const byPerson = JSON.stringify({
-      jsonrpc: "2.0",
-      method: GATEWAY_NOTIFICATIONS.permissionResolved,
-      params: { ...ruleResolvedParams(), decidedBy: { type: "person", connectionId: "c1", user: "ada", keyId: "k" } },
-    });
-    expect(noticeOfMachineFrame(byPerson)).toBeUndefined();
+  it("the machine's two: a rule's resolution and a refused answer, from what the machine writes in those frames", () => {
+    // The machine hands these beside the frames, and only these (permission-machine.test.ts checks which frames).
+    expect(updateOf(noticeFrame(SESSION, ruleAnsweredNotice(ruleResolvedParams())!))).toMatchObject({ title: "Answered by a rule" });
+    const byPerson = { ...ruleResolvedParams(), decidedBy: { type: "person", connectionId: "c1", user: "ada", keyId: "k" } };
+    expect(ruleAnsweredNotice(byPerson)).toBeUndefined();
 
-    const refusal = (data: Record<string, unknown>) =>
-      rewritable(
-        JSON.stringify(
-          errorResponse(null, new RpcError(ErrorCode.notPermitted, "Your answer to permission request 7 was refused: why.", data)),
-        ),
-      );
-    const refused = noticeOfMachineFrame(refusal({ requestId: 7, sessionId: SESSION, toolCallId: "c1", reason: "why." }));
-    expect(JSON.parse(refused ?? "null").params.sessionId).toBe(SESSION);
+    const refused = noticeFrame(SESSION, answerRefusedNotice("Your answer to permission request 7 was refused: why."));
+    expect(JSON.parse(refused).params.sessionId).toBe(SESSION);
     expect(updateOf(refused)).toEqual({
       sessionUpdate: "notice",
       severity: "warning",
       title: "Your answer was refused",
       description: "Your answer to permission request 7 was refused: why.",
     });
-    // A -32003 that names no request, an invalid answer (-32602), a request copy: no notice.
-    expect(noticeOfMachineFrame(refusal({ sessionId: SESSION }))).toBeUndefined();
-    const invalid = rewritable(JSON.stringify(errorResponse(null, RpcError.invalidParams("bad", { requestId: 7, sessionId: SESSION }))));
-    expect(noticeOfMachineFrame(invalid)).toBeUndefined();
-    const copy = rewritable(
-      JSON.stringify({ jsonrpc: "2.0", id: 3, method: "session/request_permission", params: { sessionId: SESSION } }),
-    );
-    expect(noticeOfMachineFrame(copy)).toBeUndefined();
   });
 
   function ruleResolvedParams() {

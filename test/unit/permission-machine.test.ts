@@ -41,7 +41,8 @@ import type { DecidedBy, PendingRequest } from "../../protocol/pending-permissio
 import type { ToAgent } from "../../protocol/agent-relay";
 import type { ClientAttachment } from "../../protocol/session-wire";
 import type { Role } from "../../core/principal";
-import type { JsonRpcId } from "../../protocol/jsonrpc";
+import { type JsonRpcId, isObject } from "../../protocol/jsonrpc";
+import { answerRefusedNotice, noticeFrame, ruleAnsweredNotice } from "../../protocol/gateway-notices";
 import { CANCEL_REQUEST, CLIENT_METHODS } from "../../protocol/methods";
 import { GATEWAY_NOTIFICATIONS } from "../../core/gateway-notifications";
 import { ErrorCode } from "../../core/rpc-errors";
@@ -238,7 +239,19 @@ class World {
       clients: {
         all: () => [...this.attached],
         attachment: (c) => (this.attached.has(c) ? attachment(c) : undefined),
-        send: (c, text) => this.inbox.get(c)!.push(JSON.parse(text.replace(/^[^{]*/, ""))),
+        send: (c, text, beside) => {
+          const frame: unknown = JSON.parse(text.replace(/^[^{]*/, ""));
+          this.inbox.get(c)!.push(frame);
+          // A client that left has no attachment: its socket is gone, nothing reaches it either way.
+          const owed = this.attached.has(c) ? noticeOwed(c, frame) : undefined;
+          check(beside?.notice === owed, `${c} was handed the notice ${beside?.notice} beside ${text.slice(0, 120)}, not ${owed}`);
+          // A resolution's params go beside it (the PR's shape is built from them), and beside nothing else.
+          const resolution = isObject(frame) && frame.method === GATEWAY_NOTIFICATIONS.permissionResolved ? frame.params : undefined;
+          check(
+            JSON.stringify(beside?.resolved) === JSON.stringify(resolution),
+            `${c} was handed ${JSON.stringify(beside?.resolved)} as the resolution beside ${text.slice(0, 120)}`,
+          );
+        },
         resends: (c) => this.resends.get(c) ?? {},
         setResends: (c, r) => void this.resends.set(c, r),
       },
@@ -341,8 +354,27 @@ function attachment(c: string): ClientAttachment {
     person: { issuer: "https://idp.test", subject: c },
     role: ROLES[c],
     attachedAt: 0,
-    caps: { readTextFile: false, writeTextFile: false, terminal: false },
+    caps: { readTextFile: false, writeTextFile: false, terminal: false, notices: TAKES_NOTICES.has(c) },
   };
+}
+
+/** Which clients advertised ACP notices (decision 0063): an approver and the observer, whose answers are refused. */
+const TAKES_NOTICES = new Set(["c1", "c2"]);
+
+/**
+ * The notice the machine owes beside a frame it sends a client that advertised notices: a rule's
+ * resolution ("Answered by a rule"), or a refusal of this client's answer for who gave it (-32003,
+ * naming the request); nothing beside any other frame (a person's resolution, a -32602, a copy).
+ */
+function noticeOwed(client: string, frame: unknown): string | undefined {
+  if (!TAKES_NOTICES.has(client) || !isObject(frame)) return undefined;
+  if (frame.method === GATEWAY_NOTIFICATIONS.permissionResolved && isObject(frame.params)) {
+    const notice = ruleAnsweredNotice(frame.params);
+    return notice ? noticeFrame("s", notice) : undefined;
+  }
+  const error = isObject(frame.error) ? frame.error : undefined;
+  if (error?.code !== ErrorCode.notPermitted || !isObject(error.data) || error.data.requestId === undefined) return undefined;
+  return noticeFrame("s", answerRefusedNotice(String(error.message)));
 }
 
 function modeOf(pending: PendingRequest): RuleMode {

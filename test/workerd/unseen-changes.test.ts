@@ -68,6 +68,11 @@ const allowShowing = (unseen: { listId: string }, ids: number[]) => ({
   outcome: { outcome: "selected", optionId: "once" },
   _meta: { acpGateway: { shown: { list: unseen.listId, changes: ids } } },
 });
+/** A reject with the same claim: the console says what the card showed whichever option is chosen. */
+const rejectShowing = (unseen: { listId: string }, ids: number[]) => ({
+  ...allowShowing(unseen, ids),
+  outcome: { outcome: "selected", optionId: "no" },
+});
 const idsOf = (unseen: { changes: { id: number }[] }) => unseen.changes.map((c) => c.id);
 /** An allow whose answer also says the person ticked "I accept what this may have written" for `accepted` (decision 0068). */
 const allowAccepting = (unseen: { listId: string }, ids: number[], accepted: number[]) => ({
@@ -75,19 +80,31 @@ const allowAccepting = (unseen: { listId: string }, ids: number[], accepted: num
   _meta: { acpGateway: { shown: { list: unseen.listId, changes: ids, accepted } } },
 });
 
+/** A session of the tenant's client whose turn runs (`prompt`: the agent's session/prompt). */
 async function session(t: SeededTenant, agent: Agent) {
   const { client, sessionId } = await clientWithSession(t, agent);
-  await startTurn(client, agent, sessionId);
-  return { client, sessionId };
+  const prompt = await startTurn(client, agent, sessionId);
+  return { client, sessionId, prompt };
+}
+
+/** Every edit under src/. */
+const EDITS_IN_SRC = { type: "path", glob: `${CWD}/src/**`, kinds: ["edit"] };
+const commandRule = (...prefix: string[]) => ({ type: "command", prefix });
+
+/** A tenant (`settings`) with an allow rule in the project for each matcher, its agent dialled in, and one session whose turn runs. */
+async function tenantWithRules(matchers: Record<string, unknown>[], settings?: Record<string, unknown>) {
+  const t = await seedTenant(settings);
+  for (const matcher of matchers) await rule(t, matcher);
+  const agent = await dialInAgent(t);
+  return { t, agent, ...(await session(t, agent)) };
 }
 
 describe("an unseen change stops a rule answering what may read it", () => {
   it("an always on package.json's edit, then npm test: the edit is answered, npm test is asked with the change named; allowed, the next npm test is answered", async () => {
-    const t = await seedTenant();
-    await rule(t, { type: "path", glob: `${CWD}/package.json`, kinds: ["edit"] });
-    await rule(t, { type: "command", prefix: ["npm", "test"] });
-    const agent = await dialInAgent(t);
-    const { client, sessionId } = await session(t, agent);
+    const { agent, client, sessionId } = await tenantWithRules([
+      { type: "path", glob: `${CWD}/package.json`, kinds: ["edit"] },
+      commandRule("npm", "test"),
+    ]);
     // Before any change: npm test is the rule's (and its tool call finishes).
     await answeredByRule(agent, sessionId, run("t0", "npm test"));
     agent.update(sessionId, { sessionUpdate: "tool_call_update", toolCallId: "t0", status: "completed" });
@@ -106,25 +123,17 @@ describe("an unseen change stops a rule answering what may read it", () => {
   });
 
   it("a person's reject marks nothing seen: the next npm test is asked again", async () => {
-    const t = await seedTenant();
-    await rule(t, { type: "path", glob: `${CWD}/src/**`, kinds: ["edit"] });
-    await rule(t, { type: "command", prefix: ["npm", "test"] });
-    const agent = await dialInAgent(t);
-    const { client, sessionId } = await session(t, agent);
+    const { agent, client, sessionId } = await tenantWithRules([EDITS_IN_SRC, commandRule("npm", "test")]);
     await answeredByRule(agent, sessionId, edit("e1", `${CWD}/src/a.test.js`));
     const first = await heldForPeople(client, agent, sessionId, run("t1", "npm test"));
-    client.respond(first.copy.id, { outcome: { outcome: "selected", optionId: "no" } });
+    client.respond(first.copy.id, rejectShowing(first.unseen, idsOf(first.unseen)));
     expect((await agent.peer.next(isResponseTo(first.id))).result.outcome).toEqual({ outcome: "selected", optionId: "no" });
     const again = await heldForPeople(client, agent, sessionId, run("t2", "npm test"));
     expect(again.unseen.changes).toMatchObject([{ path: `${CWD}/src/a.test.js` }]);
   });
 
   it("a change in one session holds the rule in another session of the tenant (the file system is shared)", async () => {
-    const t = await seedTenant();
-    await rule(t, { type: "path", glob: `${CWD}/src/**`, kinds: ["edit"] });
-    await rule(t, { type: "command", prefix: ["make", "test"] });
-    const agent = await dialInAgent(t);
-    const a = await session(t, agent);
+    const { t, agent, ...a } = await tenantWithRules([EDITS_IN_SRC, commandRule("make", "test")]);
     const b = await session(t, agent);
     await answeredByRule(agent, a.sessionId, edit("e1", `${CWD}/src/main.c`));
     const held = await heldForPeople(b.client, agent, b.sessionId, run("m1", "make test"));
@@ -132,23 +141,17 @@ describe("an unseen change stops a rule answering what may read it", () => {
   });
 
   it("ls and pwd read no file's content: still answered while changes are unseen", async () => {
-    const t = await seedTenant();
-    await rule(t, { type: "path", glob: `${CWD}/src/**`, kinds: ["edit"] });
-    await rule(t, { type: "command", prefix: ["ls"] });
-    await rule(t, { type: "command", prefix: ["pwd"] });
-    const agent = await dialInAgent(t);
-    const { sessionId } = await session(t, agent);
+    const { agent, sessionId } = await tenantWithRules([EDITS_IN_SRC, commandRule("ls"), commandRule("pwd")]);
     await answeredByRule(agent, sessionId, edit("e1", `${CWD}/src/x.c`));
     await answeredByRule(agent, sessionId, run("l1", "ls -la src"));
     await answeredByRule(agent, sessionId, run("p1", "pwd"));
   });
 
   it("a command an exact rule answers may write anything: cp notes.txt Makefile.sh, then make test is asked, naming files a command may have written", async () => {
-    const t = await seedTenant();
-    await rule(t, { type: "argv", argv: ["cp", "notes.txt", "Makefile.sh"] });
-    await rule(t, { type: "command", prefix: ["make", "test"] });
-    const agent = await dialInAgent(t);
-    const { client, sessionId } = await session(t, agent);
+    const { agent, client, sessionId } = await tenantWithRules([
+      { type: "argv", argv: ["cp", "notes.txt", "Makefile.sh"] },
+      commandRule("make", "test"),
+    ]);
     await answeredByRule(agent, sessionId, run("c1", "cp notes.txt Makefile.sh"));
     const held = await heldForPeople(client, agent, sessionId, run("m1", "make test"));
     expect(held.unseen.changes).toMatchObject([{ path: "*", toolCallId: "c1" }]);
@@ -156,11 +159,7 @@ describe("an unseen change stops a rule answering what may read it", () => {
   });
 
   it("a rule-answered command still running holds a rule-answered edit (parallel tool calls); once it finished, the edit is the rule's", async () => {
-    const t = await seedTenant();
-    await rule(t, { type: "path", glob: `${CWD}/src/**`, kinds: ["edit"] });
-    await rule(t, { type: "command", prefix: ["make", "test"] });
-    const agent = await dialInAgent(t);
-    const { client, sessionId } = await session(t, agent);
+    const { agent, client, sessionId } = await tenantWithRules([EDITS_IN_SRC, commandRule("make", "test")]);
     await answeredByRule(agent, sessionId, run("m1", "make test"));
     const held = await heldForPeople(client, agent, sessionId, edit("e1", `${CWD}/src/main.c`));
     expect(held.unseen).toMatchObject({ total: 0, readers: [{ sessionId, toolCallId: "m1" }] });
@@ -173,12 +172,7 @@ describe("an unseen change stops a rule answering what may read it", () => {
   });
 
   it("the turn's end closes its readers: an edit in the next turn is the rule's", async () => {
-    const t = await seedTenant();
-    await rule(t, { type: "path", glob: `${CWD}/src/**`, kinds: ["edit"] });
-    await rule(t, { type: "command", prefix: ["make", "test"] });
-    const agent = await dialInAgent(t);
-    const { client, sessionId } = await clientWithSession(t, agent);
-    const prompt = await startTurn(client, agent, sessionId);
+    const { agent, client, sessionId, prompt } = await tenantWithRules([EDITS_IN_SRC, commandRule("make", "test")]);
     await answeredByRule(agent, sessionId, run("m1", "make test"));
     agent.peer.respond(prompt.id, { stopReason: "end_turn" });
     await client.next(isResponseTo("turn"));
@@ -187,10 +181,8 @@ describe("an unseen change stops a rule answering what may read it", () => {
   });
 
   it("a tool call the agent ran without asking (an edit reported completed, never asked) is unseen: clients are told, and make test is asked naming it", async () => {
-    const t = await seedTenant({ unaskedRuns: "tell" }); // the turn goes on (decision 0056 stops it by default);
-    await rule(t, { type: "command", prefix: ["make", "test"] });
-    const agent = await dialInAgent(t);
-    const { client, sessionId } = await session(t, agent);
+    // The turn goes on (decision 0056 stops it by default).
+    const { agent, client, sessionId } = await tenantWithRules([commandRule("make", "test")], { unaskedRuns: "tell" });
     agent.update(sessionId, { sessionUpdate: "tool_call", ...edit("u1", `${CWD}/src/main.c`), status: "completed" });
     const told = await client.next(isMethod("_acp_gateway/ran_unasked"));
     expect(told.params).toMatchObject({ sessionId, toolCallId: "u1", kind: "edit", changes: [`${CWD}/src/main.c`] });
@@ -200,10 +192,7 @@ describe("an unseen change stops a rule answering what may read it", () => {
   });
 
   it("a read the agent ran without asking changes nothing; a command reported in progress before it is asked (opencode) is not unasked", async () => {
-    const t = await seedTenant();
-    await rule(t, { type: "command", prefix: ["make", "test"] });
-    const agent = await dialInAgent(t);
-    const { client, sessionId } = await session(t, agent);
+    const { agent, client, sessionId } = await tenantWithRules([commandRule("make", "test")]);
     agent.update(sessionId, {
       sessionUpdate: "tool_call",
       toolCallId: "r1",
@@ -220,10 +209,7 @@ describe("an unseen change stops a rule answering what may read it", () => {
   });
 
   it("a command asked before the session restarted and reported finished after it is not unasked (the log says it was asked)", async () => {
-    const t = await seedTenant();
-    await rule(t, { type: "argv", argv: ["./build.sh"] });
-    const agent = await dialInAgent(t);
-    const { client, sessionId } = await session(t, agent);
+    const { t, agent, client, sessionId } = await tenantWithRules([{ type: "argv", argv: ["./build.sh"] }]);
     const id = agent.askPermission(sessionId, run("b1", "./build.sh --fast"), OPTIONS);
     const copy = await client.next(isCopy);
     client.respond(copy.id, { outcome: { outcome: "selected", optionId: "once" } });
@@ -251,11 +237,7 @@ describe("an unseen change stops a rule answering what may read it", () => {
   });
 
   it("a step no rule answers is shown the unseen changes too (just after its copy), and the person's allow marks them seen (they judged the effect)", async () => {
-    const t = await seedTenant();
-    await rule(t, { type: "path", glob: `${CWD}/src/**`, kinds: ["edit"] });
-    await rule(t, { type: "command", prefix: ["npm", "test"] });
-    const agent = await dialInAgent(t);
-    const { client, sessionId } = await session(t, agent);
+    const { agent, client, sessionId } = await tenantWithRules([EDITS_IN_SRC, commandRule("npm", "test")]);
     await answeredByRule(agent, sessionId, edit("e1", `${CWD}/src/a.test.js`));
     // git status has no rule: asked anyway, and every client is told what changed since anyone looked.
     const asked = await heldForPeople(client, agent, sessionId, run("g1", "git status"));
@@ -273,11 +255,7 @@ describe("an unseen change stops a rule answering what may read it", () => {
 
 describe("seen means each change shown as the server sent it (decision 0064)", () => {
   it("the list carries each edit's diff as its tool call reported it; an allow that names none of them clears nothing, one naming what it was sent clears exactly that", async () => {
-    const t = await seedTenant();
-    await rule(t, { type: "path", glob: `${CWD}/src/**`, kinds: ["edit"] });
-    await rule(t, { type: "command", prefix: ["npm", "test"] });
-    const agent = await dialInAgent(t);
-    const { client, sessionId } = await session(t, agent);
+    const { agent, client, sessionId } = await tenantWithRules([EDITS_IN_SRC, commandRule("npm", "test")]);
     await answeredByRule(agent, sessionId, edit("e1", `${CWD}/src/a.test.js`));
     await answeredByRule(agent, sessionId, { ...edit("e2", `${CWD}/src/b.test.js`), content: [] }); // no diff reported
     const first = await heldForPeople(client, agent, sessionId, run("t1", "npm test"));
@@ -313,11 +291,7 @@ describe("seen means each change shown as the server sent it (decision 0064)", (
   });
 
   it("a client cannot claim what it was not sent: the ids of an older list, or a change noted after its list, clear nothing", async () => {
-    const t = await seedTenant();
-    await rule(t, { type: "path", glob: `${CWD}/src/**`, kinds: ["edit"] });
-    await rule(t, { type: "command", prefix: ["npm", "test"] });
-    const agent = await dialInAgent(t);
-    const { client, sessionId } = await session(t, agent);
+    const { agent, client, sessionId } = await tenantWithRules([EDITS_IN_SRC, commandRule("npm", "test")]);
     await answeredByRule(agent, sessionId, edit("e1", `${CWD}/src/a.test.js`));
     const first = await heldForPeople(client, agent, sessionId, run("t1", "npm test"));
     client.respond(first.copy.id, { outcome: { outcome: "selected", optionId: "no" } });
@@ -343,17 +317,13 @@ describe("seen means each change shown as the server sent it (decision 0064)", (
   });
 
   it("an approval link's allow clears nothing: its page shows the operation, not the list", async () => {
-    const t = await seedTenant({ notifyAfterMs: 60_000 });
-    await rule(t, { type: "path", glob: `${CWD}/src/**`, kinds: ["edit"] });
-    await rule(t, { type: "command", prefix: ["npm", "test"] });
+    const { t, agent, client, sessionId } = await tenantWithRules([EDITS_IN_SRC, commandRule("npm", "test")], { notifyAfterMs: 60_000 });
     const channel = `unseen-${crypto.randomUUID()}`;
     const target = await api("/v1/notification-targets", t.adminKey, {
       method: "POST",
       body: { name: "pager", url: `${inject("webhookReceiverUrl")}/hook/${channel}` },
     });
     expect(target.status).toBe(201);
-    const agent = await dialInAgent(t);
-    const { client, sessionId } = await session(t, agent);
     await answeredByRule(agent, sessionId, edit("e1", `${CWD}/src/a.test.js`));
     client.close(); // nobody attached: the waiting request goes to the pager
     await client.closed;

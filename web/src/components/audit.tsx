@@ -5,6 +5,7 @@ import { useCallback, useEffect, useState } from "preact/hooks";
 import type { ApiAuditEntry as AuditEntry, ApiRule as Rule } from "../../../protocol/rest-api";
 import { type Api, type AuditPageBody, type Page, query } from "../api";
 import { dateTime, errorText } from "../format";
+import { submittedFilter } from "../filter-form";
 import { DisplayWarning, Safe, shown } from "./shown";
 
 interface Filter {
@@ -82,16 +83,7 @@ export function AuditPage({ api }: { api: Api }) {
       <form
         class="card filters"
         aria-label="Filter the audit"
-        onSubmit={(e) => {
-          e.preventDefault();
-          const f = new FormData(e.currentTarget as HTMLFormElement);
-          setFilter({
-            decidedBy: String(f.get("decidedBy") ?? ""),
-            agent: String(f.get("agent") ?? ""),
-            user: String(f.get("user") ?? ""),
-            sessionId: String(f.get("sessionId") ?? ""),
-          });
-        }}
+        onSubmit={(e) => setFilter(submittedFilter(e, ["decidedBy", "agent", "user", "sessionId"] as const))}
       >
         <label>
           Decided by

@@ -6,6 +6,7 @@ import { useCallback, useEffect, useState } from "preact/hooks";
 import type { ApiRule as Rule } from "../../../protocol/rest-api";
 import { type Api, type DryRun, type Page, query } from "../api";
 import { dateTime, errorText } from "../format";
+import { submittedFilter } from "../filter-form";
 import { coversText, scopeText } from "../rule-text";
 import { Safe, shown } from "./shown";
 
@@ -42,16 +43,7 @@ export function RulesPage({ api }: { api: Api }) {
       <form
         class="card filters"
         aria-label="Filter the rules"
-        onSubmit={(e) => {
-          e.preventDefault();
-          const f = new FormData(e.currentTarget as HTMLFormElement);
-          setFilter({
-            decision: String(f.get("decision") ?? ""),
-            agent: String(f.get("agent") ?? ""),
-            project: String(f.get("project") ?? ""),
-            q: String(f.get("q") ?? ""),
-          });
-        }}
+        onSubmit={(e) => setFilter(submittedFilter(e, ["decision", "agent", "project", "q"] as const))}
       >
         <label>
           Decision

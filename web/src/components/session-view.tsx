@@ -148,6 +148,8 @@ export function SessionView({ api, link, session, isNew, focusCard = null, onBac
   useEffect(() => {
     const onMessage = (m: Incoming) => {
       if (m.params.sessionId !== undefined && m.params.sessionId !== session.id) return;
+      // The sentence a gateway notification carries for a person, or what to say when it carries none.
+      const said = (fallback: string) => (typeof m.params.message === "string" ? m.params.message : fallback);
       switch (m.method) {
         case "session/update":
           if (isObject(m.params.update)) {
@@ -172,9 +174,7 @@ export function SessionView({ api, link, session, isNew, focusCard = null, onBac
           return;
         case GATEWAY_NOTIFICATIONS.answeredByGateway:
           // The gateway answered a request by itself (outside a turn, after a cancel): what and why.
-          update((t) =>
-            notice(t, typeof m.params.message === "string" ? m.params.message : "The gateway answered a request by itself.", "warn"),
-          );
+          update((t) => notice(t, said("The gateway answered a request by itself."), "warn"));
           return;
         case GATEWAY_NOTIFICATIONS.ruleCreated:
           update((t) => ruleCreated(t, m.params));
@@ -188,18 +188,16 @@ export function SessionView({ api, link, session, isNew, focusCard = null, onBac
           return;
         case GATEWAY_NOTIFICATIONS.ranUnasked:
           // The agent ran a tool call nobody was asked about (decision 0046): rules wait until a person allows a step.
-          update((t) =>
-            notice(t, typeof m.params.message === "string" ? m.params.message : "The agent ran a tool call without asking.", "warn"),
-          );
+          update((t) => notice(t, said("The agent ran a tool call without asking."), "warn"));
           return;
         case GATEWAY_NOTIFICATIONS.sessionHeld:
           // The tenant refuses agents that decide for themselves (decision 0056): no prompt until a person resumes.
-          setHeld(typeof m.params.message === "string" ? m.params.message : "The session is stopped.");
-          update((t) => notice(t, typeof m.params.message === "string" ? m.params.message : "The session is stopped.", "warn"));
+          setHeld(said("The session is stopped."));
+          update((t) => notice(t, said("The session is stopped."), "warn"));
           return;
         case GATEWAY_NOTIFICATIONS.sessionResumed:
           setHeld(null);
-          update((t) => notice(t, typeof m.params.message === "string" ? m.params.message : "The session was resumed.", "info"));
+          update((t) => notice(t, said("The session was resumed."), "info"));
           return;
         case GATEWAY_NOTIFICATIONS.modeChangeWaiting:
           update((t) => modeChangeWaiting(t, m.params));
@@ -210,17 +208,15 @@ export function SessionView({ api, link, session, isNew, focusCard = null, onBac
         case GATEWAY_NOTIFICATIONS.agentModeChanged:
           // The agent is in a mode where it may ask fewer questions (decision 0061): said in the transcript and the header.
           setModes((prev) => agentModeChanged(prev, m.params));
-          update((t) =>
-            notice(t, typeof m.params.message === "string" ? m.params.message : "The agent switched to a governed mode.", "warn"),
-          );
+          update((t) => notice(t, said("The agent switched to a governed mode."), "warn"));
           return;
         case GATEWAY_NOTIFICATIONS.rulesUnavailable:
           // A request reached people without the tenant's rules: say so beside it (README, "Permission requests").
-          update((t) => notice(t, typeof m.params.message === "string" ? m.params.message : "The rules could not be consulted.", "warn"));
+          update((t) => notice(t, said("The rules could not be consulted."), "warn"));
           return;
         case GATEWAY_NOTIFICATIONS.turnEnded:
           setTurn("idle");
-          update((t) => turnEnded(t, typeof m.params.message === "string" ? m.params.message : "The gateway ended the turn."));
+          update((t) => turnEnded(t, said("The gateway ended the turn.")));
           return;
         default:
           // A request this console does not serve (file system, terminals) gets a clear error.
