@@ -4,7 +4,7 @@
 // beyond five seconds' worth) is closed, since answering each message with an error would let a
 // runaway peer keep the connection (and its object) busy for ever.
 
-import { type LimitError, type Limits, type RateLimit, rateLimitError } from "./tenant-limits";
+import { type LimitError, type Limits, MAX_LEASE_RETRY_MS, type RateLimit, rateLimitError } from "./tenant-limits";
 
 export class TokenBucket {
   private tokens: number;
@@ -93,15 +93,32 @@ export class MessageRate {
 /** What a tenant's shared bucket grants a connection asking for `want` tokens. */
 export interface LeaseGrant {
   granted: number;
-  /** When nothing (or not all) was granted: how long until the tenant's bucket has a token again. */
+  /**
+   * When not all was granted because the tenant's bucket is short (a refusal): how long until it has
+   * what was asked, at least 1. 0 when granted in full, or when a shard was short only for the moment
+   * (its own ask to the root on its way, its tokens lapsed): not the tenant's refusal, to be asked again.
+   */
   retryAfterMs: number;
 }
+
+/** A wait on the clock the rates run on (setTimeout in the gateway; the model's virtual clock in tests). */
+export type Sleep = (ms: number) => Promise<void>;
+
+const defaultSleep: Sleep = (ms) => new Promise((resolve) => setTimeout(resolve, ms));
 
 /** How long leased tokens stay good: unused ones lapse, so an idle connection cannot hoard the tenant's rate. */
 const LEASE_MS = 1000;
 /** The least a lease asks for; and the least credit a connection keeps once its demand is known. */
 const MIN_LEASE = 2;
 const FIRST_LEASE = 8;
+/**
+ * How long a held message may wait, from the tenant's first refusal, before it is refused: two
+ * leases, so the leases the tenant's other connections took ahead have been spent or have lapsed and
+ * its bucket has refilled past them; a tenant still refusing then is over its rate.
+ */
+const HOLD_MS = 2 * LEASE_MS;
+/** The most waits a held message goes through (leases on their way and refusals): a bound however the answers come. */
+const HOLD_ROUNDS = 12;
 
 /** The lease batch for a tenant rate: about a hundredth of a second's worth, at least 8, at most 64: the most one lease asks for. */
 export function leaseBatch(tenantRate: number): number {
@@ -117,7 +134,11 @@ class Demand {
   private spent = 0;
   private since: number;
 
-  constructor(now: number) {
+  constructor(
+    now: number,
+    /** The shortest window a rate is measured over: a burst within it counts as that window's rate. */
+    private readonly shortestMs = LEASE_MS / 10,
+  ) {
     this.since = now;
   }
 
@@ -127,7 +148,7 @@ class Demand {
 
   /** The size to ask for now; starts a new window. */
   take(now: number, least: number, most: number): number {
-    const elapsed = Math.max(LEASE_MS / 10, now - this.since);
+    const elapsed = Math.max(this.shortestMs, now - this.since);
     const perLease = Math.ceil((this.spent / elapsed) * LEASE_MS);
     this.spent = 0;
     this.since = now;
@@ -151,6 +172,10 @@ export class TenantLease {
   private expiresAt = 0;
   private deniedUntil = 0;
   private asking: Promise<void> | undefined;
+  /** The end of the tenant's refusal, then a new lease: what held messages wait for while refused. */
+  private resuming: Promise<void> | undefined;
+  /** Messages held waiting (`held`): demand the spent count does not show yet, asked for with the next lease. */
+  private queued = 0;
   private readonly demand: Demand;
   private asked = false;
   /** How far the connection may spend ahead of its lease: a batch at first, then the size of its last ask (its demand, at least FIRST_LEASE). */
@@ -162,6 +187,7 @@ export class TenantLease {
     private readonly now: () => number = Date.now,
     /** The first ask, before any demand is known: a batch for an agent (it opens with a burst), less for a client. */
     private readonly firstAsk = batch,
+    private readonly sleep: Sleep = defaultSleep,
   ) {
     this.demand = new Demand(now());
     this.credit = batch; // until its demand is known: a burst as the connection opens is not refused
@@ -199,12 +225,41 @@ export class TenantLease {
     return this.refill();
   }
 
+  /**
+   * What a caller that holds its messages (a client connection's frames) waits for before judging the
+   * next one: the lease on its way while the credit is used up, or, while the tenant refuses, the
+   * end of the refusal and then a new lease (`deniedMs` > 0: the tenant is refusing).
+   * Nothing while the connection may spend. Held messages all wait on the same promise, so they
+   * resume in the order they came.
+   */
+  held(): { wait: Promise<void>; deniedMs: number } | undefined {
+    const deniedMs = Math.max(0, this.deniedUntil - this.now());
+    // Behind the messages already waiting out a refusal, so none overtakes another.
+    if (this.resuming) return { wait: this.resuming, deniedMs };
+    if (deniedMs === 0 && this.tokens > -this.credit) return undefined;
+    if (deniedMs === 0) return { wait: this.refill(), deniedMs };
+    this.resuming = this.sleep(deniedMs)
+      .then(() => this.refill())
+      .finally(() => {
+        this.resuming = undefined;
+      });
+    return { wait: this.resuming, deniedMs };
+  }
+
+  /** A message held (RateGate `admitHeld`) from its first wait until it is judged: asked for with the next lease. */
+  holding(delta: 1 | -1): void {
+    this.queued += delta;
+  }
+
   private refill(): Promise<void> {
     if (this.asking) return this.asking;
     const size = this.asked ? this.demand.take(this.now(), MIN_LEASE, this.batch) : this.firstAsk;
     if (this.asked) this.credit = Math.max(Math.min(this.batch, FIRST_LEASE), size);
     this.asked = true;
-    const want = size + Math.max(0, -this.tokens);
+    // What is spent on credit, a lease of demand ahead, and the messages held waiting (counted in
+    // the demand only once admitted: without them a connection whose lease covers less than a
+    // round trip's messages would ask for no more however long its queue grew).
+    const want = size + Math.max(0, -this.tokens) + this.queued;
     this.asking = this.ask(want).then(
       (grant) => this.granted(grant, want),
       // The tenant's count unreachable: not enforced meanwhile (each connection's own rate still is).
@@ -218,9 +273,10 @@ export class TenantLease {
     const now = this.now();
     this.tokens += grant.granted;
     this.expiresAt = now + LEASE_MS;
-    // Refused only when the tenant gave less than was asked: a lease granted in full that the
-    // connection had already spent on credit is asked for again at the next message, not refused.
-    if (this.tokens <= 0 && grant.granted < want) this.deniedUntil = now + Math.max(1, grant.retryAfterMs);
+    // Refused only when the tenant's bucket gave less than was asked (retryAfterMs > 0): a lease
+    // granted in full that the connection had already spent on credit, or one its shard was short
+    // of only for the moment, is asked for again at the next message, not refused.
+    if (this.tokens <= 0 && grant.granted < want && grant.retryAfterMs > 0) this.deniedUntil = now + grant.retryAfterMs;
   }
 }
 
@@ -246,7 +302,9 @@ export class LeasePool {
     private readonly ask: (want: number) => Promise<LeaseGrant>,
     private readonly now: () => number = Date.now,
   ) {
-    this.demand = new Demand(now());
+    // Measured over a whole lease: what the pool served is its connections' leases, already a
+    // second of their demand each, so a burst of them is not to be taken as a rate ten times that.
+    this.demand = new Demand(now(), LEASE_MS);
   }
 
   /**
@@ -272,11 +330,18 @@ export class LeasePool {
     this.demand.add(granted);
     // Topped up before it runs dry, so most connections' leases are served without waiting on the root.
     if (this.tokens < this.lastAsk / 2) void this.refill().catch(() => undefined);
-    return { granted, retryAfterMs: granted < want ? Math.max(1, this.deniedUntil - this.now()) : 0 };
+    // Short while the tenant refuses: a refusal. Short otherwise (tokens lapsed, or taken by takers
+    // ahead while this one waited): retryAfterMs 0, so the connection asks again instead of refusing.
+    return { granted, retryAfterMs: granted < want ? Math.max(0, this.deniedUntil - this.now()) : 0 };
   }
 
+  /**
+   * Unused tokens lapse LEASE_MS after the root granted them, but not while takers wait on the root:
+   * those are theirs. (They lapsed before, so with the root's answer a second away, a taker short
+   * after one ask found the first answer gone when the second came, and was granted in part.)
+   */
   private lapse(): void {
-    if (this.now() >= this.expiresAt) this.tokens = 0;
+    if (this.now() >= this.expiresAt && this.wanted === 0) this.tokens = 0;
   }
 
   /** Asks the root for what the waiting takers still want, or what was served recently if more. */
@@ -290,14 +355,34 @@ export class LeasePool {
         this.lapse();
         this.tokens += grant.granted;
         this.expiresAt = now + LEASE_MS;
-        // Refused in part: the tenant is at its rate. Ask again no sooner than a tenth of a lease, so
-        // the shards of a tenant at its limit do not keep the root busy with asks it must refuse.
-        if (grant.granted < want) this.deniedUntil = now + Math.max(LEASE_MS / 10, grant.retryAfterMs);
+        // Refused in part, leaving less than the takers waiting want: the tenant is at its rate. Ask
+        // again no sooner than a tenth of a lease, so the shards of a tenant at its limit do not keep
+        // the root busy with asks it must refuse. A top-up the root cut short while the takers have
+        // what they want is no refusal: it was sized to what was served, not to what is asked.
+        if (grant.granted < want && this.tokens < this.wanted) this.deniedUntil = now + Math.max(LEASE_MS / 10, grant.retryAfterMs);
       })
       .finally(() => {
         this.asking = undefined;
       });
     return this.asking;
+  }
+}
+
+/**
+ * The tenant's own bucket (the root TenantLimitsObject's): `ratePerSecond` with bursts of twice that,
+ * rebuilt full when the rate changes. A lease short of what was asked says to wait until what was
+ * asked for is there, at most MAX_LEASE_RETRY_MS, so shards at the tenant's limit do not ask in a loop.
+ */
+export class TenantBucket {
+  private bucket: { rate: number; tokens: TokenBucket } | undefined;
+
+  lease(want: number, ratePerSecond: number, now: number): LeaseGrant {
+    if (this.bucket?.rate !== ratePerSecond) {
+      this.bucket = { rate: ratePerSecond, tokens: new TokenBucket(ratePerSecond, 2 * ratePerSecond, now) };
+    }
+    const granted = this.bucket.tokens.takeUpTo(Math.max(0, Math.floor(want)), now);
+    const retryAfterMs = granted < want ? Math.min(MAX_LEASE_RETRY_MS, Math.max(1, this.bucket.tokens.msUntilTokens(want - granted))) : 0;
+    return { granted, retryAfterMs };
   }
 }
 
@@ -319,12 +404,13 @@ export class RateGate {
     role: "client" | "agent",
     askTenant: (want: number) => Promise<LeaseGrant>,
     private readonly now: () => number = Date.now,
+    sleep: Sleep = defaultSleep,
   ) {
     this.ownLimit = role === "agent" ? "messagesPerSecondPerAgentConnection" : "messagesPerSecondPerConnection";
     this.own = new MessageRate(limits[this.ownLimit], now());
     const batch = leaseBatch(limits.messagesPerSecondPerTenant);
     // Ten thousand clients opening at once must not each take a batch they mostly let lapse.
-    this.tenant = new TenantLease(batch, askTenant, now, role === "agent" ? batch : Math.min(batch, FIRST_LEASE));
+    this.tenant = new TenantLease(batch, askTenant, now, role === "agent" ? batch : Math.min(batch, FIRST_LEASE), sleep);
   }
 
   /** Takes the tenant's first lease now (a connection that just opened); resolves when it is here. */
@@ -338,16 +424,33 @@ export class RateGate {
   }
 
   /**
-   * As `admit`, for a caller that can hold a message (a client connection's frame): while the tenant's
-   * lease is on its way with the credit used up, the message waits for it (up to three in a row) and is
-   * judged when it is here, in the order the messages came. It is refused for the tenant's rate only when
-   * the tenant itself gave less than asked — never because its share was still travelling (a client that
-   * opened 64 sessions and prompted at once was refused `tenant_rate_limited` at a millionth of its
-   * tenant's limit). Synchronous when nothing is on its way.
+   * As `admit`, for a caller that can hold a message (a client connection's frame). The connection's
+   * own rate is judged at once (so a flood is refused, not held). Then, while the tenant's share is
+   * not there, the message waits, in the order the messages came: for the lease on its way (a client
+   * that opened 64 sessions and prompted at once was refused `tenant_rate_limited` at a millionth of
+   * its tenant's limit), and, when the tenant's bucket came back short, for as long as the tenant
+   * says and a new lease. A limit slows a peer down; it refuses a message for the tenant's rate only
+   * once the tenant has refused for HOLD_MS in a row (a tenant really over its rate), never because
+   * its share was travelling, cut short by others' leases or lapsed. Synchronous when nothing waits.
    */
-  admitHeld(method: string, rounds = 3): Admission | Promise<Admission> {
-    const waiting = rounds > 0 ? this.tenant.awaiting() : undefined;
-    return waiting ? waiting.then(() => this.admitHeld(method, rounds - 1)) : this.admit(method);
+  admitHeld(method: string): Admission | Promise<Admission> {
+    const now = this.now();
+    if (!this.own.within(now)) return this.refusal(this.ownLimit, Math.ceil(1000 / this.own.ratePerSecond), method, now);
+    this.tenant.holding(1); // counted from before its first ask, so that ask includes it
+    return this.shareHeld(method, undefined, HOLD_ROUNDS);
+  }
+
+  /** `refusedSince`: when the tenant first refused while this message waited. */
+  private shareHeld(method: string, refusedSince: number | undefined, rounds: number): Admission | Promise<Admission> {
+    const now = this.now();
+    const hold = rounds > 0 && (refusedSince === undefined || now - refusedSince < HOLD_MS) ? this.tenant.held() : undefined;
+    if (hold) {
+      const since = refusedSince ?? (hold.deniedMs > 0 ? now : undefined);
+      return hold.wait.then(() => this.shareHeld(method, since, rounds - 1));
+    }
+    this.tenant.holding(-1);
+    const share = this.tenant.admit();
+    return share.ok ? share : this.refusal("messagesPerSecondPerTenant", share.retryAfterMs, method, this.now());
   }
 
   /**
@@ -369,6 +472,10 @@ export class RateGate {
       limit = "messagesPerSecondPerTenant";
       retryAfterMs = share.retryAfterMs;
     }
+    return this.refusal(limit, retryAfterMs, method, now);
+  }
+
+  private refusal(limit: RateLimit, retryAfterMs: number, method: string, now: number): Admission {
     const close = this.own.strike(now) === "close";
     return { ok: false, close, error: rateLimitError(limit, this.limits[limit], method), retryAfterMs };
   }

@@ -10,23 +10,15 @@
 // their slot every CONNECTION_RENEW_MS), so a restart forgets nothing that matters for longer than that.
 
 import { DurableObject } from "cloudflare:workers";
-import { type LeaseGrant, LeasePool, TokenBucket } from "../../protocol/rate-limit";
+import { type LeaseGrant, LeasePool, TenantBucket } from "../../protocol/rate-limit";
 import type { Env } from "../../core/env";
-import {
-  type AuditBudget,
-  LIMIT_SHARDS,
-  MAX_LEASE_RETRY_MS,
-  SlotTable,
-  admitWebhooks,
-  auditDay,
-  auditDayEnd,
-} from "../../protocol/tenant-limits";
+import { type AuditBudget, LIMIT_SHARDS, SlotTable, admitWebhooks, auditDay, auditDayEnd } from "../../protocol/tenant-limits";
 import { objects, splitName } from "../objects";
 import type { SlotOutcome } from "../../connection/gateway-objects";
 import type { TenantLimitsContract } from "./contract";
 
 export class TenantLimitsObject extends DurableObject<Env> implements TenantLimitsContract {
-  private bucket: { rate: number; tokens: TokenBucket } | undefined;
+  private readonly bucket = new TenantBucket();
   /** The open connections of the keys this shard counts (the root's stays empty but for connections opened before decision 0035). */
   private readonly slots = new SlotTable();
   /** A lease shard: its pool of the root's tokens, and the tenant rate its connections last named. */
@@ -102,13 +94,7 @@ export class TenantLimitsObject extends DurableObject<Env> implements TenantLimi
       this.shard.rate = ratePerSecond;
       return this.shard.pool.take(want);
     }
-    const now = Date.now();
-    if (this.bucket?.rate !== ratePerSecond) {
-      this.bucket = { rate: ratePerSecond, tokens: new TokenBucket(ratePerSecond, 2 * ratePerSecond, now) };
-    }
-    const granted = this.bucket.tokens.takeUpTo(Math.max(0, Math.floor(want)), now);
-    const retryAfterMs = granted < want ? Math.min(MAX_LEASE_RETRY_MS, Math.max(1, this.bucket.tokens.msUntilTokens(want - granted))) : 0;
-    return { granted, retryAfterMs };
+    return this.bucket.lease(want, ratePerSecond, Date.now());
   }
 
   /** A new connection under `keyId` (at the key's shard): refused when the key already has `limit` open. */

@@ -191,11 +191,21 @@ describe("a client connection's frames wait for the tenant's lease on its way (R
 
   /** What a client opening 64 sessions and prompting at once gets, its frames handled as the edge does (held, then admitted). */
   async function burst(held: boolean, t: ReturnType<typeof tenant>, clock: { now: number }) {
-    const gate = new RateGate(limits, "client", t.ask, () => clock.now);
+    // A frame held through the tenant's refusal sleeps on this clock: the sleep moves it on.
+    const sleep = (ms: number) => {
+      clock.now += ms;
+      return Promise.resolve();
+    };
+    const gate = new RateGate(limits, "client", t.ask, () => clock.now, sleep);
+    let judged = 0;
     const verdicts: Promise<Admission>[] = [];
-    for (let i = 0; i < 80; i++) verdicts.push(Promise.resolve(held ? gate.admitHeld("session/new") : gate.admit("session/new")));
+    for (let i = 0; i < 80; i++) {
+      const verdict = Promise.resolve(held ? gate.admitHeld("session/new") : gate.admit("session/new"));
+      verdicts.push(verdict);
+      void verdict.then(() => judged++);
+    }
     // The shard answers only now (a loaded machine: the 80 frames came before the first lease).
-    for (let round = 0; round < 4; round++) await t.flush();
+    for (let round = 0; round < 100 && judged < 80; round++) await t.flush();
     return Promise.all(verdicts);
   }
 
@@ -205,6 +215,17 @@ describe("a client connection's frames wait for the tenant's lease on its way (R
     expect(refused.length).toBeGreaterThan(0);
     expect(refused[0]).toMatchObject({ error: { data: { reason: "tenant_rate_limited" } } });
     expect((await burst(true, tenant(10_000_000, clock), clock)).every((v) => v.ok)).toBe(true);
+  });
+
+  it("a frame over the connection's own rate is refused at once, not held behind the tenant's lease", () => {
+    const gate = new RateGate(
+      { ...DEFAULT_LIMITS, messagesPerSecondPerConnection: 5 },
+      "client",
+      () => new Promise<LeaseGrant>(() => undefined), // the tenant's lease never comes
+      () => 0,
+    );
+    const verdicts = Array.from({ length: 11 }, () => gate.admitHeld("session/prompt"));
+    expect(verdicts[10]).toMatchObject({ ok: false, error: { data: { reason: "rate_limited", limit: "messagesPerSecondPerConnection" } } });
   });
 
   it("a tenant really over its rate still refuses a held frame, once its lease came back short", async () => {
@@ -447,5 +468,105 @@ describe("tenant message rate through lease shards (LeasePool, decision 0031)", 
     // Not one call per message (the batch of 64 that lapsed unused made it 0.8 before): at most about one in four.
     expect(Math.max(...poolCalls) / (100 * 5 * 5)).toBeLessThanOrEqual(0.3);
     expect(rootCalls / 5 / 4).toBeLessThanOrEqual(10);
+  });
+});
+
+describe("tenant message rate: a share short for the moment is no refusal (issue 38, the second way)", () => {
+  // The second way a client was refused tenant_rate_limited far below its tenant's limit: a shard's
+  // tokens lapsed a second after the root granted them, even while a taker waited on the root for the
+  // rest of its lease; with the root's answer a second away, each answer found the last one lapsed and
+  // the taker was granted in part, which its connection took as the tenant's refusal.
+  it("a shard keeps the tokens a taker waits for past their second, so a root a second away still grants the taker in full", async () => {
+    const clock = { now: 0 };
+    const asks: number[] = [];
+    const pool = new LeasePool(
+      (want) => {
+        asks.push(want);
+        clock.now += 1100; // the root's answer arrives 1.1 s later
+        return Promise.resolve({ granted: want, retryAfterMs: 0 });
+      },
+      () => clock.now,
+    );
+    expect(await pool.take(1)).toEqual({ granted: 1, retryAfterMs: 0 }); // the shard keeps 1 of the 2 it asked for
+    clock.now = 1500;
+    expect(await pool.take(10)).toEqual({ granted: 10, retryAfterMs: 0 }); // the 1 it kept, and 9 more
+    expect(asks.slice(0, 2)).toEqual([2, 9]); // (then a top-up, the shard being empty)
+  });
+
+  it("a shard's top-up the root cut short refuses no taker it can still serve", async () => {
+    const clock = { now: 0 };
+    const answers: ((grant: LeaseGrant) => void)[] = [];
+    const pool = new LeasePool(
+      () => new Promise((resolve) => answers.push(resolve)),
+      () => clock.now,
+    );
+    const first = pool.take(4);
+    answers.shift()?.({ granted: 4, retryAfterMs: 0 });
+    expect(await first).toEqual({ granted: 4, retryAfterMs: 0 }); // none left: the shard tops up (asks for what it served)
+    answers.shift()?.({ granted: 1, retryAfterMs: 300 }); // the tenant had 1 of the 4
+    await Promise.resolve();
+    await Promise.resolve();
+    expect(await pool.take(1)).toEqual({ granted: 1, retryAfterMs: 0 }); // not refused: the shard has it
+  });
+
+  it("a shard's top-up asks the root for what it served over the last second, not for a burst's pace kept up for a second", async () => {
+    const clock = { now: 0 };
+    const asks: number[] = [];
+    const pool = new LeasePool(
+      (want) => {
+        asks.push(want);
+        return Promise.resolve({ granted: want, retryAfterMs: 0 });
+      },
+      () => clock.now,
+    );
+    clock.now = 2000;
+    for (let i = 0; i < 6; i++) await pool.take(9); // six connections' first leases, at once
+    // 54 served in one go is 54 a second at most, not 540: a tenant whose connections all opened at
+    // once is not to have ten times that taken from its bucket, to lapse unspent.
+    expect(Math.max(...asks)).toBeLessThanOrEqual(54);
+  });
+
+  it("a shard's grant short without the tenant refusing (retryAfterMs 0) does not make the connection refuse: it asks again", async () => {
+    const clock = { now: 0 };
+    const asks: { want: number; resolve: (grant: LeaseGrant) => void }[] = [];
+    const lease = new TenantLease(
+      8,
+      (want) => new Promise((resolve) => asks.push({ want, resolve })),
+      () => clock.now,
+    );
+    for (let i = 0; i < 8; i++) expect(lease.admit().ok).toBe(true); // the credit, with the first lease on its way
+    asks.shift()?.resolve({ granted: 4, retryAfterMs: 0 }); // short, but not the tenant's refusal
+    await Promise.resolve();
+    await Promise.resolve();
+    expect(lease.admit().ok).toBe(true); // the clock has not moved: no refusal
+    expect(asks).toHaveLength(1); // and it asked again
+  });
+
+  it("frames held through the tenant's refusal are judged before frames that came after it, in the order they came", async () => {
+    const clock = { now: 0 };
+    const asks: { want: number; resolve: (grant: LeaseGrant) => void }[] = [];
+    const sleeps: (() => void)[] = [];
+    const limits = { ...DEFAULT_LIMITS, messagesPerSecondPerConnection: 1000 };
+    const gate = new RateGate(
+      limits,
+      "client",
+      (want) => new Promise((resolve) => asks.push({ want, resolve })),
+      () => clock.now,
+      () => new Promise((resolve) => sleeps.push(resolve)),
+    );
+    for (let i = 0; i < 8; i++) expect(gate.admitHeld("a")).toEqual({ ok: true }); // the credit
+    asks.shift()?.resolve({ granted: 0, retryAfterMs: 100 }); // the tenant refuses for 100 ms
+    await Promise.resolve();
+    await Promise.resolve();
+    const judged: string[] = [];
+    const first = Promise.resolve(gate.admitHeld("first")).then((v) => judged.push(`first ${v.ok}`));
+    clock.now = 100;
+    sleeps.shift()?.(); // the refusal is over: a new lease is asked for
+    await Promise.resolve();
+    await Promise.resolve();
+    const second = Promise.resolve(gate.admitHeld("second")).then((v) => judged.push(`second ${v.ok}`));
+    asks.shift()?.resolve({ granted: 100, retryAfterMs: 0 });
+    await Promise.all([first, second]);
+    expect(judged).toEqual(["first true", "second true"]);
   });
 });

@@ -41,7 +41,9 @@ describe("limits: the tenant's message rate, across its connections", () => {
     const client = await connect(`/acp?agent=${agent.name}`, t.clientKey);
     client.send({ jsonrpc: "2.0", id: "init", method: "initialize", params: { protocolVersion: 1, clientCapabilities: {} } });
     await client.next(isResponseTo("init"));
-    const answers = await pings(client, "c", 12);
+    // A client's frames wait out the tenant's refusal for up to two seconds (decision 0070): thirty at
+    // once against a bucket the agent emptied, refilling at 10 a second, outlast that, and the rest are refused.
+    const answers = await pings(client, "c", 30);
     expect(answers.some((m) => m.error?.data?.limit === "messagesPerSecondPerTenant")).toBe(true);
   });
 });
