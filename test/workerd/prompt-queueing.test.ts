@@ -8,6 +8,7 @@
 import { describe, expect, it } from "vitest";
 import {
   type Peer,
+  addKey,
   api,
   attachClient,
   barrier,
@@ -131,6 +132,34 @@ describe("prompt queueing, for an agent that advertises it", () => {
     });
     await barrier(client, agent, sessionId);
     expect(agent.peer.raw.some((text) => text.includes('"p6"'))).toBe(false);
+  });
+
+  it("under four eyes, whoever prompted into the turn may not approve its held operation; an approver who did not prompt may", async () => {
+    const t = await seedTenant({ fourEyes: { operations: [{ program: "rm" }] } });
+    const [ada, bea, cal] = await Promise.all(
+      ["ada", "bea", "cal"].map((user) => addKey(t.tenantId, "client", user, null, { role: "approver", user })),
+    );
+    const agent = await dialInAgent(t, "queues", QUEUES);
+    const { client: first, sessionId } = await clientWithSession(t, agent, ada);
+    const joiner = await attachClient(t, agent, sessionId, bea);
+    const other = await attachClient(t, agent, sessionId, cal);
+    first.send({ jsonrpc: "2.0", id: 1, method: "session/prompt", params: prompt(sessionId, "clean up") });
+    await agent.peer.next(isMethod("session/prompt"));
+    joiner.send({ jsonrpc: "2.0", id: 1, method: "session/prompt", params: prompt(sessionId, "the build dir too") });
+    await agent.peer.next(isMethod("session/prompt"));
+    const asked = agent.askPermission(sessionId, { ...call, rawInput: { command: "rm -rf build" } });
+    const theirs = await joiner.next(isMethod("session/request_permission"));
+    expect(theirs.params._meta.acpGateway.answerable).toEqual({
+      optionIds: ["reject"],
+      reason: expect.stringMatching(/you prompted this turn/),
+    });
+    joiner.respond(theirs.id, { outcome: { outcome: "selected", optionId: "allow" } });
+    expect((await joiner.next((m) => m.id === null && m.error !== undefined)).error.code).toBe(-32003);
+    await barrier(joiner, agent, sessionId);
+    expect(answered(agent, asked)).toBe(false);
+    const cals = await other.next(isMethod("session/request_permission"));
+    other.respond(cals.id, { outcome: { outcome: "selected", optionId: "allow" } });
+    expect((await agent.peer.next(isResponseTo(asked))).result).toEqual({ outcome: { outcome: "selected", optionId: "allow" } });
   });
 });
 
