@@ -161,6 +161,25 @@ describe("prompt queueing, for an agent that advertises it", () => {
     other.respond(cals.id, { outcome: { outcome: "selected", optionId: "allow" } });
     expect((await agent.peer.next(isResponseTo(asked))).result).toEqual({ outcome: { outcome: "selected", optionId: "allow" } });
   });
+
+  it("after the agent that advertised it leaves, the session refuses a prompt while a turn runs, whatever the next connection says", async () => {
+    const t = await seedTenant();
+    const agent = await dialInAgent(t, "queues", QUEUES);
+    const { client, sessionId } = await clientWithSession(t, agent);
+    client.send({ jsonrpc: "2.0", id: 1, method: "session/prompt", params: prompt(sessionId, "one") });
+    await agent.peer.next(isMethod("session/prompt"));
+    agent.peer.close();
+    expect((await client.next(isResponseTo(1))).error.data).toMatchObject({ reason: "agent_disconnected" });
+    // The next connection does not advertise it: the session no longer relays a prompt while a turn runs.
+    const next = await dialInAgent(t, "queues");
+    client.send({ jsonrpc: "2.0", id: 2, method: "session/prompt", params: prompt(sessionId, "two") });
+    const running = await next.peer.next(isMethod("session/prompt"));
+    const refused = await client.request("session/prompt", prompt(sessionId, "three"), 3);
+    expect(refused.error).toMatchObject({ code: -32600, data: { reason: "turn_in_progress" } });
+    expect(refused.error.message).toMatch(/Prompts are not queued/);
+    next.peer.respond(running.id, { stopReason: "end_turn" });
+    expect((await client.next(isResponseTo(2))).result).toEqual({ stopReason: "end_turn" });
+  });
 });
 
 describe("prompt queueing, for an agent that does not advertise it", () => {
