@@ -10,9 +10,10 @@ import { RpcError, isObject } from "./jsonrpc";
 
 /**
  * How many prompts may be in flight in one session, the running one included. Five, as qwen-code's
- * `qwen serve` (PR #5033: 5 accepted-but-unsettled per session by default, `prompt_queue_full` past it): enough for a
- * person and a teammate to add a correction or two while the agent works, few enough that a client in
- * a loop cannot stack prompts whose answers each hold a request row and an agent's task.
+ * `qwen serve` (PR #5033: 5 accepted-but-unsettled per session by default, `prompt_queue_full` past
+ * it): enough for a person and a teammate to add a correction or two while the agent works, few
+ * enough that a client in a loop cannot stack prompts whose answers each hold a request row and an
+ * agent's task.
  */
 export const PROMPTS_IN_FLIGHT_LIMIT = 5;
 
