@@ -43,6 +43,7 @@ const OWN_TENANT = [
   "test/e2e/console-settings.test.ts",
   "test/e2e/console-what-is-asked.test.ts",
   "test/e2e/console-mode-change.test.ts",
+  "test/e2e/console-prompt-queue.test.ts",
 ];
 
 export default defineConfig({

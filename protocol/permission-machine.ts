@@ -124,7 +124,7 @@ interface SessionFacts {
 export type TurnFacts =
   | { state: "idle" }
   /** `fromSeq`: the log's last seq as the turn started, so its requests are the entries after it. */
-  | { state: "running" | "cancelling"; gwId: number; prompter?: string; fromSeq?: number };
+  | { state: "running" | "cancelling"; gwId: number; prompter?: string; alsoPrompted?: string[]; fromSeq?: number };
 
 /** A resolution written with its request: the text clients are sent and the audit entry. */
 export interface Resolution {
@@ -841,6 +841,7 @@ export class PermissionMachine<C> {
     return {
       options: this.offeredToPeople(pending),
       prompter: turn.state !== "idle" ? (turn.prompter ?? null) : null,
+      ...(turn.state !== "idle" && turn.alsoPrompted ? { alsoPrompted: turn.alsoPrompted } : {}),
       fourEyes: pending.fourEyes ?? null,
       approvals: (pending.approvals ?? []).map((a) => a.who),
     };

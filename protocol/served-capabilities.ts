@@ -4,10 +4,13 @@
 // /disable name no session and so are answered -32601; `sessionCapabilities.fork`, whose new session
 // the gateway would not know; whatever comes next) is dropped, so a client never relies on a
 // capability that every call of fails. `_meta` is the agent's own and stays as it sent it, but for
-// `promptQueueing` under any vendor key (Claude Code's `_meta.claudeCode.promptQueueing`): the gateway
-// refuses a prompt while a turn runs, so a client told the agent queues them would be refused each one.
+// `promptQueueing` under any key: the gateway relays a prompt while a turn runs only to an agent that
+// advertises it where claude-agent-acp does (`_meta.claudeCode.promptQueueing: true`, decision 0067),
+// so that one advertisement is served as sent and any other is dropped (a client told an agent
+// queues prompts the gateway refuses would be refused each one).
 
 import { isObject } from "./jsonrpc";
+import { advertisesPromptQueueing } from "./prompt-queueing";
 
 /** Each served object capability and the fields of it the gateway serves. */
 const SERVED: Record<string, readonly string[] | true> = {
@@ -32,16 +35,22 @@ export function servedCapabilities(advertised: unknown): Record<string, unknown>
   for (const [key, served] of Object.entries(SERVED)) {
     const value = advertised[key];
     if (value === undefined) continue;
-    if (key === "_meta") out[key] = withoutPromptQueueing(value);
+    if (key === "_meta") out[key] = withoutPromptQueueing(value, advertisesPromptQueueing(advertised));
     else if (served === true) out[key] = value;
     else if (isObject(value)) out[key] = Object.fromEntries(Object.entries(value).filter(([field]) => served.includes(field)));
   }
   return out;
 }
 
-/** The agent's `_meta` with `promptQueueing` left out, its own or any vendor's (the gateway does not queue prompts). */
-function withoutPromptQueueing(meta: unknown): unknown {
+/**
+ * The agent's `_meta` with `promptQueueing` left out, its own or any vendor's, but for Claude Code's
+ * when `queues` (it advertises it as the gateway reads it): that one stays as sent.
+ */
+function withoutPromptQueueing(meta: unknown, queues: boolean): unknown {
   if (!isObject(meta) || !JSON.stringify(meta).includes('"promptQueueing"')) return meta;
-  const without = (o: Record<string, unknown>) => Object.entries(o).filter(([k]) => k !== "promptQueueing");
-  return Object.fromEntries(without(meta).map(([vendor, caps]) => [vendor, isObject(caps) ? Object.fromEntries(without(caps)) : caps]));
+  const without = (o: Record<string, unknown>, vendor?: string) =>
+    Object.entries(o).filter(([k]) => k !== "promptQueueing" || (queues && vendor === "claudeCode"));
+  return Object.fromEntries(
+    without(meta).map(([vendor, caps]) => [vendor, isObject(caps) ? Object.fromEntries(without(caps, vendor)) : caps]),
+  );
 }

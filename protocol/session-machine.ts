@@ -7,15 +7,18 @@
 // outcomes (links that close, stubs that break) and crashes.
 //
 // It is longer than a shell may be because its order is the order of a client request's life, and it
-// holds the whole of it, the way to the agent included: given (a prompt starts the turn) → to the agent
-// (the order below picks the way and keeps it) → answered by the agent (a prompt's
-// answer ends the turn), or never delivered, or lost with the agent (an error to its client; a
-// prompt's turn ends and the clients are told why).
+// holds the whole of it, the way to the agent included: given (a prompt starts the turn, or joins it)
+// → to the agent (the order below picks the way and keeps it) → answered by the agent (the answer to
+// the turn's last prompt in flight ends the turn), or never delivered, or lost with the agent (an
+// error to its client; a turn left with no prompt in flight ends and the clients are told why).
 //
 // The guarantees, and how:
-// - One turn at a time, never queued: a prompt while a turn runs is refused (`-32600`,
-//   `turn_in_progress`); the turn is the prompt's (`gwId`), and only that prompt's answer, its
-//   undelivery or its loss ends it.
+// - One turn at a time: a prompt while a turn runs is refused (`-32600`, `turn_in_progress`), but
+//   for an agent that queues prompts (decision 0067: it advertised it, `meta.promptQueueing`), to
+//   which a prompt while the turn runs (not while it is being cancelled) is relayed at once and joins
+//   the turn, up to `PROMPTS_IN_FLIGHT_LIMIT` in flight (`prompt_queue_full` past it). The turn is
+//   named by its first prompt (`gwId`) and spans every prompt in flight (`prompts`): only the answer,
+//   the undelivery or the loss of the last of them ends it, once.
 // - Every client request handed on is answered once: by the agent's answer, or an error when it was
 //   not delivered, the agent left without answering, or the turn went idle (`takeInflight` takes it
 //   in the same step, so a late answer finds nothing).
@@ -35,7 +38,8 @@ import { type Limits, limitsOf } from "./tenant-limits";
 import type { ToAgent } from "./agent-relay";
 import type { ClientAttachment } from "./session-wire";
 import type { DecidedBy } from "./pending-permission";
-import type { TurnState } from "./turn-state";
+import { type TurnState, promptsInFlight } from "./turn-state";
+import { PROMPTS_IN_FLIGHT_LIMIT, promptQueueFull } from "./prompt-queueing";
 import type { TurnEnd } from "./session-attach";
 import { type SessionHold, refusePromptWhileHeld } from "./unasked-runs";
 import { deleteDuringTurn, deletionGoesAhead } from "./session-delete";
@@ -59,7 +63,16 @@ export type RunningTurn = Exclude<TurnState, { state: "idle" }>;
 
 /** What the machine reads and writes of the session's rows (store.ts). */
 export interface SessionTable {
-  readonly meta: { sessionId: string; agent: string; deadlineMs: number; limits?: Partial<Limits> } | undefined;
+  readonly meta:
+    | {
+        sessionId: string;
+        agent: string;
+        deadlineMs: number;
+        limits?: Partial<Limits>;
+        /** The agent advertised prompt queueing when it opened the session (protocol/prompt-queueing.ts, decision 0067). */
+        promptQueueing?: boolean;
+      }
+    | undefined;
   turn: TurnState;
   /** Set when the agent ran a tool call unasked and the tenant stops such sessions (decision 0056). */
   readonly hold: SessionHold | undefined;
@@ -86,6 +99,8 @@ export interface SessionPort {
   permissions: { cancelAll(by: DecidedBy): void; turnEnded(): void };
   /** A turn started: the tenant's policy is read and the prompt shown to the other clients. */
   promptStarted(gwId: number, client: ClientAttachment, params: unknown): void;
+  /** A prompt joined the running turn (decision 0067): shown to the other clients, as the turn's first is. */
+  promptJoined(client: ClientAttachment, params: unknown): void;
   /** The agent answered the prompt: the turn's end is logged and the index touched. */
   promptEnded(result: unknown): void;
   /**
@@ -168,21 +183,40 @@ export class SessionMachine {
     return meta;
   }
 
-  /** session/prompt: refused while a turn runs; otherwise the turn starts and the prompt goes to the agent. */
+  /**
+   * session/prompt: refused while a turn runs, unless it may join it (`joins`); otherwise the turn
+   * starts. Either way the prompt goes to the agent at once, as sent.
+   */
   private prompt(client: ClientAttachment, id: JsonRpcId, method: string, params: unknown): void {
     const { table } = this.io;
     const turn = table.turn;
-    if (turn.state !== "idle") {
-      throw new RpcError(
-        ErrorCode.invalidRequest,
-        `A turn is already running in session ${table.meta?.sessionId}${turn.user ? ` (started by ${turn.user})` : ""}; wait for it to end or send session/cancel. Prompts are not queued.`,
-        { reason: "turn_in_progress" },
-      );
+    if (turn.state !== "idle" && !this.joins(turn)) {
+      const running = `A turn is already running in session ${table.meta?.sessionId}${turn.user ? ` (started by ${turn.user})` : ""}`;
+      // The agent's own queue takes a prompt only while the turn runs: a cancel ends every prompt of it.
+      const why =
+        table.meta?.promptQueueing === true
+          ? "; it is being cancelled, and a prompt joins a turn only while it runs: send it once the turn has ended."
+          : "; wait for it to end or send session/cancel. Prompts are not queued.";
+      throw new RpcError(ErrorCode.invalidRequest, `${running}${why}`, { reason: "turn_in_progress" });
     }
     // Stopped after the agent ran a tool call unasked (decision 0056): refused until a person resumes it.
     refusePromptWhileHeld(table.meta?.sessionId ?? "", table.hold);
     const gwId = table.nextId();
     const now = this.io.now();
+    if (turn.state !== "idle") {
+      // It joins the turn: the agent queues it, or folds it into what runs, and answers it on its own.
+      const who = personKey(client);
+      const also = turn.alsoPrompted ?? [];
+      table.turn = {
+        ...turn,
+        prompts: [...promptsInFlight(turn), gwId],
+        ...(who === turn.prompter || also.includes(who) ? {} : { alsoPrompted: [...also, who] }),
+      };
+      table.addInflight({ gwId, connId: client.connId, clientId: id, method, createdAt: now });
+      this.io.promptJoined(client, params);
+      this.toAgent({ type: "request", gwId, method, params });
+      return;
+    }
     table.turn = {
       state: "running",
       gwId,
@@ -196,6 +230,19 @@ export class SessionMachine {
     this.io.promptStarted(gwId, client, params);
     this.toAgent({ type: "request", gwId, method, params });
     this.io.deadlinesChanged(); // the turn's idle timer
+  }
+
+  /**
+   * Whether a prompt may join the running `turn` (decision 0067): only when the agent queues prompts,
+   * while the turn is not being cancelled (a cancel ends the whole turn: a prompt after it starts the
+   * next), and below the bound, past which it is refused (`prompt_queue_full`).
+   */
+  private joins(turn: RunningTurn): boolean {
+    const meta = this.io.table.meta;
+    if (meta?.promptQueueing !== true || turn.state !== "running") return false;
+    const inFlight = promptsInFlight(turn).length;
+    if (inFlight >= PROMPTS_IN_FLIGHT_LIMIT) throw promptQueueFull(meta.sessionId, inFlight);
+    return true;
   }
 
   /** A client's notification for the agent: session/cancel ends the turn's waiting; $/cancel_request names the client's own id. */
@@ -287,7 +334,7 @@ export class SessionMachine {
     this.ended(reason, message);
   }
 
-  /** The agent made no progress for the tenant's turnIdleMs: the prompt fails naming why, the agent is told to cancel, clients learn the turn ended. */
+  /** The agent made no progress for the tenant's turnIdleMs: every prompt in flight fails naming why, the agent is told to cancel, clients learn the turn ended. */
   idle(): void {
     const { table } = this.io;
     const meta = table.meta;
@@ -295,8 +342,9 @@ export class SessionMachine {
     if (!meta || turn.state === "idle") return;
     const seconds = Math.round(limitsOf(meta.limits).turnIdleMs / 1000);
     const message = `The agent "${meta.agent}" made no progress for ${seconds} s (no message, nobody asked); the gateway ended the turn.`;
-    const inflight = table.takeInflight(turn.gwId);
-    if (inflight) {
+    for (const gwId of promptsInFlight(turn)) {
+      const inflight = table.takeInflight(gwId);
+      if (!inflight) continue;
       const error = new RpcError(ErrorCode.internalError, message, { reason: "turn_idle" });
       this.io.toConnection(inflight.connId, JSON.stringify(errorResponse(inflight.clientId, error)), true);
     }
@@ -307,11 +355,15 @@ export class SessionMachine {
   }
 
   // ── the turn's ends ──────────────────────────────────────────────────────────────────────────
-  /** The agent answered the prompt: requests still open can no longer be acted on, they are answered cancelled (TC-12). */
+  /**
+   * The agent answered a prompt of the turn: the turn goes on while another is in flight; the last
+   * one's answer ends it, and requests still open can no longer be acted on: answered cancelled (TC-12).
+   */
   private promptAnswered(gwId: number, result: unknown): void {
     const { table } = this.io;
     const turn = table.turn;
-    if (turn.state === "idle" || turn.gwId !== gwId) return;
+    if (turn.state === "idle" || !promptsInFlight(turn).includes(gwId)) return;
+    if (this.stillInFlight(turn, [gwId])) return;
     this.io.permissions.cancelAll({ type: "turn_end" });
     table.turn = { state: "idle" };
     this.io.permissions.turnEnded();
@@ -333,17 +385,27 @@ export class SessionMachine {
   }
 
   /**
-   * The turn's prompt (one of `gwIds`) will never be answered: the turn ends and the clients are told
-   * why. `cancelPending`: the requests still pending are answered `cancelled` first (TC-12).
+   * Prompts of the turn (among `gwIds`) will never be answered: when no other is in flight, the turn
+   * ends and the clients are told why. `cancelPending`: the requests still pending are answered
+   * `cancelled` first (TC-12).
    */
   private abandon(gwIds: readonly number[], reason: string, message: string, cancelPending = false): void {
     const { table } = this.io;
     const turn = table.turn;
-    if (turn.state === "idle" || !gwIds.includes(turn.gwId)) return;
+    if (turn.state === "idle" || !promptsInFlight(turn).some((gwId) => gwIds.includes(gwId))) return;
+    if (this.stillInFlight(turn, gwIds)) return;
     if (cancelPending) this.io.permissions.cancelAll({ type: "turn_end" });
     table.turn = { state: "idle" };
     this.io.permissions.turnEnded();
     this.gatewayEnded(turn, reason, message);
+  }
+
+  /** `done` are out of flight: true (and the turn keeps the rest) while another prompt of `turn` is still in flight. */
+  private stillInFlight(turn: RunningTurn, done: readonly number[]): boolean {
+    const rest = promptsInFlight(turn).filter((gwId) => !done.includes(gwId));
+    if (rest.length === 0) return false;
+    this.io.table.turn = { ...turn, prompts: rest };
+    return true;
   }
 
   /**

@@ -40,4 +40,16 @@ export type TurnState =
       startedAt: number;
       /** The log's last seq when the turn started: its permission requests are after it (turn-watch.ts). */
       fromSeq?: number;
+      /**
+       * The turn's prompts still in flight (their `gwId`s), once an agent that queues prompts was given a
+       * second (decision 0067); absent: the one prompt `gwId`, which stays the turn's name after it is answered.
+       */
+      prompts?: number[];
+      /** Who else prompted into the turn (`personKey`s, besides `prompter`): under four eyes none of them approves. */
+      alsoPrompted?: string[];
     };
+
+/** The prompts of a running turn still in flight: the turn ends when the last of them is answered. */
+export function promptsInFlight(turn: Exclude<TurnState, { state: "idle" }>): readonly number[] {
+  return turn.prompts ?? [turn.gwId];
+}

@@ -10,6 +10,7 @@ import type { OpenSessionArgs } from "../../connection/gateway-objects";
 import type { AgentRates } from "../../connection/tenant-limits";
 import { RpcError, errorResponse, isObject, type ResponseMessage } from "../../protocol/jsonrpc";
 import { AGENT_METHODS } from "../../protocol/methods";
+import { advertisesPromptQueueing } from "../../protocol/prompt-queueing";
 import { type AgentLine, type AgentRelay, agentFailingError } from "../../protocol/agent-relay";
 import type { SessionStub } from "../objects";
 import type { Pending } from "../pending";
@@ -100,6 +101,8 @@ export class SessionOpening {
               createdBy: args.createdBy,
               deadlineMs: args.deadlineMs,
               relayAlwaysAsMade: args.relayAlwaysAsMade,
+              // As the connection that opens it initialized: a reconnected agent loads the session again (decision 0067).
+              promptQueueing: advertisesPromptQueueing(this.parts.store.info?.agentCapabilities),
               ...(args.limits ? { limits: args.limits } : {}),
               ...(result ? { result } : {}),
             },

@@ -144,6 +144,9 @@ export class AgentLink {
       const ws = clients.byConnection(r.connId);
       if (ws) sendRewritable(ws, JSON.stringify({ jsonrpc: "2.0", method: CANCEL_REQUEST, params: { requestId: r.outId } }));
     }
+    // Prompt queueing is the connection's that opened the session (decision 0067): the next one may not
+    // advertise it, so until the session is opened again (session/load) a prompt while a turn runs is refused.
+    if (store.meta.promptQueueing) store.meta = { ...store.meta, promptQueueing: false };
     this.parts.machine.agentGone(info.reason, info.gwIds);
   }
 }

@@ -17,7 +17,7 @@ import { STREAM_METHODS } from "../../protocol/stream-cursor";
 import { attachedClientsBound, attachedClientsError } from "../../protocol/tenant-limits";
 import { replayedFrames } from "../../protocol/replayed-history";
 import { heldNoticeOnAttach } from "../../protocol/gateway-notices";
-import { type StreamTurnState, streamTurnState, turnStateMeta } from "../../protocol/turn-state";
+import { type StreamTurnState, promptsInFlight, streamTurnState, turnStateMeta } from "../../protocol/turn-state";
 import { CLOSE, closeQuietly } from "../../core/close-codes";
 import { type AgentSocket, EDGE_LINK_TAG } from "./agent-socket";
 import {
@@ -205,11 +205,15 @@ export class SessionAttach {
   }
 }
 
-/** The turn's state for a client resuming its stream: `promptRequestId` is its own id of the prompt, if it sent it. */
+/**
+ * The turn's state for a client resuming its stream: `promptRequestId` is its own id of a prompt of
+ * the turn still in flight, if it sent one (the oldest, when an agent that queues prompts has several).
+ */
 export function turnStateOf(store: SessionStore, requests: RequestRows, connId: string): StreamTurnState | null {
   if (!store.meta) return null;
   const turn = store.turn;
   if (turn.state === "idle") return streamTurnState("idle", false, null);
-  const prompt = turn.connId === connId ? (requests.inflight().find((r) => r.gwId === turn.gwId)?.clientId ?? null) : null;
+  const prompts = promptsInFlight(turn);
+  const prompt = requests.inflight().find((r) => r.connId === connId && prompts.includes(r.gwId))?.clientId ?? null;
   return streamTurnState(turn.state, store.hasAsking(), prompt);
 }

@@ -109,6 +109,8 @@ export function sessionParts(ctx: DurableObjectState, env: Env, testing: () => S
         policy.turnStarted(gwId);
         info.recordPrompt(client, params);
       },
+      // A prompt that joins the turn (decision 0067): its echo rows and prompt_received, as the first's.
+      promptJoined: (client, params) => info.recordPrompt(client, params),
       promptEnded: (result) => {
         store.append("turn_end", JSON.stringify({ result }));
         info.touchIndex();

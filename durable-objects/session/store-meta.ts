@@ -22,6 +22,8 @@ export interface SessionMeta {
   relayAlwaysAsMade?: boolean;
   /** The tenant's limit overrides when the session was opened (protocol/tenant-limits.ts). */
   limits?: Partial<Limits>;
+  /** The agent advertised prompt queueing when it opened the session (protocol/prompt-queueing.ts, decision 0067). */
+  promptQueueing?: boolean;
   /** The agent's session/new or session/load result, answered again on attach (modes, models…). */
   result?: Record<string, unknown>;
   createdAt: number;

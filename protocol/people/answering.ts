@@ -8,7 +8,7 @@
 // - Declining (a reject option, or the outcome `cancelled`) is never harder than approving: whoever
 //   may choose any option may decline.
 // - Under four eyes nobody approves alone: `not_prompter` refuses the prompter's approval (and every
-//   member's); `two_approvals` needs two distinct approvers, so the first approval is recorded, not
+//   member's), and that of whoever else prompted into the turn (decision 0067: a prompt the agent queued); `two_approvals` needs two distinct approvers, so the first approval is recorded, not
 //   committed, and the same person approving again is refused.
 // - An option kind the gateway does not know is treated as an approval (closed world).
 // - Four eyes counts people, not credentials (decision 0041): a person is their subject, whether
@@ -33,6 +33,11 @@ export interface RequestFacts {
   options: readonly PermissionOption[];
   /** Who prompted the turn the request belongs to (`personKey`), if known. */
   prompter: string | null;
+  /**
+   * Who else prompted into that turn (decision 0067: prompts an agent that queues them took while it
+   * ran). Under four eyes none of them approves; a member still answers only a turn they started.
+   */
+  alsoPrompted?: readonly string[];
   fourEyes: FourEyesNeed | null;
   /** Who approved already (two_approvals): their `personKey`s. */
   approvals: readonly string[];
@@ -96,7 +101,8 @@ function refusal(answerer: Answerer, facts: RequestFacts, option: PermissionOpti
   if (namesNobody(who) && need.keysApprove !== true) {
     return `This operation needs a second person's approval (${need.why}), and four eyes counts people: your credential names nobody (an admin key, or a key issued to no person). Sign in, or use a key issued to you; a tenant admin may let such keys approve (settings.fourEyes.keysApprove). You may reject it.`;
   }
-  if (need.require === "not_prompter" && ownTurn) {
+  const prompted = ownTurn || (facts.alsoPrompted ?? []).some((p) => current(p) === who);
+  if (need.require === "not_prompter" && prompted) {
     return `This operation needs a second person's approval (${need.why}): you prompted this turn, so another approver approves it. You may reject it.`;
   }
   if (need.require === "two_approvals" && facts.approvals.some((a) => current(a) === who)) {

@@ -31,6 +31,8 @@ export interface AgentProfile {
   unrememberable?: string;
   /** A mode (ACP session/set_mode) in which the agent writes files without asking anyone, and the mode in which it asks. */
   editsUnasked?: { mode: string; askingMode: string };
+  /** Its initialize advertises prompt queueing where the gateway acts on it (decision 0067): a prompt while a turn runs joins it. */
+  queuesPrompts?: boolean;
 }
 
 /** Nothing from the developer's own setup: a home of its own, no telemetry, no update checks. */
@@ -48,6 +50,7 @@ function isolated(home: string): Record<string, string> {
 
 const claude: AgentProfile = {
   id: "claude",
+  queuesPrompts: true,
   editsUnasked: { mode: "acceptEdits", askingMode: "default" },
   pkg: "@agentclientprotocol/claude-agent-acp@0.101.0",
   tools: {

@@ -21,7 +21,8 @@ export interface RunningAgent {
   model: ModelServer;
   /** The bridge's stderr (the agent's own stderr among it), for failure messages. */
   log: string[];
-  client(): Promise<TestClient>;
+  /** A client with the tenant's client key, or with `key` (a person's own). */
+  client(key?: string): Promise<TestClient>;
   newSession(client: TestClient): Promise<string>;
   /** What the agent's own permission files hold now (absent: null). */
   remembered(): Record<string, string | null>;
@@ -82,8 +83,8 @@ export async function startAgent(
     home,
     model,
     log,
-    async client() {
-      const c = await connectClient({ url: gateway.url, key: gateway.keys.client, agent: name });
+    async client(key = gateway.keys.client) {
+      const c = await connectClient({ url: gateway.url, key, agent: name });
       clients.push(c);
       return c;
     },

@@ -6,6 +6,7 @@ import { existsSync, mkdirSync, readFileSync, rmSync } from "node:fs";
 import { join } from "node:path";
 import { afterAll, beforeAll, beforeEach, describe, expect, inject, it } from "vitest";
 import { AGENTS } from "./agents.ts";
+import { rawClient } from "../e2e/peers.ts";
 import { tenantOfItsOwn } from "../e2e/tenants.ts";
 import { type RunningAgent, answer, askedDuring, choose, operationOf, prompt, startAgent, unasked } from "./harness.ts";
 
@@ -177,6 +178,122 @@ describe.each(AGENTS)("$pkg behind acp-gateway agent", (profile) => {
     expect(await turn).toEqual(expect.objectContaining({ stopReason: "end_turn" }));
     expect(existsSync(file("late-marker"))).toBe(true);
   });
+
+  /** A client key issued to one person (its echoes and history name them), made with the tenant's admin key. */
+  const personKey = async (user: string): Promise<string> => {
+    const created = await fetch(`${url}/v1/keys`, {
+      method: "POST",
+      headers: { Authorization: `Bearer ${keys.admin}`, "content-type": "application/json" },
+      body: JSON.stringify({ kind: "client", user, label: user }),
+    });
+    expect(created.status).toBe(201);
+    return ((await created.json()) as { key: string }).key;
+  };
+  const personClient = async (user: string) => agent.client(await personKey(user));
+  /** A byte-level client attached to the session as an observer: it is sent prompt_received and turn_complete (decision 0060). */
+  const watcher = async (sessionId: string) => {
+    const raw = await rawClient({ url, key: keys.client, agent: agent.name });
+    await raw.request("initialize", { protocolVersion: 1, clientCapabilities: {} });
+    await raw.request("session/attach", { sessionId, role: "observer", historyPolicy: "none" });
+    return raw;
+  };
+  const updatesOf = (frames: Json[], sessionId: string, kind: string) =>
+    frames.filter((m) => m.method === "session/update" && m.params?.sessionId === sessionId && m.params.update?.sessionUpdate === kind);
+  /** The echo of a teammate's prompt to the watcher; a prompt the gateway refused fails at once, with its error. */
+  const echoed = (
+    watching: { received: { waitFor(match: (m: Json) => boolean, ms: number, what: string): Promise<Json> } },
+    sent: Promise<unknown>,
+    match: (m: Json) => boolean,
+  ) =>
+    Promise.race([
+      watching.received.waitFor(match, 30_000, "Bob's prompt echoed"),
+      sent.then(
+        () => new Promise<never>(() => undefined),
+        (error: unknown) => {
+          throw new Error(`Bob's prompt was refused: ${JSON.stringify(error)}`);
+        },
+      ),
+    ]);
+  const turnOf = async (sessionId: string) =>
+    ((await (await fetch(`${url}/v1/sessions/${sessionId}`, { headers: { Authorization: `Bearer ${keys.client}` } })).json()) as Json).turn
+      ?.state as string;
+
+  it.runIf(profile.queuesPrompts)(
+    "a teammate's prompt while the first prompt's turn waits on a person reaches the agent: each prompt is answered, the turn ends once, both are in the history with their authors",
+    async () => {
+      const alice = await personClient("alice");
+      const bob = await personClient("bob");
+      const sessionId = await agent.newSession(alice);
+      await bob.request("session/load", { sessionId, cwd: agent.project, mcpServers: [] });
+      const carol = await watcher(sessionId);
+      const first = prompt(alice, sessionId, "RUN: touch queued-first-marker");
+      // The scripted model holds the first turn on its command: the agent waits for a person.
+      const asked = await askedDuring(alice, first);
+      const remark = "Bob adds: RUN: touch queued-second-marker";
+      const second = prompt(bob, sessionId, remark);
+      // Relayed at once (not refused turn_in_progress): the gateway echoes it, with its author, to the others.
+      const received = await echoed(
+        carol,
+        second,
+        (m) => updatesOf([m], sessionId, "prompt_received").length > 0 && JSON.stringify(m.params.update.prompt).includes(remark),
+      );
+      expect(received.params.update.sentBy).toMatchObject({ user: "bob" });
+      expect(await turnOf(sessionId)).toBe("running");
+      await answer(alice, asked, choose("allow_once"));
+      // Claude takes Bob's words up within the running turn (beside the command's result): its model asks to run his command.
+      const bobs = await askedDuring(bob, second, (p) => JSON.stringify(p.params.toolCall).includes("queued-second-marker"));
+      // It answered Alice's prompt end_turn as it handed over (decision 0067); the turn runs on, Bob's request waiting.
+      expect(await first).toEqual(expect.objectContaining({ stopReason: "end_turn" }));
+      expect(await turnOf(sessionId)).toBe("running");
+      expect(updatesOf(carol.received.items, sessionId, "turn_complete")).toHaveLength(0);
+      await answer(bob, bobs, choose("allow_once"));
+      const [one, two] = await Promise.all([first, second]);
+      // Each prompt is answered by the agent, never refused by the gateway.
+      expect(one).toEqual(expect.objectContaining({ stopReason: "end_turn" }));
+      expect(two).toEqual(expect.objectContaining({ stopReason: "end_turn" }));
+      expect(existsSync(file("queued-first-marker"))).toBe(true);
+      expect(existsSync(file("queued-second-marker"))).toBe(true);
+      // The turn ended once, after both answers: one turn_complete (counted after detach, answered after every earlier frame).
+      await carol.received.waitFor((m) => updatesOf([m], sessionId, "turn_complete").length > 0, 30_000, "the turn's end");
+      await carol.request("session/detach", { sessionId });
+      expect(updatesOf(carol.received.items, sessionId, "turn_complete")).toHaveLength(1);
+      expect(await turnOf(sessionId)).toBe("idle");
+      // Both prompts are in the session's history, each with its author.
+      const later = await rawClient({ url, key: keys.client, agent: agent.name });
+      await later.request("initialize", { protocolVersion: 1, clientCapabilities: {} });
+      await later.request("session/load", { sessionId, cwd: agent.project, mcpServers: [] });
+      const authorOf = (text: string) =>
+        updatesOf(later.received.items, sessionId, "user_message_chunk").find((m) => m.params.update.content?.text === text)?.params._meta
+          ?.acpGateway?.user;
+      expect(authorOf("RUN: touch queued-first-marker")).toBe("alice");
+      expect(authorOf(remark)).toBe("bob");
+      carol.close();
+      later.close();
+    },
+  );
+
+  it.runIf(profile.queuesPrompts)(
+    "session/cancel with two prompts in flight answers both cancelled, and the command never runs",
+    async () => {
+      const alice = await personClient("alice");
+      const bob = await personClient("bob");
+      const sessionId = await agent.newSession(alice);
+      await bob.request("session/load", { sessionId, cwd: agent.project, mcpServers: [] });
+      const first = prompt(alice, sessionId, "RUN: touch queued-cancel-marker");
+      const asked = await askedDuring(alice, first);
+      const carol = await watcher(sessionId);
+      const second = prompt(bob, sessionId, "Bob adds: and then stop");
+      await echoed(carol, second, (m) => updatesOf([m], sessionId, "prompt_received").length > 0);
+      await alice.notify("session/cancel", { sessionId });
+      const [one, two] = await Promise.all([first, second]);
+      expect(one).toEqual(expect.objectContaining({ stopReason: "cancelled" }));
+      expect(two).toEqual(expect.objectContaining({ stopReason: "cancelled" }));
+      await expect(asked.answered).rejects.toMatchObject({ code: -32800 });
+      expect(existsSync(file("queued-cancel-marker"))).toBe(false);
+      expect(await turnOf(sessionId)).toBe("idle");
+      carol.close();
+    },
+  );
 
   const postReject = async () => {
     mkdirSync(file("build"), { recursive: true });

@@ -1,10 +1,13 @@
 // The capabilities clients see are only those the gateway serves (protocol/served-capabilities.ts):
 // a closed world, so what an agent advertises beyond them (ACP `providers`, a session fork) never
-// reaches a client whose every call of it would fail.
+// reaches a client whose every call of it would fail; Claude Code's promptQueueing is served only as the
+// session acts on it (decision 0067).
 
 import fc from "fast-check";
 import { describe, expect, it } from "vitest";
 import { servedCapabilities } from "../../protocol/served-capabilities";
+import { advertisesPromptQueueing } from "../../protocol/prompt-queueing";
+import { isObject } from "../../protocol/jsonrpc";
 
 const SERVED_TOP = ["loadSession", "promptCapabilities", "mcpCapabilities", "sessionCapabilities", "auth", "_meta"];
 
@@ -25,16 +28,21 @@ describe("the capabilities clients see", () => {
       mcpCapabilities: { http: true, sse: false },
       sessionCapabilities: { list: {}, resume: {}, close: {}, additionalDirectories: {} },
       auth: { logout: {} },
-      // The gateway refuses a prompt while a turn runs: the agent's promptQueueing is not what clients get.
-      _meta: { claudeCode: {} },
+      // The gateway relays a prompt while a turn runs to an agent that queues them (decision 0067): served as sent.
+      _meta: { claudeCode: { promptQueueing: true } },
     });
   });
 
-  it("promptQueueing is left out of _meta at its top as under a vendor's key (a counterexample the property found)", () => {
+  it("promptQueueing is served only where claude-agent-acp puts it, as `true`; at _meta's top or under another key it is left out", () => {
     expect(servedCapabilities({ _meta: { promptQueueing: false } })).toEqual({ _meta: {} });
     expect(servedCapabilities({ _meta: { promptQueueing: true, claudeCode: { promptQueueing: true, x: 1 }, other: 2 } })).toEqual({
-      _meta: { claudeCode: { x: 1 }, other: 2 },
+      _meta: { claudeCode: { promptQueueing: true, x: 1 }, other: 2 },
     });
+    // The gateway does not relay a prompt while a turn runs to these, so none is served.
+    expect(servedCapabilities({ _meta: { qoder: { promptQueueing: true } } })).toEqual({ _meta: { qoder: {} } });
+    expect(servedCapabilities({ _meta: { promptQueueing: true } })).toEqual({ _meta: {} });
+    for (const value of ["true", 1, {}, false, null])
+      expect(servedCapabilities({ _meta: { claudeCode: { promptQueueing: value, x: 1 } } })).toEqual({ _meta: { claudeCode: { x: 1 } } });
   });
 
   it("anything that is not an object of capabilities is none", () => {
@@ -44,7 +52,7 @@ describe("the capabilities clients see", () => {
 
   it("over any advertisement: only served names come out, and every served field comes out as the agent sent it", () => {
     const key = fc.oneof(
-      fc.constantFrom(...SERVED_TOP, "providers", "fork", "image", "list", "promptQueueing", "__proto__"),
+      fc.constantFrom(...SERVED_TOP, "providers", "fork", "image", "list", "promptQueueing", "claudeCode", "__proto__"),
       fc.string({ maxLength: 8 }),
     );
     const value = fc.oneof(fc.boolean(), fc.constant({}), fc.dictionary(key, fc.oneof(fc.boolean(), fc.constant({})), { maxKeys: 5 }));
@@ -54,7 +62,11 @@ describe("the capabilities clients see", () => {
         for (const name of Object.keys(out)) expect(SERVED_TOP).toContain(name);
         expect(out).not.toHaveProperty("providers");
         for (const name of ["loadSession"]) if (name in advertised) expect(out[name]).toEqual(advertised[name]);
-        expect(JSON.stringify(out._meta ?? {})).not.toContain('"promptQueueing"');
+        // promptQueueing comes out only as Claude Code's `true`, exactly when the session relays prompts while a turn runs.
+        const meta = (out._meta ?? {}) as Record<string, Record<string, unknown> | undefined>;
+        const { promptQueueing: served, ...rest } = isObject(meta.claudeCode) ? meta.claudeCode : {};
+        expect(served === true).toBe(advertisesPromptQueueing(advertised));
+        expect(JSON.stringify({ ...meta, claudeCode: rest })).not.toContain('"promptQueueing"');
         if (advertised._meta !== undefined && !JSON.stringify(advertised._meta).includes('"promptQueueing"'))
           expect(out._meta).toEqual(advertised._meta);
         const session = out.sessionCapabilities as Record<string, unknown> | undefined;

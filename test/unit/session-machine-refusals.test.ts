@@ -13,6 +13,7 @@ import type { Role } from "../../core/principal";
 import { type JsonRpcId, RpcError } from "../../protocol/jsonrpc";
 import { AGENT_METHODS } from "../../protocol/methods";
 import { ErrorCode } from "../../core/rpc-errors";
+import { PROMPTS_IN_FLIGHT_LIMIT } from "../../protocol/prompt-queueing";
 import { DECIDE_MODE_CHANGE, HOLD_MODE_CHANGE } from "../../protocol/people/mode-approval";
 
 class Table implements SessionTable {
@@ -58,6 +59,7 @@ function session(): { machine: SessionMachine; table: Table; sent: ToAgent[] } {
     notice: () => undefined,
     permissions: { cancelAll: () => undefined, turnEnded: () => undefined },
     promptStarted: () => undefined,
+    promptJoined: () => undefined,
     promptEnded: () => undefined,
     turnEnded: () => undefined,
     configOptions: () => undefined,
@@ -143,5 +145,45 @@ describe("session machine: a request refused before it reaches the agent", () =>
     const error = refusal(() => machine.admit(client("approver"), method, { sessionId: "s1" }));
     expect(error.code).toBe(ErrorCode.resourceNotFound);
     expect(error.message).toContain("s1");
+  });
+
+  // Decision 0067: a prompt while a turn runs is relayed only to an agent that queues prompts, up to the bound.
+  it("an agent that does not queue prompts: a second prompt is refused turn_in_progress, as before, naming who started the turn", () => {
+    const { machine, sent } = session();
+    machine.request(client("approver"), 1, AGENT_METHODS.sessionPrompt, PROMPT);
+    const error = refusal(() => machine.request(client("member"), 1, AGENT_METHODS.sessionPrompt, PROMPT));
+    expect(error.code).toBe(ErrorCode.invalidRequest);
+    expect(error.message).toBe(
+      "A turn is already running in session s1 (started by approver); wait for it to end or send session/cancel. Prompts are not queued.",
+    );
+    expect(error.data).toEqual({ reason: "turn_in_progress" });
+    expect(sent.filter((f) => f.type === "request")).toHaveLength(1);
+  });
+
+  it(`an agent that queues prompts: up to ${PROMPTS_IN_FLIGHT_LIMIT} in flight are relayed, the next is refused prompt_queue_full naming the bound`, () => {
+    const { machine, table, sent } = session();
+    table.meta = { sessionId: "s1", agent: "a", deadlineMs: 60_000, promptQueueing: true };
+    for (let id = 1; id <= PROMPTS_IN_FLIGHT_LIMIT; id++)
+      machine.request(client(id % 2 ? "approver" : "member"), id, AGENT_METHODS.sessionPrompt, PROMPT);
+    expect(sent.filter((f) => f.type === "request")).toHaveLength(PROMPTS_IN_FLIGHT_LIMIT);
+    expect(table.turn).toMatchObject({ state: "running", gwId: 1, prompts: [1, 2, 3, 4, 5], alsoPrompted: ["key:k-member"] });
+    const error = refusal(() => machine.request(client("approver"), 9, AGENT_METHODS.sessionPrompt, PROMPT));
+    expect(error.code).toBe(ErrorCode.invalidRequest);
+    expect(error.message).toBe(
+      `Session s1 has 5 prompts in flight, the most the gateway lets one session have (${PROMPTS_IN_FLIGHT_LIMIT}); wait for one to be answered, or send session/cancel.`,
+    );
+    expect(error.data).toEqual({ reason: "prompt_queue_full", limit: PROMPTS_IN_FLIGHT_LIMIT, inFlight: 5 });
+    expect(sent.filter((f) => f.type === "request")).toHaveLength(PROMPTS_IN_FLIGHT_LIMIT);
+  });
+
+  it("an agent that queues prompts: a prompt while the turn is being cancelled is refused turn_in_progress, saying why", () => {
+    const { machine, table, sent } = session();
+    table.meta = { sessionId: "s1", agent: "a", deadlineMs: 60_000, promptQueueing: true };
+    machine.request(client("approver"), 1, AGENT_METHODS.sessionPrompt, PROMPT);
+    machine.notification(client("approver"), AGENT_METHODS.sessionCancel, { sessionId: "s1" });
+    const error = refusal(() => machine.request(client("approver"), 2, AGENT_METHODS.sessionPrompt, PROMPT));
+    expect(error.data).toEqual({ reason: "turn_in_progress" });
+    expect(error.message).toMatch(/being cancelled, and a prompt joins a turn only while it runs/);
+    expect(sent.filter((f) => f.type === "request")).toHaveLength(1);
   });
 });

@@ -3,7 +3,8 @@
 // session's rows (which outlive an instance, as SQLite does), its instances, its three ways to the
 // agent (the edge link, the agent link, RPC calls on stubs) and the agent behind them, driven
 // through random interleavings fast-check finds:
-// - a client prompts (refused while a turn runs), sends another request, cancels the turn, withdraws
+// - a client prompts (refused while a turn runs, but for an agent that queues prompts, decision 0067:
+//   it joins a running turn up to the bound), sends another request, cancels the turn, withdraws
 //   a request ($/cancel_request), sends a notification, answers a permission request;
 // - the agent asks permission (answered `cancelled` at once outside a turn, as the permission
 //   machine does), answers a client request it holds, leaves (naming the requests it did not answer);
@@ -13,9 +14,12 @@
 //   break);
 // - the alarm finds a permission deadline passed or the turn idle;
 // - the session is evicted (idle) or crashes (what was out is lost with the instance).
-// After every step: the turn's prompt is in flight while a turn runs; no permission request is
-// pending outside a turn; no client request is answered twice; no hand-off is settled twice; every
-// turn that ended was told the shell once (`turnEnded`), by the agent exactly when it answered the prompt. After
+// After every step: the prompts in flight are exactly the running turn's (none while no turn runs),
+// and never more than the bound; no permission request is pending outside a turn, nor answered
+// `cancelled` for the turn's end while a prompt of it is in flight; no client request is answered
+// twice; no hand-off is settled twice; every turn that ended was told the shell once (`turnEnded`),
+// by the agent exactly when it answered the turn's last prompt in flight. Each case runs with an
+// agent that queues prompts or one that does not (its prompt is refused while a turn runs). After
 // a quiet end (every channel open and delivering, the agent answers what it holds, then leaves):
 // within an instance, the agent received the frames in the order given but for two answers; the
 // agent received session/cancel before every `cancelled` answer that cancel caused; no turn runs;
@@ -36,7 +40,8 @@ import {
   type SessionTable,
 } from "../../protocol/session-machine";
 import type { ToAgent } from "../../protocol/agent-relay";
-import type { TurnState } from "../../protocol/turn-state";
+import { type TurnState, promptsInFlight } from "../../protocol/turn-state";
+import { PROMPTS_IN_FLIGHT_LIMIT } from "../../protocol/prompt-queueing";
 import type { ClientAttachment } from "../../protocol/session-wire";
 import type { DecidedBy } from "../../protocol/pending-permission";
 import type { JsonRpcId } from "../../protocol/jsonrpc";
@@ -53,7 +58,7 @@ function check(ok: boolean, message: string): asserts ok {
 
 /** The session's rows: outlive every instance. */
 class Table implements SessionTable {
-  meta = { sessionId: "s", agent: "a", deadlineMs: 60_000 };
+  constructor(readonly meta: { sessionId: string; agent: string; deadlineMs: number; promptQueueing: boolean }) {}
   private current: TurnState = { state: "idle" };
   /** The prompts (`gwId`) of every turn that went from running or cancelling to idle, in order. */
   readonly ended: number[] = [];
@@ -142,7 +147,7 @@ type Op =
   | "crash";
 
 class World {
-  readonly table = new Table();
+  readonly table: Table;
   readonly log: string[] = [];
   instance = 0;
   machine!: SessionMachine;
@@ -176,10 +181,16 @@ class World {
   private readonly handedGwIds = new Set<number>();
   /** The turns' ends the machine told the shell (`turnEnded`), by prompt, in order. */
   readonly toldEnded: number[] = [];
-  /** The client request whose answer from the agent is being applied now. */
-  private answering: number | undefined;
-  constructor() {
+  /** While the agent's answer to a prompt is applied: whether it was the turn's last prompt in flight (so it ends the turn). */
+  private answeringLast: boolean | undefined;
+  constructor(queueing: boolean) {
+    this.table = new Table({ sessionId: "s", agent: "a", deadlineMs: 60_000, promptQueueing: queueing });
     this.start();
+  }
+
+  /** The prompts the session handed on and nobody has answered yet (its request rows). */
+  private promptRows(): number[] {
+    return [...this.table.inflight.values()].filter((r) => r.method === AGENT_METHODS.sessionPrompt).map((r) => r.gwId);
   }
 
   private start(): void {
@@ -215,19 +226,24 @@ class World {
       notice: () => undefined,
       permissions: {
         cancelAll: (by: DecidedBy) => {
+          check(
+            by.type !== "turn_end" || this.promptRows().length === 0,
+            "the turn's pending requests are answered `cancelled` for its end only once no prompt of it is in flight",
+          );
           const cause = by.type === "cancel" ? this.cancelling : undefined;
           for (const id of this.pending.splice(0)) this.give({ type: "response", epoch: 1, id, result: CANCELLED }, cause);
         },
         turnEnded: () => undefined,
       },
       promptStarted: () => undefined,
+      promptJoined: () => check(this.table.meta.promptQueueing, "a prompt joins a running turn only when the agent queues prompts"),
       promptEnded: () => undefined,
       turnEnded: (turn, end) => {
         check(this.table.turn.state === "idle", `the end of turn ${turn.gwId} is told once it is idle`);
         check(this.table.ended.at(-1) === turn.gwId, `the end told is of the turn that just ended (${turn.gwId})`);
         check(
-          (end.by === "agent") === (this.answering === turn.gwId),
-          `turn ${turn.gwId} ended by the agent exactly when it answered the prompt`,
+          (end.by === "agent") === (this.answeringLast === true),
+          `turn ${turn.gwId} ended by the agent exactly when it answered the turn's last prompt in flight`,
         );
         this.toldEnded.push(turn.gwId);
       },
@@ -284,13 +300,22 @@ class World {
     switch (op) {
       case "prompt": {
         const client = this.client(pick);
-        const running = this.table.turn.state !== "idle";
+        const turn = this.table.turn;
+        const inFlight = this.promptRows().length;
+        // Refused while a turn runs, but by an agent that queues prompts while it is not being cancelled, below the bound.
+        const full = turn.state === "running" && this.table.meta.promptQueueing && inFlight >= PROMPTS_IN_FLIGHT_LIMIT;
+        const refused = turn.state !== "idle" && (!this.table.meta.promptQueueing || turn.state === "cancelling" || full);
         const id = this.newId(client.connId);
         try {
           m.request(client, id, AGENT_METHODS.sessionPrompt, { sessionId: "s", prompt: [] });
-          check(!running, "a prompt while a turn runs is refused");
+          check(!refused, `a prompt is refused while a turn runs, unless it may join it (${inFlight} in flight, ${turn.state})`);
         } catch (error) {
-          check(running, `a prompt is refused only while a turn runs (${(error as Error).message})`);
+          check(refused, `a prompt is refused only while a turn runs and it may not join it (${(error as Error).message})`);
+          const reason = ((error as { data?: { reason?: string } }).data ?? {}).reason;
+          check(
+            reason === (full ? "prompt_queue_full" : "turn_in_progress"),
+            `refused ${full ? "past the bound" : "for the turn"} (${reason})`,
+          );
           this.answers.set(`${client.connId}:${id}`, 1); // the shell answers the refusal
         }
         break;
@@ -330,9 +355,10 @@ class World {
         const gwId = this.held[pick % Math.max(1, this.held.length)];
         if (gwId === undefined) break;
         this.held = this.held.filter((h) => h !== gwId);
-        this.answering = gwId;
+        const prompts = this.promptRows();
+        this.answeringLast = prompts.length === 1 && prompts[0] === gwId;
         m.agentAnswered(gwId, JSON.stringify({ jsonrpc: "2.0", id: gwId, result: { stopReason: "end_turn" } }));
-        this.answering = undefined;
+        this.answeringLast = undefined;
         break;
       }
       case "agentGone": {
@@ -424,8 +450,11 @@ class World {
 
   private checkStep(): void {
     const turn = this.table.turn;
-    if (turn.state !== "idle") check(this.table.inflight.has(turn.gwId), "while a turn runs, its prompt is in flight");
-    else check(this.pending.length === 0, "no permission request is pending outside a turn");
+    const rows = this.promptRows().sort((a, b) => a - b);
+    const prompts = turn.state === "idle" ? [] : [...promptsInFlight(turn)].sort((a, b) => a - b);
+    check(rows.join() === prompts.join(), `the prompts in flight (${rows.join()}) are the running turn's (${prompts.join()})`);
+    check(rows.length <= PROMPTS_IN_FLIGHT_LIMIT, `at most ${PROMPTS_IN_FLIGHT_LIMIT} prompts in flight (${rows.length})`);
+    if (turn.state === "idle") check(this.pending.length === 0, "no permission request is pending outside a turn");
     check(
       this.toldEnded.join() === this.table.ended.join(),
       `every turn's end is told once, in order (ended ${this.table.ended.join()}; told ${this.toldEnded.join()})`,
@@ -509,8 +538,8 @@ const step = fc.record({
 
 type Step = { op: Op; pick: number; flag: number };
 
-function run(steps: Step[]): World {
-  const world = new World();
+function run(steps: Step[], queueing = false): World {
+  const world = new World(queueing);
   try {
     for (const { op, pick, flag } of steps) world.step(op, pick, flag);
     world.quiet();
@@ -547,13 +576,42 @@ const FIXED: [string, Step[]][] = [
   ],
 ];
 
+/** The counterexamples of the bugs planted in prompt queueing (decision 0067), run with an agent that queues prompts. */
+const FIXED_QUEUEING: [string, Step[]][] = [
+  [
+    // Planted: any prompt's answer ended the turn, and answered its pending requests `cancelled`.
+    "the answer to one of two prompts in flight leaves the turn running and its requests pending",
+    [s("prompt"), s("prompt"), s("link"), s("link"), s("ask"), s("agentAnswer")],
+  ],
+  [
+    // Planted: no bound.
+    `a prompt past ${PROMPTS_IN_FLIGHT_LIMIT} in flight is refused prompt_queue_full`,
+    [s("prompt"), s("prompt"), s("prompt"), s("prompt"), s("prompt"), s("prompt")],
+  ],
+  [
+    // Planted: an idle turn failed only its first prompt.
+    "an idle turn fails every prompt in flight",
+    [s("prompt"), s("prompt"), s("idle")],
+  ],
+  [
+    // Planted: the agent's departure ended the turn when it named the first prompt, with another still on its way.
+    "the agent's departure ends the turn only when no prompt of it is left in flight",
+    [s("prompt"), s("prompt"), s("link"), s("ask"), s("agentGone")],
+  ],
+  [
+    // Planted: a prompt joined a turn being cancelled.
+    "a prompt while the turn is being cancelled is refused",
+    [s("prompt"), s("cancel"), s("prompt")],
+  ],
+];
+
 describe("the SessionObject's machine, model-based", () => {
   it(
     "over every interleaving of prompts, cancels, permission answers, the agent's answers and departures, channel failures, deadlines and crashes: in order, once, the cancel first, nothing left pending",
     () => {
       fc.assert(
-        fc.property(fc.array(step, { minLength: 5, maxLength: 80, size: "max" }), (steps) => {
-          run(steps);
+        fc.property(fc.array(step, { minLength: 5, maxLength: 80, size: "max" }), fc.boolean(), (steps, queueing) => {
+          run(steps, queueing);
         }),
         { numRuns: RUNS },
       );
@@ -562,4 +620,5 @@ describe("the SessionObject's machine, model-based", () => {
   );
 
   for (const [name, steps] of FIXED) it(`fixed: ${name}`, () => void run(steps));
+  for (const [name, steps] of FIXED_QUEUEING) it(`fixed, an agent that queues prompts: ${name}`, () => void run(steps, true));
 });

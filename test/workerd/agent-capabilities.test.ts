@@ -22,8 +22,8 @@ describe("an agent's capabilities and sessionless notifications", () => {
     // Multi-client attach is the gateway's own, advertised under _meta until PR #533 lands (decision 0054).
     expect(caps.sessionCapabilities).toEqual({ list: {}, resume: {}, delete: {}, _meta: { "acp/attach": expect.any(Object) } });
     expect(caps.promptCapabilities).toEqual({ image: true, embeddedContext: true });
-    // Claude Code's promptQueueing is not served: the gateway refuses a prompt while a turn runs.
-    expect(caps._meta).toEqual({ claudeCode: {} });
+    // Claude Code's promptQueueing is served as sent: the gateway relays a prompt while a turn runs to this agent (decision 0067).
+    expect(caps._meta).toEqual({ claudeCode: { promptQueueing: true } });
     expect(caps.loadSession).toBe(true);
     // What the capability promised is indeed refused: providers/list names no session.
     expect((await client.request("providers/list", {})).error.code).toBe(-32601);

@@ -35,7 +35,7 @@ export interface AcpHandlers {
   onClose(code: number, reason: string): void;
 }
 
-class AcpRequestError extends Error {
+export class AcpRequestError extends Error {
   constructor(
     readonly method: string,
     readonly error: RpcError,

@@ -11,6 +11,7 @@
 
 import { AcpClient, type Incoming, type JsonObject, isObject } from "./acp";
 import type { Api } from "./api";
+import { queuesPrompts } from "./prompt-queue";
 import { reconnectDelayMs, reconnectVerdict } from "./reconnect";
 
 /** Where the link is, for the person: connected, trying again (attempt, when), or closed for good (why). */
@@ -36,6 +37,8 @@ export class SessionLink {
   state: LinkState = { state: "open" };
   connectionId: string | null = null;
   agentConnected = false;
+  /** The agent's served capabilities advertise prompt queueing (decision 0067): a prompt while a turn runs joins it. */
+  queuesPrompts = false;
   client!: AcpClient;
 
   private constructor(
@@ -66,6 +69,7 @@ export class SessionLink {
     const meta = isObject(init._meta) && isObject(init._meta.acpGateway) ? init._meta.acpGateway : {};
     this.connectionId = typeof meta.connectionId === "string" ? meta.connectionId : null;
     this.agentConnected = meta.agentConnected === true;
+    this.queuesPrompts = queuesPrompts(init);
     return false;
   }
 

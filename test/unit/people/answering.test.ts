@@ -37,6 +37,7 @@ const facts: fc.Arbitrary<RequestFacts> = fc.record({
     { nil: null },
   ),
   approvals: fc.subarray(PEOPLE, { maxLength: 1 }),
+  alsoPrompted: fc.subarray(PEOPLE, { maxLength: 2 }),
 });
 
 describe("answering: a person's answer judged whole (authoriseAnswer)", () => {
@@ -111,13 +112,13 @@ describe("answering: who may choose what", () => {
     );
   });
 
-  it("under not_prompter, the prompter and every member never approve; another approver does", () => {
+  it("under not_prompter, the prompter, whoever else prompted into the turn and every member never approve; another approver does", () => {
     fc.assert(
       fc.property(answerer, facts, (a, f) => {
         if (f.fourEyes?.require !== "not_prompter") return;
         for (const o of f.options.filter(isApproval)) {
           const ok = authorise(a, f, o).ok;
-          if (a.who === f.prompter || rank(a.role) < rank("approver")) expect(ok).toBe(false);
+          if (a.who === f.prompter || f.alsoPrompted?.includes(a.who) || rank(a.role) < rank("approver")) expect(ok).toBe(false);
           else expect(ok).toBe(true);
         }
       }),
@@ -145,7 +146,7 @@ describe("answering: who may choose what", () => {
         for (const o of f.options.filter(isApproval)) {
           const r = authorise(a, f, o);
           if (!r.ok || !r.commit) continue;
-          if (f.fourEyes.require === "not_prompter") expect(a.who).not.toBe(f.prompter);
+          if (f.fourEyes.require === "not_prompter") expect([f.prompter, ...(f.alsoPrompted ?? [])]).not.toContain(a.who);
           else expect(f.approvals.length === 1 && f.approvals[0] !== a.who).toBe(true);
         }
       }),

@@ -29,6 +29,7 @@ import {
   userMessage,
 } from "../transcript";
 import { shownClaim } from "../unseen-diffs";
+import { promptRefusal } from "../prompt-queue";
 import { Markdown, PermissionCard, PlanView, ToolCard } from "./cards";
 import { ModeChangeCard } from "./mode-change-card";
 import { Safe } from "./shown";
@@ -66,6 +67,12 @@ export function SessionView({ api, link, session, isNew, focusCard = null, onBac
   const [text, setText] = useState("");
   const update = (f: (t: Transcript) => Transcript) => setT((prev) => f(prev));
   const myTurn = useRef(false);
+  // This page's prompts not yet answered: more than one when the agent queues prompts (decision 0067).
+  const myPrompts = useRef(0);
+  // Flips when this page's last prompt is answered: a turn that goes on (someone else's prompt joined it) is then polled.
+  const [mineAnswered, setMineAnswered] = useState(0);
+  // The gateway refused the last prompt without running it (the bound, a turn being cancelled): why.
+  const [refused, setRefused] = useState<string | null>(null);
   // Set while the gateway holds the session (an agent ran a tool call unasked): why, and a way to resume.
   const [held, setHeld] = useState<string | null>(null);
   const [resumeError, setResumeError] = useState<string | null>(null);
@@ -242,6 +249,7 @@ export function SessionView({ api, link, session, isNew, focusCard = null, onBac
       onState: setLinkState,
       onReconnected: () => {
         myTurn.current = false;
+        myPrompts.current = 0;
         setT(EMPTY);
         void load();
       },
@@ -262,7 +270,7 @@ export function SessionView({ api, link, session, isNew, focusCard = null, onBac
         .catch(() => undefined);
     }, TURN_POLL_MS);
     return () => clearInterval(timer);
-  }, [turn, session.id]);
+  }, [turn, session.id, mineAnswered]);
 
   const bottom = useRef<HTMLDivElement>(null);
   useEffect(() => {
@@ -270,13 +278,18 @@ export function SessionView({ api, link, session, isNew, focusCard = null, onBac
     if (box && box.scrollHeight - box.scrollTop - box.clientHeight < 160) bottom.current?.scrollIntoView({ block: "end" });
   }, [t]);
 
+  /** A prompt now joins the running turn: the agent's served capabilities advertise prompt queueing (decision 0067). */
+  const joins = link.queuesPrompts && turn === "running";
+
   const send = (event: Event) => {
     event.preventDefault();
     const prompt = text.trim();
-    if (!prompt || turn !== "idle" || !link.isOpen) return;
+    if (!prompt || !(turn === "idle" || joins) || !link.isOpen) return;
     setText("");
+    setRefused(null);
     setTurn("running");
     myTurn.current = true;
+    myPrompts.current += 1;
     update((t) => userMessage(t, prompt, null));
     // Named by its first prompt, as the gateway names it (protocol/session-title.ts): the header says so at once.
     if (typeof title !== "string") setTitle(titleFromPrompt([{ type: "text", text: prompt }]));
@@ -287,17 +300,31 @@ export function SessionView({ api, link, session, isNew, focusCard = null, onBac
         if (r.stopReason === "cancelled") update((t) => turnEnded(t, "The turn was cancelled."));
         else if (r.stopReason && r.stopReason !== "end_turn") update((t) => notice(t, `The turn ended: ${r.stopReason}.`, "warn"));
       })
-      .catch((e: unknown) => update((t) => turnEnded(t, `The prompt failed: ${errorText(e)}`)))
+      .catch((e: unknown) => {
+        const refusal = promptRefusal(e);
+        if (refusal === null) return update((t) => turnEnded(t, `The prompt failed: ${errorText(e)}`));
+        // Never run: the turn goes on as it was, and the words are back in the box to send again.
+        setRefused(refusal);
+        update((t) => notice(t, refusal, "warn"));
+        setText((now) => (now.trim() === "" ? prompt : now));
+      })
       .finally(() => {
+        myPrompts.current -= 1;
+        if (myPrompts.current > 0) return; // another prompt of this page is still in the turn
         myTurn.current = false;
-        setTurn("idle");
+        setMineAnswered((n) => n + 1);
+        // A turn the agent queues prompts in ends with its last prompt, which may be someone else's: the snapshot says.
+        if (!link.queuesPrompts) setTurn("idle");
         // The gateway names an untitled session by its first prompt (the list shows it): show it here too.
         api
           .get<Snapshot>(`/v1/sessions/${encodeURIComponent(session.id)}`)
           .then((snapshot) => {
             if (snapshot.title) setTitle(snapshot.title);
+            if (link.queuesPrompts && !myTurn.current) setTurn(snapshot.turn.state);
           })
-          .catch(() => undefined);
+          .catch(() => {
+            if (link.queuesPrompts && !myTurn.current) setTurn("idle");
+          });
       });
   };
 
@@ -488,6 +515,16 @@ export function SessionView({ api, link, session, isNew, focusCard = null, onBac
         </div>
       )}
       <form class="prompt-bar" onSubmit={send}>
+        {joins && (
+          <p class="prompt-hint muted" id="prompt-joins">
+            The agent is working: a prompt you send now joins its running turn.
+          </p>
+        )}
+        {refused !== null && (
+          <p class="prompt-hint error" role="alert">
+            <Safe text={refused} />
+          </p>
+        )}
         <label class="sr-only" for="prompt-text">
           Prompt
         </label>
@@ -495,7 +532,8 @@ export function SessionView({ api, link, session, isNew, focusCard = null, onBac
           ref={promptBox}
           id="prompt-text"
           rows={2}
-          placeholder={turn === "idle" ? "Ask the agent…" : "The agent is working…"}
+          placeholder={turn === "idle" ? "Ask the agent…" : joins ? "Add to what the agent is working on…" : "The agent is working…"}
+          aria-describedby={joins ? "prompt-joins" : undefined}
           value={text}
           onInput={(e) => setText((e.currentTarget as HTMLTextAreaElement).value)}
           onKeyDown={(e) => {
@@ -503,7 +541,11 @@ export function SessionView({ api, link, session, isNew, focusCard = null, onBac
           }}
         />
         <div class="prompt-actions">
-          <button class="primary" disabled={turn !== "idle" || !text.trim() || linkState.state !== "open"}>
+          <button
+            class="primary"
+            disabled={!(turn === "idle" || joins) || !text.trim() || linkState.state !== "open"}
+            aria-describedby={joins ? "prompt-joins" : undefined}
+          >
             Send
           </button>
           <button type="button" class="danger" onClick={cancel} disabled={turn !== "running" || linkState.state !== "open"}>
