@@ -136,8 +136,8 @@ class Demand {
 
   constructor(
     now: number,
-    /** The shortest window a rate is measured over: a burst within it counts as that window's rate. */
-    private readonly shortestMs = LEASE_MS / 10,
+    /** The most an ask may be, as a multiple of what was spent since the last: a burst is not a second's pace. */
+    private readonly most = Number.POSITIVE_INFINITY,
   ) {
     this.since = now;
   }
@@ -148,8 +148,9 @@ class Demand {
 
   /** The size to ask for now; starts a new window. */
   take(now: number, least: number, most: number): number {
-    const elapsed = Math.max(this.shortestMs, now - this.since);
-    const perLease = Math.ceil((this.spent / elapsed) * LEASE_MS);
+    const elapsed = Math.max(LEASE_MS / 10, now - this.since);
+    const cap = Number.isFinite(this.most) ? this.spent * this.most : Number.POSITIVE_INFINITY;
+    const perLease = Math.min(Math.ceil((this.spent / elapsed) * LEASE_MS), cap);
     this.spent = 0;
     this.since = now;
     return Math.min(most, Math.max(least, perLease));
@@ -292,6 +293,8 @@ export class LeasePool {
   private tokens = 0;
   private expiresAt = 0;
   private deniedUntil = 0;
+  /** No top-up before this: the root cut the last ask short (the tenant is at its rate). */
+  private quietUntil = 0;
   private asking: Promise<void> | undefined;
   private lastAsk = 0;
   /** What the takers waiting on the root want, together. */
@@ -302,9 +305,10 @@ export class LeasePool {
     private readonly ask: (want: number) => Promise<LeaseGrant>,
     private readonly now: () => number = Date.now,
   ) {
-    // Measured over a whole lease: what the pool served is its connections' leases, already a
-    // second of their demand each, so a burst of them is not to be taken as a rate ten times that.
-    this.demand = new Demand(now(), LEASE_MS);
+    // What the pool serves is its connections' leases, each already a second of their demand: a
+    // burst of them (every connection opening at once) is not to be taken as a rate kept up for a
+    // second, which took ten times that from a small tenant's bucket, to lapse unspent.
+    this.demand = new Demand(now(), 2);
   }
 
   /**
@@ -329,7 +333,7 @@ export class LeasePool {
     this.tokens -= granted;
     this.demand.add(granted);
     // Topped up before it runs dry, so most connections' leases are served without waiting on the root.
-    if (this.tokens < this.lastAsk / 2) void this.refill().catch(() => undefined);
+    if (this.tokens < this.lastAsk / 2 && this.now() >= this.quietUntil) void this.refill().catch(() => undefined);
     // Short while the tenant refuses: a refusal. Short otherwise (tokens lapsed, or taken by takers
     // ahead while this one waited): retryAfterMs 0, so the connection asks again instead of refusing.
     return { granted, retryAfterMs: granted < want ? Math.max(0, this.deniedUntil - this.now()) : 0 };
@@ -355,11 +359,14 @@ export class LeasePool {
         this.lapse();
         this.tokens += grant.granted;
         this.expiresAt = now + LEASE_MS;
-        // Refused in part, leaving less than the takers waiting want: the tenant is at its rate. Ask
-        // again no sooner than a tenth of a lease, so the shards of a tenant at its limit do not keep
-        // the root busy with asks it must refuse. A top-up the root cut short while the takers have
-        // what they want is no refusal: it was sized to what was served, not to what is asked.
-        if (grant.granted < want && this.tokens < this.wanted) this.deniedUntil = now + Math.max(LEASE_MS / 10, grant.retryAfterMs);
+        // Refused in part: the tenant is at its rate. No top-up for a tenth of a lease, so the shards
+        // of a tenant at its limit do not keep the root busy with asks it must refuse; the takers are
+        // refused as long only if it leaves them short. A top-up cut short while the takers have what
+        // they want is no refusal: it was sized to what was served, not to what is asked.
+        if (grant.granted < want) {
+          this.quietUntil = now + Math.max(LEASE_MS / 10, grant.retryAfterMs);
+          if (this.tokens < this.wanted) this.deniedUntil = this.quietUntil;
+        }
       })
       .finally(() => {
         this.asking = undefined;
