@@ -31,7 +31,8 @@ const started = Date.now();
 const results: Json = { quick: QUICK, machine: machine(), scenarios: {} };
 const loadAtStart = loadavg().map((x) => round(x, 2));
 const log = (s: string) => process.stdout.write(`${s}\n`);
-// BENCH_ONLY=3,5 runs only those scenarios (after the baselines), for profiling one path; it writes no results file.
+// BENCH_ONLY=3,5 runs only those scenarios (after the baselines), for profiling one path; it writes no results file
+// but BENCH_OUT=<file>, which any run also writes its results to (a before/after kept in bench/results/issue-40/).
 const ONLY = process.env.BENCH_ONLY?.split(",").map(Number);
 const wants = (scenario: number) => !ONLY || ONLY.includes(scenario);
 
@@ -532,6 +533,7 @@ results.cost = ONLY ? {} : await cost();
 results.seconds = round((Date.now() - started) / 1000, 1);
 results.targets = targets(results);
 if (!ONLY) writeFileSync(join(ROOT, "bench", "results", QUICK ? "quick.json" : "latest.json"), `${JSON.stringify(results, null, 2)}\n`);
+if (process.env.BENCH_OUT) writeFileSync(process.env.BENCH_OUT, `${JSON.stringify(results, null, 2)}\n`);
 if (!QUICK && !ONLY) await writeReport(results);
 log(`\nTargets:`);
 for (const t of results.targets as Json[]) log(`  ${t.pass ? "PASS" : "MISS"}  ${t.name}: ${t.value} (target ${t.target})`);
