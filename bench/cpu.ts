@@ -11,7 +11,7 @@ export function cpuNs(rootPid: number): number {
   const stack = [rootPid];
   while (stack.length > 0) {
     const pid = stack.pop() as number;
-    let tasks: string[] = [];
+    let tasks: string[];
     try {
       tasks = readdirSync(`/proc/${pid}/task`);
     } catch {

@@ -1,4 +1,4 @@
-// `node bench/profile.ts`: where a client-answered permission request spends the gateway's CPU.
+// `npm run bench:profile`: where a client-answered permission request spends the gateway's CPU.
 // Starts the gateway as the bench does (port 8890), sends PROFILE_REQUESTS requests that a client
 // answers at once (as scenario 3's person path), and reads two things over the same requests: the
 // CPU the gateway's processes used per request (bench/cpu.ts), and a CPU profile of the gateway's
@@ -58,7 +58,13 @@ const gateway = await startLocalGateway({
   port: 8890,
   persistTo: join(stateDir, "gateway"),
   quiet: true,
-  tenantSettings: { limits: { messagesPerSecondPerAgentConnection: 100_000, messagesPerSecondPerConnection: 100_000, messagesPerSecondPerTenant: 1_000_000 } },
+  tenantSettings: {
+    limits: {
+      messagesPerSecondPerAgentConnection: 100_000,
+      messagesPerSecondPerConnection: 100_000,
+      messagesPerSecondPerTenant: 1_000_000,
+    },
+  },
 });
 try {
   const ws = gateway.url.replace(/^http/, "ws");
@@ -163,7 +169,9 @@ function report(profile: Profile, requests: number): void {
       .join("\n");
   console.log(`profiled: ${(total / requests).toFixed(1)} µs a request (idle included)`);
   console.log(`self time, top 40:\n${top(self, 40, () => true)}`);
-  console.log(`inclusive, the gateway's functions, top 60:\n${top(inclusive, 60, (k) => !k.startsWith("(") && !k.includes("node_modules"))}`);
+  console.log(
+    `inclusive, the gateway's functions, top 60:\n${top(inclusive, 60, (k) => !k.startsWith("(") && !k.includes("node_modules"))}`,
+  );
 }
 
 function nameOf(n: ProfileNode): string {
