@@ -13,6 +13,7 @@ import { join } from "node:path";
 import { ROOT, WRANGLER, startLocalGateway, stopProcessGroup, waitForHealth, wrangler, wranglerEnv } from "../scripts/local-gateway.ts";
 import { type Json, Peer, benchAgent, benchClient, loadSession, newSession, startTurn } from "./peer.ts";
 import { writeReport } from "./report.ts";
+import { cpuNs } from "./cpu.ts";
 import { measureStages } from "./stages.ts";
 import { targets } from "./targets.ts";
 import { now, ratio, round, summarize } from "./stats.ts";
@@ -31,7 +32,8 @@ const started = Date.now();
 const results: Json = { quick: QUICK, machine: machine(), scenarios: {} };
 const loadAtStart = loadavg().map((x) => round(x, 2));
 const log = (s: string) => process.stdout.write(`${s}\n`);
-// BENCH_ONLY=3,5 runs only those scenarios (after the baselines), for profiling one path; it writes no results file.
+// BENCH_ONLY=3,5 runs only those scenarios (after the baselines), for profiling one path; it writes no results file
+// but BENCH_OUT=<file>, which any run also writes its results to (a before/after kept in bench/results/issue-40/).
 const ONLY = process.env.BENCH_ONLY?.split(",").map(Number);
 const wants = (scenario: number) => !ONLY || ONLY.includes(scenario);
 
@@ -57,6 +59,7 @@ const gateway = await startLocalGateway({
   },
 });
 const baseline = await startBaseline(8891, join(stateDir, "baseline"));
+const [gatewayPid, baselinePid] = [gateway.pid, baseline.pid];
 const ws = gateway.url.replace(/^http/, "ws");
 const bws = baseline.url.replace(/^http/, "ws");
 const { client: clientKey, agent: agentKey } = gateway.keys;
@@ -278,13 +281,13 @@ try {
       });
       await agent.next((m) => m.id === id);
     };
-    const personPaired = await paired(n(1000, 300), (i) => ask(i, `make target${i}`), persistedRttStep);
+    const personPaired = await paired(n(1000, 300), (i) => ask(i, `make target${i}`), persistedRttStep, true);
     const person = personPaired.gateway;
     const auto: Json[] = [];
     for (const count of QUICK ? [10, 10_000] : [10, 1000, 10_000]) {
       await seedRules(count);
       askedPeople = 0;
-      const rulePaired = await paired(n(1000, 300), (i) => ask(i, "npm test"), persistedRttStep);
+      const rulePaired = await paired(n(1000, 300), (i) => ask(i, "npm test"), persistedRttStep, true);
       const rule = rulePaired.gateway;
       if (askedPeople > 0) log(`3. WARNING: ${askedPeople} of the rule's requests were asked of the client, not answered by the rule`);
       auto.push({
@@ -294,6 +297,7 @@ try {
         ratioToRelayRtt: ratio(rule.median, relayRtt.median),
         ratioToPersistedRtt: ratio(rule.median, rulePaired.baseline.median),
         persistedPaired: rulePaired.baseline,
+        cpu: rulePaired.cpu,
         ratioToPerson: ratio(rule.median, person.median),
       });
       log(
@@ -306,12 +310,16 @@ try {
         ratioToRelayRtt: ratio(person.median, relayRtt.median),
         ratioToPersistedRtt: ratio(person.median, personPaired.baseline.median),
         persistedPaired: personPaired.baseline,
+        cpu: personPaired.cpu,
         ratioToEchoRtt: ratio(person.median, echoRtt.median),
       },
       auto,
     };
     log(
       `3. permission answered by a client: ${person.median} ms (${ratio(person.median, personPaired.baseline.median)}x persisted rtt, paired ${personPaired.baseline.median} ms)`,
+    );
+    log(
+      `3. CPU per request answered by a client: ${personPaired.cpu?.gatewayUs} µs in the gateway's processes, ${personPaired.cpu?.baselineUs} µs per persisted round trip (${personPaired.cpu?.ratio}x)`,
     );
     agent.close();
     client.close();
@@ -532,6 +540,7 @@ results.cost = ONLY ? {} : await cost();
 results.seconds = round((Date.now() - started) / 1000, 1);
 results.targets = targets(results);
 if (!ONLY) writeFileSync(join(ROOT, "bench", "results", QUICK ? "quick.json" : "latest.json"), `${JSON.stringify(results, null, 2)}\n`);
+if (process.env.BENCH_OUT) writeFileSync(process.env.BENCH_OUT, `${JSON.stringify(results, null, 2)}\n`);
 if (!QUICK && !ONLY) await writeReport(results);
 log(`\nTargets:`);
 for (const t of results.targets as Json[]) log(`  ${t.pass ? "PASS" : "MISS"}  ${t.name}: ${t.value} (target ${t.target})`);
@@ -559,23 +568,32 @@ async function samplesOf(count: number, step: (i: number) => Promise<void>, firs
  * A gateway path and its baseline measured in alternating blocks (PAIRED_ROUNDS of each, the order
  * swapped every round), so both see the same minutes of a shared machine: a baseline measured once
  * at the start can be 40% off by the time a scenario runs. The targets read the ratio of these two.
+ * `cpu`: also the CPU each side's server processes used per step (bench/cpu.ts), which the load does not move.
  */
-async function paired(count: number, gateway: (i: number) => Promise<void>, baseline: (i: number) => Promise<void>) {
+async function paired(count: number, gateway: (i: number) => Promise<void>, baseline: (i: number) => Promise<void>, cpu = false) {
   const PAIRED_ROUNDS = 10;
   const per = Math.max(1, Math.round(count / PAIRED_ROUNDS));
+  const steps = per + Math.min(20, Math.floor(per / 10)); // samplesOf's warm-up steps count too
   const g: number[] = [];
   const b: number[] = [];
-  for (let round = 0; round < PAIRED_ROUNDS; round++) {
-    const first = round * per;
-    if (round % 2 === 0) {
-      g.push(...(await samplesOf(per, gateway, first)));
-      b.push(...(await samplesOf(per, baseline, first)));
-    } else {
-      b.push(...(await samplesOf(per, baseline, first)));
-      g.push(...(await samplesOf(per, gateway, first)));
-    }
+  const used = { gateway: 0, baseline: 0 };
+  const block = async (side: "gateway" | "baseline", first: number) => {
+    const pid = side === "gateway" ? gatewayPid : baselinePid;
+    const before = cpu ? cpuNs(pid) : 0;
+    const samples = await samplesOf(per, side === "gateway" ? gateway : baseline, first);
+    if (cpu) used[side] += cpuNs(pid) - before;
+    (side === "gateway" ? g : b).push(...samples);
+  };
+  for (let k = 0; k < PAIRED_ROUNDS; k++) {
+    const first = k * per;
+    const order = k % 2 === 0 ? (["gateway", "baseline"] as const) : (["baseline", "gateway"] as const);
+    for (const side of order) await block(side, first);
   }
-  return { gateway: summarize(g), baseline: summarize(b) };
+  const perStep = (ns: number) => round(ns / 1000 / (steps * PAIRED_ROUNDS), 1);
+  const cpuUsed = cpu
+    ? { gatewayUs: perStep(used.gateway), baselineUs: perStep(used.baseline), ratio: ratio(used.gateway, used.baseline) }
+    : undefined;
+  return { gateway: summarize(g), baseline: summarize(b), cpu: cpuUsed };
 }
 
 /** Sends `count` messages without waiting and returns messages per second until the last arrives. */
@@ -635,7 +653,7 @@ async function startBaseline(port: number, persistTo: string) {
   const child = spawn(WRANGLER, args, { cwd: ROOT, env: wranglerEnv(), stdio: "ignore", detached: true });
   const url = `http://127.0.0.1:${port}`;
   await waitForHealth(url, child, 60_000);
-  return { url, stop: () => stopProcessGroup(child) };
+  return { url, pid: child.pid ?? 0, stop: () => stopProcessGroup(child) };
 }
 
 /** Resident memory (MiB) of the workerd processes under the gateway's wrangler. */

@@ -31,9 +31,16 @@ interface ModeDecisionBy {
 
 /** The held changes in the object's SQLite (table `mode_proposals`, store-migrations.ts): they survive eviction. */
 export class ModeProposalTable {
+  /**
+   * Known to hold nothing: `count` and `dueAt` answer without reading, as they are asked every time the
+   * session's alarm is (twice a client-answered request, issue 40). Only an insert clears it.
+   */
+  private empty = false;
+
   constructor(private readonly sql: SqlStorage) {}
 
   add(held: Held): void {
+    this.empty = false;
     this.sql.exec(
       "INSERT INTO mode_proposals (id, expires_at, body) VALUES (?, ?, ?)",
       held.proposal.id,
@@ -43,11 +50,17 @@ export class ModeProposalTable {
   }
 
   count(): number {
-    return this.sql.exec<{ n: number }>("SELECT COUNT(*) AS n FROM mode_proposals").one().n;
+    if (this.empty) return 0;
+    const n = this.sql.exec<{ n: number }>("SELECT COUNT(*) AS n FROM mode_proposals").one().n;
+    this.empty = n === 0;
+    return n;
   }
 
   dueAt(): number | undefined {
-    return this.sql.exec<{ at: number | null }>("SELECT MIN(expires_at) AS at FROM mode_proposals").toArray()[0]?.at ?? undefined;
+    if (this.empty) return undefined;
+    const at = this.sql.exec<{ at: number | null }>("SELECT MIN(expires_at) AS at FROM mode_proposals").toArray()[0]?.at ?? undefined;
+    this.empty = at === undefined;
+    return at;
   }
 
   all(): Held[] {
@@ -64,6 +77,7 @@ export class ModeProposalTable {
   }
 
   put(held: Held): void {
+    this.empty = false;
     this.sql.exec(
       "INSERT OR REPLACE INTO mode_proposals (id, expires_at, body) VALUES (?, ?, ?)",
       held.proposal.id,

@@ -43,6 +43,12 @@ export class Notifier {
   readonly links: ApprovalLinks;
   private settings?: NotifySettings;
   private reading?: Promise<NotifySettings>;
+  /**
+   * No row can be due (none unsent with a notify time): `nextDue` answers without reading, as it is
+   * asked every time the alarm is (twice a client-answered request, issue 40). Only an insert or an
+   * update that gives a row a notify time again clears it.
+   */
+  private noneDue = false;
 
   constructor(
     private readonly ctx: DurableObjectState,
@@ -68,6 +74,7 @@ export class Notifier {
     if (!pending) return;
     const after = tenant.afterMs;
     this.sql.exec("INSERT OR IGNORE INTO notify (perm_id, after_ms, due_at) VALUES (?, ?, ?)", permId, after, pending.createdAt + after);
+    this.noneDue = false;
     this.reschedule();
   }
 
@@ -87,11 +94,14 @@ export class Notifier {
 
   /** The earliest notify time of a request still pending and not yet sent. */
   nextDue(): number | undefined {
+    if (this.noneDue) return undefined;
     // Pending requests are held in memory (store.ts), not in a table: filtered here.
     let next: number | undefined;
-    for (const r of this.sql
+    const rows = this.sql
       .exec<{ perm_id: number; due_at: number }>("SELECT perm_id, due_at FROM notify WHERE sent_at IS NULL AND due_at IS NOT NULL")
-      .toArray()) {
+      .toArray();
+    this.noneDue = rows.length === 0;
+    for (const r of rows) {
       if (this.store.isPending(r.perm_id)) next = next === undefined ? r.due_at : Math.min(next, r.due_at);
     }
     return next;
@@ -131,6 +141,7 @@ export class Notifier {
       now,
       JSON.stringify(this.store.pending().map((p) => p.permId)),
     ).rowsWritten;
+    if (changed > 0) this.noneDue = false;
     if (changed > 0) this.reschedule();
   }
 
@@ -156,6 +167,7 @@ export class Notifier {
         paced.retryAt,
         JSON.stringify(later),
       );
+      this.noneDue = false;
       this.paced(webhooksPaced(perMinute, later.length, paced.retryAt));
       this.reschedule();
     }
