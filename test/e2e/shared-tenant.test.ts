@@ -25,7 +25,15 @@ const FILES = [
 ] as const;
 
 /** The files with tenants of their own (vitest.config.ts `OWN_TENANT`), which run as files of their own. */
-const OWN_TENANT = ["people", "console-signin", "approvals-link", "console-settings", "console-what-is-asked", "console-mode-change", "console-prompt-queue"];
+const OWN_TENANT = [
+  "people",
+  "console-signin",
+  "approvals-link",
+  "console-settings",
+  "console-what-is-asked",
+  "console-mode-change",
+  "console-prompt-queue",
+];
 
 it("every end-to-end file that shares the dev tenant is run here (none left out)", () => {
   const here = readdirSync(new URL(".", import.meta.url))
