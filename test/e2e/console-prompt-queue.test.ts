@@ -14,7 +14,6 @@ import { launchChromium, screenshotsDir } from "./browser";
 import { Recorder, waitForAgent } from "./peers";
 import { tenantOfItsOwn } from "./tenants";
 
-type Json = Record<string, any>;
 const url = inject("gatewayUrl");
 const AGENT = `console-queue-${Date.now().toString(36)}`;
 

@@ -1,7 +1,7 @@
 // web/src/prompt-queue.ts: the console keeps Send on during a turn exactly when the gateway serves the
 // agent's advertisement of prompt queueing (decision 0067), and says the gateway's refusals in words.
 import { describe, expect, it } from "vitest";
-import { AcpRequestError } from "../../web/src/acp";
+import { AcpRequestError } from "../../web/src/rpc-error";
 import { promptRefusal, queuesPrompts } from "../../web/src/prompt-queue";
 import { promptQueueFull } from "../../protocol/prompt-queueing";
 

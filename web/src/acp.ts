@@ -1,6 +1,7 @@
 import { CLOSE } from "../../core/close-codes";
 import { ErrorCode } from "../../core/rpc-errors";
 import type { Api } from "./api";
+import { AcpRequestError, type RpcError } from "./rpc-error";
 // An ACP client over the gateway's WebSocket, speaking raw JSON-RPC 2.0: requests with their
 // answers, notifications, and requests from the gateway (permission requests) answered by id.
 // Browsers cannot set headers on a WebSocket, and a key in a subprotocol or URL is kept by proxies
@@ -17,12 +18,6 @@ export type JsonObject = { [key: string]: unknown };
 /** How long one attempt to open the WebSocket may take. */
 const OPEN_TIMEOUT_MS = 15_000;
 
-export interface RpcError {
-  code: number;
-  message: string;
-  data?: unknown;
-}
-
 /** A request or notification from the gateway: `id` is set for requests that want an answer. */
 export interface Incoming {
   id?: number | string;
@@ -33,15 +28,6 @@ export interface Incoming {
 export interface AcpHandlers {
   onMessage(message: Incoming): void;
   onClose(code: number, reason: string): void;
-}
-
-export class AcpRequestError extends Error {
-  constructor(
-    readonly method: string,
-    readonly error: RpcError,
-  ) {
-    super(error.message);
-  }
 }
 
 /** Requests the gateway's edge answers itself: no resumed stream brings their answer. */

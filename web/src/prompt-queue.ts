@@ -2,11 +2,12 @@
 // it, a prompt sent while a turn runs joins that turn, so Send stays on; the gateway's refusals of a
 // prompt (the bound, a turn being cancelled) are said in words and leave the turn as it is.
 
-import { AcpRequestError, type JsonObject, isObject } from "./acp";
+import { AcpRequestError } from "./rpc-error";
 import { advertisesPromptQueueing } from "../../protocol/prompt-queueing";
+import { isObject } from "../../protocol/jsonrpc";
 
 /** Whether the gateway's initialize answer serves the agent's advertisement (served-capabilities.ts keeps only claude's). */
-export function queuesPrompts(init: JsonObject): boolean {
+export function queuesPrompts(init: Record<string, unknown>): boolean {
   return advertisesPromptQueueing(init.agentCapabilities);
 }
 
