@@ -119,6 +119,15 @@ const FIRST_LEASE = 8;
 const HOLD_MS = 2 * LEASE_MS;
 /** The most waits a held message goes through (leases on their way and refusals): a bound however the answers come. */
 const HOLD_ROUNDS = 12;
+/**
+ * The longest a message is held from when it came, however the tenant's answers come: a tenant over
+ * its rate whose shards pass its bucket's short grants on as short leases (no refusal a connection
+ * can see) would otherwise have its frames held for ever, a backlog growing at its connections' own
+ * rate (the model's counterexample, rate 32 with two connections at 50 a second). Eight seconds is
+ * past two lease round trips at the slowest the model proves the tenant under its rate never refused
+ * (3 s each): a held message is then the tenant's rate, not its share travelling.
+ */
+const HOLD_MAX_MS = 8 * LEASE_MS;
 
 /** The lease batch for a tenant rate: about a hundredth of a second's worth, at least 8, at most 64: the most one lease asks for. */
 export function leaseBatch(tenantRate: number): number {
@@ -444,16 +453,17 @@ export class RateGate {
     const now = this.now();
     if (!this.own.within(now)) return this.refusal(this.ownLimit, Math.ceil(1000 / this.own.ratePerSecond), method, now);
     this.tenant.holding(1); // counted from before its first ask, so that ask includes it
-    return this.shareHeld(method, undefined, HOLD_ROUNDS);
+    return this.shareHeld(method, now, undefined, HOLD_ROUNDS);
   }
 
-  /** `refusedSince`: when the tenant first refused while this message waited. */
-  private shareHeld(method: string, refusedSince: number | undefined, rounds: number): Admission | Promise<Admission> {
+  /** `came`: when the message came; `refusedSince`: when the tenant first refused while it waited. */
+  private shareHeld(method: string, came: number, refusedSince: number | undefined, rounds: number): Admission | Promise<Admission> {
     const now = this.now();
-    const hold = rounds > 0 && (refusedSince === undefined || now - refusedSince < HOLD_MS) ? this.tenant.held() : undefined;
+    const mayWait = rounds > 0 && now - came < HOLD_MAX_MS && (refusedSince === undefined || now - refusedSince < HOLD_MS);
+    const hold = mayWait ? this.tenant.held() : undefined;
     if (hold) {
       const since = refusedSince ?? (hold.deniedMs > 0 ? now : undefined);
-      return hold.wait.then(() => this.shareHeld(method, since, rounds - 1));
+      return hold.wait.then(() => this.shareHeld(method, came, since, rounds - 1));
     }
     this.tenant.holding(-1);
     const share = this.tenant.admit();

@@ -214,6 +214,16 @@ describe("tenant rate leases, modelled over their interleavings on a virtual clo
 
 // Counterexamples the properties found, each kept as it was found (the fix named with it).
 describe("tenant rate leases: the model's counterexamples, fixed", () => {
+  it("two connections at 50 a second against a tenant rate of 32, half-second legs: refused, not held for ever (CI's counterexample; before HOLD_MAX_MS none was refused)", async () => {
+    const steady = Array.from({ length: 500 }, (_, k) => k * 20);
+    const world = { rate: 32, shards: 2, frames: [steady, steady], latencies: [513, 578, 613, 141] };
+    const outcome = await play(world);
+    expect(outcome.tenantRefused).toBeGreaterThan(0);
+    expect(outcome.admitted).toBeLessThanOrEqual(
+      2 * world.rate + Math.ceil((world.rate * outcome.lastAdmitted) / 1000) + world.frames.length * leaseBatch(world.rate),
+    );
+  });
+
   it("six connections at rate 20, eight frames: none refused (the code before issue 38's second fix refused the last)", async () => {
     const world = { rate: 20, shards: 2, frames: [[0], [1], [0], [13], [0], [1256, 2820, 2821]], latencies: [7, 1308, 268, 0, 0, 250, 5] };
     expect(await play(world)).toMatchObject({ admitted: 8, tenantRefused: 0 });
