@@ -102,6 +102,16 @@ describe("fixed sequences (shapes the fuzz must always get right)", () => {
     new AgentUpdate({ sessionUpdate: "tool_call_update", toolCallId: "t1", status: "completed" }),
   ] as never[]);
 
+  // Found by test:slow's fuzz at 1,000 sequences on stop 46's joined tree (seed 174947416): a call
+  // reported completed as `other` (run unasked: may have written anything), then re-kinded `read` by
+  // the agent; the report stands (the agent's later kind un-runs nothing), and the model had judged it
+  // by the table's current kind.
+  fixed("a tool call reported completed unasked, then re-kinded read by the agent, then a client attaches", [
+    new AgentUpdate({ sessionUpdate: "tool_call", toolCallId: "t2", status: "completed" }),
+    new AgentUpdate({ sessionUpdate: "tool_call_update", toolCallId: "t2", kind: "read" }),
+    new Attach(false),
+  ] as never[]);
+
   fixed("a turn with a pending request, answered by one of two clients, then ended", [
     new Attach(true),
     new Prompt(0),
